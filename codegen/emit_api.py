@@ -1,0 +1,115 @@
+"""The Python face of the registry: the op table, one wrapper function per op, array and composite bodies.
+
+Wrappers carry each op's real Python signature, so argument parsing is Python's own (fast, and
+errors like "got an unexpected keyword argument" for free); they hand the call to the runtime,
+which the package binds into `_rt` at import. Generated modules never import reftorch (DESIGN §2).
+"""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from .emit_cpu import HEADER
+from .emit_cpu import kernel_scalars
+from .model import ELEMENTWISE, HELPERS
+
+
+def _spec_literal(op, saves):
+    args = tuple((a.name, a.type, a.default, a.kwonly) for a in op.signature.args)
+    r = op.reduce
+    fields = dict(
+        name=op.name, kind=op.kind, args=args, dtypes=op.dtypes, result=op.result, outputs=op.outputs,
+        differentiable=op.differentiable and bool(op.derivatives),
+        has_backward=bool(op.derivatives), saves=saves.get(op.name, ()),
+        kernel_args=tuple(kernel_scalars(op)) if op.kind in ELEMENTWISE else (),
+        identity=None if r is None else r.identity, accumulate=None if r is None else r.accumulate,
+        inplace=op.variants.inplace, method=op.variants.method, function=op.variants.function,
+        operators=op.variants.operators, aliases=op.variants.aliases,
+    )
+    return "    " + repr(op.name) + ": " + repr(fields) + ","
+
+
+def _call(op):
+    tensors = [a.name for a in op.signature.args if a.is_tensor]
+    lists = [a.name for a in op.signature.args if a.type == "Tensor[]"]
+    others = [a.name for a in op.signature.args if not a.is_tensor and a.type != "Tensor[]"]
+    if lists:
+        t = f"tuple({lists[0]})" if not tensors else f"({''.join(x + ', ' for x in tensors)}) + tuple({lists[0]})"
+    else:
+        t = f"({''.join(x + ', ' for x in tensors)})"
+    return t, f"({''.join(x + ', ' for x in others)})"
+
+
+def emit_api(ops, saves):
+    out = [HEADER, '"""One function per op of ops.yaml with its real signature; the runtime does the rest."""\n',
+           "_rt = None  # the dispatcher, bound by reftorch/__init__.py\n", "SPECS = {"]
+    out += [_spec_literal(op, saves) for op in ops]
+    out.append("}\n")
+    for op in ops:
+        sig = op.signature.python()
+        doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
+        if op.kind == "composite":
+            names = ", ".join(a.name for a in op.signature.args)
+            body = f"    return _rt.composite({op.name!r}, {names})"
+        else:
+            t, s = _call(op)
+            body = f"    return _rt.call({op.name!r}, {t}, {s})"
+        out.append(f"def {op.name}({sig}):\n    \"\"\"{doc}\n\n    ops.yaml: {op.name}\"\"\"\n{body}\n")
+        if op.variants.inplace:
+            t, s = _call(op)
+            out.append(f"def {op.name}_({sig}):\n    \"\"\"In-place {op.name}: writes the result into self.\"\"\"\n"
+                       f"    return _rt.call_inplace({op.name!r}, {t}, {s})\n")
+        for alias in op.variants.aliases:
+            out.append(f"{alias} = {op.name}" + (f"\n{alias}_ = {op.name}_" if op.variants.inplace else "") + "\n")
+    return "\n\n".join(out)
+
+
+def _rewrite_calls(src, params, registry, mode):
+    tree = ast.parse(src, mode=mode)
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            f = node.func
+            if isinstance(f, ast.Name) and f.id not in params and (f.id in registry or f.id in HELPERS):
+                node.func = ast.copy_location(ast.Attribute(ast.Name("F", ast.Load()), f.id, ast.Load()), f)
+            return node
+
+    return ast.unparse(ast.fix_missing_locations(Rewrite().visit(tree)))
+
+
+def _body(src, params, registry, rewrite):
+    src = textwrap.dedent(src).strip()
+    mode = "exec" if "\n" in src or src.startswith("return") else "eval"
+    if rewrite:
+        src = _rewrite_calls(src, params, registry, mode)
+    if mode == "eval":
+        return f"    return {src}"
+    return textwrap.indent(src, "    ")
+
+
+def emit_composites(ops):
+    registry = {op.name for op in ops} | {a for op in ops for a in op.variants.aliases}
+    out = [HEADER, '"""Composite ops of ops.yaml: defined by other ops, differentiated through them.\n\n'
+           'Each takes F (the functional namespace) first; calls of registered ops go through it."""\n',
+           "import math\n"]
+    for op in ops:
+        if op.kind != "composite":
+            continue
+        params = {a.name for a in op.signature.args}
+        out.append(f"def {op.name}(F, {op.signature.python()}):\n    # ops.yaml: {op.name}\n"
+                   f"{_body(op.body, params, registry, True)}\n")
+    return "\n\n".join(out)
+
+
+def emit_array_ops(ops):
+    out = [HEADER, '"""Forward bodies of the array ops of ops.yaml (data movement, sorting, matmul...).\n\n'
+           'They run on NumPy arrays (strided views of the tensors\' storage) and return new arrays."""\n',
+           "import math\n\nimport numpy as np\n"]
+    for op in ops:
+        if op.kind != "array":
+            continue
+        params = {a.name for a in op.signature.args}
+        out.append(f"def {op.name}_forward({op.signature.python()}):\n    # ops.yaml: {op.name}\n"
+                   f"{_body(op.body, params, set(), False)}\n")
+    return "\n\n".join(out)

@@ -1,0 +1,20 @@
+"""Registry -> the text of every generated file, keyed by path relative to the repository root."""
+from __future__ import annotations
+
+from . import emit_api, emit_autograd, emit_cpu, emit_docs
+from .model import load
+
+
+def generate(registry_path, text=None):
+    ops = load(registry_path, text)
+    deriv_src, fused, saves = emit_autograd.emit(ops)
+    return {
+        "reftorch/kernels/__init__.py": emit_cpu.HEADER + '"""Generated from reftorch/ops.yaml by `python -m codegen`."""\n',
+        "reftorch/kernels/_cache.py": emit_cpu.CACHE_MODULE,
+        "reftorch/kernels/cpu.py": emit_cpu.emit_module(ops, fused),
+        "reftorch/kernels/derivatives.py": deriv_src,
+        "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
+        "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
+        "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
+        "docs/ops.md": emit_docs.emit(ops),
+    }

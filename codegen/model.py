@@ -1,0 +1,424 @@
+"""ops.yaml parsed into frozen dataclasses.
+
+Strict in the way torchgen is: every known key is popped, anything left over is an error, and every
+error names the op, the field and the YAML line. The generator (and nothing else) reads this model;
+the runtime reads only what the generator emits from it.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import yaml
+
+KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite", "view")
+ELEMENTWISE = ("unary", "binary", "ternary")
+FAMILIES = ("bool", "int", "float")
+RESULT_RULES = ("same", "float", "bool", "int64", "none")
+# Tensor args take part in type promotion; Index (integer) and Mask (bool) args do not and get no gradient.
+TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
+ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
+             "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
+VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases")
+TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain")
+REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
+# Names a derivative formula may use besides the op's own arguments and the registered ops.
+FORMULA_NAMES = {"grad", "grads", "result", "results"}
+# Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
+HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
+           "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
+           # creation functions of the tensor layer
+           "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
+           "arange", "eye", "as_tensor", "is_grad_enabled"}
+ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
+                    "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
+                    "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",
+                    "IndexError", "TypeError", "math", "np"}
+
+
+class RegistryError(ValueError):
+    """A malformed ops.yaml entry; the message names the op, the field and the line."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    type: str
+    default: Optional[str]  # Python source of the default, None when required
+    kwonly: bool
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.type in ("Tensor", "Tensor?", "Index", "Index?", "Mask")
+
+
+@dataclass(frozen=True)
+class Signature:
+    args: tuple
+
+    @property
+    def tensor_args(self):
+        return tuple(a for a in self.args if a.is_tensor)
+
+    @property
+    def names(self):
+        return tuple(a.name for a in self.args)
+
+    def python(self) -> str:
+        """The Python parameter list, e.g. `self, other, *, alpha=1`."""
+        parts, star = [], False
+        for a in self.args:
+            if a.kwonly and not star:
+                parts.append("*")
+                star = True
+            parts.append(a.name if a.default is None else f"{a.name}={a.default}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Reduce:
+    identity: Optional[str]
+    combine: Optional[str]
+    better: Optional[str]
+    accumulate: str
+
+
+@dataclass(frozen=True)
+class Variants:
+    function: bool
+    method: bool
+    inplace: bool
+    operators: tuple
+    aliases: tuple
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    ref: Optional[str]
+    domain: tuple            # ((argname, lo, hi), ...)
+    atol: float
+    rtol: float
+    gradcheck: bool
+    args: tuple              # ((name, python source), ...) extra non-tensor args used by tests
+    dtypes: tuple            # families the fuzz test draws, default: all the op accepts
+    cuda: bool
+    shapes: Optional[str]    # "same" forces equal shapes (no broadcasting), "matrix", ...
+    fuzz: bool
+    grad_domain: tuple
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str
+    signature: Signature
+    line: int
+    scalar: Optional[str] = None
+    reduce: Optional[Reduce] = None
+    body: Optional[str] = None
+    dtypes: tuple = ()
+    result: str = "same"
+    outputs: int = 1
+    derivatives: tuple = ()      # ((argname, formula), ...)
+    differentiable: bool = True
+    variants: Variants = None
+    test: TestSpec = None
+    doc: str = ""
+
+    @property
+    def tensor_inputs(self):
+        return self.signature.tensor_args
+
+    def formula(self, arg):
+        return dict(self.derivatives).get(arg)
+
+
+# ---------------------------------------------------------------- YAML with line numbers
+
+def _to_python(node):
+    """Compose-node -> Python values, mappings becoming (dict, {key: line}) pairs."""
+    if isinstance(node, yaml.MappingNode):
+        out, lines = {}, {}
+        for k, v in node.value:
+            key = k.value
+            out[key] = _to_python(v)
+            lines[key] = k.start_mark.line + 1
+        return _Mapping(out, lines, node.start_mark.line + 1)
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(v) for v in node.value]
+    return _SCALAR_LOADER.construct_object(node, deep=True)
+
+
+_SCALAR_LOADER = yaml.SafeLoader("")
+
+
+class _Mapping(dict):
+    def __init__(self, data, lines, line):
+        super().__init__(data)
+        self.lines = lines
+        self.line = line
+
+
+class _Entry:
+    """Pops fields from one op entry, raising errors that name op, field and line."""
+
+    def __init__(self, mapping, path):
+        self.m = dict(mapping)
+        self.lines = getattr(mapping, "lines", {})
+        self.line = getattr(mapping, "line", 0)
+        self.path = path
+        self.name = mapping.get("name", "<unnamed>") if isinstance(mapping, dict) else "<unnamed>"
+
+    def fail(self, field, msg):
+        line = self.lines.get(field, self.line)
+        raise RegistryError(f"{self.path}:{line}: op '{self.name}', field '{field}': {msg}")
+
+    def pop(self, key, kind, required=False, default=None):
+        if key not in self.m:
+            if required:
+                self.fail(key, "missing required field")
+            return default
+        value = self.m.pop(key)
+        if kind is not None and not isinstance(value, kind):
+            self.fail(key, f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__} {value!r}")
+        return value
+
+    def finish(self, what="field"):
+        if self.m:
+            key = sorted(self.m)[0]
+            self.fail(key, f"unknown {what} (known: {', '.join(self.known)})")
+
+
+OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
+             "derivatives", "differentiable", "variants", "test", "doc")
+
+
+def parse_signature(e: _Entry, text: str) -> Signature:
+    s = text.strip()
+    if not (s.startswith("(") and s.endswith(")")):
+        e.fail("signature", f"must look like '(Tensor self, Scalar other, *, int dim=0)', got {text!r}")
+    args, kwonly, seen = [], False, set()
+    inner = s[1:-1].strip()
+    for part in _split_top(inner):
+        part = part.strip()
+        if not part:
+            continue
+        if part == "*":
+            kwonly = True
+            continue
+        m = re.fullmatch(r"(\S+)\s+([A-Za-z_]\w*)\s*(?:=\s*(.+))?", part)
+        if not m:
+            e.fail("signature", f"cannot parse argument {part!r}: expected 'Type name[=default]'")
+        typ, name, default = m.group(1), m.group(2), m.group(3)
+        if typ not in ARG_TYPES:
+            e.fail("signature", f"unknown argument type {typ!r} for {name!r} (known: {', '.join(ARG_TYPES)})")
+        if name in seen:
+            e.fail("signature", f"argument {name!r} appears twice")
+        if default is not None:
+            try:
+                ast.parse(default, mode="eval")
+            except SyntaxError:
+                e.fail("signature", f"default of {name!r} is not a Python expression: {default!r}")
+        seen.add(name)
+        args.append(Arg(name, typ, default, kwonly))
+    return Signature(tuple(args))
+
+
+def _split_top(s):
+    depth, cur, out = 0, "", []
+    for ch in s:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def names_in(src: str, e: _Entry, field: str, mode="eval"):
+    """Free names read by a Python expression or body (bound names and attribute tails excluded)."""
+    try:
+        tree = ast.parse(src.strip() if mode == "eval" else src, mode=mode)
+    except SyntaxError as err:
+        e.fail(field, f"not valid Python: {err.msg} in {src!r}")
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Lambda, ast.FunctionDef)):
+            bound |= {a.arg for a in n.args.args + n.args.kwonlyargs}
+        if isinstance(n, ast.comprehension):
+            bound |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read - bound
+
+
+SCALAR_FUNCS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+                "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "floor", "ceil", "trunc", "fabs",
+                "atan2", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow", "abs", "min", "max",
+                "exp2", "log2", "log10", "gamma", "lgamma", "rint", "float", "int", "bool", "inf", "nan", "pi",
+                "e", "nearbyint", "signbit", "sign", "fmin", "fmax", "floordiv", "pymod", "isint", "rshift",
+                "lshift", "cast_like", "round_half_even", "True", "False", "None", "math", "np"}
+
+
+def parse_op(raw, path, registered_names) -> Op:
+    e = _Entry(raw, path)
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{path}: every entry must be a mapping, got {raw!r}")
+    e.known = OP_FIELDS
+    name = e.pop("name", str, required=True)
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+        e.fail("name", f"must be a lower-case identifier, got {name!r}")
+    kind = e.pop("kind", str, required=True)
+    if kind not in KINDS:
+        e.fail("kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    sig = parse_signature(e, e.pop("signature", str, required=True))
+    arg_names = set(sig.names)
+    scalar = e.pop("scalar", str)
+    if kind in ELEMENTWISE:
+        if scalar is None:
+            e.fail("scalar", f"a {kind} op needs a scalar expression")
+        n_in = {"unary": 1, "binary": 2, "ternary": 3}[kind]
+        if len(sig.tensor_args) != n_in:
+            e.fail("signature", f"a {kind} op takes {n_in} Tensor argument(s), found {len(sig.tensor_args)}")
+        unknown = names_in(scalar, e, "scalar") - arg_names - SCALAR_FUNCS
+        if unknown:
+            e.fail("scalar", f"names unknown variable(s) {sorted(unknown)}; it may use the op's arguments "
+                             f"{sorted(arg_names)} and math functions")
+    elif scalar is not None:
+        e.fail("scalar", f"only elementwise ops take a scalar expression, not kind {kind!r}")
+
+    red = e.pop("reduce", dict)
+    reduce = None
+    if kind in ("reduction", "argreduction", "scan"):
+        if red is None:
+            e.fail("reduce", f"a {kind} op needs reduce: {{identity, combine}}")
+        r = _Entry(red, path)
+        r.name, r.known, r.lines, r.line = name, REDUCE_KEYS, getattr(red, "lines", {}), getattr(red, "line", 0)
+        identity = r.pop("identity", (str, int, float))
+        combine = r.pop("combine", str)
+        better = r.pop("better", str)
+        accumulate = r.pop("accumulate", str, default="same")
+        r.finish("reduce key")
+        if kind == "argreduction" and better is None:
+            e.fail("reduce", "an argreduction needs 'better: <expression of x and best>'")
+        if kind != "argreduction" and combine is None:
+            e.fail("reduce", "needs 'combine: <expression of acc and x>'")
+        for f, src in (("combine", combine), ("better", better)):
+            if src is not None:
+                unknown = names_in(src, e, "reduce") - {"acc", "x", "best"} - SCALAR_FUNCS
+                if unknown:
+                    e.fail("reduce", f"{f} names unknown variable(s) {sorted(unknown)}; it may use acc, x, best")
+        if accumulate not in ("same", "wide", "float64", "int64", "bool"):
+            e.fail("reduce", f"unknown accumulate rule {accumulate!r}")
+        reduce = Reduce(None if identity is None else str(identity), combine, better, accumulate)
+    elif red is not None:
+        e.fail("reduce", f"only reduction/argreduction/scan ops take reduce, not kind {kind!r}")
+
+    body = e.pop("body", str)
+    if kind in ("array", "composite") and body is None:
+        e.fail("body", f"a {kind} op needs a body")
+    if kind not in ("array", "composite") and body is not None:
+        e.fail("body", f"only array and composite ops take a body, not kind {kind!r}")
+    if body is not None:
+        mode = "exec" if "\n" in body.strip() else "eval"
+        allowed = arg_names | registered_names | HELPERS | ALLOWED_BUILTINS | set(dir(builtins))
+        unknown = names_in(body, e, "body", mode) - allowed
+        if unknown:
+            e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
+
+    dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(FAMILIES))
+    for fam in dtypes:
+        if fam not in FAMILIES:
+            e.fail("dtypes", f"unknown dtype family {fam!r} (known: {', '.join(FAMILIES)})")
+    result = e.pop("result", str, default="same")
+    if result not in RESULT_RULES:
+        e.fail("result", f"unknown result rule {result!r} (known: {', '.join(RESULT_RULES)})")
+    outputs = e.pop("outputs", int, default=1)
+
+    derivs = e.pop("derivatives", dict, default={})
+    differentiable = e.pop("differentiable", bool, default=True)
+    formula_ok = arg_names | FORMULA_NAMES | registered_names | HELPERS | ALLOWED_BUILTINS
+    for arg, formula in derivs.items():
+        if arg not in arg_names:
+            e.fail("derivatives", f"derivative for {arg!r}, which is not an argument (arguments: {sorted(arg_names)})")
+        if not isinstance(formula, str):
+            e.fail("derivatives", f"formula for {arg!r} must be a string, got {formula!r}")
+        unknown = names_in(formula, e, "derivatives") - formula_ok
+        if unknown:
+            e.fail("derivatives", f"formula for {arg!r} names unknown variable(s) {sorted(unknown)}")
+    if derivs and not differentiable:
+        e.fail("derivatives", "an op marked differentiable: false carries no derivatives")
+    if kind in ELEMENTWISE + ("reduction", "scan", "array", "view") and differentiable and not derivs \
+            and result not in ("bool", "int64"):
+        e.fail("derivatives", "a differentiable op needs derivative formulas (or differentiable: false)")
+
+    v = e.pop("variants", dict, default={})
+    ve = _Entry(v, path)
+    ve.name, ve.known, ve.lines, ve.line = name, VARIANT_KEYS, getattr(v, "lines", {}), getattr(v, "line", 0)
+    first_is_tensor = bool(sig.args) and sig.args[0].is_tensor and sig.args[0].name == "self"
+    variants = Variants(ve.pop("function", bool, default=True), ve.pop("method", bool, default=first_is_tensor),
+                        ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
+                        tuple(ve.pop("aliases", list, default=[])))
+    ve.finish("variants key")
+
+    t = e.pop("test", dict, default={})
+    te = _Entry(t, path)
+    te.name, te.known, te.lines, te.line = name, TEST_KEYS, getattr(t, "lines", {}), getattr(t, "line", 0)
+    ref = te.pop("ref", str)
+    domain = te.pop("domain", dict, default={})
+    grad_domain = te.pop("grad_domain", dict, default={})
+    for dname, dom in (("domain", domain), ("grad_domain", grad_domain)):
+        for arg, rng in dom.items():
+            if arg not in arg_names or not (isinstance(rng, list) and len(rng) == 2):
+                te.fail(dname, f"entry {arg!r}: {rng!r} must be 'argname: [lo, hi]' for a Tensor argument")
+    test = TestSpec(ref, tuple((k, float(a), float(b)) for k, (a, b) in domain.items()),
+                    float(te.pop("atol", (int, float), default=1e-5)), float(te.pop("rtol", (int, float), default=1e-5)),
+                    te.pop("gradcheck", bool, default=differentiable),
+                    tuple((k, str(val)) for k, val in te.pop("args", dict, default={}).items()),
+                    tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
+                    te.pop("shapes", str), te.pop("fuzz", bool, default=True),
+                    tuple((k, float(a), float(b)) for k, (a, b) in grad_domain.items()))
+    te.finish("test key")
+    if test.ref is None and kind != "view" and test.fuzz:
+        e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")
+    doc = e.pop("doc", str, default="")
+    e.finish()
+    return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
+              tuple(derivs.items()), differentiable, variants, test, doc)
+
+
+def load(path="reftorch/ops.yaml", text=None):
+    """Parse the registry; returns a tuple of Op in file order."""
+    if text is None:
+        with open(path) as f:
+            text = f.read()
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as err:
+        raise RegistryError(f"{path}: not valid YAML: {err}") from None
+    if root is None:
+        return ()
+    if not isinstance(root, yaml.SequenceNode):
+        raise RegistryError(f"{path}: the registry must be a list of op entries")
+    raws = [_to_python(n) for n in root.value]
+    names = {r.get("name") for r in raws if isinstance(r, dict)}
+    aliases = set()
+    for r in raws:
+        if isinstance(r, dict) and isinstance(r.get("variants"), dict):
+            aliases |= set(r["variants"].get("aliases") or [])
+    ops, seen = [], {}
+    for raw in raws:
+        op = parse_op(raw, path, names | aliases)
+        if op.name in seen:
+            raise RegistryError(f"{path}:{op.line}: op '{op.name}', field 'name': defined twice "
+                                f"(first at line {seen[op.name]})")
+        seen[op.name] = op.line
+        ops.append(op)
+    return tuple(ops)

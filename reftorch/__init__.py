@@ -1,0 +1,66 @@
+"""reftorch: a PyTorch-compatible autograd library whose every op is declared once in ops.yaml.
+
+    import reftorch as torch
+"""
+from __future__ import annotations
+
+from . import _dispatch
+from .kernels import api as _api
+
+_api._rt = _dispatch            # generated wrappers call into the dispatcher
+
+from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
+                     get_default_dtype, set_default_dtype, promote_types)
+from ._dtype import result_type as _result_type  # noqa: E402
+from ._device import device  # noqa: E402
+from ._tensor import Tensor, Size  # noqa: E402
+from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, ones, full, empty, zeros_like,  # noqa
+                        ones_like, full_like, empty_like, arange, linspace, logspace, eye, rand, randn, randint,
+                        randperm, normal, rand_like, randn_like, randint_like, bernoulli, multinomial,
+                        manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
+                        default_generator)
+from ._repr import set_printoptions  # noqa: E402
+from . import _methods  # noqa: E402
+from . import _functional  # noqa: E402
+from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
+                                 is_grad_enabled, is_inference_mode_enabled)
+from . import autograd  # noqa: E402
+
+_methods.bind()
+
+# every op of ops.yaml with `function: true`, and its aliases, at the top level (torch.exp, torch.add ...)
+for _name, _spec in _api.SPECS.items():
+    if _spec["function"]:
+        globals()[_name] = getattr(_api, _name)
+        for _alias in _spec["aliases"]:
+            globals()[_alias] = getattr(_api, _alias)
+    if _spec["inplace"] and _spec["function"]:
+        globals()[_name + "_"] = getattr(_api, _name + "_")
+del _name, _spec, _alias
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+short = int16
+half = None
+cfloat = None
+strided = "torch.strided"
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+def is_floating_point(t):
+    return t.dtype.is_floating_point
+
+
+def result_type(a, b):
+    from ._dispatch import as_tensor_arg, promoted
+    return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])

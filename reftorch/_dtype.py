@@ -1,0 +1,146 @@
+"""dtypes and PyTorch's type promotion.
+
+Promotion follows PyTorch: categories bool < integer < floating; within the category of the highest
+dimensioned tensor the usual lattice applies; 0-d tensors and Python scalars take part only when
+their category is higher than every dimensioned operand's (a 0-d tensor then gives its own dtype, a
+Python scalar the default dtype of its category).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:
+    __slots__ = ("name", "np", "category", "itemsize", "short", "__weakref__")
+
+    def __init__(self, name, np_dtype, category, short):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category          # 0 bool, 1 integer, 2 floating
+        self.itemsize = self.np.itemsize
+        self.short = short                # PyTorch's scalar-type name used in error messages
+
+    @property
+    def is_floating_point(self):
+        return self.category == 2
+
+    @property
+    def is_signed(self):
+        return self.name not in ("bool", "uint8")
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_real(self):
+        return self
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, 0, "Bool")
+uint8 = dtype("uint8", np.uint8, 1, "Byte")
+int8 = dtype("int8", np.int8, 1, "Char")
+int16 = dtype("int16", np.int16, 1, "Short")
+int32 = dtype("int32", np.int32, 1, "Int")
+int64 = dtype("int64", np.int64, 1, "Long")
+float32 = dtype("float32", np.float32, 2, "Float")
+float64 = dtype("float64", np.float64, 2, "Double")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)
+_FROM_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": None,
+           "bool": bool_}
+FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float32, float64)}
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+class _Defaults:
+    float = float32
+
+
+defaults = _Defaults()
+
+
+def get_default_dtype():
+    return defaults.float
+
+
+def set_default_dtype(d):
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    defaults.float = d
+
+
+def from_numpy(np_dtype):
+    d = _FROM_NP.get(np.dtype(np_dtype))
+    if d is None:
+        raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
+                        "float64, float32, int64, int32, int16, int8, uint8, and bool.")
+    return d
+
+
+def as_dtype(x):
+    """dtype from a reftorch dtype, a NumPy dtype, a Python type or a name."""
+    if isinstance(x, dtype):
+        return x
+    if x is float:
+        return defaults.float
+    if x is int:
+        return int64
+    if x is bool:
+        return bool_
+    if isinstance(x, str) and x in _BY_NAME:
+        return _BY_NAME[x]
+    try:
+        return from_numpy(x)
+    except TypeError:
+        raise TypeError(f"expected a dtype, got {x!r}") from None
+
+
+def promote_types(a, b):
+    """The smallest dtype both a and b convert to without loss (PyTorch's table)."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    r = np.promote_types(a.np, b.np)
+    return _FROM_NP[r]
+
+
+def scalar_category(v):
+    if isinstance(v, (bool, np.bool_)):
+        return 0
+    if isinstance(v, (int, np.integer)):
+        return 1
+    if isinstance(v, (float, np.floating)):
+        return 2
+    raise TypeError(f"unsupported scalar type {type(v).__name__}")
+
+
+def scalar_default(category):
+    return (bool_, int64, defaults.float)[category]
+
+
+def result_type(dim_dtypes, zero_dim_dtypes=(), scalar_categories=()):
+    """PyTorch's three-tier promotion: dimensioned tensors, then 0-d tensors, then Python scalars."""
+    result = None
+    for d in dim_dtypes:
+        result = d if result is None else promote_types(result, d)
+    zd = None
+    for d in zero_dim_dtypes:
+        zd = d if zd is None else promote_types(zd, d)
+    if zd is not None and (result is None or zd.category > result.category):
+        result = zd
+    sc = max(scalar_categories, default=None)
+    if sc is not None and (result is None or sc > result.category):
+        result = scalar_default(sc)
+    return result

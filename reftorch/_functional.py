@@ -1,0 +1,15 @@
+"""The functional namespace F: every op of ops.yaml, the creation functions and the formula helpers.
+
+Derivative formulas and composite bodies of ops.yaml are generated as calls into F, and
+`reftorch.<op>` re-exports it."""
+from __future__ import annotations
+
+from .kernels.api import *  # noqa: F401,F403  -- one wrapper per op of ops.yaml
+from .kernels.api import SPECS as _SPECS
+from ._creation import (tensor, as_tensor, zeros, ones, full, empty, zeros_like, ones_like, full_like,  # noqa
+                        empty_like, arange, eye, scalar_tensor)
+from ._formula_helpers import *  # noqa: F401,F403
+from .autograd.grad_mode import is_grad_enabled  # noqa: F401
+from ._dispatch import fused as _fused  # noqa: F401
+
+_OPS = tuple(_SPECS)

@@ -1,0 +1,350 @@
+"""Strided layout: shapes, strides (in elements), broadcasting, dimension collapsing, view geometry.
+
+Pure functions over tuples; nothing here touches data. View ops of ops.yaml (kind: view) find their
+geometry here by name: `<op>(shape, strides, offset, *args) -> (shape, strides, offset)`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def contiguous_strides(shape):
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def is_contiguous(shape, strides):
+    acc = 1
+    for s, st in zip(reversed(shape), reversed(strides)):
+        if s == 1:
+            continue
+        if st != acc:
+            return False
+        acc *= s
+    return True
+
+
+def wrap_dim(dim, ndim, op=None):
+    """PyTorch's dim wrapping with its range error; 0-d tensors accept -1 and 0."""
+    try:
+        dim = dim.__index__()
+    except AttributeError:
+        raise TypeError(f"{op + '(): ' if op else ''}dim must be an integer, got {type(dim).__name__}") from None
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim, op=None):
+    """A dim, a sequence of dims or None -> sorted tuple of distinct non-negative dims."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int) or hasattr(dims, "__index__") and not isinstance(dims, (tuple, list)):
+        dims = (dims,)
+    out = []
+    for d in dims:
+        w = wrap_dim(d, ndim, op)
+        if w in out:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        out.append(w)
+    if ndim == 0:
+        return ()
+    return tuple(sorted(out))
+
+
+def broadcast_shapes(*shapes):
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, size in enumerate(s):
+            j = ndim - len(s) + i
+            if out[j] == 1:
+                out[j] = size
+            elif size != 1 and size != out[j]:
+                raise RuntimeError(_mismatch(shapes, j - ndim))
+    return tuple(out)
+
+
+def _mismatch(shapes, neg_dim):
+    a, b = shapes[0], shapes[1] if len(shapes) > 1 else shapes[0]
+    # find the pair that disagrees, as PyTorch names them
+    for x in shapes:
+        for y in shapes:
+            if len(x) >= -neg_dim and len(y) >= -neg_dim:
+                sx, sy = x[neg_dim], y[neg_dim]
+                if sx != sy and sx != 1 and sy != 1:
+                    a, b = x, y
+                    ndim = max(len(s) for s in shapes)
+                    return (f"The size of tensor a ({sx}) must match the size of tensor b ({sy}) at "
+                            f"non-singleton dimension {ndim + neg_dim}")
+    return "shapes cannot be broadcast together"
+
+
+def broadcast_strides(shape, strides, to_shape):
+    """Strides of a tensor viewed at to_shape (stride 0 along broadcast dims)."""
+    pad = len(to_shape) - len(shape)
+    out = [0] * pad
+    for s, st, t in zip(shape, strides, to_shape[pad:]):
+        out.append(st if s == t else 0)
+    return tuple(out)
+
+
+def collapse(shape, stride_lists):
+    """Drop size-1 dims and merge adjacent dims that every operand walks as one (DESIGN §5).
+
+    Returns (shape, [strides per operand]); most calls end with one or two dims."""
+    keep = [i for i, s in enumerate(shape) if s != 1]
+    if not keep:
+        return (1,), [(0,) for _ in stride_lists]
+    new_shape = [shape[keep[0]]]
+    new_strides = [[st[keep[0]]] for st in stride_lists]
+    for i in keep[1:]:
+        size = shape[i]
+        if all(ns[-1] == st[i] * size for ns, st in zip(new_strides, stride_lists)):
+            new_shape[-1] *= size
+            for ns, st in zip(new_strides, stride_lists):
+                ns[-1] = st[i]
+        else:
+            new_shape.append(size)
+            for ns, st in zip(new_strides, stride_lists):
+                ns.append(st[i])
+    return tuple(new_shape), [tuple(ns) for ns in new_strides]
+
+
+# ----------------------------------------------------------------------- view geometry by op name
+
+def _sizes(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def infer_size(shape, numel_):
+    shape = [int(s) for s in shape]
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = numel([s for s in shape if s != -1])
+    if neg:
+        if known == 0 or numel_ % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
+        shape[neg[0]] = numel_ // known
+    elif known != numel_:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
+    return tuple(shape)
+
+
+def view_strides(old_shape, old_strides, new_shape):
+    """Strides for viewing (old_shape, old_strides) as new_shape without a copy, or None (PyTorch's
+    computeStride: split and merge only within runs of dims that are contiguous with each other)."""
+    if numel(old_shape) == 0:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_strides[-1] if old_strides else 1
+    tensor_numel, view_numel = 1, 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_strides[tensor_d - 1]
+                tensor_numel, view_numel = 1, 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def view(shape, strides, offset, size):
+    new = infer_size(_sizes(size), numel(shape))
+    st = view_strides(shape, strides, new) if shape else contiguous_strides(new)
+    if st is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return new, st, offset
+
+
+def transpose(shape, strides, offset, dim0, dim1):
+    n = len(shape)
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    if n == 0:
+        return shape, strides, offset
+    sh, st = list(shape), list(strides)
+    sh[d0], sh[d1] = sh[d1], sh[d0]
+    st[d0], st[d1] = st[d1], st[d0]
+    return tuple(sh), tuple(st), offset
+
+
+def permute(shape, strides, offset, dims):
+    dims = _sizes(dims)
+    n = len(shape)
+    if len(dims) != n:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
+                           f"len(dims) = {len(dims)}".replace("(sparse_coo)", ""))
+    w = [wrap_dim(d, n) for d in dims]
+    if len(set(w)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return tuple(shape[d] for d in w), tuple(strides[d] for d in w), offset
+
+
+def expand(shape, strides, offset, size):
+    size = _sizes(size)
+    if len(size) < len(shape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(size)}): the number of sizes "
+                           f"provided ({len(size)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(shape)})")
+    pad = len(size) - len(shape)
+    new_shape, new_strides = [], []
+    for i, s in enumerate(size):
+        if i < pad:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   "non-existing dimension 0")
+            new_shape.append(s)
+            new_strides.append(0)
+            continue
+        old, st = shape[i - pad], strides[i - pad]
+        if s == -1:
+            s = old
+        if old == s:
+            new_shape.append(s)
+            new_strides.append(st)
+        elif old == 1:
+            new_shape.append(s)
+            new_strides.append(0)
+        else:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({old}) at "
+                               f"non-singleton dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: "
+                               f"{list(shape)}")
+    return tuple(new_shape), tuple(new_strides), offset
+
+
+def unsqueeze(shape, strides, offset, dim):
+    d = wrap_dim(dim, len(shape) + 1)
+    st = strides[d] * shape[d] if d < len(shape) else 1
+    return shape[:d] + (1,) + shape[d:], strides[:d] + (st,) + strides[d:], offset
+
+
+def squeeze(shape, strides, offset, dim=None):
+    dims = wrap_dims(dim, len(shape)) if dim is not None else tuple(range(len(shape)))
+    keep = [i for i in range(len(shape)) if not (i in dims and shape[i] == 1)]
+    return tuple(shape[i] for i in keep), tuple(strides[i] for i in keep), offset
+
+
+def select(shape, strides, offset, dim, index):
+    d = wrap_dim(dim, len(shape))
+    if len(shape) == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    size = shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+    index = index + size if index < 0 else index
+    return shape[:d] + shape[d + 1:], strides[:d] + strides[d + 1:], offset + index * strides[d]
+
+
+def slice_(shape, strides, offset, dim, start, stop, step):
+    d = wrap_dim(dim, len(shape))
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start, stop, step = slice(start, stop, step).indices(shape[d])
+    n = max(0, (stop - start + step - 1) // step)
+    new_shape = shape[:d] + (n,) + shape[d + 1:]
+    new_strides = strides[:d] + (strides[d] * step,) + strides[d + 1:]
+    return new_shape, new_strides, offset + (start * strides[d] if n else 0)
+
+
+def narrow(shape, strides, offset, dim, start, length):
+    d = wrap_dim(dim, len(shape))
+    size = shape[d]
+    if start < 0:
+        start += size
+    if not (0 <= start <= size and 0 <= length and start + length <= size):
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_(shape, strides, offset, d, start, start + length, 1)
+
+
+def diagonal(shape, strides, offset, offset_=0, dim1=0, dim2=1):
+    n = len(shape)
+    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if offset_ >= 0:
+        size = max(0, min(shape[d1], shape[d2] - offset_))
+        off = offset + (offset_ * strides[d2] if size else 0)
+    else:
+        size = max(0, min(shape[d1] + offset_, shape[d2]))
+        off = offset + (-offset_ * strides[d1] if size else 0)
+    keep = [i for i in range(n) if i not in (d1, d2)]
+    return (tuple(shape[i] for i in keep) + (size,), tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
+            off)
+
+
+def unfold(shape, strides, offset, dimension, size, step):
+    d = wrap_dim(dimension, len(shape))
+    full = shape[d] if shape else 1
+    if size > full:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {full} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    n = (full - size) // step + 1
+    if not shape:
+        return (size,), (1,), offset
+    return (shape[:d] + (n,) + shape[d + 1:] + (size,), strides[:d] + (strides[d] * step,) + strides[d + 1:]
+            + (strides[d],), offset)
+
+
+def movedim(shape, strides, offset, source, destination):
+    n = len(shape)
+    src = [wrap_dim(s, n) for s in ((source,) if isinstance(source, int) else source)]
+    dst = [wrap_dim(s, n) for s in ((destination,) if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                           f"contain the same number of dims as destination ({list(dst)} dims)")
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(shape, strides, offset, order)
+
+
+def as_strided(shape, strides, offset, size, stride, storage_offset=None):
+    return tuple(size), tuple(stride), offset if storage_offset is None else storage_offset
+
+
+def flatten_shape(shape, start_dim=0, end_dim=-1):
+    n = len(shape)
+    if n == 0:
+        return (1,)
+    s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    return shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
+
+
+def contiguous_array(a):
+    """a as a C-contiguous NumPy array, copying only when needed (np.ascontiguousarray turns 0-d into 1-d)."""
+    return a if a.flags.c_contiguous else np.array(a, order="C")

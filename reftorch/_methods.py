@@ -1,0 +1,409 @@
+"""Tensor methods that are not ops of the registry: autograd state, conversion, view conveniences.
+
+`bind()` also installs every generated op wrapper of ops.yaml as a method, its in-place variant and
+its Python operators (reflected ones swap their operands)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from . import _functional as F
+from . import _layout as L
+from ._device import as_device
+from ._tensor import Tensor
+from .autograd import grad_mode
+from .autograd.engine import run_backward
+
+
+# ------------------------------------------------------------------------------ autograd state
+
+def _get_grad(self):
+    return self._grad
+
+
+def _set_grad(self, value):
+    if value is not None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                            f"{type(value).__name__}")
+        if tuple(value._shape) != tuple(self._shape):
+            raise RuntimeError(f"assigned grad has data of a different size")
+        if value.dtype is not self.dtype:
+            raise RuntimeError("assigned grad has data of a different type")
+    self._grad = value
+
+
+def _requires_grad_(self, requires_grad=True):
+    if requires_grad and self.dtype.category != 2:
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    if not requires_grad and self.grad_fn is not None:
+        raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                           "computed variable in a subgraph that doesn't require differentiation use "
+                           "var_no_grad = var.detach().")
+    self.requires_grad = bool(requires_grad)
+    return self
+
+
+def _set_requires_grad(self, value):
+    _requires_grad_(self, value)
+
+
+def _detach(self):
+    t = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device, self._base)
+    return t
+
+
+def _detach_(self):
+    if self._base is not None and self._base.requires_grad:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    self.grad_fn = None
+    self.requires_grad = False
+    return self
+
+
+def _data_get(self):
+    return _detach(self)
+
+
+def _data_set(self, value):
+    self._storage, self._offset, self._shape, self._strides = value._storage, value._offset, value._shape, \
+        value._strides
+    self.dtype = value.dtype
+
+
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    if gradient is None:
+        if self.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not self.dtype.is_floating_point:
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
+                               f"{self.dtype!r}")
+        gradient = F.ones_like(self)
+    else:
+        gradient = F.as_tensor(gradient)
+        if tuple(gradient._shape) != tuple(self._shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of torch.Size("
+                               f"{list(gradient._shape)}) and output[0] has a shape of torch.Size("
+                               f"{list(self._shape)}).")
+    if not self.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    run_backward([self], [gradient], retain_graph, create_graph, inputs=inputs, allow_unused=True, accumulate=True)
+
+
+def _retain_grad(self):
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None or self._retains_grad:
+        return
+    self._retains_grad = True
+    import weakref
+    ref = weakref.ref(self)
+    nr = self._output_nr
+
+    def keep(grads):
+        t = ref()
+        if t is not None and t._retains_grad and grads[nr] is not None:
+            g = grads[nr].detach()
+            t._grad = g.clone() if t._grad is None else t._grad + g
+        return None
+
+    self.grad_fn.register_prehook(keep)
+
+
+def _register_hook(self, hook):
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is None:
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        from .autograd.graph import _Handle
+        return _Handle(self._hooks, hook)
+    nr = self._output_nr
+
+    def pre(grads):
+        if grads[nr] is None:
+            return None
+        new = hook(grads[nr])
+        if new is None:
+            return None
+        grads = list(grads)
+        grads[nr] = new
+        return grads
+
+    return self.grad_fn.register_prehook(pre)
+
+
+# ------------------------------------------------------------------------------ conversion
+
+def _to(self, *args, **kwargs):
+    dtype, device, copy = None, None, kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    for a in list(args) + [kwargs.pop("dtype", None), kwargs.pop("device", None)]:
+        if a is None:
+            continue
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        else:
+            device = as_device(a)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if dtype is None or dtype is self.dtype:
+        return F.clone(self) if copy else self
+    return _convert(self, dtype)
+
+
+def _convert(self, dtype):
+    """A copy in another dtype; differentiable (the engine casts the gradient back)."""
+    from ._dispatch import SPECS, empty, record, run_elementwise
+    spec = SPECS["clone"]
+    out = empty(self._shape, dtype)
+    run_elementwise(spec, [self], [], out)
+    if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+        record(spec, (self,), (), (out,))
+    return out
+
+
+def _type(self, dtype=None):
+    if dtype is None:
+        return f"torch.{_type_name(self)}"
+    if isinstance(dtype, str):
+        name = dtype.split(".")[-1]
+        dtype = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "LongTensor": D.int64,
+                 "IntTensor": D.int32, "BoolTensor": D.bool_, "ByteTensor": D.uint8}[name]
+    return _to(self, dtype)
+
+
+def _type_name(t):
+    from .autograd.graph import _tensor_type
+    return _tensor_type(t)
+
+
+def _contiguous(self, memory_format=None):
+    if self.is_contiguous():
+        return self
+    return F.clone(self)
+
+
+def _cpu(self):
+    return self
+
+
+def _cuda(self, device=None, non_blocking=False):
+    as_device("cuda")
+
+
+def _copy_(self, src, non_blocking=False):
+    src = F.as_tensor(src)
+    from ._dispatch import check_inplace
+    shape = L.broadcast_shapes(self._shape, src._shape)
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, shape))}]")
+    check_inplace(self)
+    if grad_mode.state.enabled and (src.requires_grad or self.requires_grad):
+        new = F.expand(src.to(self.dtype), self._shape)
+        _assign_with_history(self, new)
+        return self
+    val = src._array()
+    if np.may_share_memory(val, self._storage.data):
+        val = val.copy()
+    self._array()[...] = val
+    self._storage.version += 1
+    return self
+
+
+def _assign_with_history(self, new):
+    """Write new's values into self and make self's history new's (an in-place op on a non-leaf)."""
+    val = new._array()
+    if np.may_share_memory(val, self._storage.data):
+        val = val.copy()
+    self._array()[...] = val
+    self._storage.version += 1
+    if new.requires_grad:
+        self.requires_grad = True
+        self.grad_fn = new.grad_fn if new.grad_fn is not None else None
+        self._output_nr = new._output_nr
+        if new.grad_fn is None:     # new is a leaf (copy_ of a leaf): route through an identity op
+            ident = F.clone(new)
+            self.grad_fn, self._output_nr = ident.grad_fn, ident._output_nr
+
+
+def _fill_(self, value):
+    from ._dispatch import check_inplace
+    check_inplace(self)
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions.")
+        value = value.item()
+    if grad_mode.state.enabled and self.requires_grad:
+        _assign_with_history(self, F.full(self._shape, value, dtype=self.dtype) * 1.0 + 0 * self)
+        return self
+    self._array()[...] = value
+    self._storage.version += 1
+    return self
+
+
+def _zero_(self):
+    return _fill_(self, 0)
+
+
+def _new(fn):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return method
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+# ------------------------------------------------------------------------------ views
+
+def _sizes(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def _view(self, *size):
+    if len(size) == 1 and isinstance(size[0], D.dtype):
+        raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+    return F.view(self, _sizes(size))
+
+
+def _reshape(self, *shape):
+    return F.reshape(self, _sizes(shape))
+
+
+def _expand(self, *size):
+    return F.expand(self, _sizes(size))
+
+
+def _permute(self, *dims):
+    return F.permute(self, _sizes(dims))
+
+
+def _repeat(self, *sizes):
+    return F.repeat(self, _sizes(sizes))
+
+
+def _tile(self, *dims):
+    return F.tile(self, _sizes(dims))
+
+
+def _flip(self, *dims):
+    return F.flip(self, _sizes(dims))
+
+
+def _t(self):
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self if self.ndim < 2 else F.transpose(self, 0, 1)
+
+
+def _T(self):
+    return F.permute(self, tuple(reversed(range(self.ndim))))
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return F.transpose(self, -2, -1)
+
+
+def _expand_as(self, other):
+    return F.expand(self, other.shape)
+
+
+def _view_as(self, other):
+    return F.view(self, other.shape)
+
+
+def _reshape_as(self, other):
+    return F.reshape(self, other.shape)
+
+
+def _type_as(self, other):
+    return _to(self, other.dtype)
+
+
+METHODS = {
+    "grad": property(_get_grad, _set_grad),
+    "data": property(_data_get, _data_set),
+    "requires_grad_": _requires_grad_,
+    "detach": _detach, "detach_": _detach_, "backward": _backward, "retain_grad": _retain_grad,
+    "retains_grad": property(lambda self: self._retains_grad),
+    "register_hook": _register_hook,
+    "to": _to, "type": _type, "contiguous": _contiguous, "cpu": _cpu, "cuda": _cuda,
+    "float": lambda self, memory_format=None: _to(self, D.float32),
+    "double": lambda self, memory_format=None: _to(self, D.float64),
+    "long": lambda self, memory_format=None: _to(self, D.int64),
+    "int": lambda self, memory_format=None: _to(self, D.int32),
+    "short": lambda self, memory_format=None: _to(self, D.int16),
+    "char": lambda self, memory_format=None: _to(self, D.int8),
+    "byte": lambda self, memory_format=None: _to(self, D.uint8),
+    "bool": lambda self, memory_format=None: _to(self, D.bool_),
+    "type_as": _type_as,
+    "copy_": _copy_, "fill_": _fill_, "zero_": _zero_,
+    "new_zeros": _new(F.zeros), "new_ones": _new(F.ones), "new_empty": _new(F.empty), "new_full": _new_full,
+    "new_tensor": _new_tensor,
+    "view": _view, "reshape": _reshape, "expand": _expand, "permute": _permute, "t": _t,
+    "T": property(_T), "mT": property(_mT), "H": property(_T), "mH": property(_mT),
+    "expand_as": _expand_as, "view_as": _view_as, "reshape_as": _reshape_as,
+}
+
+
+def bind():
+    """Install op wrappers of ops.yaml as Tensor methods, in-place variants and operators."""
+    from .kernels import api
+    for name, spec in api.SPECS.items():
+        fn = getattr(api, name)
+        if spec["method"]:
+            if name not in METHODS:
+                setattr(Tensor, name, fn)
+            for alias in spec["aliases"]:
+                setattr(Tensor, alias, fn)
+        if spec["inplace"]:
+            setattr(Tensor, name + "_", getattr(api, name + "_"))
+            for alias in spec["aliases"]:
+                setattr(Tensor, alias + "_", getattr(api, name + "_"))
+        for op in spec["operators"]:
+            setattr(Tensor, op, _operator(op, name, api))
+    for name, value in METHODS.items():
+        setattr(Tensor, name, value)
+    extra = {"repeat": _repeat, "tile": _tile, "flip": _flip}
+    for name, fn in extra.items():
+        if hasattr(api, name):
+            setattr(Tensor, name, fn)
+    Tensor.requires_grad_ = _requires_grad_
+
+
+def _operator(dunder, name, api):
+    fn = getattr(api, name)
+    if dunder.startswith("__i") and dunder not in ("__invert__", "__index__"):
+        inplace = getattr(api, name + "_")
+        return lambda self, other: inplace(self, other)
+    if dunder.startswith("__r") and dunder not in ("__rshift__",) or dunder == "__rrshift__":
+        def reflected(self, other):
+            return fn(other, self)
+        return reflected
+    if dunder in ("__eq__", "__ne__"):
+        def compare(self, other):
+            if other is None or not isinstance(other, (Tensor, int, float, bool, np.number, np.ndarray, list)):
+                return NotImplemented if dunder == "__eq__" else True
+            return fn(self, other)
+        return compare
+    return fn

@@ -1,0 +1,238 @@
+"""The Tensor: a strided view (offset, shape, strides in elements) of a flat storage, plus autograd state.
+
+Storage is a 1-D NumPy array on cpu, shared by every view of it together with a version counter
+that in-place ops bump (autograd checks saved tensors against it). Ops are not defined here: the
+generated wrappers of ops.yaml are bound as methods by reftorch/__init__.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._layout import contiguous_array as _contig
+
+from . import _dtype as D
+from . import _layout as L
+from ._device import CPU
+
+
+class Storage:
+    __slots__ = ("data", "version", "__weakref__")
+
+    def __init__(self, data):
+        self.data = data        # 1-D numpy array
+        self.version = 0
+
+
+class Tensor:
+    __slots__ = ("_storage", "_offset", "_shape", "_strides", "dtype", "device", "requires_grad", "_grad",
+                 "grad_fn", "_output_nr", "_retains_grad", "_hooks", "_accum", "_base", "_wrapped", "_name",
+                 "__weakref__", "__dict__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create tensors with reftorch.tensor(...), reftorch.zeros(...) and friends")
+
+    # ------------------------------------------------------------------ construction (internal)
+    @classmethod
+    def _make(cls, storage, offset, shape, strides, dtype, device=CPU, base=None):
+        t = object.__new__(cls)
+        t._storage = storage
+        t._offset = offset
+        t._shape = shape
+        t._strides = strides
+        t.dtype = dtype
+        t.device = device
+        t.requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._retains_grad = False
+        t._hooks = None
+        t._accum = None
+        t._base = base
+        t._wrapped = False
+        return t
+
+    @classmethod
+    def _from_array(cls, arr, dtype=None):
+        """Wrap a NumPy array, sharing its memory whenever its strides can be expressed in elements."""
+        if dtype is None:
+            dtype = D.from_numpy(arr.dtype)
+        isz = arr.itemsize
+        base = arr
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        shareable = (base.flags.c_contiguous and base.dtype == arr.dtype
+                     and all(s >= 0 and s % isz == 0 for s in arr.strides))
+        if shareable:
+            flat = base.reshape(-1)
+            start = arr.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+            if start >= 0 and start % isz == 0:
+                strides = tuple(s // isz for s in arr.strides)
+                return cls._make(Storage(flat), start // isz, tuple(arr.shape), strides, dtype)
+        arr = _contig(arr)
+        return cls._make(Storage(arr.reshape(-1)), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype)
+
+    def _array(self):
+        """This tensor as a NumPy strided view of its storage (no copy)."""
+        data = self._storage.data
+        isz = data.itemsize
+        if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
+            return data
+        return np.ndarray(self._shape, data.dtype, data, self._offset * isz, tuple(s * isz for s in self._strides))
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[L.wrap_dim(dim, len(self._shape))]
+
+    def dim(self):
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return L.numel(self._shape)
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple(self._strides)
+        return self._strides[L.wrap_dim(dim, len(self._shape))]
+
+    def storage_offset(self):
+        return self._offset
+
+    def is_contiguous(self, memory_format=None):
+        return L.is_contiguous(self._shape, self._strides)
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def data_ptr(self):
+        return self._storage.data.__array_interface__["data"][0] + self._offset * self.dtype.itemsize
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def layout(self):
+        return "torch.strided"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    @property
+    def _version(self):
+        return self._storage.version
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __hash__(self):
+        return id(self)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                               "instead.")
+        return self._array()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._array()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._array().reshape(-1)[0].item()
+
+    def tolist(self):
+        return self._array().tolist()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.category > 1 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self):
+        from ._repr import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __reduce_ex__(self, proto):
+        from ._creation import _rebuild
+        return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        from ._creation import _copy_tensor
+        if id(self) in memo:
+            return memo[id(self)]
+        t = _copy_tensor(self)
+        memo[id(self)] = t
+        return t
+
+
+class Size(tuple):
+    """torch.Size: a tuple that prints like PyTorch's."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        return L.numel(self)
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
