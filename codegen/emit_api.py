@@ -25,6 +25,8 @@ def _spec_literal(op, saves):
         identity=None if r is None else r.identity, accumulate=None if r is None else r.accumulate,
         inplace=op.variants.inplace, method=op.variants.method, function=op.variants.function,
         operators=op.variants.operators, aliases=op.variants.aliases,
+        # the NumPy reference and its tolerances, for reference mode (reftorch/_reference.py)
+        ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
     )
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
@@ -49,16 +51,21 @@ def emit_api(ops, saves):
         sig = op.signature.python()
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
         if op.kind == "composite":
-            names = ", ".join(a.name for a in op.signature.args)
+            names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
+                              for a in op.signature.args)
             body = f"    return _rt.composite({op.name!r}, {names})"
         else:
             t, s = _call(op)
             body = f"    return _rt.call({op.name!r}, {t}, {s})"
         out.append(f"def {op.name}({sig}):\n    \"\"\"{doc}\n\n    ops.yaml: {op.name}\"\"\"\n{body}\n")
         if op.variants.inplace:
-            t, s = _call(op)
+            if op.kind == "composite":     # computed out of place, then written into self (copy_ semantics)
+                call = f"_rt.composite_inplace({op.name!r}, {names})"
+            else:
+                t, s = _call(op)
+                call = f"_rt.call_inplace({op.name!r}, {t}, {s})"
             out.append(f"def {op.name}_({sig}):\n    \"\"\"In-place {op.name}: writes the result into self.\"\"\"\n"
-                       f"    return _rt.call_inplace({op.name!r}, {t}, {s})\n")
+                       f"    return {call}\n")
         for alias in op.variants.aliases:
             out.append(f"{alias} = {op.name}" + (f"\n{alias}_ = {op.name}_" if op.variants.inplace else "") + "\n")
     return "\n\n".join(out)
@@ -80,7 +87,7 @@ def _rewrite_calls(src, params, registry, mode):
 
 def _body(src, params, registry, rewrite):
     src = textwrap.dedent(src).strip()
-    mode = "exec" if "\n" in src or src.startswith("return") else "eval"
+    mode = "exec" if "\n" in src or src.startswith(("return ", "return(")) else "eval"
     if rewrite:
         src = _rewrite_calls(src, params, registry, mode)
     if mode == "eval":

@@ -146,7 +146,8 @@ def emit(ops):
     out = [HEADER, '"""Backward functions generated from the derivative formulas of ops.yaml.\n\n'
            'Each takes (F, grads, saved, needs, fused): F is the functional namespace, grads the output\n'
            'gradients, saved the values the node kept, needs which inputs want a gradient, and fused whether\n'
-           'the fused elementwise kernels may replace the Tensor formulas (create_graph is off).\n"""\n']
+           'the fused elementwise kernels may replace the Tensor formulas (create_graph is off).\n"""\n',
+           "import math  # formulas may name math (codegen/model.py ALLOWED_BUILTINS)\n"]
     fused, saves_table = [], {}
     for op in ops:
         if not op.derivatives:

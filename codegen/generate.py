@@ -1,7 +1,7 @@
 """Registry -> the text of every generated file, keyed by path relative to the repository root."""
 from __future__ import annotations
 
-from . import emit_api, emit_autograd, emit_cpu, emit_docs
+from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
 from .model import load
 
 
@@ -12,6 +12,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/__init__.py": emit_cpu.HEADER + '"""Generated from reftorch/ops.yaml by `python -m codegen`."""\n',
         "reftorch/kernels/_cache.py": emit_cpu.CACHE_MODULE,
         "reftorch/kernels/cpu.py": emit_cpu.emit_module(ops, fused),
+        "reftorch/kernels/cuda.py": emit_cuda.emit_module(ops, fused),
         "reftorch/kernels/derivatives.py": deriv_src,
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),

@@ -24,12 +24,18 @@ ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
 VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain")
+# `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
+# constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
+SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
+               "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "take",
+               "index_put", "one_hot", "bincount", "square")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
+           "is_tensor", "lowest", "return_type", "einsum_grad_plan",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
@@ -49,6 +55,7 @@ class Arg:
     type: str
     default: Optional[str]  # Python source of the default, None when required
     kwonly: bool
+    varargs: bool = False   # `Tensor[] *operands`: the Python signature takes *operands (composite ops)
 
     @property
     def is_tensor(self) -> bool:
@@ -71,6 +78,10 @@ class Signature:
         """The Python parameter list, e.g. `self, other, *, alpha=1`."""
         parts, star = [], False
         for a in self.args:
+            if a.varargs:
+                parts.append(f"*{a.name}")
+                star = True
+                continue
             if a.kwonly and not star:
                 parts.append("*")
                 star = True
@@ -209,10 +220,12 @@ def parse_signature(e: _Entry, text: str) -> Signature:
         if part == "*":
             kwonly = True
             continue
-        m = re.fullmatch(r"(\S+)\s+([A-Za-z_]\w*)\s*(?:=\s*(.+))?", part)
+        m = re.fullmatch(r"(\S+)\s+(\*?)([A-Za-z_]\w*)\s*(?:=\s*(.+))?", part)
         if not m:
             e.fail("signature", f"cannot parse argument {part!r}: expected 'Type name[=default]'")
-        typ, name, default = m.group(1), m.group(2), m.group(3)
+        typ, star, name, default = m.group(1), m.group(2), m.group(3), m.group(4)
+        if star and (typ != "Tensor[]" or default is not None or kwonly):
+            e.fail("signature", f"only a positional 'Tensor[] *{name}' without default may take varargs")
         if typ not in ARG_TYPES:
             e.fail("signature", f"unknown argument type {typ!r} for {name!r} (known: {', '.join(ARG_TYPES)})")
         if name in seen:
@@ -223,7 +236,8 @@ def parse_signature(e: _Entry, text: str) -> Signature:
             except SyntaxError:
                 e.fail("signature", f"default of {name!r} is not a Python expression: {default!r}")
         seen.add(name)
-        args.append(Arg(name, typ, default, kwonly))
+        args.append(Arg(name, typ, default, kwonly, bool(star)))
+        kwonly = kwonly or bool(star)       # arguments after *operands are keyword-only
     return Signature(tuple(args))
 
 
@@ -264,7 +278,8 @@ SCALAR_FUNCS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "as
                 "atan2", "hypot", "copysign", "fmod", "isnan", "isinf", "isfinite", "pow", "abs", "min", "max",
                 "exp2", "log2", "log10", "gamma", "lgamma", "rint", "float", "int", "bool", "inf", "nan", "pi",
                 "e", "nearbyint", "signbit", "sign", "fmin", "fmax", "floordiv", "pymod", "isint", "rshift",
-                "lshift", "cast_like", "round_half_even", "True", "False", "None", "math", "np"}
+                "lshift", "cast_like", "round_half_even", "True", "False", "None", "math", "np", "logaddexp",
+                "divtrunc", "cfmod", "tpow", "round_decimals", "logit", "clamp3"}
 
 
 def parse_op(raw, path, registered_names) -> Op:
@@ -378,12 +393,21 @@ def parse_op(raw, path, registered_names) -> Op:
         for arg, rng in dom.items():
             if arg not in arg_names or not (isinstance(rng, list) and len(rng) == 2):
                 te.fail(dname, f"entry {arg!r}: {rng!r} must be 'argname: [lo, hi]' for a Tensor argument")
+    test_args = te.pop("args", dict, default={})
+    shapes_hint = te.pop("shapes", str)
+    if shapes_hint is not None and shapes_hint not in SHAPE_HINTS:
+        te.fail("shapes", f"unknown shapes hint {shapes_hint!r} (known: {', '.join(SHAPE_HINTS)}; a new hint needs "
+                          "a shape rule in tests/registry_samples.py and its name in codegen/model.py SHAPE_HINTS)")
+    for arg in test_args:
+        if arg not in arg_names:
+            te.fail("args", f"value for {arg!r}, which is not an argument (arguments: {sorted(arg_names)}); "
+                            "quote Python values with commas in flow mappings: {dims: \"(0,)\"}")
     test = TestSpec(ref, tuple((k, float(a), float(b)) for k, (a, b) in domain.items()),
                     float(te.pop("atol", (int, float), default=1e-5)), float(te.pop("rtol", (int, float), default=1e-5)),
                     te.pop("gradcheck", bool, default=differentiable),
-                    tuple((k, str(val)) for k, val in te.pop("args", dict, default={}).items()),
+                    tuple((k, str(val)) for k, val in test_args.items()),
                     tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
-                    te.pop("shapes", str), te.pop("fuzz", bool, default=True),
+                    shapes_hint, te.pop("fuzz", bool, default=True),
                     tuple((k, float(a), float(b)) for k, (a, b) in grad_domain.items()))
     te.finish("test key")
     if test.ref is None and kind != "view" and test.fuzz:

@@ -25,6 +25,8 @@ from . import _functional  # noqa: E402
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import autograd  # noqa: E402
+from . import testing  # noqa: E402
+from ._reference import set_reference_mode, is_reference_mode_enabled, reference_mode  # noqa: E402,F401
 
 _methods.bind()
 
@@ -64,3 +66,8 @@ def is_floating_point(t):
 def result_type(a, b):
     from ._dispatch import as_tensor_arg, promoted
     return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])
+
+
+# the library layer (written against the public API above; imported last)
+from . import nn, optim, utils  # noqa: E402
+from .serialization import save, load  # noqa: E402

@@ -12,10 +12,11 @@ from ._layout import contiguous_array as _contig
 
 from . import _dtype as D
 from . import _layout as L
+from . import _reference
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
-from .autograd.graph import Node, SavedTensor
-from .autograd.engine import record_trace
+from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
+from .autograd.anomaly_mode import record_trace
 from .kernels import api as _api
 from .kernels import array_ops as _array_ops
 from .kernels import composites as _composites
@@ -88,6 +89,8 @@ def as_tensor_arg(x, dtype=None):
         return x
     from ._creation import tensor as make_tensor, scalar_tensor
     if isinstance(x, (bool, int, float, np.number, np.bool_)):
+        if dtype is None and isinstance(x, (float, np.floating)):
+            dtype = D.float64       # a wrapped number keeps double precision (only its category promotes)
         t = scalar_tensor(x, dtype)
         t._wrapped = True
         return t
@@ -215,6 +218,13 @@ def _scalar_arg(v, dtype):
 
 def call_inplace(name, tensors, scalars):
     spec = SPECS[name]
+    if _reference.enabled:
+        return _reference.checked_call(spec, _inplace, tensors, scalars)
+    return _inplace(spec, tensors, scalars)
+
+
+def _inplace(spec, tensors, scalars):
+    name = spec.name
     self = tensors[0]
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
@@ -228,6 +238,7 @@ def call_inplace(name, tensors, scalars):
         raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
                            f"shape [{', '.join(map(str, shape))}]")
     check_inplace(self)
+    check_no_internal_overlap(self)
     ins = []
     for t in _operands(spec, ts, compute):
         c = t
@@ -254,11 +265,27 @@ def _can_cast(src, dst):
 
 
 def check_inplace(t):
-    if grad_mode.state.enabled and t.requires_grad and t.grad_fn is None:
+    """PyTorch's checks before an in-place write that autograd may record."""
+    if not grad_mode.state.enabled:
+        return
+    base = t._base
+    if base is not None and base.requires_grad and t.grad_fn is None:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+                           "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+                           "your code by moving both the view and the inplace either both inside the no_grad block "
+                           "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+                           "to be tracked).")
+    if base is not None and base.requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t.requires_grad and t.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    if t._base is not None and grad_mode.state.enabled and t._base.requires_grad and t._base.grad_fn is None \
-            and not t.requires_grad:
-        pass
+
+
+def check_no_internal_overlap(t):
+    """An in-place write into a tensor with repeated elements (an expand) is refused, as in PyTorch."""
+    if any(st == 0 and n > 1 for n, st in zip(t._shape, t._strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
 
 
 def _snapshot_for_inplace(spec, ts):
@@ -266,7 +293,7 @@ def _snapshot_for_inplace(spec, ts):
     out = list(ts)
     if "self" in spec.saves and ts[0].requires_grad is not None:
         s = ts[0]
-        c = new_tensor(_contig(s._array()), s.dtype)
+        c = new_tensor(s._array().copy(), s.dtype)     # a copy even when s is contiguous
         c.requires_grad = s.requires_grad
         c.grad_fn, c._output_nr, c._accum = s.grad_fn, s._output_nr, s._accum
         out[0] = c
@@ -306,6 +333,8 @@ def _reduced_shape(shape, dims, keepdim):
 def reduction(spec, tensors, scalars):
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
+    if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
+        kw["dim"] = None        # dim=() / [] reduces every dim, as in PyTorch
     dims = L.wrap_dims(kw.get("dim"), x.ndim, spec.name)
     keepdim = bool(kw.get("keepdim", False))
     dtype = kw.get("dtype")
@@ -314,8 +343,8 @@ def reduction(spec, tensors, scalars):
         dtype = D.as_dtype(dtype)
         xin = _cast(x, dtype)
     spec.check_dtype(xin.dtype)
-    if spec.result == "bool":
-        out_dtype = D.bool_
+    if spec.result in ("bool", "int64"):
+        out_dtype = D.bool_ if spec.result == "bool" else D.int64
     elif spec.result == "float" and xin.dtype.category < 2:
         out_dtype = D.defaults.float
         xin = _cast(xin, out_dtype)
@@ -375,7 +404,8 @@ def argreduction(spec, tensors, scalars):
         out_shape = _reduced_shape(x._shape, dims, keepdim)
     K = L.numel(tuple(src._shape[d] for d in dims))
     if K == 0:
-        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0.")\
+            if dim is None else IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
     M = L.numel(out_shape)
     res = np.zeros(M, np.int64)
     if M and K:
@@ -418,7 +448,7 @@ def scan(spec, tensors, scalars):
 # ---------------------------------------------------------------------------- array, view, composite
 
 def array(spec, tensors, scalars):
-    ts = [as_tensor_arg(t) if t is not None else None for t in tensors]
+    ts = inputs = [as_tensor_arg(t) if t is not None else None for t in tensors]
     names = _tensor_names(spec, len(ts))
     promo = [t for t, name in zip(ts, names) if t is not None and spec.arg_types[name] in PROMOTED]
     for t, name in zip(ts, names):
@@ -431,8 +461,10 @@ def array(spec, tensors, scalars):
     arrays = [t._array() if t is not None else None for t in ts]
     args = _group_list(spec, arrays)
     kw = dict(zip(spec.scalar_names, scalars))
+    _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
     try:
-        res = getattr(_array_ops, f"{spec.name}_forward")(*args, **kw)
+        # tensors by name: a signature may put scalars between them (index_put(self, indices, values))
+        res = getattr(_array_ops, f"{spec.name}_forward")(**dict(zip(spec.tensor_args, args)), **kw)
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
@@ -443,8 +475,20 @@ def array(spec, tensors, scalars):
             a = a.copy()
         tensors_out.append(Tensor._from_array(_contig(a)))
     if spec.differentiable and grad_mode.state.enabled:
-        record(spec, ts, scalars, tuple(tensors_out))
+        record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
+
+
+def _wrap_dim_args(spec, kw, ndim):
+    """`dim`-typed arguments of an array op, wrapped against the first tensor's ndim."""
+    for name, value in kw.items():
+        ty = spec.arg_types[name]
+        if value is None or ty not in ("dim", "dim?", "dim[]?"):
+            continue
+        if ty == "dim[]?" and isinstance(value, (tuple, list)):
+            kw[name] = tuple(L.wrap_dim(d, ndim) for d in value)
+        else:
+            kw[name] = L.wrap_dim(value, ndim)
 
 
 def _tensor_names(spec, n):
@@ -477,18 +521,16 @@ def view(spec, tensors, scalars):
     x = tensors[0]
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    if spec.name == "reshape":
-        new = L.infer_size(L._sizes(scalars[0]), x.numel())
-        st = L.view_strides(x._shape, x._strides, new) if x._shape else L.contiguous_strides(new)
-        if st is None:
-            from ._creation import _copy_tensor
-            src = _copy_tensor(x, keep_graph=False)
-            shape, strides, off, storage = new, L.contiguous_strides(new), 0, src._storage
-        else:
-            shape, strides, off, storage = new, st, x._offset, x._storage
-    else:
-        shape, strides, off = getattr(L, spec.name)(x._shape, x._strides, x._offset, *scalars)
-        storage = x._storage
+    shape, strides, off = getattr(L, spec.name)(x._shape, x._strides, x._offset, *scalars)
+    storage = x._storage
+    if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
+        from ._creation import _copy_tensor
+        storage, strides, off = _copy_tensor(x, keep_graph=False)._storage, L.contiguous_strides(shape), 0
+    elif L.storage_extent(shape, strides, off) > storage.data.shape[0]:
+        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {off}, and "
+                           f"itemsize {x.dtype.itemsize} requiring a storage size of "
+                           f"{L.storage_extent(shape, strides, off) * x.dtype.itemsize} are out of bounds for "
+                           f"storage of size {storage.data.shape[0] * x.dtype.itemsize}")
     base = x._base if x._base is not None else x
     out = Tensor._make(storage, off, tuple(shape), tuple(strides), x.dtype, x.device,
                        base if storage is x._storage else None)
@@ -497,13 +539,37 @@ def view(spec, tensors, scalars):
     return out
 
 
-def composite(name, *args):
+def composite(name, *args, **kwargs):
     from . import _functional as F
-    return getattr(_composites, name)(F, *args)
+    return getattr(_composites, name)(F, *args, **kwargs)
+
+
+def composite_inplace(name, self, *args, **kwargs):
+    """The in-place variant of a composite op (`clamp_`, `div_`...): the op's result written into self, with
+    PyTorch's casting and shape rules, and self's autograd history continued through the op."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    src = self
+    if grad_mode.state.enabled and any(isinstance(t, Tensor) and t.requires_grad
+                                       for t in (self, *args, *kwargs.values())):
+        check_inplace(self)
+        from . import _functional as F
+        src = F.clone(self)     # the op may save its input; the write below must not invalidate that
+    res = composite(name, src, *args, **kwargs)
+    if not _can_cast(res.dtype, self.dtype):
+        raise RuntimeError(f"result type {res.dtype.short} can't be cast to the desired output type "
+                           f"{self.dtype.short}")
+    if res._shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, res._shape))}]")
+    check_no_internal_overlap(self)
+    return self.copy_(res)
 
 
 def call(name, tensors, scalars):
     spec = SPECS[name]
+    if _reference.enabled:      # reference mode: also run the entry's NumPy reference and compare
+        return _reference.checked_call(spec, _HANDLERS[spec.kind], tensors, scalars)
     return _HANDLERS[spec.kind](spec, tensors, scalars)
 
 
@@ -526,30 +592,33 @@ _HANDLERS = {"unary": elementwise, "binary": elementwise, "ternary": elementwise
 # ---------------------------------------------------------------------------- autograd recording
 
 def record(spec, inputs, scalars, outputs, inplace=False):
-    """Attach a Node to the outputs when some differentiable input requires grad."""
+    """Attach a node to the outputs when some differentiable input requires grad. With inplace=True
+    outputs[0] is the tensor just overwritten: the node becomes its history (autograd/inplace.py)."""
     if not any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
         return
     names = _tensor_names(spec, len(inputs))
     edges, meta = [], []
     for t in inputs:
-        if isinstance(t, Tensor) and t.requires_grad and t.dtype.category == 2:
-            if t.grad_fn is not None:
-                edges.append((t.grad_fn, t._output_nr))
-            else:
-                if t._accum is None:
-                    from .autograd.graph import AccumulateGrad
-                    t._accum = AccumulateGrad(t)
-                edges.append((t._accum, 0))
-        else:
-            edges.append(None)
+        differentiable = isinstance(t, Tensor) and t.dtype.category == 2
+        edges.append(gradient_edge(t) if differentiable else NO_EDGE)
         meta.append((t._shape, t.dtype) if isinstance(t, Tensor) else ((), None))
-    if all(e is None for e in edges):
+    if all(e[0] is None for e in edges):
         return
     kw = dict(zip(spec.scalar_names, scalars))
+
+    def save(x):
+        # an input sharing storage with the tensor written in place is saved at its version before the write,
+        # so that using it in backward raises PyTorch's "modified by an inplace operation" error
+        if inplace and x._storage is outputs[0]._storage:
+            return SavedTensor(x, version=x._storage.version - 1)
+        if x._wrapped:      # a Python number: formulas use it in its own precision (PyTorch's double Scalar),
+            x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)  # not float32
+        return SavedTensor(x)
+
     saved = {}
     for key in spec.saves:
         if key == "result":
-            saved[key] = SavedTensor(outputs[0], is_output=True) if not inplace else SavedTensor(outputs[0])
+            saved[key] = SavedTensor(outputs[0], is_output=True)
         elif key == "results":
             saved[key] = [SavedTensor(o, is_output=True) for o in outputs]
         elif "." in key:
@@ -560,19 +629,24 @@ def record(spec, inputs, scalars, outputs, inplace=False):
             saved[key] = kw[key]
         else:
             v = _by_name(key, spec, names, inputs, outputs)
-            saved[key] = [SavedTensor(x) for x in v] if isinstance(v, list) else (
-                SavedTensor(v) if isinstance(v, Tensor) else v)
+            saved[key] = [save(x) for x in v] if isinstance(v, list) else (save(v) if isinstance(v, Tensor) else v)
     list_arity = None
     if spec.list_arg is not None:
         list_arity = [names.count(n) for n in spec.tensor_args]
-    node = Node(spec.name, spec.backward, saved, tuple(edges), meta, len(outputs), list_arity)
-    node.metadata["out_meta"] = [(o._shape, o.dtype) for o in outputs]
+    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], list_arity)
     record_trace(node)
+    if inplace:
+        from .autograd.inplace import rebase_history
+        rebase_history(outputs[0], node)
+        return
     for i, o in enumerate(outputs):
         if o.dtype.category == 2:
             o.requires_grad = True
             o.grad_fn = node
             o._output_nr = i
+    if spec.kind == "view" and outputs[0]._base is not None:
+        from .autograd.inplace import note_view
+        note_view(outputs[0])
 
 
 def _by_name(name, spec, names, inputs, outputs):

@@ -15,9 +15,16 @@ def invert_permutation(dims):
     return tuple(inv)
 
 
+def _reduce_dims(dim, ndim):
+    """The dims a reduction over `dim` combines; None and an empty list mean every dim (PyTorch's rule)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    return L.wrap_dims(dim, ndim)
+
+
 def numel_of(shape, dim=None):
     """How many elements a reduction over dim of a tensor of this shape combines."""
-    dims = L.wrap_dims(dim, len(shape))
+    dims = _reduce_dims(dim, len(shape))
     n = 1
     for d in dims:
         n *= shape[d]
@@ -25,7 +32,7 @@ def numel_of(shape, dim=None):
 
 
 def reduced_shape(shape, dim, keepdim):
-    dims = L.wrap_dims(dim, len(shape))
+    dims = _reduce_dims(dim, len(shape))
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in dims)
@@ -65,3 +72,122 @@ def default_float():
 
 def is_floating(t):
     return t.dtype.is_floating_point
+
+
+def is_tensor(x):
+    from ._tensor import Tensor
+    return isinstance(x, Tensor)
+
+
+def lowest(dtype):
+    """The most negative finite value of a floating dtype (a stand-in for -inf that keeps gradients finite)."""
+    import numpy as np
+    return float(np.finfo(dtype.np).min)
+
+
+# ---------------------------------------------------------------------------- torch.return_types
+
+def _return_type(name, fields):
+    from collections import namedtuple
+
+    base = namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"torch.return_types.{name}(\n{body})"
+
+    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "reftorch.return_types"})
+    cls.__qualname__ = name
+    return cls
+
+
+class _ReturnTypes:
+    """`torch.return_types`: the named tuples that max/min/sort/topk/cummax/... return."""
+
+    def __init__(self):
+        for name in ("max", "min", "sort", "topk", "cummax", "cummin", "kthvalue", "median", "mode", "aminmax"):
+            setattr(self, name, _return_type(name, ("min", "max") if name == "aminmax" else ("values", "indices")))
+
+
+return_types = _ReturnTypes()
+
+
+def return_type(name, *values):
+    """`torch.return_types.<name>(values, indices)` for a composite op's results."""
+    return getattr(return_types, name)(*values)
+
+
+# ---------------------------------------------------------------------------- einsum
+
+def _einsum_parse(equation, ndims):
+    """(input label lists, output label list) of an einsum equation; '...' stays one label."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise RuntimeError(f"einsum(): {'more' if len(ndims) > len(terms) else 'fewer'} operands were provided "
+                           "than specified in the equation")
+
+    def labels(term):
+        out, rest = [], term
+        while rest:
+            if rest.startswith("..."):
+                out.append("...")
+                rest = rest[3:]
+            elif rest[0].isalpha():
+                out.append(rest[0])
+                rest = rest[1:]
+            else:
+                raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(rest[0])} in the equation "
+                                   f"string, subscripts must be in [a-zA-Z]")
+        return out
+
+    ins = [labels(t) for t in terms]
+    if arrow:
+        return ins, labels(rhs)
+    counts = {}
+    for term in ins:
+        for lab in term:
+            counts[lab] = counts.get(lab, 0) + 1
+    out = sorted(lab for lab, c in counts.items() if c == 1 and lab != "...")
+    return ins, (["..."] if "..." in counts else []) + out
+
+
+def einsum_grad_plan(equation, shapes):
+    """For each operand of einsum(equation, *operands): how to get its gradient from the output's.
+
+    Returns [(equation, other operand indices, extras)], the gradient of operand k being
+    einsum(equation, grad, *others, *extras); extras are ('ones', shape) for labels summed only in
+    operand k (the gradient is constant along them) and ('eye', n) for a label repeated in operand k
+    (the gradient lives on its diagonal)."""
+    ins, out = _einsum_parse(equation, [len(s) for s in shapes])
+    used = {lab for term in ins + [out] for lab in term}
+    fresh = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
+    plans = []
+    for k, term in enumerate(ins):
+        others = [i for i in range(len(ins)) if i != k]
+        present = set(out).union(*[set(ins[i]) for i in others]) if others else set(out)
+        target, extras, seen = [], [], {}
+        ell = len(shapes[k]) - (len(term) - (1 if "..." in term else 0))
+        pos = 0
+        for lab in term:
+            if lab == "...":
+                if lab not in present:
+                    extras.append(("ones", tuple(shapes[k][pos:pos + ell]), "..."))
+                target.append(lab)
+                pos += ell
+                continue
+            size = shapes[k][pos]
+            pos += 1
+            if lab in seen:
+                f = fresh.pop(0)
+                extras.append(("eye", size, lab + f))
+                target.append(f)
+                continue
+            seen[lab] = size
+            if lab not in present:
+                extras.append(("ones", (size,), lab))
+            target.append(lab)
+        terms = ["".join(out)] + ["".join(ins[i]) for i in others] + [e[2] for e in extras]
+        plans.append((",".join(terms) + "->" + "".join(target), others, [e[:2] for e in extras]))
+    return plans

@@ -26,6 +26,8 @@ def numel(shape):
 
 
 def is_contiguous(shape, strides):
+    if 0 in shape:          # PyTorch: a tensor without elements is contiguous, whatever its strides
+        return True
     acc = 1
     for s, st in zip(reversed(shape), reversed(strides)):
         if s == 1:
@@ -142,6 +144,9 @@ def infer_size(shape, numel_):
             raise RuntimeError(f"invalid shape dimension {s}")
     known = numel([s for s in shape if s != -1])
     if neg:
+        if known == 0 and numel_ == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel_ % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
         shape[neg[0]] = numel_ // known
@@ -184,6 +189,48 @@ def view(shape, strides, offset, size):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return new, st, offset
+
+
+def reshape(shape, strides, offset, size):
+    """view's geometry when the strides allow it; strides None asks the caller for a contiguous copy."""
+    new = infer_size(_sizes(size), numel(shape))
+    st = view_strides(shape, strides, new) if shape else contiguous_strides(new)
+    return new, st, offset
+
+
+def flatten(shape, strides, offset, start_dim=0, end_dim=-1):
+    new = flatten_shape(shape, start_dim, end_dim)
+    if len(shape) and wrap_dim(start_dim, len(shape)) == wrap_dim(end_dim, len(shape)):
+        return shape, strides, offset
+    return reshape(shape, strides, offset, new)
+
+
+def unflatten(shape, strides, offset, dim, sizes):
+    """Splits one dim into `sizes` (one -1 allowed); always a view."""
+    d = wrap_dim(dim, len(shape))
+    sizes = _sizes(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sum(1 for s in sizes if s == -1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = numel([s for s in sizes if s != -1])
+    if -1 in sizes:
+        if known == 0 or shape[d] % known:
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                               f"({shape[d]}) in the input tensor")
+        sizes = tuple(shape[d] // known if s == -1 else s for s in sizes)
+    elif known != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                           f"({shape[d]}) in the input tensor")
+    inner = contiguous_strides(sizes)
+    new_strides = tuple(s * strides[d] for s in inner)
+    return shape[:d] + tuple(sizes) + shape[d + 1:], strides[:d] + new_strides + strides[d + 1:], offset
+
+
+def t(shape, strides, offset):
+    if len(shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(shape)}D")
+    return tuple(reversed(shape)), tuple(reversed(strides)), offset
 
 
 def transpose(shape, strides, offset, dim0, dim1):
@@ -255,35 +302,49 @@ def squeeze(shape, strides, offset, dim=None):
 
 
 def select(shape, strides, offset, dim, index):
-    d = wrap_dim(dim, len(shape))
     if len(shape) == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, len(shape))
+    index = index.__index__()
     size = shape[d]
     if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(shape)} at dimension {d}")
     index = index + size if index < 0 else index
     return shape[:d] + shape[d + 1:], strides[:d] + strides[d + 1:], offset + index * strides[d]
 
 
-def slice_(shape, strides, offset, dim, start, stop, step):
+def slice_dim(shape, strides, offset, dim=0, start=None, end=None, step=1):
+    """One-dim slice start:end:step (Python's clamping; PyTorch's storage offset, even when empty)."""
+    if len(shape) == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(shape))
     if step <= 0:
         raise ValueError("step must be greater than zero")
-    start, stop, step = slice(start, stop, step).indices(shape[d])
+    start, stop, step = slice(start, end, step).indices(shape[d])
     n = max(0, (stop - start + step - 1) // step)
     new_shape = shape[:d] + (n,) + shape[d + 1:]
     new_strides = strides[:d] + (strides[d] * step,) + strides[d + 1:]
-    return new_shape, new_strides, offset + (start * strides[d] if n else 0)
+    return new_shape, new_strides, offset + start * strides[d]
+
+
+slice_ = slice_dim
 
 
 def narrow(shape, strides, offset, dim, start, length):
+    if len(shape) == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(shape))
     size = shape[d]
+    start = start.__index__()
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not (0 <= start <= size and 0 <= length and start + length <= size):
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return slice_(shape, strides, offset, d, start, start + length, 1)
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_dim(shape, strides, offset, d, start, start + length, 1)
 
 
 def diagonal(shape, strides, offset, offset_=0, dim1=0, dim2=1):
@@ -307,6 +368,8 @@ def unfold(shape, strides, offset, dimension, size, step):
     full = shape[d] if shape else 1
     if size > full:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {full} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     n = (full - size) // step + 1
@@ -318,11 +381,14 @@ def unfold(shape, strides, offset, dimension, size, step):
 
 def movedim(shape, strides, offset, source, destination):
     n = len(shape)
-    src = [wrap_dim(s, n) for s in ((source,) if isinstance(source, int) else source)]
-    dst = [wrap_dim(s, n) for s in ((destination,) if isinstance(destination, int) else destination)]
+    src = [wrap_dim(s, n) for s in ((source,) if hasattr(source, "__index__") else source)]
+    dst = [wrap_dim(s, n) for s in ((destination,) if hasattr(destination, "__index__") else destination)]
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                            f"contain the same number of dims as destination ({list(dst)} dims)")
+    for name, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s
@@ -332,7 +398,24 @@ def movedim(shape, strides, offset, source, destination):
 
 
 def as_strided(shape, strides, offset, size, stride, storage_offset=None):
+    size, stride = _sizes(size), _sizes(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    if storage_offset is not None and storage_offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
     return tuple(size), tuple(stride), offset if storage_offset is None else storage_offset
+
+
+def storage_extent(shape, strides, offset):
+    """Elements of storage a view needs: one past its last element (0 for an empty view)."""
+    if numel(shape) == 0:
+        return 0
+    return offset + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
 
 
 def flatten_shape(shape, start_dim=0, end_dim=-1):

@@ -8,16 +8,54 @@ import numpy as np
 
 from . import _dtype as D
 from . import _functional as F
+from . import _indexing
 from . import _layout as L
 from ._device import as_device
 from ._tensor import Tensor
 from .autograd import grad_mode
-from .autograd.engine import run_backward
 
 
 # ------------------------------------------------------------------------------ autograd state
 
+# `requires_grad` is a slot of Tensor; the property installed by bind() checks what PyTorch checks
+# (integer tensors cannot require grad, non-leaves cannot stop) and keeps the value in that slot.
+_REQUIRES_GRAD_SLOT = Tensor.__dict__["requires_grad"]
+if isinstance(_REQUIRES_GRAD_SLOT, property):       # module re-imported after bind()
+    _REQUIRES_GRAD_SLOT = Tensor._requires_grad_slot
+Tensor._requires_grad_slot = _REQUIRES_GRAD_SLOT
+
+_NON_LEAF_REQUIRES_GRAD = ("you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                           "variable in a subgraph that doesn't require differentiation use var_no_grad = "
+                           "var.detach().")
+_NON_LEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                  "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                  "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                  "Tensor by mistake, make sure you access the leaf Tensor instead. See "
+                  "github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+def _get_requires_grad(self):
+    return _REQUIRES_GRAD_SLOT.__get__(self, Tensor)
+
+
+def _set_requires_grad(self, value):
+    value = bool(value)
+    if value and not self.dtype.is_floating_point:
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    if not value and getattr(self, "grad_fn", None) is not None:
+        raise RuntimeError(_NON_LEAF_REQUIRES_GRAD)
+    _REQUIRES_GRAD_SLOT.__set__(self, value)
+
+
+def _requires_grad_(self, requires_grad=True):
+    _set_requires_grad(self, requires_grad)
+    return self
+
+
 def _get_grad(self):
+    if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+        import warnings
+        warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
     return self._grad
 
 
@@ -27,42 +65,36 @@ def _set_grad(self, value):
             raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                             f"{type(value).__name__}")
         if tuple(value._shape) != tuple(self._shape):
-            raise RuntimeError(f"assigned grad has data of a different size")
+            raise RuntimeError("assigned grad has data of a different size")
         if value.dtype is not self.dtype:
             raise RuntimeError("assigned grad has data of a different type")
     self._grad = value
 
 
-def _requires_grad_(self, requires_grad=True):
-    if requires_grad and self.dtype.category != 2:
-        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-    if not requires_grad and self.grad_fn is not None:
-        raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
-                           "computed variable in a subgraph that doesn't require differentiation use "
-                           "var_no_grad = var.detach().")
-    self.requires_grad = bool(requires_grad)
-    return self
-
-
-def _set_requires_grad(self, value):
-    _requires_grad_(self, value)
-
-
 def _detach(self):
-    t = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device, self._base)
-    return t
+    """A tensor sharing self's storage (and version counter) with no history."""
+    return Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
 
 
 def _detach_(self):
-    if self._base is not None and self._base.requires_grad:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    if self._base is not None:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                           "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+                           "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+                           "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+                           "torch/optim/optimizer.py as the solution.")
     self.grad_fn = None
+    self._output_nr = 0
     self.requires_grad = False
     return self
 
 
 def _data_get(self):
-    return _detach(self)
+    """Like detach(), but with a version counter of its own: in-place changes through .data are
+    invisible to autograd (PyTorch's classic .data semantics)."""
+    from ._tensor import Storage
+    storage = Storage(self._storage.data)
+    return Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
 
 
 def _data_set(self, value):
@@ -72,70 +104,44 @@ def _data_set(self, value):
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    if gradient is None:
-        if self.numel() != 1:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        if not self.dtype.is_floating_point:
-            raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
-                               f"{self.dtype!r}")
-        gradient = F.ones_like(self)
-    else:
-        gradient = F.as_tensor(gradient)
-        if tuple(gradient._shape) != tuple(self._shape):
-            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of torch.Size("
-                               f"{list(gradient._shape)}) and output[0] has a shape of torch.Size("
-                               f"{list(self._shape)}).")
-    if not self.requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    if retain_graph is None:
-        retain_graph = create_graph
-    if inputs is not None:
-        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    run_backward([self], [gradient], retain_graph, create_graph, inputs=inputs, allow_unused=True, accumulate=True)
+    from .autograd import backward
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 def _retain_grad(self):
+    """Keep this non-leaf's gradient in .grad during backward (after its hooks have run)."""
     if not self.requires_grad:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if self.grad_fn is None or self._retains_grad:
         return
-    self._retains_grad = True
     import weakref
-    ref = weakref.ref(self)
-    nr = self._output_nr
-
-    def keep(grads):
-        t = ref()
-        if t is not None and t._retains_grad and grads[nr] is not None:
-            g = grads[nr].detach()
-            t._grad = g.clone() if t._grad is None else t._grad + g
-        return None
-
-    self.grad_fn.register_prehook(keep)
+    self._retains_grad = True
+    node = self.grad_fn
+    if node._retains_grad is None:
+        node._retains_grad = {}
+    node._retains_grad[self._output_nr] = weakref.ref(self)
 
 
 def _register_hook(self, hook):
+    """hook(grad) runs when this tensor's gradient is computed; a returned tensor replaces the grad."""
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is None:
+        from .autograd.graph import RemovableHandle
         if self._hooks is None:
             self._hooks = []
-        self._hooks.append(hook)
-        from .autograd.graph import _Handle
-        return _Handle(self._hooks, hook)
-    nr = self._output_nr
+        return RemovableHandle.add(self._hooks, hook)
+    return self.grad_fn._add_tensor_pre_hook(self._output_nr, hook)
 
-    def pre(grads):
-        if grads[nr] is None:
-            return None
-        new = hook(grads[nr])
-        if new is None:
-            return None
-        grads = list(grads)
-        grads[nr] = new
-        return grads
 
-    return self.grad_fn.register_prehook(pre)
+def _register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) runs after a leaf's .grad was accumulated."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    from .autograd.graph import RemovableHandle
+    return RemovableHandle.add(self.__dict__.setdefault("_post_accumulate_hooks", []), hook)
 
 
 # ------------------------------------------------------------------------------ conversion
@@ -202,12 +208,13 @@ def _cuda(self, device=None, non_blocking=False):
 
 def _copy_(self, src, non_blocking=False):
     src = F.as_tensor(src)
-    from ._dispatch import check_inplace
+    from ._dispatch import check_inplace, check_no_internal_overlap
     shape = L.broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
                            f"shape [{', '.join(map(str, shape))}]")
     check_inplace(self)
+    check_no_internal_overlap(self)
     if grad_mode.state.enabled and (src.requires_grad or self.requires_grad):
         new = F.expand(src.to(self.dtype), self._shape)
         _assign_with_history(self, new)
@@ -221,19 +228,16 @@ def _copy_(self, src, non_blocking=False):
 
 
 def _assign_with_history(self, new):
-    """Write new's values into self and make self's history new's (an in-place op on a non-leaf)."""
+    """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
+    on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
     val = new._array()
     if np.may_share_memory(val, self._storage.data):
         val = val.copy()
     self._array()[...] = val
     self._storage.version += 1
-    if new.requires_grad:
-        self.requires_grad = True
-        self.grad_fn = new.grad_fn if new.grad_fn is not None else None
-        self._output_nr = new._output_nr
-        if new.grad_fn is None:     # new is a leaf (copy_ of a leaf): route through an identity op
-            ident = F.clone(new)
-            self.grad_fn, self._output_nr = ident.grad_fn, ident._output_nr
+    if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
+        from .autograd.inplace import assign_history
+        assign_history(self, new)
 
 
 def _fill_(self, value):
@@ -308,12 +312,6 @@ def _flip(self, *dims):
     return F.flip(self, _sizes(dims))
 
 
-def _t(self):
-    if self.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
-    return self if self.ndim < 2 else F.transpose(self, 0, 1)
-
-
 def _T(self):
     return F.permute(self, tuple(reversed(range(self.ndim))))
 
@@ -343,10 +341,10 @@ def _type_as(self, other):
 METHODS = {
     "grad": property(_get_grad, _set_grad),
     "data": property(_data_get, _data_set),
-    "requires_grad_": _requires_grad_,
+    "requires_grad": property(_get_requires_grad, _set_requires_grad), "requires_grad_": _requires_grad_,
     "detach": _detach, "detach_": _detach_, "backward": _backward, "retain_grad": _retain_grad,
     "retains_grad": property(lambda self: self._retains_grad),
-    "register_hook": _register_hook,
+    "register_hook": _register_hook, "register_post_accumulate_grad_hook": _register_post_accumulate_grad_hook,
     "to": _to, "type": _type, "contiguous": _contiguous, "cpu": _cpu, "cuda": _cuda,
     "float": lambda self, memory_format=None: _to(self, D.float32),
     "double": lambda self, memory_format=None: _to(self, D.float64),
@@ -360,7 +358,8 @@ METHODS = {
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_,
     "new_zeros": _new(F.zeros), "new_ones": _new(F.ones), "new_empty": _new(F.empty), "new_full": _new_full,
     "new_tensor": _new_tensor,
-    "view": _view, "reshape": _reshape, "expand": _expand, "permute": _permute, "t": _t,
+    "view": _view, "reshape": _reshape, "expand": _expand, "permute": _permute,
+    "__getitem__": _indexing.getitem, "__setitem__": _indexing.setitem, "index_put_": _indexing.index_put_,
     "T": property(_T), "mT": property(_mT), "H": property(_T), "mH": property(_mT),
     "expand_as": _expand_as, "view_as": _view_as, "reshape_as": _reshape_as,
 }

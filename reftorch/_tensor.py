@@ -58,6 +58,9 @@ class Tensor:
         if dtype is None:
             dtype = D.from_numpy(arr.dtype)
         isz = arr.itemsize
+        if arr.size == 0:       # NumPy may give empty arrays zero strides; PyTorch's are contiguous
+            return cls._make(Storage(np.empty(0, arr.dtype)), 0, tuple(arr.shape), L.contiguous_strides(arr.shape),
+                             dtype)
         base = arr
         while isinstance(base.base, np.ndarray):
             base = base.base
@@ -78,6 +81,8 @@ class Tensor:
         isz = data.itemsize
         if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
             return data
+        if 0 in self._shape:    # an empty view may sit past the end of its storage (x[10:] of 10 elements)
+            return np.empty(self._shape, data.dtype)
         return np.ndarray(self._shape, data.dtype, data, self._offset * isz, tuple(s * isz for s in self._strides))
 
     # ------------------------------------------------------------------ metadata

@@ -27,22 +27,31 @@ def isfinite(x):
 
 @njit(inline="always")
 def floor(x):
+    # integers (and bools) are their own floor: np.floor would round them through float64
+    if isinstance(x, (int, bool)):
+        return x
     return np.floor(x)
 
 
 @njit(inline="always")
 def ceil(x):
+    if isinstance(x, (int, bool)):
+        return x
     return np.ceil(x)
 
 
 @njit(inline="always")
 def trunc(x):
+    if isinstance(x, (int, bool)):
+        return x
     return np.trunc(x)
 
 
 @njit(inline="always")
 def rint(x):
     # round half to even, as torch.round and np.round do
+    if isinstance(x, (int, bool)):
+        return x
     return np.rint(x)
 
 
@@ -53,7 +62,8 @@ def exp2(x):
 
 @njit(inline="always")
 def sign(x):
-    return (x > 0) - (x < 0) if x == x else x
+    # -1, 0 or 1; NaN gives 0, as torch.sign does
+    return (x > 0) - (x < 0)
 
 
 @njit(inline="always")
@@ -73,14 +83,108 @@ def signbit(x):
 
 @njit(inline="always")
 def floordiv(a, b):
-    # Python/PyTorch floor division for integers and floats
+    # torch.floor_divide: integers exactly (dividing by zero raises, as PyTorch does); floats by CPython's
+    # algorithm, which is PyTorch's div_floor (fmod-based, so 1.0 // 0.1 is 9), IEEE results at b == 0
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return np.int64(a) // np.int64(b)
     return a // b
 
 
 @njit(inline="always")
+def divtrunc(a, b):
+    # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        q = np.int64(a) // np.int64(b)
+        if q < 0 and q * np.int64(b) != np.int64(a):
+            q += 1
+        return q
+    return np.trunc(a / b)
+
+
+@njit(inline="always")
 def pymod(a, b):
-    # remainder with the sign of the divisor (torch.remainder, Python %)
-    return a % b
+    # torch.remainder: the sign of the divisor (Python's %); floats as PyTorch computes them, from fmod
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return np.int64(a) % np.int64(b)
+    m = np.fmod(a, b)
+    if m != 0 and (b < 0) != (m < 0):
+        m = m + b
+    return m
+
+
+@njit(inline="always")
+def cfmod(a, b):
+    # torch.fmod: C's remainder, with the sign of the dividend
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        m = np.int64(a) % np.int64(b)
+        if m != 0 and (m < 0) != (a < 0):
+            m -= np.int64(b)
+        return m
+    return np.fmod(a, b)
+
+
+@njit(inline="always")
+def tpow(a, b):
+    # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
+    if isinstance(a, (int, bool)):
+        base = np.int64(a)
+        e = np.int64(b)
+        r = np.int64(1)
+        if e < 0:
+            if base == 1:
+                return r
+            if base == -1:
+                return -r if e % 2 != 0 else r
+            return r - r
+        while e > 0:
+            if e & 1:
+                r = r * base
+            base = base * base
+            e = e >> 1
+        return r
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@njit(inline="always")
+def round_decimals(x, decimals):
+    # torch.round(x, decimals=d): half to even at the d-th decimal (d < 0: to tens, hundreds...)
+    if decimals == 0:
+        return rint(x)
+    if decimals > 0:
+        p = 10.0 ** decimals
+        return rint(x * p) / p
+    p = 10.0 ** (-decimals)
+    return rint(x / p) * p
+
+
+@njit(inline="always")
+def logit(x, eps):
+    # torch.logit: log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given
+    if eps is not None:
+        lo = eps
+        hi = 1.0 - eps
+        x = lo if x < lo else (hi if x > hi else x)
+    return log(x / (1.0 - x))
+
+
+@njit(inline="always")
+def clamp3(x, lo, hi):
+    # torch.clamp with both bounds: min(max(x, lo), hi), a NaN anywhere giving NaN
+    if x != x:
+        return x
+    y = lo if (lo > x or lo != lo) else x
+    return hi if (hi < y or hi != hi) else y
 
 
 @njit(inline="always")
@@ -95,9 +199,18 @@ def logaddexp(a, b):
 
 @njit(inline="always")
 def lshift(a, b):
-    return a << b
+    # torch.bitwise_left_shift: a negative shift, or one by the type's width or more, gives 0
+    if b < 0 or b >= np.iinfo(a).bits:
+        return np.int64(0)
+    return np.int64(a) << np.int64(b)
 
 
 @njit(inline="always")
 def rshift(a, b):
-    return a >> b
+    # torch.bitwise_right_shift: a negative shift, or one past the type's width, fills with the sign bit
+    info = np.iinfo(a)
+    most = info.bits - 1 if info.min < 0 else info.bits
+    s = np.int64(b)
+    if s < 0 or s > most:
+        s = np.int64(most)
+    return np.int64(a) >> s

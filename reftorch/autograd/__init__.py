@@ -1,76 +1,97 @@
-"""reftorch.autograd: the engine's public face (backward, grad, Function, gradcheck, grad modes)."""
+"""reftorch.autograd: the engine's public face (backward, grad, Function, grad modes, anomaly mode)."""
 from __future__ import annotations
+
+import warnings
 
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401
                         is_inference_mode_enabled)
+from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
+                           is_anomaly_check_nan_enabled)
 from .engine import run_backward as _run_backward
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
+from . import function, graph  # noqa: F401
+from .._tensor import Tensor
 
 
-def _as_list(x):
+def _as_tuple(x):
     if x is None:
         return None
-    from .._tensor import Tensor
-    return [x] if isinstance(x, Tensor) else list(x)
+    return (x,) if isinstance(x, Tensor) else tuple(x)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    tensors = _as_list(tensors)
-    grads = _as_list(grad_tensors) or [None] * len(tensors)
-    from .. import _functional as F
-    grads = [F.ones_like(t) if g is None else g for t, g in zip(tensors, grads)]
-    for t, g in zip(tensors, grads):
-        if g is None and t.numel() != 1:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+def _make_grads(outputs, grads):
+    """The gradient to start from at each output: the one given, or 1 for a scalar output (PyTorch's
+    _make_grads, with its error messages)."""
+    if grads is None:
+        grads = (None,) * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+    out = []
+    for i, (o, g) in enumerate(zip(outputs, grads)):
+        if isinstance(g, Tensor):
+            if tuple(g._shape) != tuple(o._shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size("
+                                   f"{list(g._shape)}) and output[{i}] has a shape of torch.Size({list(o._shape)}).")
+            out.append(g)
+        elif g is None:
+            if o.requires_grad:
+                if o.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not o.dtype.is_floating_point:
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
+                from .. import _functional as F
+                out.append(F.ones_like(o))
+            else:
+                out.append(None)
+        else:
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Accumulate the gradients of tensors into the .grad of the leaves (of `inputs` only, when given)."""
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = grad_variables
+    inputs = _as_tuple(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    grads = _make_grads(tensors, _as_tuple(grad_tensors))
     if retain_graph is None:
         retain_graph = create_graph
-    _run_backward(tensors, grads, retain_graph, create_graph, inputs=_as_list(inputs), allow_unused=True,
-                  accumulate=True)
+    if create_graph:
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+                      "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+                      ".grad fields of your parameters to None after use to break the cycle and avoid the leak.",
+                      stacklevel=3)
+    _run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of outputs with respect to inputs, returned rather than accumulated into .grad."""
-    outputs = _as_list(outputs)
-    single = not isinstance(inputs, (list, tuple))
-    inputs = _as_list(inputs)
-    from .. import _functional as F
-    grad_outputs = _as_list(grad_outputs) or [None] * len(outputs)
-    gs = []
-    for o, g in zip(outputs, grad_outputs):
-        if g is None:
-            if o.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = F.ones_like(o)
-        gs.append(g)
-    for o in outputs:
-        if not o.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    if retain_graph is None:
-        retain_graph = create_graph
+    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    res = _run_backward(outputs, gs, retain_graph, create_graph, inputs=inputs,
-                        allow_unused=allow_unused, accumulate=False)
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported")
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("grad requires non-empty inputs.")
+    grads = _make_grads(outputs, _as_tuple(grad_outputs))
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = _run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused,
+                           accumulate=False)
     if materialize_grads:
-        res = tuple(F.zeros_like(i) if r is None else r for r, i in zip(res, inputs))
-    return res
+        from .. import _functional as F
+        result = tuple(F.zeros_like(i) if r is None else r for r, i in zip(result, inputs))
+    return result
 
 
-def set_detect_anomaly(mode=True, check_nan=True):
-    from . import grad_mode as gm
-    gm.state.anomaly = bool(mode)
-
-
-class detect_anomaly:
-    def __init__(self, check_nan=True):
-        pass
-
-    def __enter__(self):
-        from . import grad_mode as gm
-        self.prev = gm.state.anomaly
-        gm.state.anomaly = True
-
-    def __exit__(self, *a):
-        from . import grad_mode as gm
-        gm.state.anomaly = self.prev
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402,F401

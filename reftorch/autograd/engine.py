@@ -2,242 +2,246 @@
 
 1. Walk the graph from the roots once (an explicit stack, no recursion) and count, for every node,
    how many edges lead into it.
-2. Run nodes when every edge into them has delivered its gradient (dependency count zero), so each
-   node runs once with the sum of its output gradients; a 100,000-node chain needs no recursion.
+2. Run a node when every edge into it has delivered its gradient (its count reaches zero), so each
+   node runs once, with the sum of its output gradients; a 100,000-node chain needs no recursion.
 3. Gradients whose shape differs from their input's (broadcasting) are summed back here, once, for
    every op; formulas never un-broadcast.
+
+Given `inputs`, only the nodes on a path to one of them run (autograd.grad, backward(inputs=)).
+Hooks run in PyTorch's order: a tensor's hooks, then retain_grad, then the node's pre-hooks; the
+node's post-hooks see its result.
 """
 from __future__ import annotations
 
-import traceback
-
-from .graph import AccumulateGrad, Node
-from . import grad_mode
-
-
-def _edge_of(t):
-    """(node, output_nr) that receives the gradient of tensor t."""
-    if t.grad_fn is not None:
-        return t.grad_fn, t._output_nr
-    if t.requires_grad:
-        if t._accum is None:
-            t._accum = AccumulateGrad(t)
-        return t._accum, 0
-    return None
-
-
-def _collect(roots):
-    """Dependency counts of every node reachable from the roots."""
-    deps = {}
-    seen = set()
-    stack = [n for n in roots]
-    for n in roots:
-        seen.add(n)
-    while stack:
-        node = stack.pop()
-        for edge in node.next_functions:
-            if edge is None:
-                continue
-            nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return deps, seen
-
-
-def _needed(all_nodes, targets):
-    """Nodes from which some target node is reachable (autograd.grad runs only these)."""
-    parents = {}
-    for node in all_nodes:
-        for edge in node.next_functions:
-            if edge is not None:
-                parents.setdefault(edge[0], []).append(node)
-    need = set(targets)
-    stack = list(targets)
-    while stack:
-        n = stack.pop()
-        for p in parents.get(n, ()):
-            if p not in need:
-                need.add(p)
-                stack.append(p)
-    return need
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
+from . import anomaly_mode, grad_mode
+from .graph import AccumulateGrad, gradient_edge
 
 
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None, allow_unused=False,
                  accumulate=True):
-    """Backpropagate root_grads from roots. With `inputs` and accumulate=False, return their grads
-    (autograd.grad); with accumulate=True, add into the .grad of leaves (only `inputs` if given)."""
-    from .. import _functional as F
+    """Backpropagate root_grads from roots.
 
-    edges = []
-    for r, g in zip(roots, root_grads):
-        e = _edge_of(r)
-        if e is None:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        edges.append((e, g))
-    root_nodes = list({id(e[0]): e[0] for e, _ in edges}.values())
-    deps, nodes = _collect(root_nodes)
+    accumulate=True (Tensor.backward): add into the .grad of leaves -- only of `inputs` when given,
+    non-leaf inputs included. accumulate=False (autograd.grad): return the gradients of `inputs`."""
+    root_edges = []
+    for i, r in enumerate(roots):
+        edge = gradient_edge(r)
+        if edge[0] is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        root_edges.append(edge)
+    dependencies, parents = _count_dependencies({e[0] for e in root_edges}, want_parents=inputs is not None)
 
-    capture = None
+    captures, needed, wanted = {}, None, None
     if inputs is not None:
-        capture = {}
-        targets = []
         for i, t in enumerate(inputs):
-            e = _edge_of(t)
-            if e is None:
+            edge = gradient_edge(t)
+            if edge[0] is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-            capture.setdefault((id(e[0]), e[1]), []).append(i)
-            targets.append(e[0])
-        needed = _needed(nodes, targets)
-    else:
-        needed = None
-
-    buffers = {}
-    for (node, nr), g in edges:
-        slot = buffers.setdefault(node, [None] * _n_outputs(node))
-        slot[nr] = _add(slot[nr], g)
+            captures.setdefault(edge, []).append(i)
+        targets = {e[0] for e in captures}
+        needed = _ancestors(targets, parents)
+        wanted = needed | targets
     results = [None] * len(inputs) if inputs is not None else None
 
-    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    buffers = {}                                    # node -> [gradient per output]
+    for (node, nr), g in zip(root_edges, root_grads):
+        _add_to(buffers, node, nr, g)
+
+    ready = [node for node in buffers if dependencies.get(node, 0) == 0]
     prev = grad_mode.state.enabled
-    grad_mode.state.enabled = bool(create_graph)
+    grad_mode.state.enabled = bool(create_graph)    # the backward itself is recorded only for create_graph
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(node, None) or [None]
-            if node._pre_hooks:
-                for hook in node._pre_hooks:
-                    new = hook(grads)
-                    if new is not None:
-                        grads = list(new) if isinstance(new, (list, tuple)) else [new]
-            if capture is not None:
-                for nr in range(len(grads)):
-                    for i in capture.get((id(node), nr), ()):
-                        results[i] = grads[nr]
+            grads = buffers.pop(node)
+            grads = _tensor_pre_hooks(node, grads)
+            for nr, g in enumerate(grads):
+                for i in captures.get((node, nr), ()):
+                    results[i] = g
             if isinstance(node, AccumulateGrad):
-                if capture is None or (accumulate and (id(node), 0) in capture):
-                    _accumulate(node, grads[0], create_graph)
+                if inputs is None or (accumulate and (node, 0) in captures):
+                    accumulate_grad(node, grads[0], create_graph)
                 continue
             if needed is not None and node not in needed:
-                _finish(node, deps, ready, retain_graph)
-                continue
-            if all(g is None for g in grads):
-                in_grads = [None] * len(node.next_functions)
-            else:
-                grads = [g if g is not None else F.zeros(shape, dtype=dtype) for g, (shape, dtype) in
-                         zip(grads, node.metadata.get("out_meta", [(None, None)] * len(grads)))] \
-                    if any(g is None for g in grads) else grads
-                try:
-                    in_grads = node.apply(grads, fused=not create_graph)
-                except Exception as err:
-                    if grad_mode.state.anomaly and node.trace:
-                        print(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                              + "".join(node.trace))
-                    raise err
-                if grad_mode.state.anomaly:
-                    _check_nan(node, in_grads)
-            if node._hooks:
-                for hook in node._hooks:
-                    new = hook(in_grads, grads)
-                    if new is not None:
-                        in_grads = list(new)
-            for edge, g, meta in zip(node.next_functions, in_grads, node.input_meta):
-                if edge is None:
+                continue                            # captured only: nothing beyond it is wanted
+            in_grads = _call(node, grads, create_graph, wanted)
+            if not retain_graph:
+                node.release()
+            for (child, nr), g, meta, i in zip(node.next_functions, in_grads, node.input_meta, range(len(in_grads))):
+                if child is None:
                     continue
-                nxt, nr = edge
                 if g is not None:
-                    g = _conform(g, meta, F, node)
-                slot = buffers.setdefault(nxt, [None] * _n_outputs(nxt))
-                slot[nr] = _add(slot[nr], g)
-            _finish(node, deps, ready, retain_graph)
+                    g = _conform(g, meta, node, i)
+                _add_to(buffers, child, nr, g)
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
+                    ready.append(child)
     finally:
         grad_mode.state.enabled = prev
-    if results is not None:
-        for i, r in enumerate(results):
-            if r is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
-        return tuple(results)
-    return None
+
+    if inputs is None:
+        return None
+    if accumulate:                                  # backward(inputs=[non-leaf ...]) fills their .grad
+        for t, g in zip(inputs, results):
+            if t.grad_fn is not None and g is not None:
+                _accumulate_into(t, g, create_graph)
+        return None
+    for i, r in enumerate(results):
+        if r is None and not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
+    return tuple(results)
 
 
-def _finish(node, deps, ready, retain_graph):
-    if not retain_graph and isinstance(node, Node):
-        node.release()
-    for edge in node.next_functions:
-        if edge is None:
-            continue
-        nxt = edge[0]
-        deps[nxt] -= 1
-        if deps[nxt] == 0:
-            ready.append(nxt)
+def _count_dependencies(roots, want_parents):
+    """For every node reachable from roots, how many edges lead into it (and, if asked, from where)."""
+    dependencies, parents = {}, {}
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            dependencies[child] = dependencies.get(child, 0) + 1
+            if want_parents:
+                parents.setdefault(child, []).append(node)
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return dependencies, parents
 
 
-def _n_outputs(node):
-    return getattr(node, "n_outputs", 1)
+def _ancestors(targets, parents):
+    """Nodes with a path to some target: the only ones that need to run."""
+    found = set()
+    stack = [p for t in targets for p in parents.get(t, ())]
+    while stack:
+        node = stack.pop()
+        if node not in found:
+            found.add(node)
+            stack.extend(parents.get(node, ()))
+    return found
 
 
-def _conform(g, meta, F, node):
+def _add_to(buffers, node, nr, g):
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * node.n_outputs
+    if g is None:
+        return
+    slot[nr] = g if slot[nr] is None else slot[nr] + g
+
+
+def _tensor_pre_hooks(node, grads):
+    """Hooks registered on the tensors this node produced (or on its leaf), then retain_grad (which
+    sees their result)."""
+    if isinstance(node, AccumulateGrad):
+        leaf_hooks = node.variable._hooks
+        if leaf_hooks and grads[0] is not None:
+            grads = list(grads)
+            for hook in list(leaf_hooks):
+                new = hook(grads[0])
+                if new is not None:
+                    grads[0] = new
+        return grads
+    if node._tensor_pre_hooks:
+        grads = list(grads)
+        for nr, hooks in node._tensor_pre_hooks.items():
+            for hook in list(hooks):
+                if grads[nr] is not None:
+                    new = hook(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+    if node._retains_grad:
+        for nr, ref in node._retains_grad.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr].detach()
+                t._grad = g.clone() if t._grad is None else t._grad + g
+    return grads
+
+
+def _call(node, grads, create_graph, wanted):
+    """The node's pre-hooks, its backward, its post-hooks; anomaly checks around the backward."""
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks):
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    needs = [child is not None and (wanted is None or child in wanted) for child, _ in node.next_functions]
+    if all(g is None for g in grads):
+        in_grads = [None] * len(node.next_functions)
+    else:
+        try:
+            in_grads = list(node.apply(grads, create_graph, needs))
+            if len(in_grads) != len(node.next_functions):
+                raise RuntimeError(f"Function {node.name()} returned an incorrect number of gradients (expected "
+                                   f"{len(node.next_functions)}, got {len(in_grads)})")
+            if anomaly_mode.is_anomaly_enabled() and anomaly_mode.is_anomaly_check_nan_enabled():
+                anomaly_mode.check_nan(node, in_grads)
+        except Exception:
+            if anomaly_mode.is_anomaly_enabled():
+                anomaly_mode.warn_error_in(node)
+            raise
+    if node._hooks:
+        for hook in list(node._hooks):
+            new = hook(tuple(in_grads), tuple(grads))
+            if new is not None:
+                in_grads = list(new)
+    return in_grads
+
+
+def _conform(g, meta, node, index):
+    """A node's gradient for one input, reduced to that input's shape and cast to its dtype."""
     shape, dtype = meta
     if tuple(g._shape) != tuple(shape):
-        g = F.sum_to(g, shape)
-        if tuple(g._shape) != tuple(shape):
-            raise RuntimeError(f"Function {node.name()} returned an invalid gradient - got "
+        if not _expandable(tuple(shape), tuple(g._shape)):
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"[{', '.join(map(str, g._shape))}] but expected shape compatible with "
                                f"[{', '.join(map(str, shape))}]")
-    if g.dtype is not dtype:
+        from .._formula_helpers import sum_to
+        g = sum_to(g, shape)
+    if dtype is not None and g.dtype is not dtype:
         g = g.to(dtype)
     return g
 
 
-def _accumulate(acc, g, create_graph):
+def _expandable(shape, target):
+    """Whether shape broadcasts to target (so a gradient of shape target sums back to shape)."""
+    if len(shape) > len(target):
+        return False
+    for s, t in zip(reversed(shape), reversed(target)):
+        if s != 1 and s != t:
+            return False
+    return True
+
+
+def accumulate_grad(acc, g, create_graph):
+    """AccumulateGrad: add into leaf.grad (the leaf's hooks have run), then post-accumulate hooks."""
+    leaf = acc.variable
     if g is None:
         return
-    leaf = acc.variable
-    if leaf._hooks:
-        for hook in leaf._hooks:
-            new = hook(g)
-            if new is not None:
-                g = new
-    if tuple(g._shape) != tuple(leaf._shape):
-        from .. import _functional as F
-        g = F.sum_to(g, leaf._shape)
-    if g.dtype is not leaf.dtype:
-        g = g.to(leaf.dtype)
-    if leaf._grad is None:
-        leaf._grad = g if create_graph else g.detach().clone()
-    elif create_graph:
-        leaf._grad = leaf._grad + g
+    g = _conform(g, (leaf._shape, leaf.dtype), acc, 0)
+    _accumulate_into(leaf, g, create_graph)
+    for hook in leaf.__dict__.get("_post_accumulate_hooks", ()):
+        hook(leaf)
+    if acc._hooks:
+        for hook in list(acc._hooks):
+            hook((), (g,))
+
+
+def _accumulate_into(t, g, create_graph):
+    """t.grad += g as PyTorch does it: a fresh copy the first time; in place afterwards, unless
+    create_graph asks for a differentiable (out-of-place) sum."""
+    if t._grad is None:
+        t._grad = g.clone() if create_graph else g.detach().clone()
+    elif create_graph or t._grad.requires_grad:
+        t._grad = t._grad + g
     else:
-        with_grad = grad_mode.state.enabled
+        prev = grad_mode.state.enabled
         grad_mode.state.enabled = False
         try:
-            leaf._grad = leaf._grad + g
+            t._grad.add_(g.detach())
         finally:
-            grad_mode.state.enabled = with_grad
-    if acc._hooks:
-        for hook in acc._hooks:
-            hook(leaf)
-
-
-def _check_nan(node, grads):
-    for i, g in enumerate(grads):
-        if g is not None and g.dtype.is_floating_point and bool(g.isnan().any()):
-            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
-            if node.trace:
-                msg += "\nTraceback of forward call that caused the error:\n" + "".join(node.trace)
-            raise RuntimeError(msg)
-
-
-def record_trace(node):
-    if grad_mode.state.anomaly:
-        node.trace = traceback.format_stack()[:-3]
+            grad_mode.state.enabled = prev

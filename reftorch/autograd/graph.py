@@ -1,124 +1,250 @@
-"""Graph nodes: what one recorded op keeps for its backward.
+"""The backward graph: nodes, the edges between them, and the tensors they save.
 
-A Node holds the generated backward function of its op, the values its formulas mention (nothing
-more: a formula reading only `self.shape` keeps only the shape), the version of every saved tensor
-at save time, and one edge (node, output_nr) per tensor input.
+A Node is one step of the backward pass. `next_functions` holds one edge (node, output_nr) per
+input of the forward op -- (None, 0) where that input needs no gradient -- exactly as PyTorch
+shows it. Kinds of node:
+
+  OpNode         an op of ops.yaml: runs the backward function generated from its formulas
+  AccumulateGrad the sink of a leaf tensor: adds the incoming gradient into `leaf.grad`
+  FunctionNode   a user's autograd.Function (function.py)
+  CopySlices...  the history of a tensor written in place through a view (inplace.py)
+
+A saved tensor remembers the storage version it had when saved; using it after an in-place
+change raises PyTorch's error. After a backward without retain_graph the saved tensors are
+dropped, so the intermediate values they kept alive can be freed.
 """
 from __future__ import annotations
 
+import re
+import weakref
+
 from .._tensor import Tensor
+from . import anomaly_mode
+
+NO_EDGE = (None, 0)
+
+
+def gradient_edge(t):
+    """The edge that receives tensor t's gradient: its grad_fn, a leaf's AccumulateGrad, or NO_EDGE."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if not t.requires_grad:
+        return NO_EDGE
+    return (grad_accumulator(t), 0)
+
+
+def grad_accumulator(leaf):
+    """The leaf's AccumulateGrad. The leaf refers to it weakly (the node refers to the leaf), so the
+    two never form a reference cycle; a new one is made when the old graph is gone."""
+    acc = leaf._accum
+    if isinstance(acc, weakref.ref):
+        acc = acc()
+    if acc is None:
+        acc = AccumulateGrad(leaf)
+        leaf._accum = weakref.ref(acc)
+    return acc
+
+
+# ------------------------------------------------------------------------------------ saved tensors
+
+def _freed_error():
+    return RuntimeError(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+        "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+        "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+        "if you need to access saved tensors after calling backward.")
 
 
 class SavedTensor:
     """A tensor kept for backward, with the storage version it had when saved.
 
-    An op's own output is kept without its grad_fn (that would be a reference cycle) and gets it
-    back on unpacking, so double backward through `result` reaches the node again."""
+    A node's own output is kept as an alias without grad_fn (the output points to the node, so
+    keeping the output itself would be a reference cycle); unpacking gives it the node back, so
+    double backward through `result` reaches the node again."""
     __slots__ = ("tensor", "version", "is_output", "requires_grad")
 
-    def __init__(self, t, is_output=False):
+    def __init__(self, t, is_output=False, version=None):
         if is_output:
-            alias = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
-            self.tensor = alias
-        else:
-            self.tensor = t
-        self.version = t._storage.version
+            t = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
+        self.tensor = t
+        self.version = t._storage.version if version is None else version
         self.is_output = is_output
-        self.requires_grad = t.requires_grad
+        self.requires_grad = t.requires_grad if not is_output else True
 
     def unpack(self, node, output_nr=0):
         t = self.tensor
+        if t is None:
+            raise _freed_error()
         if t._storage.version != self.version:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [torch.{_tensor_type(t)} [{', '.join(map(str, t._shape))}]], which is output "
-                f"{output_nr} of {node.name()}, is at version {t._storage.version}; expected version "
-                f"{self.version} instead. Hint: the backtrace further above can point at the op that failed "
-                "to compute its gradient; enable anomaly detection with "
-                "torch.autograd.set_detect_anomaly(True) to find it.")
-        if self.is_output and self.requires_grad:
+            if self.is_output:
+                raise _version_error(t, self.version, node, output_nr)
+            raise _version_error(t, self.version, t.grad_fn, t._output_nr)
+        if self.is_output:
             out = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
-            out.requires_grad = True
-            out.grad_fn = node
-            out._output_nr = output_nr
+            if t.dtype.is_floating_point:
+                out.requires_grad = True
+                out.grad_fn = node
+                out._output_nr = output_nr
             return out
         return t
 
+    def release(self):
+        self.tensor = None
+
+
+def _version_error(t, expected, grad_fn, output_nr):
+    which = f", which is output {output_nr} of {_short_name(grad_fn)}," if grad_fn is not None else ""
+    if anomaly_mode.is_anomaly_enabled():
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                "The variable in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+                "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[torch.{_tensor_type(t)} [{', '.join(map(str, t._shape))}]]{which} is at version "
+        f"{t._storage.version}; expected version {expected} instead. {hint}")
+
+
+def _short_name(node):
+    """MulBackward0 -> Mul, as PyTorch names the op in its version error."""
+    return re.sub(r"Backward\d*$", "", node.name())
+
 
 def _tensor_type(t):
-    return {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor", "int32": "IntTensor",
-            "bool": "BoolTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor"}.get(
-        t.dtype.name, "Tensor")
+    return f"{t.dtype.short}Tensor"
 
+
+def _unpack_value(value, node):
+    if isinstance(value, SavedTensor):
+        return value.unpack(node)
+    if isinstance(value, list) and value and isinstance(value[0], SavedTensor):
+        return [v.unpack(node) for v in value]
+    return value
+
+
+def _release_value(value):
+    if isinstance(value, SavedTensor):
+        value.release()
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, SavedTensor):
+                v.release()
+
+
+# ------------------------------------------------------------------------------------ nodes
 
 class Node:
-    """One recorded op. `next_functions` mirrors PyTorch's: ((node or None, output_nr), ...)."""
-    __slots__ = ("op", "backward_fn", "saved", "next_functions", "input_meta", "n_outputs", "_pre_hooks",
-                 "_hooks", "released", "trace", "list_arity", "__weakref__", "metadata")
+    """One step of the backward pass.
 
-    def __init__(self, op, backward_fn, saved, next_functions, input_meta, n_outputs=1, list_arity=None):
-        self.op = op
-        self.backward_fn = backward_fn
-        self.saved = saved                  # {name: SavedTensor | value}
-        self.next_functions = next_functions
-        self.input_meta = input_meta        # [(shape, dtype)] per tensor input, for reducing broadcast grads
-        self.n_outputs = n_outputs
-        self._pre_hooks = None
-        self._hooks = None
-        self.released = False
-        self.trace = None
-        self.list_arity = list_arity        # how many inputs each tensor argument spreads over (Tensor[] args)
-        self.metadata = {}
+    Subclasses define name() and apply(grads, create_graph, needs) -> one gradient (or None) per
+    edge of next_functions, from the gradients of the node's outputs. The engine sums incoming
+    gradients, runs hooks, reduces broadcast gradients to input_meta's shapes and follows edges."""
+    __slots__ = ("next_functions", "input_meta", "out_meta", "_pre_hooks", "_hooks", "_tensor_pre_hooks",
+                 "_retains_grad", "trace", "_metadata", "__weakref__", "__dict__")
+
+    def __init__(self, next_functions=(), input_meta=(), out_meta=()):
+        self.next_functions = tuple(NO_EDGE if e is None else e for e in next_functions)
+        self.input_meta = list(input_meta)      # (shape, dtype) per edge: gradients are reduced to these
+        self.out_meta = list(out_meta)          # (shape, dtype) per output: missing gradients become zeros
+        self._pre_hooks = None                  # fn(grad_outputs) -> new grad_outputs or None
+        self._hooks = None                      # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
+        self._tensor_pre_hooks = None           # {output_nr: [fn(grad) -> new grad or None]} from Tensor.register_hook
+        self._retains_grad = None               # {output_nr: weakref to the tensor} from Tensor.retain_grad
+        self.trace = None                       # forward traceback, in anomaly mode
+        self._metadata = None
+
+    @property
+    def n_outputs(self):
+        return max(len(self.out_meta), 1)
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self):
-        return f"{_camel(self.op)}Backward0"
+        return type(self).__name__
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
 
+    def apply(self, grads, create_graph=False, needs=None):
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        return tuple(self.apply(list(grads)))
+
+    def release(self):
+        """Drop saved tensors (after a backward without retain_graph)."""
+
+    def _needs(self, needs):
+        return needs if needs is not None else [e[0] is not None for e in self.next_functions]
+
+    def _materialize(self, grads):
+        """Zeros for outputs that received no gradient (formulas expect every grad)."""
+        if all(g is not None for g in grads):
+            return grads
+        from .. import _functional as F
+        return [F.zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                for g, meta in zip(grads, self.out_meta)]
+
+    # hooks: PyTorch's Node.register_hook / register_prehook
     def register_hook(self, fn):
         if self._hooks is None:
             self._hooks = []
-        self._hooks.append(fn)
-        return _Handle(self._hooks, fn)
+        return RemovableHandle.add(self._hooks, fn)
 
     def register_prehook(self, fn):
         if self._pre_hooks is None:
             self._pre_hooks = []
-        self._pre_hooks.append(fn)
-        return _Handle(self._pre_hooks, fn)
+        return RemovableHandle.add(self._pre_hooks, fn)
 
-    def apply(self, grads, fused):
-        """Input gradients from output gradients, through the generated backward function."""
-        if self.released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved tensors after "
-                "they have already been freed). Saved intermediate values of the graph are freed when you call "
-                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
-                "the graph a second time or if you need to access saved tensors after calling backward.")
+    def _add_tensor_pre_hook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return RemovableHandle.add(self._tensor_pre_hooks.setdefault(output_nr, []), fn)
+
+
+class OpNode(Node):
+    """A recorded op of ops.yaml: the generated backward function and the values its formulas read."""
+    __slots__ = ("op", "backward_fn", "saved", "list_arity")
+
+    def __init__(self, op, backward_fn, saved, next_functions, input_meta, out_meta, list_arity=None):
+        super().__init__(next_functions, input_meta, out_meta)
+        self.op = op
+        self.backward_fn = backward_fn
+        self.saved = saved                  # {name: SavedTensor | [SavedTensor] | plain value}
+        self.list_arity = list_arity        # edges per tensor argument, when one is a Tensor[]
+
+    def name(self):
+        return f"{_camel(self.op)}Backward0"
+
+    def apply(self, grads, create_graph=False, needs=None):
         from .. import _functional as F
+        grads = self._materialize(grads)
         saved = {}
-        for k, v in self.saved.items():
-            saved[k] = v.unpack(self) if isinstance(v, SavedTensor) else (
-                [s.unpack(self) for s in v] if isinstance(v, list) and v and isinstance(v[0], SavedTensor) else v)
-        if "results" in saved and isinstance(saved["results"], list):
-            saved["results"] = [self.saved["results"][i].unpack(self, i) for i in range(len(self.saved["results"]))]
-        needs = [e is not None for e in self._arg_edges()]
-        g = self.backward_fn(F, grads, saved, needs, fused)
+        for key, value in self.saved.items():
+            if key == "results" and isinstance(value, list):
+                saved[key] = [s.unpack(self, i) for i, s in enumerate(value)]
+            else:
+                saved[key] = _unpack_value(value, self)
+        g = self.backward_fn(F, grads, saved, self._arg_needs(self._needs(needs)), not create_graph)
         return self._spread(g)
 
-    def _arg_edges(self):
-        """One entry per tensor argument (a Tensor[] argument counts once): any edge needing a grad."""
+    def _arg_needs(self, needs):
+        """One flag per tensor argument (a Tensor[] argument wants grads when any of its tensors does)."""
         if self.list_arity is None:
-            return [e if e is not None else None for e in self.next_functions]
+            return list(needs)
         out, i = [], 0
         for n in self.list_arity:
-            group = self.next_functions[i:i + n]
-            out.append(True if any(e is not None for e in group) else None)
+            out.append(any(needs[i:i + n]))
             i += n
         return out
 
     def _spread(self, g):
+        """Per-argument gradients back to one per edge (a Tensor[] argument's list is spread out)."""
         if self.list_arity is None:
             return list(g)
         out = []
@@ -130,20 +256,26 @@ class Node:
         return out
 
     def release(self):
-        self.saved = {}
-        self.released = True
+        for value in self.saved.values():
+            _release_value(value)
+
+    def __getattr__(self, attr):
+        """PyTorch's grad_fn._saved_<name>: a saved value (raises once freed)."""
+        if attr.startswith("_saved_"):
+            key = attr[len("_saved_"):]
+            saved = object.__getattribute__(self, "saved")
+            if key in saved:
+                return _unpack_value(saved[key], self)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
 
-class AccumulateGrad:
-    """The sink of a leaf: adds the incoming gradient into `leaf.grad`."""
-    __slots__ = ("variable", "next_functions", "_pre_hooks", "_hooks", "__weakref__", "metadata")
+class AccumulateGrad(Node):
+    """The sink of a leaf: adds the incoming gradient into `leaf.grad` (see engine.accumulate)."""
+    __slots__ = ("variable",)
 
     def __init__(self, variable):
+        super().__init__((), (), [(variable._shape, variable.dtype)])
         self.variable = variable
-        self.next_functions = ()
-        self._pre_hooks = None
-        self._hooks = None
-        self.metadata = {}
 
     def name(self):
         return "torch::autograd::AccumulateGrad"
@@ -151,26 +283,32 @@ class AccumulateGrad:
     def __repr__(self):
         return f"<AccumulateGrad object at {id(self):#x}>"
 
-    def register_hook(self, fn):
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(fn)
-        return _Handle(self._hooks, fn)
 
-    def register_prehook(self, fn):
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(fn)
-        return _Handle(self._pre_hooks, fn)
+class RemovableHandle:
+    """What register_hook returns: `.remove()` takes the hook out again (also a context manager)."""
 
-
-class _Handle:
     def __init__(self, hooks, fn):
         self.hooks, self.fn = hooks, fn
 
+    @classmethod
+    def add(cls, hooks, fn):
+        hooks.append(fn)
+        return cls(hooks, fn)
+
     def remove(self):
-        if self.fn in self.hooks:
-            self.hooks.remove(self.fn)
+        for i, h in enumerate(self.hooks):
+            if h is self.fn:
+                del self.hooks[i]
+                return
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+_Handle = RemovableHandle
 
 
 def _camel(name):

@@ -10,75 +10,437 @@ _rt = None  # the dispatcher, bound by reftorch/__init__.py
 
 SPECS = {
 
-    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',)},
+    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',)},
+    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',), 'ref': 'np.abs', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('sgn',), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'exp': {'name': 'exp', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'exp': {'name': 'exp', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.exp', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'log': {'name': 'log', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'log': {'name': 'log', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.log', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'sqrt': {'name': 'sqrt', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'sqrt': {'name': 'sqrt', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.sqrt', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'tanh': {'name': 'tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'tanh': {'name': 'tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.tanh', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'sigmoid': {'name': 'sigmoid', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'sigmoid': {'name': 'sigmoid', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 1 / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'relu': {'name': 'relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'relu': {'name': 'relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.maximum(x, 0).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': ()},
+    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',)},
+    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',)},
+    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'div': {'name': 'div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': ('divide', 'true_divide')},
+    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': ()},
+    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'maximum': {'name': 'maximum', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'maximum': {'name': 'maximum', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.maximum', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'eq': {'name': 'eq', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__eq__',), 'aliases': ()},
+    'eq': {'name': 'eq', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__eq__',), 'aliases': (), 'ref': 'np.equal', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'gt': {'name': 'gt', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__gt__',), 'aliases': ('greater',)},
+    'gt': {'name': 'gt', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__gt__',), 'aliases': ('greater',), 'ref': 'np.greater', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ()},
+    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.sum', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'amax': {'name': 'amax', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'amax': {'name': 'amax', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.amax', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'argmax': {'name': 'argmax', 'kind': 'argreduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'argmax': {'name': 'argmax', 'kind': 'argreduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argmax', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'cumsum': {'name': 'cumsum', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim',), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'cumsum': {'name': 'cumsum', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim',), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumsum(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': ()},
+    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.flip', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'mean': {'name': 'mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'mean': {'name': 'mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.mean', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'matmul_backward_self': {'name': 'matmul_backward_self', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': ()},
+    'matmul_backward_self': {'name': 'matmul_backward_self', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
 
-    'matmul_backward_other': {'name': 'matmul_backward_other', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': ()},
+    'matmul_backward_other': {'name': 'matmul_backward_other', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
 
-    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims')},
+    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims'), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'permute': {'name': 'permute', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'permute': {'name': 'permute', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dims: np.transpose(x, dims)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'expand': {'name': 'expand', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'expand': {'name': 'expand', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: np.broadcast_to(x, size)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'view': {'name': 'view', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'view': {'name': 'view', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: x.reshape(size)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'reshape': {'name': 'reshape', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'reshape': {'name': 'reshape', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, shape: x.reshape(shape)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim)', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05},
 
-    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ()},
+    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'flatten': {'name': 'flatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('start_dim', 'dim', '0', False), ('end_dim', 'dim', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, start_dim, end_dim: x.reshape(x.shape[:start_dim] + (int(np.prod(x.shape[start_dim:])),))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'unflatten': {'name': 'unflatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('sizes', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, sizes: x.reshape(x.shape[:-1] + (1, x.shape[-1]))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'movedim': {'name': 'movedim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('source', 'int[]', None, False), ('destination', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('destination', 'source'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('moveaxis',), 'ref': 'lambda x, source, destination: np.moveaxis(x, source, destination)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'select': {'name': 'select', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, index: x[index]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'slice_dim': {'name': 'slice_dim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'self.shape', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, end, step: x[start:end:step]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'narrow': {'name': 'narrow', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('start', 'int', None, False), ('length', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'length', 'self.shape', 'start'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, length: x[start:start + length]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'diagonal': {'name': 'diagonal', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim1', 'dim2', 'offset', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'unfold': {'name': 'unfold', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dimension', 'dim', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'self.shape', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dimension, size, step: np.lib.stride_tricks.sliding_window_view(x, size, axis=-1)[..., ::step, :]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride: np.lib.stride_tricks.sliding_window_view(x.reshape(-1), 2)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'select_backward': {'name': 'select_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'slice_backward': {'name': 'slice_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('start', 'int?', None, False), ('end', 'int?', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'diagonal_backward': {'name': 'diagonal_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('offset', 'int', None, False), ('dim1', 'int', None, False), ('dim2', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim1', 'dim2', 'offset'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'unfold_backward': {'name': 'unfold_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dimension', 'int', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'as_strided_backward': {'name': 'as_strided_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False), ('in_size', 'int[]', None, False), ('in_stride', 'int[]', None, False), ('in_offset', 'int', None, False), ('adjoint', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('adjoint', 'in_offset', 'in_size', 'in_stride', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'unbind': {'name': 'unbind', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'split': {'name': 'split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size_or_sections', 'any', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'chunk': {'name': 'chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'index': {'name': 'index', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('indices', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'index_put': {'name': 'index_put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False), ('values', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'indices'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, v, indices, accumulate=False: (lambda o, i: (np.add.at(o, i, v) if accumulate else o.__setitem__(i, v), o)[1])(x.copy(), tuple(np.asarray(t) for t in indices))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'gelu': {'name': 'gelu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('approximate', 'str', '"none"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'gelu_erf': {'name': 'gelu_erf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'gelu_erf_backward': {'name': 'gelu_erf_backward', 'kind': 'binary', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda g, x: g * (0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'gelu_tanh': {'name': 'gelu_tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'mish': {'name': 'mish', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x * np.tanh(np.log1p(np.exp(x)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'softplus': {'name': 'softplus', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('beta', 'Scalar', '1.0', False), ('threshold', 'Scalar', '20.0', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('beta', 'self', 'threshold'), 'kernel_args': ('beta', 'threshold'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, beta=1.0, threshold=20.0: np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'elu': {'name': 'elu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('alpha', 'Scalar', '1.0', False), ('scale', 'Scalar', '1.0', False), ('input_scale', 'Scalar', '1.0', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'input_scale', 'scale', 'self'), 'kernel_args': ('alpha', 'scale', 'input_scale'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, alpha=1.0, scale=1.0, input_scale=1.0: np.where(x > 0, x * scale, np.expm1(x * input_scale) * alpha * scale)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'selu': {'name': 'selu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * np.expm1(x))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'celu': {'name': 'celu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('alpha', 'Scalar', '1.0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(x / alpha))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'leaky_relu': {'name': 'leaky_relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('negative_slope', 'Scalar', '0.01', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('negative_slope', 'self'), 'kernel_args': ('negative_slope',), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'hardtanh': {'name': 'hardtanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('min_val', 'Scalar', '-1.0', False), ('max_val', 'Scalar', '1.0', False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max_val', 'min_val', 'self'), 'kernel_args': ('min_val', 'max_val'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'relu6': {'name': 'relu6', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.clip(x, 0, 6)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'hardsigmoid': {'name': 'hardsigmoid', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.clip(x / 6 + 0.5, 0, 1)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'hardswish': {'name': 'hardswish', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x * np.clip(x + 3, 0, 6) / 6', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logsigmoid': {'name': 'logsigmoid', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'softsign': {'name': 'softsign', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.abs(x))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'tanhshrink': {'name': 'tanhshrink', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x - np.tanh(x)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'hardshrink': {'name': 'hardshrink', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('lambd', 'Scalar', '0.5', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('lambd', 'self'), 'kernel_args': ('lambd',), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, lambd=0.5: np.where(np.abs(x) > lambd, x, 0)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'softshrink': {'name': 'softshrink', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('lambd', 'Scalar', '0.5', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('lambd', 'self'), 'kernel_args': ('lambd',), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, lambd=0.5: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'threshold': {'name': 'threshold', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('threshold', 'Scalar', None, False), ('value', 'Scalar', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'threshold'), 'kernel_args': ('threshold', 'value'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, threshold=0.0, value=-1.0: np.where(x > threshold, x, value)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'prelu': {'name': 'prelu', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, w: np.where(x > 0, x, w * x)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bce_loss_elementwise': {'name': 'bce_loss_elementwise', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('target', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'target'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, y: -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'im2col': {'name': 'im2col', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False), ('pad_value', 'float', '0.0', False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'self.shape', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'col2im': {'name': 'col2im', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('output_size', 'int[]', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'prod': {'name': 'prod', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.prod(self, axis=dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'prod_backward': {'name': 'prod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'amin': {'name': 'amin', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.amin', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'argmin': {'name': 'argmin', 'kind': 'argreduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argmin', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'max': {'name': 'max', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self) if dim is None else (np.amax(self, axis=dim, keepdims=keepdim), np.argmax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'all': {'name': 'all', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': '1', 'accumulate': 'bool', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.all', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'any': {'name': 'any', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': '0', 'accumulate': 'bool', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.any', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'count_nonzero': {'name': 'count_nonzero', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': '0', 'accumulate': 'int64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None: np.asarray(np.count_nonzero(self, axis=dim), np.int64)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'var': {'name': 'var', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'std': {'name': 'std', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logsumexp': {'name': 'logsumexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False: np.log(np.sum(np.exp(self), axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'linalg_vector_norm': {'name': 'linalg_vector_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('ord', 'Scalar', '2', False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'ord', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, ord=2, dim=None, keepdim=False: (np.amax if ord > 0 else np.amin)(np.abs(self), axis=dim, keepdims=keepdim) if ord in (np.inf, -np.inf) else np.sum(self != 0, axis=dim, keepdims=keepdim) if ord == 0 else np.sum(np.abs(self) ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'norm_backward': {'name': 'norm_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('ord', 'Scalar', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'norm': {'name': 'norm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'any', '"fro"', False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, p='fro', dim=None, keepdim=False, dtype=None: np.sqrt(np.sum(np.abs(self) ** 2, axis=dim, keepdims=keepdim))", 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cumprod': {'name': 'cumprod', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumprod(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cumprod_backward': {'name': 'cumprod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logcumsumexp': {'name': 'logcumsumexp', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '-inf', 'accumulate': 'float64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim: np.logaddexp.accumulate(np.atleast_1d(self), axis=dim).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logcumsumexp_backward': {'name': 'logcumsumexp_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_cummax': {'name': '_cummax', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_cummin': {'name': '_cummin', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cummax': {'name': 'cummax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim: (lambda x, v: (v.reshape(self.shape), np.maximum.accumulate(np.where((x == v) | (x != x), np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - 1 - dim % x.ndim)), 0), axis=dim).reshape(self.shape)))(np.atleast_1d(self), np.maximum.accumulate(np.atleast_1d(self), axis=dim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cummin': {'name': 'cummin', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim: (lambda x, v: (v.reshape(self.shape), np.maximum.accumulate(np.where((x == v) | (x != x), np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - 1 - dim % x.ndim)), 0), axis=dim).reshape(self.shape)))(np.atleast_1d(self), np.minimum.accumulate(np.atleast_1d(self), axis=dim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_softmax': {'name': '_softmax', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_log_softmax': {'name': '_log_softmax', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'softmax': {'name': 'softmax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', None, False), ('dtype', 'dtype?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.exp(self - np.max(self, axis=dim, keepdims=True)) / np.sum(np.exp(self - np.max(self, axis=dim, keepdims=True)), axis=dim, keepdims=True)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'log_softmax': {'name': 'log_softmax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', None, False), ('dtype', 'dtype?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: self - np.max(self, axis=dim, keepdims=True) - np.log(np.sum(np.exp(self - np.max(self, axis=dim, keepdims=True)), axis=dim, keepdims=True))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'mm': {'name': 'mm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mat2', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mat2', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bmm': {'name': 'bmm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mat2', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mat2', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'mv': {'name': 'mv', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'dot': {'name': 'dot', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('tensor', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'tensor'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('vdot',), 'ref': 'np.dot', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'outer': {'name': 'outer', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec2', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec2'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('ger',), 'ref': 'np.outer', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_einsum': {'name': '_einsum', 'kind': 'array', 'args': (('operands', 'Tensor[]', None, False), ('equation', 'str', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('equation', 'operands'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'einsum': {'name': 'einsum', 'kind': 'composite', 'args': (('equation', 'str', None, False), ('operands', 'Tensor[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda operands, equation: np.einsum(equation, *operands)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'einsum_backward': {'name': 'einsum_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('equation', 'str', None, False), ('operands', 'Tensor[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'pad': {'name': 'pad', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('mode', 'str', '"constant"', False), ('value', 'Scalar?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mode', 'pad', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, pad, mode='constant', value=None: (lambda w: np.pad(self[tuple(slice(max(-a, 0), self.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(w))], [(max(a, 0), max(b, 0)) for a, b in w], **({'constant_values': value or 0} if mode == 'constant' else {'mode': {'reflect': 'reflect', 'replicate': 'edge', 'circular': 'wrap'}[mode]})))([(0, 0)] * (self.ndim - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(len(pad) // 2))])", 'atol': 1e-05, 'rtol': 1e-05},
+
+    'pad_backward': {'name': 'pad_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'int[]', None, False), ('pads', 'int[]', None, False), ('mode', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cat': {'name': 'cat', 'kind': 'array', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'tensors.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('concat', 'concatenate'), 'ref': 'lambda tensors, dim=0: np.concatenate([t for t in tensors if t.shape != (0,)] or tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cat_backward': {'name': 'cat_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shapes', 'any', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'stack': {'name': 'stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors, dim=0: np.stack(tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'repeat': {'name': 'repeat', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('repeats', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats: np.tile(self, repeats)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'repeat_backward': {'name': 'repeat_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'int[]', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'tile': {'name': 'tile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.tile(self, dims)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'gather': {'name': 'gather', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('sparse_grad', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: np.take_along_axis(np.atleast_1d(self)[tuple(slice(None) if d == dim % max(self.ndim, 1) else slice(0, s) for d, s in enumerate(np.atleast_1d(index).shape))], np.atleast_1d(index), dim).reshape(index.shape)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'scatter_add': {'name': 'scatter_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, src, dim: (lambda out, idx: (np.add.at(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out)[1])(np.array(self), np.atleast_1d(index))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'scatter': {'name': 'scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: (out.reshape(-1).__setitem__(0, s.reshape(-1)[0]) if self.ndim == 0 else out.__setitem__(tuple(idx if d == dim % self.ndim else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), s[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self), np.atleast_1d(index), np.asarray(value if src is None else src))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'pad_to': {'name': 'pad_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'index_select': {'name': 'index_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: (lambda r: r.reshape(()) if self.ndim == 0 else r)(np.take(np.atleast_1d(self), np.reshape(index, -1), axis=dim))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'index_add': {'name': 'index_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, alpha=1: (lambda out: (np.add.at(np.moveaxis(out.reshape(-1) if self.ndim == 0 else out, dim, 0), np.reshape(index, -1), alpha * np.moveaxis(np.atleast_1d(source), dim, 0)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'masked_fill': {'name': 'masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'masked_select': {'name': 'masked_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask: np.broadcast_arrays(self, mask)[0][np.broadcast_arrays(self, mask)[1]]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'masked_scatter': {'name': 'masked_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, source: (lambda x, m: (x.__setitem__(m, source.reshape(-1)[:np.count_nonzero(m)]), x)[1])(np.array(np.broadcast_arrays(self, mask)[0]), np.broadcast_arrays(self, mask)[1])', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'masked_scatter_backward': {'name': 'masked_scatter_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('mask', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'take': {'name': 'take', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index: np.take(self, index)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_sort': {'name': '_sort', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'sort': {'name': 'sort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=-1, descending=False, stable=False: (lambda i: (np.take_along_axis(np.atleast_1d(self), i, dim).reshape(self.shape), i.reshape(self.shape)))(np.atleast_1d(self).shape[dim] - 1 - np.flip(np.argsort(np.flip(np.atleast_1d(self), dim), axis=dim, kind='stable'), dim) if descending else np.argsort(np.atleast_1d(self), axis=dim, kind='stable'))", 'atol': 1e-05, 'rtol': 1e-05},
+
+    'argsort': {'name': 'argsort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=-1, descending=False, stable=False: (np.atleast_1d(self).shape[dim] - 1 - np.flip(np.argsort(np.flip(np.atleast_1d(self), dim), axis=dim, kind='stable'), dim) if descending else np.argsort(np.atleast_1d(self), axis=dim, kind='stable')).reshape(self.shape)", 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_topk': {'name': '_topk', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('largest', 'bool', 'True', False), ('sorted', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'topk': {'name': 'topk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('largest', 'bool', 'True', False), ('sorted', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, k, dim=-1, largest=True, sorted=True: (lambda i: (np.take_along_axis(np.atleast_1d(self), i, dim), i))((np.atleast_1d(self).shape[dim] - 1 - np.flip(np.argsort(np.flip(np.atleast_1d(self), dim), axis=dim, kind='stable'), dim) if largest else np.argsort(np.atleast_1d(self), axis=dim, kind='stable')).take(np.arange(k), axis=dim))", 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_unique': {'name': '_unique', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('sorted', 'bool', 'True', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    'unique': {'name': 'unique', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('sorted', 'bool', 'True', False), ('return_inverse', 'bool', 'False', False), ('return_counts', 'bool', 'False', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, sorted=True, return_inverse=False, return_counts=False, dim=None: (lambda r: r[0] if len(r) == 1 else r)((lambda u, i, c: (u,) + ((i.reshape(self.shape),) if return_inverse else ()) + ((c,) if return_counts else ()))(*np.unique(self.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'nonzero': {'name': 'nonzero', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('as_tuple', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, as_tuple=False: tuple(np.nonzero(np.atleast_1d(self))) if as_tuple else np.argwhere(self)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'argwhere': {'name': 'argwhere', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argwhere', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'one_hot': {'name': 'one_hot', 'kind': 'array', 'args': (('self', 'Index', None, False), ('num_classes', 'int', '-1', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, num_classes=-1: np.eye(num_classes if num_classes >= 0 else self.max() + 1, dtype=np.int64)[self]', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bincount': {'name': 'bincount', 'kind': 'array', 'args': (('self', 'Index', None, False), ('weights', 'Tensor?', 'None', False), ('minlength', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, weights=None, minlength=0: np.bincount(self, weights, minlength)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'exp2': {'name': 'exp2', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.exp2(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'expm1': {'name': 'expm1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.expm1(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'log2': {'name': 'log2', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.log2(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'log10': {'name': 'log10', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.log10(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'log1p': {'name': 'log1p', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.log1p(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'rsqrt': {'name': 'rsqrt', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 1.0 / np.sqrt(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'reciprocal': {'name': 'reciprocal', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 1.0 / np.asarray(x, np.float64)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'square': {'name': 'square', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.square', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'sin': {'name': 'sin', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sin(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cos': {'name': 'cos', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.cos(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'tan': {'name': 'tan', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.tan(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 0.0001},
+
+    'asin': {'name': 'asin', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arcsin',), 'ref': 'lambda x: np.arcsin(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'acos': {'name': 'acos', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arccos',), 'ref': 'lambda x: np.arccos(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'atan': {'name': 'atan', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arctan',), 'ref': 'lambda x: np.arctan(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'sinh': {'name': 'sinh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sinh(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'cosh': {'name': 'cosh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.cosh(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'asinh': {'name': 'asinh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arcsinh',), 'ref': 'lambda x: np.arcsinh(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'acosh': {'name': 'acosh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arccosh',), 'ref': 'lambda x: np.arccosh(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'atanh': {'name': 'atanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arctanh',), 'ref': 'lambda x: np.arctanh(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logit': {'name': 'logit', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('eps', 'float?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('eps', 'self'), 'kernel_args': ('eps',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, eps=None: (lambda z: np.log(z / (1 - z)))(np.asarray(x, np.float64) if eps is None else np.clip(np.asarray(x, np.float64), eps, 1 - eps))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'erf': {'name': 'erf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.vectorize(math.erf, otypes=[np.float64])(x)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'erfc': {'name': 'erfc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.vectorize(math.erfc, otypes=[np.float64])(x)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'floor': {'name': 'floor', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.floor', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'ceil': {'name': 'ceil', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.ceil', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'trunc': {'name': 'trunc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('fix',), 'ref': 'np.trunc', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'round': {'name': 'round', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('decimals', 'int', '0', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': ('decimals',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, decimals=0: np.round(x, decimals)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'frac': {'name': 'frac', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x - np.trunc(x)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'isnan': {'name': 'isnan', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isnan(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'isinf': {'name': 'isinf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isinf(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'isfinite': {'name': 'isfinite', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isfinite(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logical_not': {'name': 'logical_not', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logical_not', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_not': {'name': 'bitwise_not', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__invert__',), 'aliases': (), 'ref': 'np.invert', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'nan_to_num': {'name': 'nan_to_num', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('nan', 'float?', '0.0', False), ('posinf', 'float?', 'None', False), ('neginf', 'float?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_nan_to_num': {'name': '_nan_to_num', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('nan', 'float', None, False), ('posinf', 'float', None, False), ('neginf', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': ('nan', 'posinf', 'neginf'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'div': {'name': 'div', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('rounding_mode', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('divide', 'true_divide'), 'ref': 'lambda a, b, rounding_mode=None: np.true_divide(np.asarray(a, np.float64), b) if rounding_mode is None else (np.floor_divide(a, b) if rounding_mode == "floor" else np.trunc(np.true_divide(np.asarray(a, np.float64), b)))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_div_trunc': {'name': '_div_trunc', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.trunc(np.true_divide(np.asarray(a, np.float64), b))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'floor_divide': {'name': 'floor_divide', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__floordiv__', '__rfloordiv__', '__ifloordiv__'), 'aliases': (), 'ref': 'np.floor_divide', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'remainder': {'name': 'remainder', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mod__', '__rmod__', '__imod__'), 'aliases': (), 'ref': 'np.remainder', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'fmod': {'name': 'fmod', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.fmod', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'atan2': {'name': 'atan2', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('arctan2',), 'ref': 'lambda a, b: np.arctan2(np.asarray(a, np.float64), b)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'minimum': {'name': 'minimum', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.minimum', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'fmax': {'name': 'fmax', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.fmax', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'fmin': {'name': 'fmin', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.fmin', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'hypot': {'name': 'hypot', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.hypot', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logaddexp': {'name': 'logaddexp', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logaddexp', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'copysign': {'name': 'copysign', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.copysign(np.asarray(a, np.float64), b)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'ne': {'name': 'ne', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__ne__',), 'aliases': ('not_equal',), 'ref': 'np.not_equal', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'lt': {'name': 'lt', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__lt__',), 'aliases': ('less',), 'ref': 'np.less', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'le': {'name': 'le', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__le__',), 'aliases': ('less_equal',), 'ref': 'np.less_equal', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'ge': {'name': 'ge', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__ge__',), 'aliases': ('greater_equal',), 'ref': 'np.greater_equal', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logical_and': {'name': 'logical_and', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logical_and', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logical_or': {'name': 'logical_or', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logical_or', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'logical_xor': {'name': 'logical_xor', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logical_xor', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_and': {'name': 'bitwise_and', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__and__', '__rand__', '__iand__'), 'aliases': (), 'ref': 'np.bitwise_and', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_or': {'name': 'bitwise_or', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__or__', '__ror__', '__ior__'), 'aliases': (), 'ref': 'np.bitwise_or', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_xor': {'name': 'bitwise_xor', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__xor__', '__rxor__', '__ixor__'), 'aliases': (), 'ref': 'np.bitwise_xor', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_left_shift': {'name': 'bitwise_left_shift', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__lshift__', '__rlshift__', '__ilshift__'), 'aliases': (), 'ref': 'np.left_shift', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'bitwise_right_shift': {'name': 'bitwise_right_shift', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__rshift__', '__rrshift__', '__irshift__'), 'aliases': (), 'ref': 'np.right_shift', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'clamp': {'name': 'clamp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor?', 'None', False), ('max', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('clip',), 'ref': 'lambda x, lo=None, hi=None: (lambda y: y if hi is None else np.minimum(y, hi))(x if lo is None else np.maximum(x, lo))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'clamp_min': {'name': 'clamp_min', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.maximum', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'clamp_max': {'name': 'clamp_max', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.minimum', 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_clamp': {'name': '_clamp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'lerp': {'name': 'lerp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('end', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('end', 'self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, w: np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'addcmul': {'name': 'addcmul', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a * b', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'addcdiv': {'name': 'addcdiv', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a / b', 'atol': 1e-05, 'rtol': 1e-05},
+
+    'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05},
 
 }
 
@@ -116,7 +478,7 @@ absolute_ = abs_
 
 
 def sign(self):
-    """-1, 0 or 1 by the sign of x (NaN stays NaN).
+    """-1, 0 or 1 by the sign of x; NaN gives 0, as in PyTorch.
 
     ops.yaml: sign"""
     return _rt.call('sign', (self, ), ())
@@ -125,6 +487,10 @@ def sign(self):
 def sign_(self):
     """In-place sign: writes the result into self."""
     return _rt.call_inplace('sign', (self, ), ())
+
+
+sgn = sign
+sgn_ = sign_
 
 
 def exp(self):
@@ -188,7 +554,7 @@ def sigmoid_(self):
 
 
 def relu(self):
-    """max(x, 0); the gradient at 0 is 0.
+    """max(x, 0) (NaN stays NaN); the gradient at 0 is 0.
 
     ops.yaml: relu"""
     return _rt.call('relu', (self, ), ())
@@ -243,28 +609,20 @@ multiply = mul
 multiply_ = mul_
 
 
-def div(self, other):
-    """True division; integers divide to the default float dtype.
+def _div(self, other):
+    """True division, the kernel of div and of the / operator; integers divide to the default float dtype.
 
-    ops.yaml: div"""
-    return _rt.call('div', (self, other, ), ())
-
-
-def div_(self, other):
-    """In-place div: writes the result into self."""
-    return _rt.call_inplace('div', (self, other, ), ())
+    ops.yaml: _div"""
+    return _rt.call('_div', (self, other, ), ())
 
 
-divide = div
-divide_ = div_
-
-
-true_divide = div
-true_divide_ = div_
+def _div_(self, other):
+    """In-place _div: writes the result into self."""
+    return _rt.call_inplace('_div', (self, other, ), ())
 
 
 def pow(self, exponent):
-    """self to the power exponent.
+    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer exponent gives 0 (1 and -1 keep their powers); the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
 
     ops.yaml: pow"""
     return _rt.call('pow', (self, exponent, ), ())
@@ -363,7 +721,7 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
     """Mean over dim.
 
     ops.yaml: mean"""
-    return _rt.composite('mean', self, dim, keepdim, dtype)
+    return _rt.composite('mean', self, dim, keepdim, dtype=dtype)
 
 
 def matmul_backward_self(grad, self, other):
@@ -440,3 +798,1620 @@ def clone(self, *, memory_format=None):
 
     ops.yaml: clone"""
     return _rt.call('clone', (self, ), (memory_format, ))
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    """Merges dims start_dim..end_dim into one; a view when strides allow, a copy otherwise (as reshape).
+
+    ops.yaml: flatten"""
+    return _rt.call('flatten', (self, ), (start_dim, end_dim, ))
+
+
+def unflatten(self, dim, sizes):
+    """Splits dim into sizes (one of them may be -1); always a view.
+
+    ops.yaml: unflatten"""
+    return _rt.call('unflatten', (self, ), (dim, sizes, ))
+
+
+def t(self):
+    """Transpose of a tensor of at most 2 dims (a view).
+
+    ops.yaml: t"""
+    return _rt.call('t', (self, ), ())
+
+
+def movedim(self, source, destination):
+    """Moves dims source to positions destination, the others keeping their order (a view).
+
+    ops.yaml: movedim"""
+    return _rt.call('movedim', (self, ), (source, destination, ))
+
+
+moveaxis = movedim
+
+
+def select(self, dim, index):
+    """The slice at index along dim, that dim removed (a view).
+
+    ops.yaml: select"""
+    return _rt.call('select', (self, ), (dim, index, ))
+
+
+def slice_dim(self, dim=0, start=None, end=None, step=1):
+    """x[..., start:end:step, ...] along one dim (a view; the step must be positive). Used by indexing.
+
+    ops.yaml: slice_dim"""
+    return _rt.call('slice_dim', (self, ), (dim, start, end, step, ))
+
+
+def narrow(self, dim, start, length):
+    """length elements from start along dim (a view).
+
+    ops.yaml: narrow"""
+    return _rt.call('narrow', (self, ), (dim, start, length, ))
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims dim1 and dim2 (offset above or below the main one) as the last dim (a view).
+
+    ops.yaml: diagonal"""
+    return _rt.call('diagonal', (self, ), (offset, dim1, dim2, ))
+
+
+def unfold(self, dimension, size, step):
+    """Windows of size elements every step along dimension, as a new last dim (a view; windows may overlap).
+
+    ops.yaml: unfold"""
+    return _rt.call('unfold', (self, ), (dimension, size, step, ))
+
+
+def as_strided(self, size, stride, storage_offset=None):
+    """A view of self's storage with the given size, strides and storage offset (in elements).
+
+    ops.yaml: as_strided"""
+    return _rt.call('as_strided', (self, ), (size, stride, storage_offset, ))
+
+
+def select_backward(grad_output, input_sizes, dim, index):
+    """Gradient of select (helper); its own derivative is select, so double backward works.
+
+    ops.yaml: select_backward"""
+    return _rt.call('select_backward', (grad_output, ), (input_sizes, dim, index, ))
+
+
+def slice_backward(grad_output, input_sizes, dim, start, end, step):
+    """Gradient of slice_dim and narrow (helper).
+
+    ops.yaml: slice_backward"""
+    return _rt.call('slice_backward', (grad_output, ), (input_sizes, dim, start, end, step, ))
+
+
+def diagonal_backward(grad_output, input_sizes, offset, dim1, dim2):
+    """Gradient of diagonal (helper).
+
+    ops.yaml: diagonal_backward"""
+    return _rt.call('diagonal_backward', (grad_output, ), (input_sizes, offset, dim1, dim2, ))
+
+
+def unfold_backward(grad_output, input_sizes, dimension, size, step):
+    """Gradient of unfold (helper); overlapping windows add up.
+
+    ops.yaml: unfold_backward"""
+    return _rt.call('unfold_backward', (grad_output, ), (input_sizes, dimension, size, step, ))
+
+
+def as_strided_backward(grad_output, size, stride, storage_offset, in_size, in_stride, in_offset, adjoint=False):
+    """Gradient of as_strided (helper), in storage coordinates: the output's gradient is added into a zero storage and read back through the input's geometry, divided by how many input elements share each storage element (as PyTorch does for overlapping inputs). adjoint=True applies the transposed map, which is this op's own derivative.
+
+    ops.yaml: as_strided_backward"""
+    return _rt.call('as_strided_backward', (grad_output, ), (size, stride, storage_offset, in_size, in_stride, in_offset, adjoint, ))
+
+
+def unbind(self, dim=0):
+    """The slices along dim, as a tuple of views.
+
+    ops.yaml: unbind"""
+    return _rt.composite('unbind', self, dim)
+
+
+def split(self, split_size_or_sections, dim=0):
+    """Views of split_size_or_sections elements along dim (an int, the last piece smaller; or a list of sizes).
+
+    ops.yaml: split"""
+    return _rt.composite('split', self, split_size_or_sections, dim)
+
+
+def chunk(self, chunks, dim=0):
+    """At most chunks views of equal size (the last smaller) along dim.
+
+    ops.yaml: chunk"""
+    return _rt.composite('chunk', self, chunks, dim)
+
+
+def index(self, indices):
+    """Advanced indexing (helper of Tensor.__getitem__): indices holds one integer array per indexed dim, None for a dim taken whole, with NumPy's rules for where the indexed dims go.
+
+    ops.yaml: index"""
+    return _rt.call('index', (self, ), (indices, ))
+
+
+def index_put(self, indices, values, accumulate=False):
+    """A copy of self with values written (or added, accumulate=True, duplicates adding up) at indices, a tuple of integer or bool tensors (None takes a dim whole); values broadcast to the indexed shape.
+
+    ops.yaml: index_put"""
+    return _rt.call('index_put', (self, values, ), (indices, accumulate, ))
+
+
+def gelu(self, *, approximate="none"):
+    """Gaussian error linear unit x * Phi(x); approximate="tanh" uses the tanh approximation.
+
+    ops.yaml: gelu"""
+    return _rt.composite('gelu', self, approximate=approximate)
+
+
+def gelu_erf(self):
+    """GELU with the exact normal CDF (helper of gelu).
+
+    ops.yaml: gelu_erf"""
+    return _rt.call('gelu_erf', (self, ), ())
+
+
+def gelu_erf_backward(grad_output, self):
+    """Gradient of gelu_erf, an op of its own so that second derivatives work (helper).
+
+    ops.yaml: gelu_erf_backward"""
+    return _rt.call('gelu_erf_backward', (grad_output, self, ), ())
+
+
+def gelu_tanh(self):
+    """GELU with the tanh approximation (helper of gelu).
+
+    ops.yaml: gelu_tanh"""
+    return _rt.call('gelu_tanh', (self, ), ())
+
+
+def silu(self):
+    """Sigmoid linear unit (swish) x * sigmoid(x).
+
+    ops.yaml: silu"""
+    return _rt.call('silu', (self, ), ())
+
+
+def mish(self):
+    """Mish x * tanh(softplus(x)).
+
+    ops.yaml: mish"""
+    return _rt.call('mish', (self, ), ())
+
+
+def softplus(self, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above threshold.
+
+    ops.yaml: softplus"""
+    return _rt.call('softplus', (self, ), (beta, threshold, ))
+
+
+def elu(self, alpha=1.0, scale=1.0, input_scale=1.0):
+    """Exponential linear unit; selu and celu are elu with fixed constants.
+
+    ops.yaml: elu"""
+    return _rt.call('elu', (self, ), (alpha, scale, input_scale, ))
+
+
+def selu(self):
+    """Scaled ELU with the self-normalising constants.
+
+    ops.yaml: selu"""
+    return _rt.composite('selu', self)
+
+
+def celu(self, alpha=1.0):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+
+    ops.yaml: celu"""
+    return _rt.composite('celu', self, alpha)
+
+
+def leaky_relu(self, negative_slope=0.01):
+    """x for x > 0, negative_slope * x otherwise.
+
+    ops.yaml: leaky_relu"""
+    return _rt.call('leaky_relu', (self, ), (negative_slope, ))
+
+
+def hardtanh(self, min_val=-1.0, max_val=1.0):
+    """x clamped to [min_val, max_val]; the gradient is zero at and beyond the bounds.
+
+    ops.yaml: hardtanh"""
+    return _rt.call('hardtanh', (self, ), (min_val, max_val, ))
+
+
+def relu6(self):
+    """min(max(x, 0), 6).
+
+    ops.yaml: relu6"""
+    return _rt.composite('relu6', self)
+
+
+def hardsigmoid(self):
+    """Piecewise-linear sigmoid relu6(x + 3) / 6.
+
+    ops.yaml: hardsigmoid"""
+    return _rt.call('hardsigmoid', (self, ), ())
+
+
+def hardswish(self):
+    """x * relu6(x + 3) / 6.
+
+    ops.yaml: hardswish"""
+    return _rt.call('hardswish', (self, ), ())
+
+
+def logsigmoid(self):
+    """log(sigmoid(x)), computed without overflow.
+
+    ops.yaml: logsigmoid"""
+    return _rt.call('logsigmoid', (self, ), ())
+
+
+def softsign(self):
+    """x / (1 + |x|).
+
+    ops.yaml: softsign"""
+    return _rt.composite('softsign', self)
+
+
+def tanhshrink(self):
+    """x - tanh(x).
+
+    ops.yaml: tanhshrink"""
+    return _rt.composite('tanhshrink', self)
+
+
+def hardshrink(self, lambd=0.5):
+    """x where |x| > lambd, 0 elsewhere.
+
+    ops.yaml: hardshrink"""
+    return _rt.call('hardshrink', (self, ), (lambd, ))
+
+
+def softshrink(self, lambd=0.5):
+    """Shrinks x towards 0 by lambd, 0 inside [-lambd, lambd].
+
+    ops.yaml: softshrink"""
+    return _rt.call('softshrink', (self, ), (lambd, ))
+
+
+def threshold(self, threshold, value):
+    """x where x > threshold, value elsewhere.
+
+    ops.yaml: threshold"""
+    return _rt.call('threshold', (self, ), (threshold, value, ))
+
+
+def prelu(self, weight):
+    """x for x > 0, weight * x otherwise (weight broadcasts, one slope per channel in nn.PReLU).
+
+    ops.yaml: prelu"""
+    return _rt.call('prelu', (self, weight, ), ())
+
+
+def bce_loss_elementwise(self, target):
+    """Binary cross entropy per element with the logs clamped at -100, as PyTorch (helper of binary_cross_entropy).
+
+    ops.yaml: bce_loss_elementwise"""
+    return _rt.call('bce_loss_elementwise', (self, target, ), ())
+
+
+def im2col(self, kernel_size, dilation, padding, stride, pad_value=0.0):
+    """Sliding blocks of a (N, C, *spatial) input as columns (N, C * prod(kernel_size), blocks), the im2col of convolution (F.unfold); padding is one value per spatial dim or a (before, after) pair per dim. Tested in tests/test_nn*.py (its arguments must describe valid windows, which the fuzzer cannot draw).
+
+    ops.yaml: im2col"""
+    return _rt.call('im2col', (self, ), (kernel_size, dilation, padding, stride, pad_value, ))
+
+
+def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    """Sums columns (N, C * prod(kernel_size), blocks) back into a (N, C, *output_size) tensor, overlapping blocks adding up: the adjoint of im2col (F.fold, the gradient of convolution). Tested in tests/test_nn*.py.
+
+    ops.yaml: col2im"""
+    return _rt.call('col2im', (self, ), (output_size, kernel_size, dilation, padding, stride, ))
+
+
+def prod(self, dim=None, keepdim=False, *, dtype=None):
+    """Product over dim (all dims when None); the gradient is exact where inputs are zero.
+
+    ops.yaml: prod"""
+    return _rt.call('prod', (self, ), (dim, keepdim, dtype, ))
+
+
+def prod_backward(grad, self, result, dim, keepdim):
+    """Gradient of prod: result / x without zeros; with zeros the products of the elements before and after each one (exclusive cumprods), exact and differentiable again.
+
+    ops.yaml: prod_backward"""
+    return _rt.composite('prod_backward', grad, self, result, dim, keepdim)
+
+
+def amin(self, dim=None, keepdim=False):
+    """Minimum over dim; ties split the gradient evenly.
+
+    ops.yaml: amin"""
+    return _rt.call('amin', (self, ), (dim, keepdim, ))
+
+
+def argmin(self, dim=None, keepdim=False):
+    """Index of the first minimum over dim (NaN counts as the minimum).
+
+    ops.yaml: argmin"""
+    return _rt.call('argmin', (self, ), (dim, keepdim, ))
+
+
+def max(self, dim=None, keepdim=False, *, other=None):
+    """max(x): the largest element (ties split the gradient); max(x, dim): (values, indices), the gradient going to the index; max(x, other): maximum.
+
+    ops.yaml: max"""
+    return _rt.composite('max', self, dim, keepdim, other=other)
+
+
+def all(self, dim=None, keepdim=False):
+    """Whether every element over dim is non-zero.
+
+    ops.yaml: all"""
+    return _rt.call('all', (self, ), (dim, keepdim, ))
+
+
+def any(self, dim=None, keepdim=False):
+    """Whether some element over dim is non-zero.
+
+    ops.yaml: any"""
+    return _rt.call('any', (self, ), (dim, keepdim, ))
+
+
+def count_nonzero(self, dim=None):
+    """Number of non-zero elements over dim (all dims when None).
+
+    ops.yaml: count_nonzero"""
+    return _rt.call('count_nonzero', (self, ), (dim, ))
+
+
+def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over dim with Bessel's correction (correction=1; unbiased=False means 0).
+
+    ops.yaml: var"""
+    return _rt.composite('var', self, dim, unbiased, keepdim, correction=correction)
+
+
+def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over dim, sqrt(var).
+
+    ops.yaml: std"""
+    return _rt.composite('std', self, dim, unbiased, keepdim, correction=correction)
+
+
+def logsumexp(self, dim, keepdim=False):
+    """log(sum(exp(x))) over dim, computed stably (the max is subtracted first).
+
+    ops.yaml: logsumexp"""
+    return _rt.composite('logsumexp', self, dim, keepdim)
+
+
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False):
+    """The vector p-norm over dim (all dims when None), sum(|x|^ord)^(1/ord); ord may be inf, -inf or 0.
+
+    ops.yaml: linalg_vector_norm"""
+    return _rt.call('linalg_vector_norm', (self, ), (ord, dim, keepdim, ))
+
+
+def norm_backward(grad, self, result, ord, dim, keepdim):
+    """Gradient of the vector norm (zero where the norm is zero; inf norms split ties evenly).
+
+    ops.yaml: norm_backward"""
+    return _rt.composite('norm_backward', grad, self, result, ord, dim, keepdim)
+
+
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf).
+
+    ops.yaml: norm"""
+    return _rt.composite('norm', self, p, dim, keepdim, dtype)
+
+
+def cumprod(self, dim, *, dtype=None):
+    """Running product along dim; the gradient is exact where inputs are zero.
+
+    ops.yaml: cumprod"""
+    return _rt.call('cumprod', (self, ), (dim, dtype, ))
+
+
+def cumprod_backward(grad, self, result, dim):
+    """Gradient of cumprod: before the first zero sum_j>=i grad_j out_j / x_i; at it, the running product with that zero taken as one; after it, zero (an O(n^2) form when the backward is itself recorded).
+
+    ops.yaml: cumprod_backward"""
+    return _rt.composite('cumprod_backward', grad, self, result, dim)
+
+
+def logcumsumexp(self, dim):
+    """log(cumsum(exp(x))) along dim, computed stably.
+
+    ops.yaml: logcumsumexp"""
+    return _rt.call('logcumsumexp', (self, ), (dim, ))
+
+
+def logcumsumexp_backward(grad, self, result, dim):
+    """Gradient of logcumsumexp in log space (positive and negative parts of grad apart), stable for large inputs.
+
+    ops.yaml: logcumsumexp_backward"""
+    return _rt.composite('logcumsumexp_backward', grad, self, result, dim)
+
+
+def _cummax(self, dim):
+    """(running maximum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
+
+    ops.yaml: _cummax"""
+    return _rt.call('_cummax', (self, ), (dim, ))
+
+
+def _cummin(self, dim):
+    """(running minimum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
+
+    ops.yaml: _cummin"""
+    return _rt.call('_cummin', (self, ), (dim, ))
+
+
+def cummax(self, dim):
+    """(values, indices) of the running maximum along dim; the gradient goes to the index.
+
+    ops.yaml: cummax"""
+    return _rt.composite('cummax', self, dim)
+
+
+def cummin(self, dim):
+    """(values, indices) of the running minimum along dim; the gradient goes to the index.
+
+    ops.yaml: cummin"""
+    return _rt.composite('cummin', self, dim)
+
+
+def _softmax(self, dim):
+    """exp(x) / sum(exp(x)) along dim, the max subtracted first.
+
+    ops.yaml: _softmax"""
+    return _rt.call('_softmax', (self, ), (dim, ))
+
+
+def _log_softmax(self, dim):
+    """x - logsumexp(x) along dim, the max subtracted first.
+
+    ops.yaml: _log_softmax"""
+    return _rt.call('_log_softmax', (self, ), (dim, ))
+
+
+def softmax(self, dim, dtype=None):
+    """Softmax along dim (numerically stable); dtype casts the input first.
+
+    ops.yaml: softmax"""
+    return _rt.composite('softmax', self, dim, dtype)
+
+
+def log_softmax(self, dim, dtype=None):
+    """Log of softmax along dim (numerically stable); dtype casts the input first.
+
+    ops.yaml: log_softmax"""
+    return _rt.composite('log_softmax', self, dim, dtype)
+
+
+def mm(self, mat2):
+    """Matrix product of two matrices.
+
+    ops.yaml: mm"""
+    return _rt.call('mm', (self, mat2, ), ())
+
+
+def bmm(self, mat2):
+    """Batched matrix product of (b, n, m) and (b, m, p) tensors.
+
+    ops.yaml: bmm"""
+    return _rt.call('bmm', (self, mat2, ), ())
+
+
+def mv(self, vec):
+    """Matrix-vector product.
+
+    ops.yaml: mv"""
+    return _rt.call('mv', (self, vec, ), ())
+
+
+def dot(self, tensor):
+    """Inner product of two 1-D tensors.
+
+    ops.yaml: dot"""
+    return _rt.call('dot', (self, tensor, ), ())
+
+
+vdot = dot
+
+
+def outer(self, vec2):
+    """Outer product of two 1-D tensors.
+
+    ops.yaml: outer"""
+    return _rt.call('outer', (self, vec2, ), ())
+
+
+ger = outer
+
+
+def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    """beta * self + alpha * (mat1 @ mat2); with beta=0 self is ignored (NaN in it does not propagate).
+
+    ops.yaml: addmm"""
+    return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
+
+    ops.yaml: baddbmm"""
+    return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def _einsum(operands, equation):
+    """einsum over NumPy (numpy.einsum with a contraction path); see einsum.
+
+    ops.yaml: _einsum"""
+    return _rt.call('_einsum', tuple(operands), (equation, ))
+
+
+def einsum(equation, *operands):
+    """Einstein summation: einsum('ij,jk->ik', a, b); implicit output, '...' and repeated indices as in PyTorch. Not fuzzed (operand shapes follow the equation); tests/test_reductions_movement.py covers it.
+
+    ops.yaml: einsum"""
+    return _rt.composite('einsum', equation, *operands)
+
+
+def einsum_backward(grad, equation, operands):
+    """Gradients of einsum, each itself an einsum of the output gradient with the other operands.
+
+    ops.yaml: einsum_backward"""
+    return _rt.composite('einsum_backward', grad, equation, operands)
+
+
+def pad(self, pad, mode="constant", value=None):
+    """Pads the last dims (pad lists (left, right) from the last dim backwards, as nn.functional.pad); mode constant (value, negative pads crop), reflect, replicate or circular.
+
+    ops.yaml: pad"""
+    return _rt.call('pad', (self, ), (pad, mode, value, ))
+
+
+def pad_backward(grad, shape, pads, mode):
+    """Gradient of pad: the inverse crop in constant mode; else every output element's gradient added to the input element it copies.
+
+    ops.yaml: pad_backward"""
+    return _rt.composite('pad_backward', grad, shape, pads, mode)
+
+
+def cat(tensors, dim=0):
+    """Joins tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch).
+
+    ops.yaml: cat"""
+    return _rt.call('cat', tuple(tensors), (dim, ))
+
+
+concat = cat
+
+
+concatenate = cat
+
+
+def cat_backward(grad, shapes, dim):
+    """Gradient of cat, one slice of grad (a negative pad) per input.
+
+    ops.yaml: cat_backward"""
+    return _rt.composite('cat_backward', grad, shapes, dim)
+
+
+def stack(tensors, dim=0):
+    """Joins equal-shaped tensors along a new dim.
+
+    ops.yaml: stack"""
+    return _rt.composite('stack', tensors, dim)
+
+
+def roll(self, shifts, dims=None):
+    """Rotates elements along dims by shifts (the flattened tensor when dims is None).
+
+    ops.yaml: roll"""
+    return _rt.call('roll', (self, ), (shifts, dims, ))
+
+
+def repeat(self, repeats):
+    """Tensor.repeat — tiles the tensor repeats[i] times along each dim (leading dims added as needed).
+
+    ops.yaml: repeat"""
+    return _rt.call('repeat', (self, ), (repeats, ))
+
+
+def repeat_backward(grad, shape, repeats):
+    """Gradient of repeat, the copies summed.
+
+    ops.yaml: repeat_backward"""
+    return _rt.composite('repeat_backward', grad, shape, repeats)
+
+
+def tile(self, dims):
+    """Repeats the tensor dims[i] times along each dim (dims padded with leading ones).
+
+    ops.yaml: tile"""
+    return _rt.composite('tile', self, dims)
+
+
+def gather(self, dim, index, *, sparse_grad=False):
+    """out[i][j] = self[index[i][j]][j] for dim=0 (and so on); the gradient adds back into the gathered places.
+
+    ops.yaml: gather"""
+    return _rt.call('gather', (self, index, ), (dim, sparse_grad, ))
+
+
+def scatter_add(self, dim, index, src):
+    """self with src added at index along dim (duplicates accumulate).
+
+    ops.yaml: scatter_add"""
+    return _rt.call('scatter_add', (self, index, src, ), (dim, ))
+
+
+def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+    """self with src (a tensor, or value) written at index along dim: out[index[i][j]][j] = src[i][j] for dim=0. reduce='add'/'multiply' combine instead (no gradient then).
+
+    ops.yaml: scatter"""
+    return _rt.call('scatter', (self, index, src, ), (dim, value, reduce, ))
+
+
+def pad_to(self, shape):
+    """self zero-padded at the end of each dim up to shape (gradients of ops that read a leading block).
+
+    ops.yaml: pad_to"""
+    return _rt.composite('pad_to', self, shape)
+
+
+def index_select(self, dim, index):
+    """The slices of self at index (a 1-D integer tensor) along dim.
+
+    ops.yaml: index_select"""
+    return _rt.call('index_select', (self, index, ), (dim, ))
+
+
+def index_add(self, dim, index, source, *, alpha=1):
+    """self with alpha * source added at the slices index along dim (repeated indices accumulate).
+
+    ops.yaml: index_add"""
+    return _rt.call('index_add', (self, index, source, ), (dim, alpha, ))
+
+
+def masked_fill(self, mask, value):
+    """self with value (a number or 0-d tensor, cast to self's dtype) where mask is True.
+
+    ops.yaml: masked_fill"""
+    return _rt.call('masked_fill', (self, mask, ), (value, ))
+
+
+def masked_select(self, mask):
+    """The elements of self where mask (broadcast) is True, as a 1-D tensor.
+
+    ops.yaml: masked_select"""
+    return _rt.call('masked_select', (self, mask, ), ())
+
+
+def masked_scatter(self, mask, source):
+    """self with the leading elements of source copied, in order, where mask is True.
+
+    ops.yaml: masked_scatter"""
+    return _rt.call('masked_scatter', (self, mask, source, ), ())
+
+
+def masked_scatter_backward(grad, mask, shape):
+    """Gradient of masked_scatter for source (its unused tail gets zero).
+
+    ops.yaml: masked_scatter_backward"""
+    return _rt.composite('masked_scatter_backward', grad, mask, shape)
+
+
+def take(self, index):
+    """self's elements at index into the flattened tensor (negative indices count from the end); index's shape.
+
+    ops.yaml: take"""
+    return _rt.call('take', (self, index, ), ())
+
+
+def put(self, index, source, accumulate=False):
+    """self with source written (or added, accumulate=True) at index into the flattened tensor. Not fuzzed: source must have index's size, which no shape rule draws; tests/test_reductions_movement.py covers it.
+
+    ops.yaml: put"""
+    return _rt.call('put', (self, index, source, ), (accumulate, ))
+
+
+def _sort(self, dim=-1, descending=False, stable=False):
+    """(values, indices) sorted along dim, stably; NaN sorts as the largest value.
+
+    ops.yaml: _sort"""
+    return _rt.call('_sort', (self, ), (dim, descending, stable, ))
+
+
+def sort(self, dim=-1, descending=False, stable=False):
+    """(values, indices) sorted along dim (stable; descending=True for largest first); the gradient follows the indices.
+
+    ops.yaml: sort"""
+    return _rt.composite('sort', self, dim, descending, stable)
+
+
+def argsort(self, dim=-1, descending=False, stable=False):
+    """The indices that sort self along dim (stable).
+
+    ops.yaml: argsort"""
+    return _rt.composite('argsort', self, dim, descending, stable)
+
+
+def _topk(self, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest (or smallest) elements along dim, in order.
+
+    ops.yaml: _topk"""
+    return _rt.call('_topk', (self, ), (k, dim, largest, sorted, ))
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the k largest elements along dim (largest=False for the smallest).
+
+    ops.yaml: topk"""
+    return _rt.composite('topk', self, k, dim, largest, sorted)
+
+
+def _unique(self, sorted=True, dim=None):
+    """(sorted unique values, inverse indices, counts) of self, or of its slices along dim.
+
+    ops.yaml: _unique"""
+    return _rt.call('_unique', (self, ), (sorted, dim, ))
+
+
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The sorted unique elements (or slices along dim); return_inverse / return_counts add those tensors.
+
+    ops.yaml: unique"""
+    return _rt.composite('unique', self, sorted, return_inverse, return_counts, dim)
+
+
+def nonzero(self, *, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) tensor, or with as_tuple=True one 1-D tensor per dim (the one-argument where(condition)).
+
+    ops.yaml: nonzero"""
+    return _rt.call('nonzero', (self, ), (as_tuple, ))
+
+
+def argwhere(self):
+    """Indices of the non-zero elements, an (n, ndim) tensor (nonzero).
+
+    ops.yaml: argwhere"""
+    return _rt.composite('argwhere', self)
+
+
+def tril(self, diagonal=0):
+    """The lower triangle (on and below the diagonal-th diagonal) of the last two dims, zeros above.
+
+    ops.yaml: tril"""
+    return _rt.call('tril', (self, ), (diagonal, ))
+
+
+def triu(self, diagonal=0):
+    """The upper triangle (on and above the diagonal-th diagonal) of the last two dims, zeros below.
+
+    ops.yaml: triu"""
+    return _rt.call('triu', (self, ), (diagonal, ))
+
+
+def one_hot(self, num_classes=-1):
+    """(…, num_classes) int64 tensor with a 1 at each index (num_classes=-1 takes max + 1).
+
+    ops.yaml: one_hot"""
+    return _rt.call('one_hot', (self, ), (num_classes, ))
+
+
+def bincount(self, weights=None, minlength=0):
+    """Counts of each non-negative integer in a 1-D tensor (sums of weights with weights), at least minlength long.
+
+    ops.yaml: bincount"""
+    return _rt.call('bincount', (self, weights, ), (minlength, ))
+
+
+def exp2(self):
+    """2 to the power x.
+
+    ops.yaml: exp2"""
+    return _rt.call('exp2', (self, ), ())
+
+
+def exp2_(self):
+    """In-place exp2: writes the result into self."""
+    return _rt.call_inplace('exp2', (self, ), ())
+
+
+def expm1(self):
+    """exp(x) - 1, accurate near 0.
+
+    ops.yaml: expm1"""
+    return _rt.call('expm1', (self, ), ())
+
+
+def expm1_(self):
+    """In-place expm1: writes the result into self."""
+    return _rt.call_inplace('expm1', (self, ), ())
+
+
+def log2(self):
+    """Base-2 logarithm.
+
+    ops.yaml: log2"""
+    return _rt.call('log2', (self, ), ())
+
+
+def log2_(self):
+    """In-place log2: writes the result into self."""
+    return _rt.call_inplace('log2', (self, ), ())
+
+
+def log10(self):
+    """Base-10 logarithm.
+
+    ops.yaml: log10"""
+    return _rt.call('log10', (self, ), ())
+
+
+def log10_(self):
+    """In-place log10: writes the result into self."""
+    return _rt.call_inplace('log10', (self, ), ())
+
+
+def log1p(self):
+    """log(1 + x), accurate near 0.
+
+    ops.yaml: log1p"""
+    return _rt.call('log1p', (self, ), ())
+
+
+def log1p_(self):
+    """In-place log1p: writes the result into self."""
+    return _rt.call_inplace('log1p', (self, ), ())
+
+
+def rsqrt(self):
+    """1 / sqrt(x).
+
+    ops.yaml: rsqrt"""
+    return _rt.call('rsqrt', (self, ), ())
+
+
+def rsqrt_(self):
+    """In-place rsqrt: writes the result into self."""
+    return _rt.call_inplace('rsqrt', (self, ), ())
+
+
+def reciprocal(self):
+    """1 / x; integers give the default float dtype.
+
+    ops.yaml: reciprocal"""
+    return _rt.call('reciprocal', (self, ), ())
+
+
+def reciprocal_(self):
+    """In-place reciprocal: writes the result into self."""
+    return _rt.call_inplace('reciprocal', (self, ), ())
+
+
+def square(self):
+    """x * x, as pow(x, 2) (so a bool tensor squares to int64, as in PyTorch).
+
+    ops.yaml: square"""
+    return _rt.composite('square', self)
+
+
+def square_(self):
+    """In-place square: writes the result into self."""
+    return _rt.composite_inplace('square', self)
+
+
+def sin(self):
+    """Sine.
+
+    ops.yaml: sin"""
+    return _rt.call('sin', (self, ), ())
+
+
+def sin_(self):
+    """In-place sin: writes the result into self."""
+    return _rt.call_inplace('sin', (self, ), ())
+
+
+def cos(self):
+    """Cosine.
+
+    ops.yaml: cos"""
+    return _rt.call('cos', (self, ), ())
+
+
+def cos_(self):
+    """In-place cos: writes the result into self."""
+    return _rt.call_inplace('cos', (self, ), ())
+
+
+def tan(self):
+    """Tangent.
+
+    ops.yaml: tan"""
+    return _rt.call('tan', (self, ), ())
+
+
+def tan_(self):
+    """In-place tan: writes the result into self."""
+    return _rt.call_inplace('tan', (self, ), ())
+
+
+def asin(self):
+    """Inverse sine (NaN outside [-1, 1]).
+
+    ops.yaml: asin"""
+    return _rt.call('asin', (self, ), ())
+
+
+def asin_(self):
+    """In-place asin: writes the result into self."""
+    return _rt.call_inplace('asin', (self, ), ())
+
+
+arcsin = asin
+arcsin_ = asin_
+
+
+def acos(self):
+    """Inverse cosine (NaN outside [-1, 1]).
+
+    ops.yaml: acos"""
+    return _rt.call('acos', (self, ), ())
+
+
+def acos_(self):
+    """In-place acos: writes the result into self."""
+    return _rt.call_inplace('acos', (self, ), ())
+
+
+arccos = acos
+arccos_ = acos_
+
+
+def atan(self):
+    """Inverse tangent.
+
+    ops.yaml: atan"""
+    return _rt.call('atan', (self, ), ())
+
+
+def atan_(self):
+    """In-place atan: writes the result into self."""
+    return _rt.call_inplace('atan', (self, ), ())
+
+
+arctan = atan
+arctan_ = atan_
+
+
+def sinh(self):
+    """Hyperbolic sine.
+
+    ops.yaml: sinh"""
+    return _rt.call('sinh', (self, ), ())
+
+
+def sinh_(self):
+    """In-place sinh: writes the result into self."""
+    return _rt.call_inplace('sinh', (self, ), ())
+
+
+def cosh(self):
+    """Hyperbolic cosine.
+
+    ops.yaml: cosh"""
+    return _rt.call('cosh', (self, ), ())
+
+
+def cosh_(self):
+    """In-place cosh: writes the result into self."""
+    return _rt.call_inplace('cosh', (self, ), ())
+
+
+def asinh(self):
+    """Inverse hyperbolic sine.
+
+    ops.yaml: asinh"""
+    return _rt.call('asinh', (self, ), ())
+
+
+def asinh_(self):
+    """In-place asinh: writes the result into self."""
+    return _rt.call_inplace('asinh', (self, ), ())
+
+
+arcsinh = asinh
+arcsinh_ = asinh_
+
+
+def acosh(self):
+    """Inverse hyperbolic cosine (NaN below 1).
+
+    ops.yaml: acosh"""
+    return _rt.call('acosh', (self, ), ())
+
+
+def acosh_(self):
+    """In-place acosh: writes the result into self."""
+    return _rt.call_inplace('acosh', (self, ), ())
+
+
+arccosh = acosh
+arccosh_ = acosh_
+
+
+def atanh(self):
+    """Inverse hyperbolic tangent (NaN outside [-1, 1], infinite at +-1).
+
+    ops.yaml: atanh"""
+    return _rt.call('atanh', (self, ), ())
+
+
+def atanh_(self):
+    """In-place atanh: writes the result into self."""
+    return _rt.call_inplace('atanh', (self, ), ())
+
+
+arctanh = atanh
+arctanh_ = atanh_
+
+
+def logit(self, eps=None):
+    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given; the gradient is NaN outside [0, 1] (eps None) or 0 outside [eps, 1 - eps], as in PyTorch.
+
+    ops.yaml: logit"""
+    return _rt.call('logit', (self, ), (eps, ))
+
+
+def logit_(self, eps=None):
+    """In-place logit: writes the result into self."""
+    return _rt.call_inplace('logit', (self, ), (eps, ))
+
+
+def erf(self):
+    """Gauss error function.
+
+    ops.yaml: erf"""
+    return _rt.call('erf', (self, ), ())
+
+
+def erf_(self):
+    """In-place erf: writes the result into self."""
+    return _rt.call_inplace('erf', (self, ), ())
+
+
+def erfc(self):
+    """Complementary error function 1 - erf(x), accurate for large x.
+
+    ops.yaml: erfc"""
+    return _rt.call('erfc', (self, ), ())
+
+
+def erfc_(self):
+    """In-place erfc: writes the result into self."""
+    return _rt.call_inplace('erfc', (self, ), ())
+
+
+def floor(self):
+    """Largest integer <= x (integers unchanged); the gradient is 0.
+
+    ops.yaml: floor"""
+    return _rt.call('floor', (self, ), ())
+
+
+def floor_(self):
+    """In-place floor: writes the result into self."""
+    return _rt.call_inplace('floor', (self, ), ())
+
+
+def ceil(self):
+    """Smallest integer >= x (integers unchanged); the gradient is 0.
+
+    ops.yaml: ceil"""
+    return _rt.call('ceil', (self, ), ())
+
+
+def ceil_(self):
+    """In-place ceil: writes the result into self."""
+    return _rt.call_inplace('ceil', (self, ), ())
+
+
+def trunc(self):
+    """x rounded toward zero (integers unchanged); the gradient is 0.
+
+    ops.yaml: trunc"""
+    return _rt.call('trunc', (self, ), ())
+
+
+def trunc_(self):
+    """In-place trunc: writes the result into self."""
+    return _rt.call_inplace('trunc', (self, ), ())
+
+
+fix = trunc
+fix_ = trunc_
+
+
+def round(self, *, decimals=0):
+    """Rounds half to even, at the given number of decimals (negative -> tens, hundreds...); the gradient is 0.
+
+    ops.yaml: round"""
+    return _rt.call('round', (self, ), (decimals, ))
+
+
+def round_(self, *, decimals=0):
+    """In-place round: writes the result into self."""
+    return _rt.call_inplace('round', (self, ), (decimals, ))
+
+
+def frac(self):
+    """Fractional part x - trunc(x), with the sign of x.
+
+    ops.yaml: frac"""
+    return _rt.call('frac', (self, ), ())
+
+
+def frac_(self):
+    """In-place frac: writes the result into self."""
+    return _rt.call_inplace('frac', (self, ), ())
+
+
+def isnan(self):
+    """True where x is NaN.
+
+    ops.yaml: isnan"""
+    return _rt.call('isnan', (self, ), ())
+
+
+def isinf(self):
+    """True where x is +inf or -inf.
+
+    ops.yaml: isinf"""
+    return _rt.call('isinf', (self, ), ())
+
+
+def isfinite(self):
+    """True where x is neither NaN nor infinite.
+
+    ops.yaml: isfinite"""
+    return _rt.call('isfinite', (self, ), ())
+
+
+def logical_not(self):
+    """True where x is zero (NaN counts as true, so gives false).
+
+    ops.yaml: logical_not"""
+    return _rt.call('logical_not', (self, ), ())
+
+
+def logical_not_(self):
+    """In-place logical_not: writes the result into self."""
+    return _rt.call_inplace('logical_not', (self, ), ())
+
+
+def bitwise_not(self):
+    """Bitwise NOT (~x); logical NOT for bool tensors.
+
+    ops.yaml: bitwise_not"""
+    return _rt.call('bitwise_not', (self, ), ())
+
+
+def bitwise_not_(self):
+    """In-place bitwise_not: writes the result into self."""
+    return _rt.call_inplace('bitwise_not', (self, ), ())
+
+
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+    """NaN replaced by nan, +inf by posinf and -inf by neginf (by default 0, and the largest and lowest finite values of the dtype); integer and bool tensors come back as a copy. The gradient passes where x is finite.
+
+    ops.yaml: nan_to_num"""
+    return _rt.composite('nan_to_num', self, nan, posinf, neginf)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place nan_to_num: writes the result into self."""
+    return _rt.composite_inplace('nan_to_num', self, nan, posinf, neginf)
+
+
+def _nan_to_num(self, nan, posinf, neginf):
+    """The kernel of nan_to_num, with every replacement value given (helper).
+
+    ops.yaml: _nan_to_num"""
+    return _rt.call('_nan_to_num', (self, ), (nan, posinf, neginf, ))
+
+
+def div(self, other, *, rounding_mode=None):
+    """self / other: true division (integers give the default float dtype), or rounded toward zero (rounding_mode="trunc") or down (rounding_mode="floor") in the inputs' dtype; rounded quotients have a zero gradient.
+
+    ops.yaml: div"""
+    return _rt.composite('div', self, other, rounding_mode=rounding_mode)
+
+
+def div_(self, other, *, rounding_mode=None):
+    """In-place div: writes the result into self."""
+    return _rt.composite_inplace('div', self, other, rounding_mode=rounding_mode)
+
+
+divide = div
+divide_ = div_
+
+
+true_divide = div
+true_divide_ = div_
+
+
+def _div_trunc(self, other):
+    """Division rounded toward zero, the kernel of div(rounding_mode="trunc"); integer division by zero raises.
+
+    ops.yaml: _div_trunc"""
+    return _rt.call('_div_trunc', (self, other, ), ())
+
+
+def floor_divide(self, other):
+    """Division rounded down (Python's //; floats as PyTorch's fmod-based div_floor, so 1 // 0.1 is 9); integer division by zero raises; the gradient is 0.
+
+    ops.yaml: floor_divide"""
+    return _rt.call('floor_divide', (self, other, ), ())
+
+
+def floor_divide_(self, other):
+    """In-place floor_divide: writes the result into self."""
+    return _rt.call_inplace('floor_divide', (self, other, ), ())
+
+
+def remainder(self, other):
+    """Remainder with the sign of the divisor (Python's %); integer division by zero raises.
+
+    ops.yaml: remainder"""
+    return _rt.call('remainder', (self, other, ), ())
+
+
+def remainder_(self, other):
+    """In-place remainder: writes the result into self."""
+    return _rt.call_inplace('remainder', (self, other, ), ())
+
+
+def fmod(self, other):
+    """Remainder with the sign of the dividend (C's fmod); integer division by zero raises.
+
+    ops.yaml: fmod"""
+    return _rt.call('fmod', (self, other, ), ())
+
+
+def fmod_(self, other):
+    """In-place fmod: writes the result into self."""
+    return _rt.call_inplace('fmod', (self, other, ), ())
+
+
+def atan2(self, other):
+    """The angle of the point (other, self), in [-pi, pi].
+
+    ops.yaml: atan2"""
+    return _rt.call('atan2', (self, other, ), ())
+
+
+def atan2_(self, other):
+    """In-place atan2: writes the result into self."""
+    return _rt.call_inplace('atan2', (self, other, ), ())
+
+
+arctan2 = atan2
+arctan2_ = atan2_
+
+
+def minimum(self, other):
+    """Elementwise minimum, NaN-propagating; ties split the gradient evenly.
+
+    ops.yaml: minimum"""
+    return _rt.call('minimum', (self, other, ), ())
+
+
+def fmax(self, other):
+    """Elementwise maximum ignoring NaN (NaN only where both are); ties give self the gradient.
+
+    ops.yaml: fmax"""
+    return _rt.call('fmax', (self, other, ), ())
+
+
+def fmin(self, other):
+    """Elementwise minimum ignoring NaN (NaN only where both are); ties give self the gradient.
+
+    ops.yaml: fmin"""
+    return _rt.call('fmin', (self, other, ), ())
+
+
+def hypot(self, other):
+    """sqrt(self**2 + other**2) without overflow.
+
+    ops.yaml: hypot"""
+    return _rt.call('hypot', (self, other, ), ())
+
+
+def hypot_(self, other):
+    """In-place hypot: writes the result into self."""
+    return _rt.call_inplace('hypot', (self, other, ), ())
+
+
+def logaddexp(self, other):
+    """log(exp(self) + exp(other)) without overflow.
+
+    ops.yaml: logaddexp"""
+    return _rt.call('logaddexp', (self, other, ), ())
+
+
+def copysign(self, other):
+    """The magnitude of self with the sign of other (-0.0 counts as negative); floats result.
+
+    ops.yaml: copysign"""
+    return _rt.call('copysign', (self, other, ), ())
+
+
+def copysign_(self, other):
+    """In-place copysign: writes the result into self."""
+    return _rt.call_inplace('copysign', (self, other, ), ())
+
+
+def ne(self, other):
+    """self != other elementwise (NaN != NaN).
+
+    ops.yaml: ne"""
+    return _rt.call('ne', (self, other, ), ())
+
+
+def ne_(self, other):
+    """In-place ne: writes the result into self."""
+    return _rt.call_inplace('ne', (self, other, ), ())
+
+
+not_equal = ne
+not_equal_ = ne_
+
+
+def lt(self, other):
+    """self < other elementwise.
+
+    ops.yaml: lt"""
+    return _rt.call('lt', (self, other, ), ())
+
+
+def lt_(self, other):
+    """In-place lt: writes the result into self."""
+    return _rt.call_inplace('lt', (self, other, ), ())
+
+
+less = lt
+less_ = lt_
+
+
+def le(self, other):
+    """self <= other elementwise.
+
+    ops.yaml: le"""
+    return _rt.call('le', (self, other, ), ())
+
+
+def le_(self, other):
+    """In-place le: writes the result into self."""
+    return _rt.call_inplace('le', (self, other, ), ())
+
+
+less_equal = le
+less_equal_ = le_
+
+
+def ge(self, other):
+    """self >= other elementwise.
+
+    ops.yaml: ge"""
+    return _rt.call('ge', (self, other, ), ())
+
+
+def ge_(self, other):
+    """In-place ge: writes the result into self."""
+    return _rt.call_inplace('ge', (self, other, ), ())
+
+
+greater_equal = ge
+greater_equal_ = ge_
+
+
+def logical_and(self, other):
+    """True where both are non-zero.
+
+    ops.yaml: logical_and"""
+    return _rt.call('logical_and', (self, other, ), ())
+
+
+def logical_and_(self, other):
+    """In-place logical_and: writes the result into self."""
+    return _rt.call_inplace('logical_and', (self, other, ), ())
+
+
+def logical_or(self, other):
+    """True where either is non-zero.
+
+    ops.yaml: logical_or"""
+    return _rt.call('logical_or', (self, other, ), ())
+
+
+def logical_or_(self, other):
+    """In-place logical_or: writes the result into self."""
+    return _rt.call_inplace('logical_or', (self, other, ), ())
+
+
+def logical_xor(self, other):
+    """True where exactly one is non-zero.
+
+    ops.yaml: logical_xor"""
+    return _rt.call('logical_xor', (self, other, ), ())
+
+
+def logical_xor_(self, other):
+    """In-place logical_xor: writes the result into self."""
+    return _rt.call_inplace('logical_xor', (self, other, ), ())
+
+
+def bitwise_and(self, other):
+    """Bitwise AND (&); logical AND for bool tensors.
+
+    ops.yaml: bitwise_and"""
+    return _rt.call('bitwise_and', (self, other, ), ())
+
+
+def bitwise_and_(self, other):
+    """In-place bitwise_and: writes the result into self."""
+    return _rt.call_inplace('bitwise_and', (self, other, ), ())
+
+
+def bitwise_or(self, other):
+    """Bitwise OR (|); logical OR for bool tensors.
+
+    ops.yaml: bitwise_or"""
+    return _rt.call('bitwise_or', (self, other, ), ())
+
+
+def bitwise_or_(self, other):
+    """In-place bitwise_or: writes the result into self."""
+    return _rt.call_inplace('bitwise_or', (self, other, ), ())
+
+
+def bitwise_xor(self, other):
+    """Bitwise XOR (^); logical XOR for bool tensors.
+
+    ops.yaml: bitwise_xor"""
+    return _rt.call('bitwise_xor', (self, other, ), ())
+
+
+def bitwise_xor_(self, other):
+    """In-place bitwise_xor: writes the result into self."""
+    return _rt.call_inplace('bitwise_xor', (self, other, ), ())
+
+
+def bitwise_left_shift(self, other):
+    """self << other, wrapping in the dtype; shifts by a negative amount or the dtype's width or more give 0.
+
+    ops.yaml: bitwise_left_shift"""
+    return _rt.call('bitwise_left_shift', (self, other, ), ())
+
+
+def bitwise_left_shift_(self, other):
+    """In-place bitwise_left_shift: writes the result into self."""
+    return _rt.call_inplace('bitwise_left_shift', (self, other, ), ())
+
+
+def bitwise_right_shift(self, other):
+    """self >> other (arithmetic); shifts by a negative amount or past the dtype's width fill with the sign.
+
+    ops.yaml: bitwise_right_shift"""
+    return _rt.call('bitwise_right_shift', (self, other, ), ())
+
+
+def bitwise_right_shift_(self, other):
+    """In-place bitwise_right_shift: writes the result into self."""
+    return _rt.call_inplace('bitwise_right_shift', (self, other, ), ())
+
+
+def clamp(self, min=None, max=None):
+    """min(max(x, min), max), the bounds tensors or numbers (one may be None); NaN in any operand gives NaN; where min > max every element becomes max.
+
+    ops.yaml: clamp"""
+    return _rt.composite('clamp', self, min, max)
+
+
+def clamp_(self, min=None, max=None):
+    """In-place clamp: writes the result into self."""
+    return _rt.composite_inplace('clamp', self, min, max)
+
+
+clip = clamp
+clip_ = clamp_
+
+
+def clamp_min(self, min):
+    """max(x, min), NaN-propagating; at a tie the gradient goes to x.
+
+    ops.yaml: clamp_min"""
+    return _rt.call('clamp_min', (self, min, ), ())
+
+
+def clamp_min_(self, min):
+    """In-place clamp_min: writes the result into self."""
+    return _rt.call_inplace('clamp_min', (self, min, ), ())
+
+
+def clamp_max(self, max):
+    """min(x, max), NaN-propagating; at a tie the gradient goes to x.
+
+    ops.yaml: clamp_max"""
+    return _rt.call('clamp_max', (self, max, ), ())
+
+
+def clamp_max_(self, max):
+    """In-place clamp_max: writes the result into self."""
+    return _rt.call_inplace('clamp_max', (self, max, ), ())
+
+
+def _clamp(self, min, max):
+    """clamp with both bounds, one pass (helper of clamp; gradients as PyTorch's clamp_backward).
+
+    ops.yaml: _clamp"""
+    return _rt.call('_clamp', (self, min, max, ), ())
+
+
+def lerp(self, end, weight):
+    """self + weight * (end - self), weight a tensor or a number (evaluated from end when weight >= 0.5, as PyTorch).
+
+    ops.yaml: lerp"""
+    return _rt.call('lerp', (self, end, weight, ), ())
+
+
+def lerp_(self, end, weight):
+    """In-place lerp: writes the result into self."""
+    return _rt.call_inplace('lerp', (self, end, weight, ), ())
+
+
+def addcmul(self, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 * tensor2.
+
+    ops.yaml: addcmul"""
+    return _rt.call('addcmul', (self, tensor1, tensor2, ), (value, ))
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """In-place addcmul: writes the result into self."""
+    return _rt.call_inplace('addcmul', (self, tensor1, tensor2, ), (value, ))
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 / tensor2 (floating point only, as in PyTorch).
+
+    ops.yaml: addcdiv"""
+    return _rt.call('addcdiv', (self, tensor1, tensor2, ), (value, ))
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """In-place addcdiv: writes the result into self."""
+    return _rt.call_inplace('addcdiv', (self, tensor1, tensor2, ), (value, ))
+
+
+def min(self, dim=None, keepdim=False, *, other=None):
+    """min(x): the smallest element (ties split the gradient); min(x, dim): (values, indices), the gradient going to the index; min(x, other): minimum.
+
+    ops.yaml: min"""
+    return _rt.composite('min', self, dim, keepdim, other=other)

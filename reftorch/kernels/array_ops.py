@@ -14,9 +14,582 @@ import numpy as np
 
 def matmul_forward(self, other):
     # ops.yaml: matmul
+    if self.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and "
+                           f"{other.ndim}D")
+    k1, k2 = self.shape[-1], other.shape[-2 if other.ndim > 1 else -1]
+    if k1 != k2:
+        if self.ndim == 1 and other.ndim == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{k1}] and src [{k2}] to have the same "
+                               f"number of elements, but got {k1} and {k2} elements respectively")
+        rows = self.size // k1 if self.ndim > 1 and k1 else (self.shape[-2] if self.ndim > 1 else 1)
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and "
+                           f"{k2}x{other.shape[-1] if other.ndim > 1 else 1})")
     return np.matmul(self, other)
 
 
 def flip_forward(self, dims):
     # ops.yaml: flip
-    return np.flip(self, dims)
+    return np.flip(self, dims) if self.ndim else self.copy()
+
+
+def select_backward_forward(grad_output, input_sizes, dim, index):
+    # ops.yaml: select_backward
+    out = np.zeros(input_sizes, grad_output.dtype)
+    out[(slice(None),) * (dim % len(input_sizes)) + (index,)] = grad_output
+    return out
+
+
+def slice_backward_forward(grad_output, input_sizes, dim, start, end, step):
+    # ops.yaml: slice_backward
+    out = np.zeros(input_sizes, grad_output.dtype)
+    out[(slice(None),) * (dim % len(input_sizes)) + (slice(start, end, step),)] = grad_output
+    return out
+
+
+def diagonal_backward_forward(grad_output, input_sizes, offset, dim1, dim2):
+    # ops.yaml: diagonal_backward
+    out = np.zeros(input_sizes, grad_output.dtype)
+    n, k = len(input_sizes), grad_output.shape[-1]
+    planes = np.moveaxis(out, (dim1 % n, dim2 % n), (-2, -1))
+    planes[..., np.arange(k) + max(-offset, 0), np.arange(k) + max(offset, 0)] = grad_output
+    return out
+
+
+def unfold_backward_forward(grad_output, input_sizes, dimension, size, step):
+    # ops.yaml: unfold_backward
+    if len(input_sizes) == 0:
+        return np.asarray(grad_output.sum(), grad_output.dtype)
+    out = np.zeros(input_sizes, grad_output.dtype)
+    d = dimension % len(input_sizes)
+    windows = np.arange(grad_output.shape[d])[:, None] * step + np.arange(size)[None, :]
+    np.add.at(np.moveaxis(out, d, -1), (Ellipsis, windows), np.moveaxis(grad_output, d, -2))
+    return out
+
+
+def as_strided_backward_forward(grad_output, size, stride, storage_offset, in_size, in_stride, in_offset, adjoint=False):
+    # ops.yaml: as_strided_backward
+    positions = lambda sizes, strides, offset: np.asarray(
+        offset + sum(np.ix_(*[np.arange(n, dtype=np.int64) * st for n, st in zip(sizes, strides)]), 0), np.int64)
+    out_pos, in_pos = positions(size, stride, storage_offset), positions(in_size, in_stride, in_offset)
+    n = int(max(out_pos.max(initial=-1), in_pos.max(initial=-1))) + 1
+    count = np.zeros(n, grad_output.dtype)
+    np.add.at(count, in_pos, 1)
+    storage = np.zeros(n, grad_output.dtype)
+    if adjoint:
+        np.add.at(storage, in_pos, grad_output / count[in_pos])
+        return storage[out_pos]
+    np.add.at(storage, out_pos, grad_output)
+    return storage[in_pos] / count[in_pos]
+
+
+def index_forward(self, indices):
+    # ops.yaml: index
+    return self[tuple(slice(None) if i is None else np.asarray(i) for i in indices)]
+
+
+def index_put_forward(self, indices, values, accumulate=False):
+    # ops.yaml: index_put
+    out = self.copy()
+    where = tuple(slice(None) if i is None else np.asarray(i) for i in indices)
+    if accumulate:
+        np.add.at(out, where, values)
+    else:
+        out[where] = values
+    return out
+
+
+def im2col_forward(self, kernel_size, dilation, padding, stride, pad_value=0.0):
+    # ops.yaml: im2col
+    nd = len(kernel_size)
+    if self.ndim != nd + 2:
+        raise RuntimeError(f"im2col: expected a {nd + 2}-D input (batch, channels, {nd} spatial dims), got {self.ndim}-D")
+    pads = list(padding) if len(padding) == 2 * nd else [p for p in padding for _ in range(2)]
+    x = self
+    if any(p < 0 for p in pads):     # negative padding crops (conv_transpose with output_padding needs it)
+        x = x[(slice(None), slice(None)) + tuple(slice(max(0, -pads[2 * i]), x.shape[2 + i] - max(0, -pads[2 * i + 1]))
+                                                 for i in range(nd))]
+    if any(p > 0 for p in pads):
+        x = np.pad(x, [(0, 0), (0, 0)] + [(max(0, pads[2 * i]), max(0, pads[2 * i + 1])) for i in range(nd)],
+                   constant_values=pad_value)
+    spans = [dilation[i] * (kernel_size[i] - 1) + 1 for i in range(nd)]
+    blocks = [(x.shape[2 + i] - spans[i]) // stride[i] + 1 for i in range(nd)]
+    if any(b <= 0 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size {tuple(self.shape[2:])}, kernel_size={tuple(kernel_size)}, "
+                           f"dilation={tuple(dilation)}, padding={tuple(padding)}, calculated shape of the array of "
+                           f"sliding blocks as {tuple(blocks)}, but its components must be at least one.")
+    win = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, 2 + nd)))
+    win = win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
+              + tuple(slice(None, None, d) for d in dilation)]
+    win = win.transpose((0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)))
+    return np.ascontiguousarray(win).reshape(x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(blocks))
+
+
+def col2im_forward(self, output_size, kernel_size, dilation, padding, stride):
+    # ops.yaml: col2im
+    nd = len(kernel_size)
+    pads = list(padding) if len(padding) == 2 * nd else [p for p in padding for _ in range(2)]
+    size = [output_size[i] + pads[2 * i] + pads[2 * i + 1] for i in range(nd)]
+    blocks = [(size[i] - dilation[i] * (kernel_size[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
+    k = math.prod(kernel_size)
+    if self.ndim != 3 or self.shape[1] % k or self.shape[2] != math.prod(blocks):
+        raise RuntimeError(f"Expected size of input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{' * '.join(str(b) for b in blocks)} = {math.prod(blocks)}, and dimension 1 to be "
+                           f"divisible by the product of kernel_size ({k}), but got input.size() = {tuple(self.shape)}.")
+    n, c = self.shape[0], self.shape[1] // k
+    cols = self.reshape((n, c) + tuple(kernel_size) + tuple(blocks))
+    out = np.zeros((n, c) + tuple(size), self.dtype)
+    for pos in np.ndindex(*kernel_size):
+        where = tuple(slice(pos[i] * dilation[i], pos[i] * dilation[i] + stride[i] * (blocks[i] - 1) + 1, stride[i])
+                      for i in range(nd))
+        out[(slice(None), slice(None)) + where] += cols[(slice(None), slice(None)) + pos]
+    if any(p < 0 for p in pads):
+        out = np.pad(out, [(0, 0), (0, 0)] + [(max(0, -pads[2 * i]), max(0, -pads[2 * i + 1])) for i in range(nd)])
+    crop = tuple(slice(max(0, pads[2 * i]), max(0, pads[2 * i]) + output_size[i]) for i in range(nd))
+    return out[(slice(None), slice(None)) + crop]
+
+
+def linalg_vector_norm_forward(self, ord=2, dim=None, keepdim=False):
+    # ops.yaml: linalg_vector_norm
+    a = np.abs(self.astype(np.float64))
+    axis = None if (self.ndim == 0 or dim is None) else dim
+    if isinstance(axis, tuple) and len(axis) == 0:
+        axis = None
+    if ord in (math.inf, -math.inf):
+        if a.size == 0:
+            raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
+                               "operation does not have an identity")
+        r = (np.amax if ord > 0 else np.amin)(a, axis=axis, keepdims=keepdim)
+    elif ord == 0:
+        r = np.sum(a != 0, axis=axis, keepdims=keepdim)
+    elif ord == 1:
+        r = np.sum(a, axis=axis, keepdims=keepdim)
+    elif ord == 2:
+        r = np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdim))
+    else:
+        with np.errstate(divide="ignore"):
+            r = np.sum(a ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
+    return np.asarray(r, self.dtype)
+
+
+def _cummax_forward(self, dim):
+    # ops.yaml: _cummax
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    values = np.maximum.accumulate(x, axis=-1)
+    mark = (x == values) | (x != x)
+    indices = np.maximum.accumulate(np.where(mark, np.arange(x.shape[-1]), 0), axis=-1)
+    return np.moveaxis(values, -1, dim).reshape(self.shape), np.moveaxis(indices, -1, dim).reshape(self.shape).astype(np.int64)
+
+
+def _cummin_forward(self, dim):
+    # ops.yaml: _cummin
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    values = np.minimum.accumulate(x, axis=-1)
+    mark = (x == values) | (x != x)
+    indices = np.maximum.accumulate(np.where(mark, np.arange(x.shape[-1]), 0), axis=-1)
+    return np.moveaxis(values, -1, dim).reshape(self.shape), np.moveaxis(indices, -1, dim).reshape(self.shape).astype(np.int64)
+
+
+def _softmax_forward(self, dim):
+    # ops.yaml: _softmax
+    x = self.reshape(1) if self.ndim == 0 else self
+    if x.size == 0:
+        return self.copy()
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+        return (e / np.sum(e, axis=dim, keepdims=True)).reshape(self.shape)
+
+
+def _log_softmax_forward(self, dim):
+    # ops.yaml: _log_softmax
+    x = self.reshape(1) if self.ndim == 0 else self
+    if x.size == 0:
+        return self.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = x - np.max(x, axis=dim, keepdims=True)
+        return (s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))).reshape(self.shape)
+
+
+def mm_forward(self, mat2):
+    # ops.yaml: mm
+    if self.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    return np.matmul(self, mat2)
+
+
+def bmm_forward(self, mat2):
+    # ops.yaml: bmm
+    if self.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if mat2.shape[:2] != (self.shape[0], self.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, "
+                           f"{self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return np.matmul(self, mat2)
+
+
+def mv_forward(self, vec):
+    # ops.yaml: mv
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+    return np.matmul(self, vec)
+
+
+def dot_forward(self, tensor):
+    # ops.yaml: dot
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+    if self.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src [{tensor.shape[0]}] "
+                           f"to have the same number of elements, but got {self.shape[0]} and {tensor.shape[0]} "
+                           "elements respectively")
+    return np.dot(self, tensor)
+
+
+def outer_forward(self, vec2):
+    # ops.yaml: outer
+    if self.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {self.ndim}-D" if self.ndim != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return np.multiply.outer(self, vec2)
+
+
+def _einsum_forward(operands, equation):
+    # ops.yaml: _einsum
+    return np.einsum(equation.replace(" ", ""), *operands, optimize=len(operands) > 1)
+
+
+def pad_forward(self, pad, mode="constant", value=None):
+    # ops.yaml: pad
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > self.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {self.ndim}")
+    widths = [(0, 0)] * self.ndim
+    for i in range(len(pad) // 2):
+        widths[self.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if mode == "constant":
+        crop = []
+        for d, (lo, hi) in enumerate(widths):
+            if self.shape[d] + lo + hi < 0:
+                raise RuntimeError(f"The input size {self.shape[d]}, plus negative padding {lo} and {hi} resulted in a "
+                                   f"negative output size, which is invalid. Check dimension {d} of your input.")
+            crop.append(slice(max(-lo, 0), self.shape[d] - max(-hi, 0)))
+        return np.pad(self[tuple(crop)], [(max(lo, 0), max(hi, 0)) for lo, hi in widths],
+                      constant_values=0 if value is None else value)
+    modes = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    if mode not in modes:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if any(w < 0 for lohi in widths for w in lohi):
+        raise RuntimeError(f"negative padding is only supported in constant mode, got {tuple(pad)}")
+    return np.pad(self, widths, mode=modes[mode])
+
+
+def cat_forward(tensors, dim=0):
+    # ops.yaml: cat
+    if len(tensors) == 0:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    keep = [(i, t) for i, t in enumerate(tensors) if t.shape != (0,)]
+    if not keep:
+        return np.concatenate(tensors)
+    first = keep[0][1]
+    if not -first.ndim <= dim < first.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-first.ndim}, {first.ndim - 1}], "
+                         f"but got {dim})")
+    dim = dim % first.ndim
+    for i, t in keep:
+        if t.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
+        for d in range(t.ndim):
+            if d != dim and t.shape[d] != first.shape[d]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                                   f"{first.shape[d]} but got size {t.shape[d]} for tensor number {i} in the list.")
+    return np.concatenate([t for _, t in keep], axis=dim)
+
+
+def roll_forward(self, shifts, dims=None):
+    # ops.yaml: roll
+    if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+        return np.roll(self, shifts)
+    s = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    d = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(s) != len(d):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(s)}, dims:{len(d)}")
+    return np.roll(self, s, d)
+
+
+def repeat_forward(self, repeats):
+    # ops.yaml: repeat
+    r = tuple(int(v) for v in repeats)
+    if len(r) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(v < 0 for v in r):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(r)}: {list(r)}")
+    return np.tile(self.reshape((1,) * (len(r) - self.ndim) + self.shape), r)
+
+
+def gather_forward(self, dim, index, *, sparse_grad=False):
+    # ops.yaml: gather
+    x = self.reshape(1) if self.ndim == 0 else self
+    idx = index.reshape(1) if index.ndim == 0 else index
+    if idx.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d in range(x.ndim):
+        if d != dim and idx.shape[d] > x.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be smaller "
+                               f"than self {list(self.shape)} apart from dimension {dim}")
+    bad = idx[(idx < 0) | (idx >= x.shape[dim])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    x = x[tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(idx.shape))]
+    return np.take_along_axis(x, idx, dim).reshape(index.shape)
+
+
+def scatter_add_forward(self, dim, index, src):
+    # ops.yaml: scatter_add
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    idx = index.reshape(1) if index.ndim == 0 else index
+    s = src.reshape(1) if src.ndim == 0 else src
+    if not (idx.ndim == x.ndim == s.ndim):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(x.ndim):
+        if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than self {list(self.shape)} apart "
+                               f"from dimension {dim} and to be smaller size than src {list(src.shape)}")
+    bad = idx[(idx < 0) | (idx >= x.shape[dim])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    at = list(np.indices(idx.shape, sparse=True))
+    at[dim] = idx
+    np.add.at(x, tuple(at), s[tuple(slice(0, n) for n in idx.shape)])
+    return out
+
+
+def scatter_forward(self, dim, index, src=None, *, value=None, reduce=None):
+    # ops.yaml: scatter
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    idx = index.reshape(1) if index.ndim == 0 else index
+    if src is None and value is None:
+        raise TypeError("scatter() missing 1 required positional argument: 'src' (or keyword 'value')")
+    s = np.asarray(value if src is None else src)
+    if s.ndim and s.ndim != idx.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(x.ndim):
+        if (s.ndim and idx.shape[d] > s.shape[d]) or (d != dim and idx.shape[d] > x.shape[d]):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be smaller than self {list(self.shape)} apart "
+                               f"from dimension {dim} and to be smaller size than src {list(s.shape)}")
+    bad = idx[(idx < 0) | (idx >= x.shape[dim])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    at = list(np.indices(idx.shape, sparse=True))
+    at[dim] = idx
+    at = tuple(at)
+    v = s[tuple(slice(0, n) for n in idx.shape)] if s.ndim else np.broadcast_to(s, idx.shape)
+    if reduce is None:
+        x[at] = v
+    elif reduce == "add":
+        np.add.at(x, at, v)
+    elif reduce == "multiply":
+        np.multiply.at(x, at, v)
+    else:
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    return out
+
+
+def index_select_forward(self, dim, index):
+    # ops.yaml: index_select
+    x = self.reshape(1) if self.ndim == 0 else self
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    idx = index.reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
+        raise IndexError("index out of range in self")
+    out = np.take(x, idx, axis=dim)
+    return out.reshape(()) if self.ndim == 0 else out
+
+
+def index_add_forward(self, dim, index, source, *, alpha=1):
+    # ops.yaml: index_add
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    s = source.reshape(1) if source.ndim == 0 else source
+    if index.ndim > 1:
+        raise IndexError("index_add_(): Index is supposed to be a vector")
+    idx = index.reshape(-1)
+    if s.ndim != x.ndim or s.shape[dim] != idx.shape[0] or \
+            any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice shapes. Destination slice "
+                           f"shape: {list(self.shape)} at dimension {dim} and source slice shape: {list(source.shape)} "
+                           f"at dimension {dim}.")
+    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
+        raise IndexError("index out of range in self")
+    at = [slice(None)] * x.ndim
+    at[dim] = idx
+    np.add.at(x, tuple(at), s if alpha == 1 else s * alpha)
+    return out
+
+
+def masked_fill_forward(self, mask, value):
+    # ops.yaml: masked_fill
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    if np.ndim(value) != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{np.ndim(value)} dimension(s).")
+    return np.where(mask, np.asarray(value).astype(self.dtype), self)
+
+
+def masked_select_forward(self, mask):
+    # ops.yaml: masked_select
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    x, m = np.broadcast_arrays(self, mask)
+    return x[m]
+
+
+def masked_scatter_forward(self, mask, source):
+    # ops.yaml: masked_scatter
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    x, m = np.broadcast_arrays(self, mask)
+    out = np.array(x)
+    n = int(np.count_nonzero(m))
+    if source.size < n:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as the ones in mask")
+    out[m] = source.reshape(-1)[:n]
+    return out
+
+
+def take_forward(self, index):
+    # ops.yaml: take
+    flat = self.reshape(-1)
+    n = flat.shape[0]
+    bad = index[(index < -n) | (index >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad.reshape(-1)[0]} on a tensor of {n} elements.")
+    return flat[index]
+
+
+def put_forward(self, index, source, accumulate=False):
+    # ops.yaml: put
+    out = np.array(self, order="C")
+    flat = out.reshape(-1)
+    n = flat.shape[0]
+    idx = index.reshape(-1)
+    src = source.reshape(-1)
+    if src.shape[0] != idx.shape[0]:
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {src.shape[0]}, index.numel() = {idx.shape[0]}")
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad[0]} on a tensor of {n} elements.")
+    if accumulate:
+        np.add.at(flat, idx, src)
+    else:
+        flat[idx] = src
+    return out
+
+
+def _sort_forward(self, dim=-1, descending=False, stable=False):
+    # ops.yaml: _sort
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), np.int64)
+    if descending:
+        idx = self.shape[dim] - 1 - np.flip(np.argsort(np.flip(self, dim), axis=dim, kind="stable"), dim)
+    else:
+        idx = np.argsort(self, axis=dim, kind="stable")
+    return np.take_along_axis(self, idx, dim), idx.astype(np.int64)
+
+
+def _topk_forward(self, k, dim=-1, largest=True, sorted=True):
+    # ops.yaml: _topk
+    x = self.reshape(1) if self.ndim == 0 else self
+    n = x.shape[dim]
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    if largest:
+        idx = n - 1 - np.flip(np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+    else:
+        idx = np.argsort(x, axis=dim, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=dim)
+    values = np.take_along_axis(x, idx, dim)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(()).astype(np.int64)
+    return values, idx.astype(np.int64)
+
+
+def _unique_forward(self, sorted=True, dim=None):
+    # ops.yaml: _unique
+    if dim is None:
+        u, inv, cnt = np.unique(self.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
+        return u, inv.reshape(self.shape).astype(np.int64), cnt.astype(np.int64)
+    u, inv, cnt = np.unique(self, return_inverse=True, return_counts=True, axis=dim)
+    return u, inv.reshape(-1).astype(np.int64), cnt.astype(np.int64)
+
+
+def nonzero_forward(self, *, as_tuple=False):
+    # ops.yaml: nonzero
+    if as_tuple:
+        return tuple(i.astype(np.int64) for i in np.nonzero(np.atleast_1d(self)))
+    return np.argwhere(self).astype(np.int64)
+
+
+def tril_forward(self, diagonal=0):
+    # ops.yaml: tril
+    if self.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return np.tril(self, diagonal)
+
+
+def triu_forward(self, diagonal=0):
+    # ops.yaml: triu
+    if self.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return np.triu(self, diagonal)
+
+
+def one_hot_forward(self, num_classes=-1):
+    # ops.yaml: one_hot
+    if self.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if self.size and self.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    n = num_classes
+    if n == -1:
+        if self.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        n = int(self.max()) + 1
+    elif self.size and self.max() >= n:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return (self[..., None] == np.arange(n)).astype(np.int64)
+
+
+def bincount_forward(self, weights=None, minlength=0):
+    # ops.yaml: bincount
+    if self.ndim != 1 or (self.size and self.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and weights.shape != self.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    out = np.bincount(self, weights, minlength)
+    if weights is None:
+        return out.astype(np.int64)
+    return out.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)

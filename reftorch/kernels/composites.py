@@ -12,24 +12,471 @@ import math
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
+    if dtype is None and (not F.is_floating(self)):
+        raise RuntimeError(f'mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {self.dtype.short}')
+    if dtype is not None and (not dtype.is_floating_point):
+        raise RuntimeError(f'mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {dtype.short}')
     return F.sum(self, dim, keepdim, dtype=dtype) / F.numel_of(self.shape, dim)
 
 
 def matmul_backward_self(F, grad, self, other):
     # ops.yaml: matmul_backward_self
+    if self.ndim == 1 and other.ndim == 1:
+        return grad * other
     if other.ndim == 1:
-        other = other.unsqueeze(0) if self.ndim > 1 else other
-        grad = grad.unsqueeze(-1)
+        return F.sum_to(F.matmul(grad.unsqueeze(-1), other.unsqueeze(0)), self.shape)
     if self.ndim == 1:
-        return F.matmul(other, grad) if other.ndim == 1 else F.matmul(grad.unsqueeze(-2), other.mT).squeeze(-2)
-    return F.sum_to(F.matmul(grad, other.mT if other.ndim > 1 else other.unsqueeze(0)), self.shape)
+        return F.sum_to(F.matmul(grad.unsqueeze(-2), other.mT).squeeze(-2), self.shape)
+    return F.sum_to(F.matmul(grad, other.mT), self.shape)
 
 
 def matmul_backward_other(F, grad, self, other):
     # ops.yaml: matmul_backward_other
+    if self.ndim == 1 and other.ndim == 1:
+        return grad * self
     if self.ndim == 1:
-        grad = grad.unsqueeze(-2)
-        self = self.unsqueeze(0)
+        return F.sum_to(F.matmul(self.unsqueeze(-1), grad.unsqueeze(-2)), other.shape)
     if other.ndim == 1:
         return F.sum_to(F.matmul(self.mT, grad.unsqueeze(-1)).squeeze(-1), other.shape)
     return F.sum_to(F.matmul(self.mT, grad), other.shape)
+
+
+def unbind(F, self, dim=0):
+    # ops.yaml: unbind
+    if self.ndim == 0:
+        raise IndexError('Dimension specified as 0 but tensor has no dimensions')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    return tuple((F.select(self, d, i) for i in range(self.shape[d])))
+
+
+def split(F, self, split_size_or_sections, dim=0):
+    # ops.yaml: split
+    if self.ndim == 0:
+        raise RuntimeError('split expects at least a 1-dimensional tensor')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    size = self.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if [s for s in sizes if s < 0]:
+            raise RuntimeError(f'split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}')
+        total = 0
+        for s in sizes:
+            total += s
+        if total != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension {d}), but got split_sizes={sizes}")
+    else:
+        step = int(split_size_or_sections)
+        if step < 0:
+            raise RuntimeError(f'split expects split_size be non-negative, but got split_size={step}')
+        if step == 0 and size != 0:
+            raise RuntimeError(f'split_size can only be 0 if dimension size is 0, but got dimension size of {size}')
+        n = (size + step - 1) // step if step else 1
+        n = n if n > 1 else 1
+        sizes = [step] * (n - 1) + [size - step * (n - 1)]
+    pieces, start = ([], 0)
+    for length in sizes:
+        pieces.append(F.narrow(self, d, start, length))
+        start += length
+    return tuple(pieces)
+
+
+def chunk(F, self, chunks, dim=0):
+    # ops.yaml: chunk
+    if self.ndim == 0:
+        raise RuntimeError('chunk expects at least a 1-dimensional tensor')
+    if chunks <= 0:
+        raise RuntimeError(f'chunk expects `chunks` to be greater than 0, got: {chunks}')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    step = (self.shape[d] + chunks - 1) // chunks
+    if step == 0:
+        return F.split(self, [0] * chunks, d)
+    return F.split(self, step, d)
+
+
+def gelu(F, self, *, approximate="none"):
+    # ops.yaml: gelu
+    if approximate == 'tanh':
+        return F.gelu_tanh(self)
+    if approximate != 'none':
+        raise RuntimeError(f'approximate argument must be either none or tanh.')
+    return F.gelu_erf(self)
+
+
+def selu(F, self):
+    # ops.yaml: selu
+    return F.elu(self, 1.6732632423543772, 1.0507009873554805)
+
+
+def celu(F, self, alpha=1.0):
+    # ops.yaml: celu
+    return F.elu(self, alpha, 1.0, 1.0 / alpha)
+
+
+def relu6(F, self):
+    # ops.yaml: relu6
+    return F.hardtanh(self, 0.0, 6.0)
+
+
+def softsign(F, self):
+    # ops.yaml: softsign
+    return self / (1 + F.abs(self))
+
+
+def tanhshrink(F, self):
+    # ops.yaml: tanhshrink
+    return self - F.tanh(self)
+
+
+def prod_backward(F, grad, self, result, dim, keepdim):
+    # ops.yaml: prod_backward
+    g = F.expand_reduced(grad, self.shape, dim, keepdim)
+    zero = self == 0
+    if not bool(F.any(zero)):
+        return g * F.unsqueeze_dims(result, self.shape, dim, keepdim) / self
+    if self.ndim == 0:
+        return g
+    dims = F.normalize_dims(None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim, self.ndim)
+    perm = [d for d in range(self.ndim) if d not in dims] + list(dims)
+    x = F.permute(self, perm)
+    rows = x.reshape(tuple(x.shape)[:self.ndim - len(dims)] + (-1,))
+    left = F.cumprod(F.pad(rows, (1, -1), value=1.0), -1)
+    right = F.flip(F.cumprod(F.pad(F.flip(rows, (-1,)), (1, -1), value=1.0), -1), (-1,))
+    return g * F.permute((left * right).reshape(tuple(x.shape)), F.invert_permutation(perm))
+
+
+def max(F, self, dim=None, keepdim=False, *, other=None):
+    # ops.yaml: max
+    if other is not None or F.is_tensor(dim):
+        return F.maximum(self, dim if other is None else other)
+    if dim is None:
+        if self.numel() == 0:
+            raise IndexError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+        return F.amax(self)
+    indices = F.argmax(self, dim, True)
+    values = F.gather(self, dim, indices)
+    if not keepdim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('max', values, indices)
+
+
+def var(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: var
+    if isinstance(dim, bool):
+        dim, unbiased = (None, dim)
+    if not F.is_floating(self):
+        raise RuntimeError('std and var only support floating point and complex dtypes')
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    elif unbiased is not None:
+        raise RuntimeError('Cannot specify both unbiased and correction')
+    d = self - F.mean(self, dim, True)
+    n = F.numel_of(self.shape, dim) - correction
+    return F.sum(d * d, dim, keepdim) / (n if n > 0 else 0)
+
+
+def std(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: std
+    return F.sqrt(F.var(self, dim, unbiased, keepdim, correction=correction))
+
+
+def logsumexp(F, self, dim, keepdim=False):
+    # ops.yaml: logsumexp
+    if not F.is_floating(self):
+        self = self.to(F.default_float())
+    if F.numel_of(self.shape, dim) == 0:
+        return F.log(F.sum(F.exp(self), dim, keepdim))
+    m = F.amax(self, dim, True).detach()
+    m = F.where(F.abs(m) == math.inf, 0.0, m)
+    return F.log(F.sum(F.exp(self - m), dim, keepdim)) + m.reshape(F.reduced_shape(self.shape, dim, keepdim))
+
+
+def norm_backward(F, grad, self, result, ord, dim, keepdim):
+    # ops.yaml: norm_backward
+    g = F.unsqueeze_dims(grad, self.shape, dim, keepdim)
+    r = F.unsqueeze_dims(result, self.shape, dim, keepdim)
+    if ord == 0:
+        return F.zeros_like(self) * g
+    if ord == 1:
+        return F.sign(self) * g
+    if ord == math.inf or ord == -math.inf:
+        mask = (F.abs(self) == r).to(grad.dtype)
+        return F.sign(self) * mask * g / F.sum(mask, dim, True)
+    zero = r == 0
+    if ord < 1:
+        scaled = F.where(self == 0, 0.0, F.sign(self) * F.abs(self) ** (ord - 1))
+        return scaled * g * r ** (1 - ord)
+    scale = F.where(zero, 0.0, g / F.where(zero, 1.0, r) ** (ord - 1))
+    if ord == 2:
+        return self * scale
+    if ord < 2:
+        return F.sign(self) * F.abs(self) ** (ord - 1) * scale
+    return self * F.abs(self) ** (ord - 2) * scale
+
+
+def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
+    # ops.yaml: norm
+    if dtype is not None:
+        self = self.to(dtype)
+    if p is None or p == 'fro':
+        p = 2
+    elif isinstance(p, str):
+        raise NotImplementedError(f"norm(): p={p!r} is not supported; use 'fro' or a number")
+    if not F.is_floating(self):
+        raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
+    return F.linalg_vector_norm(self, p, dim, keepdim)
+
+
+def cumprod_backward(F, grad, self, result, dim):
+    # ops.yaml: cumprod_backward
+    if self.ndim == 0:
+        return grad
+    rev_cumsum = lambda t: F.flip(F.cumsum(F.flip(t, (dim,)), dim), (dim,))
+    zero = self == 0
+    if not bool(F.any(zero)):
+        return rev_cumsum(grad * result) / self
+    if F.is_grad_enabled():
+        k = self.shape[dim]
+        c = F.cumprod(F.where(F.eye(k) == 1, 1.0, self.transpose(dim, -1).unsqueeze(-2)), -1)
+        g = F.sum(c * F.triu(F.ones(k, k, dtype=grad.dtype)) * grad.transpose(dim, -1).unsqueeze(-2), -1)
+        return g.transpose(dim, -1)
+    seen = F.cumsum(zero, dim)
+    before = seen == 0
+    first = zero * (seen == 1)
+    g = F.where(before, rev_cumsum(grad * result) / F.where(before, self, 1.0), 0.0)
+    return g + F.where(first, rev_cumsum(grad * F.cumprod(F.where(first, 1.0, self), dim)), 0.0)
+
+
+def logcumsumexp_backward(F, grad, self, result, dim):
+    # ops.yaml: logcumsumexp_backward
+    if self.ndim == 0:
+        return grad
+    rev = lambda t: F.flip(F.logcumsumexp(F.flip(t, (dim,)), dim), (dim,))
+    low = F.lowest(grad.dtype)
+    log_abs = F.log(F.abs(grad))
+    pos = rev(F.where(grad > 0, log_abs, low) - result) + self
+    neg = rev(F.where(-grad > 0, log_abs, low) - result) + self
+    return F.exp(pos) - F.exp(neg)
+
+
+def cummax(F, self, dim):
+    # ops.yaml: cummax
+    return F.return_type('cummax', *F._cummax(self, dim))
+
+
+def cummin(F, self, dim):
+    # ops.yaml: cummin
+    return F.return_type('cummin', *F._cummin(self, dim))
+
+
+def softmax(F, self, dim, dtype=None):
+    # ops.yaml: softmax
+    if dtype is not None:
+        self = self.to(dtype)
+    if dim is None:
+        dim = 0 if self.ndim in (0, 1, 3) else 1
+    return F._softmax(self, dim)
+
+
+def log_softmax(F, self, dim, dtype=None):
+    # ops.yaml: log_softmax
+    if dtype is not None:
+        self = self.to(dtype)
+    if dim is None:
+        dim = 0 if self.ndim in (0, 1, 3) else 1
+    return F._log_softmax(self, dim)
+
+
+def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
+    # ops.yaml: addmm
+    p = F.mm(mat1, mat2)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p
+    return p + (self if beta == 1 else self * beta)
+
+
+def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
+    # ops.yaml: baddbmm
+    p = F.bmm(batch1, batch2)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p
+    return p + (self if beta == 1 else self * beta)
+
+
+def einsum(F, equation, *operands):
+    # ops.yaml: einsum
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    terms = len(equation.partition('->')[0].split(','))
+    if terms != len(operands):
+        raise RuntimeError(f"einsum(): {('more' if len(operands) > terms else 'fewer')} operands were provided than specified in the equation")
+    return F._einsum(list(operands), equation)
+
+
+def einsum_backward(F, grad, equation, operands):
+    # ops.yaml: einsum_backward
+    grads = []
+    for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
+        more = [F.ones(a, dtype=grad.dtype) if kind == 'ones' else F.eye(a, dtype=grad.dtype) for kind, a in extras]
+        grads.append(F.einsum(eq, grad, *[operands[i] for i in others], *more))
+    return grads
+
+
+def pad_backward(F, grad, shape, pads, mode):
+    # ops.yaml: pad_backward
+    if mode == 'constant':
+        return F.pad(grad, tuple((-p for p in pads)))
+    n = 1
+    for s in shape:
+        n *= s
+    source = F.pad(F.arange(n).reshape(tuple(shape)), pads, mode)
+    return F.put(F.zeros(tuple(shape), dtype=grad.dtype), source, grad, True)
+
+
+def cat_backward(F, grad, shapes, dim):
+    # ops.yaml: cat_backward
+    nd = grad.ndim
+    d = dim % nd
+    total, start, grads = (grad.shape[d], 0, [])
+    for shape in shapes:
+        if tuple(shape) == (0,) and nd != 1:
+            grads.append(F.zeros((0,), dtype=grad.dtype))
+            continue
+        p = [0] * (2 * nd)
+        p[2 * (nd - 1 - d)] = -start
+        p[2 * (nd - 1 - d) + 1] = -(total - start - shape[d])
+        grads.append(F.pad(grad, tuple(p)))
+        start += shape[d]
+    return grads
+
+
+def stack(F, tensors, dim=0):
+    # ops.yaml: stack
+    if len(tensors) == 0:
+        raise RuntimeError('stack expects a non-empty TensorList')
+    for i, t in enumerate(tensors):
+        if tuple(t.shape) != tuple(tensors[0].shape):
+            raise RuntimeError(f'stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}')
+    return F.cat([F.unsqueeze(t, dim) for t in tensors], dim)
+
+
+def repeat_backward(F, grad, shape, repeats):
+    # ops.yaml: repeat_backward
+    if len(repeats) == 0:
+        return grad
+    full = (1,) * (len(repeats) - len(shape)) + tuple(shape)
+    split = []
+    for r, s in zip(repeats, full):
+        split += [r, s]
+    g = F.sum(grad.reshape(tuple(split)), tuple(range(0, 2 * len(full), 2)))
+    return g.reshape(tuple(shape))
+
+
+def tile(F, self, dims):
+    # ops.yaml: tile
+    dims = tuple(dims)
+    return F.repeat(self, (1,) * (self.ndim - len(dims)) + dims)
+
+
+def pad_to(F, self, shape):
+    # ops.yaml: pad_to
+    if self.ndim != len(shape) or tuple(self.shape) == tuple(shape):
+        return self
+    p = []
+    for have, want in zip(reversed(self.shape), reversed(tuple(shape))):
+        p += [0, want - have]
+    return F.pad(self, tuple(p))
+
+
+def masked_scatter_backward(F, grad, mask, shape):
+    # ops.yaml: masked_scatter_backward
+    g = F.masked_select(grad, mask)
+    n = 1
+    for s in shape:
+        n *= s
+    return F.pad(g, (0, n - g.numel())).reshape(tuple(shape))
+
+
+def sort(F, self, dim=-1, descending=False, stable=False):
+    # ops.yaml: sort
+    return F.return_type('sort', *F._sort(self, dim, descending, stable))
+
+
+def argsort(F, self, dim=-1, descending=False, stable=False):
+    # ops.yaml: argsort
+    return F._sort(self, dim, descending, stable)[1]
+
+
+def topk(F, self, k, dim=-1, largest=True, sorted=True):
+    # ops.yaml: topk
+    return F.return_type('topk', *F._topk(self, k, dim, largest, sorted))
+
+
+def unique(F, self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    # ops.yaml: unique
+    values, inverse, counts = F._unique(self, sorted, dim)
+    if return_inverse and return_counts:
+        return (values, inverse, counts)
+    if return_inverse:
+        return (values, inverse)
+    if return_counts:
+        return (values, counts)
+    return values
+
+
+def argwhere(F, self):
+    # ops.yaml: argwhere
+    return F.nonzero(self)
+
+
+def square(F, self):
+    # ops.yaml: square
+    return F.pow(self, 2)
+
+
+def nan_to_num(F, self, nan=0.0, posinf=None, neginf=None):
+    # ops.yaml: nan_to_num
+    if not F.is_floating(self):
+        return F.clone(self)
+    big = -F.lowest(self.dtype)
+    return F._nan_to_num(self, 0.0 if nan is None else nan, big if posinf is None else posinf, -big if neginf is None else neginf)
+
+
+def div(F, self, other, *, rounding_mode=None):
+    # ops.yaml: div
+    if rounding_mode is None:
+        return F._div(self, other)
+    if rounding_mode == 'trunc':
+        return F._div_trunc(self, other)
+    if rounding_mode == 'floor':
+        return F.floor_divide(self, other)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def clamp(F, self, min=None, max=None):
+    # ops.yaml: clamp
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if min is None:
+        return F.clamp_max(self, max)
+    if max is None:
+        return F.clamp_min(self, min)
+    return F._clamp(self, min, max)
+
+
+def min(F, self, dim=None, keepdim=False, *, other=None):
+    # ops.yaml: min
+    if other is not None or F.is_tensor(dim):
+        return F.minimum(self, dim if other is None else other)
+    if dim is None:
+        if self.numel() == 0:
+            raise IndexError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+        return F.amin(self)
+    indices = F.argmin(self, dim, True)
+    values = F.gather(self, dim, indices)
+    if not keepdim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('min', values, indices)

@@ -34,22 +34,31 @@ def isfinite(x):
 
 @njit(inline="always")
 def floor(x):
+    # integers (and bools) are their own floor: np.floor would round them through float64
+    if isinstance(x, (int, bool)):
+        return x
     return np.floor(x)
 
 
 @njit(inline="always")
 def ceil(x):
+    if isinstance(x, (int, bool)):
+        return x
     return np.ceil(x)
 
 
 @njit(inline="always")
 def trunc(x):
+    if isinstance(x, (int, bool)):
+        return x
     return np.trunc(x)
 
 
 @njit(inline="always")
 def rint(x):
     # round half to even, as torch.round and np.round do
+    if isinstance(x, (int, bool)):
+        return x
     return np.rint(x)
 
 
@@ -60,7 +69,8 @@ def exp2(x):
 
 @njit(inline="always")
 def sign(x):
-    return (x > 0) - (x < 0) if x == x else x
+    # -1, 0 or 1; NaN gives 0, as torch.sign does
+    return (x > 0) - (x < 0)
 
 
 @njit(inline="always")
@@ -80,14 +90,108 @@ def signbit(x):
 
 @njit(inline="always")
 def floordiv(a, b):
-    # Python/PyTorch floor division for integers and floats
+    # torch.floor_divide: integers exactly (dividing by zero raises, as PyTorch does); floats by CPython's
+    # algorithm, which is PyTorch's div_floor (fmod-based, so 1.0 // 0.1 is 9), IEEE results at b == 0
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return np.int64(a) // np.int64(b)
     return a // b
 
 
 @njit(inline="always")
+def divtrunc(a, b):
+    # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        q = np.int64(a) // np.int64(b)
+        if q < 0 and q * np.int64(b) != np.int64(a):
+            q += 1
+        return q
+    return np.trunc(a / b)
+
+
+@njit(inline="always")
 def pymod(a, b):
-    # remainder with the sign of the divisor (torch.remainder, Python %)
-    return a % b
+    # torch.remainder: the sign of the divisor (Python's %); floats as PyTorch computes them, from fmod
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        return np.int64(a) % np.int64(b)
+    m = np.fmod(a, b)
+    if m != 0 and (b < 0) != (m < 0):
+        m = m + b
+    return m
+
+
+@njit(inline="always")
+def cfmod(a, b):
+    # torch.fmod: C's remainder, with the sign of the dividend
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            raise RuntimeError("ZeroDivisionError")
+        m = np.int64(a) % np.int64(b)
+        if m != 0 and (m < 0) != (a < 0):
+            m -= np.int64(b)
+        return m
+    return np.fmod(a, b)
+
+
+@njit(inline="always")
+def tpow(a, b):
+    # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
+    if isinstance(a, (int, bool)):
+        base = np.int64(a)
+        e = np.int64(b)
+        r = np.int64(1)
+        if e < 0:
+            if base == 1:
+                return r
+            if base == -1:
+                return -r if e % 2 != 0 else r
+            return r - r
+        while e > 0:
+            if e & 1:
+                r = r * base
+            base = base * base
+            e = e >> 1
+        return r
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@njit(inline="always")
+def round_decimals(x, decimals):
+    # torch.round(x, decimals=d): half to even at the d-th decimal (d < 0: to tens, hundreds...)
+    if decimals == 0:
+        return rint(x)
+    if decimals > 0:
+        p = 10.0 ** decimals
+        return rint(x * p) / p
+    p = 10.0 ** (-decimals)
+    return rint(x / p) * p
+
+
+@njit(inline="always")
+def logit(x, eps):
+    # torch.logit: log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given
+    if eps is not None:
+        lo = eps
+        hi = 1.0 - eps
+        x = lo if x < lo else (hi if x > hi else x)
+    return log(x / (1.0 - x))
+
+
+@njit(inline="always")
+def clamp3(x, lo, hi):
+    # torch.clamp with both bounds: min(max(x, lo), hi), a NaN anywhere giving NaN
+    if x != x:
+        return x
+    y = lo if (lo > x or lo != lo) else x
+    return hi if (hi < y or hi != hi) else y
 
 
 @njit(inline="always")
@@ -102,12 +206,21 @@ def logaddexp(a, b):
 
 @njit(inline="always")
 def lshift(a, b):
-    return a << b
+    # torch.bitwise_left_shift: a negative shift, or one by the type's width or more, gives 0
+    if b < 0 or b >= np.iinfo(a).bits:
+        return np.int64(0)
+    return np.int64(a) << np.int64(b)
 
 
 @njit(inline="always")
 def rshift(a, b):
-    return a >> b
+    # torch.bitwise_right_shift: a negative shift, or one past the type's width, fills with the sign bit
+    info = np.iinfo(a)
+    most = info.bits - 1 if info.min < 0 else info.bits
+    s = np.int64(b)
+    if s < 0 or s > most:
+        s = np.int64(most)
+    return np.int64(a) >> s
 
 
 
@@ -492,8 +605,8 @@ def sigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_relu(self):
-    # ops.yaml: relu -- self if self > 0 else 0
-    return self if self > 0 else 0
+    # ops.yaml: relu -- 0 if self <= 0 else self
+    return 0 if self <= 0 else self
 
 
 @njit(cache=CACHE, error_model="numpy")
@@ -715,21 +828,21 @@ def mul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(inline="always")
-def _s_div(self, other):
-    # ops.yaml: div -- self / other
+def _s__div(self, other):
+    # ops.yaml: _div -- self / other
     return self / other
 
 
 @njit(cache=CACHE, error_model="numpy")
-def div_contig(out, a0, a1):
-    # ops.yaml: div
+def _div_contig(out, a0, a1):
+    # ops.yaml: _div
     for i in range(out.shape[0]):
-        out[i] = _s_div(a0[i], a1[i])
+        out[i] = _s__div(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
-def div_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: div
+def _div_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _div
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -746,18 +859,18 @@ def div_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s_div(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__div(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s_div(a0[p0 + i], v1)
+                out[po + i] = _s__div(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s_div(v0, a1[p1 + i])
+                out[po + i] = _s__div(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s_div(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__div(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -775,8 +888,8 @@ def div_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 @njit(inline="always")
 def _s_pow(self, exponent):
-    # ops.yaml: pow -- self ** exponent
-    return self ** exponent
+    # ops.yaml: pow -- tpow(self, exponent)
+    return tpow(self, exponent)
 
 
 @njit(cache=CACHE, error_model="numpy")
@@ -1254,6 +1367,4389 @@ def clone_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(inline="always")
+def _s_gelu_erf(self):
+    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_erf_contig(out, a0):
+    # ops.yaml: gelu_erf
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_erf(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: gelu_erf
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_gelu_erf(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_gelu_erf(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_gelu_erf_backward(grad_output, self):
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_erf_backward_contig(out, a0, a1):
+    # ops.yaml: gelu_erf_backward
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_erf_backward(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_erf_backward_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gelu_erf_backward
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_gelu_erf_backward(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_gelu_erf_backward(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_gelu_erf_backward(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_gelu_erf_backward(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_gelu_tanh(self):
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_tanh_contig(out, a0):
+    # ops.yaml: gelu_tanh
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_tanh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def gelu_tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: gelu_tanh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_gelu_tanh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_gelu_tanh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_silu(self):
+    # ops.yaml: silu -- self / (1.0 + exp(-self))
+    return self / (1.0 + exp(-self))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def silu_contig(out, a0):
+    # ops.yaml: silu
+    for i in range(out.shape[0]):
+        out[i] = _s_silu(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def silu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: silu
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_silu(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_silu(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_mish(self):
+    # ops.yaml: mish -- self * tanh(log1p(exp(self)))
+    return self * tanh(log1p(exp(self)))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def mish_contig(out, a0):
+    # ops.yaml: mish
+    for i in range(out.shape[0]):
+        out[i] = _s_mish(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def mish_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: mish
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_mish(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_mish(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_softplus(self, beta, threshold):
+    # ops.yaml: softplus -- self if self * beta > threshold else log1p(exp(self * beta)) / beta
+    return self if self * beta > threshold else log1p(exp(self * beta)) / beta
+
+
+@njit(cache=CACHE, error_model="numpy")
+def softplus_contig(out, a0, beta, threshold):
+    # ops.yaml: softplus
+    for i in range(out.shape[0]):
+        out[i] = _s_softplus(a0[i], beta, threshold)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def softplus_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, beta, threshold):
+    # ops.yaml: softplus
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_softplus(a0[p0 + i], beta, threshold)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_softplus(a0[p0 + i * s0], beta, threshold)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_elu(self, alpha, scale, input_scale):
+    # ops.yaml: elu -- self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
+    return self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
+
+
+@njit(cache=CACHE, error_model="numpy")
+def elu_contig(out, a0, alpha, scale, input_scale):
+    # ops.yaml: elu
+    for i in range(out.shape[0]):
+        out[i] = _s_elu(a0[i], alpha, scale, input_scale)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def elu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, input_scale):
+    # ops.yaml: elu
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_elu(a0[p0 + i], alpha, scale, input_scale)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_elu(a0[p0 + i * s0], alpha, scale, input_scale)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_leaky_relu(self, negative_slope):
+    # ops.yaml: leaky_relu -- self if self > 0 else self * negative_slope
+    return self if self > 0 else self * negative_slope
+
+
+@njit(cache=CACHE, error_model="numpy")
+def leaky_relu_contig(out, a0, negative_slope):
+    # ops.yaml: leaky_relu
+    for i in range(out.shape[0]):
+        out[i] = _s_leaky_relu(a0[i], negative_slope)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def leaky_relu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, negative_slope):
+    # ops.yaml: leaky_relu
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_leaky_relu(a0[p0 + i], negative_slope)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_leaky_relu(a0[p0 + i * s0], negative_slope)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_hardtanh(self, min_val, max_val):
+    # ops.yaml: hardtanh -- min_val if self < min_val else (max_val if self > max_val else self)
+    return min_val if self < min_val else (max_val if self > max_val else self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardtanh_contig(out, a0, min_val, max_val):
+    # ops.yaml: hardtanh
+    for i in range(out.shape[0]):
+        out[i] = _s_hardtanh(a0[i], min_val, max_val)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardtanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, max_val):
+    # ops.yaml: hardtanh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_hardtanh(a0[p0 + i], min_val, max_val)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_hardtanh(a0[p0 + i * s0], min_val, max_val)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_hardsigmoid(self):
+    # ops.yaml: hardsigmoid -- 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
+    return 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardsigmoid_contig(out, a0):
+    # ops.yaml: hardsigmoid
+    for i in range(out.shape[0]):
+        out[i] = _s_hardsigmoid(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardsigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: hardsigmoid
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_hardsigmoid(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_hardsigmoid(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_hardswish(self):
+    # ops.yaml: hardswish -- self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
+    return self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardswish_contig(out, a0):
+    # ops.yaml: hardswish
+    for i in range(out.shape[0]):
+        out[i] = _s_hardswish(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardswish_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: hardswish
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_hardswish(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_hardswish(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logsigmoid(self):
+    # ops.yaml: logsigmoid -- min(self, 0.0) - log1p(exp(-abs(self)))
+    return min(self, 0.0) - log1p(exp(-abs(self)))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logsigmoid_contig(out, a0):
+    # ops.yaml: logsigmoid
+    for i in range(out.shape[0]):
+        out[i] = _s_logsigmoid(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logsigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: logsigmoid
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_logsigmoid(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logsigmoid(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_hardshrink(self, lambd):
+    # ops.yaml: hardshrink -- self if (self > lambd or self < -lambd) else 0.0 * self
+    return self if (self > lambd or self < -lambd) else 0.0 * self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardshrink_contig(out, a0, lambd):
+    # ops.yaml: hardshrink
+    for i in range(out.shape[0]):
+        out[i] = _s_hardshrink(a0[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hardshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
+    # ops.yaml: hardshrink
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_hardshrink(a0[p0 + i], lambd)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_hardshrink(a0[p0 + i * s0], lambd)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_softshrink(self, lambd):
+    # ops.yaml: softshrink -- self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
+    return self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def softshrink_contig(out, a0, lambd):
+    # ops.yaml: softshrink
+    for i in range(out.shape[0]):
+        out[i] = _s_softshrink(a0[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def softshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
+    # ops.yaml: softshrink
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_softshrink(a0[p0 + i], lambd)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_softshrink(a0[p0 + i * s0], lambd)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_threshold(self, threshold, value):
+    # ops.yaml: threshold -- self if self > threshold else value
+    return self if self > threshold else value
+
+
+@njit(cache=CACHE, error_model="numpy")
+def threshold_contig(out, a0, threshold, value):
+    # ops.yaml: threshold
+    for i in range(out.shape[0]):
+        out[i] = _s_threshold(a0[i], threshold, value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def threshold_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold, value):
+    # ops.yaml: threshold
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_threshold(a0[p0 + i], threshold, value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_threshold(a0[p0 + i * s0], threshold, value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_prelu(self, weight):
+    # ops.yaml: prelu -- self if self > 0 else weight * self
+    return self if self > 0 else weight * self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def prelu_contig(out, a0, a1):
+    # ops.yaml: prelu
+    for i in range(out.shape[0]):
+        out[i] = _s_prelu(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: prelu
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_prelu(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_prelu(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_prelu(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_prelu(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bce_loss_elementwise(self, target):
+    # ops.yaml: bce_loss_elementwise -- -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
+    return -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bce_loss_elementwise_contig(out, a0, a1):
+    # ops.yaml: bce_loss_elementwise
+    for i in range(out.shape[0]):
+        out[i] = _s_bce_loss_elementwise(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bce_loss_elementwise_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bce_loss_elementwise
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bce_loss_elementwise(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bce_loss_elementwise(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bce_loss_elementwise(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bce_loss_elementwise(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _c_prod(acc, x):
+    # ops.yaml: prod -- combine: acc * x
+    return acc * x
+
+
+@njit(cache=CACHE, error_model="numpy")
+def prod_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: prod -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = x[off + m * sm]
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_prod(a, x[base + k * sk])
+            acc[m] = a
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_prod(acc[m], x[base + m * sm])
+
+
+@njit(inline="always")
+def _c_amin(acc, x):
+    # ops.yaml: amin -- combine: x if (x < acc or x != x) else acc
+    return x if (x < acc or x != x) else acc
+
+
+@njit(cache=CACHE, error_model="numpy")
+def amin_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: amin -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = x[off + m * sm]
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_amin(a, x[base + k * sk])
+            acc[m] = a
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amin(acc[m], x[base + m * sm])
+
+
+@njit(inline="always")
+def _b_argmin(x, best):
+    # ops.yaml: argmin -- better: (x < best) or (x != x and best == best)
+    return (x < best) or (x != x and best == best)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def argmin_reduce(x, off, M, sm, K, sk, out):
+    # ops.yaml: argmin -- index of the best of K elements for each of M outputs (first one wins ties)
+    off = np.uint64(off)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    for m in range(np.uint64(M)):
+        base = off + m * sm
+        best = x[base]
+        bi = 0
+        for k in range(np.uint64(1), np.uint64(K)):
+            v = x[base + k * sk]
+            if _b_argmin(v, best):
+                best = v
+                bi = k
+        out[m] = bi
+
+
+@njit(inline="always")
+def _c_all(acc, x):
+    # ops.yaml: all -- combine: acc and x != 0
+    return acc and x != 0
+
+
+@njit(cache=CACHE, error_model="numpy")
+def all_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: all -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = x[off + m * sm]
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_all(a, x[base + k * sk])
+            acc[m] = a
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_all(acc[m], x[base + m * sm])
+
+
+@njit(inline="always")
+def _c_any(acc, x):
+    # ops.yaml: any -- combine: acc or x != 0
+    return acc or x != 0
+
+
+@njit(cache=CACHE, error_model="numpy")
+def any_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: any -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = x[off + m * sm]
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_any(a, x[base + k * sk])
+            acc[m] = a
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_any(acc[m], x[base + m * sm])
+
+
+@njit(inline="always")
+def _c_count_nonzero(acc, x):
+    # ops.yaml: count_nonzero -- combine: acc + (x != 0)
+    return acc + (x != 0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: count_nonzero -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = x[off + m * sm]
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_count_nonzero(a, x[base + k * sk])
+            acc[m] = a
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_count_nonzero(acc[m], x[base + m * sm])
+
+
+@njit(inline="always")
+def _c_cumprod(acc, x):
+    # ops.yaml: cumprod -- combine: acc * x
+    return acc * x
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumprod_scan(x, off, M, sm, K, sk, out, acc0):
+    # ops.yaml: cumprod -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
+    off = np.uint64(off)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    for m in range(np.uint64(M)):
+        base = off + m * sm
+        a = acc0[0]
+        for k in range(K):
+            a = _c_cumprod(a, x[base + k * sk])
+            out[m * K + k] = a
+
+
+@njit(inline="always")
+def _c_logcumsumexp(acc, x):
+    # ops.yaml: logcumsumexp -- combine: logaddexp(acc, x)
+    return logaddexp(acc, x)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_scan(x, off, M, sm, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
+    off = np.uint64(off)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    for m in range(np.uint64(M)):
+        base = off + m * sm
+        a = acc0[0]
+        for k in range(K):
+            a = _c_logcumsumexp(a, x[base + k * sk])
+            out[m * K + k] = a
+
+
+@njit(inline="always")
+def _s_exp2(self):
+    # ops.yaml: exp2 -- exp2(self)
+    return exp2(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def exp2_contig(out, a0):
+    # ops.yaml: exp2
+    for i in range(out.shape[0]):
+        out[i] = _s_exp2(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def exp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: exp2
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_exp2(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_exp2(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_expm1(self):
+    # ops.yaml: expm1 -- expm1(self)
+    return expm1(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def expm1_contig(out, a0):
+    # ops.yaml: expm1
+    for i in range(out.shape[0]):
+        out[i] = _s_expm1(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def expm1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: expm1
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_expm1(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_expm1(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_log2(self):
+    # ops.yaml: log2 -- log2(self)
+    return log2(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log2_contig(out, a0):
+    # ops.yaml: log2
+    for i in range(out.shape[0]):
+        out[i] = _s_log2(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: log2
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_log2(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_log2(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_log10(self):
+    # ops.yaml: log10 -- log10(self)
+    return log10(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log10_contig(out, a0):
+    # ops.yaml: log10
+    for i in range(out.shape[0]):
+        out[i] = _s_log10(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log10_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: log10
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_log10(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_log10(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_log1p(self):
+    # ops.yaml: log1p -- log1p(self)
+    return log1p(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log1p_contig(out, a0):
+    # ops.yaml: log1p
+    for i in range(out.shape[0]):
+        out[i] = _s_log1p(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def log1p_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: log1p
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_log1p(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_log1p(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_rsqrt(self):
+    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
+    return 1.0 / sqrt(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def rsqrt_contig(out, a0):
+    # ops.yaml: rsqrt
+    for i in range(out.shape[0]):
+        out[i] = _s_rsqrt(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def rsqrt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: rsqrt
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_rsqrt(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_rsqrt(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_reciprocal(self):
+    # ops.yaml: reciprocal -- 1.0 / self
+    return 1.0 / self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def reciprocal_contig(out, a0):
+    # ops.yaml: reciprocal
+    for i in range(out.shape[0]):
+        out[i] = _s_reciprocal(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def reciprocal_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: reciprocal
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_reciprocal(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_reciprocal(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_sin(self):
+    # ops.yaml: sin -- sin(self)
+    return sin(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def sin_contig(out, a0):
+    # ops.yaml: sin
+    for i in range(out.shape[0]):
+        out[i] = _s_sin(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def sin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sin
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_sin(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_sin(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_cos(self):
+    # ops.yaml: cos -- cos(self)
+    return cos(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cos_contig(out, a0):
+    # ops.yaml: cos
+    for i in range(out.shape[0]):
+        out[i] = _s_cos(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cos_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: cos
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_cos(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_cos(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_tan(self):
+    # ops.yaml: tan -- tan(self)
+    return tan(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def tan_contig(out, a0):
+    # ops.yaml: tan
+    for i in range(out.shape[0]):
+        out[i] = _s_tan(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def tan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: tan
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_tan(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_tan(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_asin(self):
+    # ops.yaml: asin -- asin(self)
+    return asin(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def asin_contig(out, a0):
+    # ops.yaml: asin
+    for i in range(out.shape[0]):
+        out[i] = _s_asin(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def asin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: asin
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_asin(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_asin(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_acos(self):
+    # ops.yaml: acos -- acos(self)
+    return acos(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def acos_contig(out, a0):
+    # ops.yaml: acos
+    for i in range(out.shape[0]):
+        out[i] = _s_acos(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def acos_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: acos
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_acos(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_acos(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_atan(self):
+    # ops.yaml: atan -- atan(self)
+    return atan(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atan_contig(out, a0):
+    # ops.yaml: atan
+    for i in range(out.shape[0]):
+        out[i] = _s_atan(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: atan
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_atan(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_atan(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_sinh(self):
+    # ops.yaml: sinh -- sinh(self)
+    return sinh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def sinh_contig(out, a0):
+    # ops.yaml: sinh
+    for i in range(out.shape[0]):
+        out[i] = _s_sinh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def sinh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sinh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_sinh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_sinh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_cosh(self):
+    # ops.yaml: cosh -- cosh(self)
+    return cosh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cosh_contig(out, a0):
+    # ops.yaml: cosh
+    for i in range(out.shape[0]):
+        out[i] = _s_cosh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cosh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: cosh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_cosh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_cosh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_asinh(self):
+    # ops.yaml: asinh -- asinh(self)
+    return asinh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def asinh_contig(out, a0):
+    # ops.yaml: asinh
+    for i in range(out.shape[0]):
+        out[i] = _s_asinh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def asinh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: asinh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_asinh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_asinh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_acosh(self):
+    # ops.yaml: acosh -- acosh(self)
+    return acosh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def acosh_contig(out, a0):
+    # ops.yaml: acosh
+    for i in range(out.shape[0]):
+        out[i] = _s_acosh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def acosh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: acosh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_acosh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_acosh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_atanh(self):
+    # ops.yaml: atanh -- atanh(self)
+    return atanh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atanh_contig(out, a0):
+    # ops.yaml: atanh
+    for i in range(out.shape[0]):
+        out[i] = _s_atanh(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: atanh
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_atanh(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_atanh(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logit(self, eps):
+    # ops.yaml: logit -- logit(self, eps)
+    return logit(self, eps)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logit_contig(out, a0, eps):
+    # ops.yaml: logit
+    for i in range(out.shape[0]):
+        out[i] = _s_logit(a0[i], eps)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logit_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
+    # ops.yaml: logit
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_logit(a0[p0 + i], eps)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logit(a0[p0 + i * s0], eps)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_erf(self):
+    # ops.yaml: erf -- erf(self)
+    return erf(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def erf_contig(out, a0):
+    # ops.yaml: erf
+    for i in range(out.shape[0]):
+        out[i] = _s_erf(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: erf
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_erf(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_erf(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_erfc(self):
+    # ops.yaml: erfc -- erfc(self)
+    return erfc(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def erfc_contig(out, a0):
+    # ops.yaml: erfc
+    for i in range(out.shape[0]):
+        out[i] = _s_erfc(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def erfc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: erfc
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_erfc(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_erfc(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_floor(self):
+    # ops.yaml: floor -- floor(self)
+    return floor(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def floor_contig(out, a0):
+    # ops.yaml: floor
+    for i in range(out.shape[0]):
+        out[i] = _s_floor(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def floor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: floor
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_floor(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_floor(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_ceil(self):
+    # ops.yaml: ceil -- ceil(self)
+    return ceil(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ceil_contig(out, a0):
+    # ops.yaml: ceil
+    for i in range(out.shape[0]):
+        out[i] = _s_ceil(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ceil_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: ceil
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_ceil(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_ceil(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_trunc(self):
+    # ops.yaml: trunc -- trunc(self)
+    return trunc(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def trunc_contig(out, a0):
+    # ops.yaml: trunc
+    for i in range(out.shape[0]):
+        out[i] = _s_trunc(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def trunc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: trunc
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_trunc(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_trunc(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_round(self, decimals):
+    # ops.yaml: round -- round_decimals(self, decimals)
+    return round_decimals(self, decimals)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def round_contig(out, a0, decimals):
+    # ops.yaml: round
+    for i in range(out.shape[0]):
+        out[i] = _s_round(a0[i], decimals)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def round_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
+    # ops.yaml: round
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_round(a0[p0 + i], decimals)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_round(a0[p0 + i * s0], decimals)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_frac(self):
+    # ops.yaml: frac -- self - trunc(self)
+    return self - trunc(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def frac_contig(out, a0):
+    # ops.yaml: frac
+    for i in range(out.shape[0]):
+        out[i] = _s_frac(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def frac_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: frac
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_frac(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_frac(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isnan(self):
+    # ops.yaml: isnan -- isnan(self)
+    return isnan(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isnan_contig(out, a0):
+    # ops.yaml: isnan
+    for i in range(out.shape[0]):
+        out[i] = _s_isnan(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isnan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isnan
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isnan(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isnan(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isinf(self):
+    # ops.yaml: isinf -- isinf(self)
+    return isinf(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isinf_contig(out, a0):
+    # ops.yaml: isinf
+    for i in range(out.shape[0]):
+        out[i] = _s_isinf(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isinf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isinf
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isinf(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isinf(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isfinite(self):
+    # ops.yaml: isfinite -- isfinite(self)
+    return isfinite(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isfinite_contig(out, a0):
+    # ops.yaml: isfinite
+    for i in range(out.shape[0]):
+        out[i] = _s_isfinite(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def isfinite_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isfinite
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isfinite(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isfinite(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logical_not(self):
+    # ops.yaml: logical_not -- self == 0
+    return self == 0
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_not_contig(out, a0):
+    # ops.yaml: logical_not
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_not(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_not_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: logical_not
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_logical_not(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logical_not(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_not(self):
+    # ops.yaml: bitwise_not -- ~self
+    return ~self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_not_contig(out, a0):
+    # ops.yaml: bitwise_not
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_not(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_not_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: bitwise_not
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_not(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_not(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__nan_to_num(self, nan, posinf, neginf):
+    # ops.yaml: _nan_to_num -- nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
+    return nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _nan_to_num_contig(out, a0, nan, posinf, neginf):
+    # ops.yaml: _nan_to_num
+    for i in range(out.shape[0]):
+        out[i] = _s__nan_to_num(a0[i], nan, posinf, neginf)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _nan_to_num_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, nan, posinf, neginf):
+    # ops.yaml: _nan_to_num
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__nan_to_num(a0[p0 + i], nan, posinf, neginf)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__nan_to_num(a0[p0 + i * s0], nan, posinf, neginf)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__div_trunc(self, other):
+    # ops.yaml: _div_trunc -- divtrunc(self, other)
+    return divtrunc(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _div_trunc_contig(out, a0, a1):
+    # ops.yaml: _div_trunc
+    for i in range(out.shape[0]):
+        out[i] = _s__div_trunc(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _div_trunc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _div_trunc
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__div_trunc(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__div_trunc(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__div_trunc(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__div_trunc(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_floor_divide(self, other):
+    # ops.yaml: floor_divide -- floordiv(self, other)
+    return floordiv(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def floor_divide_contig(out, a0, a1):
+    # ops.yaml: floor_divide
+    for i in range(out.shape[0]):
+        out[i] = _s_floor_divide(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def floor_divide_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: floor_divide
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_floor_divide(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_floor_divide(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_floor_divide(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_floor_divide(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_remainder(self, other):
+    # ops.yaml: remainder -- pymod(self, other)
+    return pymod(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def remainder_contig(out, a0, a1):
+    # ops.yaml: remainder
+    for i in range(out.shape[0]):
+        out[i] = _s_remainder(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def remainder_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: remainder
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_remainder(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_remainder(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_remainder(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_remainder(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_fmod(self, other):
+    # ops.yaml: fmod -- cfmod(self, other)
+    return cfmod(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmod_contig(out, a0, a1):
+    # ops.yaml: fmod
+    for i in range(out.shape[0]):
+        out[i] = _s_fmod(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmod_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: fmod
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_fmod(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_fmod(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_fmod(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_fmod(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_atan2(self, other):
+    # ops.yaml: atan2 -- atan2(self, other)
+    return atan2(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atan2_contig(out, a0, a1):
+    # ops.yaml: atan2
+    for i in range(out.shape[0]):
+        out[i] = _s_atan2(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def atan2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: atan2
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_atan2(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_atan2(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_atan2(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_atan2(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_minimum(self, other):
+    # ops.yaml: minimum -- self if (self < other or self != self) else (other if (other < self or other != other) else self)
+    return self if (self < other or self != self) else (other if (other < self or other != other) else self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def minimum_contig(out, a0, a1):
+    # ops.yaml: minimum
+    for i in range(out.shape[0]):
+        out[i] = _s_minimum(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def minimum_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: minimum
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_minimum(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_minimum(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_minimum(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_minimum(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_fmax(self, other):
+    # ops.yaml: fmax -- other if self != self else (self if (other != other or self >= other) else other)
+    return other if self != self else (self if (other != other or self >= other) else other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmax_contig(out, a0, a1):
+    # ops.yaml: fmax
+    for i in range(out.shape[0]):
+        out[i] = _s_fmax(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmax_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: fmax
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_fmax(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_fmax(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_fmax(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_fmax(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_fmin(self, other):
+    # ops.yaml: fmin -- other if self != self else (self if (other != other or self <= other) else other)
+    return other if self != self else (self if (other != other or self <= other) else other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmin_contig(out, a0, a1):
+    # ops.yaml: fmin
+    for i in range(out.shape[0]):
+        out[i] = _s_fmin(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def fmin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: fmin
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_fmin(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_fmin(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_fmin(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_fmin(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_hypot(self, other):
+    # ops.yaml: hypot -- hypot(self, other)
+    return hypot(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hypot_contig(out, a0, a1):
+    # ops.yaml: hypot
+    for i in range(out.shape[0]):
+        out[i] = _s_hypot(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def hypot_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: hypot
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_hypot(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_hypot(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_hypot(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_hypot(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp(self, other):
+    # ops.yaml: logaddexp -- logaddexp(self, other)
+    return logaddexp(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logaddexp_contig(out, a0, a1):
+    # ops.yaml: logaddexp
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logaddexp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_copysign(self, other):
+    # ops.yaml: copysign -- copysign(self, other)
+    return copysign(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def copysign_contig(out, a0, a1):
+    # ops.yaml: copysign
+    for i in range(out.shape[0]):
+        out[i] = _s_copysign(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def copysign_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: copysign
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_copysign(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_copysign(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_copysign(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_copysign(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_ne(self, other):
+    # ops.yaml: ne -- self != other
+    return self != other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ne_contig(out, a0, a1):
+    # ops.yaml: ne
+    for i in range(out.shape[0]):
+        out[i] = _s_ne(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ne_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: ne
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_ne(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_ne(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_ne(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_ne(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_lt(self, other):
+    # ops.yaml: lt -- self < other
+    return self < other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def lt_contig(out, a0, a1):
+    # ops.yaml: lt
+    for i in range(out.shape[0]):
+        out[i] = _s_lt(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def lt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lt
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_lt(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_lt(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_lt(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_lt(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_le(self, other):
+    # ops.yaml: le -- self <= other
+    return self <= other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def le_contig(out, a0, a1):
+    # ops.yaml: le
+    for i in range(out.shape[0]):
+        out[i] = _s_le(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def le_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: le
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_le(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_le(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_le(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_le(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_ge(self, other):
+    # ops.yaml: ge -- self >= other
+    return self >= other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ge_contig(out, a0, a1):
+    # ops.yaml: ge
+    for i in range(out.shape[0]):
+        out[i] = _s_ge(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def ge_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: ge
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_ge(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_ge(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_ge(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_ge(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logical_and(self, other):
+    # ops.yaml: logical_and -- (self != 0) & (other != 0)
+    return (self != 0) & (other != 0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_and_contig(out, a0, a1):
+    # ops.yaml: logical_and
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_and(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_and_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logical_and
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logical_and(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logical_and(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logical_and(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logical_and(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logical_or(self, other):
+    # ops.yaml: logical_or -- (self != 0) | (other != 0)
+    return (self != 0) | (other != 0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_or_contig(out, a0, a1):
+    # ops.yaml: logical_or
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_or(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_or_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logical_or
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logical_or(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logical_or(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logical_or(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logical_or(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logical_xor(self, other):
+    # ops.yaml: logical_xor -- (self != 0) != (other != 0)
+    return (self != 0) != (other != 0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_xor_contig(out, a0, a1):
+    # ops.yaml: logical_xor
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_xor(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logical_xor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logical_xor
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logical_xor(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logical_xor(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logical_xor(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logical_xor(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_and(self, other):
+    # ops.yaml: bitwise_and -- self & other
+    return self & other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_and_contig(out, a0, a1):
+    # ops.yaml: bitwise_and
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_and(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_and_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bitwise_and
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_and(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bitwise_and(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bitwise_and(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_and(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_or(self, other):
+    # ops.yaml: bitwise_or -- self | other
+    return self | other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_or_contig(out, a0, a1):
+    # ops.yaml: bitwise_or
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_or(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_or_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bitwise_or
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_or(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bitwise_or(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bitwise_or(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_or(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_xor(self, other):
+    # ops.yaml: bitwise_xor -- self ^ other
+    return self ^ other
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_xor_contig(out, a0, a1):
+    # ops.yaml: bitwise_xor
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_xor(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_xor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bitwise_xor
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_xor(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bitwise_xor(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bitwise_xor(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_xor(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_left_shift(self, other):
+    # ops.yaml: bitwise_left_shift -- lshift(self, other)
+    return lshift(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_left_shift_contig(out, a0, a1):
+    # ops.yaml: bitwise_left_shift
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_left_shift(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_left_shift_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bitwise_left_shift
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_left_shift(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bitwise_left_shift(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bitwise_left_shift(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_left_shift(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_bitwise_right_shift(self, other):
+    # ops.yaml: bitwise_right_shift -- rshift(self, other)
+    return rshift(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_right_shift_contig(out, a0, a1):
+    # ops.yaml: bitwise_right_shift
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_right_shift(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def bitwise_right_shift_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bitwise_right_shift
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_bitwise_right_shift(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_bitwise_right_shift(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_bitwise_right_shift(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_bitwise_right_shift(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_clamp_min(self, min):
+    # ops.yaml: clamp_min -- min if (min > self or min != min) else self
+    return min if (min > self or min != min) else self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def clamp_min_contig(out, a0, a1):
+    # ops.yaml: clamp_min
+    for i in range(out.shape[0]):
+        out[i] = _s_clamp_min(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def clamp_min_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: clamp_min
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_clamp_min(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_clamp_min(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_clamp_min(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_clamp_min(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_clamp_max(self, max):
+    # ops.yaml: clamp_max -- max if (max < self or max != max) else self
+    return max if (max < self or max != max) else self
+
+
+@njit(cache=CACHE, error_model="numpy")
+def clamp_max_contig(out, a0, a1):
+    # ops.yaml: clamp_max
+    for i in range(out.shape[0]):
+        out[i] = _s_clamp_max(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def clamp_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: clamp_max
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_clamp_max(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_clamp_max(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_clamp_max(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_clamp_max(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__clamp(self, min, max):
+    # ops.yaml: _clamp -- clamp3(self, min, max)
+    return clamp3(self, min, max)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _clamp_contig(out, a0, a1, a2):
+    # ops.yaml: _clamp
+    for i in range(out.shape[0]):
+        out[i] = _s__clamp(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _clamp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _clamp
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__clamp(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__clamp(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__clamp(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__clamp(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__clamp(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__clamp(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__clamp(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__clamp(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_lerp(self, end, weight):
+    # ops.yaml: lerp -- self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
+    return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def lerp_contig(out, a0, a1, a2):
+    # ops.yaml: lerp
+    for i in range(out.shape[0]):
+        out[i] = _s_lerp(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def lerp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: lerp
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s_lerp(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_lerp(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_lerp(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_lerp(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_lerp(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_lerp(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_lerp(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_lerp(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_addcmul(self, tensor1, tensor2, value):
+    # ops.yaml: addcmul -- self + value * tensor1 * tensor2
+    return self + value * tensor1 * tensor2
+
+
+@njit(cache=CACHE, error_model="numpy")
+def addcmul_contig(out, a0, a1, a2, value):
+    # ops.yaml: addcmul
+    for i in range(out.shape[0]):
+        out[i] = _s_addcmul(a0[i], a1[i], a2[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def addcmul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
+    # ops.yaml: addcmul
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s_addcmul(a0[p0 + i], a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcmul(a0[p0 + i], a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_addcmul(a0[p0 + i], v1, a2[p2 + i], value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_addcmul(v0, a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcmul(a0[p0 + i], v1, v2, value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcmul(v0, a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_addcmul(v0, v1, a2[p2 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_addcmul(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_addcdiv(self, tensor1, tensor2, value):
+    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
+    return self + value * tensor1 / tensor2
+
+
+@njit(cache=CACHE, error_model="numpy")
+def addcdiv_contig(out, a0, a1, a2, value):
+    # ops.yaml: addcdiv
+    for i in range(out.shape[0]):
+        out[i] = _s_addcdiv(a0[i], a1[i], a2[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def addcdiv_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
+    # ops.yaml: addcdiv
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s_addcdiv(a0[p0 + i], a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(a0[p0 + i], a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(a0[p0 + i], v1, a2[p2 + i], value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(v0, a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(a0[p0 + i], v1, v2, value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(v0, a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_addcdiv(v0, v1, a2[p2 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_addcdiv(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
@@ -1655,21 +6151,21 @@ def _bw_sigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @njit(inline="always")
-def _s__bw_relu_self(grad, self):
-    # ops.yaml: relu backward for self -- grad * (self > 0)
-    return grad * (self > 0)
+def _s__bw_relu_self(grad, result):
+    # ops.yaml: relu backward for self -- where(result <= 0, 0.0, grad)
+    return _s_where(result <= 0, 0.0, grad)
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_relu_self_contig(out, a0, a1):
-    # ops.yaml: relu backward for self -- grad * (self > 0)
+    # ops.yaml: relu backward for self -- where(result <= 0, 0.0, grad)
     for i in range(out.shape[0]):
         out[i] = _s__bw_relu_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_relu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: relu backward for self -- grad * (self > 0)
+    # ops.yaml: relu backward for self -- where(result <= 0, 0.0, grad)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2020,21 +6516,21 @@ def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 
 @njit(inline="always")
-def _s__bw_div_self(grad, other):
-    # ops.yaml: div backward for self -- grad / other
+def _s__bw__div_self(grad, other):
+    # ops.yaml: _div backward for self -- grad / other
     return grad / other
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_div_self_contig(out, a0, a1):
-    # ops.yaml: div backward for self -- grad / other
+def _bw__div_self_contig(out, a0, a1):
+    # ops.yaml: _div backward for self -- grad / other
     for i in range(out.shape[0]):
-        out[i] = _s__bw_div_self(a0[i], a1[i])
+        out[i] = _s__bw__div_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: div backward for self -- grad / other
+def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _div backward for self -- grad / other
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2051,18 +6547,18 @@ def _bw_div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_div_self(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__bw__div_self(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_div_self(a0[p0 + i], v1)
+                out[po + i] = _s__bw__div_self(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_div_self(v0, a1[p1 + i])
+                out[po + i] = _s__bw__div_self(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_div_self(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__bw__div_self(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -2079,21 +6575,21 @@ def _bw_div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 
 @njit(inline="always")
-def _s__bw_div_other(grad, self, other):
-    # ops.yaml: div backward for other -- -grad * self / (other * other)
+def _s__bw__div_other(grad, self, other):
+    # ops.yaml: _div backward for other -- -grad * self / (other * other)
     return -grad * self / (other * other)
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_div_other_contig(out, a0, a1, a2):
-    # ops.yaml: div backward for other -- -grad * self / (other * other)
+def _bw__div_other_contig(out, a0, a1, a2):
+    # ops.yaml: _div backward for other -- -grad * self / (other * other)
     for i in range(out.shape[0]):
-        out[i] = _s__bw_div_other(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__div_other(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: div backward for other -- -grad * self / (other * other)
+def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _div backward for other -- -grad * self / (other * other)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2112,37 +6608,37 @@ def _bw_div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_div_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__div_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(a0[p0 + i], a1[p1 + i], v2)
+                out[po + i] = _s__bw__div_other(a0[p0 + i], a1[p1 + i], v2)
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(a0[p0 + i], v1, a2[p2 + i])
+                out[po + i] = _s__bw__div_other(a0[p0 + i], v1, a2[p2 + i])
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(v0, a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__div_other(v0, a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
             v1 = a1[p1]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(a0[p0 + i], v1, v2)
+                out[po + i] = _s__bw__div_other(a0[p0 + i], v1, v2)
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
             v0 = a0[p0]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(v0, a1[p1 + i], v2)
+                out[po + i] = _s__bw__div_other(v0, a1[p1 + i], v2)
         elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
             v0 = a0[p0]
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_div_other(v0, v1, a2[p2 + i])
+                out[po + i] = _s__bw__div_other(v0, v1, a2[p2 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_div_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+                out[po + i * so] = _s__bw__div_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -2162,20 +6658,20 @@ def _bw_div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_pow_self(grad, exponent, self):
-    # ops.yaml: pow backward for self -- grad * exponent * self ** (exponent - 1)
-    return grad * exponent * self ** (exponent - 1)
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    return _s_where(exponent == 0, 0.0, grad * exponent * _s_pow(self, exponent - 1))
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_pow_self_contig(out, a0, a1, a2):
-    # ops.yaml: pow backward for self -- grad * exponent * self ** (exponent - 1)
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
     for i in range(out.shape[0]):
         out[i] = _s__bw_pow_self(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for self -- grad * exponent * self ** (exponent - 1)
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2243,21 +6739,21 @@ def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 
 @njit(inline="always")
-def _s__bw_pow_exponent(grad, result, self):
-    # ops.yaml: pow backward for exponent -- grad * result * log(self)
-    return grad * result * _s_log(self)
+def _s__bw_pow_exponent(grad, self, exponent, result):
+    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
+    return _s_where(_s_logical_and(self == 0, exponent >= 0), 0.0, grad * result * _s_log(self))
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_pow_exponent_contig(out, a0, a1, a2):
-    # ops.yaml: pow backward for exponent -- grad * result * log(self)
+def _bw_pow_exponent_contig(out, a0, a1, a2, a3):
+    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
     for i in range(out.shape[0]):
-        out[i] = _s__bw_pow_exponent(a0[i], a1[i], a2[i])
+        out[i] = _s__bw_pow_exponent(a0[i], a1[i], a2[i], a3[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
-def _bw_pow_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for exponent -- grad * result * log(self)
+def _bw_pow_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
+    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2269,44 +6765,19 @@ def _bw_pow_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
     p1 = np.uint64(a1_off)
     s2 = np.uint64(a2_st[last])
     p2 = np.uint64(a2_off)
+    s3 = np.uint64(a3_st[last])
+    p3 = np.uint64(a3_off)
     outer = 1
     for d in range(last):
         outer *= shape[d]
     idx = np.zeros(nd, np.uint64)
     for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1 and s3 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], a1[p1 + i], v2)
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], v1, a2[p2 + i])
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(v0, a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
-            v1 = a1[p1]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], v1, v2)
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
-            v0 = a0[p0]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(v0, a1[p1 + i], v2)
-        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
-            v0 = a0[p0]
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(v0, v1, a2[p2 + i])
+                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], a1[p1 + i], a2[p2 + i], a3[p3 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_pow_exponent(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+                out[po + i * so] = _s__bw_pow_exponent(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], a3[p3 + i * s3])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -2314,32 +6785,34 @@ def _bw_pow_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             p0 += np.uint64(a0_st[d])
             p1 += np.uint64(a1_st[d])
             p2 += np.uint64(a2_st[d])
+            p3 += np.uint64(a3_st[d])
             if idx[d] < np.uint64(shape[d]):
                 break
             po -= np.uint64(o_st[d]) * np.uint64(shape[d])
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 
 
 @njit(inline="always")
 def _s__bw_maximum_self(grad, self, other):
-    # ops.yaml: maximum backward for self -- grad * ((self > other) + (self == other) * 0.5)
-    return grad * ((self > other) + (self == other) * 0.5)
+    # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_maximum_self_contig(out, a0, a1, a2):
-    # ops.yaml: maximum backward for self -- grad * ((self > other) + (self == other) * 0.5)
+    # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     for i in range(out.shape[0]):
         out[i] = _s__bw_maximum_self(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_maximum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: maximum backward for self -- grad * ((self > other) + (self == other) * 0.5)
+    # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2407,21 +6880,21 @@ def _bw_maximum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @njit(inline="always")
-def _s__bw_maximum_other(grad, other, self):
-    # ops.yaml: maximum backward for other -- grad * ((other > self) + (self == other) * 0.5)
-    return grad * ((other > self) + (self == other) * 0.5)
+def _s__bw_maximum_other(grad, self, other):
+    # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_maximum_other_contig(out, a0, a1, a2):
-    # ops.yaml: maximum backward for other -- grad * ((other > self) + (self == other) * 0.5)
+    # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     for i in range(out.shape[0]):
         out[i] = _s__bw_maximum_other(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_maximum_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: maximum backward for other -- grad * ((other > self) + (self == other) * 0.5)
+    # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -2649,5 +7122,4922 @@ def _bw_clone_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
                 break
             po -= np.uint64(o_st[d]) * np.uint64(shape[d])
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_gelu_erf_self(grad, self):
+    # ops.yaml: gelu_erf backward for self -- gelu_erf_backward(grad, self)
+    return _s_gelu_erf_backward(grad, self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_self_contig(out, a0, a1):
+    # ops.yaml: gelu_erf backward for self -- gelu_erf_backward(grad, self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_gelu_erf_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gelu_erf backward for self -- gelu_erf_backward(grad, self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_gelu_erf_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_gelu_erf_backward_grad_output(grad, self):
+    # ops.yaml: gelu_erf_backward backward for grad_output -- gelu_erf_backward(grad, self)
+    return _s_gelu_erf_backward(grad, self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_backward_grad_output_contig(out, a0, a1):
+    # ops.yaml: gelu_erf_backward backward for grad_output -- gelu_erf_backward(grad, self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_gelu_erf_backward_grad_output(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_backward_grad_output_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gelu_erf_backward backward for grad_output -- gelu_erf_backward(grad, self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_grad_output(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_grad_output(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_grad_output(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_gelu_erf_backward_grad_output(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_gelu_erf_backward_self(grad, grad_output, self):
+    # ops.yaml: gelu_erf_backward backward for self -- grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
+    return grad * grad_output * 0.3989422804014327 * _s_exp(-0.5 * self * self) * (2 - self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_backward_self_contig(out, a0, a1, a2):
+    # ops.yaml: gelu_erf_backward backward for self -- grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_gelu_erf_backward_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_erf_backward_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: gelu_erf_backward backward for self -- grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_erf_backward_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_gelu_erf_backward_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_gelu_tanh_self(grad, self):
+    # ops.yaml: gelu_tanh backward for self -- grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+    return grad * (0.5 * (1 + _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_tanh_self_contig(out, a0, a1):
+    # ops.yaml: gelu_tanh backward for self -- grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_gelu_tanh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_gelu_tanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gelu_tanh backward for self -- grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_tanh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_tanh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_gelu_tanh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_gelu_tanh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_silu_self(grad, self):
+    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    return grad * _s_sigmoid(self) * (1 + self * (1 - _s_sigmoid(self)))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_silu_self_contig(out, a0, a1):
+    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_silu_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_silu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_silu_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_silu_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_silu_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_silu_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_mish_self(grad, self):
+    # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
+    return grad * (_s_tanh(_s_softplus(self, 1.0, 20.0)) + self * _s_sigmoid(self) * (1 - _s_tanh(_s_softplus(self, 1.0, 20.0)) ** 2))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_mish_self_contig(out, a0, a1):
+    # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_mish_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_mish_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_mish_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_mish_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_mish_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_mish_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_softplus_self(grad, self, beta, threshold):
+    # ops.yaml: softplus backward for self -- where(self * beta > threshold, grad, grad * sigmoid(self * beta))
+    return _s_where(self * beta > threshold, grad, grad * _s_sigmoid(self * beta))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_softplus_self_contig(out, a0, a1, beta, threshold):
+    # ops.yaml: softplus backward for self -- where(self * beta > threshold, grad, grad * sigmoid(self * beta))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_softplus_self(a0[i], a1[i], beta, threshold)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_softplus_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, beta, threshold):
+    # ops.yaml: softplus backward for self -- where(self * beta > threshold, grad, grad * sigmoid(self * beta))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_softplus_self(a0[p0 + i], a1[p1 + i], beta, threshold)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_softplus_self(a0[p0 + i], v1, beta, threshold)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_softplus_self(v0, a1[p1 + i], beta, threshold)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_softplus_self(a0[p0 + i * s0], a1[p1 + i * s1], beta, threshold)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_elu_self(grad, self, scale, input_scale, alpha):
+    # ops.yaml: elu backward for self -- where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
+    return _s_where(self > 0, grad * scale, grad * input_scale * alpha * scale * _s_exp(self * input_scale))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_elu_self_contig(out, a0, a1, scale, input_scale, alpha):
+    # ops.yaml: elu backward for self -- where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_elu_self(a0[i], a1[i], scale, input_scale, alpha)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_elu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, scale, input_scale, alpha):
+    # ops.yaml: elu backward for self -- where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_elu_self(a0[p0 + i], a1[p1 + i], scale, input_scale, alpha)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_elu_self(a0[p0 + i], v1, scale, input_scale, alpha)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_elu_self(v0, a1[p1 + i], scale, input_scale, alpha)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_elu_self(a0[p0 + i * s0], a1[p1 + i * s1], scale, input_scale, alpha)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_leaky_relu_self(grad, self, negative_slope):
+    # ops.yaml: leaky_relu backward for self -- where(self > 0, grad, grad * negative_slope)
+    return _s_where(self > 0, grad, grad * negative_slope)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_leaky_relu_self_contig(out, a0, a1, negative_slope):
+    # ops.yaml: leaky_relu backward for self -- where(self > 0, grad, grad * negative_slope)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_leaky_relu_self(a0[i], a1[i], negative_slope)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_leaky_relu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, negative_slope):
+    # ops.yaml: leaky_relu backward for self -- where(self > 0, grad, grad * negative_slope)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_leaky_relu_self(a0[p0 + i], a1[p1 + i], negative_slope)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_leaky_relu_self(a0[p0 + i], v1, negative_slope)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_leaky_relu_self(v0, a1[p1 + i], negative_slope)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_leaky_relu_self(a0[p0 + i * s0], a1[p1 + i * s1], negative_slope)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hardtanh_self(grad, self, min_val, max_val):
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    return _s_where(_s_gt(self, min_val) * _s_gt(max_val, self), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardtanh_self_contig(out, a0, a1, min_val, max_val):
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hardtanh_self(a0[i], a1[i], min_val, max_val)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardtanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hardtanh_self(a0[p0 + i], a1[p1 + i], min_val, max_val)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hardtanh_self(a0[p0 + i], v1, min_val, max_val)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hardtanh_self(v0, a1[p1 + i], min_val, max_val)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hardtanh_self(a0[p0 + i * s0], a1[p1 + i * s1], min_val, max_val)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hardsigmoid_self(grad, self):
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    return _s_where(_s_gt(self, -3.0) * _s_gt(3.0, self), grad * 0.1666666716337204, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardsigmoid_self_contig(out, a0, a1):
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hardsigmoid_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hardsigmoid_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hardsigmoid_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hardsigmoid_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hardsigmoid_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hardswish_self(grad, self):
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardswish_self_contig(out, a0, a1):
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hardswish_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardswish_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hardswish_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hardswish_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hardswish_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hardswish_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logsigmoid_self(grad, self):
+    # ops.yaml: logsigmoid backward for self -- grad * sigmoid(-self)
+    return grad * _s_sigmoid(-self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logsigmoid_self_contig(out, a0, a1):
+    # ops.yaml: logsigmoid backward for self -- grad * sigmoid(-self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logsigmoid_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logsigmoid backward for self -- grad * sigmoid(-self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logsigmoid_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logsigmoid_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logsigmoid_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logsigmoid_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hardshrink_self(grad, self, lambd):
+    # ops.yaml: hardshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardshrink_self_contig(out, a0, a1, lambd):
+    # ops.yaml: hardshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hardshrink_self(a0[i], a1[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hardshrink_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, lambd):
+    # ops.yaml: hardshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hardshrink_self(a0[p0 + i], a1[p1 + i], lambd)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hardshrink_self(a0[p0 + i], v1, lambd)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hardshrink_self(v0, a1[p1 + i], lambd)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hardshrink_self(a0[p0 + i * s0], a1[p1 + i * s1], lambd)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_softshrink_self(grad, self, lambd):
+    # ops.yaml: softshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_softshrink_self_contig(out, a0, a1, lambd):
+    # ops.yaml: softshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_softshrink_self(a0[i], a1[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_softshrink_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, lambd):
+    # ops.yaml: softshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_softshrink_self(a0[p0 + i], a1[p1 + i], lambd)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_softshrink_self(a0[p0 + i], v1, lambd)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_softshrink_self(v0, a1[p1 + i], lambd)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_softshrink_self(a0[p0 + i * s0], a1[p1 + i * s1], lambd)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_threshold_self(grad, self, threshold):
+    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    return _s_where(self > threshold, grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_threshold_self_contig(out, a0, a1, threshold):
+    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_threshold_self(a0[i], a1[i], threshold)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_threshold_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, threshold):
+    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_threshold_self(a0[p0 + i], a1[p1 + i], threshold)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_threshold_self(a0[p0 + i], v1, threshold)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_threshold_self(v0, a1[p1 + i], threshold)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_threshold_self(a0[p0 + i * s0], a1[p1 + i * s1], threshold)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_prelu_self(grad, self, weight):
+    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+    return _s_where(self > 0, grad, grad * weight)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_prelu_self_contig(out, a0, a1, a2):
+    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_prelu_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_prelu_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_prelu_weight(grad, self):
+    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+    return _s_where(self > 0, 0.0, grad * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_prelu_weight_contig(out, a0, a1):
+    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_prelu_weight(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_weight(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_weight(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_prelu_weight(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_prelu_weight(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_bce_loss_elementwise_self(grad, self, target):
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    return grad * (self - target) / _s_maximum((1 - self) * self, 1e-12)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_bce_loss_elementwise_self_contig(out, a0, a1, a2):
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_bce_loss_elementwise_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_bce_loss_elementwise_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_bce_loss_elementwise_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_bce_loss_elementwise_target(grad, self):
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    return grad * (_s_maximum(_s_log(1 - self), -100.0) - _s_maximum(_s_log(self), -100.0))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_bce_loss_elementwise_target_contig(out, a0, a1):
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_bce_loss_elementwise_target(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_bce_loss_elementwise_target_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_target(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_target(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_bce_loss_elementwise_target(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_bce_loss_elementwise_target(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_exp2_self(grad, result):
+    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    return grad * result * 0.6931471805599453
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_exp2_self_contig(out, a0, a1):
+    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_exp2_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_exp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_exp2_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_exp2_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_exp2_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_exp2_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_expm1_self(grad, result):
+    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    return grad * (result + 1)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_expm1_self_contig(out, a0, a1):
+    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_expm1_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_expm1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_expm1_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_expm1_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_expm1_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_expm1_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_log2_self(grad, self):
+    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    return grad / (self * 0.6931471805599453)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log2_self_contig(out, a0, a1):
+    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_log2_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_log2_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_log2_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_log2_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_log2_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_log10_self(grad, self):
+    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    return grad / (self * 2.302585092994046)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log10_self_contig(out, a0, a1):
+    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_log10_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log10_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_log10_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_log10_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_log10_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_log10_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_log1p_self(grad, self):
+    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    return grad / (self + 1)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log1p_self_contig(out, a0, a1):
+    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_log1p_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_log1p_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_log1p_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_log1p_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_log1p_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_log1p_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_rsqrt_self(grad, result):
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    return -0.5 * grad * result * result * result
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_rsqrt_self_contig(out, a0, a1):
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_rsqrt_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_rsqrt_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_rsqrt_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_rsqrt_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_rsqrt_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_rsqrt_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_reciprocal_self(grad, result):
+    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    return -grad * result * result
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_reciprocal_self_contig(out, a0, a1):
+    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_reciprocal_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_reciprocal_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_reciprocal_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_reciprocal_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_reciprocal_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_reciprocal_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_sin_self(grad, self):
+    # ops.yaml: sin backward for self -- grad * cos(self)
+    return grad * _s_cos(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_sin_self_contig(out, a0, a1):
+    # ops.yaml: sin backward for self -- grad * cos(self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_sin_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_sin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: sin backward for self -- grad * cos(self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_sin_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_sin_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_sin_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_sin_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_cos_self(grad, self):
+    # ops.yaml: cos backward for self -- -grad * sin(self)
+    return -grad * _s_sin(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_cos_self_contig(out, a0, a1):
+    # ops.yaml: cos backward for self -- -grad * sin(self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_cos_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_cos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: cos backward for self -- -grad * sin(self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_cos_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_cos_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_cos_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_cos_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_tan_self(grad, result):
+    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    return grad * (1 + result * result)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_tan_self_contig(out, a0, a1):
+    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_tan_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_tan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_tan_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_tan_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_tan_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_tan_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_asin_self(grad, self):
+    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    return grad * _s_rsqrt(1 - self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_asin_self_contig(out, a0, a1):
+    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_asin_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_asin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_asin_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_asin_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_asin_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_asin_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_acos_self(grad, self):
+    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    return -grad * _s_rsqrt(1 - self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_acos_self_contig(out, a0, a1):
+    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_acos_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_acos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_acos_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_acos_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_acos_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_acos_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_atan_self(grad, self):
+    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    return grad / (1 + self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan_self_contig(out, a0, a1):
+    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_atan_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_atan_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atan_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_atan_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_atan_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_sinh_self(grad, self):
+    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    return grad * _s_cosh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_sinh_self_contig(out, a0, a1):
+    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_sinh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_sinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_sinh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_sinh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_sinh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_sinh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_cosh_self(grad, self):
+    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    return grad * _s_sinh(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_cosh_self_contig(out, a0, a1):
+    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_cosh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_cosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_cosh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_cosh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_cosh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_cosh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_asinh_self(grad, self):
+    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    return grad * _s_rsqrt(self * self + 1)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_asinh_self_contig(out, a0, a1):
+    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_asinh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_asinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_asinh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_asinh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_asinh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_asinh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_acosh_self(grad, self):
+    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    return grad * _s_rsqrt(self * self - 1)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_acosh_self_contig(out, a0, a1):
+    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_acosh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_acosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_acosh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_acosh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_acosh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_acosh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_atanh_self(grad, self):
+    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    return grad / (1 - self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atanh_self_contig(out, a0, a1):
+    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_atanh_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_atanh_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atanh_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_atanh_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_atanh_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_erf_self(grad, self):
+    # ops.yaml: erf backward for self -- grad * 1.1283791670955126 * exp(-self * self)
+    return grad * 1.1283791670955126 * _s_exp(-self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_erf_self_contig(out, a0, a1):
+    # ops.yaml: erf backward for self -- grad * 1.1283791670955126 * exp(-self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_erf_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_erf_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: erf backward for self -- grad * 1.1283791670955126 * exp(-self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_erf_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_erf_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_erf_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_erf_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_erfc_self(grad, self):
+    # ops.yaml: erfc backward for self -- -grad * 1.1283791670955126 * exp(-self * self)
+    return -grad * 1.1283791670955126 * _s_exp(-self * self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_erfc_self_contig(out, a0, a1):
+    # ops.yaml: erfc backward for self -- -grad * 1.1283791670955126 * exp(-self * self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_erfc_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_erfc_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: erfc backward for self -- -grad * 1.1283791670955126 * exp(-self * self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_erfc_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_erfc_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_erfc_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_erfc_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_frac_self(grad):
+    # ops.yaml: frac backward for self -- grad
+    return grad
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_frac_self_contig(out, a0):
+    # ops.yaml: frac backward for self -- grad
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_frac_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_frac_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: frac backward for self -- grad
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_frac_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_frac_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__nan_to_num_self(grad, self):
+    # ops.yaml: _nan_to_num backward for self -- grad * isfinite(self)
+    return grad * _s_isfinite(self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__nan_to_num_self_contig(out, a0, a1):
+    # ops.yaml: _nan_to_num backward for self -- grad * isfinite(self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__nan_to_num_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__nan_to_num_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _nan_to_num backward for self -- grad * isfinite(self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__nan_to_num_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__nan_to_num_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__nan_to_num_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__nan_to_num_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_remainder_self(grad):
+    # ops.yaml: remainder backward for self -- grad
+    return grad
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_remainder_self_contig(out, a0):
+    # ops.yaml: remainder backward for self -- grad
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_remainder_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_remainder_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: remainder backward for self -- grad
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_remainder_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_remainder_other(grad, self, other):
+    # ops.yaml: remainder backward for other -- -grad * floor_divide(self, other)
+    return -grad * _s_floor_divide(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_remainder_other_contig(out, a0, a1, a2):
+    # ops.yaml: remainder backward for other -- -grad * floor_divide(self, other)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_remainder_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_remainder_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: remainder backward for other -- -grad * floor_divide(self, other)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_remainder_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_remainder_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmod_self(grad):
+    # ops.yaml: fmod backward for self -- grad
+    return grad
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmod_self_contig(out, a0):
+    # ops.yaml: fmod backward for self -- grad
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmod_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmod_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: fmod backward for self -- grad
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmod_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmod_other(grad, self, other):
+    # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
+    return -grad * _s_trunc(self / other)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmod_other_contig(out, a0, a1, a2):
+    # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmod_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmod_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmod_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmod_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_atan2_self(grad, other, self):
+    # ops.yaml: atan2 backward for self -- grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    return grad * other * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan2_self_contig(out, a0, a1, a2):
+    # ops.yaml: atan2 backward for self -- grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_atan2_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: atan2 backward for self -- grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_atan2_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_atan2_other(grad, self, other):
+    # ops.yaml: atan2 backward for other -- -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    return -grad * self * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan2_other_contig(out, a0, a1, a2):
+    # ops.yaml: atan2 backward for other -- -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_atan2_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_atan2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: atan2 backward for other -- -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_atan2_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_atan2_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_minimum_self(grad, self, other):
+    # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_minimum_self_contig(out, a0, a1, a2):
+    # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_minimum_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_minimum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_minimum_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_minimum_other(grad, self, other):
+    # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_minimum_other_contig(out, a0, a1, a2):
+    # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_minimum_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_minimum_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_minimum_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_minimum_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmax_self(grad, self, other):
+    # ops.yaml: fmax backward for self -- where(logical_or(self >= other, isnan(other)), grad, 0.0)
+    return _s_where(_s_logical_or(self >= other, _s_isnan(other)), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmax_self_contig(out, a0, a1, a2):
+    # ops.yaml: fmax backward for self -- where(logical_or(self >= other, isnan(other)), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmax_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmax_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: fmax backward for self -- where(logical_or(self >= other, isnan(other)), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmax_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmax_other(grad, self, other):
+    # ops.yaml: fmax backward for other -- where(logical_or(self >= other, isnan(other)), 0.0, grad)
+    return _s_where(_s_logical_or(self >= other, _s_isnan(other)), 0.0, grad)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmax_other_contig(out, a0, a1, a2):
+    # ops.yaml: fmax backward for other -- where(logical_or(self >= other, isnan(other)), 0.0, grad)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmax_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmax_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: fmax backward for other -- where(logical_or(self >= other, isnan(other)), 0.0, grad)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmax_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmax_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmin_self(grad, self, other):
+    # ops.yaml: fmin backward for self -- where(logical_or(self <= other, isnan(other)), grad, 0.0)
+    return _s_where(_s_logical_or(self <= other, _s_isnan(other)), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmin_self_contig(out, a0, a1, a2):
+    # ops.yaml: fmin backward for self -- where(logical_or(self <= other, isnan(other)), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmin_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: fmin backward for self -- where(logical_or(self <= other, isnan(other)), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmin_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_fmin_other(grad, self, other):
+    # ops.yaml: fmin backward for other -- where(logical_or(self <= other, isnan(other)), 0.0, grad)
+    return _s_where(_s_logical_or(self <= other, _s_isnan(other)), 0.0, grad)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmin_other_contig(out, a0, a1, a2):
+    # ops.yaml: fmin backward for other -- where(logical_or(self <= other, isnan(other)), 0.0, grad)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_fmin_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_fmin_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: fmin backward for other -- where(logical_or(self <= other, isnan(other)), 0.0, grad)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_fmin_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_fmin_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hypot_self(grad, self, result):
+    # ops.yaml: hypot backward for self -- grad * self / result
+    return grad * self / result
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hypot_self_contig(out, a0, a1, a2):
+    # ops.yaml: hypot backward for self -- grad * self / result
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hypot_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hypot_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: hypot backward for self -- grad * self / result
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hypot_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_hypot_other(grad, other, result):
+    # ops.yaml: hypot backward for other -- grad * other / result
+    return grad * other / result
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hypot_other_contig(out, a0, a1, a2):
+    # ops.yaml: hypot backward for other -- grad * other / result
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_hypot_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_hypot_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: hypot backward for other -- grad * other / result
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_hypot_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_hypot_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp_self(grad, other, self):
+    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
+    return grad / (1 + _s_exp(other - self))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logaddexp_self_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logaddexp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp_other(grad, self, other):
+    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
+    return grad / (1 + _s_exp(self - other))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logaddexp_other_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_logaddexp_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_copysign_self(grad, self, result):
+    # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, grad * result / self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_copysign_self_contig(out, a0, a1, a2):
+    # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_copysign_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_copysign_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_copysign_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_copysign_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_clamp_min_self(grad, self, min):
+    # ops.yaml: clamp_min backward for self -- where(self >= min, grad, 0.0)
+    return _s_where(self >= min, grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_min_self_contig(out, a0, a1, a2):
+    # ops.yaml: clamp_min backward for self -- where(self >= min, grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_clamp_min_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_min_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: clamp_min backward for self -- where(self >= min, grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_clamp_min_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_clamp_min_min(grad, self, min):
+    # ops.yaml: clamp_min backward for min -- where(self < min, grad, 0.0)
+    return _s_where(self < min, grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_min_min_contig(out, a0, a1, a2):
+    # ops.yaml: clamp_min backward for min -- where(self < min, grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_clamp_min_min(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_min_min_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: clamp_min backward for min -- where(self < min, grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_min_min(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_clamp_min_min(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_clamp_max_self(grad, self, max):
+    # ops.yaml: clamp_max backward for self -- where(self <= max, grad, 0.0)
+    return _s_where(self <= max, grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_max_self_contig(out, a0, a1, a2):
+    # ops.yaml: clamp_max backward for self -- where(self <= max, grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_clamp_max_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_max_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: clamp_max backward for self -- where(self <= max, grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_clamp_max_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_clamp_max_max(grad, self, max):
+    # ops.yaml: clamp_max backward for max -- where(self > max, grad, 0.0)
+    return _s_where(self > max, grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_max_max_contig(out, a0, a1, a2):
+    # ops.yaml: clamp_max backward for max -- where(self > max, grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_clamp_max_max(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_clamp_max_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: clamp_max backward for max -- where(self > max, grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_clamp_max_max(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_clamp_max_max(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__clamp_self(grad, self, min, max):
+    # ops.yaml: _clamp backward for self -- where(logical_and(self >= min, self <= max), grad, 0.0)
+    return _s_where(_s_logical_and(self >= min, self <= max), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_self_contig(out, a0, a1, a2, a3):
+    # ops.yaml: _clamp backward for self -- where(logical_and(self >= min, self <= max), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__clamp_self(a0[i], a1[i], a2[i], a3[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
+    # ops.yaml: _clamp backward for self -- where(logical_and(self >= min, self <= max), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    s3 = np.uint64(a3_st[last])
+    p3 = np.uint64(a3_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1 and s3 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__clamp_self(a0[p0 + i], a1[p1 + i], a2[p2 + i], a3[p3 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__clamp_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], a3[p3 + i * s3])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            p3 += np.uint64(a3_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__clamp_min(grad, self, min, max):
+    # ops.yaml: _clamp backward for min -- where(logical_and(self < min, min < max), grad, 0.0)
+    return _s_where(_s_logical_and(self < min, min < max), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_min_contig(out, a0, a1, a2, a3):
+    # ops.yaml: _clamp backward for min -- where(logical_and(self < min, min < max), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__clamp_min(a0[i], a1[i], a2[i], a3[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_min_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
+    # ops.yaml: _clamp backward for min -- where(logical_and(self < min, min < max), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    s3 = np.uint64(a3_st[last])
+    p3 = np.uint64(a3_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1 and s3 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__clamp_min(a0[p0 + i], a1[p1 + i], a2[p2 + i], a3[p3 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__clamp_min(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], a3[p3 + i * s3])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            p3 += np.uint64(a3_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__clamp_max(grad, self, max, min):
+    # ops.yaml: _clamp backward for max -- where(logical_or(self > max, max < min), grad, 0.0)
+    return _s_where(_s_logical_or(self > max, max < min), grad, 0.0)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_max_contig(out, a0, a1, a2, a3):
+    # ops.yaml: _clamp backward for max -- where(logical_or(self > max, max < min), grad, 0.0)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__clamp_max(a0[i], a1[i], a2[i], a3[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw__clamp_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
+    # ops.yaml: _clamp backward for max -- where(logical_or(self > max, max < min), grad, 0.0)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    s3 = np.uint64(a3_st[last])
+    p3 = np.uint64(a3_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1 and s3 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__clamp_max(a0[p0 + i], a1[p1 + i], a2[p2 + i], a3[p3 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__clamp_max(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], a3[p3 + i * s3])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            p3 += np.uint64(a3_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_lerp_self(grad, weight):
+    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    return grad * (1 - weight)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_self_contig(out, a0, a1):
+    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_lerp_self(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_self(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_self(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_self(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_lerp_self(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_lerp_end(grad, weight):
+    # ops.yaml: lerp backward for end -- grad * weight
+    return grad * weight
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_end_contig(out, a0, a1):
+    # ops.yaml: lerp backward for end -- grad * weight
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_lerp_end(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lerp backward for end -- grad * weight
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_end(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_end(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_end(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_lerp_end(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_lerp_weight(grad, end, self):
+    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    return grad * (end - self)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_weight_contig(out, a0, a1, a2):
+    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_lerp_weight(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_lerp_weight(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_lerp_weight(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcmul_self(grad):
+    # ops.yaml: addcmul backward for self -- grad
+    return grad
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_self_contig(out, a0):
+    # ops.yaml: addcmul backward for self -- grad
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcmul_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: addcmul backward for self -- grad
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcmul_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcmul_tensor1(grad, tensor2, value):
+    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    return grad * tensor2 * value
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_tensor1_contig(out, a0, a1, value):
+    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcmul_tensor1(a0[i], a1[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
+    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor1(a0[p0 + i], a1[p1 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor1(a0[p0 + i], v1, value)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor1(v0, a1[p1 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcmul_tensor1(a0[p0 + i * s0], a1[p1 + i * s1], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcmul_tensor2(grad, tensor1, value):
+    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    return grad * tensor1 * value
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_tensor2_contig(out, a0, a1, value):
+    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcmul_tensor2(a0[i], a1[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
+    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor2(a0[p0 + i], a1[p1 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor2(a0[p0 + i], v1, value)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_addcmul_tensor2(v0, a1[p1 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcmul_tensor2(a0[p0 + i * s0], a1[p1 + i * s1], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcdiv_self(grad):
+    # ops.yaml: addcdiv backward for self -- grad
+    return grad
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_self_contig(out, a0):
+    # ops.yaml: addcdiv backward for self -- grad
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcdiv_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: addcdiv backward for self -- grad
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcdiv_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcdiv_tensor1(grad, tensor2, value):
+    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    return grad * value / tensor2
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_tensor1_contig(out, a0, a1, value):
+    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcdiv_tensor1(a0[i], a1[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
+    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor1(a0[p0 + i], a1[p1 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor1(a0[p0 + i], v1, value)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor1(v0, a1[p1 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcdiv_tensor1(a0[p0 + i * s0], a1[p1 + i * s1], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    return -grad * value * tensor1 / (tensor2 * tensor2)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_tensor2_contig(out, a0, a1, a2, value):
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_addcdiv_tensor2(a0[i], a1[i], a2[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(a0[p0 + i], a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(a0[p0 + i], a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(a0[p0 + i], v1, a2[p2 + i], value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(v0, a1[p1 + i], a2[p2 + i], value)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(a0[p0 + i], v1, v2, value)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(v0, a1[p1 + i], v2, value)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_addcdiv_tensor2(v0, v1, a2[p2 + i], value)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_addcdiv_tensor2(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1

@@ -10,6 +10,9 @@ the fused elementwise kernels may replace the Tensor formulas (create_graph is o
 """
 
 
+import math  # formulas may name math (codegen/model.py ALLOWED_BUILTINS)
+
+
 def neg_backward(F, grads, saved, needs, fused):
     # ops.yaml: neg
     grad = grads[0]
@@ -99,11 +102,11 @@ def sigmoid_backward(F, grads, saved, needs, fused):
 def relu_backward(F, grads, saved, needs, fused):
     # ops.yaml: relu
     grad = grads[0]
-    self = saved['self']
+    result = saved['result']
     g = [None] * 1
-    # self: grad * (self > 0)
+    # self: where(result <= 0, 0.0, grad)
     if needs[0]:
-        g[0] = F._fused('_bw_relu_self', (grad, self,), ()) if fused else grad * (self > 0)
+        g[0] = F._fused('_bw_relu_self', (grad, result,), ()) if fused else F.where(result <= 0, 0.0, grad)
     return g
 
 
@@ -150,18 +153,18 @@ def mul_backward(F, grads, saved, needs, fused):
     return g
 
 
-def div_backward(F, grads, saved, needs, fused):
-    # ops.yaml: div
+def _div_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _div
     grad = grads[0]
     other = saved['other']
     self = saved['self']
     g = [None] * 2
     # self: grad / other
     if needs[0]:
-        g[0] = F._fused('_bw_div_self', (grad, other,), ()) if fused else grad / other
+        g[0] = F._fused('_bw__div_self', (grad, other,), ()) if fused else grad / other
     # other: -grad * self / (other * other)
     if needs[1]:
-        g[1] = F._fused('_bw_div_other', (grad, self, other,), ()) if fused else -grad * self / (other * other)
+        g[1] = F._fused('_bw__div_other', (grad, self, other,), ()) if fused else -grad * self / (other * other)
     return g
 
 
@@ -172,12 +175,12 @@ def pow_backward(F, grads, saved, needs, fused):
     result = saved['result']
     self = saved['self']
     g = [None] * 2
-    # self: grad * exponent * self ** (exponent - 1)
+    # self: where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
     if needs[0]:
-        g[0] = F._fused('_bw_pow_self', (grad, exponent, self,), ()) if fused else grad * exponent * self ** (exponent - 1)
-    # exponent: grad * result * log(self)
+        g[0] = F._fused('_bw_pow_self', (grad, exponent, self,), ()) if fused else F.where(exponent == 0, 0.0, grad * exponent * F.pow(self, exponent - 1))
+    # exponent: where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
     if needs[1]:
-        g[1] = F._fused('_bw_pow_exponent', (grad, result, self,), ()) if fused else grad * result * F.log(self)
+        g[1] = F._fused('_bw_pow_exponent', (grad, self, exponent, result,), ()) if fused else F.where(F.logical_and(self == 0, exponent >= 0), 0.0, grad * result * F.log(self))
     return g
 
 
@@ -187,12 +190,12 @@ def maximum_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad * ((self > other) + (self == other) * 0.5)
+    # self: where(self < other, 0.0, where(self == other, grad / 2, grad))
     if needs[0]:
-        g[0] = F._fused('_bw_maximum_self', (grad, self, other,), ()) if fused else grad * ((self > other) + (self == other) * 0.5)
-    # other: grad * ((other > self) + (self == other) * 0.5)
+        g[0] = F._fused('_bw_maximum_self', (grad, self, other,), ()) if fused else F.where(self < other, 0.0, F.where(self == other, grad / 2, grad))
+    # other: where(self > other, 0.0, where(self == other, grad / 2, grad))
     if needs[1]:
-        g[1] = F._fused('_bw_maximum_other', (grad, other, self,), ()) if fused else grad * ((other > self) + (self == other) * 0.5)
+        g[1] = F._fused('_bw_maximum_other', (grad, self, other,), ()) if fused else F.where(self > other, 0.0, F.where(self == other, grad / 2, grad))
     return g
 
 
@@ -359,4 +362,1467 @@ def clone_backward(F, grads, saved, needs, fused):
     # self: grad
     if needs[0]:
         g[0] = F._fused('_bw_clone_self', (grad,), ()) if fused else grad
+    return g
+
+
+def flatten_backward(F, grads, saved, needs, fused):
+    # ops.yaml: flatten
+    grad = grads[0]
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: reshape(grad, self.shape)
+    if needs[0]:
+        g[0] = F.reshape(grad, self_shape)
+    return g
+
+
+def unflatten_backward(F, grads, saved, needs, fused):
+    # ops.yaml: unflatten
+    grad = grads[0]
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: reshape(grad, self.shape)
+    if needs[0]:
+        g[0] = F.reshape(grad, self_shape)
+    return g
+
+
+def t_backward(F, grads, saved, needs, fused):
+    # ops.yaml: t
+    grad = grads[0]
+    g = [None] * 1
+    # self: t(grad)
+    if needs[0]:
+        g[0] = F.t(grad)
+    return g
+
+
+def movedim_backward(F, grads, saved, needs, fused):
+    # ops.yaml: movedim
+    grad = grads[0]
+    destination = saved['destination']
+    source = saved['source']
+    g = [None] * 1
+    # self: movedim(grad, destination, source)
+    if needs[0]:
+        g[0] = F.movedim(grad, destination, source)
+    return g
+
+
+def select_backward(F, grads, saved, needs, fused):
+    # ops.yaml: select
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: select_backward(grad, self.shape, dim, index)
+    if needs[0]:
+        g[0] = F.select_backward(grad, self_shape, dim, index)
+    return g
+
+
+def slice_dim_backward(F, grads, saved, needs, fused):
+    # ops.yaml: slice_dim
+    grad = grads[0]
+    dim = saved['dim']
+    end = saved['end']
+    self_shape = saved['self.shape']
+    start = saved['start']
+    step = saved['step']
+    g = [None] * 1
+    # self: slice_backward(grad, self.shape, dim, start, end, step)
+    if needs[0]:
+        g[0] = F.slice_backward(grad, self_shape, dim, start, end, step)
+    return g
+
+
+def narrow_backward(F, grads, saved, needs, fused):
+    # ops.yaml: narrow
+    grad = grads[0]
+    dim = saved['dim']
+    length = saved['length']
+    self_shape = saved['self.shape']
+    start = saved['start']
+    g = [None] * 1
+    # self: slice_backward(grad, self.shape, dim, start if start >= 0 else start + self.shape[dim], (start if start >= 0 else start + self.shape[dim]) + length, 1)
+    if needs[0]:
+        g[0] = F.slice_backward(grad, self_shape, dim, start if start >= 0 else start + self_shape[dim], (start if start >= 0 else start + self_shape[dim]) + length, 1)
+    return g
+
+
+def diagonal_backward(F, grads, saved, needs, fused):
+    # ops.yaml: diagonal
+    grad = grads[0]
+    dim1 = saved['dim1']
+    dim2 = saved['dim2']
+    offset = saved['offset']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: diagonal_backward(grad, self.shape, offset, dim1, dim2)
+    if needs[0]:
+        g[0] = F.diagonal_backward(grad, self_shape, offset, dim1, dim2)
+    return g
+
+
+def unfold_backward(F, grads, saved, needs, fused):
+    # ops.yaml: unfold
+    grad = grads[0]
+    dimension = saved['dimension']
+    self_shape = saved['self.shape']
+    size = saved['size']
+    step = saved['step']
+    g = [None] * 1
+    # self: unfold_backward(grad, self.shape, dimension, size, step)
+    if needs[0]:
+        g[0] = F.unfold_backward(grad, self_shape, dimension, size, step)
+    return g
+
+
+def as_strided_backward(F, grads, saved, needs, fused):
+    # ops.yaml: as_strided
+    grad = grads[0]
+    self = saved['self']
+    size = saved['size']
+    storage_offset = saved['storage_offset']
+    stride = saved['stride']
+    g = [None] * 1
+    # self: as_strided_backward(grad, size, stride, self.storage_offset() if storage_offset is None else storage_offset, self.shape, self.stride(), self.storage_offset())
+    if needs[0]:
+        g[0] = F.as_strided_backward(grad, size, stride, self.storage_offset() if storage_offset is None else storage_offset, self.shape, self.stride(), self.storage_offset())
+    return g
+
+
+def select_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: select_backward
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    g = [None] * 1
+    # grad_output: select(grad, dim, index)
+    if needs[0]:
+        g[0] = F.select(grad, dim, index)
+    return g
+
+
+def slice_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: slice_backward
+    grad = grads[0]
+    dim = saved['dim']
+    end = saved['end']
+    start = saved['start']
+    step = saved['step']
+    g = [None] * 1
+    # grad_output: slice_dim(grad, dim, start, end, step)
+    if needs[0]:
+        g[0] = F.slice_dim(grad, dim, start, end, step)
+    return g
+
+
+def diagonal_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: diagonal_backward
+    grad = grads[0]
+    dim1 = saved['dim1']
+    dim2 = saved['dim2']
+    offset = saved['offset']
+    g = [None] * 1
+    # grad_output: diagonal(grad, offset, dim1, dim2)
+    if needs[0]:
+        g[0] = F.diagonal(grad, offset, dim1, dim2)
+    return g
+
+
+def unfold_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: unfold_backward
+    grad = grads[0]
+    dimension = saved['dimension']
+    size = saved['size']
+    step = saved['step']
+    g = [None] * 1
+    # grad_output: unfold(grad, dimension, size, step)
+    if needs[0]:
+        g[0] = F.unfold(grad, dimension, size, step)
+    return g
+
+
+def as_strided_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: as_strided_backward
+    grad = grads[0]
+    adjoint = saved['adjoint']
+    in_offset = saved['in_offset']
+    in_size = saved['in_size']
+    in_stride = saved['in_stride']
+    size = saved['size']
+    storage_offset = saved['storage_offset']
+    stride = saved['stride']
+    g = [None] * 1
+    # grad_output: as_strided_backward(grad, size, stride, storage_offset, in_size, in_stride, in_offset, not adjoint)
+    if needs[0]:
+        g[0] = F.as_strided_backward(grad, size, stride, storage_offset, in_size, in_stride, in_offset, not adjoint)
+    return g
+
+
+def index_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index
+    grad = grads[0]
+    indices = saved['indices']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: index_put(zeros(self.shape, dtype=grad.dtype), indices, grad, True)
+    if needs[0]:
+        g[0] = F.index_put(F.zeros(self_shape, dtype=grad.dtype), indices, grad, True)
+    return g
+
+
+def index_put_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index_put
+    grad = grads[0]
+    accumulate = saved['accumulate']
+    indices = saved['indices']
+    g = [None] * 2
+    # self: grad if accumulate else index_put(grad, indices, zeros((), dtype=grad.dtype), False)
+    if needs[0]:
+        g[0] = grad if accumulate else F.index_put(grad, indices, F.zeros((), dtype=grad.dtype), False)
+    # values: index(grad, indices)
+    if needs[1]:
+        g[1] = F.index(grad, indices)
+    return g
+
+
+def gelu_erf_backward(F, grads, saved, needs, fused):
+    # ops.yaml: gelu_erf
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: gelu_erf_backward(grad, self)
+    if needs[0]:
+        g[0] = F._fused('_bw_gelu_erf_self', (grad, self,), ()) if fused else F.gelu_erf_backward(grad, self)
+    return g
+
+
+def gelu_erf_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: gelu_erf_backward
+    grad = grads[0]
+    grad_output = saved['grad_output']
+    self = saved['self']
+    g = [None] * 2
+    # grad_output: gelu_erf_backward(grad, self)
+    if needs[0]:
+        g[0] = F._fused('_bw_gelu_erf_backward_grad_output', (grad, self,), ()) if fused else F.gelu_erf_backward(grad, self)
+    # self: grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
+    if needs[1]:
+        g[1] = F._fused('_bw_gelu_erf_backward_self', (grad, grad_output, self,), ()) if fused else grad * grad_output * 0.3989422804014327 * F.exp(-0.5 * self * self) * (2 - self * self)
+    return g
+
+
+def gelu_tanh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: gelu_tanh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+    if needs[0]:
+        g[0] = F._fused('_bw_gelu_tanh_self', (grad, self,), ()) if fused else grad * (0.5 * (1 + F.tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - F.tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
+    return g
+
+
+def silu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: silu
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    if needs[0]:
+        g[0] = F._fused('_bw_silu_self', (grad, self,), ()) if fused else grad * F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self)))
+    return g
+
+
+def mish_backward(F, grads, saved, needs, fused):
+    # ops.yaml: mish
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
+    if needs[0]:
+        g[0] = F._fused('_bw_mish_self', (grad, self,), ()) if fused else grad * (F.tanh(F.softplus(self)) + self * F.sigmoid(self) * (1 - F.tanh(F.softplus(self)) ** 2))
+    return g
+
+
+def softplus_backward(F, grads, saved, needs, fused):
+    # ops.yaml: softplus
+    grad = grads[0]
+    beta = saved['beta']
+    self = saved['self']
+    threshold = saved['threshold']
+    g = [None] * 1
+    # self: where(self * beta > threshold, grad, grad * sigmoid(self * beta))
+    if needs[0]:
+        g[0] = F._fused('_bw_softplus_self', (grad, self,), (beta, threshold, )) if fused else F.where(self * beta > threshold, grad, grad * F.sigmoid(self * beta))
+    return g
+
+
+def elu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: elu
+    grad = grads[0]
+    alpha = saved['alpha']
+    input_scale = saved['input_scale']
+    scale = saved['scale']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
+    if needs[0]:
+        g[0] = F._fused('_bw_elu_self', (grad, self,), (scale, input_scale, alpha, )) if fused else F.where(self > 0, grad * scale, grad * input_scale * alpha * scale * F.exp(self * input_scale))
+    return g
+
+
+def leaky_relu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: leaky_relu
+    grad = grads[0]
+    negative_slope = saved['negative_slope']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(self > 0, grad, grad * negative_slope)
+    if needs[0]:
+        g[0] = F._fused('_bw_leaky_relu_self', (grad, self,), (negative_slope, )) if fused else F.where(self > 0, grad, grad * negative_slope)
+    return g
+
+
+def hardtanh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: hardtanh
+    grad = grads[0]
+    max_val = saved['max_val']
+    min_val = saved['min_val']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_hardtanh_self', (grad, self,), (min_val, max_val, )) if fused else F.where(F.gt(self, min_val) * F.gt(max_val, self), grad, 0.0)
+    return g
+
+
+def hardsigmoid_backward(F, grads, saved, needs, fused):
+    # ops.yaml: hardsigmoid
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_hardsigmoid_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0) * F.gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    return g
+
+
+def hardswish_backward(F, grads, saved, needs, fused):
+    # ops.yaml: hardswish
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_hardswish_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0), F.where(F.gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return g
+
+
+def logsigmoid_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logsigmoid
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * sigmoid(-self)
+    if needs[0]:
+        g[0] = F._fused('_bw_logsigmoid_self', (grad, self,), ()) if fused else grad * F.sigmoid(-self)
+    return g
+
+
+def hardshrink_backward(F, grads, saved, needs, fused):
+    # ops.yaml: hardshrink
+    grad = grads[0]
+    lambd = saved['lambd']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(gt(abs(self), lambd), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_hardshrink_self', (grad, self,), (lambd, )) if fused else F.where(F.gt(F.abs(self), lambd), grad, 0.0)
+    return g
+
+
+def softshrink_backward(F, grads, saved, needs, fused):
+    # ops.yaml: softshrink
+    grad = grads[0]
+    lambd = saved['lambd']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(gt(abs(self), lambd), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_softshrink_self', (grad, self,), (lambd, )) if fused else F.where(F.gt(F.abs(self), lambd), grad, 0.0)
+    return g
+
+
+def threshold_backward(F, grads, saved, needs, fused):
+    # ops.yaml: threshold
+    grad = grads[0]
+    self = saved['self']
+    threshold = saved['threshold']
+    g = [None] * 1
+    # self: where(self > threshold, grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_threshold_self', (grad, self,), (threshold, )) if fused else F.where(self > threshold, grad, 0.0)
+    return g
+
+
+def prelu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: prelu
+    grad = grads[0]
+    self = saved['self']
+    weight = saved['weight']
+    g = [None] * 2
+    # self: where(self > 0, grad, grad * weight)
+    if needs[0]:
+        g[0] = F._fused('_bw_prelu_self', (grad, self, weight,), ()) if fused else F.where(self > 0, grad, grad * weight)
+    # weight: where(self > 0, 0.0, grad * self)
+    if needs[1]:
+        g[1] = F._fused('_bw_prelu_weight', (grad, self,), ()) if fused else F.where(self > 0, 0.0, grad * self)
+    return g
+
+
+def bce_loss_elementwise_backward(F, grads, saved, needs, fused):
+    # ops.yaml: bce_loss_elementwise
+    grad = grads[0]
+    self = saved['self']
+    target = saved['target']
+    g = [None] * 2
+    # self: grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    if needs[0]:
+        g[0] = F._fused('_bw_bce_loss_elementwise_self', (grad, self, target,), ()) if fused else grad * (self - target) / F.maximum((1 - self) * self, 1e-12)
+    # target: grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    if needs[1]:
+        g[1] = F._fused('_bw_bce_loss_elementwise_target', (grad, self,), ()) if fused else grad * (F.maximum(F.log(1 - self), -100.0) - F.maximum(F.log(self), -100.0))
+    return g
+
+
+def im2col_backward(F, grads, saved, needs, fused):
+    # ops.yaml: im2col
+    grad = grads[0]
+    dilation = saved['dilation']
+    kernel_size = saved['kernel_size']
+    padding = saved['padding']
+    self_shape = saved['self.shape']
+    stride = saved['stride']
+    g = [None] * 1
+    # self: col2im(grad, self.shape[2:], kernel_size, dilation, padding, stride)
+    if needs[0]:
+        g[0] = F.col2im(grad, self_shape[2:], kernel_size, dilation, padding, stride)
+    return g
+
+
+def col2im_backward(F, grads, saved, needs, fused):
+    # ops.yaml: col2im
+    grad = grads[0]
+    dilation = saved['dilation']
+    kernel_size = saved['kernel_size']
+    padding = saved['padding']
+    stride = saved['stride']
+    g = [None] * 1
+    # self: im2col(grad, kernel_size, dilation, padding, stride)
+    if needs[0]:
+        g[0] = F.im2col(grad, kernel_size, dilation, padding, stride)
+    return g
+
+
+def prod_backward(F, grads, saved, needs, fused):
+    # ops.yaml: prod
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: prod_backward(grad, self, result, dim, keepdim)
+    if needs[0]:
+        g[0] = F.prod_backward(grad, self, result, dim, keepdim)
+    return g
+
+
+def amin_backward(F, grads, saved, needs, fused):
+    # ops.yaml: amin
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: (lambda mask: expand_reduced(grad, self.shape, dim, keepdim) * mask / sum(mask, dim, True)) ((self == expand_reduced(result, self.shape, dim, keepdim)).to(grad.dtype))
+    if needs[0]:
+        g[0] = (lambda mask: F.expand_reduced(grad, self.shape, dim, keepdim) * mask / F.sum(mask, dim, True))((self == F.expand_reduced(result, self.shape, dim, keepdim)).to(grad.dtype))
+    return g
+
+
+def linalg_vector_norm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: linalg_vector_norm
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    ord = saved['ord']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: norm_backward(grad, self, result, ord, dim, keepdim)
+    if needs[0]:
+        g[0] = F.norm_backward(grad, self, result, ord, dim, keepdim)
+    return g
+
+
+def cumprod_backward(F, grads, saved, needs, fused):
+    # ops.yaml: cumprod
+    grad = grads[0]
+    dim = saved['dim']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: cumprod_backward(grad, self, result, dim)
+    if needs[0]:
+        g[0] = F.cumprod_backward(grad, self, result, dim)
+    return g
+
+
+def logcumsumexp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logcumsumexp
+    grad = grads[0]
+    dim = saved['dim']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: logcumsumexp_backward(grad, self, result, dim)
+    if needs[0]:
+        g[0] = F.logcumsumexp_backward(grad, self, result, dim)
+    return g
+
+
+def _cummax_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cummax
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    return g
+
+
+def _cummin_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cummin
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    return g
+
+
+def _softmax_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _softmax
+    grad = grads[0]
+    dim = saved['dim']
+    result = saved['result']
+    g = [None] * 1
+    # self: result * (grad - sum(grad * result, dim, True))
+    if needs[0]:
+        g[0] = result * (grad - F.sum(grad * result, dim, True))
+    return g
+
+
+def _log_softmax_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _log_softmax
+    grad = grads[0]
+    dim = saved['dim']
+    result = saved['result']
+    g = [None] * 1
+    # self: grad - exp(result) * sum(grad, dim, True)
+    if needs[0]:
+        g[0] = grad - F.exp(result) * F.sum(grad, dim, True)
+    return g
+
+
+def mm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: mm
+    grad = grads[0]
+    mat2 = saved['mat2']
+    self = saved['self']
+    g = [None] * 2
+    # self: mm(grad, mat2.mT)
+    if needs[0]:
+        g[0] = F.mm(grad, mat2.mT)
+    # mat2: mm(self.mT, grad)
+    if needs[1]:
+        g[1] = F.mm(self.mT, grad)
+    return g
+
+
+def bmm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: bmm
+    grad = grads[0]
+    mat2 = saved['mat2']
+    self = saved['self']
+    g = [None] * 2
+    # self: bmm(grad, mat2.mT)
+    if needs[0]:
+        g[0] = F.bmm(grad, mat2.mT)
+    # mat2: bmm(self.mT, grad)
+    if needs[1]:
+        g[1] = F.bmm(self.mT, grad)
+    return g
+
+
+def mv_backward(F, grads, saved, needs, fused):
+    # ops.yaml: mv
+    grad = grads[0]
+    self = saved['self']
+    vec = saved['vec']
+    g = [None] * 2
+    # self: outer(grad, vec)
+    if needs[0]:
+        g[0] = F.outer(grad, vec)
+    # vec: mv(self.mT, grad)
+    if needs[1]:
+        g[1] = F.mv(self.mT, grad)
+    return g
+
+
+def dot_backward(F, grads, saved, needs, fused):
+    # ops.yaml: dot
+    grad = grads[0]
+    self = saved['self']
+    tensor = saved['tensor']
+    g = [None] * 2
+    # self: grad * tensor
+    if needs[0]:
+        g[0] = grad * tensor
+    # tensor: grad * self
+    if needs[1]:
+        g[1] = grad * self
+    return g
+
+
+def outer_backward(F, grads, saved, needs, fused):
+    # ops.yaml: outer
+    grad = grads[0]
+    self = saved['self']
+    vec2 = saved['vec2']
+    g = [None] * 2
+    # self: mv(grad, vec2)
+    if needs[0]:
+        g[0] = F.mv(grad, vec2)
+    # vec2: mv(grad.mT, self)
+    if needs[1]:
+        g[1] = F.mv(grad.mT, self)
+    return g
+
+
+def _einsum_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _einsum
+    grad = grads[0]
+    equation = saved['equation']
+    operands = saved['operands']
+    g = [None] * 1
+    # operands: einsum_backward(grad, equation, operands)
+    if needs[0]:
+        g[0] = F.einsum_backward(grad, equation, operands)
+    return g
+
+
+def pad_backward(F, grads, saved, needs, fused):
+    # ops.yaml: pad
+    grad = grads[0]
+    mode = saved['mode']
+    pad = saved['pad']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: pad_backward(grad, self.shape, pad, mode)
+    if needs[0]:
+        g[0] = F.pad_backward(grad, self_shape, pad, mode)
+    return g
+
+
+def cat_backward(F, grads, saved, needs, fused):
+    # ops.yaml: cat
+    grad = grads[0]
+    dim = saved['dim']
+    tensors_shape = saved['tensors.shape']
+    g = [None] * 1
+    # tensors: cat_backward(grad, tensors.shape, dim)
+    if needs[0]:
+        g[0] = F.cat_backward(grad, tensors_shape, dim)
+    return g
+
+
+def roll_backward(F, grads, saved, needs, fused):
+    # ops.yaml: roll
+    grad = grads[0]
+    dims = saved['dims']
+    shifts = saved['shifts']
+    g = [None] * 1
+    # self: roll(grad, tuple(-s for s in shifts) if isinstance(shifts, (tuple, list)) else -shifts, dims)
+    if needs[0]:
+        g[0] = F.roll(grad, tuple((-s for s in shifts)) if isinstance(shifts, (tuple, list)) else -shifts, dims)
+    return g
+
+
+def repeat_backward(F, grads, saved, needs, fused):
+    # ops.yaml: repeat
+    grad = grads[0]
+    repeats = saved['repeats']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: repeat_backward(grad, self.shape, repeats)
+    if needs[0]:
+        g[0] = F.repeat_backward(grad, self_shape, repeats)
+    return g
+
+
+def gather_backward(F, grads, saved, needs, fused):
+    # ops.yaml: gather
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    self_shape = saved['self.shape']
+    g = [None] * 2
+    # self: scatter_add(zeros(self.shape, dtype=grad.dtype), dim, index, grad)
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grad.dtype), dim, index, grad)
+    return g
+
+
+def scatter_add_backward(F, grads, saved, needs, fused):
+    # ops.yaml: scatter_add
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    src_shape = saved['src.shape']
+    g = [None] * 3
+    # self: grad
+    if needs[0]:
+        g[0] = grad
+    # src: pad_to(gather(grad, dim, index), src.shape)
+    if needs[2]:
+        g[2] = F.pad_to(F.gather(grad, dim, index), src_shape)
+    return g
+
+
+def scatter_backward(F, grads, saved, needs, fused):
+    # ops.yaml: scatter
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    src_shape = saved['src.shape']
+    g = [None] * 3
+    # self: scatter(grad, dim, index, 0.0)
+    if needs[0]:
+        g[0] = F.scatter(grad, dim, index, 0.0)
+    # src: pad_to(gather(grad, dim, index), src.shape)
+    if needs[2]:
+        g[2] = F.pad_to(F.gather(grad, dim, index), src_shape)
+    return g
+
+
+def index_select_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index_select
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    self_shape = saved['self.shape']
+    g = [None] * 2
+    # self: index_add(zeros(self.shape, dtype=grad.dtype), dim, index, grad)
+    if needs[0]:
+        g[0] = F.index_add(F.zeros(self_shape, dtype=grad.dtype), dim, index, grad)
+    return g
+
+
+def index_add_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index_add
+    grad = grads[0]
+    alpha = saved['alpha']
+    dim = saved['dim']
+    index = saved['index']
+    g = [None] * 3
+    # self: grad
+    if needs[0]:
+        g[0] = grad
+    # source: index_select(grad, dim, index) if alpha == 1 else index_select(grad, dim, index) * alpha
+    if needs[2]:
+        g[2] = F.index_select(grad, dim, index) if alpha == 1 else F.index_select(grad, dim, index) * alpha
+    return g
+
+
+def masked_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: masked_fill
+    grad = grads[0]
+    mask = saved['mask']
+    g = [None] * 2
+    # self: where(mask, 0.0, grad)
+    if needs[0]:
+        g[0] = F.where(mask, 0.0, grad)
+    return g
+
+
+def masked_select_backward(F, grads, saved, needs, fused):
+    # ops.yaml: masked_select
+    grad = grads[0]
+    mask = saved['mask']
+    self_shape = saved['self.shape']
+    g = [None] * 2
+    # self: masked_scatter(zeros(self.shape, dtype=grad.dtype), mask, grad)
+    if needs[0]:
+        g[0] = F.masked_scatter(F.zeros(self_shape, dtype=grad.dtype), mask, grad)
+    return g
+
+
+def masked_scatter_backward(F, grads, saved, needs, fused):
+    # ops.yaml: masked_scatter
+    grad = grads[0]
+    mask = saved['mask']
+    source_shape = saved['source.shape']
+    g = [None] * 3
+    # self: where(mask, 0.0, grad)
+    if needs[0]:
+        g[0] = F.where(mask, 0.0, grad)
+    # source: masked_scatter_backward(grad, mask, source.shape)
+    if needs[2]:
+        g[2] = F.masked_scatter_backward(grad, mask, source_shape)
+    return g
+
+
+def take_backward(F, grads, saved, needs, fused):
+    # ops.yaml: take
+    grad = grads[0]
+    index = saved['index']
+    self_shape = saved['self.shape']
+    g = [None] * 2
+    # self: put(zeros(self.shape, dtype=grad.dtype), index, grad, True)
+    if needs[0]:
+        g[0] = F.put(F.zeros(self_shape, dtype=grad.dtype), index, grad, True)
+    return g
+
+
+def put_backward(F, grads, saved, needs, fused):
+    # ops.yaml: put
+    grad = grads[0]
+    accumulate = saved['accumulate']
+    index = saved['index']
+    source_shape = saved['source.shape']
+    g = [None] * 3
+    # self: grad if accumulate else put(grad, index, zeros(source.shape, dtype=grad.dtype), False)
+    if needs[0]:
+        g[0] = grad if accumulate else F.put(grad, index, F.zeros(source_shape, dtype=grad.dtype), False)
+    # source: take(grad, index).reshape(source.shape)
+    if needs[2]:
+        g[2] = F.take(grad, index).reshape(source_shape)
+    return g
+
+
+def _sort_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _sort
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    return g
+
+
+def _topk_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _topk
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    return g
+
+
+def tril_backward(F, grads, saved, needs, fused):
+    # ops.yaml: tril
+    grad = grads[0]
+    diagonal = saved['diagonal']
+    g = [None] * 1
+    # self: tril(grad, diagonal)
+    if needs[0]:
+        g[0] = F.tril(grad, diagonal)
+    return g
+
+
+def triu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: triu
+    grad = grads[0]
+    diagonal = saved['diagonal']
+    g = [None] * 1
+    # self: triu(grad, diagonal)
+    if needs[0]:
+        g[0] = F.triu(grad, diagonal)
+    return g
+
+
+def exp2_backward(F, grads, saved, needs, fused):
+    # ops.yaml: exp2
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: grad * result * 0.6931471805599453
+    if needs[0]:
+        g[0] = F._fused('_bw_exp2_self', (grad, result,), ()) if fused else grad * result * 0.6931471805599453
+    return g
+
+
+def expm1_backward(F, grads, saved, needs, fused):
+    # ops.yaml: expm1
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: grad * (result + 1)
+    if needs[0]:
+        g[0] = F._fused('_bw_expm1_self', (grad, result,), ()) if fused else grad * (result + 1)
+    return g
+
+
+def log2_backward(F, grads, saved, needs, fused):
+    # ops.yaml: log2
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad / (self * 0.6931471805599453)
+    if needs[0]:
+        g[0] = F._fused('_bw_log2_self', (grad, self,), ()) if fused else grad / (self * 0.6931471805599453)
+    return g
+
+
+def log10_backward(F, grads, saved, needs, fused):
+    # ops.yaml: log10
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad / (self * 2.302585092994046)
+    if needs[0]:
+        g[0] = F._fused('_bw_log10_self', (grad, self,), ()) if fused else grad / (self * 2.302585092994046)
+    return g
+
+
+def log1p_backward(F, grads, saved, needs, fused):
+    # ops.yaml: log1p
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad / (self + 1)
+    if needs[0]:
+        g[0] = F._fused('_bw_log1p_self', (grad, self,), ()) if fused else grad / (self + 1)
+    return g
+
+
+def rsqrt_backward(F, grads, saved, needs, fused):
+    # ops.yaml: rsqrt
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: -0.5 * grad * result * result * result
+    if needs[0]:
+        g[0] = F._fused('_bw_rsqrt_self', (grad, result,), ()) if fused else -0.5 * grad * result * result * result
+    return g
+
+
+def reciprocal_backward(F, grads, saved, needs, fused):
+    # ops.yaml: reciprocal
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: -grad * result * result
+    if needs[0]:
+        g[0] = F._fused('_bw_reciprocal_self', (grad, result,), ()) if fused else -grad * result * result
+    return g
+
+
+def sin_backward(F, grads, saved, needs, fused):
+    # ops.yaml: sin
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * cos(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_sin_self', (grad, self,), ()) if fused else grad * F.cos(self)
+    return g
+
+
+def cos_backward(F, grads, saved, needs, fused):
+    # ops.yaml: cos
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: -grad * sin(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_cos_self', (grad, self,), ()) if fused else -grad * F.sin(self)
+    return g
+
+
+def tan_backward(F, grads, saved, needs, fused):
+    # ops.yaml: tan
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: grad * (1 + result * result)
+    if needs[0]:
+        g[0] = F._fused('_bw_tan_self', (grad, result,), ()) if fused else grad * (1 + result * result)
+    return g
+
+
+def asin_backward(F, grads, saved, needs, fused):
+    # ops.yaml: asin
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * rsqrt(1 - self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_asin_self', (grad, self,), ()) if fused else grad * F.rsqrt(1 - self * self)
+    return g
+
+
+def acos_backward(F, grads, saved, needs, fused):
+    # ops.yaml: acos
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: -grad * rsqrt(1 - self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_acos_self', (grad, self,), ()) if fused else -grad * F.rsqrt(1 - self * self)
+    return g
+
+
+def atan_backward(F, grads, saved, needs, fused):
+    # ops.yaml: atan
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad / (1 + self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_atan_self', (grad, self,), ()) if fused else grad / (1 + self * self)
+    return g
+
+
+def sinh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: sinh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * cosh(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_sinh_self', (grad, self,), ()) if fused else grad * F.cosh(self)
+    return g
+
+
+def cosh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: cosh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * sinh(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_cosh_self', (grad, self,), ()) if fused else grad * F.sinh(self)
+    return g
+
+
+def asinh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: asinh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * rsqrt(self * self + 1)
+    if needs[0]:
+        g[0] = F._fused('_bw_asinh_self', (grad, self,), ()) if fused else grad * F.rsqrt(self * self + 1)
+    return g
+
+
+def acosh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: acosh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * rsqrt(self * self - 1)
+    if needs[0]:
+        g[0] = F._fused('_bw_acosh_self', (grad, self,), ()) if fused else grad * F.rsqrt(self * self - 1)
+    return g
+
+
+def atanh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: atanh
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad / (1 - self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_atanh_self', (grad, self,), ()) if fused else grad / (1 - self * self)
+    return g
+
+
+def logit_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logit
+    grad = grads[0]
+    eps = saved['eps']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(logical_and(self >= 0, self <= 1), grad / (self * (1 - self)), math.nan) if eps is None else where(logical_and(self >= eps, self <= 1 - eps), grad / (self * (1 - self)), 0.0)
+    if needs[0]:
+        g[0] = F.where(F.logical_and(self >= 0, self <= 1), grad / (self * (1 - self)), math.nan) if eps is None else F.where(F.logical_and(self >= eps, self <= 1 - eps), grad / (self * (1 - self)), 0.0)
+    return g
+
+
+def erf_backward(F, grads, saved, needs, fused):
+    # ops.yaml: erf
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * 1.1283791670955126 * exp(-self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_erf_self', (grad, self,), ()) if fused else grad * 1.1283791670955126 * F.exp(-self * self)
+    return g
+
+
+def erfc_backward(F, grads, saved, needs, fused):
+    # ops.yaml: erfc
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: -grad * 1.1283791670955126 * exp(-self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_erfc_self', (grad, self,), ()) if fused else -grad * 1.1283791670955126 * F.exp(-self * self)
+    return g
+
+
+def floor_backward(F, grads, saved, needs, fused):
+    # ops.yaml: floor
+    grad = grads[0]
+    g = [None] * 1
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    return g
+
+
+def ceil_backward(F, grads, saved, needs, fused):
+    # ops.yaml: ceil
+    grad = grads[0]
+    g = [None] * 1
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    return g
+
+
+def trunc_backward(F, grads, saved, needs, fused):
+    # ops.yaml: trunc
+    grad = grads[0]
+    g = [None] * 1
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    return g
+
+
+def round_backward(F, grads, saved, needs, fused):
+    # ops.yaml: round
+    grad = grads[0]
+    g = [None] * 1
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    return g
+
+
+def frac_backward(F, grads, saved, needs, fused):
+    # ops.yaml: frac
+    grad = grads[0]
+    g = [None] * 1
+    # self: grad
+    if needs[0]:
+        g[0] = F._fused('_bw_frac_self', (grad,), ()) if fused else grad
+    return g
+
+
+def _nan_to_num_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nan_to_num
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * isfinite(self)
+    if needs[0]:
+        g[0] = F._fused('_bw__nan_to_num_self', (grad, self,), ()) if fused else grad * F.isfinite(self)
+    return g
+
+
+def _div_trunc_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _div_trunc
+    grad = grads[0]
+    g = [None] * 2
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    # other: zeros_like(grad)
+    if needs[1]:
+        g[1] = F.zeros_like(grad)
+    return g
+
+
+def floor_divide_backward(F, grads, saved, needs, fused):
+    # ops.yaml: floor_divide
+    grad = grads[0]
+    g = [None] * 2
+    # self: zeros_like(grad)
+    if needs[0]:
+        g[0] = F.zeros_like(grad)
+    # other: zeros_like(grad)
+    if needs[1]:
+        g[1] = F.zeros_like(grad)
+    return g
+
+
+def remainder_backward(F, grads, saved, needs, fused):
+    # ops.yaml: remainder
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad
+    if needs[0]:
+        g[0] = F._fused('_bw_remainder_self', (grad,), ()) if fused else grad
+    # other: -grad * floor_divide(self, other)
+    if needs[1]:
+        g[1] = F._fused('_bw_remainder_other', (grad, self, other,), ()) if fused else -grad * F.floor_divide(self, other)
+    return g
+
+
+def fmod_backward(F, grads, saved, needs, fused):
+    # ops.yaml: fmod
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad
+    if needs[0]:
+        g[0] = F._fused('_bw_fmod_self', (grad,), ()) if fused else grad
+    # other: -grad * trunc(self / other)
+    if needs[1]:
+        g[1] = F._fused('_bw_fmod_other', (grad, self, other,), ()) if fused else -grad * F.trunc(self / other)
+    return g
+
+
+def atan2_backward(F, grads, saved, needs, fused):
+    # ops.yaml: atan2
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    if needs[0]:
+        g[0] = F._fused('_bw_atan2_self', (grad, other, self,), ()) if fused else grad * other * F.where(F.isinf(F.reciprocal(self * self + other * other)), 0.0, F.reciprocal(self * self + other * other))
+    # other: -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
+    if needs[1]:
+        g[1] = F._fused('_bw_atan2_other', (grad, self, other,), ()) if fused else -grad * self * F.where(F.isinf(F.reciprocal(self * self + other * other)), 0.0, F.reciprocal(self * self + other * other))
+    return g
+
+
+def minimum_backward(F, grads, saved, needs, fused):
+    # ops.yaml: minimum
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(self > other, 0.0, where(self == other, grad / 2, grad))
+    if needs[0]:
+        g[0] = F._fused('_bw_minimum_self', (grad, self, other,), ()) if fused else F.where(self > other, 0.0, F.where(self == other, grad / 2, grad))
+    # other: where(self < other, 0.0, where(self == other, grad / 2, grad))
+    if needs[1]:
+        g[1] = F._fused('_bw_minimum_other', (grad, self, other,), ()) if fused else F.where(self < other, 0.0, F.where(self == other, grad / 2, grad))
+    return g
+
+
+def fmax_backward(F, grads, saved, needs, fused):
+    # ops.yaml: fmax
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(logical_or(self >= other, isnan(other)), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_fmax_self', (grad, self, other,), ()) if fused else F.where(F.logical_or(self >= other, F.isnan(other)), grad, 0.0)
+    # other: where(logical_or(self >= other, isnan(other)), 0.0, grad)
+    if needs[1]:
+        g[1] = F._fused('_bw_fmax_other', (grad, self, other,), ()) if fused else F.where(F.logical_or(self >= other, F.isnan(other)), 0.0, grad)
+    return g
+
+
+def fmin_backward(F, grads, saved, needs, fused):
+    # ops.yaml: fmin
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(logical_or(self <= other, isnan(other)), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_fmin_self', (grad, self, other,), ()) if fused else F.where(F.logical_or(self <= other, F.isnan(other)), grad, 0.0)
+    # other: where(logical_or(self <= other, isnan(other)), 0.0, grad)
+    if needs[1]:
+        g[1] = F._fused('_bw_fmin_other', (grad, self, other,), ()) if fused else F.where(F.logical_or(self <= other, F.isnan(other)), 0.0, grad)
+    return g
+
+
+def hypot_backward(F, grads, saved, needs, fused):
+    # ops.yaml: hypot
+    grad = grads[0]
+    other = saved['other']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad * self / result
+    if needs[0]:
+        g[0] = F._fused('_bw_hypot_self', (grad, self, result,), ()) if fused else grad * self / result
+    # other: grad * other / result
+    if needs[1]:
+        g[1] = F._fused('_bw_hypot_other', (grad, other, result,), ()) if fused else grad * other / result
+    return g
+
+
+def logaddexp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logaddexp
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad / (1 + exp(other - self))
+    if needs[0]:
+        g[0] = F._fused('_bw_logaddexp_self', (grad, other, self,), ()) if fused else grad / (1 + F.exp(other - self))
+    # other: grad / (1 + exp(self - other))
+    if needs[1]:
+        g[1] = F._fused('_bw_logaddexp_other', (grad, self, other,), ()) if fused else grad / (1 + F.exp(self - other))
+    return g
+
+
+def copysign_backward(F, grads, saved, needs, fused):
+    # ops.yaml: copysign
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(self == 0, 0.0, grad * result / self)
+    if needs[0]:
+        g[0] = F._fused('_bw_copysign_self', (grad, self, result,), ()) if fused else F.where(self == 0, 0.0, grad * result / self)
+    # other: zeros_like(grad)
+    if needs[1]:
+        g[1] = F.zeros_like(grad)
+    return g
+
+
+def clamp_min_backward(F, grads, saved, needs, fused):
+    # ops.yaml: clamp_min
+    grad = grads[0]
+    min = saved['min']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(self >= min, grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_clamp_min_self', (grad, self, min,), ()) if fused else F.where(self >= min, grad, 0.0)
+    # min: where(self < min, grad, 0.0)
+    if needs[1]:
+        g[1] = F._fused('_bw_clamp_min_min', (grad, self, min,), ()) if fused else F.where(self < min, grad, 0.0)
+    return g
+
+
+def clamp_max_backward(F, grads, saved, needs, fused):
+    # ops.yaml: clamp_max
+    grad = grads[0]
+    max = saved['max']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(self <= max, grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw_clamp_max_self', (grad, self, max,), ()) if fused else F.where(self <= max, grad, 0.0)
+    # max: where(self > max, grad, 0.0)
+    if needs[1]:
+        g[1] = F._fused('_bw_clamp_max_max', (grad, self, max,), ()) if fused else F.where(self > max, grad, 0.0)
+    return g
+
+
+def _clamp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _clamp
+    grad = grads[0]
+    max = saved['max']
+    min = saved['min']
+    self = saved['self']
+    g = [None] * 3
+    # self: where(logical_and(self >= min, self <= max), grad, 0.0)
+    if needs[0]:
+        g[0] = F._fused('_bw__clamp_self', (grad, self, min, max,), ()) if fused else F.where(F.logical_and(self >= min, self <= max), grad, 0.0)
+    # min: where(logical_and(self < min, min < max), grad, 0.0)
+    if needs[1]:
+        g[1] = F._fused('_bw__clamp_min', (grad, self, min, max,), ()) if fused else F.where(F.logical_and(self < min, min < max), grad, 0.0)
+    # max: where(logical_or(self > max, max < min), grad, 0.0)
+    if needs[2]:
+        g[2] = F._fused('_bw__clamp_max', (grad, self, max, min,), ()) if fused else F.where(F.logical_or(self > max, max < min), grad, 0.0)
+    return g
+
+
+def lerp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: lerp
+    grad = grads[0]
+    end = saved['end']
+    self = saved['self']
+    weight = saved['weight']
+    g = [None] * 3
+    # self: grad * (1 - weight)
+    if needs[0]:
+        g[0] = F._fused('_bw_lerp_self', (grad, weight,), ()) if fused else grad * (1 - weight)
+    # end: grad * weight
+    if needs[1]:
+        g[1] = F._fused('_bw_lerp_end', (grad, weight,), ()) if fused else grad * weight
+    # weight: grad * (end - self)
+    if needs[2]:
+        g[2] = F._fused('_bw_lerp_weight', (grad, end, self,), ()) if fused else grad * (end - self)
+    return g
+
+
+def addcmul_backward(F, grads, saved, needs, fused):
+    # ops.yaml: addcmul
+    grad = grads[0]
+    tensor1 = saved['tensor1']
+    tensor2 = saved['tensor2']
+    value = saved['value']
+    g = [None] * 3
+    # self: grad
+    if needs[0]:
+        g[0] = F._fused('_bw_addcmul_self', (grad,), ()) if fused else grad
+    # tensor1: grad * tensor2 * value
+    if needs[1]:
+        g[1] = F._fused('_bw_addcmul_tensor1', (grad, tensor2,), (value, )) if fused else grad * tensor2 * value
+    # tensor2: grad * tensor1 * value
+    if needs[2]:
+        g[2] = F._fused('_bw_addcmul_tensor2', (grad, tensor1,), (value, )) if fused else grad * tensor1 * value
+    return g
+
+
+def addcdiv_backward(F, grads, saved, needs, fused):
+    # ops.yaml: addcdiv
+    grad = grads[0]
+    tensor1 = saved['tensor1']
+    tensor2 = saved['tensor2']
+    value = saved['value']
+    g = [None] * 3
+    # self: grad
+    if needs[0]:
+        g[0] = F._fused('_bw_addcdiv_self', (grad,), ()) if fused else grad
+    # tensor1: grad * value / tensor2
+    if needs[1]:
+        g[1] = F._fused('_bw_addcdiv_tensor1', (grad, tensor2,), (value, )) if fused else grad * value / tensor2
+    # tensor2: -grad * value * tensor1 / (tensor2 * tensor2)
+    if needs[2]:
+        g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * value * tensor1 / (tensor2 * tensor2)
     return g

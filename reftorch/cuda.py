@@ -1,0 +1,112 @@
+"""reftorch.cuda: what PyTorch's torch.cuda tells about the GPU, answered by numba.cuda.
+
+numba.cuda is imported on the first question, not with reftorch (it costs ~0.5 s). Under numba's
+simulator (NUMBA_ENABLE_CUDASIM=1) the simulated device counts as available, as numba says.
+"""
+from __future__ import annotations
+
+_initial_seed = 0
+_seed_set = False
+
+
+def _numba_cuda():
+    try:
+        from numba import cuda
+    except Exception:  # noqa: BLE001 -- a broken CUDA install must read as "no GPU", not fail the import
+        return None
+    return cuda
+
+
+def is_available() -> bool:
+    """True when numba.cuda finds a usable GPU (or runs its simulator)."""
+    cuda = _numba_cuda()
+    if cuda is None:
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _require():
+    if not is_available():
+        raise RuntimeError("No CUDA GPUs are available")
+    return _numba_cuda()
+
+
+def device_count() -> int:
+    """The number of GPUs numba.cuda sees (0 without one)."""
+    if not is_available():
+        return 0
+    try:
+        return len(_numba_cuda().gpus)
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def is_initialized() -> bool:
+    return is_available()
+
+
+def current_device() -> int:
+    cuda = _require()
+    try:
+        return int(cuda.get_current_device().id)
+    except Exception:  # noqa: BLE001 -- the simulator's device has no id
+        return 0
+
+
+def _index(device):
+    if device is None:
+        return None
+    if isinstance(device, int):
+        return device
+    s = str(device)
+    if s.startswith("cuda"):
+        return int(s.split(":", 1)[1]) if ":" in s else None
+    index = getattr(device, "index", None)
+    return index
+
+
+def _device(device=None):
+    cuda = _require()
+    index = _index(device)
+    if index is None:
+        return cuda.get_current_device()
+    if index < 0 or index >= device_count():
+        raise RuntimeError(f"Invalid device id {index}: {device_count()} CUDA device(s) available")
+    return cuda.gpus[index]
+
+
+def get_device_name(device=None) -> str:
+    name = _device(device).name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def get_device_capability(device=None):
+    cc = getattr(_device(device), "compute_capability", None)
+    return tuple(cc) if cc is not None else (0, 0)
+
+
+def synchronize(device=None) -> None:
+    """Wait for every kernel launched so far to finish."""
+    cuda = _require()
+    cuda.synchronize()
+
+
+def manual_seed(seed) -> None:
+    """Seed the cuda generator. Like PyTorch, silently remembered when there is no GPU."""
+    global _initial_seed, _seed_set
+    _initial_seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+    _seed_set = True
+
+
+manual_seed_all = manual_seed
+
+
+def initial_seed() -> int:
+    return _initial_seed
+
+
+def empty_cache() -> None:
+    """Nothing to release: numba.cuda frees device memory when arrays are collected."""

@@ -1,0 +1,1576 @@
+"""torch.nn.functional: layers and losses as functions of tensors.
+
+Everything here is built from public reftorch ops. Elementwise activations with kernels and
+derivative formulas (gelu, silu, elu, hardtanh ...) and the sliding-window primitives of convolution
+and pooling (im2col, col2im) are declared in ops.yaml; the rest are compositions of ops, so autograd
+(and double backward) comes from the parts."""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+import reftorch as torch
+
+__all__ = [
+    # activations
+    "relu", "relu_", "relu6", "elu", "elu_", "selu", "celu", "leaky_relu", "leaky_relu_", "prelu", "rrelu", "glu",
+    "gelu", "logsigmoid", "hardshrink", "tanhshrink", "softsign", "softplus", "softmin", "softmax", "softshrink",
+    "gumbel_softmax", "log_softmax", "tanh", "sigmoid", "hardsigmoid", "silu", "mish", "hardswish", "hardtanh",
+    "hardtanh_", "threshold", "threshold_",
+    # layers
+    "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "lp_pool1d", "lp_pool2d", "batch_norm", "instance_norm",
+    "layer_norm", "group_norm", "rms_norm", "local_response_norm", "embedding", "dropout", "dropout1d", "dropout2d",
+    "dropout3d", "alpha_dropout", "feature_alpha_dropout", "pad", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear", "one_hot", "normalize", "cosine_similarity", "pairwise_distance", "pdist",
+    "scaled_dot_product_attention", "multi_head_attention_forward", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle",
+    # losses
+    "l1_loss", "mse_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss",
+    "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+]
+
+
+# ============================================================================== helpers
+
+def _ntuple(x, n, name="argument"):
+    if isinstance(x, (tuple, list)):
+        if len(x) == 1 and n > 1:
+            return tuple(int(x[0]) for _ in range(n))
+        if len(x) != n:
+            raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {tuple(x)}")
+        return tuple(int(v) for v in x)
+    return (int(x),) * n
+
+
+def _reduction_string(size_average, reduce, reduction):
+    """The legacy size_average/reduce flags mapped onto `reduction`, as PyTorch does."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='sum' instead.",
+                  stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_same_size(input, target, stacklevel=3):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have "
+                      "the same size.", stacklevel=stacklevel)
+
+
+def _as_tensor(x, like=None):
+    if isinstance(x, torch.Tensor):
+        return x
+    return torch.tensor(x, dtype=like.dtype if like is not None else None)
+
+
+def _inplace(input, result):
+    """Writes result into input (the in-place flavour of an activation) and returns input."""
+    return input.copy_(result)
+
+
+def _channel_shape(input, c):
+    """The shape that broadcasts a per-channel (dim 1) vector of size c over input."""
+    return (1, c) + (1,) * (input.dim() - 2) if input.dim() >= 2 else (c,)
+
+
+# ============================================================================== activations
+
+def relu(input, inplace=False):
+    return torch.relu_(input) if inplace else torch.relu(input)
+
+
+def relu_(input):
+    return torch.relu_(input)
+
+
+def _activation(op):
+    def fn(input, *args, inplace=False, **kwargs):
+        if inplace:
+            src = input.clone() if input.requires_grad else input
+            return _inplace(input, op(src, *args, **kwargs))
+        return op(input, *args, **kwargs)
+    return fn
+
+
+def relu6(input, inplace=False):
+    return _activation(torch.relu6)(input, inplace=inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _activation(torch.elu)(input, alpha, inplace=inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    return _activation(torch.selu)(input, inplace=inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _activation(torch.celu)(input, alpha, inplace=inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _activation(torch.leaky_relu)(input, negative_slope, inplace=inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def prelu(input, weight):
+    if weight.numel() != 1 and (input.dim() < 2 and weight.numel() != input.shape[-1] or
+                                input.dim() >= 2 and weight.numel() != input.shape[1]):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() >= 2 else 1}.")
+    if weight.numel() == 1:
+        return torch.prelu(input, weight.reshape(()))
+    return torch.prelu(input, weight.reshape(_channel_shape(input, weight.numel())))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slopes = torch.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+    out = torch.where(input >= 0, input, input * slopes)
+    return _inplace(input, out) if inplace else out
+
+
+def glu(input, dim=-1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * torch.sigmoid(b)
+
+
+def gelu(input, approximate="none"):
+    return torch.gelu(input, approximate=approximate)
+
+
+def logsigmoid(input):
+    return torch.logsigmoid(input)
+
+
+def hardshrink(input, lambd=0.5):
+    return torch.hardshrink(input, lambd)
+
+
+def tanhshrink(input):
+    return torch.tanhshrink(input)
+
+
+def softsign(input):
+    return torch.softsign(input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return torch.softplus(input, beta, threshold)
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return torch.softshrink(input, lambd)
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include "
+                      "dim=X as an argument.", stacklevel=_stacklevel)
+        dim = _softmax_dim(input.dim())
+    return torch.softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the call to include "
+                      "dim=X as an argument.", stacklevel=_stacklevel)
+        dim = _softmax_dim(input.dim())
+    return torch.softmax(-input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        warnings.warn("Implicit dimension choice for log_softmax has been deprecated. Change the call to include "
+                      "dim=X as an argument.", stacklevel=_stacklevel)
+        dim = _softmax_dim(input.dim())
+    return torch.log_softmax(input, dim, dtype=dtype)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    u = torch.rand(logits.shape, dtype=logits.dtype)
+    gumbels = -torch.log(-torch.log(u + eps) + eps)     # Gumbel(0, 1) samples
+    y_soft = torch.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = _one_hot_along(index, y_soft.shape[dim], dim, y_soft.dtype, y_soft.dim())
+    return y_hard - y_soft.detach() + y_soft
+
+
+def tanh(input):
+    return torch.tanh(input)
+
+
+def sigmoid(input):
+    return torch.sigmoid(input)
+
+
+def hardsigmoid(input, inplace=False):
+    return _activation(torch.hardsigmoid)(input, inplace=inplace)
+
+
+def silu(input, inplace=False):
+    return _activation(torch.silu)(input, inplace=inplace)
+
+
+def mish(input, inplace=False):
+    return _activation(torch.mish)(input, inplace=inplace)
+
+
+def hardswish(input, inplace=False):
+    return _activation(torch.hardswish)(input, inplace=inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _activation(torch.hardtanh)(input, min_val, max_val, inplace=inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _activation(torch.threshold)(input, threshold, value, inplace=inplace)
+
+
+def threshold_(input, threshold, value):
+    return _activation(torch.threshold)(input, threshold, value, inplace=True)
+
+
+# ============================================================================== linear layers
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias."""
+    if input.shape[-1] != weight.shape[-1]:
+        rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
+                           f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() > 1 else 1})")
+    out = torch.matmul(input, weight.t())
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k over the last dims of input1 and input2."""
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, 1, 1, input1.shape[-1])      # (B, 1, 1, I)
+    x2 = input2.reshape(-1, 1, 1, input2.shape[-1])      # (B, 1, 1, J)
+    t = torch.matmul(x1, weight)                          # (B, O, 1, J)
+    out = (t * x2).sum(-1).reshape(lead + (weight.shape[0],))
+    return out + bias if bias is not None else out
+
+
+# ============================================================================== convolution
+
+def _conv_padding(padding, nd, kernel, dilation, stride):
+    """(before, after) pairs per spatial dim, flattened, for an int/tuple/'same'/'valid' padding."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * nd)
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pads += [total // 2, total - total // 2]
+            return tuple(pads)
+        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    return tuple(p for p in _ntuple(padding, nd, "padding") for _ in range(2))
+
+
+def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
+    name = f"conv{nd}d"
+    unbatched = input.dim() == nd + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.dim() != nd + 2:
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(input.shape)}")
+    if weight.dim() != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions to {name}: got weight of size "
+                           f"{list(weight.shape)}")
+    stride = _ntuple(stride, nd, "stride")
+    dilation = _ntuple(dilation, nd, "dilation")
+    kernel = tuple(weight.shape[2:])
+    pads = _conv_padding(padding, nd, kernel, dilation, stride)
+    n, c = input.shape[0], input.shape[1]
+    out_c = weight.shape[0]
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got {c} channels "
+                           "instead")
+    if out_c % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
+    spatial = [(input.shape[2 + i] + pads[2 * i] + pads[2 * i + 1] - dilation[i] * (kernel[i] - 1) - 1) // stride[i]
+               + 1 for i in range(nd)]
+    if any(s <= 0 for s in spatial):
+        padded = [input.shape[2 + i] + pads[2 * i] + pads[2 * i + 1] for i in range(nd)]
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, kernel))}). Kernel size can't be greater than actual "
+                           "input size")
+    cols = torch.im2col(input, kernel, dilation, pads, stride)            # (N, C*K, L)
+    k = int(np.prod(kernel))
+    blocks = cols.shape[-1]
+    cols = cols.reshape(n, groups, (c // groups) * k, blocks)              # (N, G, C/G*K, L)
+    w = weight.reshape(groups, out_c // groups, (c // groups) * k)        # (G, O/G, C/G*K)
+    out = torch.matmul(w, cols).reshape((n, out_c) + tuple(spatial))
+    if bias is not None:
+        out = out + bias.reshape((1, out_c) + (1,) * nd)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    name = f"conv_transpose{nd}d"
+    unbatched = input.dim() == nd + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.dim() != nd + 2:
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(input.shape)}")
+    stride = _ntuple(stride, nd, "stride")
+    padding = _ntuple(padding, nd, "padding")
+    output_padding = _ntuple(output_padding, nd, "output_padding")
+    dilation = _ntuple(dilation, nd, "dilation")
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding: {output_padding}, stride: {stride}, dilation: {dilation}")
+    n, c_in = input.shape[0], input.shape[1]
+    if c_in != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {c_in} channels instead")
+    kernel = tuple(weight.shape[2:])
+    k = int(np.prod(kernel))
+    c_out = weight.shape[1] * groups
+    spatial = tuple((input.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
+                    + output_padding[i] + 1 for i in range(nd))
+    blocks = int(np.prod(input.shape[2:]))
+    x = input.reshape(n, groups, c_in // groups, blocks)                        # (N, G, Cin/G, L)
+    w = weight.reshape(groups, c_in // groups, (c_out // groups) * k).transpose(1, 2)   # (G, Cout/G*K, Cin/G)
+    cols = torch.matmul(w, x).reshape(n, c_out * k, blocks)
+    # col2im crops `padding` on the left and padding - output_padding on the right (negative: zeros added)
+    pads = tuple(v for i in range(nd) for v in (padding[i], padding[i] - output_padding[i]))
+    out = torch.col2im(cols, spatial, kernel, dilation, pads, stride)
+    if bias is not None:
+        out = out + bias.reshape((1, c_out) + (1,) * nd)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of a (N, C, H, W) input as columns (N, C * kh * kw, L) (im2col)."""
+    unbatched = input.dim() == 3
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    x = input.unsqueeze(0) if unbatched else input
+    out = torch.im2col(x, _ntuple(kernel_size, 2), _ntuple(dilation, 2), _ntuple(padding, 2), _ntuple(stride, 2))
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sums columns (N, C * kh * kw, L) back into a (N, C, *output_size) tensor (col2im)."""
+    unbatched = input.dim() == 2
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    x = input.unsqueeze(0) if unbatched else input
+    out = torch.col2im(x, _ntuple(output_size, 2), _ntuple(kernel_size, 2), _ntuple(dilation, 2),
+                       _ntuple(padding, 2), _ntuple(stride, 2))
+    return out.squeeze(0) if unbatched else out
+
+
+# ============================================================================== pooling
+
+def _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode):
+    """Output sizes and the (before, after) paddings that make every window fit, ceil_mode included."""
+    out, pads = [], []
+    for size, k, s, p, d in zip(in_sizes, kernel, stride, padding, dilation):
+        span = d * (k - 1) + 1
+        num = size + 2 * p - span
+        o = (-(-num // s) if ceil_mode else num // s) + 1
+        if ceil_mode and (o - 1) * s >= size + p:      # the last window must start inside input or left pad
+            o -= 1
+        if o < 1:
+            raise RuntimeError(f"Given input size: ({'x'.join(map(str, in_sizes))}). Calculated output size: "
+                               f"({'x'.join(map(str, [o]))}). Output size is too small")
+        extra = max(0, (o - 1) * s + span - (size + 2 * p))
+        out.append(o)
+        pads += [p, p + extra]
+    return out, pads
+
+
+def _pool_args(nd, kernel_size, stride, padding, dilation):
+    kernel = _ntuple(kernel_size, nd, "kernel_size")
+    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
+        else _ntuple(stride, nd, "stride")
+    padding = _ntuple(padding, nd, "padding")
+    dilation = _ntuple(dilation, nd, "dilation")
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
+    return kernel, stride, padding, dilation
+
+
+def _pool_input(input, nd, name):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor for input, but got: "
+                           f"{list(input.shape)}")
+    lead = tuple(input.shape[:-nd])
+    planes = input.reshape((-1, 1) + tuple(input.shape[-nd:]))   # every (batch, channel) plane as one image
+    return lead, planes
+
+
+def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
+    kernel, stride, padding, dilation = _pool_args(nd, kernel_size, stride, padding, dilation)
+    lead, planes = _pool_input(input, nd, f"max_pool{nd}d")
+    in_sizes = tuple(input.shape[-nd:])
+    out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
+    cols = torch.im2col(planes, kernel, dilation, pads, stride, -math.inf)        # (P, K, L)
+    k = cols.shape[1]
+    idx = cols.argmax(1, keepdim=True)                                              # first maximum, NaN wins
+    chosen = torch.arange(k).reshape(1, k, 1) == idx
+    out = torch.where(chosen, cols, 0.0).sum(1)              # the gradient goes to the chosen element only
+    out = out.to(input.dtype).reshape(lead + tuple(out_sizes))
+    if not return_indices:
+        return out
+    return out, _pool_indices(idx.reshape(idx.shape[0], -1), kernel, stride, padding, dilation, in_sizes, out_sizes,
+                              lead)
+
+
+def _pool_indices(idx, kernel, stride, padding, dilation, in_sizes, out_sizes, lead):
+    """Flat indices into each input plane of the chosen window elements, as max_pool's return_indices."""
+    w = idx.numpy()                                     # (P, L) position inside each window
+    nd = len(kernel)
+    kpos = np.unravel_index(w, kernel)                  # per spatial dim: offset inside the window
+    opos = np.unravel_index(np.arange(w.shape[1]), out_sizes)
+    flat = np.zeros_like(w)
+    for i in range(nd):
+        coord = opos[i][None, :] * stride[i] - padding[i] + kpos[i] * dilation[i]
+        flat = flat * in_sizes[i] + coord
+    return torch.from_numpy(flat.astype(np.int64).reshape(lead + tuple(out_sizes)))
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
+    kernel, stride, padding, dilation = _pool_args(nd, kernel_size, stride, padding, 1)
+    lead, planes = _pool_input(input, nd, f"avg_pool{nd}d")
+    in_sizes = tuple(input.shape[-nd:])
+    out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
+    sums = torch.im2col(planes, kernel, dilation, pads, stride).sum(1)              # (P, L)
+    if divisor_override:
+        divisor = float(divisor_override)
+    else:
+        # how many elements each window averages: the padded input counts (count_include_pad) or only
+        # the real input does; the extra right padding of ceil_mode never counts
+        if count_include_pad:
+            ones = torch.ones((1, 1) + tuple(s + 2 * p for s, p in zip(in_sizes, padding)), dtype=input.dtype)
+            cpads = [v for p, i in zip(padding, range(nd)) for v in (0, pads[2 * i + 1] - p)]
+        else:
+            ones = torch.ones((1, 1) + in_sizes, dtype=input.dtype)
+            cpads = pads
+        divisor = torch.im2col(ones, kernel, dilation, cpads, stride).sum(1)        # (1, L)
+    out = sums / divisor
+    return out.to(input.dtype).reshape(lead + tuple(out_sizes))
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    k = _ntuple(kernel_size, 1)[0]
+    return (torch.sign(out) * relu(torch.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kh, kw = _ntuple(kernel_size, 2)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (torch.sign(out) * relu(torch.abs(out))).mul(kh * kw).pow(1.0 / norm_type)
+
+
+def _adaptive_bounds(in_size, out_size):
+    """PyTorch's adaptive windows: [floor(i * in / out), ceil((i + 1) * in / out))."""
+    return [((i * in_size) // out_size, -(-((i + 1) * in_size) // out_size)) for i in range(out_size)]
+
+
+def _adaptive_sizes(input, output_size, nd):
+    sizes = _ntuple(output_size, nd, "output_size") if not isinstance(output_size, (tuple, list)) \
+        else tuple(output_size)
+    if len(sizes) != nd:
+        raise ValueError(f"adaptive pooling expects an output_size of {nd} values, got {output_size}")
+    return tuple(input.shape[-nd + i] if s is None else int(s) for i, s in enumerate(sizes))
+
+
+def _along(x, dim, matrix):
+    """x with its dim mapped through matrix (out, in): the separable step of pooling and resizing."""
+    moved = x.transpose(dim, -1)
+    return torch.matmul(moved, matrix.t()).transpose(dim, -1)
+
+
+def _adaptive_avg_poolnd(input, output_size, nd):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    out_sizes = _adaptive_sizes(input, output_size, nd)
+    out = input
+    for i, o in enumerate(out_sizes):           # a mean over a box is a mean along each dim in turn
+        size = input.shape[input.dim() - nd + i]
+        m = np.zeros((o, size))
+        for j, (a, b) in enumerate(_adaptive_bounds(size, o)):
+            m[j, a:b] = 1.0 / (b - a)
+        out = _along(out, input.dim() - nd + i, torch.tensor(m, dtype=input.dtype))
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg_poolnd(input, output_size, 1)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg_poolnd(input, output_size, 2)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg_poolnd(input, output_size, 3)
+
+
+def _adaptive_max_poolnd(input, output_size, return_indices, nd):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"adaptive_max_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    out_sizes = _adaptive_sizes(input, output_size, nd)
+    in_sizes = tuple(input.shape[-nd:])
+    bounds = [_adaptive_bounds(s, o) for s, o in zip(in_sizes, out_sizes)]
+    lead = tuple(input.shape[:-nd])
+    planes = input.reshape((-1,) + in_sizes)
+    # gather every window, padded to the largest window size with -inf, into (P, cells, Kmax)
+    kmax = [max(b - a for a, b in bd) for bd in bounds]
+    sel = np.zeros((int(np.prod(out_sizes)), int(np.prod(kmax))), dtype=np.int64)
+    valid = np.zeros(sel.shape, dtype=bool)
+    n_in = int(np.prod(in_sizes))
+    for cell, pos in enumerate(np.ndindex(*out_sizes)):
+        for kk, off in enumerate(np.ndindex(*kmax)):
+            coord = [bounds[i][pos[i]][0] + off[i] for i in range(nd)]
+            if all(coord[i] < bounds[i][pos[i]][1] for i in range(nd)):
+                sel[cell, kk] = np.ravel_multi_index(coord, in_sizes)
+                valid[cell, kk] = True
+            else:
+                sel[cell, kk] = n_in            # points at the -inf sentinel
+    flat = torch.cat([planes.reshape(planes.shape[0], n_in),
+                      torch.full((planes.shape[0], 1), -math.inf, dtype=input.dtype)], 1)
+    windows = flat[:, torch.from_numpy(sel)]                                        # (P, cells, Kmax)
+    idx = windows.argmax(-1, keepdim=True)
+    chosen = torch.arange(sel.shape[1]).reshape(1, 1, -1) == idx
+    out = torch.where(chosen, windows, 0.0).sum(-1).to(input.dtype).reshape(lead + out_sizes)
+    if not return_indices:
+        return out
+    picked = np.take_along_axis(np.broadcast_to(sel, (idx.shape[0],) + sel.shape), idx.numpy(), -1)[..., 0]
+    return out, torch.from_numpy(picked.reshape(lead + out_sizes).astype(np.int64))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 2)
+
+
+# ============================================================================== normalization
+
+def _verify_batch_size(shape):
+    n = 1
+    for i, s in enumerate(shape):
+        if i != 1:
+            n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {shape}")
+
+
+def _update_running(running, value, momentum):
+    with torch.no_grad():
+        running.copy_(running * (1 - momentum) + value.detach().to(running.dtype) * momentum)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalises over every dim but the channel dim (1); in training mode with running stats given,
+    updates them in place (the running variance uses the unbiased estimate)."""
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
+    c = input.shape[1]
+    shape = _channel_shape(input, c)
+    dims = [0] + list(range(2, input.dim()))
+    if training:
+        _verify_batch_size(list(input.shape))
+        n = input.numel() // c
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None:
+            _update_running(running_mean, mean.reshape(c), momentum)
+        if running_var is not None:
+            _update_running(running_var, var.reshape(c) * (n / max(n - 1, 1)), momentum)
+        out = centered / torch.sqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        out = (input - running_mean.reshape(shape)) / torch.sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    n, c = input.shape[0], input.shape[1]
+    shape = _channel_shape(input, c)
+    if use_input_stats:
+        dims = list(range(2, input.dim()))
+        if input.numel() // (n * c) == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"{list(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None:
+            _update_running(running_mean, mean.reshape(n, c).mean(0), momentum)
+        if running_var is not None:
+            k = input.numel() // (n * c)
+            _update_running(running_var, (var.reshape(n, c) * (k / max(k - 1, 1))).mean(0), momentum)
+        out = centered / torch.sqrt(var + eps)
+    else:
+        out = (input - running_mean.reshape(shape)) / torch.sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalises over the last len(normalized_shape) dims."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+    dims = list(range(input.dim() - k, input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    centered = input - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    out = centered / torch.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(normalized_shape)
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    if eps is None:
+        eps = float(np.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
+    out = input / torch.sqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalises over groups of channels (and all spatial positions) per sample."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    out = (centered / torch.sqrt(var + eps)).reshape(input.shape)
+    shape = _channel_shape(input, c)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    n, c = input.shape[0], input.shape[1]
+    sq = (input * input).reshape(n, 1, c, -1)
+    # average over a window of `size` channels around each channel (zero padded)
+    pads = (size // 2, (size - 1) // 2)
+    cols = torch.im2col(sq, (size, 1), (1, 1), (pads[0], pads[1], 0, 0), (1, 1))   # (N, size, C*rest)
+    div = cols.sum(1).reshape(input.shape) / size
+    return input / (div * alpha + k).pow(beta)
+
+
+# ============================================================================== embedding, dropout
+
+def _take_rows(weight, indices):
+    flat = indices.reshape(-1)
+    if hasattr(torch, "index_select"):
+        rows = torch.index_select(weight, 0, flat)
+    else:
+        rows = weight[flat]
+    return rows.reshape(tuple(indices.shape) + tuple(weight.shape[1:]))
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of weight picked by the integer indices in input; the padding_idx row gets no gradient."""
+    if input.dtype.is_floating_point:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got torch.{input.dtype.short if hasattr(input.dtype, 'short') else input.dtype} "
+                           "instead (while checking arguments for embedding)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+            padding_idx = num + padding_idx
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    out = _take_rows(weight, input)
+    if padding_idx is not None:
+        keep = (input != padding_idx).unsqueeze(-1)
+        out = torch.where(keep, out, out.detach())
+    return out
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    with torch.no_grad():
+        rows = np.unique(input.numpy().reshape(-1))
+        w = weight.detach().numpy()
+        norms = (np.abs(w[rows]) ** norm_type).sum(-1) ** (1.0 / norm_type)
+        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+        new = w.copy()
+        new[rows] = w[rows] * scale[:, None]
+        weight.copy_(torch.from_numpy(new))
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes elements with probability p and scales the rest by 1 / (1 - p) (identity when not training)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+    else:
+        keep = (torch.rand(input.shape) >= p).to(input.dtype)
+        out = input * keep * (1.0 / (1.0 - p))
+    return _inplace(input, out) if inplace else out
+
+
+def _feature_dropout(input, p, training, inplace, nd, name):
+    _check_p(p)
+    if input.dim() not in (nd + 1, nd + 2):
+        warnings.warn(f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated; expected "
+                      f"{nd + 1}-D or {nd + 2}-D", stacklevel=3)
+    if not training or p == 0.0:
+        return input
+    batched = input.dim() == nd + 2
+    mask_shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
+    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    out = input * keep * (1.0 / (1.0 - p)) if p < 1 else input * 0.0
+    return _inplace(input, out) if inplace else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+def _alpha_dropout(input, p, training, mask_shape):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    return (input * keep + alpha_p * (1 - keep)) * a + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    out = _alpha_dropout(input, p, training, tuple(input.shape))
+    return _inplace(input, out) if inplace and out is not input else out
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    out = _alpha_dropout(input, p, training, shape)
+    return _inplace(input, out) if inplace and out is not input else out
+
+
+# ============================================================================== padding, resizing
+
+def pad(input, pad, mode="constant", value=None):
+    """Pads the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...) from the last dim backwards."""
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.dim()}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if mode != "constant" and input.dim() not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+                                  "Supported combinations for non-constant padding:\n"
+                                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode == "reflect":
+        for i in range(len(pad) // 2):
+            size = input.shape[input.dim() - 1 - i]
+            if pad[2 * i] >= size or pad[2 * i + 1] >= size:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({pad[2 * i]}, {pad[2 * i + 1]}) at dimension "
+                                   f"{input.dim() - 1 - i} of input {list(input.shape)}")
+    if mode == "circular":
+        for i in range(len(pad) // 2):
+            if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.dim() - 1 - i]:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+    return torch.pad(input, pad, mode, value)
+
+
+def _index_along(x, dim, positions):
+    """x indexed along dim by integer positions (differentiable through index_select)."""
+    index = torch.from_numpy(np.ascontiguousarray(positions, dtype=np.int64))
+    if hasattr(torch, "index_select"):
+        return torch.index_select(x, dim, index)
+    key = (slice(None),) * dim + (index,)
+    return x[key]
+
+
+def _resize_matrix(mode, in_size, out_size, scale, align_corners):
+    """The (out, in) matrix of one spatial dim of interpolate: selection (nearest) or linear weights."""
+    m = np.zeros((out_size, in_size))
+    dst = np.arange(out_size)
+    if mode in ("nearest", "nearest-exact"):
+        s = np.float32(scale) if scale is not None else np.float32(in_size) / np.float32(out_size)
+        if mode == "nearest":
+            src = np.floor(dst.astype(np.float32) * s).astype(np.int64)
+        else:
+            src = np.floor((dst.astype(np.float32) + np.float32(0.5)) * s).astype(np.int64)
+        src = np.minimum(src, in_size - 1)
+        m[dst, src] = 1.0
+        return m
+    if align_corners:
+        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = dst * s
+    else:
+        s = scale if scale is not None else in_size / out_size
+        src = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    lam1 = src - i0
+    np.add.at(m, (dst, i0), 1.0 - lam1)
+    np.add.at(m, (dst, i1), lam1)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims (all but the first two) by nearest, (bi/tri)linear or area sampling."""
+    nd = input.dim() - 2
+    if nd < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the "
+                         f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                         f"(got {mode})")
+    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif mode in linear_modes:
+        if linear_modes[mode] != nd:
+            raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                      f"{linear_modes[mode] + 2}D input")
+        align_corners = bool(align_corners)
+    elif mode == "bicubic":
+        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by reftorch")
+    else:
+        raise NotImplementedError(f"Input Error: unsupported mode {mode!r}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by reftorch")
+    in_sizes = tuple(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out_sizes = _ntuple(size, nd, "size")
+        scales = [None] * nd
+    elif scale_factor is not None:
+        factors = [float(f) for f in scale_factor] if isinstance(scale_factor, (tuple, list)) \
+            else [float(scale_factor)] * nd
+        if len(factors) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                             f"input with spatial dimensions of {list(in_sizes)} and scale_factor of shape "
+                             f"{list(scale_factor)}.")
+        out_sizes = tuple(int(math.floor(s * f)) for s, f in zip(in_sizes, factors))
+        scales = [None if recompute_scale_factor else 1.0 / f for f in factors]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if mode == "area":
+        return adaptive_avg_pool1d(input, out_sizes) if nd == 1 else _adaptive_avg_poolnd(input, out_sizes, nd)
+    out = input
+    for i in range(nd):
+        if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0):
+            continue
+        m = _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners)
+        out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype))
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    n = len(lead)
+    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    n = len(lead)
+    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[0], input.shape[1]
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape((n, c) + rest)
+
+
+def _one_hot_along(index, num_classes, dim, dtype, ndim):
+    """index (keepdim-shaped along dim) turned into a one-hot tensor along dim."""
+    shape = [1] * ndim
+    shape[dim] = num_classes
+    return (torch.arange(num_classes).reshape(shape) == index).to(dtype)
+
+
+def one_hot(tensor, num_classes=-1):
+    """(..., num_classes) int64 tensor with a 1 at each index of tensor."""
+    return torch.one_hot(tensor, num_classes)
+
+
+# ============================================================================== distances
+
+def _vector_norm(x, p, dim, keepdim=False):
+    if p == 2:
+        sq = (x * x).sum(dim, keepdim=keepdim)
+        # d sqrt at 0 is inf; PyTorch's norm gives a zero gradient there, as the where does here
+        safe = torch.where(sq > 0, sq, 1.0)
+        return torch.where(sq > 0, torch.sqrt(safe), 0.0)
+    if p == 1:
+        return torch.abs(x).sum(dim, keepdim=keepdim)
+    if p == math.inf:
+        return torch.abs(x).amax(dim, keepdim=keepdim)
+    s = (torch.abs(x) ** p).sum(dim, keepdim=keepdim)
+    safe = torch.where(s > 0, s, 1.0)
+    return torch.where(s > 0, safe ** (1.0 / p), 0.0)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p over dim, eps)."""
+    norm = _vector_norm(input, p, dim, keepdim=True)
+    return input / torch.maximum(norm, torch.tensor(eps, dtype=input.dtype)).expand(input.shape)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between x1 and x2 along dim (norms clamped below by eps)."""
+    shape = torch.broadcast_shapes(x1.shape, x2.shape) if hasattr(torch, "broadcast_shapes") \
+        else np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = torch.maximum(_vector_norm(x1, 2, dim, keepdim=True), torch.tensor(eps, dtype=x1.dtype))
+    n2 = torch.maximum(_vector_norm(x2, 2, dim, keepdim=True), torch.tensor(eps, dtype=x2.dtype))
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return _vector_norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+def pdist(input, p=2):
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    a = _index_along(input, 0, i)
+    b = _index_along(input, 0, j)
+    return _vector_norm(a - b, p, -1)
+
+
+# ============================================================================== attention
+
+def _causal_keep(l, s):
+    return torch.arange(l).reshape(l, 1) >= torch.arange(s).reshape(1, s)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q k^T * scale + mask) v, with a boolean mask meaning 'may attend' and a float mask added."""
+    l, s = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        scores = torch.where(_causal_keep(l, s), scores, -math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = torch.where(attn_mask, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    weights = torch.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return torch.matmul(weights, value)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's multi-head attention on (L, N, E) inputs (sequence first), or (L, E) unbatched."""
+    unbatched = query.dim() == 2
+    if unbatched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        attn_mask = torch.where(_causal_keep(tgt_len, src_len), 0.0, -math.inf).to(query.dtype)
+    if not use_separate_proj_weight:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+    else:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+    q, k, v = _in_projection(query, key, value, w_q, w_k, w_v, b_q, b_k, b_v)
+
+    # masks become additive float masks of shape broadcastable to (N, H, L, S)
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn_mask = torch.where(attn_mask, -math.inf, 0.0).to(q.dtype)
+        if attn_mask.dim() == 2:
+            mask = attn_mask.reshape(1, 1, tgt_len, src_len)
+        else:
+            mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+    if bias_k is not None and bias_v is not None:
+        k = torch.cat([k, bias_k.expand(1, bsz, embed_dim)])
+        v = torch.cat([v, bias_v.expand(1, bsz, embed_dim)])
+        if mask is not None:
+            mask = pad(mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+        src_len += 1
+    if add_zero_attn:
+        k = torch.cat([k, torch.zeros((1, bsz, embed_dim), dtype=k.dtype)])
+        v = torch.cat([v, torch.zeros((1, bsz, embed_dim), dtype=v.dtype)])
+        if mask is not None:
+            mask = pad(mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+        src_len += 1
+    if key_padding_mask is not None:
+        kpm = key_padding_mask
+        if kpm.dtype == torch.bool:
+            kpm = torch.where(kpm, -math.inf, 0.0).to(q.dtype)
+        kpm = kpm.reshape(bsz, 1, 1, src_len)
+        mask = kpm if mask is None else mask + kpm
+
+    # (L, N, E) -> (N, H, L, D)
+    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    k = k.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    v = v.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, -1)
+    if dropout_p > 0.0 and training:
+        weights = dropout(weights, dropout_p, True)
+    out = torch.matmul(weights, v)                                        # (N, H, L, D)
+    out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    if average_attn_weights:
+        weights = weights.mean(1)
+    if unbatched:
+        weights = weights.squeeze(0)
+    return out, weights
+
+
+# ============================================================================== losses
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_same_size(input, target)
+    reduction = _reduction_string(size_average, reduce, reduction)
+    loss = torch.abs(input - target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_same_size(input, target)
+    reduction = _reduction_string(size_average, reduce, reduction)
+    diff = input - target
+    loss = diff * diff
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _check_same_size(input, target)
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    ad = torch.abs(diff)
+    if beta == 0.0:
+        return _reduce(ad, reduction)
+    loss = torch.where(beta > ad, 0.5 * diff * diff / beta, ad - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _check_same_size(input, target)
+    diff = input - target
+    ad = torch.abs(diff)
+    loss = torch.where(delta > ad, 0.5 * diff * diff, delta * (ad - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _pick_class(values, target, classes):
+    """values[n, target[n], ...] along dim 1 (the class dim) as a tensor of target's shape."""
+    shape = [1] * values.dim()
+    shape[1] = classes
+    chosen = torch.arange(classes).reshape(shape) == target.unsqueeze(1)
+    return torch.where(chosen, values, 0.0).sum(1)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """-input[n, target[n]] (weighted), averaged over the non-ignored targets by their weights."""
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    unbatched = input.dim() == 1
+    if unbatched:
+        if target.dim() != 0:
+            raise ValueError(f"Expected target to be a 0-D tensor for a 1-D input, got {target.dim()}-D")
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    if tuple(input.shape[2:]) != tuple(target.shape[1:]):
+        raise ValueError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
+                         f"{list(target.shape)}")
+    classes = input.shape[1]
+    valid = target != ignore_index
+    safe = torch.where(valid, target, 0)
+    t = safe.numpy()
+    if t.size and (t.min() < 0 or t.max() >= classes):
+        bad = int(t[(t < 0) | (t >= classes)][0])
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = _pick_class(input, safe, classes)
+    w = torch.where(valid, 1.0, 0.0).to(input.dtype) if weight is None else \
+        torch.where(valid, _index_along(weight, 0, t.reshape(-1)).reshape(tuple(safe.shape)), 0.0).to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """log_softmax over dim 1 and nll_loss for class indices; -sum(target * log_softmax) for probabilities."""
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    classes = input.shape[class_dim]
+    logp = torch.log_softmax(input, class_dim)
+    wshape = [1] * input.dim()
+    wshape[class_dim] = classes
+    if target.dtype.is_floating_point:          # class probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        if reduction == "none":
+            return -prod.sum(class_dim)
+        if reduction == "sum":
+            return -prod.sum()
+        if reduction == "mean":
+            return -prod.sum() / (input.numel() // classes) if input.dim() > 1 else -prod.sum()
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
+    if label_smoothing <= 0:
+        return nll
+    smooth = -(logp * weight.reshape(wshape)).sum(class_dim) if weight is not None else -logp.sum(class_dim)
+    ignored = target == ignore_index
+    smooth = torch.where(ignored, 0.0, smooth)
+    if reduction == "mean":
+        if weight is not None:
+            t = torch.where(ignored, 0, target).numpy().reshape(-1)
+            keep = ~ignored.numpy().reshape(-1)
+            denom = weight.detach().numpy()[t[keep]].sum() if keep.any() else 0.0
+            smooth = smooth.sum() / float(denom)
+        else:
+            smooth = smooth.sum() / float((~ignored.numpy()).sum())
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    vals = input.detach().numpy()
+    if vals.size and ((vals < 0).any() or (vals > 1).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = torch._functional.bce_loss_elementwise(input, target)     # the op of ops.yaml, not exported at top level
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """BCE on logits, stable: (1 - y) x - (1 + (pos_weight - 1) y) logsigmoid(x)."""
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    log_sig = torch.logsigmoid(input)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input - log_weight * log_sig
+    else:
+        loss = (1 - target) * input - log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _xlogy(x, y):
+    """x * log(y), 0 where x == 0 (and a finite gradient there)."""
+    safe = torch.where(x == 0, 1.0, y)
+    return torch.where(x == 0, 0.0, x * torch.log(safe))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || exp(input)) pointwise, input being log-probabilities."""
+    if size_average is not None or reduce is not None:
+        reduction = _reduction_string(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if log_target:
+        loss = torch.exp(target) * (target - input)
+    else:
+        loss = _xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    if log_input:
+        loss = torch.exp(input) - target * input
+    else:
+        loss = input - target * torch.log(input + eps)
+    if full:
+        t = target
+        stirling = t * torch.log(torch.where(t > 1, t, 1.0)) - t + 0.5 * torch.log(2 * math.pi * torch.where(
+            t > 1, t, 1.0))
+        loss = loss + torch.where(t > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, numbers.Number):
+        var = torch.full(input.shape, float(var), dtype=input.dtype)
+    if var.dim() != input.dim() and var.shape == input.shape[:-1]:
+        var = var.unsqueeze(-1)
+    if (var.detach().numpy() < 0).any():
+        raise ValueError("var has negative entry/entries")
+    with torch.no_grad():
+        clamped = torch.maximum(var, torch.tensor(eps, dtype=var.dtype))
+    var = var + (clamped - var).detach()            # clamp in forward, identity gradient (as PyTorch)
+    diff = input - target
+    loss = 0.5 * (torch.log(var) + diff * diff / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    return _reduce(torch.relu(-target * (input1 - input2) + margin), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    zeros = input * 0.0
+    margin_clamp = torch.relu(margin - input)
+    loss = torch.where(target == 1, input, zeros) + torch.where(target == -1, margin_clamp, zeros)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    return _reduce(-torch.logsigmoid(target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    loss = -(target * torch.logsigmoid(input) + (1 - target) * torch.logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / torch.sqrt(mag1 * mag2)
+    zeros = cos * 0.0
+    loss = torch.where(target == 1, 1 - cos, zeros) + torch.where(target == -1, torch.relu(cos - margin), zeros)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = torch.minimum(d_neg, pairwise_distance(positive, negative, p, eps)) if hasattr(torch, "minimum") \
+            else -torch.maximum(-d_neg, -pairwise_distance(positive, negative, p, eps))
+    return _reduce(torch.relu(margin + d_pos - d_neg), reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target.reshape(-1)
+    c = x.shape[1]
+    x_t = _pick_class(x, t, c).unsqueeze(1)
+    z = torch.relu(margin - x_t + x)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * _index_along(weight, 0, t.numpy()).unsqueeze(1)
+    not_target = (torch.arange(c).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
+        torch.eq(torch.arange(c).reshape(1, c) == t.unsqueeze(1), False)
+    loss = torch.where(not_target, z, 0.0).sum(1) / c
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = (target if target.dim() == 2 else target.unsqueeze(0)).numpy()
+    n, c = x.shape
+    is_target = np.zeros((n, c), dtype=bool)
+    pairs = np.zeros((n, c, c))                   # (sample, target class j, other class i): how often
+    for row in range(n):
+        js = []
+        for v in t[row]:
+            if v < 0:
+                break
+            js.append(int(v))
+        is_target[row, js] = True
+        for j in js:                              # a repeated target counts again, as in PyTorch
+            pairs[row, j] += 1
+    pairs *= ~is_target[:, None, :]
+    diff = torch.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))     # [n, j, i] = 1 - (x_j - x_i)
+    loss = (diff * torch.from_numpy(pairs).to(x.dtype)).sum((1, 2)) / c
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)

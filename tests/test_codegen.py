@@ -1,0 +1,226 @@
+"""The registry parser's errors, `python -m codegen --check`, and "adding an op is one YAML entry"."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from codegen.__main__ import main as codegen_main
+from codegen.generate import generate
+from codegen.model import RegistryError, load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REGISTRY = os.path.join(ROOT, "reftorch", "ops.yaml")
+
+GOOD = """\
+- name: twice
+  kind: unary
+  signature: (Tensor self)
+  scalar: self + self
+  dtypes: [int, float]
+  derivatives: {self: grad * 2}
+  test: {ref: "lambda x: x + x"}
+"""
+
+
+def parse_error(text):
+    with pytest.raises(RegistryError) as info:
+        load("ops.yaml", text=textwrap.dedent(text))
+    return str(info.value)
+
+
+def line_of(text, needle):
+    return next(i for i, line in enumerate(textwrap.dedent(text).splitlines(), 1) if needle in line)
+
+
+def assert_names(msg, op, field, line):
+    assert f"op '{op}'" in msg, msg
+    assert f"field '{field}'" in msg, msg
+    assert f"ops.yaml:{line}:" in msg, msg
+
+
+def test_a_good_entry_parses():
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.name == "twice" and op.kind == "unary" and op.formula("self") == "grad * 2"
+    assert op.test.ref == "lambda x: x + x" and op.line == 1
+
+
+def test_unknown_key():
+    text = GOOD + "  colour: red\n"
+    assert_names(parse_error(text), "twice", "colour", line_of(text, "colour"))
+    assert "unknown field" in parse_error(text)
+
+
+def test_unknown_test_key():
+    text = GOOD.replace('test: {ref: "lambda x: x + x"}', 'test:\n    ref: "lambda x: x + x"\n    tolerance: 3')
+    msg = parse_error(text)
+    assert_names(msg, "twice", "tolerance", line_of(text, "tolerance"))
+    assert "unknown test key" in msg
+
+
+def test_missing_field():
+    text = GOOD.replace("  signature: (Tensor self)\n", "")
+    msg = parse_error(text)
+    assert_names(msg, "twice", "signature", 1)
+    assert "missing required field" in msg
+
+
+def test_unknown_dtype_family():
+    text = GOOD.replace("dtypes: [int, float]", "dtypes: [int, complex]")
+    msg = parse_error(text)
+    assert_names(msg, "twice", "dtypes", line_of(text, "dtypes"))
+    assert "unknown dtype family 'complex'" in msg
+
+
+def test_unknown_kind():
+    text = GOOD.replace("kind: unary", "kind: frobnicate")
+    msg = parse_error(text)
+    assert_names(msg, "twice", "kind", line_of(text, "kind:"))
+    assert "unknown kind 'frobnicate'" in msg
+
+
+def test_formula_naming_an_unknown_variable():
+    text = GOOD.replace("{self: grad * 2}", "{self: grad * slope}")
+    msg = parse_error(text)
+    assert_names(msg, "twice", "derivatives", line_of(text, "derivatives"))
+    assert "slope" in msg
+
+
+def test_scalar_naming_an_unknown_variable():
+    text = GOOD.replace("scalar: self + self", "scalar: self + other")
+    msg = parse_error(text)
+    assert_names(msg, "twice", "scalar", line_of(text, "scalar"))
+    assert "other" in msg
+
+
+@pytest.mark.parametrize("signature, words", [
+    ("(Tensor self, Flaot alpha)", "unknown argument type 'Flaot'"),
+    ("Tensor self", "must look like"),
+    ("(Tensor self, Tensor self)", "appears twice"),
+    ("(Tensor self, Scalar alpha=)", "cannot parse argument"),
+])
+def test_bad_signature(signature, words):
+    text = GOOD.replace("(Tensor self)", signature)
+    msg = parse_error(text)
+    assert_names(msg, "twice", "signature", line_of(text, "signature"))
+    assert words in msg
+
+
+def test_test_args_must_name_arguments():
+    text = GOOD.replace('test: {ref: "lambda x: x + x"}', 'test: {ref: "lambda x: x + x", args: {dims: (0,)}}')
+    msg = parse_error(text)          # the unquoted flow value splits into keys '(0' and ')'
+    assert_names(msg, "twice", "args", line_of(text, "args"))
+
+
+def test_unknown_shapes_hint():
+    text = GOOD.replace('test: {ref: "lambda x: x + x"}', 'test: {ref: "lambda x: x + x", shapes: blob}')
+    msg = parse_error(text)
+    assert_names(msg, "twice", "shapes", line_of(text, "shapes"))
+    assert "unknown shapes hint 'blob'" in msg
+
+
+def test_a_second_entry_reports_its_own_line():
+    text = GOOD + GOOD.replace("name: twice", "name: thrice").replace("dtypes: [int, float]", "dtypes: [half]")
+    msg = parse_error(text)
+    assert_names(msg, "thrice", "dtypes", 12)
+
+
+def test_duplicate_op():
+    msg = parse_error(GOOD + GOOD)
+    assert "op 'twice'" in msg and "defined twice" in msg and "ops.yaml:8:" in msg
+
+
+# ------------------------------------------------------------------------------------- --check
+
+def _generated_copy(tmp_path):
+    for rel, text in generate(REGISTRY).items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_check_passes_on_fresh_output_and_names_the_stale_file(tmp_path, capsys):
+    out = _generated_copy(tmp_path)
+    assert codegen_main(["--check", "--out", str(out)]) == 0
+    stale = out / "reftorch" / "kernels" / "api.py"
+    stale.write_text(stale.read_text() + "\n# edited by hand\n")
+    (out / "docs" / "ops.md").unlink()
+    capsys.readouterr()
+    assert codegen_main(["--check", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "reftorch/kernels/api.py is stale" in err and "docs/ops.md is stale" in err
+    assert "cpu.py" not in err
+    assert stale.read_text().endswith("# edited by hand\n")          # --check writes nothing
+
+
+def test_check_exit_status_from_the_command_line(tmp_path):
+    out = _generated_copy(tmp_path)
+    (out / "reftorch" / "kernels" / "cpu.py").write_text("# stale\n")
+    r = subprocess.run([sys.executable, "-m", "codegen", "--check", "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "reftorch/kernels/cpu.py is stale" in r.stderr
+
+
+def test_a_registry_error_exits_non_zero(tmp_path, capsys):
+    bad = tmp_path / "ops.yaml"
+    bad.write_text(GOOD.replace("kind: unary", "kind: nope"))
+    assert codegen_main(["--check", "--registry", str(bad), "--out", str(tmp_path)]) == 2
+    assert "op 'twice', field 'kind'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------- one YAML entry
+
+NEW_ENTRY = """
+- name: cube_plus_one
+  kind: unary
+  signature: (Tensor self)
+  scalar: self * self * self + 1
+  dtypes: [int, float]
+  derivatives: {self: 3 * grad * self * self}
+  variants: {inplace: true}
+  test: {ref: "lambda x: x ** 3 + 1"}
+  doc: x**3 + 1, an op that exists only in this test.
+"""
+
+USE_NEW_OP = """
+import numpy as np
+import reftorch as torch
+assert torch.__file__.startswith({tmp!r}), torch.__file__
+x = torch.tensor([1.0, 2.0, -3.0], requires_grad=True)
+y = torch.cube_plus_one(x)
+assert y.tolist() == [2.0, 9.0, -26.0], y
+y.sum().backward()
+assert x.grad.tolist() == [3.0, 12.0, 27.0], x.grad
+assert x.detach().cube_plus_one().tolist() == [2.0, 9.0, -26.0]
+i = torch.arange(4)
+assert torch.cube_plus_one(i).tolist() == [1, 2, 9, 28] and torch.cube_plus_one(i).dtype == torch.int64
+w = torch.tensor([1.0, 2.0])
+assert w.cube_plus_one_() is w and w.tolist() == [2.0, 9.0], w
+with torch.reference_mode():
+    torch.cube_plus_one(torch.tensor([0.5, -2.0]))
+print("new op works")
+"""
+
+
+def test_adding_an_op_is_one_yaml_entry(tmp_path):
+    """Copy the package, append one entry to its registry, regenerate, and use the op in a fresh process."""
+    pkg = tmp_path / "reftorch"
+    shutil.copytree(os.path.join(ROOT, "reftorch"), pkg, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    registry = pkg / "ops.yaml"
+    registry.write_text(registry.read_text() + NEW_ENTRY)
+    r = subprocess.run([sys.executable, "-m", "codegen", "--registry", str(registry), "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "cube_plus_one" in (tmp_path / "reftorch" / "kernels" / "cpu.py").read_text()
+    assert "cube_plus_one" in (tmp_path / "docs" / "ops.md").read_text()
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    run = subprocess.run([sys.executable, "-c", USE_NEW_OP.format(tmp=str(tmp_path))], cwd=str(tmp_path), env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "new op works" in run.stdout

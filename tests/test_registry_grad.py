@@ -1,0 +1,157 @@
+"""Every differentiable op of ops.yaml passes gradcheck and gradgradcheck, generated from the registry.
+
+For each op with float inputs whose entry is differentiable (derivative formulas, or a composite
+differentiated through its parts) and not marked `test: {gradcheck: false}`, float64 samples from
+`test.grad_domain` (else `test.domain`) are checked in three cases: a plain one, a broadcasting one
+(ops with two or more tensor inputs) and one with a non-contiguous input. Inputs are small (a few
+elements): gradgradcheck differentiates the backward, numerically, element by element.
+
+For elementwise ops the fused backward kernel (create_graph=False) and the formula run as Tensor ops
+(create_graph=True) must agree, in float64 and float32.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import reftorch
+from reftorch.autograd import grad as autograd_grad
+from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
+from reftorch._reference import compare
+from reftorch._tensor import Tensor
+from registry_samples import OPS, RandomDraw, make_sample, tensor_args
+
+ELEMENTWISE = ("unary", "binary", "ternary")
+
+
+def differentiable(op):
+    if not op.differentiable or op.result in ("bool", "int64") or op.kind == "argreduction":
+        return False
+    if "float" not in op.test.dtypes:
+        return False
+    return bool(op.derivatives) or op.kind == "composite"
+
+
+def grad_args(op):
+    """Names of the tensor arguments gradients flow to."""
+    names = [a.name for a in tensor_args(op) if a.type in ("Tensor", "Tensor?", "Tensor[]")]
+    if op.kind == "composite" and not op.derivatives:
+        return names
+    return [n for n in names if op.formula(n) is not None]
+
+
+def n_data_tensors(op):
+    return sum(1 for a in op.signature.args if a.type in ("Tensor", "Tensor?"))
+
+
+def _seed(*parts):
+    return zlib.crc32("/".join(map(str, parts)).encode())
+
+
+def prepared(op, case, dtype="float64"):
+    """(sample, func, inputs): func(*inputs) calls the op with the sample's other arguments fixed."""
+    s = make_sample(op, RandomDraw(_seed(op.name, case, dtype)), dtype, grad=True, broadcast=case == "broadcast",
+                    noncontig=case == "noncontiguous", max_side=3, max_numel=12)
+    wanted = set(grad_args(op))
+    slots = []                                   # (arg name, position in its list or None)
+    inputs = []
+    for a in tensor_args(op):
+        v = s.kwargs.get(a.name)
+        if a.name not in wanted:
+            continue
+        if isinstance(v, list):
+            for i, t in enumerate(v):
+                if t.dtype.is_floating_point:
+                    slots.append((a.name, i))
+                    inputs.append(t.requires_grad_(True))
+        elif isinstance(v, Tensor) and v.dtype.is_floating_point:
+            slots.append((a.name, None))
+            inputs.append(v.requires_grad_(True))
+
+    def func(*ts):
+        kwargs = dict(s.kwargs)
+        for (name, i), t in zip(slots, ts):
+            if i is None:
+                kwargs[name] = t
+            else:
+                kwargs[name] = list(kwargs[name])
+                kwargs[name][i] = t
+        s.kwargs, saved = kwargs, s.kwargs
+        try:
+            return s.call()
+        finally:
+            s.kwargs = saved
+
+    return s, func, inputs
+
+
+def _cases():
+    for op in OPS:
+        if not differentiable(op):
+            continue
+        cases = ["plain", "noncontiguous"]
+        if n_data_tensors(op) >= 2 and op.test.shapes is None:
+            cases.insert(1, "broadcast")
+        for case in cases:
+            yield pytest.param(op, case, id=f"{op.name}-{case}")
+
+
+def _skip_reason(op):
+    if not op.test.gradcheck:
+        return "test: {gradcheck: false} in ops.yaml"
+    if not op.test.fuzz:
+        return "test: {fuzz: false}: an internal helper, checked through the ops whose derivatives use it"
+    return None
+
+
+@pytest.mark.parametrize("op, case", list(_cases()))
+def test_gradcheck_and_gradgradcheck(op, case):
+    reason = _skip_reason(op)
+    if reason:
+        pytest.skip(reason)
+    s, func, inputs = prepared(op, case)
+    if not inputs:
+        pytest.skip("no floating input requires grad in this sample")
+    where = f"op '{op.name}' ({case}) on {s.describe()}"
+    try:
+        gradcheck(func, inputs)
+    except Exception as err:
+        raise AssertionError(f"gradcheck failed for {where}\n{type(err).__name__}: {err}") from err
+    try:
+        gradgradcheck(func, inputs)
+    except Exception as err:
+        raise AssertionError(f"gradgradcheck failed for {where}\n{type(err).__name__}: {err}") from err
+
+
+def _fused_cases():
+    for op in OPS:
+        if op.kind in ELEMENTWISE and differentiable(op) and op.derivatives:
+            for dtype in ("float64", "float32"):
+                yield pytest.param(op, dtype, id=f"{op.name}-{dtype}")
+
+
+@pytest.mark.parametrize("op, dtype", list(_fused_cases()))
+def test_fused_backward_matches_formula(op, dtype):
+    reason = _skip_reason(op)
+    if reason:
+        pytest.skip(reason)
+    case = "broadcast" if n_data_tensors(op) >= 2 else "plain"
+    s, func, inputs = prepared(op, case, dtype)
+    if not inputs:
+        pytest.skip("no floating input requires grad in this sample")
+    out = func(*inputs)
+    rng = np.random.default_rng(_seed(op.name, dtype))
+    g = Tensor._from_array(rng.uniform(-1, 1, out._shape).astype(out.dtype.np))
+    fused = autograd_grad([out], inputs, [g], retain_graph=True, allow_unused=True)
+    formula = autograd_grad([out], inputs, [g], create_graph=True, allow_unused=True)
+    tol = (1e-5, 1e-5) if dtype == "float32" else (1e-12, 1e-10)
+    for i, (a, b) in enumerate(zip(fused, formula)):
+        assert (a is None) == (b is None), f"op '{op.name}': input {i} has a gradient on one path only"
+        if a is None:
+            continue
+        assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+        problem = compare(a.detach()._array(), b.detach()._array(), *tol)
+        assert problem is None, (f"op '{op.name}': the fused backward kernel and the formula disagree for input {i}: "
+                                 f"{problem}\n  on {s.describe()}")
