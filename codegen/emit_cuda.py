@@ -74,6 +74,8 @@ def prelude():
 
 # ------------------------------------------------------------------------------ merging partial results
 
+# helpers f with f(f(a, b), c) == f(a, f(b, c)) and f(a, b) == f(b, a): f(acc, x) merges partials by itself
+ASSOCIATIVE = {"max", "min", "fmax", "fmin", "logaddexp"}
 MERGE_OPS = {ast.Add: "+", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
 
 
@@ -113,9 +115,15 @@ def merge_expr(combine):
         a, b = tree.values
         if (_is(a, "acc") and not _mentions(b, "acc")) or (_is(b, "acc") and not _mentions(a, "acc")):
             return f"acc {word} x"
-    if _selects(tree):
+    if _selects(tree) or (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id in ASSOCIATIVE
+                          and not tree.keywords and sorted(ast.dump(a) for a in tree.args) ==
+                          sorted(ast.dump(ast.Name(n, ast.Load())) for n in ("acc", "x"))):
         return combine.strip()
     return None
+
+
+def _same(a, b):
+    return ast.dump(ast.parse(a.strip(), mode="eval")) == ast.dump(ast.parse(b.strip(), mode="eval"))
 
 
 def reduction_scalars(op):
@@ -415,9 +423,9 @@ def emit_module(ops, fused):
                         f"TILE = {TILE}  # matmul tile edge (TILE x TILE threads per block)\n"]
     table = []
 
-    def row(name, kind, entry, tensors, scalars, suffixes):
+    def row(name, kind, entry, tensors, scalars, suffixes, split=False):
         line = f"    {name!r}: dict(kind={kind!r}, op={entry!r}, tensors={tuple(tensors)!r}, scalars={tuple(scalars)!r}, "
-        more = f"kernels={tuple(suffixes)!r}),"
+        more = f"kernels={tuple(suffixes)!r}" + (", split=True" if split else "") + "),"
         table.append(line + more if len(line + more) <= 140 else line.rstrip() + "\n        " + more)
 
     parts.append("# " + "-" * 70 + " elementwise ops\n")
@@ -438,8 +446,12 @@ def emit_module(ops, fused):
     for op in ops:
         if op.kind == "reduction":
             parts.append(reduction_kernels(op))
-            fns = (("reduce",) if merge_expr(op.reduce.combine) else ()) + ("reduce_serial",)
-            row(op.name, "reduction", op.name, ("self",), reduction_scalars(op), fns)
+            merge = merge_expr(op.reduce.combine)
+            fns = (("reduce",) if merge else ()) + ("reduce_serial",)
+            # split: partial results merge by combine itself, so one long row may be cut over many blocks
+            # and the partials reduced again by the same kernel (reftorch/_cuda_launch.reduce)
+            row(op.name, "reduction", op.name, ("self",), reduction_scalars(op), fns,
+                split=merge is not None and _same(merge, op.reduce.combine))
         elif op.kind == "argreduction":
             parts.append(argreduction_kernels(op))
             row(op.name, "argreduction", op.name, ("self",), (), ("reduce", "reduce_serial"))
@@ -451,6 +463,7 @@ def emit_module(ops, fused):
     parts.append(MATMUL)
     row("matmul", "matmul", "matmul", ("self", "other"), (), ("tiled",))
     parts.append("# Every kernel family of this module, for the launcher and the tests: name -> its kind, the ops.yaml\n"
-                 "# entry, the names of its tensor and scalar arguments, and its kernels (functions <name>_<suffix>).\n"
+                 "# entry, the names of its tensor and scalar arguments, its kernels (functions <name>_<suffix>), and\n"
+                 "# for reductions whether a long row may be split over blocks (partials merge by combine itself).\n"
                  "KERNELS = {\n" + "\n".join(table) + "\n}\n")
     return "\n\n".join(p.rstrip() + "\n" for p in parts)

@@ -25,6 +25,7 @@ from . import _functional  # noqa: E402
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import autograd  # noqa: E402
+from . import cuda  # noqa: E402  (numba.cuda is imported on the first question, not here)
 from . import testing  # noqa: E402
 from ._reference import set_reference_mode, is_reference_mode_enabled, reference_mode  # noqa: E402,F401
 

@@ -106,16 +106,55 @@ def _use_tree(name, tree_suffix, M, sm, K, sk):
     return K >= 32 and (sk <= sm or M == 1 or M < 64)
 
 
+SPLIT_MIN = 1 << 16   # a single output row this long is cut over many blocks (two passes) ...
+SPLIT_CHUNK = 4096    # ... of at least this many elements each
+
+
 def reduce(name, x, off, M, sm, K, sk, acc, start, extra=()):
     """acc[m] = combine over the K elements x[off + m*sm + k*sk] (see the CPU kernel); acc is updated in place."""
     if M == 0 or K == 0:
         return acc
+    if M == 1 and K >= SPLIT_MIN and kernels().KERNELS[name].get("split") and _config["max_blocks"] > 1:
+        return _reduce_split(name, x, off, K, sk, acc, start, extra)
     if _use_tree(name, "reduce", M, sm, K, sk):
         kernel(name, "reduce")[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, acc, start, *extra)
     else:
         t = _config["threads"]
         kernel(name, "reduce_serial")[_blocks(M, t), t](x, off, M, sm, K, sk, acc, start, *extra)
     return acc
+
+
+def _reduce_split(name, x, off, K, sk, acc, start, extra):
+    """One long row: S blocks reduce S chunks into partials, then the same kernel reduces the partials
+    into acc (valid because the op's partials merge by its own combine: sum, prod, amax, all...)."""
+    S = max(1, min(_config["max_blocks"], K // SPLIT_CHUNK))
+    C = K // S
+    tail = K - S * C
+    nt = _tree_threads(C)
+    part = _empty_like(acc, S + (1 if tail else 0))
+    if start == 0:
+        _fill_from(part, acc)                      # every partial starts at the identity acc holds
+    tree = kernel(name, "reduce")
+    tree[_blocks(S, 1), nt](x, off, S, C * sk, C, sk, part, start, *extra)
+    if tail:
+        tree[1, _tree_threads(tail)](x, off + S * C * sk, 1, tail * sk, tail, sk, part[S:], start, *extra)
+    n = part.shape[0]
+    tree[1, _tree_threads(n)](part, 0, 1, n, n, 1, acc, start, *extra)
+    return acc
+
+
+def _empty_like(a, n):
+    if isinstance(a, np.ndarray):
+        return np.empty(n, a.dtype)
+    return kernels().cuda.device_array(n, a.dtype)
+
+
+def _fill_from(part, acc):
+    """part[:] = acc[0], on whichever side the arrays live."""
+    if isinstance(acc, np.ndarray):
+        part[:] = acc[0]
+    else:
+        part.copy_to_device(np.full(part.shape[0], acc.copy_to_host()[0], part.dtype))
 
 
 def argreduce(name, x, off, M, sm, K, sk, out):

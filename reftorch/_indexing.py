@@ -68,13 +68,10 @@ def _classify(item):
 def _classify_tensor(t):
     if t.dtype.name not in _INDEX_DTYPES:
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    if t.dtype.name == "uint8":
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
-                      UserWarning, stacklevel=4)
     if t.ndim == 0:
         return ("bool", bool(t.item())) if t.dtype.name in ("bool", "uint8") else ("int", int(t.item()))
     if t.dtype.name in ("bool", "uint8"):
-        return "mask", t._array().astype(bool)
+        return ("mask" if t.dtype.name == "bool" else "bytemask"), t._array().astype(bool)
     return "array", t._array().astype(np.int64)
 
 
@@ -123,9 +120,15 @@ class _Indexed:
         return tuple(slice(None) if a is None else a for a in self.indices)
 
 
-def _apply(self, index):
-    """Validate index against self and apply its basic items (views of self); see _Indexed."""
+def _apply(self, index, warn_at=None):
+    """Validate index against self and apply its basic items (views of self); see _Indexed. A uint8 mask
+    warns as PyTorch does, naming the caller `warn_at` frames up (None: no warning)."""
     items = [_classify(i) for i in _items(index)]
+    if any(kind == "bytemask" for kind, _ in items):
+        if warn_at is not None:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=warn_at + 1)
+        items = [("mask" if kind == "bytemask" else kind, v) for kind, v in items]
     ndim = self.ndim
     specified = sum(1 if kind in ("int", "slice", "array") else v.ndim if kind == "mask" else 0
                     for kind, v in items)
@@ -207,7 +210,7 @@ def getitem(self, index):
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return F.select(self, 0, index)
-    ix = _apply(self, index)
+    ix = _apply(self, index, warn_at=2)
     if ix.indices:
         return F.index(ix.view, tuple(ix.indices))
     if ix.view is self:                                      # x[...], x[:]: a new view of the same data
@@ -242,11 +245,10 @@ def _write(self, index, value, accumulate):
             f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")
     with grad_mode.no_grad():
-        ix = _apply(self, index)
+        ix = _apply(self, index, warn_at=3)
     target = ix.shape
     vshape = _value_shape(value, target, bool(ix.indices))
-    recording = grad_mode.state.enabled and (self.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
-    if recording:
+    if grad_mode.state.enabled and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad):
         _check_not_leaf(self, ix.view is not self)
         _write_recorded(self, index, value, vshape, accumulate)
         return
@@ -294,7 +296,8 @@ def _write_recorded(self, index, value, vshape, accumulate):
     from ._creation import arange
     from ._methods import _assign_with_history
     with grad_mode.no_grad():
-        positions = getitem(arange(self.numel(), dtype=D.int64).reshape(self._shape), index)
+        ix = _apply(arange(self.numel(), dtype=D.int64).reshape(self._shape), index)
+        positions = F.index(ix.view, tuple(ix.indices)) if ix.indices else ix.view
     if isinstance(value, Tensor):
         value = value.to(self.dtype).reshape(vshape)
     else:

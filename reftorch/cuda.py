@@ -79,7 +79,7 @@ def _device(device=None):
 
 
 def get_device_name(device=None) -> str:
-    name = _device(device).name
+    name = getattr(_device(device), "name", "numba CUDA simulator")
     return name.decode() if isinstance(name, bytes) else str(name)
 
 

@@ -70,7 +70,10 @@ def save(obj, f, **kwargs):
 
 def _atomic_write(path, data):
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as err:      # name the checkpoint, not the temporary file
+        raise type(err)(err.errno, f"{err.strerror} (cannot create a file in {directory})", path) from None
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

@@ -7,3 +7,7 @@ settings.register_profile("ci", deadline=None, max_examples=int(os.environ.get("
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.filter_too_much], derandomize=True)
 settings.load_profile("ci")
+
+# tests/cuda runs under numba's CUDA simulator, which replaces numba.cuda for the whole process: it is
+# collected only in the process that tests/test_cuda_simulator.py starts with NUMBA_ENABLE_CUDASIM=1.
+collect_ignore = [] if os.environ.get("NUMBA_ENABLE_CUDASIM") else ["cuda"]

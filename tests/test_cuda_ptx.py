@@ -11,6 +11,7 @@ matmul for float32, float64 and int64. REFTORCH_PTX_ALL=1 compiles every family 
 """
 import math
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -47,6 +48,19 @@ if not _OK:
     pytest.skip(f"numba-cuda cannot compile PTX here ({_WHY})", allow_module_level=True)
 
 from reftorch.kernels import cuda as gk  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_driver_needed():
+    """numba-cuda compiles the @overload implementations that a kernel calls (isinstance, np.int64,
+    np.iinfo) for the *current device*, even under compile_ptx(cc=...), so without a driver it fails
+    with "CUDA driver library cannot be found". Hand it a stand-in device of compute capability CC."""
+    import numba.cuda.dispatcher as dispatcher
+    real = dispatcher.get_current_device
+    if not cuda.is_available():
+        dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=CC, id=0)
+    yield
+    dispatcher.get_current_device = real
 
 
 def arr(dt, ndim=1, layout="C"):

@@ -20,6 +20,16 @@ if SIMULATOR:
     from numpy import (exp, log, log1p, expm1, sqrt, sin, cos, tan, arcsin as asin, arccos as acos,  # noqa
                        arctan as atan, sinh, cosh, tanh, arcsinh as asinh, arccosh as acosh, arctanh as atanh,
                        fabs, arctan2 as atan2, hypot, copysign, fmod, log2, log10)
+    _floor, _ceil, _trunc = np.floor, np.ceil, np.trunc
+
+    def isinstance(x, classes, _builtin=isinstance):  # noqa: A001
+        # numba types array elements as int/bool/float; the simulator hands out NumPy scalars
+        if _builtin(x, (np.integer, np.bool_)):
+            x = x.item()
+        return _builtin(x, classes)
+else:
+    # libdevice's floor/ceil/trunc: on CUDA math.floor keeps the float type (np.floor has no CUDA lowering)
+    _floor, _ceil, _trunc = math.floor, math.ceil, math.trunc
 
 
 @cuda.jit(device=True, inline=True)
@@ -37,28 +47,34 @@ def isfinite(x):
     return not (x != x or x == inf or x == -inf)
 
 
-# On CUDA math.floor/ceil/trunc keep the float type (libdevice floorf/floor), as np.floor does on CPU;
-# in the simulator math.floor would return a Python int (and raise on inf), so it takes NumPy's.
-if SIMULATOR:
-    floor, ceil, trunc = np.floor, np.ceil, np.trunc
-else:
-    @cuda.jit(device=True, inline=True)
-    def floor(x):
-        return math.floor(x)
+@cuda.jit(device=True, inline=True)
+def floor(x):
+    # integers (and bools) are their own floor
+    if isinstance(x, (int, bool)):
+        return x
+    return _floor(x)
 
-    @cuda.jit(device=True, inline=True)
-    def ceil(x):
-        return math.ceil(x)
 
-    @cuda.jit(device=True, inline=True)
-    def trunc(x):
-        return math.trunc(x)
+@cuda.jit(device=True, inline=True)
+def ceil(x):
+    if isinstance(x, (int, bool)):
+        return x
+    return _ceil(x)
+
+
+@cuda.jit(device=True, inline=True)
+def trunc(x):
+    if isinstance(x, (int, bool)):
+        return x
+    return _trunc(x)
 
 
 @cuda.jit(device=True, inline=True)
 def rint(x):
     # round half to even, as torch.round and np.rint do (inf and nan fall through unchanged)
-    f = floor(x)
+    if isinstance(x, (int, bool)):
+        return x
+    f = _floor(x)
     d = x - f
     if d > 0.5 or (d == 0.5 and fmod(f, 2.0) != 0):
         f = f + 1
@@ -72,8 +88,7 @@ def exp2(x):
 
 @cuda.jit(device=True, inline=True)
 def sign(x):
-    if x != x:
-        return x
+    # -1, 0 or 1; NaN gives 0, as torch.sign does
     return 1 if x > 0 else (-1 if x < 0 else 0)
 
 
@@ -102,16 +117,55 @@ def signbit(x):
     return copysign(1.0, x) < 0
 
 
+# Integer division by zero raises on the CPU; a kernel cannot raise, so these give 0 there.
+
 @cuda.jit(device=True, inline=True)
 def floordiv(a, b):
-    # Python/PyTorch floor division for integers and floats
+    # torch.floor_divide: integers exactly; floats by CPython's algorithm (PyTorch's div_floor)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        return np.int64(a) // np.int64(b)
     return a // b
 
 
 @cuda.jit(device=True, inline=True)
+def divtrunc(a, b):
+    # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        q = np.int64(a) // np.int64(b)
+        if q < 0 and q * np.int64(b) != np.int64(a):
+            q += 1
+        return q
+    return _trunc(a / b)
+
+
+@cuda.jit(device=True, inline=True)
 def pymod(a, b):
-    # remainder with the sign of the divisor (torch.remainder, Python %)
-    return a % b
+    # torch.remainder: the sign of the divisor (Python's %); floats from fmod, as PyTorch computes them
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        return np.int64(a) % np.int64(b)
+    m = fmod(a, b)
+    if m != 0 and (b < 0) != (m < 0):
+        m = m + b
+    return m
+
+
+@cuda.jit(device=True, inline=True)
+def cfmod(a, b):
+    # torch.fmod: C's remainder, with the sign of the dividend
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        m = np.int64(a) % np.int64(b)
+        if m != 0 and (m < 0) != (a < 0):
+            m -= np.int64(b)
+        return m
+    return fmod(a, b)
 
 
 @cuda.jit(device=True, inline=True)
@@ -122,13 +176,3 @@ def logaddexp(a, b):
     if m == inf:
         return m
     return m + log1p(exp(-abs(a - b)))
-
-
-@cuda.jit(device=True, inline=True)
-def lshift(a, b):
-    return a << b
-
-
-@cuda.jit(device=True, inline=True)
-def rshift(a, b):
-    return a >> b

@@ -54,10 +54,12 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
         while ready:
             node = ready.pop()
             grads = buffers.pop(node)
-            grads = _tensor_pre_hooks(node, grads)
-            for nr, g in enumerate(grads):
-                for i in captures.get((node, nr), ()):
-                    results[i] = g
+            if node._tensor_pre_hooks or node._retains_grad or isinstance(node, AccumulateGrad):
+                grads = _tensor_pre_hooks(node, grads)
+            if captures:
+                for nr, g in enumerate(grads):
+                    for i in captures.get((node, nr), ()):
+                        results[i] = g
             if isinstance(node, AccumulateGrad):
                 if inputs is None or (accumulate and (node, 0) in captures):
                     accumulate_grad(node, grads[0], create_graph)
@@ -67,11 +69,11 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
             in_grads = _call(node, grads, create_graph, wanted)
             if not retain_graph:
                 node.release()
-            for (child, nr), g, meta, i in zip(node.next_functions, in_grads, node.input_meta, range(len(in_grads))):
+            for i, ((child, nr), g) in enumerate(zip(node.next_functions, in_grads)):
                 if child is None:
                     continue
                 if g is not None:
-                    g = _conform(g, meta, node, i)
+                    g = _conform(g, node.input_meta[i], node, i)
                 _add_to(buffers, child, nr, g)
                 dependencies[child] -= 1
                 if dependencies[child] == 0:
@@ -127,7 +129,7 @@ def _ancestors(targets, parents):
 def _add_to(buffers, node, nr, g):
     slot = buffers.get(node)
     if slot is None:
-        slot = buffers[node] = [None] * node.n_outputs
+        slot = buffers[node] = [None] * (len(node.out_meta) or 1)
     if g is None:
         return
     slot[nr] = g if slot[nr] is None else slot[nr] + g
@@ -169,7 +171,7 @@ def _call(node, grads, create_graph, wanted):
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(new)
-    needs = [child is not None and (wanted is None or child in wanted) for child, _ in node.next_functions]
+    needs = None if wanted is None else [child is not None and child in wanted for child, _ in node.next_functions]
     if all(g is None for g in grads):
         in_grads = [None] * len(node.next_functions)
     else:
@@ -195,7 +197,7 @@ def _call(node, grads, create_graph, wanted):
 def _conform(g, meta, node, index):
     """A node's gradient for one input, reduced to that input's shape and cast to its dtype."""
     shape, dtype = meta
-    if tuple(g._shape) != tuple(shape):
+    if g._shape != shape and tuple(g._shape) != tuple(shape):
         if not _expandable(tuple(shape), tuple(g._shape)):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"[{', '.join(map(str, g._shape))}] but expected shape compatible with "

@@ -2038,8 +2038,8 @@ def softshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
 
 @njit(inline="always")
 def _s_threshold(self, threshold, value):
-    # ops.yaml: threshold -- self if self > threshold else value
-    return self if self > threshold else value
+    # ops.yaml: threshold -- value if self <= threshold else self
+    return value if self <= threshold else self
 
 
 @njit(cache=CACHE, error_model="numpy")
@@ -8036,20 +8036,20 @@ def _bw_softshrink_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_threshold_self(grad, self, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
-    return _s_where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
+    return _s_where(_s_le(self, threshold), 0.0, grad)
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_threshold_self_contig(out, a0, a1, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     for i in range(out.shape[0]):
         out[i] = _s__bw_threshold_self(a0[i], a1[i], threshold)
 
 
 @njit(cache=CACHE, error_model="numpy")
 def _bw_threshold_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

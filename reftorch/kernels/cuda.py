@@ -29,6 +29,16 @@ if SIMULATOR:
     from numpy import (exp, log, log1p, expm1, sqrt, sin, cos, tan, arcsin as asin, arccos as acos,  # noqa
                        arctan as atan, sinh, cosh, tanh, arcsinh as asinh, arccosh as acosh, arctanh as atanh,
                        fabs, arctan2 as atan2, hypot, copysign, fmod, log2, log10)
+    _floor, _ceil, _trunc = np.floor, np.ceil, np.trunc
+
+    def isinstance(x, classes, _builtin=isinstance):  # noqa: A001
+        # numba types array elements as int/bool/float; the simulator hands out NumPy scalars
+        if _builtin(x, (np.integer, np.bool_)):
+            x = x.item()
+        return _builtin(x, classes)
+else:
+    # libdevice's floor/ceil/trunc: on CUDA math.floor keeps the float type (np.floor has no CUDA lowering)
+    _floor, _ceil, _trunc = math.floor, math.ceil, math.trunc
 
 
 @cuda.jit(device=True, inline=True)
@@ -46,28 +56,34 @@ def isfinite(x):
     return not (x != x or x == inf or x == -inf)
 
 
-# On CUDA math.floor/ceil/trunc keep the float type (libdevice floorf/floor), as np.floor does on CPU;
-# in the simulator math.floor would return a Python int (and raise on inf), so it takes NumPy's.
-if SIMULATOR:
-    floor, ceil, trunc = np.floor, np.ceil, np.trunc
-else:
-    @cuda.jit(device=True, inline=True)
-    def floor(x):
-        return math.floor(x)
+@cuda.jit(device=True, inline=True)
+def floor(x):
+    # integers (and bools) are their own floor
+    if isinstance(x, (int, bool)):
+        return x
+    return _floor(x)
 
-    @cuda.jit(device=True, inline=True)
-    def ceil(x):
-        return math.ceil(x)
 
-    @cuda.jit(device=True, inline=True)
-    def trunc(x):
-        return math.trunc(x)
+@cuda.jit(device=True, inline=True)
+def ceil(x):
+    if isinstance(x, (int, bool)):
+        return x
+    return _ceil(x)
+
+
+@cuda.jit(device=True, inline=True)
+def trunc(x):
+    if isinstance(x, (int, bool)):
+        return x
+    return _trunc(x)
 
 
 @cuda.jit(device=True, inline=True)
 def rint(x):
     # round half to even, as torch.round and np.rint do (inf and nan fall through unchanged)
-    f = floor(x)
+    if isinstance(x, (int, bool)):
+        return x
+    f = _floor(x)
     d = x - f
     if d > 0.5 or (d == 0.5 and fmod(f, 2.0) != 0):
         f = f + 1
@@ -81,8 +97,7 @@ def exp2(x):
 
 @cuda.jit(device=True, inline=True)
 def sign(x):
-    if x != x:
-        return x
+    # -1, 0 or 1; NaN gives 0, as torch.sign does
     return 1 if x > 0 else (-1 if x < 0 else 0)
 
 
@@ -111,16 +126,55 @@ def signbit(x):
     return copysign(1.0, x) < 0
 
 
+# Integer division by zero raises on the CPU; a kernel cannot raise, so these give 0 there.
+
 @cuda.jit(device=True, inline=True)
 def floordiv(a, b):
-    # Python/PyTorch floor division for integers and floats
+    # torch.floor_divide: integers exactly; floats by CPython's algorithm (PyTorch's div_floor)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        return np.int64(a) // np.int64(b)
     return a // b
 
 
 @cuda.jit(device=True, inline=True)
+def divtrunc(a, b):
+    # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        q = np.int64(a) // np.int64(b)
+        if q < 0 and q * np.int64(b) != np.int64(a):
+            q += 1
+        return q
+    return _trunc(a / b)
+
+
+@cuda.jit(device=True, inline=True)
 def pymod(a, b):
-    # remainder with the sign of the divisor (torch.remainder, Python %)
-    return a % b
+    # torch.remainder: the sign of the divisor (Python's %); floats from fmod, as PyTorch computes them
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        return np.int64(a) % np.int64(b)
+    m = fmod(a, b)
+    if m != 0 and (b < 0) != (m < 0):
+        m = m + b
+    return m
+
+
+@cuda.jit(device=True, inline=True)
+def cfmod(a, b):
+    # torch.fmod: C's remainder, with the sign of the dividend
+    if isinstance(a, (int, bool)):
+        if b == 0:
+            return np.int64(0)
+        m = np.int64(a) % np.int64(b)
+        if m != 0 and (m < 0) != (a < 0):
+            m -= np.int64(b)
+        return m
+    return fmod(a, b)
 
 
 @cuda.jit(device=True, inline=True)
@@ -133,43 +187,7 @@ def logaddexp(a, b):
     return m + log1p(exp(-abs(a - b)))
 
 
-@cuda.jit(device=True, inline=True)
-def lshift(a, b):
-    return a << b
-
-
-@cuda.jit(device=True, inline=True)
-def rshift(a, b):
-    return a >> b
-
-
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
-def divtrunc(a, b):
-    # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
-    if isinstance(a, (int, bool)):
-        if b == 0:
-            raise RuntimeError("ZeroDivisionError")
-        q = np.int64(a) // np.int64(b)
-        if q < 0 and q * np.int64(b) != np.int64(a):
-            q += 1
-        return q
-    return np.trunc(a / b)
-
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
-def cfmod(a, b):
-    # torch.fmod: C's remainder, with the sign of the dividend
-    if isinstance(a, (int, bool)):
-        if b == 0:
-            raise RuntimeError("ZeroDivisionError")
-        m = np.int64(a) % np.int64(b)
-        if m != 0 and (m < 0) != (a < 0):
-            m -= np.int64(b)
-        return m
-    return np.fmod(a, b)
-
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
@@ -225,6 +243,25 @@ def clamp3(x, lo, hi):
         return x
     y = lo if (lo > x or lo != lo) else x
     return hi if (hi < y or hi != hi) else y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def lshift(a, b):
+    # torch.bitwise_left_shift: a negative shift, or one by the type's width or more, gives 0
+    if b < 0 or b >= np.iinfo(a).bits:
+        return np.int64(0)
+    return np.int64(a) << np.int64(b)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def rshift(a, b):
+    # torch.bitwise_right_shift: a negative shift, or one past the type's width, fills with the sign bit
+    info = np.iinfo(a)
+    most = info.bits - 1 if info.min < 0 else info.bits
+    s = np.int64(b)
+    if s < 0 or s > most:
+        s = np.int64(most)
+    return np.int64(a) >> s
 
 
 BLOCK = 256  # the most threads per block of the reduction and scan kernels
@@ -1314,8 +1351,8 @@ def softshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
 
 @cuda.jit(device=True, inline=True)
 def _s_threshold(self, threshold, value):
-    # ops.yaml: threshold -- self if self > threshold else value
-    return self if self > threshold else value
+    # ops.yaml: threshold -- value if self <= threshold else self
+    return value if self <= threshold else self
 
 
 @cuda.jit
@@ -4729,20 +4766,20 @@ def _bw_softshrink_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_threshold_self(grad, self, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
-    return _s_where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
+    return _s_where(_s_le(self, threshold), 0.0, grad)
 
 
 @cuda.jit
 def _bw_threshold_self_contig(out, a0, a1, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_threshold_self(a0[i], a1[i], threshold)
 
 
 @cuda.jit
 def _bw_threshold_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, threshold):
-    # ops.yaml: threshold backward for self -- where(self > threshold, grad, 0.0)
+    # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7519,9 +7556,49 @@ def _c_logcumsumexp(acc, x):
     return logaddexp(acc, x)
 
 
+@cuda.jit(device=True, inline=True)
+def _m_logcumsumexp(acc, x):
+    # ops.yaml: logcumsumexp -- merges two partial results of combine
+    return logaddexp(acc, x)
+
+
+@cuda.jit
+def logcumsumexp_scan(x, off, M, sm, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp -- one block per row; the row goes by in chunks of nt elements, each scanned
+    # in shared memory (Hillis-Steele) and merged with the carry of the chunks before it.
+    # out is (M, K) contiguous; acc0[0] is the identity.
+    buf = cuda.shared.array(BLOCK, out.dtype)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    ident = acc0[0]
+    for m in range(cuda.blockIdx.x, M, cuda.gridDim.x):
+        base = off + m * sm
+        carry = ident
+        for c0 in range(0, K, nt):
+            k = c0 + t
+            v = ident
+            if k < K:
+                v = _c_logcumsumexp(ident, x[base + k * sk])
+            buf[t] = v
+            cuda.syncthreads()
+            step = 1
+            while step < nt:
+                w = buf[t]
+                if t >= step:
+                    w = _m_logcumsumexp(buf[t - step], w)
+                cuda.syncthreads()
+                buf[t] = w
+                cuda.syncthreads()
+                step *= 2
+            if k < K:
+                out[m * K + k] = _m_logcumsumexp(carry, buf[t])
+            carry = _m_logcumsumexp(carry, buf[min(nt, K - c0) - 1])
+            cuda.syncthreads()
+
+
 @cuda.jit
 def logcumsumexp_scan_serial(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: logcumsumexp -- one thread per row; out is (M, K) contiguous (partials cannot be merged: no tree kernel)
+    # ops.yaml: logcumsumexp -- one thread per row; out is (M, K) contiguous
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc0[0]
@@ -7566,7 +7643,8 @@ def matmul_tiled(a, b, out):
 
 
 # Every kernel family of this module, for the launcher and the tests: name -> its kind, the ops.yaml
-# entry, the names of its tensor and scalar arguments, and its kernels (functions <name>_<suffix>).
+# entry, the names of its tensor and scalar arguments, its kernels (functions <name>_<suffix>), and
+# for reductions whether a long row may be split over blocks (partials merge by combine itself).
 KERNELS = {
     'neg': dict(kind='elementwise', op='neg', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'abs': dict(kind='elementwise', op='abs', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -7801,17 +7879,17 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
-    'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
-    'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
+    'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
+    'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'cumsum': dict(kind='scan', op='cumsum', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
-    'prod': dict(kind='reduction', op='prod', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
-    'amin': dict(kind='reduction', op='amin', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
+    'prod': dict(kind='reduction', op='prod', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
+    'amin': dict(kind='reduction', op='amin', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmin': dict(kind='argreduction', op='argmin', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'all': dict(kind='reduction', op='all', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'any': dict(kind='reduction', op='any', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'count_nonzero': dict(kind='reduction', op='count_nonzero', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'cumprod': dict(kind='scan', op='cumprod', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
-    'logcumsumexp': dict(kind='scan', op='logcumsumexp', tensors=('self',), scalars=(), kernels=('scan_serial',)),
+    'logcumsumexp': dict(kind='scan', op='logcumsumexp', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
     'matmul': dict(kind='matmul', op='matmul', tensors=('self', 'other'), scalars=(), kernels=('tiled',)),
 }

@@ -763,9 +763,9 @@ def threshold_backward(F, grads, saved, needs, fused):
     self = saved['self']
     threshold = saved['threshold']
     g = [None] * 1
-    # self: where(self > threshold, grad, 0.0)
+    # self: where(le(self, threshold), 0.0, grad)
     if needs[0]:
-        g[0] = F._fused('_bw_threshold_self', (grad, self,), (threshold, )) if fused else F.where(self > threshold, grad, 0.0)
+        g[0] = F._fused('_bw_threshold_self', (grad, self,), (threshold, )) if fused else F.where(F.le(self, threshold), 0.0, grad)
     return g
 
 

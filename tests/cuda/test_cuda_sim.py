@@ -308,6 +308,25 @@ def test_launcher_picks_a_kernel_for_every_layout():
             compare(got, want, op)
 
 
+@pytest.mark.parametrize("name", sorted(n for n, i in gk.KERNELS.items() if i.get("split")))
+def test_long_row_split_over_blocks(name, monkeypatch):
+    """One long row cut into chunks over the blocks, the partials reduced again (plus a tail chunk)."""
+    monkeypatch.setattr(launch, "SPLIT_MIN", 500)
+    monkeypatch.setattr(launch, "SPLIT_CHUNK", 100)
+    info = gk.KERNELS[name]
+    op = REGISTRY[info["op"]]
+    for fam in families(name, info):
+        x = reduce_input(op, fam, 777, np.random.default_rng(6))
+        adt = acc_dtype(op, x.dtype)
+        extra = scalar_values(op, info["scalars"], x.dtype)
+        start = 0 if op.reduce.identity is not None else 1
+        init = identity(op.reduce.identity, adt) if start == 0 else 0
+        want, got = np.full(1, init, adt), np.full(1, init, adt)
+        getattr(cpu, f"{name}_reduce")(x, 0, 1, 777, 777, 1, want, start, *extra)
+        launch.reduce(name, x, 0, 1, 777, 777, 1, got, start, extra)
+        compare(got, want, op)
+
+
 # ---------------------------------------------------------------------------- matmul
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])

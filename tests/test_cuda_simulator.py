@@ -1,0 +1,26 @@
+"""Runs tests/cuda (every generated CUDA kernel in numba's simulator, against the CPU kernels) in a
+pytest process of its own: NUMBA_ENABLE_CUDASIM=1 swaps numba.cuda for the simulator process-wide,
+so it cannot share this process. The child's output is shown when it fails."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT_S = 900
+
+
+def test_cuda_kernels_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
+        p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    cmd = [sys.executable, "-m", "pytest", os.path.join("tests", "cuda"), "-q", "-p", "no:cacheprovider",
+           "-W", "ignore::RuntimeWarning"]
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"the simulator run took over {TIMEOUT_S} s:\n{(err.stdout or '')[-4000:]}")
+    tail = (proc.stdout + proc.stderr)[-12000:]
+    assert proc.returncode == 0, f"`{' '.join(cmd)}` failed (exit {proc.returncode}):\n{tail}"
+    last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    assert "passed" in last, f"the simulator run ran no test:\n{tail}"

@@ -1,0 +1,46 @@
+"""The demo users run first (`python -m reftorch.demo`), run as they would run it: in a subprocess."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("sklearn", reason="the demo's dataset comes from scikit-learn (pip install 'reftorch[demo]')")
+
+
+def _run(*args, timeout=300):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return subprocess.run([sys.executable, "-m", "reftorch.demo", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_quick_demo_trains_saves_and_reloads(tmp_path):
+    proc = _run("--quick", "--checkpoint-dir", str(tmp_path))
+    out = proc.stdout
+    assert proc.returncode == 0, f"demo failed:\n{out}\n{proc.stderr[-3000:]}"
+    accuracy = {m: float(a) for m, a in re.findall(r"^(MLP|CNN) test accuracy: ([\d.]+)%", out, re.M)}
+    assert set(accuracy) == {"MLP", "CNN"}, out
+    assert accuracy["MLP"] >= 97.0 and accuracy["CNN"] >= 95.0, out
+    reloaded = {m: float(a) for m, a in re.findall(r"^(MLP|CNN) reloaded from .*: test accuracy ([\d.]+)% "
+                                                   r"\(same as before saving\)", out, re.M)}
+    assert reloaded == accuracy, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits_cnn.safetensors", "digits_mlp.safetensors"]
+    assert "epoch" in proc.stderr         # the progress bars (tqdm, or one line per epoch without it)
+
+
+def test_demo_refuses_unavailable_device_and_missing_matplotlib(tmp_path):
+    import reftorch
+    cuda = getattr(reftorch, "cuda", None)
+    if cuda is None or not cuda.is_available():
+        proc = _run("--device", "cuda", "--checkpoint-dir", str(tmp_path), timeout=120)
+        assert proc.returncode == 2 and "error: --device cuda:" in proc.stderr
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        proc = _run("--plot", str(tmp_path / "curves.png"), timeout=120)
+        assert proc.returncode != 0 and "--plot needs matplotlib" in proc.stderr
