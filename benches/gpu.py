@@ -290,10 +290,10 @@ def timings(cuda, launch, torch, n, reps):
                                                                        [(a, 0, (side, 1)), (b, 0, (1, side))], [1.0]), reps),
                  12 * m, "B", t_or_none(lambda: torch.add(ta[:m].view(side, side), tb[:m].view(side, side).t()))))
     acc = cuda.device_array(1, np.float64)
-    zero = np.zeros(1, np.float64)
+    zero = cuda.to_device(np.zeros(1, np.float64))
 
     def full_sum():
-        acc.copy_to_device(zero)
+        acc.copy_to_device(zero)                   # device to device: no synchronising host copy
         launch.reduce("sum", a, 0, 1, n, n, 1, acc, 0)
     rows.append(("sum float32, all elements", gpu_seconds(cuda, full_sum, reps), 4 * n, "B", t_or_none(lambda: ta.sum())))
     K = 1024

@@ -14,6 +14,7 @@ The scalar function of each elementwise op (and of each fused backward kernel) i
   <op>_scan(x, off, M, sm, K, sk, out, acc0)          one block per row, Hillis-Steele over chunks
   <op>_scan_serial(same arguments)                    one thread per row
   matmul_tiled(a, b, out)                             shared-memory tiles over 3-D (batch, rows, cols)
+  fill_from(dst, src)                                 dst[:] = src[0] (seeds the partials of split reductions)
 
 The arguments are those of the CPU kernels (reftorch/kernels/cpu.py), so the dispatcher computes the
 geometry once for both devices. No warp shuffles or ballots: the simulator has none.
@@ -33,10 +34,19 @@ DEVICE = "@cuda.jit(device=True, inline=True)"
 
 # ------------------------------------------------------------------------------ prelude
 
+def _top_level(body):
+    """Statements of a module body, those inside top-level if/else blocks included."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _top_level(node.body)
+            yield from _top_level(node.orelse)
+
+
 def _bound_names(tree):
-    """Names a module binds at any depth: functions, assignments, imports."""
+    """Names a module binds at its top level (functions, assignments, imports), not inside functions."""
     names = set()
-    for node in ast.walk(tree):
+    for node in _top_level(tree.body if isinstance(tree, ast.Module) else [tree]):
         if isinstance(node, ast.FunctionDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
@@ -122,6 +132,15 @@ def merge_expr(combine):
     return None
 
 
+def tree_merge(op):
+    """merge_expr of a reduction or scan, or None when its rows must be folded by one thread. Without an
+    identity every partial starts at a raw element, which only a selecting combine (max-like) allows."""
+    merge = merge_expr(op.reduce.combine)
+    if merge is not None and op.reduce.identity is None and not _same(merge, op.reduce.combine):
+        return None
+    return merge
+
+
 def _same(a, b):
     return ast.dump(ast.parse(a.strip(), mode="eval")) == ast.dump(ast.parse(b.strip(), mode="eval"))
 
@@ -189,7 +208,7 @@ def _m_{op.name}(acc, x{params}):
 
 def reduction_kernels(op):
     sc = "".join(", " + s for s in reduction_scalars(op))
-    merge = merge_expr(op.reduce.combine)
+    merge = tree_merge(op)
     out = _combine_fns(op, sc, merge)
     if merge is not None:
         out += f"""
@@ -317,7 +336,7 @@ def {op.name}_reduce_serial(x, off, M, sm, K, sk, out):
 
 
 def scan_kernels(op):
-    merge = merge_expr(op.reduce.combine)
+    merge = tree_merge(op)
     out = _combine_fns(op, "", merge)
     if merge is not None:
         out += f"""
@@ -368,6 +387,14 @@ def {op.name}_scan_serial(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 """
     return out
+
+
+FILL = """@cuda.jit
+def fill_from(dst, src):
+    # not an op: dst[:] = src[0] on the device (seeds the partials of a split reduction with the identity)
+    for i in range(cuda.grid(1), dst.shape[0], cuda.gridsize(1)):
+        dst[i] = src[0]
+"""
 
 
 MATMUL = """@cuda.jit
@@ -446,7 +473,7 @@ def emit_module(ops, fused):
     for op in ops:
         if op.kind == "reduction":
             parts.append(reduction_kernels(op))
-            merge = merge_expr(op.reduce.combine)
+            merge = tree_merge(op)
             fns = (("reduce",) if merge else ()) + ("reduce_serial",)
             # split: partial results merge by combine itself, so one long row may be cut over many blocks
             # and the partials reduced again by the same kernel (reftorch/_cuda_launch.reduce)
@@ -457,10 +484,11 @@ def emit_module(ops, fused):
             row(op.name, "argreduction", op.name, ("self",), (), ("reduce", "reduce_serial"))
         elif op.kind == "scan":
             parts.append(scan_kernels(op))
-            fns = (("scan",) if merge_expr(op.reduce.combine) else ()) + ("scan_serial",)
+            fns = (("scan",) if tree_merge(op) else ()) + ("scan_serial",)
             row(op.name, "scan", op.name, ("self",), (), fns)
     parts.append("# " + "-" * 70 + " matmul\n")
     parts.append(MATMUL)
+    parts.append(FILL)
     row("matmul", "matmul", "matmul", ("self", "other"), (), ("tiled",))
     parts.append("# Every kernel family of this module, for the launcher and the tests: name -> its kind, the ops.yaml\n"
                  "# entry, the names of its tensor and scalar arguments, its kernels (functions <name>_<suffix>), and\n"

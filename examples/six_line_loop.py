@@ -16,7 +16,7 @@ model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
 loss_fn = nn.MSELoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
 
-for epoch in range(60):                      # the six lines
+for epoch in range(40):                      # the six lines
     for inputs, targets in loader:
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), targets)

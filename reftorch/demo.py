@@ -149,8 +149,12 @@ def evaluate(model, loader, device):
     return correct / seen
 
 
-def train_model(key, epochs, train_loader, test_loader, args, device):
+def train_model(key, epochs, train_set, test_set, args, device):
     name, make = MODELS[key]
+    torch.manual_seed(args.seed)        # each model's run is reproducible on its own (see --models)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
+                              generator=torch.Generator().manual_seed(args.seed))
+    test_loader = DataLoader(test_set, batch_size=256)
     model = make().to(device)
     n_params = sum(p.numel() for p in model.parameters())
     lr = args.lr or LEARNING_RATES[key]
@@ -207,9 +211,9 @@ def plot_curves(histories, path):
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
     for name, h in histories.items():
         epochs = range(1, len(h["train_loss"]) + 1)
-        ax_loss.plot(epochs, h["train_loss"], marker="o", label=f"{name} train")
-        ax_acc.plot(epochs, h["train_acc"], marker="o", label=f"{name} train")
-        ax_acc.plot(epochs, h["test_acc"], marker="s", linestyle="--", label=f"{name} test")
+        (line,) = ax_loss.plot(epochs, h["train_loss"], marker="o", label=f"{name} train")
+        ax_acc.plot(epochs, h["train_acc"], marker="o", color=line.get_color(), label=f"{name} train")
+        ax_acc.plot(epochs, h["test_acc"], marker="s", linestyle="--", color=line.get_color(), label=f"{name} test")
     ax_loss.set(title="cross-entropy loss", xlabel="epoch", ylabel="loss", yscale="log")
     ax_acc.set(title="accuracy", xlabel="epoch", ylabel="accuracy")
     for ax in (ax_loss, ax_acc):
@@ -229,7 +233,9 @@ def main(argv=None):
         _check_matplotlib()
     try:
         device = torch.device(args.device)
-        torch.zeros(1, device=device)
+        probe = torch.zeros(1, device=device)       # raises when the device is not available
+        if probe.device.type != device.type:
+            raise RuntimeError(f"a tensor created on {device} ended up on {probe.device}")
     except RuntimeError as err:
         print(f"error: --device {args.device}: {err}", file=sys.stderr)
         return 2
@@ -238,19 +244,15 @@ def main(argv=None):
     os.makedirs(args.checkpoint_dir, exist_ok=True)
 
     start = time.perf_counter()
-    torch.manual_seed(args.seed)
     train_set, test_set = load_digits_dataset(args.seed)
     print(f"reftorch {torch.__version__} demo: scikit-learn digits, {len(train_set)} training and "
           f"{len(test_set)} test images of 8x8 pixels, 10 classes, device {device}", flush=True)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                              generator=torch.Generator().manual_seed(args.seed))
-    test_loader = DataLoader(test_set, batch_size=256)
 
     default_epochs = {"mlp": 6 if args.quick else 12, "cnn": 4 if args.quick else 8}
     histories, ok = {}, True
     for key in args.models:
         epochs = args.epochs or default_epochs[key]
-        history, acc, reloaded = train_model(key, epochs, train_loader, test_loader, args, device)
+        history, acc, reloaded = train_model(key, epochs, train_set, test_set, args, device)
         histories[MODELS[key][0]] = history
         ok = ok and reloaded == acc and (acc >= TARGETS[MODELS[key][0]] or args.epochs is not None)
 

@@ -157,14 +157,17 @@ def cases():
                 chosen = dts
             for dt in chosen:
                 out.append(pytest.param(name, suffix, dt, id=f"{name}-{suffix}-{np.dtype(dt).name}"))
+    out.append(pytest.param("fill", "from", np.float64, id="fill_from-float64"))
     return out
 
 
 @pytest.mark.parametrize("name, suffix, dtype", cases())
 def test_compiles_to_ptx(name, suffix, dtype):
-    info = gk.KERNELS[name]
+    info = gk.KERNELS.get(name, {"kind": "utility"})
     kind = info["kind"]
-    if kind == "elementwise":
+    if kind == "utility":
+        sig = (arr(dtype), arr(dtype))
+    elif kind == "elementwise":
         sig = elementwise_sig(name, info, suffix, dtype)
     elif kind == "matmul":
         sig = (arr(dtype, 3, "A"), arr(dtype, 3, "A"), arr(dtype, 3))

@@ -1,4 +1,5 @@
 """The demo users run first (`python -m reftorch.demo`), run as they would run it: in a subprocess."""
+import importlib.util
 import os
 import re
 import subprocess
@@ -9,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytest.importorskip("sklearn", reason="the demo's dataset comes from scikit-learn (pip install 'reftorch[demo]')")
+needs_sklearn = pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
+                                   reason="the demo's dataset comes from scikit-learn (pip install 'reftorch[demo]')")
 
 
 def _run(*args, timeout=300):
@@ -19,6 +21,7 @@ def _run(*args, timeout=300):
                           text=True, timeout=timeout)
 
 
+@needs_sklearn
 def test_quick_demo_trains_saves_and_reloads(tmp_path):
     proc = _run("--quick", "--checkpoint-dir", str(tmp_path))
     out = proc.stdout
@@ -33,6 +36,7 @@ def test_quick_demo_trains_saves_and_reloads(tmp_path):
     assert "epoch" in proc.stderr         # the progress bars (tqdm, or one line per epoch without it)
 
 
+@needs_sklearn
 def test_demo_refuses_unavailable_device_and_missing_matplotlib(tmp_path):
     import reftorch
     cuda = getattr(reftorch, "cuda", None)
@@ -44,3 +48,12 @@ def test_demo_refuses_unavailable_device_and_missing_matplotlib(tmp_path):
     except ImportError:
         proc = _run("--plot", str(tmp_path / "curves.png"), timeout=120)
         assert proc.returncode != 0 and "--plot needs matplotlib" in proc.stderr
+
+
+@pytest.mark.parametrize("example", ["six_line_loop.py", "custom_function.py", "dynamic_net.py"])
+def test_examples_run(example):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / example)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{example} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"

@@ -109,19 +109,22 @@ def pool_ref(x, k, s, p, reduce, ceil=False, count_include_pad=True):
     dict(groups=2, padding=1),
     dict(padding="same"),
     dict(padding="same", dilation=2),
+    dict(padding="valid", bias=False),
 ])
 def test_conv2d_matches_loops(case):
     x = R(2, 4, 7, 6)
     groups = case.get("groups", 1)
     kernel = (4, 2) if case.get("padding") == "same" and "dilation" not in case else (3, 3)
     w = R(6, 4 // groups, *kernel)
-    b = R(6)
-    got = F.conv2d(T(x), T(w), T(b), **case)
+    b = R(6) if case.pop("bias", True) else None
+    got = F.conv2d(T(x), T(w), T(b) if b is not None else None, **case)
     stride = case.get("stride", (1, 1))
     dil = case.get("dilation", 1)
     dil = dil if isinstance(dil, tuple) else (dil, dil)
     pad = case.get("padding", 0)
-    if pad == "same":
+    if pad == "valid":
+        pads = (0, 0, 0, 0)
+    elif pad == "same":
         th, tw = dil[0] * (kernel[0] - 1), dil[1] * (kernel[1] - 1)
         pads = (th // 2, th - th // 2, tw // 2, tw - tw // 2)
     else:
@@ -571,9 +574,10 @@ def test_activation_modules_against_numpy():
     img = R(2, 3, 4)
     np.testing.assert_allclose(np_(prelu(T(img))), np.where(img > 0, img, 0.25 * img), rtol=1e-12)
     xt = T(R(4, 5), True)
-    for fn in (F.gelu, F.silu, F.mish, F.elu, F.softplus, F.logsigmoid, lambda a: F.gelu(a, approximate="tanh"),
-               lambda a: F.leaky_relu(a, 0.1), F.hardswish, F.selu):
-        assert gradgradcheck(fn, (xt,))
+    # every activation op is gradchecked and gradgradchecked by tests/test_registry_grad.py; here the
+    # nn.functional entry points once
+    assert gradgradcheck(F.gelu, (xt,))
+    assert gradcheck(lambda a: F.softplus(a, 2.0, 1.0) + F.hardswish(a) + F.selu(a), (xt,))
     # in-place flavours write into their input and keep autograd working
     y = T(R(2, 3), True) * 1
     out = F.elu(y, inplace=True)
@@ -613,3 +617,24 @@ def test_small_cnn_and_mlp_train():
     clone.load_state_dict(state)
     clone.eval()
     np.testing.assert_array_equal(np_(clone(xt)), np_(model(xt)))
+
+
+def test_transformer_shapes_and_causality():
+    torch.manual_seed(3)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2).double()
+    assert len(enc.layers) == 2 and enc.layers[0] is not layer
+    x = R(2, 5, 8)
+    mask = nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
+    assert np_(mask)[1].tolist() == [0, 0, -np.inf, -np.inf, -np.inf]
+    out1 = enc(T(x), mask=mask)
+    x2 = x.copy()
+    x2[:, 3:] = R(2, 2, 8)                       # changing the future does not change the past
+    out2 = enc(T(x2), mask=mask)
+    np.testing.assert_allclose(np_(out1)[:, :3], np_(out2)[:, :3], rtol=1e-10)
+    assert np.abs(np_(out1)[:, 3:] - np_(out2)[:, 3:]).max() > 1e-3
+    model = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True).double()
+    out = model(T(x), T(R(2, 3, 8)), tgt_mask=nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64))
+    assert out.shape == (2, 3, 8)
+    out.sum().backward()
+    assert all(p.grad is not None for p in model.parameters())

@@ -76,6 +76,7 @@ def test_functional_matches_pytorch(name):
     (lambda nn: nn.GRU(3, 4), (5, 2, 3)),
     (lambda nn: nn.MultiheadAttention(8, 2, batch_first=True), (2, 5, 8)),
     (lambda nn: nn.BatchNorm2d(3), (4, 3, 2, 2)),
+    (lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True), (2, 5, 8)),
 ])
 def test_modules_match_pytorch(ctor, shape):
     torch_ref.set_default_dtype(torch_ref.float64)

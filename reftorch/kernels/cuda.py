@@ -7642,6 +7642,13 @@ def matmul_tiled(a, b, out):
                     out[z, r, c] = acc
 
 
+@cuda.jit
+def fill_from(dst, src):
+    # not an op: dst[:] = src[0] on the device (seeds the partials of a split reduction with the identity)
+    for i in range(cuda.grid(1), dst.shape[0], cuda.gridsize(1)):
+        dst[i] = src[0]
+
+
 # Every kernel family of this module, for the launcher and the tests: name -> its kind, the ops.yaml
 # entry, the names of its tensor and scalar arguments, its kernels (functions <name>_<suffix>), and
 # for reductions whether a long row may be split over blocks (partials merge by combine itself).

@@ -79,12 +79,6 @@ def _check_same_size(input, target, stacklevel=3):
                       "the same size.", stacklevel=stacklevel)
 
 
-def _as_tensor(x, like=None):
-    if isinstance(x, torch.Tensor):
-        return x
-    return torch.tensor(x, dtype=like.dtype if like is not None else None)
-
-
 def _inplace(input, result):
     """Writes result into input (the in-place flavour of an activation) and returns input."""
     return input.copy_(result)
@@ -819,8 +813,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     """Rows of weight picked by the integer indices in input; the padding_idx row gets no gradient."""
     if input.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got torch.{input.dtype.short if hasattr(input.dtype, 'short') else input.dtype} "
-                           "instead (while checking arguments for embedding)")
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:

@@ -23,3 +23,5 @@ from .misc import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroP
                    ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, CircularPad1d,
                    CircularPad2d, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d, PixelShuffle, PixelUnshuffle,
                    ChannelShuffle, CosineSimilarity, PairwiseDistance, Fold, Unfold)
+from .transformer import (TransformerEncoderLayer, TransformerEncoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerDecoder, Transformer)

@@ -46,9 +46,8 @@ class Sequential(Module):
                 delattr(self, key)
         else:
             delattr(self, keys[_index(idx, len(keys))])
-        # keep the numbering 0..n-1 as PyTorch does
-        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())) \
-            if all(k.isdigit() for k in self._modules) else self._modules
+        # renumber 0..n-1, as PyTorch does
+        self._modules = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values()))
 
     def __len__(self):
         return len(self._modules)
@@ -319,7 +318,6 @@ class ParameterList(Module):
         return "\n".join(lines)
 
 
-
 class ParameterDict(Module):
     """An ordered dict of Parameters."""
 
@@ -377,4 +375,3 @@ class ParameterDict(Module):
             kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
             lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size}]")
         return "\n".join(lines)
-

@@ -1,0 +1,66 @@
+"""The CUDA side that runs in the ordinary test process (no GPU, no simulator): reftorch.cuda's
+answers, the generated module's import and coverage, and how the generator merges partial results."""
+import ast
+import os
+
+import pytest
+
+import reftorch
+from codegen.emit_cuda import merge_expr
+from codegen.model import load
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIMULATED = bool(os.environ.get("NUMBA_ENABLE_CUDASIM"))
+
+
+def test_cuda_module_answers_honestly():
+    cuda = reftorch.cuda
+    reftorch.cuda.manual_seed(1234)              # accepted without a GPU, as in PyTorch
+    reftorch.cuda.manual_seed_all(1234)
+    assert reftorch.cuda.initial_seed() == 1234
+    if cuda.is_available():
+        assert cuda.device_count() >= 1
+        assert isinstance(cuda.get_device_name(), str)
+        cuda.synchronize()
+        return
+    assert cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+        cuda.synchronize()
+    with pytest.raises(RuntimeError, match="No CUDA GPUs are available"):
+        cuda.current_device()
+
+
+@pytest.mark.skipif(SIMULATED, reason="checks the import without the simulator")
+def test_generated_cuda_module_imports_without_a_gpu_and_covers_every_kernel_kind():
+    from reftorch.kernels import cuda as gk
+    ops = load(os.path.join(ROOT, "reftorch", "ops.yaml"))
+    want = {op.name for op in ops if op.kind in ("unary", "binary", "ternary", "reduction", "argreduction", "scan")}
+    assert want <= set(gk.KERNELS)
+    for name, info in gk.KERNELS.items():
+        for suffix in info["kernels"]:
+            assert callable(getattr(gk, f"{name}_{suffix}")), f"{name}_{suffix}"
+
+
+def test_every_cpu_helper_has_a_cuda_version():
+    """Helpers of the CPU prelude are defined by the CUDA prelude or copied over by the generator."""
+    from codegen.emit_cuda import _bound_names, prelude
+    cpu = open(os.path.join(ROOT, "codegen", "templates", "prelude.py")).read()
+    cpu_names = {n.name for n in ast.parse(cpu).body if isinstance(n, ast.FunctionDef)}
+    assert cpu_names <= _bound_names(ast.parse(prelude()))
+
+
+@pytest.mark.parametrize("combine, merge", [
+    ("acc + x", "acc + x"),
+    ("acc + x * x", "acc + x"),                       # partial sums of squares add
+    ("acc + (x != 0)", "acc + x"),                    # partial counts add
+    ("acc * x", "acc * x"),
+    ("acc and x != 0", "acc and x"),
+    ("acc or x", "acc or x"),
+    ("x if (x > acc or x != x) else acc", "x if (x > acc or x != x) else acc"),   # selections merge by themselves
+    ("logaddexp(acc, x)", "logaddexp(acc, x)"),
+    ("acc - x", None),                                # not associative: one thread folds each row
+    ("acc * 0.5 + x", None),
+    ("logaddexp(acc, 2 * x)", None),
+])
+def test_merge_of_partial_results(combine, merge):
+    assert merge_expr(combine) == merge
