@@ -1,7 +1,9 @@
 """Strided layout: shapes, strides (in elements), broadcasting, dimension collapsing, view geometry.
 
 Pure functions over tuples; nothing here touches data. View ops of ops.yaml (kind: view) find their
-geometry here by name: `<op>(shape, strides, offset, *args) -> (shape, strides, offset)`.
+geometry here by name: `<op>(shape, strides, offset, *args) -> (shape, strides, offset)`. Strides of
+None say that no view has that shape (reshape and flatten of incompatible strides): the dispatcher
+then gives the result a contiguous copy. Offsets and strides follow PyTorch's, empty views included.
 """
 from __future__ import annotations
 
