@@ -264,11 +264,15 @@ def _rng(generator):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    if dt.category != 2:        # checked before drawing: the generator's state is left as it was
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
     return _finish(_rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np), dt, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    if dt.category != 2:
+        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
     return _finish(_rng(generator).standard_normal(_shape(size)).astype(dt.np), dt, device, requires_grad)
 
 

@@ -24,6 +24,7 @@ from .kernels import derivatives as _derivatives
 
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
+_tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
 
@@ -218,6 +219,8 @@ def _scalar_arg(v, dtype):
 
 def call_inplace(name, tensors, scalars):
     spec = SPECS[name]
+    if _tracer is not None:
+        _tracer.inplace(name)
     if _reference.enabled:
         return _reference.checked_call(spec, _inplace, tensors, scalars)
     return _inplace(spec, tensors, scalars)
@@ -549,6 +552,8 @@ def composite_inplace(name, self, *args, **kwargs):
     PyTorch's casting and shape rules, and self's autograd history continued through the op."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
+    if _tracer is not None:
+        _tracer.inplace(name)
     src = self
     if grad_mode.state.enabled and any(isinstance(t, Tensor) and t.requires_grad
                                        for t in (self, *args, *kwargs.values())):
@@ -568,6 +573,8 @@ def composite_inplace(name, self, *args, **kwargs):
 
 def call(name, tensors, scalars):
     spec = SPECS[name]
+    if _tracer is not None:     # reftorch.compile is recording this call (reftorch/compile/tracer.py)
+        return _tracer.call(spec, tensors, scalars)
     if _reference.enabled:      # reference mode: also run the entry's NumPy reference and compare
         return _reference.checked_call(spec, _HANDLERS[spec.kind], tensors, scalars)
     return _HANDLERS[spec.kind](spec, tensors, scalars)

@@ -8,6 +8,7 @@ The digits (1,797 images) ship with scikit-learn: nothing is downloaded.
     python -m reftorch.demo                      # MLP then CNN, about a minute on 2 cores
     python -m reftorch.demo --quick              # fewer epochs
     python -m reftorch.demo --plot curves.png    # loss and accuracy curves (needs matplotlib)
+    python -m reftorch.distributed.run -n 2 -m reftorch.demo --distributed   # 2 processes, half a batch each
 """
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ def parse_args(argv=None):
                    help="where checkpoints are written (default: a new temporary directory)")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="save loss and accuracy curves to FILE.png")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (one line per epoch instead)")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel over the processes of an MPI job (DistributedDataParallel; launch with "
+                        "python -m reftorch.distributed.run -n 2 -m reftorch.demo --distributed), each process "
+                        "taking its share of every batch")
     args = p.parse_args(argv)
     args.models = [m.strip().lower() for m in args.models.split(",") if m.strip()]
     for m in args.models:
@@ -104,6 +109,7 @@ def _progress(iterable, desc, enabled):
 
 class _PlainProgress:
     """What the demo shows without tqdm: one line per epoch."""
+    silent = False      # --distributed: only rank 0 reports
 
     def __init__(self, iterable, desc):
         self.iterable, self.desc, self.postfix = iterable, desc, {}
@@ -115,6 +121,8 @@ class _PlainProgress:
         self.postfix = kw
 
     def close(self):
+        if self.silent:
+            return
         items = ", ".join(f"{k}={v}" for k, v in self.postfix.items())
         print(f"{self.desc}: {items}", file=sys.stderr, flush=True)
 
@@ -123,18 +131,36 @@ def train_one_epoch(model, bar, loss_fn, optimizer, device):
     """One pass over the training loader (wrapped in its progress bar); returns (mean loss, accuracy)."""
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
+    rank, world = _rank_and_world()
     for images, labels in bar:
         images, labels = images.to(device), labels.to(device)
+        if world > 1:       # --distributed: this process's share of the batch; every process sees the same batches
+            n = labels.size(0)
+            lo, hi = n * rank // world, n * (rank + 1) // world
+            images, labels = images[lo:hi], labels[lo:hi]
         optimizer.zero_grad()
         logits = model(images)
         loss = loss_fn(logits, labels)
-        loss.backward()
+        if world > 1:       # weighted by the share, DDP's average of the processes' gradients is the whole batch's
+            (loss * (labels.size(0) * world / n)).backward()
+        else:
+            loss.backward()
         optimizer.step()
         total_loss += loss.item() * labels.size(0)
         correct += (logits.argmax(dim=1) == labels).sum().item()
         seen += labels.size(0)
         bar.set_postfix(loss=f"{total_loss / seen:.4f}", acc=f"{correct / seen:.1%}")
+    if world > 1:           # the epoch's figures over all processes
+        import reftorch.distributed as dist
+        totals = torch.tensor([total_loss, correct, seen], dtype=torch.float64)
+        dist.all_reduce(totals)
+        total_loss, correct, seen = totals.tolist()
     return total_loss / seen, correct / seen
+
+
+def _rank_and_world():
+    import reftorch.distributed as dist
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
 
 
 def evaluate(model, loader, device):
@@ -156,6 +182,9 @@ def train_model(key, epochs, train_set, test_set, args, device):
                               generator=torch.Generator().manual_seed(args.seed))
     test_loader = DataLoader(test_set, batch_size=256)
     model = make().to(device)
+    net = model
+    if args.distributed:    # rank 0's initial weights everywhere; gradients averaged over the processes
+        net = nn.parallel.DistributedDataParallel(model)
     n_params = sum(p.numel() for p in model.parameters())
     lr = args.lr or LEARNING_RATES[key]
     print(f"\n{name}: {n_params:,} parameters, {epochs} epochs, Adam(lr={lr}) with cosine annealing", flush=True)
@@ -166,7 +195,7 @@ def train_model(key, epochs, train_set, test_set, args, device):
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         bar = _progress(train_loader, f"{name} epoch {epoch:>2}/{epochs}", not args.no_progress)
-        loss, acc = train_one_epoch(model, bar, loss_fn, optimizer, device)
+        loss, acc = train_one_epoch(net, bar, loss_fn, optimizer, device)
         test_acc = evaluate(model, test_loader, device)
         bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.1%}", test_acc=f"{test_acc:.1%}")
         bar.close()
@@ -182,7 +211,8 @@ def train_model(key, epochs, train_set, test_set, args, device):
           flush=True)
 
     # checkpoint: model and optimizer state in one safetensors file, then a fresh model from it
-    path = os.path.join(args.checkpoint_dir, f"digits_{key}.safetensors")
+    rank = _rank_and_world()[0]
+    path = os.path.join(args.checkpoint_dir, f"digits_{key}{f'-rank{rank}' if rank else ''}.safetensors")
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epochs,
                 "test_accuracy": test_acc}, path)
     checkpoint = torch.load(path)
@@ -239,6 +269,12 @@ def main(argv=None):
     except RuntimeError as err:
         print(f"error: --device {args.device}: {err}", file=sys.stderr)
         return 2
+    if args.distributed:
+        import reftorch.distributed as dist
+        dist.init_process_group("mpi")
+        if dist.get_rank() != 0:            # rank 0 reports for all
+            sys.stdout = open(os.devnull, "w")
+            args.no_progress = _PlainProgress.silent = True
     if args.checkpoint_dir is None:
         args.checkpoint_dir = tempfile.mkdtemp(prefix="reftorch-demo-")
     os.makedirs(args.checkpoint_dir, exist_ok=True)
@@ -246,7 +282,8 @@ def main(argv=None):
     start = time.perf_counter()
     train_set, test_set = load_digits_dataset(args.seed)
     print(f"reftorch {torch.__version__} demo: scikit-learn digits, {len(train_set)} training and "
-          f"{len(test_set)} test images of 8x8 pixels, 10 classes, device {device}", flush=True)
+          f"{len(test_set)} test images of 8x8 pixels, 10 classes, device {device}"
+          f"{f', {_rank_and_world()[1]} processes' if args.distributed else ''}", flush=True)
 
     default_epochs = {"mlp": 6 if args.quick else 12, "cnn": 4 if args.quick else 8}
     histories, ok = {}, True

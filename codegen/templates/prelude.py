@@ -10,6 +10,12 @@ from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan,
                   pi, e)
 
 
+# `isinstance(x, (float, np.float32, np.float64))` is decided while Numba types a helper, so only the branch
+# for x's type is compiled (an integer branch may use integer-only operations). It tests for floats because
+# Numba's isinstance(x, int) matches int64 alone (and the tuple is written out: Numba cannot read a global
+# one). numba.cuda cannot compile isinstance without a GPU: cuda_prelude.py gives those helpers its own.
+
+
 @njit(inline="always")
 def isnan(x):
     return x != x
@@ -28,21 +34,21 @@ def isfinite(x):
 @njit(inline="always")
 def floor(x):
     # integers (and bools) are their own floor: np.floor would round them through float64
-    if isinstance(x, (int, bool)):
+    if not isinstance(x, (float, np.float32, np.float64)):
         return x
     return np.floor(x)
 
 
 @njit(inline="always")
 def ceil(x):
-    if isinstance(x, (int, bool)):
+    if not isinstance(x, (float, np.float32, np.float64)):
         return x
     return np.ceil(x)
 
 
 @njit(inline="always")
 def trunc(x):
-    if isinstance(x, (int, bool)):
+    if not isinstance(x, (float, np.float32, np.float64)):
         return x
     return np.trunc(x)
 
@@ -50,7 +56,7 @@ def trunc(x):
 @njit(inline="always")
 def rint(x):
     # round half to even, as torch.round and np.round do
-    if isinstance(x, (int, bool)):
+    if not isinstance(x, (float, np.float32, np.float64)):
         return x
     return np.rint(x)
 
@@ -85,7 +91,7 @@ def signbit(x):
 def floordiv(a, b):
     # torch.floor_divide: integers exactly (dividing by zero raises, as PyTorch does); floats by CPython's
     # algorithm, which is PyTorch's div_floor (fmod-based, so 1.0 // 0.1 is 9), IEEE results at b == 0
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
         return np.int64(a) // np.int64(b)
@@ -95,7 +101,7 @@ def floordiv(a, b):
 @njit(inline="always")
 def divtrunc(a, b):
     # torch.div(rounding_mode="trunc"): the quotient rounded toward zero; floats as trunc(a / b)
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
         q = np.int64(a) // np.int64(b)
@@ -108,7 +114,7 @@ def divtrunc(a, b):
 @njit(inline="always")
 def pymod(a, b):
     # torch.remainder: the sign of the divisor (Python's %); floats as PyTorch computes them, from fmod
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
         return np.int64(a) % np.int64(b)
@@ -121,7 +127,7 @@ def pymod(a, b):
 @njit(inline="always")
 def cfmod(a, b):
     # torch.fmod: C's remainder, with the sign of the dividend
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
         m = np.int64(a) % np.int64(b)
@@ -135,7 +141,7 @@ def cfmod(a, b):
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         base = np.int64(a)
         e = np.int64(b)
         r = np.int64(1)
@@ -159,6 +165,8 @@ def tpow(a, b):
 @njit(inline="always")
 def round_decimals(x, decimals):
     # torch.round(x, decimals=d): half to even at the d-th decimal (d < 0: to tens, hundreds...)
+    if not isinstance(x, (float, np.float32, np.float64)):
+        return x
     if decimals == 0:
         return rint(x)
     if decimals > 0:

@@ -17,6 +17,15 @@ from . import anomaly_mode, grad_mode
 from .graph import AccumulateGrad, gradient_edge
 
 
+_final_callbacks = []
+
+
+def queue_callback(callback):
+    """Run callback() once, when the backward now running has finished (PyTorch's
+    Variable._execution_engine.queue_callback; DistributedDataParallel waits for its buckets there)."""
+    _final_callbacks.append(callback)
+
+
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None, allow_unused=False,
                  accumulate=True):
     """Backpropagate root_grads from roots.
@@ -80,6 +89,9 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                     ready.append(child)
     finally:
         grad_mode.state.enabled = prev
+        callbacks, _final_callbacks[:] = _final_callbacks[:], []
+    for callback in callbacks:                      # queue_callback: once the whole backward has run
+        callback()
 
     if inputs is None:
         return None

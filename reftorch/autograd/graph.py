@@ -61,7 +61,7 @@ class SavedTensor:
     A node's own output is kept as an alias without grad_fn (the output points to the node, so
     keeping the output itself would be a reference cycle); unpacking gives it the node back, so
     double backward through `result` reaches the node again."""
-    __slots__ = ("tensor", "version", "is_output", "requires_grad")
+    __slots__ = ("tensor", "version", "is_output")
 
     def __init__(self, t, is_output=False, version=None):
         if is_output:
@@ -69,7 +69,6 @@ class SavedTensor:
         self.tensor = t
         self.version = t._storage.version if version is None else version
         self.is_output = is_output
-        self.requires_grad = t.requires_grad if not is_output else True
 
     def unpack(self, node, output_nr=0):
         t = self.tensor
@@ -144,7 +143,10 @@ class Node:
                  "_retains_grad", "trace", "_metadata", "__weakref__", "__dict__")
 
     def __init__(self, next_functions=(), input_meta=(), out_meta=()):
-        self.next_functions = tuple(NO_EDGE if e is None else e for e in next_functions)
+        next_functions = tuple(next_functions)
+        if None in next_functions:
+            next_functions = tuple(NO_EDGE if e is None else e for e in next_functions)
+        self.next_functions = next_functions
         self.input_meta = list(input_meta)      # (shape, dtype) per edge: gradients are reduced to these
         self.out_meta = list(out_meta)          # (shape, dtype) per output: missing gradients become zeros
         self._pre_hooks = None                  # fn(grad_outputs) -> new grad_outputs or None

@@ -26,7 +26,7 @@ from .graph import Node, gradient_edge
 def rebase_history(t, node, output_nr=0):
     """t was just overwritten in place by the op recorded as node: make node t's history."""
     base = t._base
-    if base is None:
+    if base is None or base._storage is not t._storage:
         _set_history(t, node, output_nr)
         _refresh_views(t, skip=None)
         return

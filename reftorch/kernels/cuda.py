@@ -193,7 +193,7 @@ def logaddexp(a, b):
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
-    if isinstance(a, (int, bool)):
+    if not isinstance(a, (float, np.float32, np.float64)):
         base = np.int64(a)
         e = np.int64(b)
         r = np.int64(1)
@@ -217,6 +217,8 @@ def tpow(a, b):
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def round_decimals(x, decimals):
     # torch.round(x, decimals=d): half to even at the d-th decimal (d < 0: to tens, hundreds...)
+    if not isinstance(x, (float, np.float32, np.float64)):
+        return x
     if decimals == 0:
         return rint(x)
     if decimals > 0:

@@ -8,3 +8,4 @@ from .modules import Module  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 from . import modules  # noqa: F401
 from . import parameter  # noqa: F401
+from . import parallel  # noqa: F401  (DistributedDataParallel; mpi4py is imported only by init_process_group)

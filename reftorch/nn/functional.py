@@ -279,6 +279,9 @@ def threshold_(input, threshold, value):
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and "
+                           f"{weight.dim()}D")
     if input.shape[-1] != weight.shape[-1]:
         rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "

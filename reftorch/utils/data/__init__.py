@@ -6,8 +6,9 @@ from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Sta
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
+from .distributed import DistributedSampler
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert",
-           "get_worker_info", "WorkerInfo"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "default_collate",
+           "default_convert", "get_worker_info", "WorkerInfo"]

@@ -1,0 +1,314 @@
+"""reftorch.compile: trace a call, fuse its elementwise ops, run generated kernels.
+
+    f = reftorch.compile(fn)            # or @reftorch.compile / @reftorch.compile(fullgraph=True)
+    m = reftorch.compile(module)        # the module's forward is compiled; parameters stay shared
+
+The first call with new guard values runs the function once under the tracer (reftorch/compile/
+tracer.py: every op of ops.yaml passes through `_dispatch.call`), which returns the eager results
+and a recorded graph (ir.py). The graph is partitioned into op calls and fused elementwise regions;
+each region gets one generated Numba kernel (codegen.py). Later calls that pass the guards replay
+the steps.
+
+Guards: the shapes (ranks only with dynamic=True) dtypes, devices and requires_grad of the tensor
+arguments, their aliasing, the values of non-tensor arguments, grad mode, a module's training flag,
+and the metadata of captured tensors (parameters). A miss traces again and caches another version.
+
+Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), in-place writes,
+random numbers, or a backward pass inside the function. That guard entry then runs eagerly (the
+function unchanged); under fullgraph=True the trace raises GraphBreak naming the line.
+
+Autograd: an elementwise op whose output requires grad is replayed through the dispatcher (it records
+its node as eager does), so gradients are exactly eager's; only ops outside autograd are fused.
+
+dynamic=True: guards on ranks; Python numbers computed from shapes are baked into the graph, so a
+graph that takes integer arguments from its trace (views, reductions ...) is traced again per shape.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from .. import _dispatch
+from .. import _layout as L
+from .._tensor import Tensor, Storage
+from ..autograd import grad_mode
+from . import ir
+from .tracer import GraphBreak, Tracer
+
+__all__ = ["compile", "GraphBreak", "CompiledFunction"]
+
+_PAR_MIN = 1 << 16      # elements from which a region runs its threaded loop
+
+
+def compile(model=None, *, fullgraph=False, dynamic=False, backend="numba", mode=None, options=None,
+            disable=False):
+    """Compile a function or nn.Module; usable as @compile and @compile(...)."""
+    if backend not in ("numba", "inductor", "eager"):
+        raise ValueError(f"reftorch.compile: unknown backend {backend!r} (available: 'numba')")
+
+    def wrap(obj):
+        if disable or backend == "eager":
+            return obj
+        from ..nn import Module
+        if isinstance(obj, Module):
+            return CompiledModule(obj, fullgraph=fullgraph, dynamic=dynamic)
+        if not callable(obj):
+            raise TypeError(f"reftorch.compile: expected a callable or a Module, got {type(obj).__name__}")
+        return CompiledFunction(obj, fullgraph=fullgraph, dynamic=dynamic)
+
+    if model is None:
+        return wrap
+    return wrap(model)
+
+
+# ------------------------------------------------------------------------------ flattening
+
+def _flatten(obj, leaves):
+    """A hashable structure spec of obj; tensors and other leaves appended to `leaves`."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, (list, tuple)):
+        return ("seq", type(obj), tuple(_flatten(o, leaves) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple(obj.keys()), tuple(_flatten(v, leaves) for v in obj.values()))
+    try:
+        hash(obj)
+    except TypeError:
+        raise _Unhashable() from None
+    return ("k", type(obj), obj)
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _out_spec(obj, tracer):
+    if isinstance(obj, Tensor):
+        vid = tracer.ids.get(id(obj))
+        if vid is not None and tracer.values[vid] is obj:
+            return ("v", vid)
+        return ("c", obj)
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return ("seq", type(obj), tuple(_out_spec(o, tracer) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple(obj.keys()), tuple(_out_spec(v, tracer) for v in obj.values()))
+    return ("c", obj)
+
+
+def _build(spec, env):
+    kind = spec[0]
+    if kind == "v":
+        return env[spec[1]]
+    if kind == "c":
+        return spec[1]
+    if kind == "seq":
+        items = [_build(s, env) for s in spec[2]]
+        return spec[1](items) if spec[1] in (list, tuple) else spec[1](*items)
+    return dict(zip(spec[1], (_build(s, env) for s in spec[2])))
+
+
+# ------------------------------------------------------------------------------ compiled entries
+
+class _Entry:
+    """One traced version: its steps, or None when the trace had a graph break (runs eagerly)."""
+    __slots__ = ("graph", "steps", "breaks", "captured", "shape_free", "shapes")
+
+    def __init__(self, graph, steps, breaks, captured, shape_free, shapes):
+        self.graph, self.steps, self.breaks, self.captured = graph, steps, breaks, captured
+        self.shape_free, self.shapes = shape_free, shapes
+
+    def captured_ok(self):
+        for t, meta in self.captured:
+            if (t._shape, t.dtype, t.device, t.requires_grad) != meta:
+                return False
+        return True
+
+
+def _resolve(a, env):
+    kind = a[0]
+    if kind == "v":
+        return env[a[1]]
+    if kind == "l":
+        return a[1](_resolve(e, env) for e in a[2])
+    return a[1]
+
+
+def _run_region(r, env):
+    ins = [env[ref[1]] if ref[0] == "v" else ref[1] for ref, _ in r.inputs]
+    shape = r.shape
+    n = L.numel(shape)
+    outs = [np.empty(n, dt.np) for dt in r.out_dtypes]
+    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
+        arrays = [t._storage.data[t._offset:t._offset + n] for t in ins]
+        k = r.kernel.fused_contig_par if n >= _PAR_MIN else r.kernel.fused_contig
+        k(*outs, *arrays, *r.consts, *r.scalars)
+    else:
+        strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+        cshape, cstrides = L.collapse(shape, strides)
+        if not cshape:
+            cshape, cstrides = (1,), [(0,)] * len(strides)
+        args = []
+        for t, st in zip(ins, cstrides[1:]):
+            args += [t._storage.data, t._offset, tuple(st)]
+        r.kernel.fused_strided(tuple(cshape), *outs, *args, *r.consts, *r.scalars)
+    cs = L.contiguous_strides(shape)
+    for vid, arr, dt in zip(r.outputs, outs, r.out_dtypes):
+        env[vid] = Tensor._make(Storage(arr), 0, shape, cs, dt)
+
+
+def _replay(entry, inputs):
+    env = dict(zip(entry.graph.input_vids, inputs))
+    handlers = _dispatch._HANDLERS
+    for st in entry.steps:
+        if isinstance(st, ir.Region):
+            _run_region(st, env)
+            continue
+        n = st.node
+        res = handlers[n.spec.kind](n.spec, [_resolve(a, env) for a in n.args], n.scalars)
+        if n.multi:
+            for vid, o in zip(n.outs, res):
+                env[vid] = o
+        else:
+            env[n.outs[0]] = res
+    return _build(entry.graph.out_spec, env)
+
+
+class CompiledFunction:
+    def __init__(self, fn, *, fullgraph=False, dynamic=False, guard_extra=None):
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self._guard_extra = guard_extra
+        self._cache = {}
+        self._sources = []
+        self.traces = 0                 # how many times the function was traced (tests read it)
+        functools.update_wrapper(self, fn)
+
+    # -------------------------------------------------------------- guards
+    def _key(self, args, kwargs):
+        leaves = []
+        try:
+            spec = _flatten((args, kwargs), leaves)
+        except _Unhashable:
+            return None, None, None
+        tensors, metas, first = [], [], {}
+        for x in leaves:
+            if isinstance(x, Tensor):
+                alias = first.setdefault(id(x), len(tensors))
+                tensors.append(x)
+                shape = len(x._shape) if self.dynamic else x._shape
+                metas.append((shape, x.dtype.name, str(x.device), x.requires_grad, alias))
+        extra = self._guard_extra() if self._guard_extra else None
+        return (spec, tuple(metas), grad_mode.state.enabled, extra), tensors, [x._shape for x in tensors]
+
+    def __call__(self, *args, **kwargs):
+        key, tensors, shapes = self._key(args, kwargs)
+        if key is None:
+            return self._fn(*args, **kwargs)
+        entry = self._cache.get(key)
+        if entry is not None and self.dynamic and not entry.shape_free and \
+                entry.graph is not None and entry.shapes != shapes:
+            entry = None
+        if entry is not None and not entry.captured_ok():
+            entry = None
+        if entry is None:
+            return self._trace(key, tensors, shapes, args, kwargs)
+        if entry.steps is None:
+            return self._fn(*args, **kwargs)
+        return _replay(entry, tensors)
+
+    # -------------------------------------------------------------- tracing
+    def _trace(self, key, tensors, shapes, args, kwargs):
+        self.traces += 1
+        tracer = Tracer(self.fullgraph)
+        input_vids = []
+        for t in tensors:
+            vid = tracer.ids.get(id(t))
+            input_vids.append(vid if vid is not None else tracer.add_value(t))
+        with tracer:
+            result = self._fn(*args, **kwargs)
+        if tracer.breaks:
+            entry = _Entry(None, None, tracer.breaks, (), True, shapes)
+            self._cache[key] = entry
+            return result
+        graph = ir.Graph(tracer, input_vids, _out_spec(result, tracer))
+        steps = ir.partition(graph)
+        for st in steps:
+            if isinstance(st, ir.Region):
+                self._codegen(st)
+        captured, seen = [], set()
+        for n in graph.nodes:
+            for a in n.args:
+                for x in _consts(a):
+                    if isinstance(x, Tensor) and id(x) not in seen:
+                        seen.add(id(x))
+                        captured.append((x, (x._shape, x.dtype, x.device, x.requires_grad)))
+        # dynamic=True: one trace serves every shape of the same ranks when the graph is elementwise only and
+        # takes no integer Python constants (the usual shape-derived numbers); otherwise one trace per shape
+        shape_free = all(n.spec.kind in ir.ELEMENTWISE for n in graph.nodes) and not any(
+            isinstance(x, int) and not isinstance(x, bool) for n in graph.nodes for a in n.args for x in _consts(a))
+        entry = _Entry(graph, steps, (), captured, shape_free, shapes)
+        self._cache[key] = entry
+        return result
+
+    def _codegen(self, region):
+        from . import codegen
+        src, consts, scal = codegen.region_source(region)
+        region.source = src
+        region.consts = consts
+        region.scalars = scal
+        region.kernel = codegen.load(src)
+        if src not in self._sources:
+            self._sources.append(src)
+            if os.environ.get("REFTORCH_COMPILE_DUMP"):
+                print(src)
+
+    # -------------------------------------------------------------- introspection
+    def kernels(self):
+        """The generated source of every fused region compiled so far."""
+        return list(self._sources)
+
+    def graph_breaks(self):
+        return [b for e in self._cache.values() for b in e.breaks]
+
+    def graphs(self):
+        return [e.graph for e in self._cache.values() if e.graph is not None]
+
+
+def _consts(a):
+    if a[0] == "c":
+        yield a[1]
+    elif a[0] == "l":
+        for e in a[2]:
+            yield from _consts(e)
+
+
+class CompiledModule:
+    """A module whose forward is compiled; everything else (parameters, state_dict, train/eval,
+    attributes) is the original module's."""
+
+    def __init__(self, module, *, fullgraph=False, dynamic=False):
+        object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_compiled_forward", CompiledFunction(
+            module.forward, fullgraph=fullgraph, dynamic=dynamic, guard_extra=lambda: module.training))
+
+    def __call__(self, *args, **kwargs):
+        return self._compiled_forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward(*args, **kwargs)
+
+    def kernels(self):
+        return self._compiled_forward.kernels()
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, "_orig_mod"), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._orig_mod, name, value)
+
+    def __repr__(self):
+        return f"CompiledModule({self._orig_mod!r})"

@@ -1,0 +1,189 @@
+"""The graph a trace becomes, and its partition into steps.
+
+A Graph is the traced call: input values, the recorded ops in program order (each a Node with the
+dtypes and shape it ran with), and the output structure. `partition` cuts the node list into steps:
+
+  OpStep   one op, replayed through the dispatcher's handler for its kind (matmul, reductions,
+           views, array ops, and elementwise ops that must record autograd history)
+  Region   a maximal run of consecutive elementwise ops (unary/binary/ternary of the registry) over
+           one iteration shape: one generated kernel reads the region's inputs once (broadcasting
+           them) and writes only the values used after it
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dispatch
+from .._device import CPU
+from .._tensor import Tensor
+
+ELEMENTWISE = ("unary", "binary", "ternary")
+
+
+class Node:
+    __slots__ = ("spec", "args", "scalars", "outs", "multi", "fusable", "compute", "out_dtype", "shape",
+                 "operand_dtypes", "kernel_scalars", "consts")
+
+    def __init__(self, rec):
+        self.spec = rec.spec
+        self.args = rec.args
+        self.scalars = rec.scalars
+        self.outs = rec.outs
+        self.multi = rec.multi
+        self.fusable = False
+
+    def __repr__(self):
+        return f"{self.spec.name}({', '.join(_fmt(a) for a in self.args)}) -> {self.outs}"
+
+
+def _fmt(a):
+    if a[0] == "v":
+        return f"%{a[1]}"
+    if a[0] == "l":
+        return "[" + ", ".join(_fmt(e) for e in a[2]) + "]"
+    x = a[1]
+    return "<tensor>" if isinstance(x, Tensor) else repr(x)
+
+
+class Graph:
+    def __init__(self, tracer, input_vids, out_spec):
+        self.values = tracer.values          # value id -> tensor seen while tracing (metadata only)
+        self.input_vids = input_vids
+        self.out_spec = out_spec
+        self.nodes = [Node(r) for r in tracer.ops]
+        for n in self.nodes:
+            _annotate(n, self.values)
+
+    def __str__(self):
+        lines = [f"graph(inputs={['%' + str(v) for v in self.input_vids]})"]
+        lines += [f"  {'*' if n.fusable else ' '} {n!r}" for n in self.nodes]
+        return "\n".join(lines)
+
+
+def _annotate(node, values):
+    """Decide whether the node can join a fused region; if so note its dtypes, shape and constants."""
+    spec = node.spec
+    if spec.kind not in ELEMENTWISE or node.multi or spec.kernel_idx is None:
+        return
+    if any(ty not in ("Tensor", "Mask") for ty in spec.tensor_types) or len(node.args) != len(spec.tensor_types):
+        return
+    ts = []
+    for a in node.args:
+        if a[0] == "v":
+            ts.append(values[a[1]])
+        elif a[0] == "c" and isinstance(a[1], Tensor):
+            ts.append(a[1])
+        elif a[0] == "c" and isinstance(a[1], (bool, int, float, np.number, np.bool_)):
+            ts.append(_dispatch.as_tensor_arg(a[1]))
+        else:
+            return
+    out = values[node.outs[0]]
+    if any(t.device != CPU for t in ts) or out.device != CPU or out.numel() == 0:
+        return
+    if out.requires_grad:       # it records autograd history: replayed eagerly (see compile/__init__.py)
+        return
+    if any(isinstance(s, Tensor) for s in node.scalars):
+        return
+    try:
+        compute, out_dtype = _dispatch._result_dtypes(spec, ts)
+    except Exception:
+        return
+    node.compute, node.out_dtype, node.shape = compute, out_dtype, out._shape
+    node.operand_dtypes = [_dispatch.D.bool_ if ty == "Mask" else compute for ty in spec.tensor_types]
+    node.kernel_scalars = tuple(_dispatch._kernel_scalars(spec, node.scalars, compute))
+    # Python numbers: cast to the operand dtype as the dispatcher casts a wrapped scalar
+    node.consts = {i: np.dtype(dt.np).type(a[1]) for i, (a, dt) in enumerate(zip(node.args, node.operand_dtypes))
+                   if a[0] == "c" and not isinstance(a[1], Tensor)}
+    node.fusable = True
+
+
+class OpStep:
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+
+class Region:
+    """Fused elementwise ops. inputs: external refs ("v", vid) | ("t", captured tensor), with dtypes;
+    outputs: value ids written (used after the region)."""
+
+    def __init__(self, nodes, shape):
+        self.nodes = nodes
+        self.shape = shape
+        self.inputs = []          # [(ref, dtype)]
+        self.outputs = []         # [vid]
+        self.out_dtypes = []
+        self.kernel = None        # the loaded module's entry (set by codegen)
+        self.source = None
+
+    @property
+    def ops(self):
+        return [n.spec.name for n in self.nodes]
+
+
+def partition(graph):
+    steps, run = [], []
+
+    def flush():
+        if len(run) == 1:
+            steps.append(OpStep(run[0]))
+        elif run:
+            steps.append(Region(list(run), run[0].shape))
+        run.clear()
+
+    for n in graph.nodes:
+        if n.fusable and (not run or run[0].shape == n.shape):
+            run.append(n)
+            continue
+        flush()
+        if n.fusable:
+            run.append(n)
+        else:
+            steps.append(OpStep(n))
+    flush()
+    # which values each region must write: those read by a later step or returned
+    used_later = {}
+    for i, st in enumerate(steps):
+        nodes = st.nodes if isinstance(st, Region) else [st.node]
+        for n in nodes:
+            for vid in _arg_vids(n.args):
+                used_later.setdefault(vid, set()).add(i)
+    returned = set(_spec_vids(graph.out_spec))
+    for i, st in enumerate(steps):
+        if not isinstance(st, Region):
+            continue
+        produced = {}
+        for n in st.nodes:
+            produced[n.outs[0]] = n.out_dtype
+        seen = {}
+        for n in st.nodes:
+            for a in n.args:
+                if a[0] == "v" and a[1] not in produced and a[1] not in seen:
+                    seen[a[1]] = True
+                    st.inputs.append((("v", a[1]), graph.values[a[1]].dtype))
+                elif a[0] == "c" and isinstance(a[1], Tensor) and id(a[1]) not in seen:
+                    seen[id(a[1])] = True
+                    st.inputs.append((("t", a[1]), a[1].dtype))
+        for vid, dt in produced.items():
+            if vid in returned or any(j != i for j in used_later.get(vid, ())):
+                st.outputs.append(vid)
+                st.out_dtypes.append(dt)
+    return steps
+
+
+def _arg_vids(args):
+    for a in args:
+        if a[0] == "v":
+            yield a[1]
+        elif a[0] == "l":
+            yield from _arg_vids(a[2])
+
+
+def _spec_vids(spec):
+    kind = spec[0]
+    if kind == "v":
+        yield spec[1]
+    elif kind in ("seq", "dict"):
+        for s in spec[2]:
+            yield from _spec_vids(s)

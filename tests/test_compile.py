@@ -1,0 +1,305 @@
+"""reftorch.compile: compiled == eager (forward and gradients) over random elementwise graphs drawn
+from the registry, plus graph breaks, guards and re-traces, fullgraph errors, modules, decorators."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import reftorch
+from reftorch.compile import GraphBreak
+from reftorch.kernels.api import SPECS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _registry_ops():
+    from codegen import model
+    out = []
+    for op in model.load(os.path.join(ROOT, "reftorch", "ops.yaml")):
+        s = SPECS.get(op.name)
+        if op.kind not in ("unary", "binary") or s is None or not s["function"] or "float" not in s["dtypes"]:
+            continue
+        if not op.test.fuzz or s["result"] not in ("same", "float") or op.name.startswith("_"):
+            continue
+        if any(a.type not in ("Tensor",) and a.default is None for a in op.signature.args):
+            continue            # required non-tensor args: left to the op's own tests
+        domain = {name: (lo, hi) for name, lo, hi in op.test.domain}
+        out.append((op.name, [a.name for a in op.signature.tensor_args], domain))
+    return out
+
+
+OPS = _registry_ops()
+SHAPES = [(6,), (3, 4), (2, 1, 5)]
+
+
+def _leaf(rng, shape, dom, dtype):
+    lo, hi = dom if dom else (-2.0, 2.0)
+    lo, hi = max(lo, -3.0), min(hi, 3.0)
+    return reftorch.tensor(rng.uniform(lo, hi, size=shape).astype(dtype))
+
+
+def _build(steps):
+    """A function applying the drawn ops: the running value feeds every argument without a domain."""
+    def fn(*leaves):
+        it = iter(leaves)
+        v = next(it)
+        for name, targs, domain, use_scalar in steps:
+            args = []
+            for a in targs:
+                if a in domain:
+                    args.append(next(it))
+                elif a == targs[0] or not use_scalar:
+                    args.append(v if a == targs[0] else next(it))
+                else:
+                    args.append(0.75)
+            v = getattr(reftorch, name)(*args)
+            if v.dtype.is_floating_point and not domain:
+                v = v * 0.5      # keep values tame for the next op
+        return v
+    return fn
+
+
+def _leaves_for(steps, rng, shape, dtype, bshape):
+    leaves = [_leaf(rng, shape, None, dtype)]
+    for name, targs, domain, use_scalar in steps:
+        for a in targs:
+            if a in domain:
+                leaves.append(_leaf(rng, shape, domain[a], dtype))
+            elif a != targs[0] and not use_scalar:
+                leaves.append(_leaf(rng, bshape, None, dtype))
+    return leaves
+
+
+def _close(a, b, rtol=1e-5, atol=1e-6):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@settings(max_examples=int(os.environ.get("REFTORCH_EXAMPLES", "12")))
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.booleans()), min_size=2, max_size=4),
+       st.sampled_from(SHAPES), st.booleans(), st.sampled_from(["float32", "float64"]), st.integers(0, 2 ** 31))
+def test_random_elementwise_graphs(ops, shape, broadcast, dtype, seed):
+    steps = [(name, targs, dom, sc) for (name, targs, dom), sc in ops]
+    rng = np.random.default_rng(seed)
+    bshape = (1,) * (len(shape) - 1) + (shape[-1],) if broadcast else shape
+    leaves = _leaves_for(steps, rng, shape, dtype, bshape)
+    fn = _build(steps)
+    cf = reftorch.compile(fn, fullgraph=True)
+    eager = fn(*leaves)
+    _close(cf(*leaves).numpy(), eager.numpy())          # the tracing call
+    _close(cf(*leaves).numpy(), eager.numpy())          # the replay through the fused kernel
+    assert cf.traces == 1
+    # a non-contiguous input takes the strided kernel
+    t = reftorch.tensor(np.ascontiguousarray(np.broadcast_to(leaves[0].numpy(), shape)).T.copy()).t() \
+        if len(shape) == 2 else None
+    if t is not None and fn(t, *leaves[1:]).shape == eager.shape:
+        _close(cf(t, *leaves[1:]).numpy(), fn(t, *leaves[1:]).numpy())
+    # gradients: leaves requiring grad
+    gl = [reftorch.tensor(x.numpy(), requires_grad=True) for x in leaves]
+    ge = [reftorch.tensor(x.numpy(), requires_grad=True) for x in leaves]
+    out_c = cf(*gl)
+    out_e = fn(*ge)
+    if out_e.requires_grad:
+        out_c.sum().backward()
+        out_e.sum().backward()
+        for a, b in zip(gl, ge):
+            if b.grad is not None:
+                _close(a.grad.numpy(), b.grad.numpy())
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + reftorch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def test_fuses_one_region_and_dumps_source():
+    cf = reftorch.compile(gelu_tanh)
+    x = reftorch.randn(1000)
+    _close(cf(x).numpy(), gelu_tanh(x).numpy())
+    _close(cf(x).numpy(), gelu_tanh(x).numpy())
+    srcs = cf.kernels()
+    assert len(srcs) == 1
+    src = srcs[0]
+    assert "tanh" in src and "# mul:" in src and "def fused_contig" in src and "def fused_strided" in src
+    compile(src, "<fused>", "exec")
+
+
+def test_mixed_graph_matmul_reduction_and_broadcast():
+    w = reftorch.randn(8, 4)
+    b = reftorch.randn(4)
+
+    def f(x):
+        h = x @ w
+        h = reftorch.relu(h + b) * 2 - 1
+        return h.sum(dim=1), h.exp()
+
+    cf = reftorch.compile(f, fullgraph=True)
+    x = reftorch.randn(5, 8)
+    for _ in range(2):
+        for a, e in zip(cf(x), f(x)):
+            _close(a.numpy(), e.numpy())
+    # the captured parameter is read at call time
+    b.data = reftorch.ones(4) if False else b
+    w2 = w  # same object; mutate contents under no_grad
+    with reftorch.no_grad():
+        w2.mul_(2)
+    for a, e in zip(cf(x), f(x)):
+        _close(a.numpy(), e.numpy())
+
+
+def test_dtype_mixing_and_python_scalars():
+    def f(x, i):
+        return (x * 3 + i).sigmoid() > 0.5, x / i
+    cf = reftorch.compile(f)
+    x = reftorch.randn(4, 3, dtype=reftorch.float32)
+    i = reftorch.arange(3)
+    for _ in range(2):
+        for a, e in zip(cf(x, i + 1), f(x, i + 1)):
+            _close(a.numpy(), e.numpy())
+
+
+def test_guard_miss_retraces():
+    cf = reftorch.compile(lambda x: (x * 2).sin() + 1)
+    f = lambda x: (x * 2).sin() + 1     # noqa: E731
+    for shape, dtype in [((3,), reftorch.float32), ((3,), reftorch.float32), ((4, 2), reftorch.float32),
+                         ((3,), reftorch.float64)]:
+        x = reftorch.randn(*shape, dtype=dtype)
+        _close(cf(x).numpy(), f(x).numpy())
+    assert cf.traces == 3
+    x = reftorch.randn(3, requires_grad=True)
+    cf(x)
+    assert cf.traces == 4        # requires_grad is guarded
+
+
+def test_dynamic_guards_ranks():
+    f = lambda x: (x * 2).cos() - x     # noqa: E731
+    cf = reftorch.compile(f, dynamic=True)
+    for n in (3, 5, 9):
+        x = reftorch.randn(n, 2)
+        _close(cf(x).numpy(), f(x).numpy())
+        _close(cf(x).numpy(), f(x).numpy())
+    assert cf.traces == 1
+    g = lambda x: x.reshape(-1, 2).sum(0) * 2   # noqa: E731  (integer args: traced per shape)
+    cg = reftorch.compile(g, dynamic=True)
+    for n in (4, 6):
+        x = reftorch.randn(n)
+        _close(cg(x).numpy(), g(x).numpy())
+        _close(cg(x).numpy(), g(x).numpy())
+
+
+def test_non_tensor_arguments_are_guarded():
+    f = lambda x, k: x * k + k      # noqa: E731
+    cf = reftorch.compile(f)
+    x = reftorch.randn(4)
+    for k in (2.0, 3.0, 2.0):
+        _close(cf(x, k).numpy(), f(x, k).numpy())
+    assert cf.traces == 2
+
+
+def test_graph_break_runs_eagerly():
+    def f(x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+    cf = reftorch.compile(f)
+    pos, neg = reftorch.ones(3), -reftorch.ones(3)
+    _close(cf(pos).numpy(), [2, 2, 2])
+    _close(cf(neg).numpy(), [-2, -2, -2])     # not baked: the branch is taken again
+    _close(cf(pos).numpy(), [2, 2, 2])
+    assert cf.graph_breaks()
+
+    def g(x):
+        return x * x.max().item()
+    cg = reftorch.compile(g)
+    _close(cg(pos).numpy(), [1, 1, 1])
+    _close(cg(pos * 3).numpy(), [9, 9, 9])
+
+
+def test_fullgraph_raises_with_line():
+    def f(x):
+        y = x.exp()
+        if y.sum() > 0:
+            return y
+        return -y
+    cf = reftorch.compile(f, fullgraph=True)
+    with pytest.raises(GraphBreak, match=r"test_compile.py:\d+ \(in f\)"):
+        cf(reftorch.ones(2))
+
+    @reftorch.compile(fullgraph=True)
+    def g(x):
+        return x.add_(1)
+    with pytest.raises(GraphBreak, match="in-place"):
+        g(reftorch.ones(2))
+
+    @reftorch.compile(fullgraph=True)
+    def h(x):
+        return x + reftorch.rand(2)
+    with pytest.raises(GraphBreak, match="random"):
+        h(reftorch.ones(2))
+
+
+def test_random_ops_are_not_baked():
+    cf = reftorch.compile(lambda x: x + reftorch.rand(3))
+    x = reftorch.zeros(3)
+    assert not np.allclose(cf(x).numpy(), cf(x).numpy())
+
+
+def test_decorator_forms():
+    @reftorch.compile
+    def f(x):
+        return x.tanh() * 2
+
+    @reftorch.compile(fullgraph=True, dynamic=False)
+    def g(x):
+        return x.tanh() * 2
+
+    x = reftorch.randn(5)
+    for _ in range(2):
+        _close(f(x).numpy(), (x.tanh() * 2).numpy())
+        _close(g(x).numpy(), (x.tanh() * 2).numpy())
+    assert f.__name__ == "f"
+
+
+def test_module_training_matches_eager():
+    nn = reftorch.nn
+    reftorch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    cm = reftorch.compile(m)
+    assert list(cm.parameters())[0] is list(m.parameters())[0]
+    x = reftorch.randn(4, 6)
+    for step in range(3):
+        m.zero_grad()
+        loss_e = (m(x) ** 2).mean()
+        loss_e.backward()
+        ge = [p.grad.numpy().copy() for p in m.parameters()]
+        m.zero_grad()
+        loss_c = (cm(x) ** 2).mean()
+        loss_c.backward()
+        gc = [p.grad.numpy().copy() for p in m.parameters()]
+        _close(loss_c.detach().numpy(), loss_e.detach().numpy())
+        for a, b in zip(gc, ge):
+            _close(a, b)
+        with reftorch.no_grad():
+            for p in m.parameters():
+                p.sub_(0.1 * p.grad)
+    with reftorch.no_grad():
+        _close(cm(x).numpy(), m(x).numpy())
+        _close(cm(x).numpy(), m(x).numpy())
+    cm.eval()
+    assert not m.training
+
+
+def test_returns_inputs_and_constants():
+    def f(x, y):
+        return {"x": x, "s": (x + y).exp() * y, "n": 3}
+    cf = reftorch.compile(f)
+    x, y = reftorch.randn(2, 3), reftorch.randn(3)
+    for _ in range(2):
+        r = cf(x, y)
+        assert r["x"] is x and r["n"] == 3
+        _close(r["s"].numpy(), f(x, y)["s"].numpy())
