@@ -26,16 +26,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def median_time(fn, reps, warmup=2, sync=None):
+def median_time(fn, reps, warmup=2, sync=None, cpu=None):
+    """Median wall time of fn(); with cpu=[], also appends the median CPU time (all threads) to it."""
     for _ in range(warmup):
         fn()
-    times = []
+    times, cpu_times = [], []
     for _ in range(reps):
         if sync:
             sync()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t)
+        cpu_times.append(time.process_time() - c)
+    if cpu is not None:
+        cpu.append(statistics.median(cpu_times))
     return statistics.median(times)
 
 
@@ -77,8 +81,12 @@ def worker(out_path, quick):
 
     n_params = sum(p.numel() for p in model.parameters())
     grads = torch.zeros(n_params)
-    result["step"] = {"params": n_params, "global_batch": batch,
-                      "seconds": median_time(step, 5 if quick else 15, sync=dist.barrier),
+    cpu = []
+    seconds = median_time(step, 5 if quick else 15, sync=dist.barrier, cpu=cpu)
+    cpu_all = torch.tensor(cpu, dtype=torch.float64)
+    dist.all_reduce(cpu_all)                   # CPU seconds of all processes together
+    result["step"] = {"params": n_params, "global_batch": batch, "seconds": seconds,
+                      "cpu_seconds": cpu_all.item(),
                       "allreduce_seconds": median_time(lambda: dist.all_reduce(grads), 10, sync=dist.barrier)}
     if rank == 0:
         with open(out_path, "w") as f:
@@ -114,11 +122,13 @@ def main():
     base = results[1]["step"]
     print(f"\nMLP training step ({base['params']:,} float32 parameters, global batch {base['global_batch']}, "
           f"DistributedDataParallel + SGD)")
-    print(f"{'procs':>5} {'threads':>7} {'step':>10} {'speed-up':>8} {'grad all_reduce':>16}")
+    print(f"{'procs':>5} {'threads':>7} {'step':>10} {'speed-up':>8} {'CPU, all procs':>15} {'grad all_reduce':>16}")
     for procs, r in sorted(results.items()):
         s = r["step"]
         print(f"{procs:>5} {r['threads'] or '-':>7} {s['seconds'] * 1e3:>7.1f} ms {base['seconds'] / s['seconds']:>7.2f}x "
-              f"{s['allreduce_seconds'] * 1e3:>13.2f} ms")
+              f"{s['cpu_seconds'] * 1e3:>12.1f} ms {s['allreduce_seconds'] * 1e3:>13.2f} ms")
+    print("(wall-time speed-ups are meaningful only on an otherwise idle machine: under load, P processes get P "
+          "shares of the CPUs)")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

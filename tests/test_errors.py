@@ -905,9 +905,24 @@ def broken_registry(draw):
             parent[path[-1]] = draw(_values.filter(lambda v: type(v) is not type(old)))
         if not isinstance(entry, dict) or not entry:
             break
-    raws = list(_RAW)
-    raws[idx] = entry
-    return _RAW[idx]["name"], yaml.safe_dump(raws, sort_keys=False)
+    return _RAW[idx]["name"], _with_stubs(entry, _RAW[idx]["name"])
+
+
+def _with_stubs(entry, name):
+    # the entry among one-line stand-ins for every other op name and alias (bodies and formulas may name
+    # them): parsing the whole registry each example would take seconds
+    return yaml.safe_dump([entry], sort_keys=False) + "".join(
+        f"- {{name: {n}, kind: composite, signature: '(Tensor self)', body: self, test: {{fuzz: false}}}}\n"
+        for n in sorted(_NAMES - {name}))
+
+
+_NAMES = {e["name"] for e in _RAW} | {a for e in _RAW for a in (e.get("variants") or {}).get("aliases", [])}
+
+
+def test_unbroken_entries_load_among_stubs():
+    for i in _PICK:
+        (op, *_) = model.load("ops.yaml", text=_with_stubs(_RAW[i], _RAW[i]["name"]))
+        assert op.name == _RAW[i]["name"]
 
 
 @given(broken_registry())
@@ -923,11 +938,10 @@ def test_broken_registry_entry_gives_registry_error(case):
 
 
 def test_registry_error_names_op_and_field():
-    raws = copy.deepcopy(_RAW)
-    entry = next(e for e in raws if e["name"] == "add")
+    entry = copy.deepcopy(next(e for e in _RAW if e["name"] == "add"))
     entry["kind"] = "unary-ish"
-    with pytest.raises(model.RegistryError, match=r"op 'add', field 'kind': unknown kind 'unary-ish'"):
-        model.load("ops.yaml", text=yaml.safe_dump(raws, sort_keys=False))
+    with pytest.raises(model.RegistryError, match=r"ops\.yaml:1: op 'add', field 'kind': unknown kind 'unary-ish'"):
+        model.load("ops.yaml", text=_with_stubs(entry, "add"))
 
 
 # ------------------------------------------------------------------ environment
@@ -944,13 +958,13 @@ def test_import_without_writable_cache(env):
     full["PYTHONPATH"] = REPO + os.pathsep + full.get("PYTHONPATH", "")
     code = ("import reftorch as rt, reftorch.kernels._cache as c\n"
             "x = rt.arange(4.0, requires_grad=True)\n"
-            "y = (x.exp() * 2 + x.sin()).sum(); y.backward()\n"
+            "y = (x.exp() * 2).sum(); y.backward()\n"
             "print(c.CACHE, round(y.item(), 4), x.grad.sum().item() > 0)\n")
     r = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=300, cwd="/")
     assert r.returncode == 0, r.stderr[-3000:]
     cached, value, ok = r.stdout.split()
     if "NUMBA_CACHE_DIR" in env:
         assert cached == "False"
-    assert abs(float(value) - (2 * np.exp(np.arange(4.0)).sum() + np.sin(np.arange(4.0)).sum())) < 1e-3
+    assert abs(float(value) - 2 * np.exp(np.arange(4.0)).sum()) < 1e-3
     assert ok == "True"
 
