@@ -106,32 +106,36 @@ def main():
 
     results = {}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT] + [v for v in [os.environ.get("PYTHONPATH")] if v]))
-    for procs in sorted({1, a.n}):
+    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
+        env.pop(var, None)                  # the launcher's cores // P
+    # 1 process with the launcher's threads (all cores), 1 process with 1 thread, N processes
+    for procs, threads in ((1, None), (1, 1), (a.n, None)):
         out = os.path.join(tempfile.mkdtemp(prefix="reftorch-bench-"), "result.json")
         cmd = [sys.executable, "-m", "reftorch.distributed.run", "-n", str(procs), os.path.abspath(__file__),
                "--worker", out] + (["--quick"] if a.quick else [])
-        subprocess.run(cmd, check=True, env=env, timeout=600)
+        run_env = env if threads is None else dict(env, NUMBA_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+        subprocess.run(cmd, check=True, env=run_env, timeout=600)
         with open(out) as f:
-            results[procs] = json.load(f)
+            results[(procs, threads)] = json.load(f)
 
     print(f"all_reduce (SUM, float32, in place), {a.n} processes")
     print(f"{'size':>10} {'time':>10} {'algbw GB/s':>11} {'busbw GB/s':>11}")
-    for r in results[a.n]["allreduce"]:
+    for r in results[(a.n, None)]["allreduce"]:
         print(f"{r['bytes'] / 1024:>8.0f} K {r['seconds'] * 1e3:>8.3f} ms {r['algbw_GBps']:>11.2f} "
               f"{r['busbw_GBps']:>11.2f}")
-    base = results[1]["step"]
+    base = min((results[(1, None)]["step"], results[(1, 1)]["step"]), key=lambda s: s["seconds"])
     print(f"\nMLP training step ({base['params']:,} float32 parameters, global batch {base['global_batch']}, "
           f"DistributedDataParallel + SGD)")
     print(f"{'procs':>5} {'threads':>7} {'step':>10} {'speed-up':>8} {'CPU, all procs':>15} {'grad all_reduce':>16}")
-    for procs, r in sorted(results.items()):
+    for (procs, _), r in results.items():
         s = r["step"]
         print(f"{procs:>5} {r['threads'] or '-':>7} {s['seconds'] * 1e3:>7.1f} ms {base['seconds'] / s['seconds']:>7.2f}x "
               f"{s['cpu_seconds'] * 1e3:>12.1f} ms {s['allreduce_seconds'] * 1e3:>13.2f} ms")
-    print("(wall-time speed-ups are meaningful only on an otherwise idle machine: under load, P processes get P "
-          "shares of the CPUs)")
+    print("(speed-up: over the faster 1-process run. Wall times mean something only on an otherwise idle machine: "
+          "under load, P processes get P shares of the CPUs, and threads that wait for each other stall)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump({f"{p}x{t or 'auto'}": r for (p, t), r in results.items()}, f, indent=1)
 
 
 if __name__ == "__main__":

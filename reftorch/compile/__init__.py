@@ -138,7 +138,7 @@ def _resolve(a, env):
 
 def _run_region(r, env):
     ins = [env[ref[1]] if ref[0] == "v" else ref[1] for ref, _ in r.inputs]
-    shape = L.broadcast_shapes(r.shape, *[t._shape for t in ins])   # dynamic=True: today's shape
+    shape = L.broadcast_shapes(*[t._shape for t in ins]) if ins else r.shape   # dynamic=True: today's shape
     n = L.numel(shape)
     outs = [np.empty(n, dt.np) for dt in r.out_dtypes]
     if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
