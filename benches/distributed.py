@@ -129,7 +129,8 @@ def main():
     print(f"{'procs':>5} {'threads':>7} {'step':>10} {'speed-up':>8} {'CPU, all procs':>15} {'grad all_reduce':>16}")
     for (procs, _), r in results.items():
         s = r["step"]
-        print(f"{procs:>5} {r['threads'] or '-':>7} {s['seconds'] * 1e3:>7.1f} ms {base['seconds'] / s['seconds']:>7.2f}x "
+        speedup = base["seconds"] / s["seconds"]
+        print(f"{procs:>5} {r['threads'] or '-':>7} {s['seconds'] * 1e3:>7.1f} ms {speedup:>7.2f}x "
               f"{s['cpu_seconds'] * 1e3:>12.1f} ms {s['allreduce_seconds'] * 1e3:>13.2f} ms")
     print("(speed-up: over the faster 1-process run. Wall times mean something only on an otherwise idle machine: "
           "under load, P processes get P shares of the CPUs, and threads that wait for each other stall)")

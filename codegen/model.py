@@ -181,7 +181,8 @@ class _Entry:
         self.lines = getattr(mapping, "lines", {})
         self.line = getattr(mapping, "line", 0)
         self.path = path
-        self.name = mapping.get("name", "<unnamed>") if isinstance(mapping, dict) else "<unnamed>"
+        name = mapping.get("name") if isinstance(mapping, dict) else None
+        self.name = name if isinstance(name, str) else "<unnamed>"
 
     def fail(self, field, msg):
         line = self.lines.get(field, self.line)
@@ -194,7 +195,8 @@ class _Entry:
             return default
         value = self.m.pop(key)
         if kind is not None and not isinstance(value, kind):
-            self.fail(key, f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__} {value!r}")
+            want = " or ".join(k.__name__ for k in kind) if isinstance(kind, tuple) else kind.__name__
+            self.fail(key, f"expected {want}, got {type(value).__name__} {value!r}")
         return value
 
     def finish(self, what="field"):
@@ -382,6 +384,9 @@ def parse_op(raw, path, registered_names) -> Op:
                         ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
                         tuple(ve.pop("aliases", list, default=[])))
     ve.finish("variants key")
+    for key, names in (("operators", variants.operators), ("aliases", variants.aliases)):
+        if not all(isinstance(n, str) for n in names):
+            ve.fail(key, f"expected a list of names, got {list(names)!r}")
 
     t = e.pop("test", dict, default={})
     te = _Entry(t, path)
@@ -391,7 +396,8 @@ def parse_op(raw, path, registered_names) -> Op:
     grad_domain = te.pop("grad_domain", dict, default={})
     for dname, dom in (("domain", domain), ("grad_domain", grad_domain)):
         for arg, rng in dom.items():
-            if arg not in arg_names or not (isinstance(rng, list) and len(rng) == 2):
+            if arg not in arg_names or not (isinstance(rng, list) and len(rng) == 2) or \
+                    not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in rng):
                 te.fail(dname, f"entry {arg!r}: {rng!r} must be 'argname: [lo, hi]' for a Tensor argument")
     test_args = te.pop("args", dict, default={})
     shapes_hint = te.pop("shapes", str)
@@ -432,11 +438,13 @@ def load(path="reftorch/ops.yaml", text=None):
     if not isinstance(root, yaml.SequenceNode):
         raise RegistryError(f"{path}: the registry must be a list of op entries")
     raws = [_to_python(n) for n in root.value]
-    names = {r.get("name") for r in raws if isinstance(r, dict)}
+    # only well-formed names count here: a malformed one is reported by parse_op with its op and field
+    names = {r.get("name") for r in raws if isinstance(r, dict) and isinstance(r.get("name"), str)}
     aliases = set()
     for r in raws:
-        if isinstance(r, dict) and isinstance(r.get("variants"), dict):
-            aliases |= set(r["variants"].get("aliases") or [])
+        if isinstance(r, dict) and isinstance(r.get("variants"), dict) and \
+                isinstance(r["variants"].get("aliases"), list):
+            aliases |= {a for a in r["variants"]["aliases"] if isinstance(a, str)}
     ops, seen = [], {}
     for raw in raws:
         op = parse_op(raw, path, names | aliases)

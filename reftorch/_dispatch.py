@@ -16,6 +16,7 @@ from . import _reference
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
+from .autograd.inplace import note_view, rebase_history
 from .autograd.anomaly_mode import record_trace
 from .kernels import api as _api
 from .kernels import array_ops as _array_ops
@@ -643,7 +644,6 @@ def record(spec, inputs, scalars, outputs, inplace=False):
     node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], list_arity)
     record_trace(node)
     if inplace:
-        from .autograd.inplace import rebase_history
         rebase_history(outputs[0], node)
         return
     for i, o in enumerate(outputs):
@@ -652,7 +652,6 @@ def record(spec, inputs, scalars, outputs, inplace=False):
             o.grad_fn = node
             o._output_nr = i
     if spec.kind == "view" and outputs[0]._base is not None:
-        from .autograd.inplace import note_view
         note_view(outputs[0])
 
 
