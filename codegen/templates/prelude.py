@@ -169,10 +169,11 @@ def round_decimals(x, decimals):
         return x
     if decimals == 0:
         return rint(x)
+    p = 10.0 ** (decimals if decimals > 0 else -decimals)
+    if isinstance(x, np.float32):
+        p = np.float32(p)       # float32 arithmetic, as PyTorch's (2.675 rounds to 2.68 there, not 2.67)
     if decimals > 0:
-        p = 10.0 ** decimals
         return rint(x * p) / p
-    p = 10.0 ** (-decimals)
     return rint(x / p) * p
 
 
