@@ -64,6 +64,19 @@ def is_floating_point(t):
     return t.dtype.is_floating_point
 
 
+_where3 = where  # the ternary op of ops.yaml
+
+
+def where(condition, input=None, other=None):
+    """where(condition, input, other) picks elementwise; where(condition) is nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)  # noqa: F821 -- an op of ops.yaml, bound above
+    return _where3(condition, input, other)
+
+
+from ._formula_helpers import return_types  # noqa: E402
+
+
 def result_type(a, b):
     from ._dispatch import as_tensor_arg, promoted
     return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])

@@ -9,7 +9,7 @@ compile down). Inputs are small (at most 12 elements, 2 dims): gradgradcheck dif
 backward numerically, element by element.
 
 For elementwise ops the fused backward kernel (create_graph=False) and the formula run as Tensor ops
-(create_graph=True) must agree: in float64 on the strided case, in float32 on the contiguous one.
+(create_graph=True) must agree (float64, on the strided case).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from reftorch._tensor import Tensor
 from registry_samples import OPS, RandomDraw, make_sample, tensor_args
 
 ELEMENTWISE = ("unary", "binary", "ternary")
+MAX_NUMEL = 8           # elements per input: gradgradcheck's cost grows with the square of it
 
 
 def differentiable(op):
@@ -53,11 +54,22 @@ def _seed(*parts):
 
 
 def prepared(op, case, dtype="float64"):
-    """(sample, func, inputs): func(*inputs) calls the op with the sample's other arguments fixed."""
+    """(sample, func, inputs): func(*inputs) calls the op with the sample's other arguments fixed.
+
+    Samples the op rejects (drawn dims that coincide...) are redrawn: the fuzz tests check errors."""
     strided = case == "strided"
-    s = make_sample(op, RandomDraw(_seed(op.name, case, dtype)), dtype, grad=True, contiguous=not strided,
-                    broadcast=strided and n_data_tensors(op) >= 2 and op.test.shapes is None, noncontig=strided,
-                    max_side=3, max_numel=12, max_dims=2)
+    for attempt in range(12):
+        s = make_sample(op, RandomDraw(_seed(op.name, case, dtype, attempt)), dtype, grad=True,
+                        contiguous=not strided, broadcast=strided and n_data_tensors(op) >= 2 and op.test.shapes is None,
+                        noncontig=strided, max_side=3, max_numel=MAX_NUMEL, max_dims=2)
+        try:
+            s.call()
+            break
+        except Exception as err:
+            error = err
+    else:
+        raise AssertionError(f"op '{op.name}' rejected 12 samples for its {case} gradient check, the last with "
+                             f"{type(error).__name__}: {error}\n  on {s.describe()}")
     wanted = set(grad_args(op))
     slots = []                                   # (arg name, position in its list or None)
     inputs = []
@@ -135,16 +147,16 @@ def test_gradcheck_and_gradgradcheck(op, case):
 def _fused_cases():
     for op in OPS:
         if op.kind in ELEMENTWISE and differentiable(op) and op.derivatives:
-            for dtype in ("float64", "float32"):
-                yield pytest.param(op, dtype, id=f"{op.name}-{dtype}")
+            yield pytest.param(op, id=op.name)
 
 
-@pytest.mark.parametrize("op, dtype", list(_fused_cases()))
-def test_fused_backward_matches_formula(op, dtype):
+@pytest.mark.parametrize("op", list(_fused_cases()))
+def test_fused_backward_matches_formula(op):
     reason = _skip_reason(op)
     if reason:
         pytest.skip(reason)
-    s, func, inputs = prepared(op, "strided" if dtype == "float64" else "contiguous", dtype)
+    dtype = "float64"
+    s, func, inputs = prepared(op, "strided", dtype)
     if not inputs:
         pytest.skip("no floating input requires grad in this sample")
     out = func(*inputs)
