@@ -11,6 +11,7 @@ from .engine import run_backward as _run_backward
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
 from . import function, graph  # noqa: F401
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from .._tensor import Tensor
 
 
@@ -93,5 +94,3 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         result = tuple(F.zeros_like(i) if r is None else r for r, i in zip(result, inputs))
     return result
 
-
-from .gradcheck import gradcheck, gradgradcheck  # noqa: E402,F401
