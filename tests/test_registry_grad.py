@@ -56,17 +56,22 @@ def _seed(*parts):
 def prepared(op, case, dtype="float64"):
     """(sample, func, inputs): func(*inputs) calls the op with the sample's other arguments fixed.
 
-    Samples the op rejects (drawn dims that coincide...) are redrawn: the fuzz tests check errors."""
+    Samples the op rejects (drawn dims that coincide...) or where it is not finite are redrawn: the fuzz
+    tests check errors and special values."""
     strided = case == "strided"
     for attempt in range(12):
         s = make_sample(op, RandomDraw(_seed(op.name, case, dtype, attempt)), dtype, grad=True,
                         contiguous=not strided, broadcast=strided and n_data_tensors(op) >= 2 and op.test.shapes is None,
                         noncontig=strided, max_side=3, max_numel=MAX_NUMEL, max_dims=2)
         try:
-            s.call()
-            break
+            out = s.call()
         except Exception as err:
             error = err
+            continue
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if all(np.isfinite(o._array()).all() for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point):
+            break
+        error = ValueError("non-finite output (a degenerate point: std of one element...)")
     else:
         raise AssertionError(f"op '{op.name}' rejected 12 samples for its {case} gradient check, the last with "
                              f"{type(error).__name__}: {error}\n  on {s.describe()}")
