@@ -162,9 +162,11 @@ def run_elementwise(spec, ins, scalars, out):
         return out
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
-    args = [cshape, odata, out._offset, cstrides[0]]
+    # geometry travels as int64 arrays, not tuples: Numba then compiles one strided kernel per dtype
+    # instead of one per (dtype, ndim), which cuts cold-compile time several-fold
+    args = [np.array(cshape, np.int64), odata, out._offset, np.array(cstrides[0], np.int64)]
     for t, st in zip(ins, cstrides[1:]):
-        args += [t._storage.data, t._offset, st]
+        args += [t._storage.data, t._offset, np.array(st, np.int64)]
     spec.kernel("strided")(*args, *scalars)
     return out
 

@@ -204,7 +204,8 @@ def compare(actual, expected, atol, rtol):
     idx = np.unravel_index(flat, actual.shape) if actual.shape else ()
     bad = int(np.size(close) - np.count_nonzero(close))
     tol = f" (atol={atol:g}, rtol={rtol:g})" if floating else " (exact match required)"
-    return (f"{bad} of {actual.size} elements differ; worst difference {diff[idx]:.6g} at index {tuple(int(i) for i in idx)}: "
+    where = tuple(int(i) for i in idx)
+    return (f"{bad} of {actual.size} elements differ; worst difference {diff[idx]:.6g} at index {where}: "
             f"got {actual[idx]!r}, expected {expected[idx]!r}{tol}")
 
 

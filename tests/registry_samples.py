@@ -205,7 +205,8 @@ class Ctx:
                 out.append(tuple(s))
             if not force or len(set(out)) > 1:
                 return out
-            base = self.shape(min_dims=max(1, kw.get("min_dims", 0)), **{k: v for k, v in kw.items() if k != "min_dims"})
+            kw["min_dims"] = max(1, kw.get("min_dims", 0))      # broadcasting needs a dim
+            base = self.shape(**kw)
         return out
 
     def dim(self, nd, optional=False, many=False):

@@ -18,7 +18,6 @@ import zlib
 import numpy as np
 import pytest
 
-import reftorch
 from reftorch.autograd import grad as autograd_grad
 from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
 from reftorch._reference import compare
@@ -60,9 +59,9 @@ def prepared(op, case, dtype="float64"):
     tests check errors and special values."""
     strided = case == "strided"
     for attempt in range(12):
-        s = make_sample(op, RandomDraw(_seed(op.name, case, dtype, attempt)), dtype, grad=True,
-                        contiguous=not strided, broadcast=strided and n_data_tensors(op) >= 2 and op.test.shapes is None,
-                        noncontig=strided, max_side=3, max_numel=MAX_NUMEL, max_dims=2)
+        broadcast = strided and n_data_tensors(op) >= 2 and op.test.shapes is None
+        s = make_sample(op, RandomDraw(_seed(op.name, case, dtype, attempt)), dtype, grad=True, contiguous=not strided,
+                        broadcast=broadcast, noncontig=strided, max_side=3, max_numel=MAX_NUMEL, max_dims=2)
         try:
             out = s.call()
         except Exception as err:
