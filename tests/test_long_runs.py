@@ -119,8 +119,14 @@ def test_large_tensor_allocates_computes_frees():
     assert ref() is None
 
 
+_init_lock = threading.Lock()
+
+
 def _train(seed, steps, no_grad_eval, out, key):
-    m, (X, Y) = _mlp(seed), _data(seed + 1)
+    # the default generator is process-global (as in PyTorch): seeding and initialising under a lock
+    # keeps two threads from interleaving their draws; what runs concurrently is the training itself
+    with _init_lock:
+        m, (X, Y) = _mlp(seed), _data(seed + 1)
     opt = rt.optim.SGD(m.parameters(), lr=0.05)
     evals = []
     for _ in range(steps):
