@@ -5,7 +5,7 @@ differentiated through its parts) and not marked `test: {gradcheck: false}`, flo
 `test.grad_domain` (else `test.domain`) are checked in two cases: contiguous inputs of one shape, and
 "strided": a non-contiguous input (transposed or sliced with steps), broadcasting against the other
 inputs when the op has two or more (one case for both keeps the number of strided Numba kernels to
-compile down). Inputs are small (at most 12 elements, 2 dims): gradgradcheck differentiates the
+compile down). Inputs are small (at most 8 elements each): gradgradcheck differentiates the
 backward numerically, element by element.
 
 For elementwise ops the fused backward kernel (create_graph=False) and the formula run as Tensor ops
@@ -61,7 +61,7 @@ def prepared(op, case, dtype="float64"):
     for attempt in range(12):
         broadcast = strided and n_data_tensors(op) >= 2 and op.test.shapes is None
         s = make_sample(op, RandomDraw(_seed(op.name, case, dtype, attempt)), dtype, grad=True, contiguous=not strided,
-                        broadcast=broadcast, noncontig=strided, max_side=3, max_numel=MAX_NUMEL, max_dims=2)
+                        broadcast=broadcast, noncontig=strided, max_side=3, max_numel=MAX_NUMEL)
         try:
             out = s.call()
         except Exception as err:
