@@ -27,6 +27,7 @@ def _spec_literal(op, saves):
         operators=op.variants.operators, aliases=op.variants.aliases,
         # the NumPy reference and its tolerances, for reference mode (reftorch/_reference.py)
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
+        rejects=op.rejects,
     )
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
@@ -50,16 +51,16 @@ def emit_api(ops, saves):
     for op in ops:
         sig = op.signature.python()
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
+        names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
+                          for a in op.signature.args)
         if op.kind == "composite":
-            names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
-                              for a in op.signature.args)
             body = f"    return _rt.composite({op.name!r}, {names})"
         else:
             t, s = _call(op)
             body = f"    return _rt.call({op.name!r}, {t}, {s})"
         out.append(f"def {op.name}({sig}):\n    \"\"\"{doc}\n\n    ops.yaml: {op.name}\"\"\"\n{body}\n")
         if op.variants.inplace:
-            if op.kind == "composite":     # computed out of place, then written into self (copy_ semantics)
+            if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
             else:
                 t, s = _call(op)

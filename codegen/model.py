@@ -27,7 +27,7 @@ TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cu
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
 # constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
-               "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "take",
+               "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
                "index_put", "one_hot", "bincount", "square")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
@@ -138,6 +138,7 @@ class Op:
     variants: Variants = None
     test: TestSpec = None
     doc: str = ""
+    rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
 
     @property
     def tensor_inputs(self):
@@ -206,7 +207,7 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -419,9 +420,16 @@ def parse_op(raw, path, registered_names) -> Op:
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")
     doc = e.pop("doc", str, default="")
+    rejects = []
+    for key, msg in e.pop("rejects", dict, default={}).items():
+        m = re.fullmatch(r"(any|all) (bool|int|float)", str(key))
+        if m is None or not isinstance(msg, str):
+            e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
+                              "raises when any/all tensor inputs have that dtype family)")
+        rejects.append((m.group(1), m.group(2), msg))
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc)
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects))
 
 
 def load(path="reftorch/ops.yaml", text=None):

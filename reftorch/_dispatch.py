@@ -41,7 +41,7 @@ class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
-                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx")
+                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "rejects")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -65,6 +65,14 @@ class OpSpec:
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
         self._kernel_cache = {}
+        self.rejects = d.get("rejects", ())
+
+    def check_inputs(self, ts):
+        """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
+        fams = [("bool", "int", "float")[t.dtype.category] for t in ts]
+        for quant, fam, msg in self.rejects:
+            if (any if quant == "any" else all)(f == fam for f in fams):
+                raise RuntimeError(msg)
 
     def check_dtype(self, dtype):
         fam = ("bool", "int", "float")[dtype.category]
@@ -137,7 +145,10 @@ def _cast(t, dtype):
 
 def _result_dtypes(spec, ts):
     """(compute dtype, output dtype) of an elementwise op."""
-    dt = promoted(spec, [t for t, ty in zip(ts, spec.tensor_types) if ty in PROMOTED])
+    promotable = [t for t, ty in zip(ts, spec.tensor_types) if ty in PROMOTED]
+    if spec.rejects:
+        spec.check_inputs(promotable)
+    dt = promoted(spec, promotable)
     spec.check_dtype(dt)
     if spec.result == "float" and dt.category < 2:
         dt = D.defaults.float
@@ -215,6 +226,7 @@ def _scalar_arg(v, dtype):
         return v
     if dtype.category == 2:
         return float(v)
+    D.check_scalar_fits(v, dtype)
     if dtype.category == 1 and isinstance(v, float) and v != int(v):
         return v
     return int(v) if not isinstance(v, bool) else v
@@ -469,8 +481,10 @@ def array(spec, tensors, scalars):
     kw = dict(zip(spec.scalar_names, scalars))
     _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
     try:
-        # tensors by name: a signature may put scalars between them (index_put(self, indices, values))
-        res = getattr(_array_ops, f"{spec.name}_forward")(**dict(zip(spec.tensor_args, args)), **kw)
+        # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
+        # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
+        with np.errstate(all="ignore"):
+            res = getattr(_array_ops, f"{spec.name}_forward")(**dict(zip(spec.tensor_args, args)), **kw)
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
@@ -551,7 +565,8 @@ def composite(name, *args, **kwargs):
 
 
 def composite_inplace(name, self, *args, **kwargs):
-    """The in-place variant of a composite op (`clamp_`, `div_`...): the op's result written into self, with
+    """The in-place variant of a composite or array op (`clamp_`, `div_`, `scatter_`, `masked_fill_`...): the
+    op's result, computed out of place before anything is written, copied into self, with
     PyTorch's casting and shape rules, and self's autograd history continued through the op."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
@@ -563,7 +578,7 @@ def composite_inplace(name, self, *args, **kwargs):
         check_inplace(self)
         from . import _functional as F
         src = F.clone(self)     # the op may save its input; the write below must not invalidate that
-    res = composite(name, src, *args, **kwargs)
+    res = getattr(_api, name)(src, *args, **kwargs)
     if not _can_cast(res.dtype, self.dtype):
         raise RuntimeError(f"result type {res.dtype.short} can't be cast to the desired output type "
                            f"{self.dtype.short}")

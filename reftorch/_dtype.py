@@ -144,3 +144,20 @@ def result_type(dim_dtypes, zero_dim_dtypes=(), scalar_categories=()):
     if sc is not None and (result is None or sc > result.category):
         result = scalar_default(sc)
     return result
+
+
+# C++ names PyTorch's checked scalar conversion uses in its overflow message
+_C_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def check_scalar_fits(value, dt):
+    """A Python number passed as a Scalar argument (alpha, a threshold...) must fit the integer dtype it is
+    converted to, as PyTorch's checked conversion demands; floating dtypes take anything (overflow -> inf)."""
+    if dt.category == 2 or isinstance(value, bool):
+        return
+    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")
+    lo, hi = (0, 1) if dt.category == 0 else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
+    if not lo - 1 < value < hi + 1:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")

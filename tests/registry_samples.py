@@ -448,6 +448,19 @@ def index_select_shapes(ctx, **kw):
     ctx.arrays[idx_name] = ctx.index_array((ctx.draw.int(0 if not ctx.grad else 1, 4),), s[d])
 
 
+@hint("index_copy")
+def index_copy_shapes(ctx, **kw):
+    """index_copy/index_fill(self, dim, index[, source]): distinct indices (repeated ones race in PyTorch)."""
+    data, s, d = _self_and_dim(ctx)
+    idx_name = _tensor_names(ctx.op, ("Index",))[0]
+    k = ctx.draw.int(0 if not ctx.grad else 1, s[d])
+    seed = ctx.draw.int(0, 2**31 - 1)
+    ctx.arrays[idx_name] = np.random.default_rng(seed).permutation(s[d])[:k].astype(np.int64)
+    src = tuple(k if i == d else n for i, n in enumerate(s))
+    for extra in _tensor_names(ctx.op, DATA_TYPES)[1:]:
+        ctx.shapes[extra] = src
+
+
 @hint("index_add")
 def index_add_shapes(ctx, **kw):
     """index_add/index_copy(self, dim, index, source): source is self with size(dim) = len(index)."""

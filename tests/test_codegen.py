@@ -62,6 +62,15 @@ def test_unknown_test_key():
     assert "unknown test key" in msg
 
 
+def test_rejects_parse_and_a_malformed_one_is_named():
+    (op,) = load("ops.yaml", text=GOOD + '  rejects: {all bool: "no bools"}\n')
+    assert op.rejects == (("all", "bool", "no bools"),)
+    text = GOOD + '  rejects: {some bool: "no bools"}\n'
+    msg = parse_error(text)
+    assert_names(msg, "twice", "rejects", line_of(text, "rejects"))
+    assert "<any|all> <bool|int|float>" in msg
+
+
 def test_missing_field():
     text = GOOD.replace("  signature: (Tensor self)\n", "")
     msg = parse_error(text)

@@ -357,15 +357,41 @@ def _():
     return (lambda: a.div_(2)), [a]
 
 
-# PyTorch's text is "Subtraction, the `-` operator, with two bool tensors is not supported"; reftorch
-# checks the registry's dtype families and names the op instead.
-@case("bool-subtraction", RuntimeError, r"Subtraction, the `-` operator, with two bool tensors|\"sub\" not implemented for 'Bool'")
+# PyTorch's exact texts, from the `rejects` field of the sub and neg entries in ops.yaml
+@case("bool-subtraction", RuntimeError, r"^Subtraction, the `-` operator, with two bool tensors is not supported\. "
+                                        r"Use the `\^` or `logical_xor\(\)` operator instead\.$")
 def _():
     a, b = rt.tensor([True, False]), rt.tensor([False, False])
     return (lambda: a - b), [a, b]
 
 
-@case("bool-negation", RuntimeError, r"Negation, the `-` operator, on a bool tensor|\"neg\" not implemented for 'Bool'")
+@case("bool-rsub-scalar", RuntimeError, r"^Subtraction, the `-` operator, with a bool tensor is not supported\. If you "
+                                        r"are trying to invert a mask, use the `~` or `logical_not\(\)` operator")
+def _():
+    a = rt.tensor([True, False])
+    return (lambda: 1 - a), [a]
+
+
+@case("bool-sub-inplace-into-int", RuntimeError, r"^Subtraction, the `-` operator, with a bool tensor")
+def _():
+    a, b = rt.tensor([3, 4]), rt.tensor([True, False])
+    return (lambda: a.sub_(b)), [a, b]
+
+
+@case("scalar-arg-overflows-integer-dtype", RuntimeError, r"^value cannot be converted to type uint8_t without overflow$")
+def _():
+    a = rt.tensor([1, 2, 3], dtype=rt.uint8)
+    return (lambda: rt.nn.functional.threshold(a, 1, -1)), [a]
+
+
+@case("alpha-overflows-integer-dtype-inplace", RuntimeError, r"^value cannot be converted to type int8_t without overflow$")
+def _():
+    a = rt.tensor([1, 2], dtype=rt.int8)
+    return (lambda: a.add_(a, alpha=1000)), [a]
+
+
+@case("bool-negation", RuntimeError, r"^Negation, the `-` operator, on a bool tensor is not supported\. If you are "
+                                     r"trying to invert a mask, use the `~` or `logical_not\(\)` operator instead\.$")
 def _():
     a = rt.tensor([True, False])
     return (lambda: -a), [a]

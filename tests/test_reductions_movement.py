@@ -827,3 +827,60 @@ def test_prod_and_cumprod_gradients_with_zeros_are_exact():
     # out = [2, 0, 0, 0]: d/dx0 = 1, d/dx1 = 2 + 2*3 + 2*3*4, later elements only meet the zero
     check(y.grad, [1, 32, 0, 0])
     assert not np.isnan(y.grad.numpy()).any()
+
+
+# ------------------------------------------------------------------------ in-place data movement
+
+INPLACE_MOVEMENT = {
+    "scatter_": (lambda x: x.scatter_(0, torch.tensor([[2, 0, 1, 2]]), torch.ones(1, 4)),
+                 lambda a: (a.__setitem__((np.array([2, 0, 1, 2]), np.arange(4)), 1.0), a)[1]),
+    "scatter_add_": (lambda x: x.scatter_add_(1, torch.tensor([[0, 0], [3, 1], [2, 2]]), torch.ones(3, 2)),
+                     lambda a: a + np.array([[2, 0, 0, 0], [0, 1, 0, 1], [0, 0, 2, 0]])),
+    "index_add_": (lambda x: x.index_add_(1, torch.tensor([0, 2, 0]), torch.ones(3, 3), alpha=2),
+                   lambda a: a + np.array([[4, 0, 2, 0]] * 3)),
+    "masked_fill_": (lambda x: x.masked_fill_(torch.tensor([True, False, False, True]), -7.0),
+                     lambda a: np.where([True, False, False, True], -7.0, a)),
+    "index_fill_": (lambda x: x.index_fill_(0, torch.tensor([1]), 5.0),
+                    lambda a: (a.__setitem__(1, 5.0), a)[1]),
+    "index_copy_": (lambda x: x.index_copy_(1, torch.tensor([3, 0]), torch.full((3, 2), 9.0)),
+                    lambda a: (a.__setitem__((slice(None), [3, 0]), 9.0), a)[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_MOVEMENT))
+def test_inplace_movement_writes_self_and_keeps_storage(name):
+    op, expect = INPLACE_MOVEMENT[name]
+    a = rand(3, 4)
+    x = torch.tensor(a)
+    storage, version = x.data_ptr(), x._version
+    out = op(x)
+    assert out is x and x.data_ptr() == storage and x._version > version
+    np.testing.assert_allclose(x.numpy(), expect(a.copy()))
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_MOVEMENT))
+def test_inplace_movement_continues_the_graph(name):
+    op, expect = INPLACE_MOVEMENT[name]
+    a = rand(3, 4)
+    w = torch.tensor(a, requires_grad=True)
+    y = w * 3
+    op(y)
+    (y * y).sum().backward()
+    # d/dw sum(f(3w)^2) = 6 * f(3w) * [position still holds w's value]
+    kept = expect(np.full((3, 4), 1e9)) == 1e9 if name not in ("scatter_add_", "index_add_") else np.ones((3, 4), bool)
+    ref = 6 * expect(3 * a.copy()) * kept
+    np.testing.assert_allclose(w.grad.numpy(), ref, rtol=1e-12)
+
+
+def test_inplace_movement_errors_leave_self_unchanged():
+    x = torch.zeros(3, 4)
+    with pytest.raises(RuntimeError, match="index_copy_\\(\\): Source/destination tensor must have same slice shapes"):
+        x.index_copy_(1, torch.tensor([0, 1]), torch.ones(3, 3))
+    with pytest.raises(IndexError, match="index 7 is out of bounds for dimension 0 with size 3"):
+        x.index_fill_(0, torch.tensor([7]), 1.0)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        torch.zeros(3, dtype=torch.int64).index_add_(0, torch.tensor([0]), torch.ones(1))
+    assert not x.any().item()
+    leaf = torch.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        leaf.masked_fill_(torch.tensor([True, False, True]), 1.0)

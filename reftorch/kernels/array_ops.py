@@ -593,3 +593,44 @@ def bincount_forward(self, weights=None, minlength=0):
     if weights is None:
         return out.astype(np.int64)
     return out.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)
+
+
+def index_fill_forward(self, dim, index, value):
+    # ops.yaml: index_fill
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    if index.ndim > 1:
+        raise IndexError("index_fill_(): Index is supposed to be a vector")
+    if np.ndim(value) != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{np.ndim(value)} dimension(s).")
+    idx = index.reshape(-1)
+    if idx.size and (idx.min() < -x.shape[dim] or idx.max() >= x.shape[dim]):
+        raise IndexError(f"index {int(idx.max() if idx.max() >= x.shape[dim] else idx.min())} is out of bounds for "
+                         f"dimension {dim} with size {x.shape[dim]}")
+    at = [slice(None)] * x.ndim
+    at[dim] = idx
+    x[tuple(at)] = np.asarray(value).astype(x.dtype)
+    return out
+
+
+def index_copy_forward(self, dim, index, source):
+    # ops.yaml: index_copy
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    s = source.reshape(1) if source.ndim == 0 else source
+    if index.ndim > 1:
+        raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got 2)")
+    idx = index.reshape(-1)
+    if s.ndim != x.ndim or s.shape[dim] != idx.shape[0] or \
+            any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                           f"shape: {list(self.shape)} at dimension {dim} and source slice shape: {list(source.shape)} "
+                           f"at dimension {dim}.")
+    if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
+        raise IndexError(f"index_copy_(): index {int(idx.max() if idx.max() >= x.shape[dim] else idx.min())} is out "
+                         f"of bounds for dimension {dim} with size {x.shape[dim]}")
+    at = [slice(None)] * x.ndim
+    at[dim] = idx
+    x[tuple(at)] = s
+    return out

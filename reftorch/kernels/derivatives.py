@@ -1826,3 +1826,30 @@ def addcdiv_backward(F, grads, saved, needs, fused):
     if needs[2]:
         g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * value * tensor1 / (tensor2 * tensor2)
     return g
+
+
+def index_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index_fill
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    g = [None] * 2
+    # self: index_fill(grad, dim, index, 0)
+    if needs[0]:
+        g[0] = F.index_fill(grad, dim, index, 0)
+    return g
+
+
+def index_copy_backward(F, grads, saved, needs, fused):
+    # ops.yaml: index_copy
+    grad = grads[0]
+    dim = saved['dim']
+    index = saved['index']
+    g = [None] * 3
+    # self: index_fill(grad, dim, index, 0)
+    if needs[0]:
+        g[0] = F.index_fill(grad, dim, index, 0)
+    # source: index_select(grad, dim, index)
+    if needs[2]:
+        g[2] = F.index_select(grad, dim, index)
+    return g
