@@ -57,3 +57,21 @@ def test_examples_run(example):
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / example)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{example} failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+
+
+@needs_sklearn
+def test_distributed_demo_matches_one_process(tmp_path):
+    """`--distributed` under the launcher: 2 processes, each with half of every batch, gradients averaged —
+    the same training as one process on the whole batch, so the same accuracy (issue 9)."""
+    pytest.importorskip("mpi4py")
+    from reftorch.distributed.run import build_command
+    args = ["--models", "mlp", "--epochs", "1", "--no-progress", "--checkpoint-dir"]
+    one = _run(*args, str(tmp_path / "one"))
+    assert one.returncode == 0, one.stdout + one.stderr[-3000:]
+    cmd, env = build_command(2, "reftorch.demo", [*args, str(tmp_path / "two"), "--distributed"], module=True)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+    two = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stdout + two.stderr[-3000:]
+    acc = [float(re.search(r"^MLP test accuracy: ([\d.]+)%", p.stdout, re.M).group(1)) for p in (one, two)]
+    assert "2 processes" in two.stdout, two.stdout
+    assert abs(acc[0] - acc[1]) <= 0.3, acc
