@@ -46,6 +46,11 @@ def as_device(d):
         d = f"cuda:{d}"
     dev = device(d)
     if dev.type == "cuda":
+        from . import cuda
+        if cuda.is_available():     # a GPU, or numba's simulator (NUMBA_ENABLE_CUDASIM=1)
+            from ._cuda_dispatch import canonical, check_available
+            check_available(dev)
+            return canonical(dev)
         raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
                            "machine (reftorch.cuda.is_available() is False)")
     return dev
