@@ -86,7 +86,9 @@ def from_host(arr, dtype, dev):
     """A contiguous cuda tensor holding a copy of the NumPy array."""
     global used
     used = True
-    arr = np.ascontiguousarray(arr, dtype=dtype.np)
+    arr = np.asarray(arr, dtype=dtype.np)
+    if not arr.flags.c_contiguous:      # (np.ascontiguousarray would make a 0-d array 1-d)
+        arr = arr.copy()
     data = _cu().to_device(arr.reshape(-1))
     return Tensor._make(Storage(data), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype,
                         canonical(dev))
@@ -131,7 +133,7 @@ def numpy_error(t):
 def to_cpu(t):
     """A cpu copy (no history)."""
     from ._dispatch import new_tensor
-    return new_tensor(np.ascontiguousarray(host_array(t)), t.dtype)
+    return new_tensor(np.array(host_array(t), order="C"), t.dtype)
 
 
 def _on(dev, t):
@@ -189,7 +191,7 @@ def move(t, dev, dtype=None):
         out = src if dtype is None or dtype is src.dtype else src.to(dtype)
         if out is t:
             from ._dispatch import new_tensor
-            out = new_tensor(np.ascontiguousarray(t._array()).copy(), t.dtype)
+            out = new_tensor(np.array(t._array(), order="C"), t.dtype)
     if grad_mode.state.enabled and t.requires_grad and out.dtype.is_floating_point:
         _record_copy(t, out)
     return out

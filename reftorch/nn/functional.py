@@ -149,7 +149,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slopes = torch.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+    slopes = torch.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     out = torch.where(input >= 0, input, input * slopes)
     return _inplace(input, out) if inplace else out
 
@@ -223,7 +223,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    u = torch.rand(logits.shape, dtype=logits.dtype)
+    u = torch.rand(logits.shape, dtype=logits.dtype, device=logits.device)
     gumbels = -torch.log(-torch.log(u + eps) + eps)     # Gumbel(0, 1) samples
     y_soft = torch.softmax((logits + gumbels) / tau, dim)
     if not hard:
@@ -505,7 +505,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
 
 def _pool_indices(idx, kernel, stride, padding, dilation, in_sizes, out_sizes, lead):
     """Flat indices into each input plane of the chosen window elements, as max_pool's return_indices."""
-    w = idx.numpy()                                     # (P, L) position inside each window
+    w = idx.cpu().numpy()                                     # (P, L) position inside each window
     nd = len(kernel)
     kpos = np.unravel_index(w, kernel)                  # per spatial dim: offset inside the window
     opos = np.unravel_index(np.arange(w.shape[1]), out_sizes)
@@ -652,7 +652,7 @@ def _adaptive_max_poolnd(input, output_size, return_indices, nd):
     out = torch.where(chosen, windows, 0.0).sum(-1).to(input.dtype).reshape(lead + out_sizes)
     if not return_indices:
         return out
-    picked = np.take_along_axis(np.broadcast_to(sel, (idx.shape[0],) + sel.shape), idx.numpy(), -1)[..., 0]
+    picked = np.take_along_axis(np.broadcast_to(sel, (idx.shape[0],) + sel.shape), idx.cpu().numpy(), -1)[..., 0]
     return out, torch.from_numpy(picked.reshape(lead + out_sizes).astype(np.int64))
 
 
@@ -835,8 +835,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
     with torch.no_grad():
-        rows = np.unique(input.numpy().reshape(-1))
-        w = weight.detach().numpy()
+        rows = np.unique(input.cpu().numpy().reshape(-1))
+        w = weight.detach().cpu().numpy()
         norms = (np.abs(w[rows]) ** norm_type).sum(-1) ** (1.0 / norm_type)
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         new = w.copy()
@@ -857,7 +857,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = (torch.rand(input.shape) >= p).to(input.dtype)
+        keep = (torch.rand(input.shape, device=input.device) >= p).to(input.dtype)
         out = input * keep * (1.0 / (1.0 - p))
     return _inplace(input, out) if inplace else out
 
@@ -871,7 +871,7 @@ def _feature_dropout(input, p, training, inplace, nd, name):
         return input
     batched = input.dim() == nd + 2
     mask_shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
-    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1 else input * 0.0
     return _inplace(input, out) if inplace else out
 
@@ -901,7 +901,7 @@ def _alpha_dropout(input, p, training, mask_shape):
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     return (input * keep + alpha_p * (1 - keep)) * a + b
 
 
@@ -1304,7 +1304,7 @@ def _pick_class(values, target, classes):
     """values[n, target[n], ...] along dim 1 (the class dim) as a tensor of target's shape."""
     shape = [1] * values.dim()
     shape[1] = classes
-    chosen = torch.arange(classes).reshape(shape) == target.unsqueeze(1)
+    chosen = torch.arange(classes, device=target.device).reshape(shape) == target.unsqueeze(1)
     return torch.where(chosen, values, 0.0).sum(1)
 
 
@@ -1329,7 +1329,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     classes = input.shape[1]
     valid = target != ignore_index
     safe = torch.where(valid, target, 0)
-    t = safe.numpy()
+    t = safe.cpu().numpy()
     if t.size and (t.min() < 0 or t.max() >= classes):
         bad = int(t[(t < 0) | (t >= classes)][0])
         raise IndexError(f"Target {bad} is out of bounds.")
@@ -1380,12 +1380,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = torch.where(ignored, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
-            t = torch.where(ignored, 0, target).numpy().reshape(-1)
-            keep = ~ignored.numpy().reshape(-1)
-            denom = weight.detach().numpy()[t[keep]].sum() if keep.any() else 0.0
+            t = torch.where(ignored, 0, target).cpu().numpy().reshape(-1)
+            keep = ~ignored.cpu().numpy().reshape(-1)
+            denom = weight.detach().cpu().numpy()[t[keep]].sum() if keep.any() else 0.0
             smooth = smooth.sum() / float(denom)
         else:
-            smooth = smooth.sum() / float((~ignored.numpy()).sum())
+            smooth = smooth.sum() / float((~ignored.cpu().numpy()).sum())
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
@@ -1396,7 +1396,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
-    vals = input.detach().numpy()
+    vals = input.detach().cpu().numpy()
     if vals.size and ((vals < 0).any() or (vals > 1).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = torch._functional.bce_loss_elementwise(input, target)     # the op of ops.yaml, not exported at top level
@@ -1466,7 +1466,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         var = torch.full(input.shape, float(var), dtype=input.dtype)
     if var.dim() != input.dim() and var.shape == input.shape[:-1]:
         var = var.unsqueeze(-1)
-    if (var.detach().numpy() < 0).any():
+    if (var.detach().cpu().numpy() < 0).any():
         raise ValueError("var has negative entry/entries")
     with torch.no_grad():
         clamped = torch.maximum(var, torch.tensor(eps, dtype=var.dtype))
@@ -1539,7 +1539,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * _index_along(weight, 0, t.numpy()).unsqueeze(1)
+        z = z * _index_along(weight, 0, t.cpu().numpy()).unsqueeze(1)
     not_target = (torch.arange(c).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
         torch.eq(torch.arange(c).reshape(1, c) == t.unsqueeze(1), False)
     loss = torch.where(not_target, z, 0.0).sum(1) / c
@@ -1551,7 +1551,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = (target if target.dim() == 2 else target.unsqueeze(0)).numpy()
+    t = (target if target.dim() == 2 else target.unsqueeze(0)).cpu().numpy()
     n, c = x.shape
     is_target = np.zeros((n, c), dtype=bool)
     pairs = np.zeros((n, c, c))                   # (sample, target class j, other class i): how often
