@@ -65,7 +65,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, Tensor):
         arr = data._array().copy()
         dt = D.as_dtype(dtype) if dtype is not None else data.dtype
-        return _finish(arr.astype(dt.np, copy=False), dt, device, requires_grad)
+        return _finish(arr.astype(dt.np, copy=False), dt, device if device is not None else data.device, requires_grad)
     if isinstance(data, np.ndarray):
         dt = D.as_dtype(dtype) if dtype is not None else D.from_numpy(data.dtype)
         return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)

@@ -136,10 +136,22 @@ def to_cpu(t):
     return new_tensor(np.array(host_array(t), order="C"), t.dtype)
 
 
+_scalars = {}   # (dtype, device, bytes) -> the number on the device: a Python number is uploaded once
+
+
 def _on(dev, t):
     """t on the device: cpu 0-d tensors (and wrapped numbers) are copied over, keeping their flags."""
     if t is None or not isinstance(t, Tensor) or t.device.type == "cuda":
         return t
+    if t._wrapped and not t._shape and not t.requires_grad:     # never written: safe to share
+        key = (t.dtype, dev, t._array().tobytes())
+        out = _scalars.get(key)
+        if out is None:
+            if len(_scalars) >= 4096:
+                _scalars.clear()
+            out = _scalars[key] = from_host(t._array(), t.dtype, dev)
+            out._wrapped = True
+        return out
     out = move(t, dev) if t.requires_grad and grad_mode.state.enabled else from_host(t._array(), t.dtype, dev)
     out._wrapped = t._wrapped
     return out

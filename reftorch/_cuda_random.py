@@ -39,14 +39,14 @@ def draw(seed, counter):
 
 
 @cuda.jit
-def uniform(out, seed, offset, shift, scale):
+def uniform_kernel(out, seed, offset, shift, scale):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         z = draw(seed, offset + np.uint64(i))
         out[i] = np.float64(z >> shift) * scale
 
 
 @cuda.jit
-def normal(out, seed, offset):
+def normal_kernel(out, seed, offset):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         c = offset + np.uint64(2) * np.uint64(i)
         u1 = np.float64(draw(seed, c) >> np.uint64(11)) * 1.1102230246251565e-16
@@ -55,13 +55,13 @@ def normal(out, seed, offset):
 
 
 @cuda.jit
-def integers(out, seed, offset, low, span):
+def integers_kernel(out, seed, offset, low, span):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         z = draw(seed, offset + np.uint64(i))
         out[i] = low + np.int64(z % span)
 
 
-_KERNELS = {"uniform": uniform, "normal": normal, "integers": integers}
+_KERNELS = {"uniform": uniform_kernel, "normal": normal_kernel, "integers": integers_kernel}
 
 
 def _k(name):

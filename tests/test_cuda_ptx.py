@@ -176,3 +176,16 @@ def test_compiles_to_ptx(name, suffix, dtype):
     kernel = getattr(gk, f"{name}_{suffix}")
     ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=CC)
     assert ".entry" in ptx or ".visible" in ptx
+
+
+@pytest.mark.parametrize("name, sig", [
+    ("uniform_kernel", (arr(np.float32), types.uint64, types.uint64, types.uint64, types.float64)),
+    ("uniform_kernel", (arr(np.float64), types.uint64, types.uint64, types.uint64, types.float64)),
+    ("normal_kernel", (arr(np.float32), types.uint64, types.uint64)),
+    ("integers_kernel", (arr(np.int64), types.uint64, types.uint64, types.int64, types.uint64)),
+])
+def test_cuda_random_kernels_compile_to_ptx(name, sig):
+    """The counter-based generator of cuda tensors (reftorch/_cuda_random.py), as the runtime calls it."""
+    from reftorch import _cuda_random
+    ptx, _ = cuda.compile_ptx(getattr(_cuda_random, name).py_func, sig, cc=CC)
+    assert ".entry" in ptx or ".visible" in ptx

@@ -134,6 +134,24 @@ def test_module_to_cuda_trains_like_cpu():
     assert all(not p.is_cuda for p in gpu_model.to("cpu").parameters())
 
 
+def test_small_cnn_step_on_cuda_matches_cpu():
+    """The demo CNN's layers (conv, max-pool, flatten, linear) on a tiny input, one SGD step."""
+    torch.manual_seed(1)
+    models = [nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                            nn.Linear(8, 3)) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    models[1].to("cuda")
+    x, y = torch.randn(2, 1, 4, 4), torch.tensor([0, 2])
+    for model, dev in zip(models, ("cpu", "cuda")):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        loss = nn.functional.cross_entropy(model(x.to(dev)), y.to(dev))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for p, q in zip(*(m.parameters() for m in models)):
+        same(q.detach(), p.detach())
+
+
 def test_random_numbers_are_counter_based():
     torch.cuda.manual_seed(123)
     u = torch.rand(100, device="cuda")
