@@ -484,6 +484,8 @@ def scan(spec, tensors, scalars):
 
 # array ops with a device kernel: the tiled matmul (the ndim each operand must have; None: matmul's rules)
 MATMUL_NDIM = {"matmul": None, "mm": 2, "bmm": 3}
+# gather/scatter by flat positions (reftorch/_cuda_index.py): advanced indexing and its backward
+DEVICE_INDEXING = ("index", "index_put")
 
 
 def array(spec, tensors, scalars):
@@ -491,16 +493,20 @@ def array(spec, tensors, scalars):
     names = _tensor_names(spec, len(tensors))
     lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
     dev = find(tensors, lenient)
+    res = None
     if spec.name in MATMUL_NDIM:
         res = _matmul(spec, tensors, dev)
-        if res is not None:
-            if spec.differentiable and grad_mode.state.enabled:
-                record(spec, list(tensors), scalars, (res,))
-            return res
+    elif spec.name in DEVICE_INDEXING and isinstance(tensors[0], Tensor) and tensors[0].device.type == "cuda":
+        from . import _cuda_index
+        res = getattr(_cuda_index, spec.name)(spec, tensors, dict(zip(spec.scalar_names, scalars)))
+    if res is not None:
+        if spec.differentiable and grad_mode.state.enabled:
+            record(spec, list(tensors), scalars, (res,))
+        return res
     # the op's NumPy body on host copies; results are uploaded
     host = [(to_cpu(t) if isinstance(t, Tensor) and t.device.type == "cuda" else t) for t in tensors]
     with grad_mode.no_grad():
-        res = cpu_array(spec, host, scalars)
+        res = cpu_array(spec, host, [_host_value(v) for v in scalars])
     outs = res if isinstance(res, tuple) else (res,)
     outs = tuple(from_host(o._array(), o.dtype, dev) for o in outs)
     if spec.differentiable and grad_mode.state.enabled:
@@ -508,6 +514,15 @@ def array(spec, tensors, scalars):
         inputs = [_on(dev, as_tensor_arg(t)) if t is not None else None for t in tensors]
         record(spec, inputs, scalars, outs)
     return outs if isinstance(res, tuple) else outs[0]
+
+
+def _host_value(v):
+    """A non-tensor argument for a host body: cuda tensors inside it (index tuples) copied to the cpu."""
+    if isinstance(v, Tensor):
+        return to_cpu(v) if v.device.type == "cuda" else v
+    if isinstance(v, (tuple, list)):
+        return type(v)(_host_value(x) for x in v)
+    return v
 
 
 def _matmul(spec, tensors, dev):

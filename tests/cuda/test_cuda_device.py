@@ -88,6 +88,28 @@ def test_one_op_of_each_kind_matches_the_cpu():
     same(v, w)                                                            # in place through a view
 
 
+def test_indexing_gathers_and_scatters_on_the_device():
+    """Advanced indexing gathers by flat positions; its backward (index_put, accumulate) adds duplicates
+    with atomics (reftorch/_cuda_index.py)."""
+    rng = np.random.default_rng(2)
+    a = torch.tensor(rng.standard_normal((4, 5, 3)).astype(np.float32))
+    ca = a.cuda()
+    for f in (lambda t, i: t[:, i([1, 4])], lambda t, i: t[i([0, 2]), :, i([1, 2])],
+              lambda t, i: t[1:, ::2][i([[0, 1], [2, 0]])], lambda t, i: t[t > 0.5]):
+        same(f(ca, lambda v: torch.tensor(v, device="cuda")), f(a, torch.tensor))
+    grads = []
+    for dev in ("cpu", "cuda"):
+        x = a.detach().to(dev).requires_grad_()
+        (x[torch.tensor([1, 1, 3, 1], device=dev)] * torch.arange(60.0, device=dev).reshape(4, 5, 3)).sum().backward()
+        grads.append(x.grad)
+    same(grads[1], grads[0])
+    b = torch.zeros(5, device="cuda")
+    b.index_put_((torch.tensor([0, 0, 4], device="cuda"),), torch.tensor([1.0, 2.0, 3.0], device="cuda"), True)
+    assert b.tolist() == [3.0, 0.0, 0.0, 0.0, 3.0]
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 4"):
+        ca[torch.tensor([9], device="cuda")]
+
+
 def test_ops_between_devices_raise_before_writing():
     msg = r"^Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!$"
     c = torch.ones(2, device="cuda")
