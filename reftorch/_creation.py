@@ -378,8 +378,10 @@ def _grad(t, requires_grad):
     return t
 
 
-def _rebuild(arr, dtype_name, requires_grad):
+def _rebuild(arr, dtype_name, requires_grad, device=None):
     t = from_numpy(arr.copy())
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -289,16 +289,19 @@ def _zero_(self):
 
 def _new(fn):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=device if device is not None else self.device)
     return method
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=device if device is not None else self.device)
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                    device=device if device is not None else self.device)
 
 
 # ------------------------------------------------------------------------------ views

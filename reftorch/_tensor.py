@@ -225,6 +225,8 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         from ._creation import _rebuild
+        if self.device.type != "cpu":       # unpickled onto the same device
+            return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
         return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))
 
     def __deepcopy__(self, memo):
