@@ -41,10 +41,11 @@ def as_device(d):
     if d is None:
         return CPU
     if isinstance(d, device):
-        return d
-    if isinstance(d, int):
-        d = f"cuda:{d}"
-    dev = device(d)
+        if d.type != "cuda":
+            return d
+        dev = d
+    else:
+        dev = device(f"cuda:{d}" if isinstance(d, int) else d)
     if dev.type == "cuda":
         from . import cuda
         if cuda.is_available():     # a GPU, or numba's simulator (NUMBA_ENABLE_CUDASIM=1)

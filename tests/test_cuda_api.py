@@ -72,7 +72,8 @@ def test_cuda_tensors_without_a_gpu_raise_pytorchs_error():
         pytest.skip("a CUDA device (or the simulator) is present")
     t = reftorch.ones(2)
     for fn in (lambda: reftorch.zeros(2, device="cuda"), lambda: t.cuda(), lambda: t.to("cuda:0"),
-               lambda: reftorch.rand(2, device="cuda"), lambda: reftorch.nn.Linear(2, 2).to("cuda")):
+               lambda: reftorch.rand(2, device="cuda"), lambda: reftorch.nn.Linear(2, 2).to("cuda"),
+               lambda: reftorch.zeros(2, device=reftorch.device("cuda"))):
         with pytest.raises(RuntimeError, match="Torch not compiled with CUDA enabled"):
             fn()
     assert repr(reftorch.device("cuda:0")) == "device(type='cuda', index=0)"
