@@ -1,6 +1,10 @@
 """reftorch's generated CUDA kernels on a real GPU: every kernel checked against the CPU kernel, then
 elementwise, reduction and matmul throughput beside PyTorch CUDA (when importable).
 
+The second half goes through the device plumbing, as users do: reftorch tensors on `cuda`, one op of
+each kind (and autograd) checked against the same op on cpu, and timings of tensor-level add, sum and
+matmul and of the demo's training step (MLP, batch 32, Adam) on cuda, on cpu and in PyTorch CUDA.
+
     python benches/gpu.py [--quick] [--size N] [--skip-check] [--skip-time] [--only NAME,...] [--json OUT]
 
 Elementwise throughput reads as a fraction of the device's copy bandwidth, measured in the same run
@@ -317,6 +321,132 @@ def timings(cuda, launch, torch, n, reps):
     return rows
 
 
+# ---------------------------------------------------------------------------- through the device plumbing
+
+def tensor_checks():
+    """(op, 'tensor', dtype, verdict, detail) rows: reftorch ops on cuda tensors against the same ops on cpu."""
+    import reftorch as rt
+    rng = np.random.default_rng(3)
+    a = rt.tensor(rng.standard_normal((33, 47)).astype(np.float32))
+    b = rt.tensor(rng.standard_normal((47,)).astype(np.float32))
+    w = rt.tensor(rng.standard_normal((47, 29)).astype(np.float32))
+    idx = rt.tensor(rng.integers(0, 47, (33, 5)))
+    cases = {
+        "exp (strided)": lambda x, y, m, i: x.t().exp(),
+        "mul+add (broadcast, scalar)": lambda x, y, m, i: x * y + 2,
+        "where": lambda x, y, m, i: rt.where(x > 0, x, y),
+        "sum(dim=1)": lambda x, y, m, i: x.sum(1),
+        "amax (all)": lambda x, y, m, i: x.amax(),
+        "argmax(dim=0)": lambda x, y, m, i: x.argmax(0),
+        "cumsum(dim=1)": lambda x, y, m, i: x.cumsum(1),
+        "matmul": lambda x, y, m, i: x @ m,
+        "matmul (vector)": lambda x, y, m, i: x @ y,
+        "cat": lambda x, y, m, i: rt.cat([x, x[:3]]),
+        "sort": lambda x, y, m, i: x.sort(1).values,
+        "gather": lambda x, y, m, i: x.gather(1, i),
+        "softmax": lambda x, y, m, i: rt.softmax(x, 1),
+        "to(float64)": lambda x, y, m, i: x.to(rt.float64),
+    }
+    rows = []
+    for name, fn in cases.items():
+        try:
+            want = fn(a, b, w, idx)
+            got = fn(a.cuda(), b.cuda(), w.cuda(), idx.cuda())
+            ok, detail = _close(got.cpu().numpy(), want.numpy())
+            ok = ok and got.is_cuda
+        except Exception as err:  # noqa: BLE001 -- a failing op is a row of the table, not the end of the run
+            ok, detail = False, f"{type(err).__name__}: {err}"
+        rows.append((name, "tensor", "float32", "ok" if ok else "FAIL", detail))
+    try:                                        # autograd through a small net
+        grads = []
+        for dev in ("cpu", "cuda"):
+            x = a.detach().to(dev).requires_grad_()
+            m = w.detach().to(dev).requires_grad_()
+            ((x @ m).tanh().logsumexp(1).mean()).backward()
+            grads.append((x.grad.cpu().numpy(), m.grad.cpu().numpy()))
+        ok = all(np.allclose(g1, g0, rtol=1e-4, atol=1e-5) for g0, g1 in zip(*grads))
+        rows.append(("autograd (matmul, tanh, logsumexp)", "tensor", "float32", "ok" if ok else "FAIL", ""))
+    except Exception as err:  # noqa: BLE001
+        rows.append(("autograd (matmul, tanh, logsumexp)", "tensor", "float32", "FAIL", f"{type(err).__name__}: {err}"))
+    return rows
+
+
+def _demo_step(rt, dev, seed=0):
+    """A callable running one training step of the demo's MLP on `dev` (batch 32, Adam)."""
+    from reftorch.demo import make_mlp
+    rt.manual_seed(seed)
+    model = make_mlp().to(dev)
+    opt = rt.optim.Adam(model.parameters(), lr=4e-3)
+    x = rt.randn(32, 1, 8, 8).to(dev)
+    y = rt.randint(0, 10, (32,)).to(dev)
+    loss_fn = rt.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _torch_demo_step(torch):
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64),
+                                torch.nn.ReLU(), torch.nn.Linear(64, 10)).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=4e-3)
+    x, y = torch.randn(32, 1, 8, 8, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def _wall_seconds(fn, reps, sync):
+    fn()
+    sync()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / reps
+
+
+def tensor_timings(torch, n, reps):
+    """Rows like timings(), measured on reftorch tensors (wall clock, synchronised): the dispatcher's cost
+    included. The demo step also runs on cpu (its time is the 'amount' column's reference)."""
+    import reftorch as rt
+    sync = rt.cuda.synchronize
+    rows = []
+    a, b = rt.rand(n, device="cuda"), rt.rand(n, device="cuda")
+    ta = tb = None
+    if torch is not None:
+        ta, tb = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+
+    def t_or_none(fn):
+        return _wall_seconds(fn, reps, torch.cuda.synchronize) if torch is not None else None
+    rows.append(("tensors: a + b float32", _wall_seconds(lambda: a + b, reps, sync), 12 * n, "B",
+                 t_or_none(lambda: ta + tb)))
+    rows.append(("tensors: a.sum() float32", _wall_seconds(lambda: a.sum(), reps, sync), 4 * n, "B",
+                 t_or_none(lambda: ta.sum())))
+    mm = 2048 if n >= 50_000_000 else (512 if n >= 1_000_000 else 32)
+    x = rt.rand(mm, mm, device="cuda")
+    tx = torch.rand(mm, mm, device="cuda") if torch is not None else None
+    rows.append((f"tensors: x @ x float32 {mm}x{mm}", _wall_seconds(lambda: x @ x, max(2, reps // 4), sync),
+                 2 * mm ** 3, "FLOP", t_or_none(lambda: tx @ tx)))
+    steps = max(2, reps // 2)
+    cpu_step = _wall_seconds(_demo_step(rt, "cpu"), steps, lambda: None)
+    gpu_step = _wall_seconds(_demo_step(rt, "cuda"), steps, sync)
+    rows.append(("demo MLP training step (batch 32, Adam), cuda", gpu_step, 0, "step",
+                 _wall_seconds(_torch_demo_step(torch), steps, torch.cuda.synchronize) if torch is not None else None))
+    rows.append(("demo MLP training step (batch 32, Adam), reftorch cpu", cpu_step, 0, "step", None))
+    return rows
+
+
 # ---------------------------------------------------------------------------- main
 
 def main(argv=None):
@@ -363,15 +493,24 @@ def main(argv=None):
               f"({time.perf_counter() - t0:.0f} s, compiles included)")
         for r in bad:
             print(f"  {r[3]:5} {r[0]} [{r[1]}, {r[2]}]: {r[4]}")
-        result["checks"] = rows
+        t0 = time.perf_counter()
+        trows = tensor_checks()
+        tbad = [r for r in trows if r[3] != "ok"]
+        failures += len(tbad)
+        print(f"tensor checks (device plumbing): {len(trows) - len(tbad)} of {len(trows)} ops on cuda tensors match "
+              f"the cpu ({time.perf_counter() - t0:.0f} s)")
+        for r in tbad:
+            print(f"  {r[3]:5} {r[0]}: {r[4]}")
+        result["checks"] = rows + trows
     if not args.skip_time:
         n = args.size or (10_000_000 if args.quick else 100_000_000)
         rows = timings(cuda, launch, torch, n, args.reps if not SIMULATOR else 1)
+        rows += tensor_timings(torch, n, args.reps if not SIMULATOR else 1)
         copy_bw = rows[0][2] / rows[0][1]
         print(f"\n{'workload':56} {'reftorch':>10} {'rate':>12} {'of copy BW':>10} {'PyTorch':>10} {'PT/rt':>7}")
         for name, sec, amount, unit, tsec in rows:
             rate = amount / sec
-            rate_s = f"{rate / 1e9:.0f} GB/s" if unit == "B" else f"{rate / 1e12:.2f} TFLOP/s"
+            rate_s = f"{rate / 1e9:.0f} GB/s" if unit == "B" else (f"{rate / 1e12:.2f} TFLOP/s" if unit == "FLOP" else "")
             frac = f"{rate / copy_bw:.0%}" if unit == "B" else ""
             ts = f"{tsec * 1e3:.3f} ms" if tsec else ""
             ratio = f"{tsec / sec:.2f}" if tsec else ""

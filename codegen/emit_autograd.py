@@ -58,6 +58,7 @@ def analyse(op, formula, registry):
 
         def visit_Call(self, node):
             self.generic_visit(node)
+            _same_device(node)
             if isinstance(node.func, ast.Name) and (node.func.id in registry or node.func.id in HELPERS):
                 node.func = ast.copy_location(ast.Attribute(ast.Name("F", ast.Load()), node.func.id, ast.Load()),
                                               node.func)
@@ -70,6 +71,23 @@ def analyse(op, formula, registry):
 
     new = ast.fix_missing_locations(Rewrite().visit(tree))
     return ast.unparse(new), saves
+
+
+CREATORS = ("zeros", "ones", "full", "empty")
+
+
+def _same_device(call):
+    """zeros(shape, dtype=t.dtype) in a formula also takes t's device (a gradient of a cuda tensor is on cuda)."""
+    if not (isinstance(call.func, ast.Name) and call.func.id in CREATORS):
+        return
+    kws = {k.arg: k.value for k in call.keywords}
+    dt = kws.get("dtype")
+    if "device" in kws or not (isinstance(dt, ast.Attribute) and dt.attr == "dtype"):
+        return
+    owner = dt.value.value if isinstance(dt.value, ast.Subscript) else dt.value
+    if not (isinstance(owner, ast.Name) and owner.id in ("grad", "grads")):     # never saved: always at hand
+        return
+    call.keywords.append(ast.keyword("device", ast.Attribute(dt.value, "device", ast.Load())))
 
 
 SCALAR_OPS = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.Mod, ast.FloorDiv}

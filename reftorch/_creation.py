@@ -16,8 +16,14 @@ from .autograd import grad_mode
 
 
 def _finish(arr, dtype, device=None, requires_grad=False):
-    as_device(device)
+    dev = as_device(device)
     arr = _contig(arr)
+    if dev.type == "cuda":
+        from ._cuda_dispatch import from_host
+        t = from_host(arr, dtype, dev)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
     t = Tensor._make(Storage(arr.reshape(-1)), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype)
     if requires_grad:
         t.requires_grad_(True)
@@ -59,7 +65,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, Tensor):
         arr = data._array().copy()
         dt = D.as_dtype(dtype) if dtype is not None else data.dtype
-        return _finish(arr.astype(dt.np, copy=False), dt, device, requires_grad)
+        return _finish(arr.astype(dt.np, copy=False), dt, device if device is not None else data.device, requires_grad)
     if isinstance(data, np.ndarray):
         dt = D.as_dtype(dtype) if dtype is not None else D.from_numpy(data.dtype)
         return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)
@@ -149,24 +155,25 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
-    return fn(t.shape, *args, dtype=dtype if dtype is not None else t.dtype, requires_grad=requires_grad)
+    return fn(t.shape, *args, dtype=dtype if dtype is not None else t.dtype, requires_grad=requires_grad,
+              device=device if device is not None else t.device)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(zeros, input, dtype=dtype, requires_grad=requires_grad)
+    return _like(zeros, input, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(ones, input, dtype=dtype, requires_grad=requires_grad)
+    return _like(ones, input, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(empty, input, dtype=dtype, requires_grad=requires_grad)
+    return _like(empty, input, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, device=device if device is not None else input.device)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -239,6 +246,8 @@ default_generator = Generator()
 
 def manual_seed(seed):
     default_generator.manual_seed(seed)
+    from . import cuda
+    cuda.manual_seed(seed)      # torch.manual_seed seeds every device
     return default_generator
 
 
@@ -266,6 +275,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     if dt.category != 2:        # checked before drawing: the generator's state is left as it was
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
+    if _on_cuda(device):
+        from ._cuda_random import uniform
+        return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
     return _finish(_rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np), dt, device, requires_grad)
 
 
@@ -273,6 +285,9 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     if dt.category != 2:
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
+    if _on_cuda(device):
+        from ._cuda_random import normal as _cuda_normal
+        return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
     return _finish(_rng(generator).standard_normal(_shape(size)).astype(dt.np), dt, device, requires_grad)
 
 
@@ -282,6 +297,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
     dt = _dt(dtype, D.int64)
+    if _on_cuda(device):
+        from ._cuda_random import integers
+        return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
     return _finish(_rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np), dt, device,
                    requires_grad)
 
@@ -304,18 +322,25 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
-    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                device=device if device is not None else input.device)
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
-    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                 device=device if device is not None else input.device)
 
 
 def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, device=None):
-    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=device if device is not None else input.device)
 
 
 def bernoulli(input, p=None, *, generator=None):
+    if input.device.type == "cuda":
+        from ._cuda_random import uniform
+        u = uniform(input._shape, D.float64 if input.dtype is D.float64 else D.float32, input.device)
+        return ((u < (input if p is None else p)).to(input.dtype)).detach()
     probs = input._array() if p is None else np.full(input._shape, p)
     return _finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype)
 
@@ -337,11 +362,26 @@ def _copy_tensor(t, keep_graph=True):
     if keep_graph and grad_mode.state.enabled and t.requires_grad:
         from . import _functional as F
         return F.clone(t)
+    if t.device.type == "cuda":
+        from ._cuda_dispatch import clone
+        return clone(t)
     return _finish(t._array().copy(), t.dtype)
 
 
-def _rebuild(arr, dtype_name, requires_grad):
+def _on_cuda(device):
+    return device is not None and as_device(device).type == "cuda"
+
+
+def _grad(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild(arr, dtype_name, requires_grad, device=None):
     t = from_numpy(arr.copy())
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -41,11 +41,17 @@ def as_device(d):
     if d is None:
         return CPU
     if isinstance(d, device):
-        return d
-    if isinstance(d, int):
-        d = f"cuda:{d}"
-    dev = device(d)
+        if d.type != "cuda":
+            return d
+        dev = d
+    else:
+        dev = device(f"cuda:{d}" if isinstance(d, int) else d)
     if dev.type == "cuda":
+        from . import cuda
+        if cuda.is_available():     # a GPU, or numba's simulator (NUMBA_ENABLE_CUDASIM=1)
+            from ._cuda_dispatch import canonical, check_available
+            check_available(dev)
+            return canonical(dev)
         raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
                            "machine (reftorch.cuda.is_available() is False)")
     return dev

@@ -13,6 +13,7 @@ from ._layout import contiguous_array as _contig
 from . import _dtype as D
 from . import _layout as L
 from . import _reference
+from . import _cuda_dispatch as _cuda_d
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
@@ -183,6 +184,8 @@ def run_elementwise(spec, ins, scalars, out):
 
 
 def elementwise(spec, tensors, scalars):
+    if _cuda_d.used and _cuda_d.find(tensors):      # an argument on cuda: reftorch/_cuda_dispatch.py
+        return _cuda_d.elementwise(spec, tensors, scalars)
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
@@ -246,6 +249,8 @@ def _inplace(spec, tensors, scalars):
     self = tensors[0]
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
+    if _cuda_d.used and _cuda_d.find(tensors):
+        return _cuda_d.inplace(spec, tensors, scalars)
     ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
     compute, out_dtype = _result_dtypes(spec, ts)
     if not _can_cast(out_dtype, self.dtype):
@@ -349,6 +354,8 @@ def _reduced_shape(shape, dims, keepdim):
 
 
 def reduction(spec, tensors, scalars):
+    if _cuda_d.used and _cuda_d.find(tensors):
+        return _cuda_d.reduction(spec, tensors, scalars)
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
@@ -406,6 +413,8 @@ def _identity(src, dtype):
 
 
 def argreduction(spec, tensors, scalars):
+    if _cuda_d.used and _cuda_d.find(tensors):
+        return _cuda_d.argreduction(spec, tensors, scalars)
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     spec.check_dtype(x.dtype)
@@ -433,6 +442,8 @@ def argreduction(spec, tensors, scalars):
 
 
 def scan(spec, tensors, scalars):
+    if _cuda_d.used and _cuda_d.find(tensors):
+        return _cuda_d.scan(spec, tensors, scalars)
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     d = L.wrap_dim(kw["dim"], x.ndim)
@@ -466,6 +477,8 @@ def scan(spec, tensors, scalars):
 # ---------------------------------------------------------------------------- array, view, composite
 
 def array(spec, tensors, scalars):
+    if _cuda_d.used and any(isinstance(t, Tensor) and t.device.type == "cuda" for t in tensors):
+        return _cuda_d.array(spec, tensors, scalars)
     ts = inputs = [as_tensor_arg(t) if t is not None else None for t in tensors]
     names = _tensor_names(spec, len(ts))
     promo = [t for t, name in zip(ts, names) if t is not None and spec.arg_types[name] in PROMOTED]

@@ -257,11 +257,16 @@ def _write(self, index, value, accumulate):
         val = val.copy()
     val = val.reshape(vshape)
     arr = ix.view._array()
+    if self.device.type == "cuda":          # written on a host copy of the view, then copied back
+        arr = np.array(arr)
     where = ix.numpy_index() if ix.indices else Ellipsis
     if accumulate:
         np.add.at(arr, where, val)
     else:
         arr[where] = val
+    if self.device.type == "cuda":
+        from ._cuda_dispatch import write
+        write(ix.view, arr)
     self._storage.version += 1
 
 

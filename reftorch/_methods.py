@@ -101,6 +101,7 @@ def _data_set(self, value):
     self._storage, self._offset, self._shape, self._strides = value._storage, value._offset, value._shape, \
         value._strides
     self.dtype = value.dtype
+    self.device = value.device
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -156,11 +157,14 @@ def _to(self, *args, **kwargs):
         if isinstance(a, D.dtype):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a.dtype
+            dtype, device = a.dtype, a.device
         else:
             device = as_device(a)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if device is not None and device != self.device:
+        from ._cuda_dispatch import move      # a copy to the other device (differentiable)
+        return move(self, device, dtype)
     if dtype is None or dtype is self.dtype:
         return F.clone(self) if copy else self
     return _convert(self, dtype)
@@ -170,6 +174,12 @@ def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
+    if self.device.type == "cuda":
+        from ._cuda_dispatch import clone
+        out = clone(self, dtype)
+        if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+            record(spec, (self,), (), (out,))
+        return out
     out = empty(self._shape, dtype)
     run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
@@ -199,11 +209,12 @@ def _contiguous(self, memory_format=None):
 
 
 def _cpu(self):
-    return self
+    return _to(self, "cpu") if self.device.type != "cpu" else self
 
 
 def _cuda(self, device=None, non_blocking=False):
-    as_device("cuda")
+    dev = as_device("cuda" if device is None else (device if not isinstance(device, int) else f"cuda:{device}"))
+    return _to(self, dev)
 
 
 def _copy_(self, src, non_blocking=False):
@@ -215,9 +226,16 @@ def _copy_(self, src, non_blocking=False):
                            f"shape [{', '.join(map(str, shape))}]")
     check_inplace(self)
     check_no_internal_overlap(self)
+    if src.device != self.device:
+        src = src.to(self.device)       # copy_ moves between devices, as in PyTorch
     if grad_mode.state.enabled and (src.requires_grad or self.requires_grad):
         new = F.expand(src.to(self.dtype), self._shape)
         _assign_with_history(self, new)
+        return self
+    if self.device.type == "cuda":
+        from ._cuda_dispatch import clone, copy_into
+        copy_into(self, clone(src) if src._storage is self._storage else src)
+        self._storage.version += 1
         return self
     val = src._array()
     if np.may_share_memory(val, self._storage.data):
@@ -230,10 +248,14 @@ def _copy_(self, src, non_blocking=False):
 def _assign_with_history(self, new):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
-    val = new._array()
-    if np.may_share_memory(val, self._storage.data):
-        val = val.copy()
-    self._array()[...] = val
+    if self.device.type == "cuda":
+        from ._cuda_dispatch import clone, copy_into
+        copy_into(self, clone(new))
+    else:
+        val = new._array()
+        if np.may_share_memory(val, self._storage.data):
+            val = val.copy()
+        self._array()[...] = val
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
         from .autograd.inplace import assign_history
@@ -249,7 +271,12 @@ def _fill_(self, value):
                                f"{value.dim()} dimensions.")
         value = value.item()
     if grad_mode.state.enabled and self.requires_grad:
-        _assign_with_history(self, F.full(self._shape, value, dtype=self.dtype) * 1.0 + 0 * self)
+        _assign_with_history(self, F.full(self._shape, value, dtype=self.dtype, device=self.device) * 1.0 + 0 * self)
+        return self
+    if self.device.type == "cuda":
+        from ._cuda_dispatch import write
+        write(self, np.full(self._shape, value, self.dtype.np))
+        self._storage.version += 1
         return self
     self._array()[...] = value
     self._storage.version += 1
@@ -262,16 +289,19 @@ def _zero_(self):
 
 def _new(fn):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=device if device is not None else self.device)
     return method
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=device if device is not None else self.device)
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                    device=device if device is not None else self.device)
 
 
 # ------------------------------------------------------------------------------ views

@@ -76,7 +76,10 @@ class Tensor:
         return cls._make(Storage(arr.reshape(-1)), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype)
 
     def _array(self):
-        """This tensor as a NumPy strided view of its storage (no copy)."""
+        """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
+        if self.device.type == "cuda":
+            from ._cuda_dispatch import host_array
+            return host_array(self)
         data = self._storage.data
         isz = data.itemsize
         if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
@@ -124,6 +127,10 @@ class Tensor:
         return self.dtype.itemsize
 
     def data_ptr(self):
+        if self.device.type == "cuda":
+            ptr = getattr(self._storage.data, "device_ctypes_pointer", None)
+            base = ptr.value if ptr is not None and ptr.value is not None else id(self._storage.data)
+            return base + self._offset * self.dtype.itemsize
         return self._storage.data.__array_interface__["data"][0] + self._offset * self.dtype.itemsize
 
     @property
@@ -158,12 +165,18 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force=False):
+        if self.device.type == "cuda":
+            from ._cuda_dispatch import numpy_error
+            raise numpy_error(self)
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
         return self._array()
 
     def __array__(self, dtype=None, copy=None):
+        if self.device.type == "cuda":
+            from ._cuda_dispatch import numpy_error
+            raise numpy_error(self)
         a = self._array()
         return a if dtype is None else a.astype(dtype)
 
@@ -212,6 +225,8 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         from ._creation import _rebuild
+        if self.device.type != "cpu":       # unpickled onto the same device
+            return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
         return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))
 
     def __deepcopy__(self, memo):

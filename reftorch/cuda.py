@@ -96,9 +96,21 @@ def synchronize(device=None) -> None:
 
 def manual_seed(seed) -> None:
     """Seed the cuda generator. Like PyTorch, silently remembered when there is no GPU."""
-    global _initial_seed, _seed_set
+    global _initial_seed, _seed_set, _offset
     _initial_seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
     _seed_set = True
+    _offset = 0
+
+
+_offset = 0     # counters used so far by the cuda generator (reftorch/_cuda_random.py)
+
+
+def _counter_state(n):
+    """(seed, first counter) for a draw of n counters; the next draw starts after them."""
+    global _offset
+    start = _offset
+    _offset = (_offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
+    return _initial_seed, start
 
 
 manual_seed_all = manual_seed

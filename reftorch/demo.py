@@ -36,6 +36,9 @@ def parse_args(argv=None):
                    help="Adam's learning rate (default: 4e-3 for the MLP, 8e-3 for the CNN)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="device to train on (default: cpu)")
+    p.add_argument("--max-batches", type=int, default=None, metavar="N",
+                   help="at most N batches (of --batch-size, evaluation too) per epoch and per evaluation: a smoke "
+                        "run, e.g. on cuda in numba's simulator")
     p.add_argument("--models", default="mlp,cnn", help="comma-separated subset of mlp,cnn (default: both)")
     p.add_argument("--checkpoint-dir", default=None,
                    help="where checkpoints are written (default: a new temporary directory)")
@@ -132,7 +135,7 @@ def train_one_epoch(model, bar, loss_fn, optimizer, device):
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
     rank, world = _rank_and_world()
-    for images, labels in bar:
+    for images, labels in _limited(bar):
         images, labels = images.to(device), labels.to(device)
         if world > 1:       # --distributed: this process's share of the batch; every process sees the same batches
             n = labels.size(0)
@@ -158,6 +161,16 @@ def train_one_epoch(model, bar, loss_fn, optimizer, device):
     return total_loss / seen, correct / seen
 
 
+_max_batches = None     # --max-batches
+
+
+def _limited(batches):
+    if _max_batches is None:
+        return batches
+    import itertools
+    return itertools.islice(batches, _max_batches)
+
+
 def _rank_and_world():
     import reftorch.distributed as dist
     return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
@@ -168,7 +181,7 @@ def evaluate(model, loader, device):
     model.eval()
     correct, seen = 0, 0
     with torch.no_grad():
-        for images, labels in loader:
+        for images, labels in _limited(loader):
             images, labels = images.to(device), labels.to(device)
             correct += (model(images).argmax(dim=1) == labels).sum().item()
             seen += labels.size(0)
@@ -180,7 +193,7 @@ def train_model(key, epochs, train_set, test_set, args, device):
     torch.manual_seed(args.seed)        # each model's run is reproducible on its own (see --models)
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
                               generator=torch.Generator().manual_seed(args.seed))
-    test_loader = DataLoader(test_set, batch_size=256)
+    test_loader = DataLoader(test_set, batch_size=256 if args.max_batches is None else args.batch_size)
     model = make().to(device)
     net = model
     if args.distributed:    # rank 0's initial weights everywhere; gradients averaged over the processes
@@ -259,6 +272,8 @@ def plot_curves(histories, path):
 
 def main(argv=None):
     args = parse_args(argv)
+    global _max_batches
+    _max_batches = args.max_batches
     if args.plot:
         _check_matplotlib()
     try:

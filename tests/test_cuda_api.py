@@ -64,3 +64,17 @@ def test_every_cpu_helper_has_a_cuda_version():
 ])
 def test_merge_of_partial_results(combine, merge):
     assert merge_expr(combine) == merge
+
+
+def test_cuda_tensors_without_a_gpu_raise_pytorchs_error():
+    """Neither a GPU nor the simulator: every way onto cuda says so, as PyTorch without CUDA does."""
+    if reftorch.cuda.is_available():
+        pytest.skip("a CUDA device (or the simulator) is present")
+    t = reftorch.ones(2)
+    for fn in (lambda: reftorch.zeros(2, device="cuda"), lambda: t.cuda(), lambda: t.to("cuda:0"),
+               lambda: reftorch.rand(2, device="cuda"), lambda: reftorch.nn.Linear(2, 2).to("cuda"),
+               lambda: reftorch.zeros(2, device=reftorch.device("cuda"))):
+        with pytest.raises(RuntimeError, match="Torch not compiled with CUDA enabled"):
+            fn()
+    assert repr(reftorch.device("cuda:0")) == "device(type='cuda', index=0)"
+    assert t.cpu() is t and not t.is_cuda and t.device == reftorch.device("cpu")

@@ -176,3 +176,28 @@ def test_compiles_to_ptx(name, suffix, dtype):
     kernel = getattr(gk, f"{name}_{suffix}")
     ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=CC)
     assert ".entry" in ptx or ".visible" in ptx
+
+
+@pytest.mark.parametrize("name, sig", [
+    ("uniform_kernel", (arr(np.float32), types.uint64, types.uint64, types.uint64, types.float64)),
+    ("uniform_kernel", (arr(np.float64), types.uint64, types.uint64, types.uint64, types.float64)),
+    ("normal_kernel", (arr(np.float32), types.uint64, types.uint64)),
+    ("integers_kernel", (arr(np.int64), types.uint64, types.uint64, types.int64, types.uint64)),
+])
+def test_cuda_random_kernels_compile_to_ptx(name, sig):
+    """The counter-based generator of cuda tensors (reftorch/_cuda_random.py), as the runtime calls it."""
+    from reftorch import _cuda_random
+    ptx, _ = cuda.compile_ptx(getattr(_cuda_random, name).py_func, sig, cc=CC)
+    assert ".entry" in ptx or ".visible" in ptx
+
+
+@pytest.mark.parametrize("name, dt", [(n, dt) for n in ("take_kernel", "put_kernel", "put_add_kernel")
+                                      for dt in (np.float32, np.float64, np.int64)])
+def test_cuda_indexing_kernels_compile_to_ptx(name, dt):
+    """Gather/scatter by flat positions for cuda tensors (reftorch/_cuda_index.py), atomics included."""
+    from reftorch import _cuda_index
+    sig = {"take_kernel": (arr(dt), arr(dt, layout="A"), arr(np.int64, layout="A")),
+           "put_kernel": (arr(dt, layout="A"), arr(np.int64, layout="A"), arr(dt, layout="A")),
+           "put_add_kernel": (arr(dt, layout="A"), arr(np.int64, layout="A"), arr(dt, layout="A"))}[name]
+    ptx, _ = cuda.compile_ptx(getattr(_cuda_index, name).py_func, sig, cc=CC)
+    assert ".entry" in ptx or ".visible" in ptx

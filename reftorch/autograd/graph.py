@@ -189,7 +189,8 @@ class Node:
         if all(g is not None for g in grads):
             return grads
         from .. import _functional as F
-        return [F.zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+        device = next((g.device for g in grads if g is not None), None)    # the node's outputs share a device
+        return [F.zeros(meta[0], dtype=meta[1], device=device) if g is None and meta is not None else g
                 for g, meta in zip(grads, self.out_meta)]
 
     # hooks: PyTorch's Node.register_hook / register_prehook

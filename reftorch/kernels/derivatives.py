@@ -570,7 +570,7 @@ def index_backward(F, grads, saved, needs, fused):
     g = [None] * 1
     # self: index_put(zeros(self.shape, dtype=grad.dtype), indices, grad, True)
     if needs[0]:
-        g[0] = F.index_put(F.zeros(self_shape, dtype=grad.dtype), indices, grad, True)
+        g[0] = F.index_put(F.zeros(self_shape, dtype=grad.dtype, device=grad.device), indices, grad, True)
     return g
 
 
@@ -582,7 +582,7 @@ def index_put_backward(F, grads, saved, needs, fused):
     g = [None] * 2
     # self: grad if accumulate else index_put(grad, indices, zeros((), dtype=grad.dtype), False)
     if needs[0]:
-        g[0] = grad if accumulate else F.index_put(grad, indices, F.zeros((), dtype=grad.dtype), False)
+        g[0] = grad if accumulate else F.index_put(grad, indices, F.zeros((), dtype=grad.dtype, device=grad.device), False)
     # values: index(grad, indices)
     if needs[1]:
         g[1] = F.index(grad, indices)
@@ -905,7 +905,7 @@ def _cummax_backward(F, grads, saved, needs, fused):
     g = [None] * 1
     # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
     if needs[0]:
-        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
     return g
 
 
@@ -917,7 +917,7 @@ def _cummin_backward(F, grads, saved, needs, fused):
     g = [None] * 1
     # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
     if needs[0]:
-        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
     return g
 
 
@@ -1090,7 +1090,7 @@ def gather_backward(F, grads, saved, needs, fused):
     g = [None] * 2
     # self: scatter_add(zeros(self.shape, dtype=grad.dtype), dim, index, grad)
     if needs[0]:
-        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grad.dtype), dim, index, grad)
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grad.dtype, device=grad.device), dim, index, grad)
     return g
 
 
@@ -1135,7 +1135,7 @@ def index_select_backward(F, grads, saved, needs, fused):
     g = [None] * 2
     # self: index_add(zeros(self.shape, dtype=grad.dtype), dim, index, grad)
     if needs[0]:
-        g[0] = F.index_add(F.zeros(self_shape, dtype=grad.dtype), dim, index, grad)
+        g[0] = F.index_add(F.zeros(self_shape, dtype=grad.dtype, device=grad.device), dim, index, grad)
     return g
 
 
@@ -1174,7 +1174,7 @@ def masked_select_backward(F, grads, saved, needs, fused):
     g = [None] * 2
     # self: masked_scatter(zeros(self.shape, dtype=grad.dtype), mask, grad)
     if needs[0]:
-        g[0] = F.masked_scatter(F.zeros(self_shape, dtype=grad.dtype), mask, grad)
+        g[0] = F.masked_scatter(F.zeros(self_shape, dtype=grad.dtype, device=grad.device), mask, grad)
     return g
 
 
@@ -1201,7 +1201,7 @@ def take_backward(F, grads, saved, needs, fused):
     g = [None] * 2
     # self: put(zeros(self.shape, dtype=grad.dtype), index, grad, True)
     if needs[0]:
-        g[0] = F.put(F.zeros(self_shape, dtype=grad.dtype), index, grad, True)
+        g[0] = F.put(F.zeros(self_shape, dtype=grad.dtype, device=grad.device), index, grad, True)
     return g
 
 
@@ -1214,7 +1214,7 @@ def put_backward(F, grads, saved, needs, fused):
     g = [None] * 3
     # self: grad if accumulate else put(grad, index, zeros(source.shape, dtype=grad.dtype), False)
     if needs[0]:
-        g[0] = grad if accumulate else F.put(grad, index, F.zeros(source_shape, dtype=grad.dtype), False)
+        g[0] = grad if accumulate else F.put(grad, index, F.zeros(source_shape, dtype=grad.dtype, device=grad.device), False)
     # source: take(grad, index).reshape(source.shape)
     if needs[2]:
         g[2] = F.take(grad, index).reshape(source_shape)
@@ -1229,7 +1229,7 @@ def _sort_backward(F, grads, saved, needs, fused):
     g = [None] * 1
     # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
     if needs[0]:
-        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
     return g
 
 
@@ -1241,7 +1241,7 @@ def _topk_backward(F, grads, saved, needs, fused):
     g = [None] * 1
     # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
     if needs[0]:
-        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
     return g
 
 

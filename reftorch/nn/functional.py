@@ -149,7 +149,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slopes = torch.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+    slopes = torch.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     out = torch.where(input >= 0, input, input * slopes)
     return _inplace(input, out) if inplace else out
 
@@ -223,7 +223,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    u = torch.rand(logits.shape, dtype=logits.dtype)
+    u = torch.rand(logits.shape, dtype=logits.dtype, device=logits.device)
     gumbels = -torch.log(-torch.log(u + eps) + eps)     # Gumbel(0, 1) samples
     y_soft = torch.softmax((logits + gumbels) / tau, dim)
     if not hard:
@@ -494,7 +494,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     cols = torch.im2col(planes, kernel, dilation, pads, stride, -math.inf)        # (P, K, L)
     k = cols.shape[1]
     idx = cols.argmax(1, keepdim=True)                                              # first maximum, NaN wins
-    chosen = torch.arange(k).reshape(1, k, 1) == idx
+    chosen = torch.arange(k, device=idx.device).reshape(1, k, 1) == idx
     out = torch.where(chosen, cols, 0.0).sum(1)              # the gradient goes to the chosen element only
     out = out.to(input.dtype).reshape(lead + tuple(out_sizes))
     if not return_indices:
@@ -505,7 +505,7 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
 
 def _pool_indices(idx, kernel, stride, padding, dilation, in_sizes, out_sizes, lead):
     """Flat indices into each input plane of the chosen window elements, as max_pool's return_indices."""
-    w = idx.numpy()                                     # (P, L) position inside each window
+    w = idx.cpu().numpy()                                     # (P, L) position inside each window
     nd = len(kernel)
     kpos = np.unravel_index(w, kernel)                  # per spatial dim: offset inside the window
     opos = np.unravel_index(np.arange(w.shape[1]), out_sizes)
@@ -513,7 +513,7 @@ def _pool_indices(idx, kernel, stride, padding, dilation, in_sizes, out_sizes, l
     for i in range(nd):
         coord = opos[i][None, :] * stride[i] - padding[i] + kpos[i] * dilation[i]
         flat = flat * in_sizes[i] + coord
-    return torch.from_numpy(flat.astype(np.int64).reshape(lead + tuple(out_sizes)))
+    return torch.from_numpy(flat.astype(np.int64).reshape(lead + tuple(out_sizes))).to(idx.device)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -540,10 +540,11 @@ def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pa
         # how many elements each window averages: the padded input counts (count_include_pad) or only
         # the real input does; the extra right padding of ceil_mode never counts
         if count_include_pad:
-            ones = torch.ones((1, 1) + tuple(s + 2 * p for s, p in zip(in_sizes, padding)), dtype=input.dtype)
+            ones = torch.ones((1, 1) + tuple(s + 2 * p for s, p in zip(in_sizes, padding)), dtype=input.dtype,
+                              device=input.device)
             cpads = [v for p, i in zip(padding, range(nd)) for v in (0, pads[2 * i + 1] - p)]
         else:
-            ones = torch.ones((1, 1) + in_sizes, dtype=input.dtype)
+            ones = torch.ones((1, 1) + in_sizes, dtype=input.dtype, device=input.device)
             cpads = pads
         divisor = torch.im2col(ones, kernel, dilation, cpads, stride).sum(1)        # (1, L)
     out = sums / divisor
@@ -606,7 +607,7 @@ def _adaptive_avg_poolnd(input, output_size, nd):
         m = np.zeros((o, size))
         for j, (a, b) in enumerate(_adaptive_bounds(size, o)):
             m[j, a:b] = 1.0 / (b - a)
-        out = _along(out, input.dim() - nd + i, torch.tensor(m, dtype=input.dtype))
+        out = _along(out, input.dim() - nd + i, torch.tensor(m, dtype=input.dtype, device=input.device))
     return out
 
 
@@ -645,15 +646,15 @@ def _adaptive_max_poolnd(input, output_size, return_indices, nd):
             else:
                 sel[cell, kk] = n_in            # points at the -inf sentinel
     flat = torch.cat([planes.reshape(planes.shape[0], n_in),
-                      torch.full((planes.shape[0], 1), -math.inf, dtype=input.dtype)], 1)
+                      torch.full((planes.shape[0], 1), -math.inf, dtype=input.dtype, device=input.device)], 1)
     windows = flat[:, torch.from_numpy(sel)]                                        # (P, cells, Kmax)
     idx = windows.argmax(-1, keepdim=True)
-    chosen = torch.arange(sel.shape[1]).reshape(1, 1, -1) == idx
+    chosen = torch.arange(sel.shape[1], device=idx.device).reshape(1, 1, -1) == idx
     out = torch.where(chosen, windows, 0.0).sum(-1).to(input.dtype).reshape(lead + out_sizes)
     if not return_indices:
         return out
-    picked = np.take_along_axis(np.broadcast_to(sel, (idx.shape[0],) + sel.shape), idx.numpy(), -1)[..., 0]
-    return out, torch.from_numpy(picked.reshape(lead + out_sizes).astype(np.int64))
+    picked = np.take_along_axis(np.broadcast_to(sel, (idx.shape[0],) + sel.shape), idx.cpu().numpy(), -1)[..., 0]
+    return out, torch.from_numpy(picked.reshape(lead + out_sizes).astype(np.int64)).to(input.device)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -835,8 +836,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
     with torch.no_grad():
-        rows = np.unique(input.numpy().reshape(-1))
-        w = weight.detach().numpy()
+        rows = np.unique(input.cpu().numpy().reshape(-1))
+        w = weight.detach().cpu().numpy()
         norms = (np.abs(w[rows]) ** norm_type).sum(-1) ** (1.0 / norm_type)
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         new = w.copy()
@@ -857,7 +858,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         out = input * 0.0
     else:
-        keep = (torch.rand(input.shape) >= p).to(input.dtype)
+        keep = (torch.rand(input.shape, device=input.device) >= p).to(input.dtype)
         out = input * keep * (1.0 / (1.0 - p))
     return _inplace(input, out) if inplace else out
 
@@ -871,7 +872,7 @@ def _feature_dropout(input, p, training, inplace, nd, name):
         return input
     batched = input.dim() == nd + 2
     mask_shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
-    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1 else input * 0.0
     return _inplace(input, out) if inplace else out
 
@@ -901,7 +902,7 @@ def _alpha_dropout(input, p, training, mask_shape):
     alpha_p = -_SELU_ALPHA * _SELU_SCALE
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    keep = (torch.rand(mask_shape) >= p).to(input.dtype)
+    keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     return (input * keep + alpha_p * (1 - keep)) * a + b
 
 
@@ -1034,7 +1035,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0):
             continue
         m = _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners)
-        out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype))
+        out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype, device=input.device))
     return out
 
 
@@ -1082,7 +1083,7 @@ def _one_hot_along(index, num_classes, dim, dtype, ndim):
     """index (keepdim-shaped along dim) turned into a one-hot tensor along dim."""
     shape = [1] * ndim
     shape[dim] = num_classes
-    return (torch.arange(num_classes).reshape(shape) == index).to(dtype)
+    return (torch.arange(num_classes, device=index.device).reshape(shape) == index).to(dtype)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -1137,8 +1138,8 @@ def pdist(input, p=2):
 
 # ============================================================================== attention
 
-def _causal_keep(l, s):
-    return torch.arange(l).reshape(l, 1) >= torch.arange(s).reshape(1, s)
+def _causal_keep(l, s, device=None):
+    return torch.arange(l, device=device).reshape(l, 1) >= torch.arange(s, device=device).reshape(1, s)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -1155,7 +1156,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        scores = torch.where(_causal_keep(l, s), scores, -math.inf)
+        scores = torch.where(_causal_keep(l, s, scores.device), scores, -math.inf)
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = torch.where(attn_mask, scores, -math.inf)
@@ -1191,7 +1192,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if is_causal and attn_mask is None:
-        attn_mask = torch.where(_causal_keep(tgt_len, src_len), 0.0, -math.inf).to(query.dtype)
+        attn_mask = torch.where(_causal_keep(tgt_len, src_len, query.device), 0.0, -math.inf).to(query.dtype)
     if not use_separate_proj_weight:
         w_q, w_k, w_v = in_proj_weight.chunk(3)
         b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
@@ -1218,8 +1219,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = pad(key_padding_mask, (0, 1))
         src_len += 1
     if add_zero_attn:
-        k = torch.cat([k, torch.zeros((1, bsz, embed_dim), dtype=k.dtype)])
-        v = torch.cat([v, torch.zeros((1, bsz, embed_dim), dtype=v.dtype)])
+        k = torch.cat([k, torch.zeros((1, bsz, embed_dim), dtype=k.dtype, device=k.device)])
+        v = torch.cat([v, torch.zeros((1, bsz, embed_dim), dtype=v.dtype, device=v.device)])
         if mask is not None:
             mask = pad(mask, (0, 1))
         if key_padding_mask is not None:
@@ -1304,7 +1305,7 @@ def _pick_class(values, target, classes):
     """values[n, target[n], ...] along dim 1 (the class dim) as a tensor of target's shape."""
     shape = [1] * values.dim()
     shape[1] = classes
-    chosen = torch.arange(classes).reshape(shape) == target.unsqueeze(1)
+    chosen = torch.arange(classes, device=target.device).reshape(shape) == target.unsqueeze(1)
     return torch.where(chosen, values, 0.0).sum(1)
 
 
@@ -1329,7 +1330,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     classes = input.shape[1]
     valid = target != ignore_index
     safe = torch.where(valid, target, 0)
-    t = safe.numpy()
+    t = safe.cpu().numpy()
     if t.size and (t.min() < 0 or t.max() >= classes):
         bad = int(t[(t < 0) | (t >= classes)][0])
         raise IndexError(f"Target {bad} is out of bounds.")
@@ -1380,12 +1381,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = torch.where(ignored, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
-            t = torch.where(ignored, 0, target).numpy().reshape(-1)
-            keep = ~ignored.numpy().reshape(-1)
-            denom = weight.detach().numpy()[t[keep]].sum() if keep.any() else 0.0
+            t = torch.where(ignored, 0, target).cpu().numpy().reshape(-1)
+            keep = ~ignored.cpu().numpy().reshape(-1)
+            denom = weight.detach().cpu().numpy()[t[keep]].sum() if keep.any() else 0.0
             smooth = smooth.sum() / float(denom)
         else:
-            smooth = smooth.sum() / float((~ignored.numpy()).sum())
+            smooth = smooth.sum() / float((~ignored.cpu().numpy()).sum())
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
@@ -1396,7 +1397,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
-    vals = input.detach().numpy()
+    vals = input.detach().cpu().numpy()
     if vals.size and ((vals < 0).any() or (vals > 1).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = torch._functional.bce_loss_elementwise(input, target)     # the op of ops.yaml, not exported at top level
@@ -1463,10 +1464,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     if isinstance(var, numbers.Number):
-        var = torch.full(input.shape, float(var), dtype=input.dtype)
+        var = torch.full(input.shape, float(var), dtype=input.dtype, device=input.device)
     if var.dim() != input.dim() and var.shape == input.shape[:-1]:
         var = var.unsqueeze(-1)
-    if (var.detach().numpy() < 0).any():
+    if (var.detach().cpu().numpy() < 0).any():
         raise ValueError("var has negative entry/entries")
     with torch.no_grad():
         clamped = torch.maximum(var, torch.tensor(eps, dtype=var.dtype))
@@ -1539,9 +1540,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * _index_along(weight, 0, t.numpy()).unsqueeze(1)
-    not_target = (torch.arange(c).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
-        torch.eq(torch.arange(c).reshape(1, c) == t.unsqueeze(1), False)
+        z = z * _index_along(weight, 0, t.cpu().numpy()).unsqueeze(1)
+    not_target = (torch.arange(c, device=t.device).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
+        torch.eq(torch.arange(c, device=t.device).reshape(1, c) == t.unsqueeze(1), False)
     loss = torch.where(not_target, z, 0.0).sum(1) / c
     if input.dim() == 1:
         loss = loss.squeeze(0)
@@ -1551,7 +1552,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = (target if target.dim() == 2 else target.unsqueeze(0)).numpy()
+    t = (target if target.dim() == 2 else target.unsqueeze(0)).cpu().numpy()
     n, c = x.shape
     is_target = np.zeros((n, c), dtype=bool)
     pairs = np.zeros((n, c, c))                   # (sample, target class j, other class i): how often
@@ -1566,7 +1567,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             pairs[row, j] += 1
     pairs *= ~is_target[:, None, :]
     diff = torch.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))     # [n, j, i] = 1 - (x_j - x_i)
-    loss = (diff * torch.from_numpy(pairs).to(x.dtype)).sum((1, 2)) / c
+    loss = (diff * torch.from_numpy(pairs).to(x.device, x.dtype)).sum((1, 2)) / c
     if input.dim() == 1:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)

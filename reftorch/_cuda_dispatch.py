@@ -1,0 +1,577 @@
+"""Tensors on `cuda`: their storage, transfers, and the dispatcher's handlers for them.
+
+A cuda tensor's Storage.data is a 1-D numba.cuda device array (the simulator's, under
+NUMBA_ENABLE_CUDASIM=1); offset, shape and strides mean what they mean on cpu, so view ops are the
+same geometry. The handlers of reftorch/_dispatch.py delegate here when an argument lives on cuda
+(`used` stays False until the first cuda tensor exists, so cpu-only programs pay one flag test):
+
+- elementwise ops (and the fused backward kernels) run the generated kernels of reftorch/kernels/cuda.py
+  through reftorch/_cuda_launch.py; reductions, arg-reductions and scans likewise (tree kernels);
+- matmul/mm/bmm run the tiled shared-memory kernel;
+- the other array ops (NumPy bodies: cat, gather, sort, indexing...) run their CPU body on a host copy
+  and upload the result (a round trip: correct, not fast);
+- random numbers come from a counter-based generator (reftorch/_cuda_random.py).
+
+Importing this module does not import numba.cuda; the first cuda tensor does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from . import _layout as L
+from ._tensor import Storage, Tensor
+from .autograd import grad_mode
+
+used = False     # set once a cuda tensor exists: the dispatcher's fast test
+
+
+def _cu():
+    from . import _cuda_launch as launch
+    return launch.kernels().cuda
+
+
+def _launch():
+    from . import _cuda_launch as launch
+    return launch
+
+
+# ---------------------------------------------------------------------------- devices
+
+def check_available(dev):
+    """Raise PyTorch's errors for a cuda device that this machine cannot give."""
+    from . import cuda
+    if not cuda.is_available():
+        raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
+                           "machine (reftorch.cuda.is_available() is False)")
+    if dev.index is not None and dev.index >= cuda.device_count():
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+
+def canonical(dev):
+    """cuda -> cuda:0 (the current device), as tensors report it."""
+    from ._device import device
+    return device("cuda", dev.index or 0)
+
+
+def _mix_error(dev):
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, {dev} and "
+                        "cpu!")
+
+
+def find(tensors, lenient=()):
+    """The cuda device of the arguments, or None when none is on cuda. Raises PyTorch's error when a
+    cpu tensor of one or more dims meets a cuda one (0-d cpu tensors mix, like Python numbers).
+    Arguments at positions in `lenient` (index tensors of array ops) may stay on cpu."""
+    cuda_dev = None
+    cpu = False
+    for i, t in enumerate(tensors):
+        items = t if isinstance(t, (list, tuple)) else (t,)
+        for x in items:
+            if not isinstance(x, Tensor):
+                continue
+            if x.device.type == "cuda":
+                if cuda_dev is None:
+                    cuda_dev = x.device
+            elif x._shape and i not in lenient:
+                cpu = True
+    if cuda_dev is not None and cpu:
+        raise _mix_error(cuda_dev)
+    return cuda_dev
+
+
+# ---------------------------------------------------------------------------- storage and transfers
+
+def from_host(arr, dtype, dev):
+    """A contiguous cuda tensor holding a copy of the NumPy array."""
+    global used
+    used = True
+    arr = np.asarray(arr, dtype=dtype.np)
+    if not arr.flags.c_contiguous:      # (np.ascontiguousarray would make a 0-d array 1-d)
+        arr = arr.copy()
+    data = _cu().to_device(arr.reshape(-1))
+    return Tensor._make(Storage(data), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype,
+                        canonical(dev))
+
+
+def empty(shape, dtype, dev):
+    global used
+    used = True
+    n = L.numel(shape)
+    data = _cu().device_array(n, dtype=dtype.np)
+    return Tensor._make(Storage(data), 0, tuple(shape), L.contiguous_strides(shape), dtype, canonical(dev))
+
+
+def _extent(t):
+    """[lo, hi) of the storage elements the view reads."""
+    lo = hi = t._offset
+    for n, st in zip(t._shape, t._strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + 1
+
+
+def host_array(t):
+    """A NumPy copy of a cuda tensor's view (read-only: writes must go through the device)."""
+    if 0 in t._shape:
+        return np.empty(t._shape, t.dtype.np)
+    lo, hi = _extent(t)
+    chunk = t._storage.data[lo:hi].copy_to_host()
+    isz = chunk.itemsize
+    arr = np.ndarray(t._shape, chunk.dtype, chunk, (t._offset - lo) * isz, tuple(s * isz for s in t._strides))
+    arr.flags.writeable = False
+    return arr
+
+
+def numpy_error(t):
+    return TypeError(f"can't convert {t.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                     "host memory first.")
+
+
+def to_cpu(t):
+    """A cpu copy (no history)."""
+    from ._dispatch import new_tensor
+    return new_tensor(np.array(host_array(t), order="C"), t.dtype)
+
+
+_scalars = {}   # (dtype, device, bytes) -> the number on the device: a Python number is uploaded once
+
+
+def _on(dev, t):
+    """t on the device: cpu 0-d tensors (and wrapped numbers) are copied over, keeping their flags."""
+    if t is None or not isinstance(t, Tensor) or t.device.type == "cuda":
+        return t
+    if t._wrapped and not t._shape and not t.requires_grad:     # never written: safe to share
+        key = (t.dtype, dev, t._array().tobytes())
+        out = _scalars.get(key)
+        if out is None:
+            if len(_scalars) >= 4096:
+                _scalars.clear()
+            out = _scalars[key] = from_host(t._array(), t.dtype, dev)
+            out._wrapped = True
+        return out
+    out = move(t, dev) if t.requires_grad and grad_mode.state.enabled else from_host(t._array(), t.dtype, dev)
+    out._wrapped = t._wrapped
+    return out
+
+
+def write(out, arr):
+    """out[...] = arr (a NumPy array of out's shape), on the device."""
+    n = out.numel()
+    if n == 0:
+        return out
+    arr = np.ascontiguousarray(arr, dtype=out.dtype.np).reshape(-1)
+    if L.is_contiguous(out._shape, out._strides):
+        out._storage.data[out._offset:out._offset + n].copy_to_device(arr)
+    else:
+        src = from_host(arr.reshape(out._shape), out.dtype, out.device)
+        copy_into(out, src)
+    return out
+
+
+def copy_into(dst, src):
+    """dst[...] = src (same device, broadcastable shapes, any dtypes) with the clone kernel."""
+    from ._dispatch import SPECS
+    if src.device.type != "cuda":
+        src = from_host(src._array(), src.dtype, dst.device)
+    if src._shape != dst._shape:
+        shape, strides, off = L.expand(src._shape, src._strides, src._offset, dst._shape)
+        src = Tensor._make(src._storage, off, tuple(shape), tuple(strides), src.dtype, src.device)
+    run_elementwise(SPECS["clone"], [src], [], dst)
+    return dst
+
+
+def clone(t, dtype=None):
+    """A contiguous copy on the same device (no history)."""
+    out = empty(t._shape, dtype or t.dtype, t.device)
+    return copy_into(out, t)
+
+
+def move(t, dev, dtype=None):
+    """t copied to another device (and dtype); differentiable like PyTorch's to()."""
+    if dev.type == "cuda":
+        check_available(dev)
+        src = t if dtype is None or dtype is t.dtype else t.to(dtype)
+        if src.device.type == "cuda":
+            out = clone(src)
+        else:
+            out = from_host(src._array(), src.dtype, dev)
+    else:
+        src = t if t.device.type == "cpu" else to_cpu(t)
+        out = src if dtype is None or dtype is src.dtype else src.to(dtype)
+        if out is t:
+            from ._dispatch import new_tensor
+            out = new_tensor(np.array(t._array(), order="C"), t.dtype)
+    if grad_mode.state.enabled and t.requires_grad and out.dtype.is_floating_point:
+        _record_copy(t, out)
+    return out
+
+
+def _record_copy(src, out):
+    from .autograd.graph import Node, gradient_edge
+
+    class ToCopyBackward0(Node):
+        def __init__(self, edge, meta, dev):
+            super().__init__((edge,), (meta,), [(out._shape, out.dtype)])
+            self.src_device = dev
+
+        def apply(self, grads, create_graph=False, needs=None):
+            g = grads[0]
+            if g is None:
+                return [None]
+            with grad_mode.set_grad_enabled(create_graph):
+                return [move(g, self.src_device)]
+
+    node = ToCopyBackward0(gradient_edge(src), (src._shape, src.dtype), src.device)
+    out.requires_grad = True
+    out.grad_fn = node
+    out._output_nr = 0
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+def _kernel_info(name):
+    return _launch().kernels().KERNELS.get(name)
+
+
+def run_elementwise(spec, ins, scalars, out):
+    """The generated CUDA kernel over inputs already on the device in the compute dtype."""
+    shape = out._shape
+    n = L.numel(shape)
+    if n == 0:
+        return out
+    launch = _launch()
+    name = spec.name
+    if _kernel_info(name) is None:          # no CUDA kernel: the CPU kernel on host copies
+        from ._dispatch import run_elementwise as cpu_run, empty as cpu_empty
+        host = cpu_run(spec, [to_cpu(t) for t in ins], scalars, cpu_empty(shape, out.dtype))
+        return write(out, host._array())
+    odata = out._storage.data
+    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins) and \
+            L.is_contiguous(shape, out._strides):
+        launch.elementwise_contig(name, odata[out._offset:out._offset + n],
+                                  [t._storage.data[t._offset:t._offset + n] for t in ins], scalars)
+        return out
+    strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+    cshape, cstrides = L.collapse(shape, strides)
+    launch.elementwise_strided(name, cshape, odata, out._offset, cstrides[0],
+                               [(t._storage.data, t._offset, st) for t, st in zip(ins, cstrides[1:])], scalars)
+    return out
+
+
+def cast(t, dtype):
+    if t.dtype is dtype:
+        return t
+    out = clone(t, dtype)
+    out._wrapped = t._wrapped
+    return out
+
+
+def _operands(spec, ts, compute):
+    from ._dispatch import PROMOTED, check_index
+    out = []
+    for t, ty in zip(ts, spec.tensor_types):
+        if ty == "Mask":
+            out.append(cast(t, D.bool_))
+        elif ty in PROMOTED:
+            out.append(cast(t, compute))
+        else:
+            check_index(t, spec.name)
+            out.append(t)
+    return out
+
+
+def elementwise(spec, tensors, scalars):
+    from ._dispatch import _kernel_scalars, _result_dtypes, as_tensor_arg, record
+    dev = find(tensors)
+    ts = [_on(dev, as_tensor_arg(t)) for t in tensors]
+    compute, out_dtype = _result_dtypes(spec, ts)
+    shape = L.broadcast_shapes(*[t._shape for t in ts])
+    ins = _operands(spec, ts, compute)
+    out = empty(shape, out_dtype, dev)
+    run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), out)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, ts, scalars, (out,))
+    return out
+
+
+def inplace(spec, tensors, scalars):
+    from ._dispatch import (_can_cast, _kernel_scalars, _result_dtypes, as_tensor_arg, check_inplace,
+                            check_no_internal_overlap, record)
+    name = spec.name
+    self = tensors[0]
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    dev = find(tensors)
+    if self.device.type != "cuda":
+        raise _mix_error(dev)
+    ts = [self] + [_on(dev, as_tensor_arg(t)) for t in tensors[1:]]
+    compute, out_dtype = _result_dtypes(spec, ts)
+    if not _can_cast(out_dtype, self.dtype):
+        raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
+                           f"{self.dtype.short}")
+    shape = L.broadcast_shapes(*[t._shape for t in ts])
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, shape))}]")
+    check_inplace(self)
+    check_no_internal_overlap(self)
+    ins = []
+    for t in _operands(spec, ts, compute):
+        c = t
+        if t._storage is self._storage and (t._offset, t._strides) != (self._offset, self._strides):
+            c = clone(t)        # overlapping operand: read a copy
+        ins.append(c)
+    target = self if out_dtype is self.dtype else empty(shape, out_dtype, dev)
+    needs_grad = spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts)
+    saved_inputs = None
+    if needs_grad:
+        saved_inputs = list(ts)
+        if "self" in spec.saves:
+            c = clone(self)
+            c.requires_grad = self.requires_grad
+            c.grad_fn, c._output_nr, c._accum = self.grad_fn, self._output_nr, self._accum
+            saved_inputs[0] = c
+    run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
+    if target is not self:
+        copy_into(self, target)
+    self._storage.version += 1
+    if needs_grad:
+        record(spec, saved_inputs, scalars, (self,), inplace=True)
+    return self
+
+
+# ---------------------------------------------------------------------------- reductions and scans
+
+def _permuted(x, order):
+    return Tensor._make(x._storage, x._offset, tuple(x._shape[d] for d in order),
+                        tuple(x._strides[d] for d in order), x.dtype, x.device)
+
+
+def _reduce_geometry(x, dims):
+    keep = [d for d in range(x.ndim) if d not in dims]
+    kshape = tuple(x._shape[d] for d in keep)
+    rshape = tuple(x._shape[d] for d in dims)
+    ks, kst = L.collapse(kshape, [tuple(x._strides[d] for d in keep)])
+    rs, rst = L.collapse(rshape, [tuple(x._strides[d] for d in dims)])
+    if len(ks) == 1 and len(rs) == 1:
+        return x._storage.data, x._offset, ks[0], kst[0][0], rs[0], rst[0][0]
+    c = clone(_permuted(x, keep + list(dims)))
+    M, K = L.numel(kshape), L.numel(rshape)
+    return c._storage.data, 0, M, K, K, 1
+
+
+def _flat(data, shape, dtype, dev):
+    return Tensor._make(Storage(data), 0, tuple(shape), L.contiguous_strides(shape), dtype, canonical(dev))
+
+
+def reduction(spec, tensors, scalars):
+    from ._dispatch import _acc_dtype, _identity, _reduced_shape, _scalar_arg, as_tensor_arg, record
+    x = as_tensor_arg(tensors[0])
+    dev = x.device
+    kw = dict(zip(spec.scalar_names, scalars))
+    if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
+        kw["dim"] = None
+    dims = L.wrap_dims(kw.get("dim"), x.ndim, spec.name)
+    keepdim = bool(kw.get("keepdim", False))
+    dtype = kw.get("dtype")
+    xin = x
+    if dtype is not None:
+        xin = cast(x, D.as_dtype(dtype))
+    spec.check_dtype(xin.dtype)
+    if spec.result in ("bool", "int64"):
+        out_dtype = D.bool_ if spec.result == "bool" else D.int64
+    elif spec.result == "float" and xin.dtype.category < 2:
+        out_dtype = D.defaults.float
+        xin = cast(xin, out_dtype)
+    elif spec.accumulate == "wide" and xin.dtype.category < 2:
+        out_dtype = D.int64
+    else:
+        out_dtype = xin.dtype
+    acc_dtype = _acc_dtype(spec, xin.dtype)
+    out_shape = _reduced_shape(x._shape, dims, keepdim)
+    M = L.numel(out_shape)
+    K = L.numel(tuple(x._shape[d] for d in dims))
+    if K == 0 and spec.identity is None and M > 0:
+        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
+            IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
+    extra = [_scalar_arg(kw[n], xin.dtype) for n in spec.scalar_names if n not in ("dim", "keepdim", "dtype")]
+    if M == 0:
+        acc = empty((0,), acc_dtype, dev)
+    else:
+        arr, off, M_, sm, K_, sk = _reduce_geometry(xin, dims)
+        if spec.identity is not None:
+            acc = from_host(np.full(M_, _identity(spec.identity, acc_dtype), acc_dtype.np), acc_dtype, dev)
+            start = 0
+        else:
+            acc = empty((M_,), acc_dtype, dev)
+            start = 1
+        if K_ > 0:
+            _launch().reduce(spec.name, arr, off, M_, sm, K_, sk, acc._storage.data, start, extra)
+    res = cast(acc, out_dtype)
+    out = _flat(res._storage.data, out_shape, out_dtype, dev)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, (x,), scalars, (out,))
+    return out
+
+
+def argreduction(spec, tensors, scalars):
+    from ._dispatch import _reduced_shape, as_tensor_arg
+    x = as_tensor_arg(tensors[0])
+    dev = x.device
+    kw = dict(zip(spec.scalar_names, scalars))
+    spec.check_dtype(x.dtype)
+    dim = kw.get("dim")
+    keepdim = bool(kw.get("keepdim", False))
+    if dim is None:
+        src = x if x.is_contiguous() else clone(x)
+        src = _flat(src._storage.data[src._offset:src._offset + src.numel()], (src.numel(),), x.dtype, dev) \
+            if src.numel() else src.reshape(-1)
+        dims = (0,) if src.ndim else ()
+        out_shape = tuple(1 for _ in x._shape) if keepdim else ()
+    else:
+        d = L.wrap_dim(dim, x.ndim)
+        src = x
+        dims = (d,) if x.ndim else ()
+        out_shape = _reduced_shape(x._shape, dims, keepdim)
+    K = L.numel(tuple(src._shape[d] for d in dims))
+    if K == 0:
+        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0.")\
+            if dim is None else IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
+    M = L.numel(out_shape)
+    res = from_host(np.zeros(M, np.int64), D.int64, dev)
+    if M and K:
+        arr, off, M_, sm, K_, sk = _reduce_geometry(src, dims)
+        _launch().argreduce(spec.name, arr, off, M_, sm, K_, sk, res._storage.data)
+    return _flat(res._storage.data, out_shape, D.int64, dev)
+
+
+def scan(spec, tensors, scalars):
+    from ._dispatch import _acc_dtype, _identity, as_tensor_arg, record
+    x = as_tensor_arg(tensors[0])
+    dev = x.device
+    kw = dict(zip(spec.scalar_names, scalars))
+    d = L.wrap_dim(kw["dim"], x.ndim)
+    dtype = kw.get("dtype")
+    xin = cast(x, D.as_dtype(dtype)) if dtype is not None else x
+    spec.check_dtype(xin.dtype)
+    out_dtype = D.int64 if (spec.accumulate == "wide" and xin.dtype.category < 2) else xin.dtype
+    acc_dtype = _acc_dtype(spec, xin.dtype)
+    if x.ndim == 0:
+        xin = _flat(clone(xin)._storage.data, (1,), xin.dtype, dev)
+        d = 0
+    n = xin.numel()
+    K = xin._shape[d]
+    keep = [i for i in range(xin.ndim) if i != d]
+    moved = tuple(xin._shape[i] for i in keep) + (K,)
+    res = empty(moved, acc_dtype, dev)
+    if n:
+        arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
+        acc0 = from_host(np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np), acc_dtype, dev)
+        _launch().scan(spec.name, arr, off, M_, sm, K_, sk, res._storage.data, acc0._storage.data)
+    inv = [int(i) for i in np.argsort(keep + [d])]
+    out = clone(_permuted(res, inv), out_dtype)
+    out = _flat(out._storage.data, x._shape, out_dtype, dev)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, (x,), scalars, (out,))
+    return out
+
+
+# ---------------------------------------------------------------------------- array ops
+
+# array ops with a device kernel: the tiled matmul (the ndim each operand must have; None: matmul's rules)
+MATMUL_NDIM = {"matmul": None, "mm": 2, "bmm": 3}
+# gather/scatter by flat positions (reftorch/_cuda_index.py): advanced indexing and its backward
+DEVICE_INDEXING = ("index", "index_put")
+
+
+def array(spec, tensors, scalars):
+    from ._dispatch import _tensor_names, array as cpu_array, record
+    names = _tensor_names(spec, len(tensors))
+    lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
+    dev = find(tensors, lenient)
+    res = None
+    if spec.name in MATMUL_NDIM:
+        res = _matmul(spec, tensors, dev)
+    elif spec.name in DEVICE_INDEXING and isinstance(tensors[0], Tensor) and tensors[0].device.type == "cuda":
+        from . import _cuda_index
+        res = getattr(_cuda_index, spec.name)(spec, tensors, dict(zip(spec.scalar_names, scalars)))
+    if res is not None:
+        if spec.differentiable and grad_mode.state.enabled:
+            record(spec, list(tensors), scalars, (res,))
+        return res
+    # the op's NumPy body on host copies; results are uploaded
+    host = [(to_cpu(t) if isinstance(t, Tensor) and t.device.type == "cuda" else t) for t in tensors]
+    with grad_mode.no_grad():
+        res = cpu_array(spec, host, [_host_value(v) for v in scalars])
+    outs = res if isinstance(res, tuple) else (res,)
+    outs = tuple(from_host(o._array(), o.dtype, dev) for o in outs)
+    if spec.differentiable and grad_mode.state.enabled:
+        from ._dispatch import as_tensor_arg
+        inputs = [_on(dev, as_tensor_arg(t)) if t is not None else None for t in tensors]
+        record(spec, inputs, scalars, outs)
+    return outs if isinstance(res, tuple) else outs[0]
+
+
+def _host_value(v):
+    """A non-tensor argument for a host body: cuda tensors inside it (index tuples) copied to the cpu."""
+    if isinstance(v, Tensor):
+        return to_cpu(v) if v.device.type == "cuda" else v
+    if isinstance(v, (tuple, list)):
+        return type(v)(_host_value(x) for x in v)
+    return v
+
+
+def _matmul(spec, tensors, dev):
+    """The tiled kernel, or None to let the host path run (and raise the body's errors)."""
+    from ._dispatch import promoted
+    a, b = tensors
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.device != b.device:
+        return None
+    want = MATMUL_NDIM[spec.name]
+    if a.ndim == 0 or b.ndim == 0 or (want is not None and (a.ndim != want or b.ndim != want)):
+        return None
+    dt = promoted(spec, [a, b])
+    spec.check_dtype(dt)
+    if dt.category == 0:
+        return None
+    a2 = a if a.ndim > 1 else _view(a, (1,) + a._shape, (0,) + a._strides)
+    b2 = b if b.ndim > 1 else _view(b, b._shape + (1,), b._strides + (0,))
+    M, K = a2._shape[-2:]
+    K2, N = b2._shape[-2:]
+    if K != K2:
+        return None
+    try:
+        batch = L.broadcast_shapes(a2._shape[:-2], b2._shape[:-2])
+    except Exception:  # noqa: BLE001 -- the body raises PyTorch's message
+        return None
+    if want == 3 and a2._shape[0] != b2._shape[0]:
+        return None
+    nb = L.numel(batch)
+    a3 = _batched(cast(a2, dt), batch, nb)
+    b3 = _batched(cast(b2, dt), batch, nb)
+    out = empty((nb, M, N), dt, dev)
+    if out.numel():
+        if K == 0:
+            write(out, np.zeros((nb, M, N), dt.np))
+        else:
+            _launch().matmul(a3, b3, out._storage.data.reshape(nb, M, N))
+    shape = tuple(batch) + ((M,) if a.ndim > 1 else ()) + ((N,) if b.ndim > 1 else ())
+    return _flat(out._storage.data, shape, dt, dev)
+
+
+def _view(t, shape, strides):
+    return Tensor._make(t._storage, t._offset, tuple(shape), tuple(strides), t.dtype, t.device)
+
+
+def _batched(t, batch, nb):
+    """A 3-D contiguous device array (nb, rows, cols) of t broadcast over the batch dims."""
+    shape, strides, off = L.expand(t._shape, t._strides, t._offset, tuple(batch) + t._shape[-2:])
+    v = Tensor._make(t._storage, off, tuple(shape), tuple(strides), t.dtype, t.device)
+    if not L.is_contiguous(v._shape, v._strides):
+        v = clone(v)
+    n = v.numel()
+    return v._storage.data[v._offset:v._offset + n].reshape(nb, *t._shape[-2:])
