@@ -17,8 +17,11 @@ Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`)
 random numbers, or a backward pass inside the function. That guard entry then runs eagerly (the
 function unchanged); under fullgraph=True the trace raises GraphBreak naming the line.
 
-Autograd: an elementwise op whose output requires grad is replayed through the dispatcher (it records
-its node as eager does), so gradients are exactly eager's; only ops outside autograd are fused.
+Autograd: a fused region whose outputs require grad records ONE node (RegionBackward, shown as
+CompiledFunctionBackward as in PyTorch); its backward is one generated kernel built from the derivative
+formulas of ops.yaml (codegen.py), which reads the region's saved inputs and the output gradients and
+writes every input gradient. An op whose formula is not elementwise is replayed through the dispatcher
+(it records its node as eager does). Double backward through a fused region raises, as torch.compile does.
 
 dynamic=True: guards on ranks; Python numbers computed from shapes are baked into the graph, so a
 graph that takes integer arguments from its trace (views, reductions ...) is traced again per shape.
@@ -34,12 +37,13 @@ from .. import _dispatch
 from .. import _layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
+from ..autograd.graph import Node, SavedTensor, gradient_edge
 from . import ir
 from .tracer import GraphBreak, Tracer
 
 __all__ = ["compile", "GraphBreak", "CompiledFunction"]
 
-_PAR_MIN = 1 << 16      # elements from which a region runs its threaded loop
+_PAR_MIN = 1 << 20      # elements from which a region runs its threaded loop (memory-bound: ~1M, DESIGN §5)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=False, backend="numba", mode=None, options=None,
@@ -136,27 +140,105 @@ def _resolve(a, env):
     return a[1]
 
 
+def _launch(r, which, shape, ins, out_dtypes):
+    """Run the region's `which` kernel ("fused" / "fused_backward") over tensors `ins`; fresh contiguous
+    outputs of the iteration shape, as flat arrays."""
+    n = L.numel(shape)
+    outs = [np.empty(n, dt.np) for dt in out_dtypes]
+    if n == 0:
+        return outs
+    k = r.kernels.get(which)
+    if k is None:
+        mod = r.kernel
+        k = r.kernels[which] = (getattr(mod, which + "_contig"), getattr(mod, which + "_contig_par", None),
+                                getattr(mod, which + "_strided"))
+    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
+        arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
+                  else t._storage.data for t in ins]
+        (k[1] if (k[1] is not None and n >= _par_min()) else k[0])(*outs, *arrays)
+        return outs
+    strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+    cshape, cstrides = L.collapse(shape, strides)
+    if not cshape:
+        cshape, cstrides = (1,), [(0,)] * len(strides)
+    args = []
+    for t, st in zip(ins, cstrides[1:]):
+        args += [t._storage.data, t._offset, np.array(st, np.int64)]
+    k[2](np.array(cshape, np.int64), *outs, *args)
+    return outs
+
+
+def _par_min():
+    """Elements from which a fused region runs its threaded loop (REFTORCH_COMPILE_PAR_MIN; 0 disables)."""
+    global _PAR_MIN_V
+    if _PAR_MIN_V is None:
+        v = int(os.environ.get("REFTORCH_COMPILE_PAR_MIN", _PAR_MIN))
+        import numba
+        _PAR_MIN_V = (1 << 62) if v <= 0 or numba.config.NUMBA_NUM_THREADS < 2 else v
+    return _PAR_MIN_V
+
+
+_PAR_MIN_V = None
+
+
 def _run_region(r, env):
     ins = [env[ref[1]] if ref[0] == "v" else ref[1] for ref, _ in r.inputs]
-    shape = L.broadcast_shapes(*[t._shape for t in ins]) if ins else r.shape   # dynamic=True: today's shape
-    n = L.numel(shape)
-    outs = [np.empty(n, dt.np) for dt in r.out_dtypes]
-    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
-        arrays = [t._storage.data[t._offset:t._offset + n] for t in ins]
-        k = r.kernel.fused_contig_par if n >= _PAR_MIN else r.kernel.fused_contig
-        k(*outs, *arrays, *r.consts, *r.scalars)
-    else:
-        strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-        cshape, cstrides = L.collapse(shape, strides)
-        if not cshape:
-            cshape, cstrides = (1,), [(0,)] * len(strides)
-        args = []
-        for t, st in zip(ins, cstrides[1:]):
-            args += [t._storage.data, t._offset, tuple(st)]
-        r.kernel.fused_strided(tuple(cshape), *outs, *args, *r.consts, *r.scalars)
+    shape = r.shape
+    if r.dynamic:
+        shape = L.broadcast_shapes(*[t._shape for t in ins])
+    outs = _launch(r, "fused", shape, ins, r.out_dtypes)
     cs = L.contiguous_strides(shape)
-    for vid, arr, dt in zip(r.outputs, outs, r.out_dtypes):
-        env[vid] = Tensor._make(Storage(arr), 0, shape, cs, dt)
+    res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
+    for vid, t in zip(r.outputs, res):
+        env[vid] = t
+    if r.grad_inputs and grad_mode.state.enabled:
+        node = RegionBackward(r, ins, shape)
+        by_vid = dict(zip(r.outputs, res))
+        for m, vid in enumerate(r.grad_outputs):
+            t = by_vid[vid]
+            t.requires_grad = True
+            t.grad_fn = node
+            t._output_nr = m
+
+
+class RegionBackward(Node):
+    """The backward of one fused region: one generated kernel computes the gradients of all the region's
+    inputs that want one, from its saved inputs and the gradients of its outputs."""
+    __slots__ = ("region", "saved", "shape")
+
+    def __init__(self, region, ins, shape):
+        gi = region.grad_inputs
+        out_dt = dict(zip(region.outputs, region.out_dtypes))
+        super().__init__([gradient_edge(ins[j]) for j in gi], [(ins[j]._shape, ins[j].dtype) for j in gi],
+                         [(shape, out_dt[vid]) for vid in region.grad_outputs])
+        self.region = region
+        self.saved = [SavedTensor(t) for t in ins]
+        self.shape = shape
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    def apply(self, grads, create_graph=False, needs=None):
+        if create_graph:
+            raise RuntimeError("torch.compile with aot_autograd does not currently support double backward")
+        grads = self._materialize(grads)
+        ins = [s.unpack(self) for s in self.saved]
+        r = self.region
+        gouts = []
+        for g, (_, dt) in zip(grads, self.out_meta):
+            if g.dtype is not dt:
+                g = g.to(dt)
+            if g._shape != self.shape:
+                g = g.expand(self.shape)
+            gouts.append(g)
+        dts = [r.inputs[j][1] for j in r.grad_inputs]
+        outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts)
+        cs = L.contiguous_strides(self.shape)
+        return [Tensor._make(Storage(a), 0, self.shape, cs, dt) for a, dt in zip(outs, dts)]
+
+    def release(self):
+        for s in self.saved:
+            s.release()
 
 
 def _replay(entry, inputs):
@@ -256,10 +338,10 @@ class CompiledFunction:
 
     def _codegen(self, region):
         from . import codegen
-        src, consts, scal = codegen.region_source(region)
+        src = codegen.region_source(region)
         region.source = src
-        region.consts = consts
-        region.scalars = scal
+        region.dynamic = self.dynamic
+        region.kernels = {}
         region.kernel = codegen.load(src)
         if src not in self._sources:
             self._sources.append(src)

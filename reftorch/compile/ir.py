@@ -80,8 +80,17 @@ def _annotate(node, values):
     out = values[node.outs[0]]
     if any(t.device != CPU for t in ts) or out.device != CPU or out.numel() == 0:
         return
-    if out.requires_grad:       # it records autograd history: replayed eagerly (see compile/__init__.py)
-        return
+    if any(np.dtype(t.dtype.np).kind not in "biuf" or np.dtype(t.dtype.np).itemsize < 4 and
+           np.dtype(t.dtype.np).kind == "f" for t in ts + [out]):
+        return                  # half and complex dtypes: left to the dispatcher
+    if out.requires_grad:
+        # it records autograd history: fusable when every formula it needs is elementwise (the region's
+        # backward is then one generated kernel); otherwise replayed through the dispatcher, as eager
+        from . import codegen
+        tnames = [a.name for a in codegen._registry()[spec.name].signature.tensor_args]
+        for i, t in enumerate(ts):
+            if t.requires_grad and codegen.derivative(spec.name, tnames[i]) is None:
+                return
     if any(isinstance(s, Tensor) for s in node.scalars):
         return
     try:
@@ -114,8 +123,15 @@ class Region:
         self.inputs = []          # [(ref, dtype)]
         self.outputs = []         # [vid]
         self.out_dtypes = []
-        self.kernel = None        # the loaded module's entry (set by codegen)
+        self.kernel = None        # the loaded module (set by codegen)
         self.source = None
+        self.grad_inputs = []     # indices of inputs that receive a gradient from the region's backward
+        self.grad_outputs = []    # value ids of outputs whose gradients flow back (they require grad)
+        self.requires = {}        # value id / id(tensor) -> requires_grad when traced
+
+    def wants_grad(self, a):
+        key = a[1] if a[0] == "v" else id(a[1])
+        return self.requires.get(key, False)
 
     @property
     def ops(self):
@@ -169,7 +185,34 @@ def partition(graph):
             if vid in returned or any(j != i for j in used_later.get(vid, ())):
                 st.outputs.append(vid)
                 st.out_dtypes.append(dt)
+        _grad_plan(st, graph)
     return steps
+
+
+def _grad_plan(region, graph):
+    """Which inputs get gradients from the region's fused backward, and which outputs send them."""
+    from . import codegen
+    req = region.requires
+    for ref, _ in region.inputs:
+        t = graph.values[ref[1]] if ref[0] == "v" else ref[1]
+        req[ref[1] if ref[0] == "v" else id(ref[1])] = bool(t.requires_grad)
+    for n in region.nodes:
+        req[n.outs[0]] = bool(graph.values[n.outs[0]].requires_grad)
+    if not any(req[n.outs[0]] for n in region.nodes):
+        return
+    region.grad_outputs = [vid for vid in region.outputs if req[vid]]
+    fed = set()
+    for n in region.nodes:
+        if not req[n.outs[0]]:
+            continue
+        tnames = [a.name for a in codegen._registry()[n.spec.name].signature.tensor_args]
+        for i, a in enumerate(n.args):
+            if i in n.consts or a[0] not in ("v", "c") or not region.wants_grad(a):
+                continue
+            if codegen.derivative(n.spec.name, tnames[i]) != "none":
+                fed.add(a[1] if a[0] == "v" else id(a[1]))
+    region.grad_inputs = [j for j, (ref, dt) in enumerate(region.inputs)
+                          if (ref[1] if ref[0] == "v" else id(ref[1])) in fed]
 
 
 def _arg_vids(args):
