@@ -349,8 +349,13 @@ class CompiledFunction:
                 print(src)
 
     # -------------------------------------------------------------- introspection
-    def kernels(self):
-        """The generated source of every fused region compiled so far."""
+    def kernels(self, device="cpu"):
+        """The generated source of every fused region compiled so far; device="cuda": the same regions as
+        numba.cuda kernels."""
+        if device == "cuda":
+            from . import codegen
+            return [codegen.cuda_source(st) for e in self._cache.values() if e.steps
+                    for st in e.steps if isinstance(st, ir.Region)]
         return list(self._sources)
 
     def graph_breaks(self):
@@ -383,8 +388,8 @@ class CompiledModule:
     def forward(self, *args, **kwargs):
         return self._compiled_forward(*args, **kwargs)
 
-    def kernels(self):
-        return self._compiled_forward.kernels()
+    def kernels(self, device="cpu"):
+        return self._compiled_forward.kernels(device)
 
     def __getattr__(self, name):
         return getattr(object.__getattribute__(self, "_orig_mod"), name)

@@ -72,6 +72,8 @@ def tanh(x):
         r = p / q
         if x != x:
             return x
+        if abs(x) >= np.float32(9.0):       # tanh rounds to +-1 in float32 from about 9.01 on
+            return np.float32(1.0) if x > 0 else np.float32(-1.0)
         return x if abs(x) < np.float32(0.0004) else r
     return math.tanh(x)
 

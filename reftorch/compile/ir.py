@@ -139,22 +139,34 @@ class Region:
 
 
 def partition(graph):
-    steps, run = [], []
+    """Regions grow over program order; an op that does not read the current run's values (traced ops are
+    pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
+    so `f(x) * g(b)` with a smaller b stays one region for f(...) * ..."""
+    steps, run, hoisted = [], [], []
+    run_vids = set()
 
     def flush():
+        steps.extend(OpStep(h) for h in hoisted)
+        hoisted.clear()
         if len(run) == 1:
             steps.append(OpStep(run[0]))
         elif run:
             steps.append(Region(list(run), run[0].shape))
         run.clear()
+        run_vids.clear()
 
     for n in graph.nodes:
         if n.fusable and (not run or run[0].shape == n.shape):
             run.append(n)
+            run_vids.update(n.outs)
+            continue
+        if run and not any(v in run_vids for v in _arg_vids(n.args)):
+            hoisted.append(n)
             continue
         flush()
         if n.fusable:
             run.append(n)
+            run_vids.update(n.outs)
         else:
             steps.append(OpStep(n))
     flush()
