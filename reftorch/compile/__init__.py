@@ -140,10 +140,12 @@ def _resolve(a, env):
     return a[1]
 
 
-def _launch(r, which, shape, ins, out_dtypes):
+def _launch(r, which, shape, ins, out_dtypes, cs=None):
     """Run the region's `which` kernel ("fused" / "fused_backward") over tensors `ins`; fresh contiguous
-    outputs of the iteration shape, as flat arrays."""
+    outputs of the iteration shape (contiguous strides cs), as flat arrays."""
     n = L.numel(shape)
+    if cs is None:
+        cs = L.contiguous_strides(shape)
     outs = [np.empty(n, dt.np) for dt in out_dtypes]
     if n == 0:
         return outs
@@ -152,7 +154,7 @@ def _launch(r, which, shape, ins, out_dtypes):
         mod = r.kernel
         k = r.kernels[which] = (getattr(mod, which + "_contig"), getattr(mod, which + "_contig_par", None),
                                 getattr(mod, which + "_strided"))
-    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
+    if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
         arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
                   else t._storage.data for t in ins]
         (k[1] if (k[1] is not None and n >= _par_min()) else k[0])(*outs, *arrays)
@@ -186,8 +188,10 @@ def _run_region(r, env):
     shape = r.shape
     if r.dynamic:
         shape = L.broadcast_shapes(*[t._shape for t in ins])
-    outs = _launch(r, "fused", shape, ins, r.out_dtypes)
-    cs = L.contiguous_strides(shape)
+        cs = L.contiguous_strides(shape)
+    else:
+        cs = r.cstrides
+    outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
     res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
     for vid, t in zip(r.outputs, res):
         env[vid] = t
@@ -272,17 +276,21 @@ class CompiledFunction:
     # -------------------------------------------------------------- guards
     def _key(self, args, kwargs):
         leaves = []
-        try:
-            spec = _flatten((args, kwargs), leaves)
-        except _Unhashable:
-            return None, None, None
+        if not kwargs and all(type(a) is Tensor for a in args):
+            spec = len(args)            # the common call: tensors only (its key cannot equal a general one)
+            leaves = args
+        else:
+            try:
+                spec = _flatten((args, kwargs), leaves)
+            except _Unhashable:
+                return None, None, None
         tensors, metas, first = [], [], {}
         for x in leaves:
             if isinstance(x, Tensor):
                 alias = first.setdefault(id(x), len(tensors))
                 tensors.append(x)
                 shape = len(x._shape) if self.dynamic else x._shape
-                metas.append((shape, x.dtype.name, str(x.device), x.requires_grad, alias))
+                metas.append((shape, x.dtype, x.device, x.requires_grad, alias))
         extra = self._guard_extra() if self._guard_extra else None
         return (spec, tuple(metas), grad_mode.state.enabled, extra), tensors, [x._shape for x in tensors]
 
@@ -342,6 +350,7 @@ class CompiledFunction:
         region.source = src
         region.dynamic = self.dynamic
         region.kernels = {}
+        region.cstrides = L.contiguous_strides(region.shape)
         region.kernel = codegen.load(src)
         if src not in self._sources:
             self._sources.append(src)

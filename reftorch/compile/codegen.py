@@ -398,7 +398,7 @@ def region_source(region):
         doc = ["    # gradients: " + ", ".join(f"gi{m} of a{j}" for m, j in enumerate(region.grad_inputs))
                + "; b<m>: gradient of output v" + ", v".join(str(v) for v in region.grad_outputs),
                "    # the forward values are recomputed, then the derivative formulas run in reverse order"]
-        parts += _loops("fused_backward", bw_arrays, body.fwd + bw_lines, bw_stores, doc, parallel=False)
+        parts += _loops("fused_backward", bw_arrays, body.fwd + bw_lines, bw_stores, doc, parallel=True)
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 
@@ -453,9 +453,11 @@ def cuda_source(region):
 # ---------------------------------------------------------------------------------------- loading
 
 def _compiled_dir():
+    """Where generated modules go: $REFTORCH_COMPILE_DIR, else <user cache>/reftorch/compiled, else /tmp."""
     from ..kernels import _cache
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for cand in (os.path.join(base, "reftorch", "compiled"), os.path.join(tempfile.gettempdir(),
+    explicit = os.environ.get("REFTORCH_COMPILE_DIR")
+    for cand in ((explicit,) if explicit else ()) + (os.path.join(base, "reftorch", "compiled"), os.path.join(tempfile.gettempdir(),
                                                                           f"reftorch-compiled-{os.getuid()}")):
         if _cache._writable(cand):
             return cand
