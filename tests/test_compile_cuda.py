@@ -1,8 +1,8 @@
 """reftorch.compile's CUDA emission: the fused regions of a traced function as numba.cuda kernels.
 
 CUDA tensors are not needed: the regions are traced on CPU, their CUDA source (codegen.cuda_source)
-is run on NumPy arrays in numba's simulator and compared with the CPU fused kernels (forward,
-broadcast/strided forward, fused backward), and compiled to PTX with numba.cuda.compile_ptx, which
+is run on NumPy arrays in numba's simulator (forward, broadcast/strided forward, fused backward) and
+compared with the eager values of the trace (no CPU fused kernel needs compiling), and compiled to PTX with numba.cuda.compile_ptx, which
 catches the typing errors the simulator lets through. Each runs in a process of its own:
 NUMBA_ENABLE_CUDASIM=1 replaces numba.cuda process-wide.
 """
@@ -23,7 +23,13 @@ from reftorch.compile import codegen, ir
 def regions(fn, *args):
     cf = reftorch.compile(fn, fullgraph=True)
     cf(*args)
-    return [s for e in cf._cache.values() for s in e.steps if isinstance(s, ir.Region)]
+    out = []
+    for e in cf._cache.values():
+        for s in e.steps:
+            if isinstance(s, ir.Region):
+                s.graph_values = e.graph.values
+                out.append(s)
+    return out
 
 def gelu(x, b):
     return 0.5 * x * (1 + reftorch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))) * b
@@ -45,43 +51,46 @@ cases.append((regions(mixed, x, y), (x, y)))
 SIM = COMMON + r'''
 from numba import cuda
 sys.setswitchinterval(1e-4)
+
 checked = 0
-for regs, _ in cases:
+for regs, args in cases:
     for r in regs:
-        src = codegen.cuda_source(r)
-        gpu = codegen.load(src)
-        cpu = r.kernel
-        n = int(np.prod(r.shape))
-        ins = [rng.uniform(-2, 2, n).astype(dt.np) for _, dt in r.inputs]
-        want = [np.empty(n, dt.np) for dt in r.out_dtypes]
-        cpu.fused_contig(*want, *ins)
+        gpu = codegen.load(codegen.cuda_source(r))
+        # the region's inputs as tensors, and the eager values the trace computed (the reference: no CPU
+        # fused kernel is compiled here)
+        ins = [args[[id(a) for a in args].index(id(r.graph_values[ref[1]]))] if ref[0] == "v" else ref[1]
+               for ref, _ in r.inputs]
+        shape = r.shape
+        n = int(np.prod(shape))
+        want = [r.graph_values[v].detach().numpy().ravel() for v in r.outputs]
+        full = [np.array(np.broadcast_to(t.detach().numpy(), shape)).ravel() for t in ins]
         got = [np.empty(n, dt.np) for dt in r.out_dtypes]
-        gpu.fused_cuda[2, 32](*got, *ins)
+        gpu.fused_cuda[2, 32](*got, *full)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
-        # broadcast operands through the strided kernel: input 0 broadcast along dim 0
-        shape = np.array(r.shape, np.int64)
-        st = [np.array([0, 1] if (j == 0 and len(r.shape) == 2) else [r.shape[1], 1], np.int64)
-              for j in range(len(ins))]
-        small = [a[:r.shape[1]].copy() if j == 0 else a for j, a in enumerate(ins)]
-        args = []
-        for a, s in zip(small, st):
-            args += [a, 0, s]
-        want_s = [np.empty(n, dt.np) for dt in r.out_dtypes]
-        cpu.fused_strided(shape, *want_s, *args)
-        got_s = [np.empty(n, dt.np) for dt in r.out_dtypes]
-        gpu.fused_cuda_strided[2, 32](shape, *got_s, *args)
-        for g, w in zip(got_s, want_s):
+        # broadcast operands in place (stride 0) through the strided kernel
+        sargs = []
+        for t in ins:
+            a = np.array(t.detach().numpy())      # a writable copy: the simulator copies every argument back
+            st = np.broadcast_to(a, shape).strides
+            sargs += [a.ravel(), 0, np.array([s // a.itemsize for s in st], np.int64)]
+        got = [np.empty(n, dt.np) for dt in r.out_dtypes]
+        gpu.fused_cuda_strided[2, 32](np.array(shape, np.int64), *got, *sargs)
+        for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
         if r.grad_inputs:
-            gos = [rng.uniform(-1, 1, n).astype(dict(zip(r.outputs, r.out_dtypes))[v].np) for v in r.grad_outputs]
-            dts = [r.inputs[j][1].np for j in r.grad_inputs]
-            want_b = [np.empty(n, d) for d in dts]
-            cpu.fused_backward_contig(*want_b, *ins, *gos)
-            got_b = [np.empty(n, d) for d in dts]
-            gpu.fused_backward_cuda[2, 32](*got_b, *ins, *gos)
-            for g, w in zip(got_b, want_b):
-                np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+            outs = [r.graph_values[v] for v in r.grad_outputs]
+            gos = [reftorch.tensor(rng.uniform(-1, 1, tuple(shape)).astype(o.dtype.np)) for o in outs]
+            wrt = [ins[j] for j in r.grad_inputs]
+            want_b = reftorch.autograd.grad(outs, wrt, gos, retain_graph=True)
+            got_b = [np.empty(n, ins[j].dtype.np) for j in r.grad_inputs]
+            gpu.fused_backward_cuda[2, 32](*got_b, *full, *[np.array(g.numpy()).ravel() for g in gos])
+            for g, w, t in zip(got_b, want_b, wrt):
+                g = g.reshape(shape)
+                lead = len(shape) - t.ndim
+                g = g.sum(axis=tuple(range(lead))) if lead else g
+                g = g.sum(axis=tuple(i for i, k in enumerate(t.shape) if k == 1 and g.shape[i] != 1), keepdims=True)
+                np.testing.assert_allclose(g, w.numpy(), rtol=2e-5, atol=1e-6)
         checked += 1
 assert checked >= 3, checked
 print("SIM OK", checked)
