@@ -408,3 +408,28 @@ def test_cuda_source_of_compiled_regions():
     srcs = cf.kernels(device="cuda")
     assert len(srcs) == 1 and "@cuda.jit" in srcs[0] and "cuda.gridsize(1)" in srcs[0]
     compile(srcs[0], "<fused-cuda>", "exec")
+
+
+def test_trailing_full_reduction_joins_the_region():
+    """sum over every dim (mean's sum too) right after an elementwise chain folds into the fused loop."""
+    def f(x, y):
+        return ((x - y) ** 2).mean(), (x * y).sum(dim=(0, 1), keepdim=True), (x > y).sum(), (x.abs() + 1).amax()
+
+    cf = reftorch.compile(f, fullgraph=True)
+    x, y = reftorch.randn(20, 7), reftorch.randn(7)
+    xt = reftorch.randn(7, 20).t()
+    for args in ((x, y), (x, y), (xt, y)):
+        for a, b in zip(cf(*args), f(*args)):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            _close(a.numpy(), b.numpy(), rtol=1e-6)
+    steps = [s for e in cf._cache.values() for s in e.steps]
+    fused = [s.ops for s in steps if hasattr(s, "kernels")]
+    assert ["sub", "pow", "sum"] in fused and ["mul", "sum"] in fused and ["gt", "sum"] in fused
+    assert "acc = " in cf.kernels()[0] and "_r_combine" in cf.kernels()[0]
+    # with autograd the reduction stays a step of its own (its gradient flows as eager's)
+    xg = reftorch.randn(20, 7, requires_grad=True)
+    loss = cf(xg, y)[0]
+    loss.backward()
+    xe = reftorch.tensor(xg.detach().numpy(), requires_grad=True)
+    f(xe, y)[0].backward()
+    _close(xg.grad.numpy(), xe.grad.numpy(), rtol=1e-6)

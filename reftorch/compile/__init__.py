@@ -147,15 +147,18 @@ def _resolve(a, env):
     return a[1]
 
 
-def _launch(r, which, shape, ins, out_dtypes, cs=None):
+def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None):
     """Run the region's `which` kernel ("fused" / "fused_backward") over tensors `ins`; fresh contiguous
-    outputs of the iteration shape (contiguous strides cs), as flat arrays."""
+    outputs of the iteration shape (contiguous strides cs), as flat arrays. acc: the accumulator array of a
+    trailing reduction (passed first)."""
     n = L.numel(shape)
     if cs is None:
         cs = L.contiguous_strides(shape)
     outs = [np.empty(n, dt.np) for dt in out_dtypes]
     if n == 0:
         return outs
+    if acc is not None:
+        outs = [acc] + outs
     k = r.kernels.get(which)
     if k is None:
         mod = r.kernel
@@ -175,6 +178,11 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None):
         args += [t._storage.data, t._offset, np.array(st, np.int64)]
     k[2](np.array(cshape, np.int64), *outs, *args)
     return outs
+
+
+def _identity(src, acc):
+    v = {"inf": np.inf, "-inf": -np.inf}.get(str(src))
+    return v if v is not None else float(src)
 
 
 def _par_min():
@@ -198,7 +206,15 @@ def _run_region(r, env):
         cs = L.contiguous_strides(shape)
     else:
         cs = r.cstrides
-    outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
+    rt = r.reduce
+    if rt is not None:
+        acc = np.empty(1, rt.acc)
+        acc[0] = _identity(rt.identity, rt.acc)
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc)[1:]
+        env[rt.node.outs[0]] = Tensor._make(Storage(acc.astype(rt.out_dtype.np)), 0, rt.out_shape,
+                                            L.contiguous_strides(rt.out_shape), rt.out_dtype)
+    else:
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
     res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
     for vid, t in zip(r.outputs, res):
         env[vid] = t

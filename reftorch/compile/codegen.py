@@ -338,25 +338,36 @@ def _scalar_fns(region, helpers, decorator):
 
 # ---------------------------------------------------------------------------------------- CPU loops
 
-def _loops(prefix, arrays, body, stores, doc, parallel):
-    """contig (+ par) and strided kernels: arrays [(array name, element name)], stores [(out name, expr)]."""
-    outs = [o for o, _ in stores]
+def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None):
+    """contig (+ par) and strided kernels: arrays [(array name, element name)], stores [(out name, expr)];
+    reduce: (accumulator numpy type, identity literal, value name) folds that value into r0[0]."""
+    outs = (["r0"] if reduce else []) + [o for o, _ in stores]
     ins = [a for a, _ in arrays]
     parts = []
+    pre, post = [], []
+    if reduce:
+        acc_t, init, val = reduce
+        pre = [f"    acc = {acc_t}({init})"]
+        post = ["    r0[0] = acc"]
+        parallel = False
 
     def inner(index, load, indent):
         pad = " " * indent
         lines = [f"{pad}{x} = {load(a)}" for a, x in arrays]
         lines += [pad + b for b in body]
         lines += [f"{pad}{o}[{index}] = {e}" for o, e in stores]
+        if reduce:
+            lines += [f"{pad}acc = {acc_t}(_r_combine(acc, {val}))"]
         return lines
 
+    length = f"{stores[0][0]}.shape[0]" if stores else f"{ins[0]}.shape[0]"
     variants = [(f"{prefix}_contig", False)] + ([(f"{prefix}_contig_par", True)] if parallel else [])
     for name, par in variants:
         deco = '@njit(cache=CACHE, error_model="numpy", fastmath=FM' + (", parallel=True)" if par else ")")
-        lines = [deco, f"def {name}({', '.join(outs + ins)}):", *doc,
-                 f"    for i in {'prange' if par else 'range'}({outs[0]}.shape[0]):"]
+        lines = [deco, f"def {name}({', '.join(outs + ins)}):", *doc, *pre,
+                 f"    for i in {'prange' if par else 'range'}({length}):"]
         lines += inner("i", lambda a: f"{a}[i]", 8)
+        lines += post
         parts.append("\n".join(lines) + "\n")
     params = ", ".join(outs + [f"{a}, {a}_off, {a}_st" for a in ins])
     lines = ['@njit(cache=CACHE, error_model="numpy", fastmath=FM)', f"def {prefix}_strided(shape, {params}):", *doc,
@@ -377,6 +388,10 @@ def _loops(prefix, arrays, body, stores, doc, parallel):
     lines += ["            if idx[d] < np.uint64(shape[d]):", "                break"]
     lines += [f"            p_{a} -= np.uint64({a}_st[d]) * np.uint64(shape[d])" for a in ins]
     lines += ["            idx[d] = np.uint64(0)", "            d -= 1"]
+    if reduce:
+        k = lines.index("    k = np.uint64(0)")
+        lines[k:k] = pre
+        lines += post
     parts.append("\n".join(lines) + "\n")
     return parts
 
@@ -410,7 +425,19 @@ def region_source(region):
              "FM = False\n",
              LOCAL_HELPERS]
     parts += _scalar_fns(region, helpers, '@njit(inline="always")')
-    parts += _loops("fused", arrays, body.fwd, fwd_stores, _doc(region), parallel=True)
+    red = None
+    if region.reduce is not None:
+        rt = region.reduce
+        acc_t = "np.bool_" if rt.acc.kind == "b" else f"np.{rt.acc.name}"
+        ident = {"inf": "inf", "-inf": "-inf"}.get(str(rt.identity))
+        if ident is None:
+            v = float(rt.identity)
+            ident = repr(bool(v)) if rt.acc.kind == "b" else (repr(v) if rt.acc.kind == "f" else repr(int(v)))
+        red = (acc_t, ident, f"v{rt.vid}")
+        parts.append(f'@njit(inline="always")\ndef _r_combine(acc, x):\n'
+                     f"    # ops.yaml: {rt.node.spec.name} -- combine: {rt.combine} (accumulates in {rt.acc.name}; "
+                     f"the result r0 is cast to {rt.out_dtype.short})\n    return {rt.combine}\n")
+    parts += _loops("fused", arrays, body.fwd, fwd_stores, _doc(region), parallel=True, reduce=red)
     if region.grad_inputs:
         bw_arrays = arrays + [(f"b{m}", f"go{m}") for m in range(len(region.grad_outputs))]
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]

@@ -128,6 +128,7 @@ class Region:
         self.grad_inputs = []     # indices of inputs that receive a gradient from the region's backward
         self.grad_outputs = []    # value ids of outputs whose gradients flow back (they require grad)
         self.requires = {}        # value id / id(tensor) -> requires_grad when traced
+        self.reduce = None        # a ReduceTail: the full reduction folded into the loop
 
     def wants_grad(self, a):
         key = a[1] if a[0] == "v" else id(a[1])
@@ -135,27 +136,32 @@ class Region:
 
     @property
     def ops(self):
-        return [n.spec.name for n in self.nodes]
+        return [n.spec.name for n in self.nodes] + ([self.reduce.node.spec.name] if self.reduce else [])
 
 
 def partition(graph):
     """Regions grow over program order; an op that does not read the current run's values (traced ops are
     pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
-    so `f(x) * g(b)` with a smaller b stays one region for f(...) * ..."""
+    so `f(x) * g(b)` with a smaller b stays one region for f(...) * ...; the moved ops are cut the same way."""
+    steps = _cut(graph.nodes)
+    return _finish(steps, graph)
+
+
+def _cut(nodes):
     steps, run, hoisted = [], [], []
     run_vids = set()
 
-    def flush():
-        steps.extend(OpStep(h) for h in hoisted)
+    def flush(keep_single=False):
+        steps.extend(_cut(hoisted) if hoisted else ())
         hoisted.clear()
-        if len(run) == 1:
+        if len(run) == 1 and not keep_single:       # one op alone: its eager kernel is the same loop
             steps.append(OpStep(run[0]))
         elif run:
             steps.append(Region(list(run), run[0].shape))
         run.clear()
         run_vids.clear()
 
-    for n in graph.nodes:
+    for n in nodes:
         if n.fusable and (not run or run[0].shape == n.shape):
             run.append(n)
             run_vids.update(n.outs)
@@ -163,13 +169,17 @@ def partition(graph):
         if run and not any(v in run_vids for v in _arg_vids(n.args)):
             hoisted.append(n)
             continue
-        flush()
+        flush(keep_single=n.spec.kind == "reduction")     # x.abs().sum(): one fused pass
         if n.fusable:
             run.append(n)
             run_vids.update(n.outs)
         else:
             steps.append(OpStep(n))
     flush()
+    return steps
+
+
+def _finish(steps, graph):
     # which values each region must write: those read by a later step or returned
     used_later = {}
     for i, st in enumerate(steps):
@@ -198,7 +208,65 @@ def partition(graph):
                 st.outputs.append(vid)
                 st.out_dtypes.append(dt)
         _grad_plan(st, graph)
-    return steps
+    return _fuse_trailing_reductions(steps, graph, used_later, returned)
+
+
+def _fuse_trailing_reductions(steps, graph, used_later, returned):
+    """A full reduction (every dim, a registry reduction with an identity and no extra arguments) right after
+    a region, over a value of that region used nowhere else, joins the region: the value is folded into an
+    accumulator inside the loop and never written. Only without autograd (the region records no node)."""
+    from . import codegen
+    out, skip = [], set()
+    for i, st in enumerate(steps):
+        if i in skip:
+            continue
+        out.append(st)
+        if not isinstance(st, Region) or st.grad_outputs or i + 1 >= len(steps) or \
+                not isinstance(steps[i + 1], OpStep):
+            continue
+        n = steps[i + 1].node
+        if n.spec.kind != "reduction" or n.multi or len(n.args) != 1 or n.args[0][0] != "v":
+            continue
+        vid = n.args[0][1]
+        if vid not in st.outputs or vid in returned or used_later.get(vid, set()) - {i, i + 1}:
+            continue
+        op = codegen._registry()[n.spec.name]
+        if op.reduce is None or op.reduce.identity is None:
+            continue
+        kw = dict(zip(n.spec.scalar_names, n.scalars))
+        if set(kw) - {"dim", "keepdim", "dtype"} or kw.get("dtype") is not None:
+            continue
+        src, res = graph.values[vid], graph.values[n.outs[0]]
+        dims = kw.get("dim")
+        if isinstance(dims, int):
+            dims = (dims,)
+        if dims not in (None, ()) and sorted(d % max(src.ndim, 1) for d in dims) != list(range(src.ndim)):
+            continue
+        if res.requires_grad or src.requires_grad or res.numel() != 1:
+            continue
+        if str(op.reduce.identity) in ("inf", "-inf") and not src.dtype.is_floating_point:
+            continue
+        rule = op.reduce.accumulate
+        vdt = src.dtype
+        if rule == "wide":
+            acc = np.float64 if vdt.category == 2 else np.int64
+        else:
+            acc = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}.get(rule, vdt.np)
+        k = st.outputs.index(vid)
+        del st.outputs[k]
+        del st.out_dtypes[k]
+        st.reduce = ReduceTail(n, vid, np.dtype(acc), op.reduce.identity, op.reduce.combine, res.dtype, res._shape)
+        skip.add(i + 1)
+    return out
+
+
+class ReduceTail:
+    """The full reduction a region ends with (see _fuse_trailing_reductions)."""
+    __slots__ = ("node", "vid", "acc", "identity", "combine", "out_dtype", "out_shape")
+
+    def __init__(self, node, vid, acc, identity, combine, out_dtype, out_shape):
+        self.node, self.vid, self.acc, self.identity, self.combine = node, vid, acc, identity, combine
+        self.out_dtype, self.out_shape = out_dtype, out_shape
 
 
 def _grad_plan(region, graph):
