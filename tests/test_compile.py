@@ -426,10 +426,21 @@ def test_trailing_full_reduction_joins_the_region():
     fused = [s.ops for s in steps if hasattr(s, "kernels")]
     assert ["sub", "pow", "sum"] in fused and ["mul", "sum"] in fused and ["gt", "sum"] in fused
     assert "acc = " in cf.kernels()[0] and "_r_combine" in cf.kernels()[0]
-    # with autograd the reduction stays a step of its own (its gradient flows as eager's)
-    xg = reftorch.randn(20, 7, requires_grad=True)
-    loss = cf(xg, y)[0]
-    loss.backward()
-    xe = reftorch.tensor(xg.detach().numpy(), requires_grad=True)
-    f(xe, y)[0].backward()
-    _close(xg.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
+    # with autograd a trailing sum stays fused: its gradient reaches the region's backward kernel as a scalar
+    w = reftorch.randn(7, dtype=reftorch.float64, requires_grad=True)
+
+    def g(x, y):
+        return ((x * w - y) ** 2).mean() + (x.tanh() * y).sum()
+    cg = reftorch.compile(g, fullgraph=True)
+    x0, y0 = np.random.default_rng(3).standard_normal((20, 7)), np.linspace(-1, 1, 7)
+    grads = []
+    for fn in (cg, cg, g):
+        xg, yg = reftorch.tensor(x0, requires_grad=True), reftorch.tensor(y0, requires_grad=True)
+        w.grad = None
+        fn(xg, yg).backward()
+        grads.append((xg.grad.numpy(), yg.grad.numpy(), w.grad.numpy()))
+    for got in grads[:2]:
+        for a, b in zip(got, grads[2]):
+            _close(a, b, rtol=1e-10, atol=1e-12)
+    fused = [s.ops for e in cg._cache.values() for s in e.steps if hasattr(s, "kernels")]
+    assert ["mul", "sub", "pow", "sum"] in fused and ["tanh", "mul", "sum"] in fused

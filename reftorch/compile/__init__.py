@@ -147,7 +147,7 @@ def _resolve(a, env):
     return a[1]
 
 
-def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None):
+def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
     """Run the region's `which` kernel ("fused" / "fused_backward") over tensors `ins`; fresh contiguous
     outputs of the iteration shape (contiguous strides cs), as flat arrays. acc: the accumulator array of a
     trailing reduction (passed first)."""
@@ -167,7 +167,7 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None):
     if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
         arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
                   else t._storage.data for t in ins]
-        (k[1] if (k[1] is not None and n >= _par_min()) else k[0])(*outs, *arrays)
+        (k[1] if (k[1] is not None and n >= _par_min()) else k[0])(*outs, *arrays, *scalars)
         return outs
     strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
@@ -176,7 +176,7 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None):
     args = []
     for t, st in zip(ins, cstrides[1:]):
         args += [t._storage.data, t._offset, np.array(st, np.int64)]
-    k[2](np.array(cshape, np.int64), *outs, *args)
+    k[2](np.array(cshape, np.int64), *outs, *args, *scalars)
     return outs
 
 
@@ -207,12 +207,13 @@ def _run_region(r, env):
     else:
         cs = r.cstrides
     rt = r.reduce
+    red = None
     if rt is not None:
         acc = np.empty(1, rt.acc)
         acc[0] = _identity(rt.identity, rt.acc)
         outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc)[1:]
-        env[rt.node.outs[0]] = Tensor._make(Storage(acc.astype(rt.out_dtype.np)), 0, rt.out_shape,
-                                            L.contiguous_strides(rt.out_shape), rt.out_dtype)
+        red = env[rt.node.outs[0]] = Tensor._make(Storage(acc.astype(rt.out_dtype.np)), 0, rt.out_shape,
+                                                  L.contiguous_strides(rt.out_shape), rt.out_dtype)
     else:
         outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
     res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
@@ -221,8 +222,8 @@ def _run_region(r, env):
     if r.grad_inputs and grad_mode.state.enabled:
         node = RegionBackward(r, ins, shape)
         by_vid = dict(zip(r.outputs, res))
-        for m, vid in enumerate(r.grad_outputs):
-            t = by_vid[vid]
+        outs_g = [by_vid[vid] for vid in r.grad_outputs] + ([red] if rt is not None and rt.grad else [])
+        for m, t in enumerate(outs_g):
             t.requires_grad = True
             t.grad_fn = node
             t._output_nr = m
@@ -236,8 +237,10 @@ class RegionBackward(Node):
     def __init__(self, region, ins, shape):
         gi = region.grad_inputs
         out_dt = dict(zip(region.outputs, region.out_dtypes))
+        rt = region.reduce
         super().__init__([gradient_edge(ins[j]) for j in gi], [(ins[j]._shape, ins[j].dtype) for j in gi],
-                         [(shape, out_dt[vid]) for vid in region.grad_outputs])
+                         [(shape, out_dt[vid]) for vid in region.grad_outputs] +
+                         ([(rt.out_shape, rt.out_dtype)] if rt is not None and rt.grad else []))
         self.region = region
         self.saved = [SavedTensor(t) for t in ins]
         self.shape = shape
@@ -251,7 +254,11 @@ class RegionBackward(Node):
         grads = self._materialize(grads)
         ins = [s.unpack(self) for s in self.saved]
         r = self.region
-        gouts = []
+        gouts, scalar = [], ()
+        if r.reduce is not None and r.reduce.grad:      # the trailing sum's gradient: one number
+            g = grads[-1]
+            scalar = (np.dtype(r.reduce.vdtype.np).type(g._storage.data[g._offset]),)
+            grads = grads[:-1]
         for g, (_, dt) in zip(grads, self.out_meta):
             if g.dtype is not dt:
                 g = g.to(dt)
@@ -259,7 +266,7 @@ class RegionBackward(Node):
                 g = g.expand(self.shape)
             gouts.append(g)
         dts = [r.inputs[j][1] for j in r.grad_inputs]
-        outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts)
+        outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts, scalars=scalar)
         cs = L.contiguous_strides(self.shape)
         return [Tensor._make(Storage(a), 0, self.shape, cs, dt) for a, dt in zip(outs, dts)]
 

@@ -270,6 +270,8 @@ class _Body:
         contrib = {}                # expression name of a value ("v12" / "x0") -> [contributions]
         for m, vid in enumerate(r.grad_outputs):
             contrib.setdefault(f"v{vid}", []).append(f"go{m}")
+        if r.reduce is not None and r.reduce.grad:      # a trailing sum: its gradient, broadcast, is a scalar
+            contrib.setdefault(f"v{r.reduce.vid}", []).append("gr")
         lines, helpers = [], {}
         for k in range(len(r.nodes) - 1, -1, -1):
             n = r.nodes[k]
@@ -338,11 +340,12 @@ def _scalar_fns(region, helpers, decorator):
 
 # ---------------------------------------------------------------------------------------- CPU loops
 
-def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None):
+def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None):
     """contig (+ par) and strided kernels: arrays [(array name, element name)], stores [(out name, expr)];
     reduce: (accumulator numpy type, identity literal, value name) folds that value into r0[0]."""
     outs = (["r0"] if reduce else []) + [o for o, _ in stores]
     ins = [a for a, _ in arrays]
+    tail = [scalar] if scalar else []       # a scalar parameter after the arrays
     parts = []
     pre, post = [], []
     if reduce:
@@ -364,12 +367,12 @@ def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None):
     variants = [(f"{prefix}_contig", False)] + ([(f"{prefix}_contig_par", True)] if parallel else [])
     for name, par in variants:
         deco = '@njit(cache=CACHE, error_model="numpy", fastmath=FM' + (", parallel=True)" if par else ")")
-        lines = [deco, f"def {name}({', '.join(outs + ins)}):", *doc, *pre,
+        lines = [deco, f"def {name}({', '.join(outs + ins + tail)}):", *doc, *pre,
                  f"    for i in {'prange' if par else 'range'}({length}):"]
         lines += inner("i", lambda a: f"{a}[i]", 8)
         lines += post
         parts.append("\n".join(lines) + "\n")
-    params = ", ".join(outs + [f"{a}, {a}_off, {a}_st" for a in ins])
+    params = ", ".join(outs + [f"{a}, {a}_off, {a}_st" for a in ins] + tail)
     lines = ['@njit(cache=CACHE, error_model="numpy", fastmath=FM)', f"def {prefix}_strided(shape, {params}):", *doc,
              "    # outputs are fresh and contiguous: element k of the walk is element k of each output;",
              "    # offsets are uint64 (wrapping arithmetic serves negative strides) so loads need no sign check",
@@ -441,10 +444,14 @@ def region_source(region):
     if region.grad_inputs:
         bw_arrays = arrays + [(f"b{m}", f"go{m}") for m in range(len(region.grad_outputs))]
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]
+        scalar = "gr" if region.reduce is not None and region.reduce.grad else None
         doc = ["    # gradients: " + ", ".join(f"gi{m} of a{j}" for m, j in enumerate(region.grad_inputs))
                + "; b<m>: gradient of output v" + ", v".join(str(v) for v in region.grad_outputs),
                "    # the forward values are recomputed, then the derivative formulas run in reverse order"]
-        parts += _loops("fused_backward", bw_arrays, body.fwd + bw_lines, bw_stores, doc, parallel=True)
+        if scalar:
+            doc.append(f"    # gr: the gradient of the trailing {region.reduce.node.spec.name}, the same for every element")
+        parts += _loops("fused_backward", bw_arrays, body.fwd + bw_lines, bw_stores, doc, parallel=True,
+                        scalar=scalar)
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 
@@ -463,10 +470,10 @@ def cuda_source(region):
     parts = [_header(region, "cuda"), "import math\nimport numpy as np\nfrom numba import cuda\n", cuda_prelude()]
     parts += _scalar_fns(region, helpers, DEVICE)
 
-    def kernel(name, arrays, lines, stores, doc):
+    def kernel(name, arrays, lines, stores, doc, tail=()):
         outs = [o for o, _ in stores]
         ins = [a for a, _ in arrays]
-        src = ["@cuda.jit", f"def {name}({', '.join(outs + ins)}):", *doc,
+        src = ["@cuda.jit", f"def {name}({', '.join(outs + ins + list(tail))}):", *doc,
                f"    for i in range(cuda.grid(1), {outs[0]}.shape[0], cuda.gridsize(1)):"]
         src += [f"        {x} = {a}[i]" for a, x in arrays]
         src += ["        " + b for b in lines]
@@ -475,6 +482,8 @@ def cuda_source(region):
 
     arrays = [(f"a{j}", f"x{j}") for j in range(nin)]
     stores = [(f"o{m}", f"v{vid}") for m, vid in enumerate(region.outputs)]
+    if region.reduce is not None:       # the trailing reduction is left to the CUDA reduction kernels
+        stores.append((f"o{len(stores)}", f"v{region.reduce.vid}"))
     parts.append(kernel("fused_cuda", arrays, body.fwd, stores, _doc(region)))
     outs = [o for o, _ in stores]
     params = ", ".join(outs + [f"a{j}, a{j}_off, a{j}_st" for j in range(nin)])
@@ -491,8 +500,9 @@ def cuda_source(region):
     if region.grad_inputs:
         bw_arrays = arrays + [(f"b{m}", f"go{m}") for m in range(len(region.grad_outputs))]
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]
+        tail = ["gr"] if region.reduce is not None and region.reduce.grad else []
         parts.append(kernel("fused_backward_cuda", bw_arrays, body.fwd + bw_lines, bw_stores,
-                            ["    # the forward values are recomputed, then the derivative formulas run in reverse"]))
+                            ["    # the forward values are recomputed, then the derivative formulas run in reverse"], tail))
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 

@@ -221,8 +221,7 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
         if i in skip:
             continue
         out.append(st)
-        if not isinstance(st, Region) or st.grad_outputs or i + 1 >= len(steps) or \
-                not isinstance(steps[i + 1], OpStep):
+        if not isinstance(st, Region) or i + 1 >= len(steps) or not isinstance(steps[i + 1], OpStep):
             continue
         n = steps[i + 1].node
         if n.spec.kind != "reduction" or n.multi or len(n.args) != 1 or n.args[0][0] != "v":
@@ -242,7 +241,14 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
             dims = (dims,)
         if dims not in (None, ()) and sorted(d % max(src.ndim, 1) for d in dims) != list(range(src.ndim)):
             continue
-        if res.requires_grad or src.requires_grad or res.numel() != 1:
+        if res.numel() != 1:
+            continue
+        # with autograd: only a reduction whose gradient is grad broadcast back over the input (a sum), read
+        # from its ops.yaml formula; the region's backward kernel then takes that gradient as a scalar
+        if res.requires_grad and (op.formula("self") or "").replace(" ", "") != \
+                "expand_reduced(grad,self.shape,dim,keepdim)":
+            continue
+        if src.requires_grad != res.requires_grad:
             continue
         if str(op.reduce.identity) in ("inf", "-inf") and not src.dtype.is_floating_point:
             continue
@@ -256,13 +262,17 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
         del st.outputs[k]
         del st.out_dtypes[k]
         st.reduce = ReduceTail(n, vid, np.dtype(acc), op.reduce.identity, op.reduce.combine, res.dtype, res._shape)
+        st.reduce.grad = bool(res.requires_grad)
+        st.reduce.vdtype = src.dtype
+        if vid in st.grad_outputs:
+            st.grad_outputs.remove(vid)
         skip.add(i + 1)
     return out
 
 
 class ReduceTail:
     """The full reduction a region ends with (see _fuse_trailing_reductions)."""
-    __slots__ = ("node", "vid", "acc", "identity", "combine", "out_dtype", "out_shape")
+    __slots__ = ("node", "vid", "acc", "identity", "combine", "out_dtype", "out_shape", "grad", "vdtype")
 
     def __init__(self, node, vid, acc, identity, combine, out_dtype, out_shape):
         self.node, self.vid, self.acc, self.identity, self.combine = node, vid, acc, identity, combine
