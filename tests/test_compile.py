@@ -412,6 +412,12 @@ def test_cuda_source_of_compiled_regions():
     srcs = cf.kernels(device="cuda")
     assert len(srcs) == 1 and "@cuda.jit" in srcs[0] and "cuda.gridsize(1)" in srcs[0]
     compile(srcs[0], "<fused-cuda>", "exec")
+    w = reftorch.randn(16, requires_grad=True)
+    cg = reftorch.compile(lambda x: ((x * w).sin() ** 2).sum())
+    cg(x)
+    src = cg.kernels(device="cuda")[0]
+    assert "def fused_backward_cuda(" in src and ", gr):" in src
+    compile(src, "<fused-cuda>", "exec")
 
 
 def test_trailing_full_reduction_joins_the_region():

@@ -112,11 +112,14 @@ except Exception as err:
     sys.exit(0)
 arr = lambda dt, layout="C": types.Array(typeof(np.dtype(dt).type(0)), 1, layout)
 done = 0
-for regs, _ in cases[::2]:         # float32 GELU (+ backward) and the mixed graph: each compile costs ~2 s
+w = reftorch.tensor(rng.standard_normal(9), requires_grad=True)
+xs = reftorch.tensor(rng.standard_normal((4, 9)), requires_grad=True)
+cases.append((regions(lambda x: ((x * w).sin() ** 2).sum(), xs), (xs,)))     # a fused trailing sum
+for regs, _ in cases[:1] + cases[2:]:   # float32 GELU (+ backward), the mixed graph, the sum: ~2 s a compile
     for r in regs:
         gpu = codegen.load(codegen.cuda_source(r))
         ins = [arr(dt.np) for _, dt in r.inputs]
-        outs = [arr(dt.np) for dt in r.out_dtypes]
+        outs = [arr(dt.np) for dt in r.out_dtypes] + ([arr(r.reduce.vdtype.np)] if r.reduce else [])
         cuda.compile_ptx(gpu.fused_cuda.py_func, tuple(outs + ins), cc=(7, 5))
         geo = types.Array(types.int64, 1, "C")
         sargs = []
@@ -127,8 +130,10 @@ for regs, _ in cases[::2]:         # float32 GELU (+ backward) and the mixed gra
             out_dt = dict(zip(r.outputs, r.out_dtypes))
             gos = [arr(out_dt[v].np) for v in r.grad_outputs]
             gis = [arr(r.inputs[j][1].np) for j in r.grad_inputs]
-            cuda.compile_ptx(gpu.fused_backward_cuda.py_func, tuple(gis + ins + gos), cc=(7, 5))
+            gr = [typeof(np.dtype(r.reduce.vdtype.np).type(0))] if r.reduce is not None and r.reduce.grad else []
+            cuda.compile_ptx(gpu.fused_backward_cuda.py_func, tuple(gis + ins + gos + gr), cc=(7, 5))
         done += 1
+assert done >= 3, done
 print("PTX OK", done)
 '''
 
