@@ -163,10 +163,11 @@ def main():
     cf(x)
     np.testing.assert_allclose(cf(x).numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
     region = [s for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")][0]
-    serial, par = region.kernel.fused_contig, region.kernel.fused_contig_par
+    serial = region.kernel.fused_contig
     src = x.numpy()
     dst = np.empty_like(src)
-    par(dst, src)
+    rc._par_min()
+    par = lambda d, s: rc._threaded(serial, [d], [s], (), s.shape[0])     # noqa: E731
     fns = {
         "compiled": lambda: cf(x),
         "kernel serial": lambda: serial(dst, src),

@@ -371,14 +371,23 @@ def test_float32_tanh_helper_accuracy():
 
 def test_large_inputs_take_the_threaded_loop(monkeypatch):
     import sys
-    monkeypatch.setattr(sys.modules["reftorch.compile"], "_PAR_MIN_V", 256)
+    rc = sys.modules["reftorch.compile"]
+    monkeypatch.setattr(rc, "_PAR_MIN_V", 256)
+    monkeypatch.setattr(rc, "_n_threads", lambda: 3)
+    seen = []
+    real = rc._threaded
+    monkeypatch.setattr(rc, "_threaded", lambda *a: (seen.append(a[-1]), real(*a)))
     f = lambda x: (x * 0.5).tanh() + x * x      # noqa: E731
     cf = reftorch.compile(f)
-    x = reftorch.randn(5000)
+    x = reftorch.tensor(np.linspace(-3, 3, 5001))
+    xg = reftorch.tensor(np.linspace(-3, 3, 5001), requires_grad=True)
+    xe = reftorch.tensor(np.linspace(-3, 3, 5001), requires_grad=True)
     for _ in range(2):
-        _close(cf(x).numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
-    region = [s for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")][0]
-    assert region.kernel.fused_contig_par.signatures
+        _close(cf(x).numpy(), f(x).numpy(), rtol=1e-12, atol=1e-12)
+    cf(xg).backward(reftorch.ones(5001))
+    f(xe).backward(reftorch.ones(5001))
+    _close(xg.grad.numpy(), xe.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert seen and all(n == 5001 for n in seen)
 
 
 def test_kernels_are_cached_on_disk_for_a_second_process(tmp_path):

@@ -162,12 +162,15 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
     k = r.kernels.get(which)
     if k is None:
         mod = r.kernel
-        k = r.kernels[which] = (getattr(mod, which + "_contig"), getattr(mod, which + "_contig_par", None),
-                                getattr(mod, which + "_strided"))
+        # a trailing reduction's kernel keeps one accumulator: it runs on one thread
+        k = r.kernels[which] = (getattr(mod, which + "_contig"), acc is None, getattr(mod, which + "_strided"))
     if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
         arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
                   else t._storage.data for t in ins]
-        (k[1] if (k[1] is not None and n >= _par_min()) else k[0])(*outs, *arrays, *scalars)
+        if k[1] and n >= _par_min():
+            _threaded(k[0], outs, arrays, scalars, n)
+        else:
+            k[0](*outs, *arrays, *scalars)
         return outs
     strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
@@ -186,16 +189,41 @@ def _identity(src, acc):
 
 
 def _par_min():
-    """Elements from which a fused region runs its threaded loop (REFTORCH_COMPILE_PAR_MIN; 0 disables)."""
+    """Elements from which a fused region runs its loop on several threads (REFTORCH_COMPILE_PAR_MIN; 0 disables)."""
     global _PAR_MIN_V
     if _PAR_MIN_V is None:
         v = int(os.environ.get("REFTORCH_COMPILE_PAR_MIN", _PAR_MIN))
-        import numba
-        _PAR_MIN_V = (1 << 62) if v <= 0 or numba.config.NUMBA_NUM_THREADS < 2 else v
+        _PAR_MIN_V = (1 << 62) if v <= 0 or _n_threads() < 2 else v
     return _PAR_MIN_V
 
 
+def _n_threads():
+    import numba
+    return numba.config.NUMBA_NUM_THREADS
+
+
 _PAR_MIN_V = None
+_POOL = None
+
+
+def _threaded(kernel, outs, arrays, scalars, n):
+    """The contiguous kernel (compiled nogil) over equal chunks, one per thread: elementwise, so chunks are
+    independent, and no parallel=True variant needs compiling (that costs seconds at the first call)."""
+    global _POOL
+    t = max(1, min(_n_threads(), n // max(_PAR_MIN_V // 2, 1)))
+    if t < 2:
+        kernel(*outs, *arrays, *scalars)
+        return
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=_n_threads(), thread_name_prefix="reftorch-compile")
+    step = -(-n // t)
+    step += -step % 16          # chunk edges on cache-line multiples
+    futs = [_POOL.submit(kernel, *[o[s:s + step] for o in outs], *[a[s:s + step] for a in arrays], *scalars)
+            for s in range(step, n, step)]
+    kernel(*[o[:step] for o in outs], *[a[:step] for a in arrays], *scalars)   # the first chunk on this thread
+    for f in futs:
+        f.result()
 
 
 def _run_region(r, env):

@@ -8,7 +8,8 @@ to it, so a second process that traces the same region loads it instead of compi
 The module holds, for the forward pass:
 
   fused_contig(out0.., in0..)                     every input contiguous and region-shaped
-  fused_contig_par(...)                           the same loop over threads (large inputs)
+                                                  (nogil: large inputs run it on chunks from several threads,
+                                                  so no second, parallel=True kernel has to compile)
   fused_strided(shape, out0.., in0, in0_off, in0_st, ..)   broadcast or strided inputs (odometer)
 
 and, when the region records autograd history, its backward pass: one kernel that reads the
@@ -364,9 +365,9 @@ def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None
         return lines
 
     length = f"{stores[0][0]}.shape[0]" if stores else f"{ins[0]}.shape[0]"
-    variants = [(f"{prefix}_contig", False)] + ([(f"{prefix}_contig_par", True)] if parallel else [])
+    variants = [(f"{prefix}_contig", False)]
     for name, par in variants:
-        deco = '@njit(cache=CACHE, error_model="numpy", fastmath=FM' + (", parallel=True)" if par else ")")
+        deco = '@njit(cache=CACHE, error_model="numpy", fastmath=FM' + (", nogil=True)" if parallel else ")")
         lines = [deco, f"def {name}({', '.join(outs + ins + tail)}):", *doc, *pre,
                  f"    for i in {'prange' if par else 'range'}({length}):"]
         lines += inner("i", lambda a: f"{a}[i]", 8)
