@@ -405,14 +405,19 @@ def _header(region, device):
             f"# ops, in program order: {' -> '.join(region.ops)}\n"
             f"# iteration shape when traced: {list(region.shape)}   device: {device}\n"
             + ("# backward: gradients of inputs "
-               + ", ".join(f"a{j}" for j in region.grad_inputs) + " from those of outputs "
-               + ", ".join(f"v{v}" for v in region.grad_outputs) + "\n" if region.grad_inputs else ""))
+               + ", ".join(f"a{j}" for j in region.grad_inputs) + " from those of "
+               + ", ".join([f"v{v}" for v in region.grad_outputs]
+                           + ([f"the trailing {region.reduce.node.spec.name}"]
+                              if region.reduce is not None and region.reduce.grad else [])) + "\n"
+               if region.grad_inputs else ""))
 
 
 def _doc(region):
+    outs = [f"o{m} = v{vid} {dt.short}" for m, (vid, dt) in enumerate(zip(region.outputs, region.out_dtypes))]
+    if region.reduce is not None:
+        outs.insert(0, f"r0[0] = {region.reduce.node.spec.name} of v{region.reduce.vid}")
     return ["    # inputs:  " + ", ".join(f"a{j} {dt.short}" for j, (_, dt) in enumerate(region.inputs)),
-            "    # outputs: " + ", ".join(f"o{m} = v{vid} {dt.short}"
-                                         for m, (vid, dt) in enumerate(zip(region.outputs, region.out_dtypes)))]
+            "    # outputs: " + ", ".join(outs)]
 
 
 def region_source(region):
@@ -447,7 +452,7 @@ def region_source(region):
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]
         scalar = "gr" if region.reduce is not None and region.reduce.grad else None
         doc = ["    # gradients: " + ", ".join(f"gi{m} of a{j}" for m, j in enumerate(region.grad_inputs))
-               + "; b<m>: gradient of output v" + ", v".join(str(v) for v in region.grad_outputs),
+               + "".join(f"; b{m}: gradient of v{v}" for m, v in enumerate(region.grad_outputs)),
                "    # the forward values are recomputed, then the derivative formulas run in reverse order"]
         if scalar:
             doc.append(f"    # gr: the gradient of the trailing {region.reduce.node.spec.name}, the same for every element")
