@@ -1,11 +1,14 @@
-"""reftorch.compile bench: the GELU-tanh chain over 4M float32 elements.
+"""reftorch.compile bench: the GELU-tanh chain over 4M float32 elements, its training step, and an MLP.
 
 Prints compiled vs reftorch eager vs PyTorch eager (when `import torch` works in this interpreter, or
-through $TORCH_PYTHON, e.g. /tmp/torchvenv/bin/python), the copy-bandwidth floor (read the input once,
-write the output once: numpy.copyto), and the compile overhead: first call in this process, and the
+through $TORCH_PYTHON, default /tmp/torchvenv/bin/python), against the copy-bandwidth floor (read the
+input once, write the output once: numpy.copyto into a preallocated array), and the compile overhead:
+the first call of a process with an empty kernel directory (trace + codegen + Numba compile), and the
 first call of a second process that finds the generated kernel in the disk cache.
 
-    python benches/compile.py [--n 4194304]
+Timings are the minimum over interleaved repetitions (the machines these run on are shared).
+
+    python benches/compile.py [--n 4194304] [--reps 20] [--no-mlp]
 """
 from __future__ import annotations
 
@@ -14,100 +17,211 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
 
-def best(fn, reps=10):
-    ts = []
+def interleaved(fns, reps):
+    """Minimum seconds of each callable, measured round-robin so that load spikes hit all alike."""
+    best = {k: float("inf") for k in fns}
+    for f in fns.values():
+        f()
     for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best
 
 
 def gelu_chain(torch, x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
-TORCH_SNIPPET = """
-import math, time, torch
+TORCH_SNIPPET = r"""
+import math, time, sys, torch
+import numpy as np
+n, reps = {n}, {reps}
 torch.manual_seed(0)
-x = torch.randn({n})
+x = torch.randn(n)
 f = lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-f(x)
-ts = []
-for _ in range(10):
-    t = time.perf_counter(); f(x); ts.append(time.perf_counter() - t)
-print(min(ts))
+xg = torch.randn(n, requires_grad=True)
+gout = torch.ones(n)
+def train():
+    y = f(xg); y.backward(gout); xg.grad = None
+rng = np.random.default_rng(0)
+xb = rng.standard_normal((64, 64)).astype(np.float32); yb = rng.integers(0, 10, 64)
+tm = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                         torch.nn.Linear(128, 10))
+opt = torch.optim.Adam(tm.parameters(), 1e-3)
+TX, TY = torch.from_numpy(xb), torch.from_numpy(yb)
+loss = torch.nn.CrossEntropyLoss()
+def mlp():
+    opt.zero_grad(); loss(tm(TX), TY).backward(); opt.step()
+out = {{}}
+for name, fn, r in (("gelu", lambda: f(x), reps), ("gelu_train", train, max(reps // 2, 3)), ("mlp", mlp, reps * 5)):
+    fn(); fn()
+    best = float("inf")
+    for _ in range(r):
+        t = time.perf_counter(); fn(); best = min(best, time.perf_counter() - t)
+    out[name] = best
+print(repr(out), torch.__version__, torch.get_num_threads())
 """
 
 
-def torch_time(n):
+def torch_times(n, reps):
     try:
         import torch  # noqa: F401
         exe = sys.executable
     except ImportError:
         exe = os.environ.get("TORCH_PYTHON", "/tmp/torchvenv/bin/python")
         if not os.path.exists(exe):
-            return None
-    out = subprocess.run([exe, "-c", TORCH_SNIPPET.format(n=n)], capture_output=True, text=True)
-    return float(out.stdout.strip()) if out.returncode == 0 else None
+            return None, None
+    out = subprocess.run([exe, "-c", TORCH_SNIPPET.format(n=n, reps=reps)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr[-500:]
+    line = out.stdout.strip().splitlines()[-1]
+    d, ver, threads = line.rsplit(" ", 2)
+    return eval(d), f"torch {ver}, {threads} threads"
 
 
 def first_call(n):
-    """Seconds of the first compiled call (trace + codegen + Numba compile or cache load) in this process."""
+    """(trace s, first replay s) of the GELU chain in this process: the trace runs eagerly; the fused kernel is
+    generated and compiled (or loaded from the disk cache) on the first replay."""
     import reftorch
     x = reftorch.randn(n)
+    x.numpy()
+    (x * 2).tanh()          # the eager kernels the trace needs: their load is not compile's cost
     cf = reftorch.compile(lambda x: gelu_chain(reftorch, x))
-    t = time.perf_counter()
+    t0 = time.perf_counter()
     cf(x)
-    cf(x)           # the trace runs eagerly; the kernel compiles (or loads) on the first replay
-    return time.perf_counter() - t
+    t1 = time.perf_counter()
+    cf(x)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
+
+
+def child_first_call(n, kdir):
+    env = dict(os.environ, REFTORCH_COMPILE_DIR=kdir)
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--n", str(n), "--first-call-only"],
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return float("nan"), float("nan")
+    a, b = p.stdout.strip().splitlines()[-1].split()
+    return float(a), float(b)
+
+
+def mlp_times(reps):
+    import reftorch
+    import reftorch.nn as nn
+    import reftorch.optim as optim
+    rng = np.random.default_rng(0)
+    xb = rng.standard_normal((64, 64)).astype(np.float32)
+    yb = rng.integers(0, 10, 64)
+    reftorch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = optim.Adam(model.parameters(), 1e-3)
+    X, Y = reftorch.from_numpy(xb), reftorch.from_numpy(yb)
+    lossf = nn.CrossEntropyLoss()
+    cm = reftorch.compile(model)
+
+    def step(m):
+        opt.zero_grad()
+        lossf(m(X), Y).backward()
+        opt.step()
+    return interleaved({"eager": lambda: step(model), "compiled": lambda: step(cm)}, reps)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4 * 1024 * 1024)
+    ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--first-call-only", action="store_true")
+    ap.add_argument("--no-mlp", action="store_true")
     a = ap.parse_args()
     if a.first_call_only:
-        print(first_call(a.n))
+        print(*first_call(a.n))
         return
-    import reftorch
     n = a.n
-    t_first = first_call(n)
+    with tempfile.TemporaryDirectory() as kdir:     # an empty kernel directory: a cold compile, then a cached one
+        cold = child_first_call(n, kdir)
+        warm = child_first_call(n, kdir)
+    import numba
+
+    import reftorch
+    import reftorch.compile as _  # noqa: F401
+    rc = sys.modules["reftorch.compile"]
     x = reftorch.randn(n)
-    cf = reftorch.compile(lambda x: gelu_chain(reftorch, x))
+    f = lambda x: gelu_chain(reftorch, x)       # noqa: E731
+    cf = reftorch.compile(f)
     cf(x)
     cf(x)
-    np.testing.assert_allclose(cf(x).numpy(), gelu_chain(reftorch, x).numpy(), rtol=1e-5, atol=1e-6)
-    t_comp = best(lambda: cf(x))
-    t_eager = best(lambda: gelu_chain(reftorch, x), reps=5)
+    np.testing.assert_allclose(cf(x).numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
+    region = [s for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")][0]
+    serial = region.kernel.fused_contig
     src = x.numpy()
     dst = np.empty_like(src)
-    t_copy = best(lambda: np.copyto(dst, src))
-    t_copy_alloc = best(lambda: np.copyto(np.empty_like(src), src))
-    t_torch = torch_time(n)
-    second = subprocess.run([sys.executable, __file__, "--n", str(n), "--first-call-only"], capture_output=True,
-                            text=True)
-    t_second = float(second.stdout.strip().splitlines()[-1]) if second.returncode == 0 else float("nan")
-    ms = lambda t: f"{t * 1e3:8.2f} ms" if t is not None else "     n/a"    # noqa: E731
-    print(f"GELU-tanh chain, {n} float32 ({os.cpu_count()} CPUs)")
-    print(f"  reftorch.compile            {ms(t_comp)}")
-    print(f"  reftorch eager              {ms(t_eager)}   compiled is {t_eager / t_comp:5.2f}x faster")
-    if t_torch is not None:
-        print(f"  PyTorch eager               {ms(t_torch)}   compiled is {t_torch / t_comp:5.2f}x faster")
-    else:
-        print("  PyTorch eager                    n/a (no torch)")
-    print(f"  copy floor (numpy.copyto)   {ms(t_copy)}   compiled / floor = {t_comp / t_copy:5.2f}")
-    print(f"  copy floor with allocation  {ms(t_copy_alloc)}   compiled / floor = {t_comp / t_copy_alloc:5.2f}")
-    print(f"  first call (this process)   {t_first:8.2f} s")
-    print(f"  first call (second process, disk cache) {t_second:8.2f} s")
+    rc._par_min()
+    par = lambda d, s: rc._threaded(serial, [d], [s], (), s.shape[0])     # noqa: E731
+    fns = {
+        "compiled": lambda: cf(x),
+        "kernel serial": lambda: serial(dst, src),
+        "kernel threaded": lambda: par(dst, src),
+        "copy floor": lambda: np.copyto(dst, src),
+        "copy + alloc": lambda: np.copyto(np.empty_like(src), src),
+    }
+    t = interleaved(fns, a.reps)
+    t_eager = interleaved({"eager": lambda: f(x)}, max(a.reps // 4, 3))["eager"]
+    # training: forward + backward of the chain (x requires grad); compiled = one fused kernel each way
+    xg = reftorch.randn(n, requires_grad=True)
+    gout = reftorch.ones(n)
+
+    def train(fn):
+        y = fn(xg)
+        y.backward(gout)
+        xg.grad = None
+    train(cf)
+    tt = interleaved({"compiled": lambda: train(cf), "eager": lambda: train(f)}, max(a.reps // 4, 3))
+    mlp = None if a.no_mlp else mlp_times(a.reps * 3)
+    tq, tinfo = torch_times(n, a.reps)
+
+    ms = lambda s: f"{s * 1e3:9.2f} ms" if s is not None else "      n/a   "     # noqa: E731
+    us = lambda s: f"{s * 1e6:9.0f} us" if s is not None else "      n/a   "     # noqa: E731
+    print(f"GELU-tanh chain, {n} float32; {os.cpu_count()} CPUs, numba {numba.__version__} with "
+          f"{numba.config.NUMBA_NUM_THREADS} threads (threaded loop from {rc._par_min()} elements); "
+          f"{tinfo or 'no PyTorch'}")
+    tc = t["compiled"]
+    print(f"  reftorch.compile             {ms(tc)}")
+    print(f"    fused kernel, serial       {ms(t['kernel serial'])}")
+    print(f"    fused kernel, threaded     {ms(t['kernel threaded'])}")
+    print(f"  reftorch eager               {ms(t_eager)}   compiled is {t_eager / tc:6.2f}x faster")
+    if tq:
+        print(f"  PyTorch eager                {ms(tq['gelu'])}   compiled is {tq['gelu'] / tc:6.2f}x faster")
+    print(f"  copy floor (numpy.copyto)    {ms(t['copy floor'])}   compiled / floor = {tc / t['copy floor']:5.2f}")
+    print(f"  copy floor + output alloc    {ms(t['copy + alloc'])}   compiled / floor = "
+          f"{tc / t['copy + alloc']:5.2f}")
+    print(f"  first call, empty kernel dir {cold[0] + cold[1]:8.2f} s   (trace {cold[0]:.2f} s + codegen and "
+          f"Numba compile {cold[1]:.2f} s)")
+    print(f"  first call, second process   {warm[0] + warm[1]:8.2f} s   (trace {warm[0]:.2f} s + kernel from the "
+          f"disk cache {warm[1]:.2f} s)")
+    print("training step of the chain (forward + backward)")
+    print(f"  reftorch.compile             {ms(tt['compiled'])}")
+    print(f"  reftorch eager               {ms(tt['eager'])}   compiled is {tt['eager'] / tt['compiled']:6.2f}x faster")
+    if tq:
+        print(f"  PyTorch eager                {ms(tq['gelu_train'])}   compiled is "
+              f"{tq['gelu_train'] / tt['compiled']:6.2f}x faster")
+    if mlp:
+        print("MLP 64-128-128-10 training step (batch 64, Adam, cross-entropy)")
+        print(f"  reftorch.compile(model)      {us(mlp['compiled'])}")
+        print(f"  reftorch eager               {us(mlp['eager'])}")
+        if tq:
+            print(f"  PyTorch eager                {us(tq['mlp'])}   compiled / PyTorch = "
+                  f"{mlp['compiled'] / tq['mlp']:5.2f}")
 
 
 if __name__ == "__main__":

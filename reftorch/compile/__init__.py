@@ -17,11 +17,21 @@ Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`)
 random numbers, or a backward pass inside the function. That guard entry then runs eagerly (the
 function unchanged); under fullgraph=True the trace raises GraphBreak naming the line.
 
-Autograd: an elementwise op whose output requires grad is replayed through the dispatcher (it records
-its node as eager does), so gradients are exactly eager's; only ops outside autograd are fused.
+Autograd: a fused region whose outputs require grad records ONE node (RegionBackward, shown as
+CompiledFunctionBackward as in PyTorch); its backward is one generated kernel built from the derivative
+formulas of ops.yaml (codegen.py), which reads the region's saved inputs and the output gradients and
+writes every input gradient. An op whose formula is not elementwise is replayed through the dispatcher
+(it records its node as eager does). Double backward through a fused region raises, as torch.compile does.
 
 dynamic=True: guards on ranks; Python numbers computed from shapes are baked into the graph, so a
 graph that takes integer arguments from its trace (views, reductions ...) is traced again per shape.
+
+Kernels: each region's module is written under the hash of its source to $REFTORCH_COMPILE_DIR (default
+~/.cache/reftorch/compiled) and Numba caches its machine code, so another process that traces the same
+region loads it (~0.1 s) instead of compiling it (seconds). Inputs of REFTORCH_COMPILE_PAR_MIN elements
+or more (default 1M; 0 disables) take the threaded loop. `compiled.kernels()` returns the sources
+(REFTORCH_COMPILE_DUMP=1 prints them); `compiled.kernels(device="cuda")` the same regions as numba.cuda
+kernels (CUDA tensors are not dispatched to them yet).
 """
 from __future__ import annotations
 
@@ -34,12 +44,13 @@ from .. import _dispatch
 from .. import _layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
+from ..autograd.graph import Node, SavedTensor, gradient_edge
 from . import ir
 from .tracer import GraphBreak, Tracer
 
 __all__ = ["compile", "GraphBreak", "CompiledFunction"]
 
-_PAR_MIN = 1 << 16      # elements from which a region runs its threaded loop
+_PAR_MIN = 1 << 20      # elements from which a region runs its threaded loop (memory-bound: ~1M, DESIGN §5)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=False, backend="numba", mode=None, options=None,
@@ -136,27 +147,160 @@ def _resolve(a, env):
     return a[1]
 
 
+def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
+    """Run the region's `which` kernel ("fused" / "fused_backward") over tensors `ins`; fresh contiguous
+    outputs of the iteration shape (contiguous strides cs), as flat arrays. acc: the accumulator array of a
+    trailing reduction (passed first)."""
+    n = L.numel(shape)
+    if cs is None:
+        cs = L.contiguous_strides(shape)
+    outs = [np.empty(n, dt.np) for dt in out_dtypes]
+    if n == 0:
+        return outs
+    if acc is not None:
+        outs = [acc] + outs
+    k = r.kernels.get(which)
+    if k is None:
+        mod = r.kernel
+        # a trailing reduction's kernel keeps one accumulator: it runs on one thread
+        k = r.kernels[which] = (getattr(mod, which + "_contig"), acc is None, getattr(mod, which + "_strided"))
+    if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
+        arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
+                  else t._storage.data for t in ins]
+        if k[1] and n >= _par_min():
+            _threaded(k[0], outs, arrays, scalars, n)
+        else:
+            k[0](*outs, *arrays, *scalars)
+        return outs
+    strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+    cshape, cstrides = L.collapse(shape, strides)
+    if not cshape:
+        cshape, cstrides = (1,), [(0,)] * len(strides)
+    args = []
+    for t, st in zip(ins, cstrides[1:]):
+        args += [t._storage.data, t._offset, np.array(st, np.int64)]
+    k[2](np.array(cshape, np.int64), *outs, *args, *scalars)
+    return outs
+
+
+def _identity(src, acc):
+    v = {"inf": np.inf, "-inf": -np.inf}.get(str(src))
+    return v if v is not None else float(src)
+
+
+def _par_min():
+    """Elements from which a fused region runs its loop on several threads (REFTORCH_COMPILE_PAR_MIN; 0 disables)."""
+    global _PAR_MIN_V
+    if _PAR_MIN_V is None:
+        v = int(os.environ.get("REFTORCH_COMPILE_PAR_MIN", _PAR_MIN))
+        _PAR_MIN_V = (1 << 62) if v <= 0 or _n_threads() < 2 else v
+    return _PAR_MIN_V
+
+
+def _n_threads():
+    import numba
+    return numba.config.NUMBA_NUM_THREADS
+
+
+_PAR_MIN_V = None
+_POOL = None
+
+
+def _threaded(kernel, outs, arrays, scalars, n):
+    """The contiguous kernel (compiled nogil) over equal chunks, one per thread: elementwise, so chunks are
+    independent, and no parallel=True variant needs compiling (that costs seconds at the first call)."""
+    global _POOL
+    t = max(1, min(_n_threads(), n // max(_PAR_MIN_V // 2, 1)))
+    if t < 2:
+        kernel(*outs, *arrays, *scalars)
+        return
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL = ThreadPoolExecutor(max_workers=_n_threads(), thread_name_prefix="reftorch-compile")
+    step = -(-n // t)
+    step += -step % 16          # chunk edges on cache-line multiples
+    futs = [_POOL.submit(kernel, *[o[s:s + step] for o in outs], *[a[s:s + step] for a in arrays], *scalars)
+            for s in range(step, n, step)]
+    kernel(*[o[:step] for o in outs], *[a[:step] for a in arrays], *scalars)   # the first chunk on this thread
+    for f in futs:
+        f.result()
+
+
 def _run_region(r, env):
     ins = [env[ref[1]] if ref[0] == "v" else ref[1] for ref, _ in r.inputs]
-    shape = L.broadcast_shapes(*[t._shape for t in ins]) if ins else r.shape   # dynamic=True: today's shape
-    n = L.numel(shape)
-    outs = [np.empty(n, dt.np) for dt in r.out_dtypes]
-    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
-        arrays = [t._storage.data[t._offset:t._offset + n] for t in ins]
-        k = r.kernel.fused_contig_par if n >= _PAR_MIN else r.kernel.fused_contig
-        k(*outs, *arrays, *r.consts, *r.scalars)
+    shape = r.shape
+    if r.dynamic:
+        shape = L.broadcast_shapes(*[t._shape for t in ins])
+        cs = L.contiguous_strides(shape)
     else:
-        strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-        cshape, cstrides = L.collapse(shape, strides)
-        if not cshape:
-            cshape, cstrides = (1,), [(0,)] * len(strides)
-        args = []
-        for t, st in zip(ins, cstrides[1:]):
-            args += [t._storage.data, t._offset, tuple(st)]
-        r.kernel.fused_strided(tuple(cshape), *outs, *args, *r.consts, *r.scalars)
-    cs = L.contiguous_strides(shape)
-    for vid, arr, dt in zip(r.outputs, outs, r.out_dtypes):
-        env[vid] = Tensor._make(Storage(arr), 0, shape, cs, dt)
+        cs = r.cstrides
+    rt = r.reduce
+    red = None
+    if rt is not None:
+        acc = np.empty(1, rt.acc)
+        acc[0] = _identity(rt.identity, rt.acc)
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc)[1:]
+        red = env[rt.node.outs[0]] = Tensor._make(Storage(acc.astype(rt.out_dtype.np)), 0, rt.out_shape,
+                                                  L.contiguous_strides(rt.out_shape), rt.out_dtype)
+    else:
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
+    res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
+    for vid, t in zip(r.outputs, res):
+        env[vid] = t
+    if r.grad_inputs and grad_mode.state.enabled:
+        node = RegionBackward(r, ins, shape)
+        by_vid = dict(zip(r.outputs, res))
+        outs_g = [by_vid[vid] for vid in r.grad_outputs] + ([red] if rt is not None and rt.grad else [])
+        for m, t in enumerate(outs_g):
+            t.requires_grad = True
+            t.grad_fn = node
+            t._output_nr = m
+
+
+class RegionBackward(Node):
+    """The backward of one fused region: one generated kernel computes the gradients of all the region's
+    inputs that want one, from its saved inputs and the gradients of its outputs."""
+    __slots__ = ("region", "saved", "shape")
+
+    def __init__(self, region, ins, shape):
+        gi = region.grad_inputs
+        out_dt = dict(zip(region.outputs, region.out_dtypes))
+        rt = region.reduce
+        super().__init__([gradient_edge(ins[j]) for j in gi], [(ins[j]._shape, ins[j].dtype) for j in gi],
+                         [(shape, out_dt[vid]) for vid in region.grad_outputs] +
+                         ([(rt.out_shape, rt.out_dtype)] if rt is not None and rt.grad else []))
+        self.region = region
+        self.saved = [SavedTensor(t) for t in ins]
+        self.shape = shape
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    def apply(self, grads, create_graph=False, needs=None):
+        if create_graph:
+            raise RuntimeError("torch.compile with aot_autograd does not currently support double backward")
+        grads = self._materialize(grads)
+        ins = [s.unpack(self) for s in self.saved]
+        r = self.region
+        gouts, scalar = [], ()
+        if r.reduce is not None and r.reduce.grad:      # the trailing sum's gradient: one number
+            g = grads[-1]
+            scalar = (np.dtype(r.reduce.vdtype.np).type(g._storage.data[g._offset]),)
+            grads = grads[:-1]
+        for g, (_, dt) in zip(grads, self.out_meta):
+            if g.dtype is not dt:
+                g = g.to(dt)
+            if g._shape != self.shape:
+                g = g.expand(self.shape)
+            gouts.append(g)
+        dts = [r.inputs[j][1] for j in r.grad_inputs]
+        outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts, scalars=scalar)
+        cs = L.contiguous_strides(self.shape)
+        return [Tensor._make(Storage(a), 0, self.shape, cs, dt) for a, dt in zip(outs, dts)]
+
+    def release(self):
+        for s in self.saved:
+            s.release()
 
 
 def _replay(entry, inputs):
@@ -190,17 +334,21 @@ class CompiledFunction:
     # -------------------------------------------------------------- guards
     def _key(self, args, kwargs):
         leaves = []
-        try:
-            spec = _flatten((args, kwargs), leaves)
-        except _Unhashable:
-            return None, None, None
+        if not kwargs and all(type(a) is Tensor for a in args):
+            spec = len(args)            # the common call: tensors only (its key cannot equal a general one)
+            leaves = args
+        else:
+            try:
+                spec = _flatten((args, kwargs), leaves)
+            except _Unhashable:
+                return None, None, None
         tensors, metas, first = [], [], {}
         for x in leaves:
             if isinstance(x, Tensor):
                 alias = first.setdefault(id(x), len(tensors))
                 tensors.append(x)
                 shape = len(x._shape) if self.dynamic else x._shape
-                metas.append((shape, x.dtype.name, str(x.device), x.requires_grad, alias))
+                metas.append((shape, x.dtype, x.device, x.requires_grad, alias))
         extra = self._guard_extra() if self._guard_extra else None
         return (spec, tuple(metas), grad_mode.state.enabled, extra), tensors, [x._shape for x in tensors]
 
@@ -256,10 +404,11 @@ class CompiledFunction:
 
     def _codegen(self, region):
         from . import codegen
-        src, consts, scal = codegen.region_source(region)
+        src = codegen.region_source(region)
         region.source = src
-        region.consts = consts
-        region.scalars = scal
+        region.dynamic = self.dynamic
+        region.kernels = {}
+        region.cstrides = L.contiguous_strides(region.shape)
         region.kernel = codegen.load(src)
         if src not in self._sources:
             self._sources.append(src)
@@ -267,8 +416,13 @@ class CompiledFunction:
                 print(src)
 
     # -------------------------------------------------------------- introspection
-    def kernels(self):
-        """The generated source of every fused region compiled so far."""
+    def kernels(self, device="cpu"):
+        """The generated source of every fused region compiled so far; device="cuda": the same regions as
+        numba.cuda kernels."""
+        if device == "cuda":
+            from . import codegen
+            return [codegen.cuda_source(st) for e in self._cache.values() if e.steps
+                    for st in e.steps if isinstance(st, ir.Region)]
         return list(self._sources)
 
     def graph_breaks(self):
@@ -301,8 +455,8 @@ class CompiledModule:
     def forward(self, *args, **kwargs):
         return self._compiled_forward(*args, **kwargs)
 
-    def kernels(self):
-        return self._compiled_forward.kernels()
+    def kernels(self, device="cpu"):
+        return self._compiled_forward.kernels(device)
 
     def __getattr__(self, name):
         return getattr(object.__getattribute__(self, "_orig_mod"), name)

@@ -80,8 +80,17 @@ def _annotate(node, values):
     out = values[node.outs[0]]
     if any(t.device != CPU for t in ts) or out.device != CPU or out.numel() == 0:
         return
-    if out.requires_grad:       # it records autograd history: replayed eagerly (see compile/__init__.py)
-        return
+    if any(np.dtype(t.dtype.np).kind not in "biuf" or np.dtype(t.dtype.np).itemsize < 4 and
+           np.dtype(t.dtype.np).kind == "f" for t in ts + [out]):
+        return                  # half and complex dtypes: left to the dispatcher
+    if out.requires_grad:
+        # it records autograd history: fusable when every formula it needs is elementwise (the region's
+        # backward is then one generated kernel); otherwise replayed through the dispatcher, as eager
+        from . import codegen
+        tnames = [a.name for a in codegen._registry()[spec.name].signature.tensor_args]
+        for i, t in enumerate(ts):
+            if t.requires_grad and codegen.derivative(spec.name, tnames[i]) is None:
+                return
     if any(isinstance(s, Tensor) for s in node.scalars):
         return
     try:
@@ -114,34 +123,63 @@ class Region:
         self.inputs = []          # [(ref, dtype)]
         self.outputs = []         # [vid]
         self.out_dtypes = []
-        self.kernel = None        # the loaded module's entry (set by codegen)
+        self.kernel = None        # the loaded module (set by codegen)
         self.source = None
+        self.grad_inputs = []     # indices of inputs that receive a gradient from the region's backward
+        self.grad_outputs = []    # value ids of outputs whose gradients flow back (they require grad)
+        self.requires = {}        # value id / id(tensor) -> requires_grad when traced
+        self.reduce = None        # a ReduceTail: the full reduction folded into the loop
+
+    def wants_grad(self, a):
+        key = a[1] if a[0] == "v" else id(a[1])
+        return self.requires.get(key, False)
 
     @property
     def ops(self):
-        return [n.spec.name for n in self.nodes]
+        return [n.spec.name for n in self.nodes] + ([self.reduce.node.spec.name] if self.reduce else [])
 
 
 def partition(graph):
-    steps, run = [], []
+    """Regions grow over program order; an op that does not read the current run's values (traced ops are
+    pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
+    so `f(x) * g(b)` with a smaller b stays one region for f(...) * ...; the moved ops are cut the same way."""
+    steps = _cut(graph.nodes)
+    return _finish(steps, graph)
 
-    def flush():
-        if len(run) == 1:
+
+def _cut(nodes):
+    steps, run, hoisted = [], [], []
+    run_vids = set()
+
+    def flush(keep_single=False):
+        steps.extend(_cut(hoisted) if hoisted else ())
+        hoisted.clear()
+        if len(run) == 1 and not keep_single:       # one op alone: its eager kernel is the same loop
             steps.append(OpStep(run[0]))
         elif run:
             steps.append(Region(list(run), run[0].shape))
         run.clear()
+        run_vids.clear()
 
-    for n in graph.nodes:
+    for n in nodes:
         if n.fusable and (not run or run[0].shape == n.shape):
             run.append(n)
+            run_vids.update(n.outs)
             continue
-        flush()
+        if run and not any(v in run_vids for v in _arg_vids(n.args)):
+            hoisted.append(n)
+            continue
+        flush(keep_single=n.spec.kind == "reduction")     # x.abs().sum(): one fused pass
         if n.fusable:
             run.append(n)
+            run_vids.update(n.outs)
         else:
             steps.append(OpStep(n))
     flush()
+    return steps
+
+
+def _finish(steps, graph):
     # which values each region must write: those read by a later step or returned
     used_later = {}
     for i, st in enumerate(steps):
@@ -169,7 +207,102 @@ def partition(graph):
             if vid in returned or any(j != i for j in used_later.get(vid, ())):
                 st.outputs.append(vid)
                 st.out_dtypes.append(dt)
-    return steps
+        _grad_plan(st, graph)
+    return _fuse_trailing_reductions(steps, graph, used_later, returned)
+
+
+def _fuse_trailing_reductions(steps, graph, used_later, returned):
+    """A full reduction (every dim, a registry reduction with an identity and no extra arguments) right after
+    a region, over a value of that region used nowhere else, joins the region: the value is folded into an
+    accumulator inside the loop and never written. Only without autograd (the region records no node)."""
+    from . import codegen
+    out, skip = [], set()
+    for i, st in enumerate(steps):
+        if i in skip:
+            continue
+        out.append(st)
+        if not isinstance(st, Region) or i + 1 >= len(steps) or not isinstance(steps[i + 1], OpStep):
+            continue
+        n = steps[i + 1].node
+        if n.spec.kind != "reduction" or n.multi or len(n.args) != 1 or n.args[0][0] != "v":
+            continue
+        vid = n.args[0][1]
+        if vid not in st.outputs or vid in returned or used_later.get(vid, set()) - {i, i + 1}:
+            continue
+        op = codegen._registry()[n.spec.name]
+        if op.reduce is None or op.reduce.identity is None:
+            continue
+        kw = dict(zip(n.spec.scalar_names, n.scalars))
+        if set(kw) - {"dim", "keepdim", "dtype"} or kw.get("dtype") is not None:
+            continue
+        src, res = graph.values[vid], graph.values[n.outs[0]]
+        dims = kw.get("dim")
+        if isinstance(dims, int):
+            dims = (dims,)
+        if dims not in (None, ()) and sorted(d % max(src.ndim, 1) for d in dims) != list(range(src.ndim)):
+            continue
+        if res.numel() != 1:
+            continue
+        # with autograd: only a reduction whose gradient is grad broadcast back over the input (a sum), read
+        # from its ops.yaml formula; the region's backward kernel then takes that gradient as a scalar
+        if res.requires_grad and (op.formula("self") or "").replace(" ", "") != \
+                "expand_reduced(grad,self.shape,dim,keepdim)":
+            continue
+        if src.requires_grad != res.requires_grad:
+            continue
+        if str(op.reduce.identity) in ("inf", "-inf") and not src.dtype.is_floating_point:
+            continue
+        rule = op.reduce.accumulate
+        vdt = src.dtype
+        if rule == "wide":
+            acc = np.float64 if vdt.category == 2 else np.int64
+        else:
+            acc = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}.get(rule, vdt.np)
+        k = st.outputs.index(vid)
+        del st.outputs[k]
+        del st.out_dtypes[k]
+        st.reduce = ReduceTail(n, vid, np.dtype(acc), op.reduce.identity, op.reduce.combine, res.dtype, res._shape)
+        st.reduce.grad = bool(res.requires_grad)
+        st.reduce.vdtype = src.dtype
+        if vid in st.grad_outputs:
+            st.grad_outputs.remove(vid)
+        skip.add(i + 1)
+    return out
+
+
+class ReduceTail:
+    """The full reduction a region ends with (see _fuse_trailing_reductions)."""
+    __slots__ = ("node", "vid", "acc", "identity", "combine", "out_dtype", "out_shape", "grad", "vdtype")
+
+    def __init__(self, node, vid, acc, identity, combine, out_dtype, out_shape):
+        self.node, self.vid, self.acc, self.identity, self.combine = node, vid, acc, identity, combine
+        self.out_dtype, self.out_shape = out_dtype, out_shape
+
+
+def _grad_plan(region, graph):
+    """Which inputs get gradients from the region's fused backward, and which outputs send them."""
+    from . import codegen
+    req = region.requires
+    for ref, _ in region.inputs:
+        t = graph.values[ref[1]] if ref[0] == "v" else ref[1]
+        req[ref[1] if ref[0] == "v" else id(ref[1])] = bool(t.requires_grad)
+    for n in region.nodes:
+        req[n.outs[0]] = bool(graph.values[n.outs[0]].requires_grad)
+    if not any(req[n.outs[0]] for n in region.nodes):
+        return
+    region.grad_outputs = [vid for vid in region.outputs if req[vid]]
+    fed = set()
+    for n in region.nodes:
+        if not req[n.outs[0]]:
+            continue
+        tnames = [a.name for a in codegen._registry()[n.spec.name].signature.tensor_args]
+        for i, a in enumerate(n.args):
+            if i in n.consts or a[0] not in ("v", "c") or not region.wants_grad(a):
+                continue
+            if codegen.derivative(n.spec.name, tnames[i]) != "none":
+                fed.add(a[1] if a[0] == "v" else id(a[1]))
+    region.grad_inputs = [j for j, (ref, dt) in enumerate(region.inputs)
+                          if (ref[1] if ref[0] == "v" else id(ref[1])) in fed]
 
 
 def _arg_vids(args):
