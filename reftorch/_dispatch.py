@@ -14,6 +14,7 @@ from . import _dtype as D
 from . import _layout as L
 from . import _reference
 from ._tensor import Storage, Tensor
+from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
 from .autograd.inplace import note_view, rebase_history
@@ -25,6 +26,8 @@ from .kernels import derivatives as _derivatives
 
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
+_make_tensor = Tensor._make
+_requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 _tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
@@ -37,11 +40,38 @@ def _kernels():
     return _cpu
 
 
+def _save_plan(spec):
+    """How record() finds each value the op's formulas read, worked out once per op: ("result",),
+    ("scalar", index), ("input", index) or ("attr", index or None for the result, attribute).
+    None where the general lookup is needed (a Tensor[] argument)."""
+    if spec.list_arg is not None:
+        return None
+    plan = []
+    for key in spec.saves:
+        if key in ("result", "results"):
+            plan.append((key, None))
+        elif "." in key:
+            base, attr = key.split(".")
+            if base == "result":
+                plan.append(("attr", (None, attr)))
+            elif base in spec.tensor_args:
+                plan.append(("attr", (spec.tensor_args.index(base), attr)))
+            else:
+                return None
+        elif key in spec.scalar_names:
+            plan.append(("scalar", spec.scalar_names.index(key)))
+        elif key in spec.tensor_args:
+            plan.append(("input", spec.tensor_args.index(key)))
+        else:
+            return None
+    return tuple(zip(spec.saves, plan))
+
+
 class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
-                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx")
+                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -65,6 +95,11 @@ class OpSpec:
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
         self._kernel_cache = {}
+        # the lean elementwise path (see _fast_elementwise): one plan per argument-type key, for ops whose
+        # tensor arguments are all plain promoted Tensors
+        self.plans = {} if (self.kind in ("unary", "binary", "ternary", "fused")
+                            and all(ty == "Tensor" for ty in self.tensor_types)) else None
+        self.save_plan = _save_plan(self)
 
     def check_dtype(self, dtype):
         fam = ("bool", "int", "float")[dtype.category]
@@ -172,6 +207,28 @@ def run_elementwise(spec, ins, scalars, out):
 
 
 def elementwise(spec, tensors, scalars):
+    plans = spec.plans
+    if plans is not None:
+        key = []
+        for t in tensors:
+            if isinstance(t, Tensor):
+                key.append(t.dtype if (t._shape and not t._wrapped) else (t.dtype, t._shape != (), t._wrapped))
+            else:
+                tp = type(t)
+                if tp is float or tp is int or tp is bool:
+                    key.append(tp)
+                else:
+                    break
+        else:
+            key = tuple(key)
+            plan = plans.get(key)
+            if plan is None:
+                plan = _new_plan(spec, tensors, key)
+            return _fast_elementwise(spec, plan, tensors, scalars)
+    return _elementwise(spec, tensors, scalars)
+
+
+def _elementwise(spec, tensors, scalars):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
@@ -181,6 +238,205 @@ def elementwise(spec, tensors, scalars):
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, ts, scalars, (out,))
     return out
+
+
+# ---------------------------------------------------------------------------- the lean elementwise path
+#
+# Per-op overhead is what small tensors pay (DESIGN §5: one Numba call costs ~0.2 µs, the Python around
+# it used to cost ~20 µs). The first call with a given key -- each argument's dtype, 0-d-ness and
+# wrapped-ness, or the type of a Python number -- runs the general promotion code once and keeps the
+# result as a plan; later calls with that key skip promotion, and same-shape contiguous operands skip
+# broadcasting and collapsing too. The compiled kernel is called through its entry point once its exact
+# signature is known (Numba's dispatcher spends ~0.7 µs typing the arguments of every call).
+
+_PY_SCALAR_NP = {bool: np.bool_, int: np.int64, float: np.float64}  # as as_tensor_arg wraps them
+_shape_info = {}        # shape -> (contiguous strides, numel)
+_NP_DTYPE = {np.dtype(np.bool_): D.bool_, np.dtype(np.int64): D.int64, np.dtype(np.float64): D.float64}
+_geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a strided kernel takes
+
+
+class _Plan:
+    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key")
+
+    def __init__(self, compute, out, conv, n_kernel_scalars):
+        self.float_key = ("contig", (float,) * n_kernel_scalars) \
+            if compute.category == 2 and n_kernel_scalars else None
+        self.compute, self.out, self.out_np, self.conv = compute, out, out.np, conv
+        self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
+        self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
+
+
+def _new_plan(spec, tensors, key):
+    ts = [as_tensor_arg(t) for t in tensors]
+    compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
+    conv = []
+    for t in tensors:
+        if isinstance(t, Tensor):
+            conv.append(None if t.dtype is compute else compute)
+        else:
+            conv.append((_PY_SCALAR_NP[type(t)], compute))
+    plan = _Plan(compute, out_dtype, tuple(conv), len(spec.kernel_idx) if spec.kernel_idx else 0)
+    if len(spec.plans) > 256:
+        spec.plans.clear()
+    spec.plans[key] = plan
+    return plan
+
+
+def _info(shape):
+    info = _shape_info.get(shape)
+    if info is None:
+        if len(_shape_info) > 4096:
+            _shape_info.clear()
+        info = _shape_info[shape] = (L.contiguous_strides(shape), L.numel(shape))
+    return info
+
+
+def _entry(spec, plan, suffix, args, ks):
+    """The compiled kernel for these argument types: the overload's entry point once Numba has compiled
+    (or loaded) it for exactly these types, else the dispatcher."""
+    ekey = (suffix, tuple(map(type, ks))) if ks else suffix
+    fn = plan.entries.get(ekey)
+    if fn is None:
+        disp = spec.kernel(suffix)
+        disp(*args, *ks)              # compiles or loads the overload (and does this call's work)
+        fn = disp
+        try:
+            sig = tuple(disp.typeof_pyval(a) for a in (*args, *ks))
+            ov = disp.overloads.get(sig)
+            if ov is not None and not ov.objectmode:
+                fn = ov.entry_point
+        except Exception:   # noqa: BLE001 -- an older/newer Numba without these: the dispatcher is fine
+            pass
+        plan.entries[ekey] = fn
+        return None
+    return fn
+
+
+def _fast_elementwise(spec, plan, tensors, scalars):
+    if scalars and spec.kernel_idx != ():
+        ks = None
+        if plan.float_key is not None:      # floating compute dtype: Python numbers go in as floats
+            ks = []
+            for i in spec.kernel_idx:
+                v = scalars[i]
+                tp = v.__class__
+                if tp is float or tp is int or tp is bool:
+                    ks.append(float(v))
+                else:
+                    ks = None
+                    break
+        if ks is None:
+            ks = _kernel_scalars(spec, scalars, plan.compute)
+            ekey = ("contig", tuple(map(type, ks)))
+        else:
+            ekey = plan.float_key
+    else:
+        ks = ()
+        ekey = "contig"
+    if plan.plain:
+        t0 = tensors[0]
+        shape = t0._shape
+        info = _shape_info.get(shape)
+        if info is None:
+            info = _info(shape)
+        cs, n = info
+        for t in tensors:
+            if t._shape != shape or t._strides != cs:
+                break
+        else:       # same shape, all contiguous: one flat loop
+            odata = np.empty(n, plan.out_np)
+            out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
+            if n:
+                args = [odata]
+                for t in tensors:
+                    d = t._storage.data
+                    off = t._offset
+                    args.append(d if off == 0 and len(d) == n else d[off:off + n])
+                fn = plan.entries.get(ekey)
+                if fn is None:
+                    fn = _entry(spec, plan, "contig", args, ks)
+                if fn is not None:
+                    fn(*args, *ks)
+            if spec.differentiable and grad_mode.state.enabled:
+                for t in tensors:
+                    if _requires_grad(t):
+                        record(spec, tensors, scalars, (out,))
+                        break
+            return out
+        ins = tensors
+    else:
+        ins = []
+        for t, c in zip(tensors, plan.conv):
+            if c is None:
+                ins.append(t)
+            elif c.__class__ is tuple:      # a Python number: a 1-element array of the compute dtype
+                a = np.array((t,), c[0])
+                if a.dtype != c[1].np:
+                    a = a.astype(c[1].np)
+                ins.append(_make_tensor(Storage(a), 0, (), (), c[1]))
+            else:
+                ins.append(_cast(t, c))
+    shape = None
+    for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
+        s = t._shape
+        if s:
+            if shape is None:
+                shape = s
+            elif s != shape:
+                shape = L.broadcast_shapes(*[t._shape for t in ins])
+                break
+    if shape is None:
+        shape = ()
+    cs, n = _info(shape)
+    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+    if n:
+        _run_strided(spec, plan, ins, ks, out, shape, cs, n)
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if isinstance(t, Tensor) and _requires_grad(t):
+                record(spec, [t if isinstance(t, Tensor) else _wrap_number(t) for t in tensors], scalars, (out,))
+                break
+    return out
+
+
+def _wrap_number(v):
+    """A Python number as the wrapped 0-d tensor as_tensor_arg makes of it."""
+    a = np.array((v,), _PY_SCALAR_NP[type(v)])
+    t = _make_tensor(Storage(a), 0, (), (), _NP_DTYPE[a.dtype])
+    t._wrapped = True
+    return t
+
+
+def _run_strided(spec, plan, ins, ks, out, shape, cs, n):
+    odata = out._storage.data
+    strides = [cs]
+    contig = True
+    for t in ins:
+        if t._shape == shape and t._strides == cs:
+            strides.append(cs)
+        else:
+            contig = False
+            strides.append(L.broadcast_strides(t._shape, t._strides, shape))
+    if contig:
+        args = [odata] + [t._storage.data[t._offset:t._offset + n] for t in ins]
+        fn = _entry(spec, plan, "contig", args, ks)
+        if fn is not None:
+            fn(*args, *ks)
+        return
+    gkey = (shape, *strides)
+    geo = _geometry.get(gkey)
+    if geo is None:
+        cshape, cstrides = L.collapse(shape, strides)
+        geo = [np.array(cshape, np.int64)] + [np.array(st, np.int64) for st in cstrides]
+        if len(_geometry) > 4096:
+            _geometry.clear()
+        _geometry[gkey] = geo
+    args = [geo[0], odata, 0, geo[1]]
+    for t, g in zip(ins, geo[2:]):
+        args += [t._storage.data, t._offset, g]
+    fn = _entry(spec, plan, "strided", args, ks)
+    if fn is not None:
+        fn(*args, *ks)
 
 
 def _operands(spec, ts, compute):
@@ -604,6 +860,9 @@ _HANDLERS = {"unary": elementwise, "binary": elementwise, "ternary": elementwise
 def record(spec, inputs, scalars, outputs, inplace=False):
     """Attach a node to the outputs when some differentiable input requires grad. With inplace=True
     outputs[0] is the tensor just overwritten: the node becomes its history (autograd/inplace.py)."""
+    if spec.save_plan is not None and not inplace and len(scalars) == len(spec.scalar_names) \
+            and len(inputs) == len(spec.tensor_args):
+        return _record_lean(spec, inputs, scalars, outputs)
     if not any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
         return
     names = _tensor_names(spec, len(inputs))
@@ -653,6 +912,59 @@ def record(spec, inputs, scalars, outputs, inplace=False):
             o.requires_grad = True
             o.grad_fn = node
             o._output_nr = i
+    if spec.kind == "view" and outputs[0]._base is not None:
+        note_view(outputs[0])
+
+
+def _record_lean(spec, inputs, scalars, outputs):
+    """record() for the common case (no Tensor[] argument, not in place) with the precomputed save plan."""
+    edges, meta = [], []
+    any_requires_grad = any_edge = False
+    for t in inputs:
+        if isinstance(t, Tensor):
+            meta.append((t._shape, t.dtype))
+            if _requires_grad(t):
+                any_requires_grad = True
+            if t.dtype.category == 2:
+                e = gradient_edge(t)
+                if e[0] is not None:
+                    any_edge = True
+                edges.append(e)
+            else:
+                edges.append(NO_EDGE)
+        else:
+            meta.append(((), None))
+            edges.append(NO_EDGE)
+    if not (any_requires_grad and any_edge):
+        return
+    saved = {}
+    for key, (how, where) in spec.save_plan:
+        if how == "input":
+            x = inputs[where]
+            if isinstance(x, Tensor):
+                if x._wrapped:      # a Python number: formulas use it in its own precision (PyTorch's double
+                    x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)  # Scalar)
+                saved[key] = SavedTensor(x)
+            else:
+                saved[key] = x
+        elif how == "scalar":
+            saved[key] = scalars[where]
+        elif how == "result":
+            saved[key] = SavedTensor(outputs[0], is_output=True)
+        elif how == "results":
+            saved[key] = [SavedTensor(o, is_output=True) for o in outputs]
+        else:
+            i, attr = where
+            saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
+    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], None)
+    record_trace(node)
+    nr = 0
+    for o in outputs:
+        if o.dtype.category == 2:
+            _set_requires_grad_slot(o, True)
+            o.grad_fn = node
+            o._output_nr = nr
+        nr += 1
     if spec.kind == "view" and outputs[0]._base is not None:
         note_view(outputs[0])
 

@@ -214,7 +214,15 @@ class OpNode(Node):
     __slots__ = ("op", "backward_fn", "saved", "list_arity")
 
     def __init__(self, op, backward_fn, saved, next_functions, input_meta, out_meta, list_arity=None):
-        super().__init__(next_functions, input_meta, out_meta)
+        # Node.__init__ inlined: one is made per recorded op, so its cost is per-op overhead
+        next_functions = tuple(next_functions)
+        if None in next_functions:
+            next_functions = tuple(NO_EDGE if e is None else e for e in next_functions)
+        self.next_functions = next_functions
+        self.input_meta = input_meta if input_meta.__class__ is list else list(input_meta)
+        self.out_meta = out_meta if out_meta.__class__ is list else list(out_meta)
+        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
+        self.trace = self._metadata = None
         self.op = op
         self.backward_fn = backward_fn
         self.saved = saved                  # {name: SavedTensor | [SavedTensor] | plain value}
