@@ -442,6 +442,12 @@ SPECS = {
 
     'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05},
 
+    '_adam_exp_avg': {'name': '_adam_exp_avg', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('grad', 'Tensor', None, False), ('param', 'Tensor', None, False), ('beta1', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('beta1', 'weight_decay', 'maximize', 'decoupled'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_adam_exp_avg_sq': {'name': '_adam_exp_avg_sq', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('grad', 'Tensor', None, False), ('param', 'Tensor', None, False), ('beta2', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('beta2', 'weight_decay', 'maximize', 'decoupled'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
+    '_adam_param': {'name': '_adam_param', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('exp_avg', 'Tensor', None, False), ('exp_avg_sq', 'Tensor', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05},
+
 }
 
 
@@ -2415,3 +2421,39 @@ def min(self, dim=None, keepdim=False, *, other=None):
 
     ops.yaml: min"""
     return _rt.composite('min', self, dim, keepdim, other=other)
+
+
+def _adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    """Adam's first moment, in place: exp_avg.lerp_(g, 1 - beta1) (helper of optim.Adam).
+
+    ops.yaml: _adam_exp_avg"""
+    return _rt.call('_adam_exp_avg', (self, grad, param, ), (beta1, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    """In-place _adam_exp_avg: writes the result into self."""
+    return _rt.call_inplace('_adam_exp_avg', (self, grad, param, ), (beta1, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    """Adam's second moment, in place: exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2) (helper of optim.Adam).
+
+    ops.yaml: _adam_exp_avg_sq"""
+    return _rt.call('_adam_exp_avg_sq', (self, grad, param, ), (beta2, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_sq_(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    """In-place _adam_exp_avg_sq: writes the result into self."""
+    return _rt.call_inplace('_adam_exp_avg_sq', (self, grad, param, ), (beta2, weight_decay, maximize, decoupled, ))
+
+
+def _adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """Adam's parameter update, in place, from exp_avg and exp_avg_sq (or its running maximum with amsgrad); decoupled weight decay (AdamW) first (helper of optim.Adam).
+
+    ops.yaml: _adam_param"""
+    return _rt.call('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _adam_param_(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """In-place _adam_param: writes the result into self."""
+    return _rt.call_inplace('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
