@@ -37,12 +37,17 @@ def grad_accumulator(leaf):
     """The leaf's AccumulateGrad. The leaf refers to it weakly (the node refers to the leaf), so the
     two never form a reference cycle; a new one is made when the old graph is gone."""
     acc = leaf._accum
-    if isinstance(acc, weakref.ref):
+    if acc.__class__ is _weakref_type:
+        acc = acc()
+    elif isinstance(acc, weakref.ref):
         acc = acc()
     if acc is None:
         acc = AccumulateGrad(leaf)
-        leaf._accum = weakref.ref(acc)
+        leaf._accum = _weakref_type(acc)
     return acc
+
+
+_weakref_type = weakref.ref
 
 
 # ------------------------------------------------------------------------------------ saved tensors
@@ -232,7 +237,7 @@ class OpNode(Node):
         return f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        from .. import _functional as F
+        F = _functional()
         grads = self._materialize(grads)
         saved = {}
         for key, value in self.saved.items():
@@ -284,7 +289,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__((), (), [(variable._shape, variable.dtype)])
+        # Node.__init__ inlined (a leaf gets a new one whenever its previous graph is gone)
+        self.next_functions = ()
+        self.input_meta = []
+        self.out_meta = [(variable._shape, variable.dtype)]
+        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
+        self.trace = self._metadata = None
         self.variable = variable
 
     def name(self):
@@ -319,6 +329,18 @@ class RemovableHandle:
 
 
 _Handle = RemovableHandle
+
+
+_F = None
+
+
+def _functional():
+    """reftorch._functional (imported on first use: it imports the tensor core, which imports this module)."""
+    global _F
+    if _F is None:
+        from .. import _functional as F
+        _F = F
+    return _F
 
 
 def _camel(name):
