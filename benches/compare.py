@@ -1,98 +1,225 @@
-"""reftorch side by side with NumPy and PyTorch, in one process: ratios are what count.
+"""reftorch side by side with NumPy and PyTorch, in one run: ratios are what count.
 
-    python benches/compare.py [--quick] [--json out.json]
+    python benches/compare.py [--quick] [--json out.json] [--torch-python PATH] [--only SUBSTRING]
 
-PyTorch is optional (`pip install torch==2.13.0` takes the CPU wheel); its columns are blank
-without it. Each workload runs a warm-up first, then the median of many repetitions. The
-machine's own limits (a large copy's GB/s, numpy.matmul's GFLOP/s) are measured in the same run so
-every throughput also reads as a fraction of what the hardware gives.
+PyTorch is optional and never a dependency of reftorch. When `import torch` works in this Python it
+is timed in-process; otherwise `--torch-python /path/to/python` (or REFTORCH_BENCH_TORCH_PYTHON) names
+a Python that has torch (e.g. a separate venv: `python -m venv /tmp/tv && /tmp/tv/bin/pip install
+torch==2.13.0 numpy`), and the same workloads run there in a subprocess during this run. Without
+either, the torch columns are blank.
+
+Each workload runs a warm-up first, then the median of many repetitions (per-op overheads: the
+median of 5 CPU-time timings of many back-to-back calls; the MLP step: CPU time too, since small
+single-threaded work is what a shared machine's wall clock distorts most). Everything runs single-threaded (BLAS threads and
+torch.set_num_threads(1)), so the ratios compare the libraries, not thread pools on a shared machine.
+The machine's own limits (a large copy's GB/s, numpy.matmul's GFLOP/s) are measured in the same run
+so every throughput also reads as a fraction of what the hardware gives. `import reftorch` and the
+first op run in fresh processes, with a warm and a cold kernel cache (wall and CPU seconds: wall time
+on a busy machine includes waiting for a core).
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import statistics
-import subprocess
-import sys
-import time
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")     # before NumPy loads its BLAS
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import reftorch  # noqa: E402
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 
-try:
-    import torch
-    torch.set_num_threads(1)
-except ImportError:
-    torch = None
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def timeit(fn, reps, warmup=2):
+def timeit(fn, reps, warmup=2, clock=time.perf_counter):
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
     return statistics.median(times)
 
 
 def per_call(fn, n):
-    """Median of 5 timings of n back-to-back calls, per call (for microsecond overheads)."""
-    fn()
+    """Median of 5 timings of n back-to-back calls, per call (for microsecond overheads). CPU time of this
+    process: these calls are single-threaded, and on a shared machine wall time adds other processes' turns."""
+    for _ in range(max(n // 10, 10)):
+        fn()
     best = []
     for _ in range(5):
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(n):
             fn()
-        best.append((time.perf_counter() - t) / n)
+        best.append((time.process_time() - t) / n)
     return statistics.median(best)
 
 
-class Bench:
-    def __init__(self, quick):
-        self.quick = quick
-        self.rows = []
-        self.reps = 5 if quick else 15
+# ------------------------------------------------------------------------------------ the workloads
 
-    def add(self, name, ours, np_fn=None, torch_fn=None, bytes_moved=None, flops=None, per_call_n=None):
-        t_ours = per_call(ours, per_call_n) if per_call_n else timeit(ours, self.reps)
-        t_np = (per_call(np_fn, per_call_n) if per_call_n else timeit(np_fn, self.reps)) if np_fn else None
-        t_torch = None
-        if torch is not None and torch_fn:
-            t_torch = per_call(torch_fn, per_call_n) if per_call_n else timeit(torch_fn, self.reps)
-        row = dict(workload=name, reftorch_s=t_ours, numpy_s=t_np, torch_s=t_torch,
-                   vs_numpy=(t_np / t_ours) if t_np else None, vs_torch=(t_torch / t_ours) if t_torch else None)
-        if bytes_moved:
-            row["GB/s"] = bytes_moved / t_ours / 1e9
-        if flops:
-            row["GFLOP/s"] = flops / t_ours / 1e9
-        self.rows.append(row)
-        self.print_row(row)
+class Lib:
+    """What a workload needs from a library: its module and how it wraps a NumPy array."""
 
-    @staticmethod
-    def header():
-        print(f"{'workload':44s} {'reftorch':>10s} {'numpy':>10s} {'torch':>10s} {'x numpy':>8s} {'x torch':>8s}  note")
+    def __init__(self, name, mod):
+        self.name, self.mod = name, mod
 
-    @staticmethod
-    def fmt_t(t):
-        if t is None:
-            return "-"
-        return f"{t * 1e6:.2f}us" if t < 1e-3 else f"{t * 1e3:.2f}ms"
+    def arr(self, a):
+        if self.name == "numpy":
+            return a
+        return self.mod.from_numpy(a)
 
-    def print_row(self, r):
-        note = ""
-        if "GB/s" in r:
-            note = f"{r['GB/s']:.1f} GB/s"
-        if "GFLOP/s" in r:
-            note = f"{r['GFLOP/s']:.1f} GFLOP/s"
-        vn = f"{r['vs_numpy']:.2f}" if r["vs_numpy"] else "-"
-        vt = f"{r['vs_torch']:.2f}" if r["vs_torch"] else "-"
-        print(f"{r['workload']:44s} {self.fmt_t(r['reftorch_s']):>10s} {self.fmt_t(r['numpy_s']):>10s} "
-              f"{self.fmt_t(r['torch_s']):>10s} {vn:>8s} {vt:>8s}  {note}", flush=True)
+    def grad_leaf(self, a):
+        if self.name == "numpy":
+            return None
+        return self.mod.from_numpy(a).requires_grad_()
+
+
+def gelu_chain(x, tanh):
+    # the tanh form of GELU written as 6 eager ops
+    inner = (x + 0.044715 * x * x * x) * 0.7978845608028654
+    return 0.5 * x * (1 + tanh(inner))
+
+
+def workloads(lib, q):
+    """(name, fn or None, options) for every workload, built for one library from the same seeded data."""
+    rng = np.random.default_rng(0)
+    np_ = lib.name == "numpy"
+    m = lib.mod
+    out = []
+    per_n = 2000 if q else 20000
+
+    N = 2_000_000 if q else 10_000_000
+    xn, yn = rng.random(N, np.float32), rng.random(N, np.float32)
+    x, y = lib.arr(xn), lib.arr(yn)
+    out.append((f"add {N // 10**6}M float32", lambda: x + y, dict(bytes=3 * xn.nbytes)))
+    out.append((f"exp {N // 10**6}M float32", (lambda: np.exp(x)) if np_ else (lambda: x.exp()),
+                dict(bytes=2 * xn.nbytes)))
+    M = N * 2 // 5
+    gn = rng.standard_normal(M, np.float32)
+    g = lib.arr(gn)
+    tanh = np.tanh if np_ else m.tanh
+    out.append((f"gelu-tanh 6-op chain {M / 1e6:.0f}M eager", lambda: gelu_chain(g, tanh), dict(bytes=2 * gn.nbytes)))
+    R, C = (1024, 1024) if q else (4096, 1024)
+    an, bn = rng.random((R, C), np.float32), rng.random(C, np.float32)
+    a, b = lib.arr(an), lib.arr(bn)
+    out.append((f"broadcast add ({R}x{C})+({C},)", lambda: a + b, dict(bytes=2 * an.nbytes)))
+    out.append((f"sum dim=1 of ({R},{C})", lambda: a.sum(1), dict(bytes=an.nbytes)))
+    out.append((f"full sum {N // 10**6}M", lambda: x.sum(), dict(bytes=xn.nbytes)))
+    K = 512 if q else 1024
+    mn = rng.random((K, K), np.float32)
+    mm = lib.arr(mn)
+    out.append((f"matmul {K}^3 float32", lambda: mm @ mm, dict(flops=2 * K ** 3)))
+    S = 1024 if q else 2048
+    pn, qn = rng.random((S, S), np.float32), rng.random((S, S), np.float32)
+    pp, qq = lib.arr(pn), lib.arr(qn)
+    out.append((f"a.T + b.T ({S},{S})", lambda: pp.T + qq.T, dict(bytes=3 * pn.nbytes)))
+    out.append((f"a.T + b ({S},{S})", lambda: pp.T + qq, dict(bytes=3 * pn.nbytes)))
+
+    o1, o2 = lib.arr(np.ones(1, np.float32)), lib.arr(np.ones(1, np.float32))
+    out.append(("per-op overhead: a + b, 1 element", lambda: o1 + o2, dict(per_call=per_n)))
+    out.append(("per-op overhead: a * 2, 1 element", lambda: o1 * 2, dict(per_call=per_n)))
+    out.append(("per-op overhead: a.exp(), 1 element", (lambda: np.exp(o1)) if np_ else (lambda: o1.exp()),
+                dict(per_call=per_n)))
+    r1 = lib.grad_leaf(np.ones(1, np.float32))
+    out.append(("per-op overhead: a + b, 1 element, grad", None if np_ else (lambda: r1 + o2), dict(per_call=per_n)))
+    out.append(("per-op overhead: a * 2, 1 element, grad", None if np_ else (lambda: r1 * 2), dict(per_call=per_n)))
+
+    F = 200_000 if q else 1_000_000
+    fxn, fwn = rng.random(F, np.float32), rng.random(F, np.float32)
+
+    def fwd_bwd():
+        xx = m.from_numpy(fxn)
+        w = m.from_numpy(fwn).requires_grad_()
+        (xx * w).tanh().sum().backward()
+
+    out.append((f"fwd+bwd (x*w).tanh().sum() {F // 1000}K", None if np_ else fwd_bwd, {}))
+    # small tensors, one thread: CPU time (see per_call)
+    out.append(("MLP 64-128-128-10 train step (batch 64, Adam)", None if np_ else mlp_step(m), dict(cpu=True)))
+    return out
+
+
+def mlp_step(torch_like):
+    """One training step of an MLP: forward, cross-entropy, backward, Adam (the same code for both libraries)."""
+    nn = torch_like.nn
+    rng = np.random.default_rng(0)
+    X = torch_like.from_numpy(rng.standard_normal((64, 64)).astype(np.float32))
+    Y = torch_like.from_numpy(rng.integers(0, 10, 64))
+    torch_like.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = torch_like.optim.Adam(model.parameters(), 1e-3)
+    lossf = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        lossf(model(X), Y).backward()
+        opt.step()
+    return step
+
+
+def time_workloads(lib, q, only):
+    """{name: seconds}, and [(name, options)] of every workload in order."""
+    reps = 5 if q else 15
+    res, meta = {}, []
+    for name, fn, opt in workloads(lib, q):
+        meta.append((name, opt))
+        if fn is None or (only and only not in name):
+            continue
+        if "per_call" in opt:
+            res[name] = per_call(fn, opt["per_call"])
+        else:
+            res[name] = timeit(fn, reps * 4 if opt.get("cpu") else reps, warmup=10 if opt.get("cpu") else 2,
+                               clock=time.process_time if opt.get("cpu") else time.perf_counter)
+    return res, meta
+
+
+# ------------------------------------------------------------------------------------ fresh processes
+
+_STARTUP = """
+import sys, time
+sys.path.insert(0, {root!r})
+T, W = time.process_time, time.perf_counter
+t0, w0 = T(), W()
+import {mod} as m
+t1, w1 = T(), W()
+x = m.ones(10)
+y = (x + x).sum()
+t2, w2 = T(), W()
+print(w1 - w0, w2 - w1, t1 - t0, t2 - t1)
+"""
+
+
+def startup_times(python, mod, label_envs):
+    """(import s, first op s) wall and CPU, in a fresh process, per environment (after one untimed run that
+    fills the bytecode and kernel caches)."""
+    out = {}
+    for label, extra in label_envs:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}   # as users run it
+        env.update(extra)
+        code = _STARTUP.format(root=ROOT, mod=mod)
+        subprocess.run([python, "-c", code], env=env, capture_output=True)
+        runs = []
+        for _ in range(3):
+            r = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True)
+            try:
+                runs.append(tuple(map(float, r.stdout.split())))
+            except ValueError:
+                runs.append((float("nan"),) * 4)
+        out[label] = tuple(statistics.median(v[i] for v in runs) for i in range(4))
+    return out
+
+
+# ------------------------------------------------------------------------------------ the table
+
+def fmt_t(t):
+    if t is None:
+        return "-"
+    return f"{t * 1e6:.2f}us" if t < 1e-3 else f"{t * 1e3:.2f}ms"
 
 
 def machine_limits(quick):
@@ -107,143 +234,90 @@ def machine_limits(quick):
     return copy_gbs, gflops
 
 
-def gelu_chain(x, mod):
-    # the tanh form of GELU written as 6 eager ops
-    inner = (x + 0.044715 * x * x * x) * 0.7978845608028654
-    return 0.5 * x * (1 + mod.tanh(inner))
-
-
-def import_times():
-    code = "import time; t=time.perf_counter(); import reftorch as t_; a=time.perf_counter(); " \
-           "x=t_.ones(10); y=(x+x).sum(); b=time.perf_counter(); print(a-t, b-a)"
-    env = dict(os.environ)
-    out = {}
-    for label, extra in (("warm cache", {}), ("cold cache", {"REFTORCH_NO_CACHE": "1"})):
-        e = dict(env, **extra)
-        subprocess.run([sys.executable, "-c", code], env=e, capture_output=True)  # fill the cache
-        r = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True)
-        try:
-            imp, first = map(float, r.stdout.split())
-        except ValueError:
-            imp, first = float("nan"), float("nan")
-        out[label] = (imp, first)
-    return out
+def torch_times(args):
+    """Torch's timings: in this process when torch imports here, else from --torch-python in a subprocess."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.set_num_threads(1)
+        return time_workloads(Lib("torch", torch), args.quick, args.only)[0], sys.executable, torch.__version__
+    python = args.torch_python or os.environ.get("REFTORCH_BENCH_TORCH_PYTHON")
+    if not python:
+        return {}, None, None
+    cmd = [python, os.path.abspath(__file__), "--worker", "torch"] + (["--quick"] if args.quick else []) + \
+        (["--only", args.only] if args.only else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"torch worker failed ({python}):\n{r.stderr[-2000:]}", file=sys.stderr)
+        return {}, None, None
+    data = json.loads(r.stdout.strip().splitlines()[-1])
+    return data["times"], python, data["version"]
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer repetitions")
-    p.add_argument("--json", default="benches/compare.json")
+    p.add_argument("--json", default=os.path.join(ROOT, "benches", "compare.json"))
+    p.add_argument("--torch-python", help="a Python with torch installed, when this one has none")
+    p.add_argument("--only", help="run only the workloads whose name contains this")
+    p.add_argument("--no-startup", action="store_true", help="skip the import / first-op measurements")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
-    q = args.quick
-    B = Bench(q)
-    copy_gbs, np_gflops = machine_limits(q)
-    print(f"machine: copy {copy_gbs:.1f} GB/s, numpy.matmul {np_gflops:.1f} GFLOP/s (float32 1024^3), "
-          f"torch {'absent' if torch is None else torch.__version__}")
-    B.header()
-    N = 2_000_000 if q else 10_000_000
-    xn, yn = np.random.rand(N).astype(np.float32), np.random.rand(N).astype(np.float32)
-    x, y = reftorch.from_numpy(xn), reftorch.from_numpy(yn)
-    xt, yt = (torch.from_numpy(xn), torch.from_numpy(yn)) if torch else (None, None)
-    B.add(f"add {N // 10**6}M float32", lambda: x + y, lambda: xn + yn, xt is not None and (lambda: xt + yt),
-          bytes_moved=3 * xn.nbytes)
-    B.add(f"exp {N // 10**6}M float32", lambda: x.exp(), lambda: np.exp(xn), xt is not None and (lambda: xt.exp()),
-          bytes_moved=2 * xn.nbytes)
-    M = N * 2 // 5
-    gn = np.random.randn(M).astype(np.float32)
-    g = reftorch.from_numpy(gn)
-    gt = torch.from_numpy(gn) if torch else None
-    B.add(f"gelu-tanh 6-op chain {M / 1e6:.0f}M eager", lambda: gelu_chain(g, reftorch),
-          lambda: gelu_chain(gn, np), gt is not None and (lambda: gelu_chain(gt, torch)), bytes_moved=2 * gn.nbytes)
-    R, C = (1024, 1024) if q else (4096, 1024)
-    an, bn = np.random.rand(R, C).astype(np.float32), np.random.rand(C).astype(np.float32)
-    a, b = reftorch.from_numpy(an), reftorch.from_numpy(bn)
-    at, bt = (torch.from_numpy(an), torch.from_numpy(bn)) if torch else (None, None)
-    B.add(f"broadcast add ({R}x{C})+({C},)", lambda: a + b, lambda: an + bn, at is not None and (lambda: at + bt),
-          bytes_moved=2 * an.nbytes)
-    B.add(f"sum dim=1 of ({R},{C})", lambda: a.sum(1), lambda: an.sum(1), at is not None and (lambda: at.sum(1)),
-          bytes_moved=an.nbytes)
-    B.add(f"full sum {N // 10**6}M", lambda: x.sum(), lambda: xn.sum(), xt is not None and (lambda: xt.sum()),
-          bytes_moved=xn.nbytes)
-    K = 512 if q else 1024
-    mn = np.random.rand(K, K).astype(np.float32)
-    m = reftorch.from_numpy(mn)
-    mt = torch.from_numpy(mn) if torch else None
-    B.add(f"matmul {K}^3 float32", lambda: m @ m, lambda: mn @ mn, mt is not None and (lambda: mt @ mt),
-          flops=2 * K ** 3)
-    S = 1024 if q else 2048
-    pn, qn = np.random.rand(S, S).astype(np.float32), np.random.rand(S, S).astype(np.float32)
-    pp, qq = reftorch.from_numpy(pn), reftorch.from_numpy(qn)
-    pt, qt = (torch.from_numpy(pn), torch.from_numpy(qn)) if torch else (None, None)
-    B.add(f"a.T + b.T ({S},{S})", lambda: pp.T + qq.T, lambda: pn.T + qn.T, pt is not None and (lambda: pt.T + qt.T),
-          bytes_moved=3 * pn.nbytes)
-    B.add(f"a.T + b ({S},{S})", lambda: pp.T + qq, lambda: pn.T + qn, pt is not None and (lambda: pt.T + qt),
-          bytes_moved=3 * pn.nbytes)
-    o1, o2 = reftorch.ones(1), reftorch.ones(1)
-    on1, on2 = np.ones(1, np.float32), np.ones(1, np.float32)
-    ot1, ot2 = (torch.ones(1), torch.ones(1)) if torch else (None, None)
-    B.add("per-op overhead: add 1-element", lambda: o1 + o2, lambda: on1 + on2,
-          ot1 is not None and (lambda: ot1 + ot2), per_call_n=2000 if q else 20000)
-    r1 = reftorch.ones(1, requires_grad=True)
-    rt1 = torch.ones(1, requires_grad=True) if torch else None
-    B.add("per-op overhead: add 1-element, grad", lambda: r1 + o2, None,
-          rt1 is not None and (lambda: rt1 + ot2), per_call_n=2000 if q else 20000)
-    F = 200_000 if q else 1_000_000
-    fxn, fwn = np.random.rand(F).astype(np.float32), np.random.rand(F).astype(np.float32)
 
-    def fb_ours():
-        xx = reftorch.from_numpy(fxn)
-        w = reftorch.from_numpy(fwn).requires_grad_()
-        (xx * w).tanh().sum().backward()
+    if args.worker == "torch":      # the torch side, run by --torch-python: print its times as JSON
+        import torch
+        torch.set_num_threads(1)
+        times = time_workloads(Lib("torch", torch), args.quick, args.only)[0]
+        print(json.dumps(dict(times=times, version=torch.__version__)))
+        return
 
-    def fb_torch():
-        xx = torch.from_numpy(fxn)
-        w = torch.from_numpy(fwn).requires_grad_()
-        (xx * w).tanh().sum().backward()
+    sys.path.insert(0, ROOT)
+    import reftorch
+    copy_gbs, np_gflops = machine_limits(args.quick)
+    t_torch, torch_python, torch_version = torch_times(args)
+    print(f"machine: copy {copy_gbs:.1f} GB/s, numpy.matmul {np_gflops:.1f} GFLOP/s (float32 1024^3, 1 thread), "
+          f"torch {torch_version or 'absent'}" + (f" ({torch_python})" if torch_python else ""))
+    t_np, meta = time_workloads(Lib("numpy", np), args.quick, args.only)
+    t_ours, _ = time_workloads(Lib("reftorch", reftorch), args.quick, args.only)
+    print(f"{'workload':46s} {'reftorch':>10s} {'numpy':>10s} {'torch':>10s} {'x numpy':>8s} {'x torch':>8s}  note")
+    print("(x numpy, x torch: the peer's time / reftorch's time -- above 1 means reftorch is faster)")
+    rows = []
+    for name, opt in meta:
+        if name not in t_ours:
+            continue
+        ours, tn, tt = t_ours[name], t_np.get(name), t_torch.get(name)
+        row = dict(workload=name, reftorch_s=ours, numpy_s=tn, torch_s=tt,
+                   vs_numpy=(tn / ours) if tn else None, vs_torch=(tt / ours) if tt else None)
+        note = ""
+        if "bytes" in opt:
+            row["GB/s"] = opt["bytes"] / ours / 1e9
+            note = f"{row['GB/s']:.1f} GB/s ({row['GB/s'] / copy_gbs:.0%} of copy)"
+        if "flops" in opt:
+            row["GFLOP/s"] = opt["flops"] / ours / 1e9
+            note = f"{row['GFLOP/s']:.1f} GFLOP/s"
+        rows.append(row)
+        vn = f"{row['vs_numpy']:.2f}" if row["vs_numpy"] else "-"
+        vt = f"{row['vs_torch']:.2f}" if row["vs_torch"] else "-"
+        print(f"{name:46s} {fmt_t(ours):>10s} {fmt_t(tn):>10s} {fmt_t(tt):>10s} {vn:>8s} {vt:>8s}  {note}", flush=True)
 
-    B.add(f"fwd+bwd (x*w).tanh().sum() {F // 1000}K", fb_ours, None, torch is not None and fb_torch)
-    B.add("MLP 64-128-128-10 train step (batch 64, Adam)", *mlp_steps())
-    print()
-    for label, (imp, first) in import_times().items():
-        print(f"import reftorch ({label}): {imp * 1e3:.0f} ms; first op after import: {first * 1e3:.0f} ms")
+    startup = {}
+    if not args.no_startup:
+        print()
+        envs = (("warm cache", {}), ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
+        startup["reftorch"] = startup_times(sys.executable, "reftorch", envs)
+        if torch_python:
+            startup["torch"] = startup_times(torch_python, "torch", (("", {}),))
+        for lib, res in startup.items():
+            for label, (imp, first, imp_cpu, first_cpu) in res.items():
+                print(f"import {lib}{f' ({label})' if label else ''}: {imp * 1e3:.0f} ms wall, {imp_cpu * 1e3:.0f} ms "
+                      f"CPU; first op (ones, add, sum) after import: {first * 1e3:.0f} ms wall, "
+                      f"{first_cpu * 1e3:.0f} ms CPU")
     with open(args.json, "w") as f:
-        json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), rows=B.rows), f, indent=1)
+        json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), torch=torch_version,
+                       rows=rows, startup=startup), f, indent=1)
     print(f"\nwrote {args.json}")
-
-
-def mlp_steps():
-    rng = np.random.default_rng(0)
-    xb = rng.standard_normal((64, 64)).astype(np.float32)
-    yb = rng.integers(0, 10, 64)
-    ours = None
-    try:
-        import reftorch.nn as nn
-        import reftorch.optim as optim
-        model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
-        opt = optim.Adam(model.parameters(), 1e-3)
-        X, Y = reftorch.from_numpy(xb), reftorch.from_numpy(yb)
-        lossf = nn.CrossEntropyLoss()
-
-        def ours():
-            opt.zero_grad()
-            lossf(model(X), Y).backward()
-            opt.step()
-    except (ImportError, AttributeError):
-        def ours():
-            pass
-    tfn = None
-    if torch is not None:
-        tm = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128),
-                                 torch.nn.ReLU(), torch.nn.Linear(128, 10))
-        topt = torch.optim.Adam(tm.parameters(), 1e-3)
-        TX, TY = torch.from_numpy(xb), torch.from_numpy(yb)
-        tl = torch.nn.CrossEntropyLoss()
-
-        def tfn():
-            topt.zero_grad()
-            tl(tm(TX), TY).backward()
-            topt.step()
-    return ours, None, tfn
 
 
 if __name__ == "__main__":

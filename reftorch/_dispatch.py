@@ -15,8 +15,9 @@ from . import _layout as L
 from . import _reference
 from . import _cuda_dispatch as _cuda_d
 from ._tensor import Storage, Tensor
+from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
-from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
+from .autograd.graph import NO_EDGE, OpNode, SavedTensor, grad_accumulator, gradient_edge
 from .autograd.inplace import note_view, rebase_history
 from .autograd.anomaly_mode import record_trace
 from .kernels import api as _api
@@ -26,6 +27,8 @@ from .kernels import derivatives as _derivatives
 
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
+_make_tensor = Tensor._make
+_requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 _tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
@@ -33,16 +36,98 @@ _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import 
 def _kernels():
     global _cpu
     if _cpu is None:
+        _defer_blas_check()
         from .kernels import cpu
         _cpu = cpu
     return _cpu
+
+
+def _defer_blas_check():
+    """Keep SciPy out of the first op. Numba's array-math registry, which loads with the first kernel,
+    checks for BLAS by importing scipy.linalg (~0.25 s); our kernels never call BLAS (matmul goes through
+    NumPy). While that registry imports, the check only asks whether SciPy is installed; Numba's own BLAS
+    users (np.dot in user code) still import it at their first compile."""
+    import sys
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        import importlib.util
+        from numba.np import linalg
+    except ImportError:
+        return
+    real = linalg.ensure_blas
+
+    def scipy_installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        from numba.np import arraymath
+        arraymath.ensure_blas = real
+    except Exception:   # noqa: BLE001 -- whatever this Numba does, its own import path will run later
+        pass
+    finally:
+        linalg.ensure_blas = real
+
+
+def _save_plan(spec):
+    """How record() finds each value the op's formulas read, worked out once per op: ("result",),
+    ("scalar", index), ("input", index) or ("attr", index or None for the result, attribute).
+    None where the general lookup is needed (a Tensor[] argument)."""
+    if spec.list_arg is not None:
+        return None
+    plan = []
+    for key in spec.saves:
+        if key in ("result", "results"):
+            plan.append((key, None))
+        elif "." in key:
+            base, attr = key.split(".")
+            if base == "result":
+                plan.append(("attr", (None, attr)))
+            elif base in spec.tensor_args:
+                plan.append(("attr", (spec.tensor_args.index(base), attr)))
+            else:
+                return None
+        elif key in spec.scalar_names:
+            plan.append(("scalar", spec.scalar_names.index(key)))
+        elif key in spec.tensor_args:
+            plan.append(("input", spec.tensor_args.index(key)))
+        else:
+            return None
+    return tuple(zip(spec.saves, plan))
+
+
+class _KernelCache(dict):
+    """An op's kernels by suffix. Replacing one (tests do, to check reference mode) also drops the entry
+    points the op's plans took from the old one."""
+    __slots__ = ("spec",)
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+
+    def _forget(self):
+        plans = self.spec.plans
+        if plans:
+            for plan in plans.values():
+                plan.entries.clear()
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, key, value)
+        self._forget()
+
+    def __delitem__(self, key):
+        dict.__delitem__(self, key)
+        self._forget()
 
 
 class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
-                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "rejects")
+                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
+                 "rejects")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -65,7 +150,12 @@ class OpSpec:
         kernel_args = d.get("kernel_args", ())
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
-        self._kernel_cache = {}
+        self._kernel_cache = _KernelCache(self)
+        # the lean elementwise path (see _fast_elementwise): one plan per argument-type key, for ops whose
+        # tensor arguments are all plain promoted Tensors
+        self.plans = {} if (self.kind in ("unary", "binary", "ternary", "fused")
+                            and all(ty == "Tensor" for ty in self.tensor_types)) else None
+        self.save_plan = _save_plan(self)
         self.rejects = d.get("rejects", ())
 
     def check_inputs(self, ts):
@@ -183,9 +273,36 @@ def run_elementwise(spec, ins, scalars, out):
     return out
 
 
+def _plan_for(spec, tensors):
+    """The op's cached plan for these arguments' types, or None when the general path must run."""
+    key = []
+    for t in tensors:
+        if isinstance(t, Tensor):
+            key.append(t.dtype if (t._shape and not t._wrapped) else (t.dtype, t._shape != (), t._wrapped))
+        else:
+            tp = type(t)
+            if tp is float or tp is int or tp is bool:
+                key.append(tp)
+            else:
+                return None
+    key = tuple(key)
+    plan = spec.plans.get(key)
+    if plan is None:
+        plan = _new_plan(spec, tensors, key)
+    return plan
+
+
 def elementwise(spec, tensors, scalars):
     if _cuda_d.used and _cuda_d.find(tensors):      # an argument on cuda: reftorch/_cuda_dispatch.py
         return _cuda_d.elementwise(spec, tensors, scalars)
+    if spec.plans is not None:
+        plan = _plan_for(spec, tensors)
+        if plan is not None:
+            return _fast_elementwise(spec, plan, tensors, scalars)
+    return _elementwise(spec, tensors, scalars)
+
+
+def _elementwise(spec, tensors, scalars):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
@@ -195,6 +312,220 @@ def elementwise(spec, tensors, scalars):
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, ts, scalars, (out,))
     return out
+
+
+# ---------------------------------------------------------------------------- the lean elementwise path
+#
+# Per-op overhead is what small tensors pay (DESIGN §5: one Numba call costs ~0.2 µs, the Python around
+# it used to cost ~20 µs). The first call with a given key -- each argument's dtype, 0-d-ness and
+# wrapped-ness, or the type of a Python number -- runs the general promotion code once and keeps the
+# result as a plan; later calls with that key skip promotion, and same-shape contiguous operands skip
+# broadcasting and collapsing too. The compiled kernel is called through its entry point once its exact
+# signature is known (Numba's dispatcher spends ~0.7 µs typing the arguments of every call).
+
+_PY_SCALAR_NP = {bool: np.bool_, int: np.int64, float: np.float64}  # as as_tensor_arg wraps them
+_shape_info = {}        # shape -> (contiguous strides, numel)
+_NP_DTYPE = {np.dtype(np.bool_): D.bool_, np.dtype(np.int64): D.int64, np.dtype(np.float64): D.float64}
+_geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a strided kernel takes
+
+
+class _Plan:
+    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts")
+
+    def __init__(self, compute, out, conv, n_kernel_scalars):
+        self.float_key = ("contig", (float,) * n_kernel_scalars) \
+            if compute.category == 2 and n_kernel_scalars else None
+        self.compute, self.out, self.out_np, self.conv = compute, out, out.np, conv
+        self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
+        self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
+        self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
+
+
+def _new_plan(spec, tensors, key):
+    ts = [as_tensor_arg(t) for t in tensors]
+    compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
+    conv = []
+    for t in tensors:
+        if isinstance(t, Tensor):
+            conv.append(None if t.dtype is compute else compute)
+        else:
+            conv.append((_PY_SCALAR_NP[type(t)], compute))
+    plan = _Plan(compute, out_dtype, tuple(conv), len(spec.kernel_idx) if spec.kernel_idx else 0)
+    if len(spec.plans) > 256:
+        spec.plans.clear()
+    spec.plans[key] = plan
+    return plan
+
+
+def _info(shape):
+    info = _shape_info.get(shape)
+    if info is None:
+        if len(_shape_info) > 4096:
+            _shape_info.clear()
+        info = _shape_info[shape] = (L.contiguous_strides(shape), L.numel(shape))
+    return info
+
+
+def _entry(spec, plan, suffix, args, ks):
+    """The compiled kernel for these argument types: the overload's entry point once Numba has compiled
+    (or loaded) it for exactly these types, else the dispatcher."""
+    ekey = (suffix, tuple(map(type, ks))) if ks else suffix
+    fn = plan.entries.get(ekey)
+    if fn is None:
+        disp = spec.kernel(suffix)
+        disp(*args, *ks)              # compiles or loads the overload (and does this call's work)
+        fn = disp
+        try:
+            sig = tuple(disp.typeof_pyval(a) for a in (*args, *ks))
+            ov = disp.overloads.get(sig)
+            if ov is not None and not ov.objectmode:
+                fn = ov.entry_point
+        except Exception:   # noqa: BLE001 -- an older/newer Numba without these: the dispatcher is fine
+            pass
+        plan.entries[ekey] = fn
+        return None
+    return fn
+
+
+def _fast_scalars(spec, plan, scalars):
+    """(kernel scalars, entry key) for the contiguous kernel."""
+    if scalars and spec.kernel_idx != ():
+        ks = None
+        if plan.float_key is not None:      # floating compute dtype: Python numbers go in as floats
+            ks = []
+            for i in spec.kernel_idx:
+                v = scalars[i]
+                tp = v.__class__
+                if tp is float or tp is int or tp is bool:
+                    ks.append(float(v))
+                else:
+                    ks = None
+                    break
+        if ks is None:
+            ks = _kernel_scalars(spec, scalars, plan.compute)
+            return ks, ("contig", tuple(map(type, ks)))
+        return ks, plan.float_key
+    return (), "contig"
+
+
+def _convert(plan, tensors):
+    """The arguments as tensors of the compute dtype (Python numbers as 1-element arrays)."""
+    ins = []
+    for t, c in zip(tensors, plan.conv):
+        if c is None:
+            ins.append(t)
+        elif c.__class__ is tuple:      # a Python number: a 1-element array of the compute dtype
+            k = plan.consts.get(t)      # kernels only read their inputs, so equal numbers share one
+            if k is None or t == 0 or t != t:   # (0.0 == -0.0 and NaN != NaN: those are never shared)
+                a = np.array((t,), c[0])
+                if a.dtype != c[1].np:
+                    a = a.astype(c[1].np)
+                k = _make_tensor(Storage(a), 0, (), (), c[1])
+                if len(plan.consts) < 64:
+                    plan.consts[t] = k
+            ins.append(k)
+        else:
+            ins.append(_cast(t, c))
+    return ins
+
+
+def _fast_elementwise(spec, plan, tensors, scalars):
+    ks, ekey = _fast_scalars(spec, plan, scalars)
+    if plan.plain:
+        t0 = tensors[0]
+        shape = t0._shape
+        info = _shape_info.get(shape)
+        if info is None:
+            info = _info(shape)
+        cs, n = info
+        for t in tensors:
+            if t._shape != shape or t._strides != cs:
+                break
+        else:       # same shape, all contiguous: one flat loop
+            odata = np.empty(n, plan.out_np)
+            out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
+            if n:
+                args = [odata]
+                for t in tensors:
+                    d = t._storage.data
+                    off = t._offset
+                    args.append(d if off == 0 and len(d) == n else d[off:off + n])
+                fn = plan.entries.get(ekey)
+                if fn is None:
+                    fn = _entry(spec, plan, "contig", args, ks)
+                if fn is not None:
+                    fn(*args, *ks)
+            if spec.differentiable and grad_mode.state.enabled:
+                for t in tensors:
+                    if _requires_grad(t):
+                        record(spec, tensors, scalars, (out,))
+                        break
+            return out
+        ins = tensors
+    else:
+        ins = _convert(plan, tensors)
+    shape = None
+    for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
+        s = t._shape
+        if s:
+            if shape is None:
+                shape = s
+            elif s != shape:
+                shape = L.broadcast_shapes(*[t._shape for t in ins])
+                break
+    if shape is None:
+        shape = ()
+    cs, n = _info(shape)
+    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+    if n:
+        _run_strided(spec, plan, ins, ks, out, shape, cs, n, 0, cs)
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if isinstance(t, Tensor) and _requires_grad(t):
+                record(spec, [t if isinstance(t, Tensor) else _wrap_number(t) for t in tensors], scalars, (out,))
+                break
+    return out
+
+
+def _wrap_number(v):
+    """A Python number as the wrapped 0-d tensor as_tensor_arg makes of it."""
+    a = np.array((v,), _PY_SCALAR_NP[type(v)])
+    t = _make_tensor(Storage(a), 0, (), (), _NP_DTYPE[a.dtype])
+    t._wrapped = True
+    return t
+
+
+def _run_strided(spec, plan, ins, ks, out, shape, cs, n, o_off, o_st):
+    """Run the kernel into out (offset o_off, strides o_st) over inputs broadcast to shape."""
+    odata = out._storage.data
+    strides = [o_st]
+    contig = o_st == cs
+    for t in ins:
+        if t._shape == shape and t._strides == cs:
+            strides.append(cs)
+        else:
+            contig = False
+            strides.append(L.broadcast_strides(t._shape, t._strides, shape))
+    if contig:
+        args = [odata[o_off:o_off + n]] + [t._storage.data[t._offset:t._offset + n] for t in ins]
+        fn = _entry(spec, plan, "contig", args, ks)
+        if fn is not None:
+            fn(*args, *ks)
+        return
+    gkey = (shape, *strides)
+    geo = _geometry.get(gkey)
+    if geo is None:
+        cshape, cstrides = L.collapse(shape, strides)
+        geo = [np.array(cshape, np.int64)] + [np.array(st, np.int64) for st in cstrides]
+        if len(_geometry) > 4096:
+            _geometry.clear()
+        _geometry[gkey] = geo
+    args = [geo[0], odata, o_off, geo[1]]
+    for t, g in zip(ins, geo[2:]):
+        args += [t._storage.data, t._offset, g]
+    fn = _entry(spec, plan, "strided", args, ks)
+    if fn is not None:
+        fn(*args, *ks)
 
 
 def _operands(spec, ts, compute):
@@ -245,6 +576,45 @@ def call_inplace(name, tensors, scalars):
 
 
 def _inplace(spec, tensors, scalars):
+    self = tensors[0]
+    if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _cuda_d.find(tensors)):
+        plan = _plan_for(spec, tensors)
+        if plan is not None and plan.out is self.dtype:
+            done = _fast_inplace(spec, plan, self, tensors, scalars)
+            if done is not None:
+                return done
+    return _inplace_general(spec, tensors, scalars)
+
+
+def _fast_inplace(spec, plan, self, tensors, scalars):
+    """The in-place op without autograd to record, when every operand has self's shape (or is 0-d) and none
+    overlaps self partially; None sends the call down the general path."""
+    shape = self._shape
+    storage = self._storage
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if isinstance(t, Tensor) and _requires_grad(t):
+                return None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if t._shape != shape and t._shape != ():
+                return None
+            if t._storage is storage and (t._offset != self._offset or t._strides != self._strides):
+                return None
+    if not storage.data.flags.writeable:
+        return None
+    check_inplace(self)
+    check_no_internal_overlap(self)
+    ins = tensors if plan.plain else _convert(plan, tensors)
+    cs, n = _info(shape)
+    if n:
+        ks, _ = _fast_scalars(spec, plan, scalars)
+        _run_strided(spec, plan, ins, ks, self, shape, cs, n, self._offset, self._strides)
+    storage.version += 1
+    return self
+
+
+def _inplace_general(spec, tensors, scalars):
     name = spec.name
     self = tensors[0]
     if not isinstance(self, Tensor):
@@ -353,9 +723,57 @@ def _reduced_shape(shape, dims, keepdim):
     return tuple(s for i, s in enumerate(shape) if i not in dims)
 
 
+_reduction_plans = {}      # (op, dtype, shape, strides, dim, keepdim, dtype arg) -> _ReductionPlan
+
+
+class _ReductionPlan:
+    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity")
+
+
 def reduction(spec, tensors, scalars):
     if _cuda_d.used and _cuda_d.find(tensors):
         return _cuda_d.reduction(spec, tensors, scalars)
+    x = tensors[0]
+    if isinstance(x, Tensor) and len(scalars) == len(spec.scalar_names) <= 3:
+        key = [spec, x.dtype, x._shape, x._strides]
+        for v in scalars:       # only plain arguments key a plan (1.0 == 1, but dim=1.0 must still raise)
+            tp = v.__class__
+            if tp is list or tp is tuple:
+                v = tuple(v)
+                if not all(d.__class__ is int for d in v):
+                    key = None
+                    break
+            elif not (v is None or tp is int or tp is bool or tp is D.dtype):
+                key = None
+                break
+            key.append((tp, v))
+        plan = None
+        if key is not None:
+            key = tuple(key)
+            plan = _reduction_plans.get(key)
+        if plan is not None:
+            return _run_reduction(spec, plan, x, scalars)
+        out = _reduction(spec, tensors, scalars, key)
+        return out
+    return _reduction(spec, tensors, scalars, None)
+
+
+def _run_reduction(spec, plan, x, scalars):
+    M, sm, K, sk = plan.geometry
+    if plan.identity is not None:
+        acc = np.full(M, plan.identity, plan.acc_np)
+        spec.kernel("reduce")(x._storage.data, x._offset, M, sm, K, sk, acc, 0)
+    else:
+        acc = np.empty(M, plan.acc_np)
+        spec.kernel("reduce")(x._storage.data, x._offset, M, sm, K, sk, acc, 1)
+    res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
+    out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, (x,), scalars, (out,))
+    return out
+
+
+def _reduction(spec, tensors, scalars, key):
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
@@ -398,6 +816,16 @@ def reduction(spec, tensors, scalars):
             start = 1
         if K_ > 0:
             spec.kernel("reduce")(arr, off, M_, sm, K_, sk, acc, start, *extra)
+        if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data:
+            # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
+            plan = _ReductionPlan()
+            plan.out_dtype, plan.acc_np, plan.out_np = out_dtype, acc_dtype.np, out_dtype.np
+            plan.out_shape, plan.out_strides = tuple(out_shape), _info(tuple(out_shape))[0]
+            plan.geometry = (M_, sm, K_, sk)
+            plan.identity = _identity(spec.identity, acc_dtype) if spec.identity is not None else None
+            if len(_reduction_plans) > 4096:
+                _reduction_plans.clear()
+            _reduction_plans[key] = plan
     res = acc if acc.dtype == out_dtype.np else acc.astype(out_dtype.np)
     out = new_tensor(res.reshape(out_shape), out_dtype)
     if spec.differentiable and grad_mode.state.enabled:
@@ -479,20 +907,25 @@ def scan(spec, tensors, scalars):
 def array(spec, tensors, scalars):
     if _cuda_d.used and any(isinstance(t, Tensor) and t.device.type == "cuda" for t in tensors):
         return _cuda_d.array(spec, tensors, scalars)
-    ts = inputs = [as_tensor_arg(t) if t is not None else None for t in tensors]
-    names = _tensor_names(spec, len(ts))
-    promo = [t for t, name in zip(ts, names) if t is not None and spec.arg_types[name] in PROMOTED]
+    ts = inputs = [t if isinstance(t, Tensor) else (as_tensor_arg(t) if t is not None else None) for t in tensors]
+    names = spec.tensor_args if spec.list_arg is None else _tensor_names(spec, len(ts))
+    arg_types = spec.arg_types
+    promo = [t for t, name in zip(ts, names) if t is not None and arg_types[name] in PROMOTED]
     for t, name in zip(ts, names):
-        if t is not None and spec.arg_types[name] in ("Index", "Index?"):
+        if t is not None and arg_types[name] in ("Index", "Index?"):
             check_index(t, spec.name)
     if promo:
-        dt = promoted(spec, promo)
+        dt = promo[0].dtype
+        if any(t.dtype is not dt or t._wrapped for t in promo) or not promo[0]._shape:
+            dt = promoted(spec, promo)
         spec.check_dtype(dt)
-        ts = [(_cast(t, dt) if (t is not None and any(t is p for p in promo)) else t) for t in ts]
+        if any(t.dtype is not dt for t in promo):
+            ts = [(_cast(t, dt) if (t is not None and any(t is p for p in promo)) else t) for t in ts]
     arrays = [t._array() if t is not None else None for t in ts]
     args = _group_list(spec, arrays)
     kw = dict(zip(spec.scalar_names, scalars))
-    _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    if kw:
+        _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
     try:
         # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
         # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
@@ -503,6 +936,11 @@ def array(spec, tensors, scalars):
     outs = res if isinstance(res, tuple) else (res,)
     tensors_out = []
     for a in outs:
+        if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
+            # a fresh array (its own memory, so no input's): wrap it as it is
+            tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
+                                            D.from_numpy(a.dtype)))
+            continue
         a = np.asarray(a)
         if any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
             a = a.copy()
@@ -572,9 +1010,15 @@ def view(spec, tensors, scalars):
     return out
 
 
+_F = None     # reftorch._functional, bound on first use (it imports this module)
+
+
 def composite(name, *args, **kwargs):
-    from . import _functional as F
-    return getattr(_composites, name)(F, *args, **kwargs)
+    global _F
+    if _F is None:
+        from . import _functional
+        _F = _functional
+    return getattr(_composites, name)(_F, *args, **kwargs)
 
 
 def composite_inplace(name, self, *args, **kwargs):
@@ -632,6 +1076,9 @@ _HANDLERS = {"unary": elementwise, "binary": elementwise, "ternary": elementwise
 def record(spec, inputs, scalars, outputs, inplace=False):
     """Attach a node to the outputs when some differentiable input requires grad. With inplace=True
     outputs[0] is the tensor just overwritten: the node becomes its history (autograd/inplace.py)."""
+    if spec.save_plan is not None and not inplace and len(scalars) == len(spec.scalar_names) \
+            and len(inputs) == len(spec.tensor_args):
+        return _record_lean(spec, inputs, scalars, outputs)
     if not any(isinstance(t, Tensor) and t.requires_grad for t in inputs):
         return
     names = _tensor_names(spec, len(inputs))
@@ -681,6 +1128,66 @@ def record(spec, inputs, scalars, outputs, inplace=False):
             o.requires_grad = True
             o.grad_fn = node
             o._output_nr = i
+    if spec.kind == "view" and outputs[0]._base is not None:
+        note_view(outputs[0])
+
+
+def _record_lean(spec, inputs, scalars, outputs):
+    """record() for the common case (no Tensor[] argument, not in place) with the precomputed save plan."""
+    edges, meta = [], []
+    any_requires_grad = any_edge = False
+    for t in inputs:
+        if isinstance(t, Tensor):
+            dt = t.dtype
+            meta.append((t._shape, dt))
+            rg = _requires_grad(t)
+            if rg:
+                any_requires_grad = True
+            if dt.category == 2:
+                fn = t.grad_fn             # gradient_edge(t), inlined
+                if fn is not None:
+                    edges.append((fn, t._output_nr))
+                    any_edge = True
+                elif rg:
+                    edges.append((grad_accumulator(t), 0))
+                    any_edge = True
+                else:
+                    edges.append(NO_EDGE)
+            else:
+                edges.append(NO_EDGE)
+        else:
+            meta.append(((), None))
+            edges.append(NO_EDGE)
+    if not (any_requires_grad and any_edge):
+        return
+    saved = {}
+    for key, (how, where) in spec.save_plan:
+        if how == "input":
+            x = inputs[where]
+            if isinstance(x, Tensor):
+                if x._wrapped:      # a Python number: formulas use it in its own precision (PyTorch's double
+                    x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)  # Scalar)
+                saved[key] = SavedTensor(x)
+            else:
+                saved[key] = x
+        elif how == "scalar":
+            saved[key] = scalars[where]
+        elif how == "result":
+            saved[key] = SavedTensor(outputs[0], is_output=True)
+        elif how == "results":
+            saved[key] = [SavedTensor(o, is_output=True) for o in outputs]
+        else:
+            i, attr = where
+            saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
+    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], None)
+    record_trace(node)
+    nr = 0
+    for o in outputs:
+        if o.dtype.category == 2:
+            _set_requires_grad_slot(o, True)
+            o.grad_fn = node
+            o._output_nr = nr
+        nr += 1
     if spec.kind == "view" and outputs[0]._base is not None:
         note_view(outputs[0])
 

@@ -34,14 +34,14 @@ class Tensor:
     # ------------------------------------------------------------------ construction (internal)
     @classmethod
     def _make(cls, storage, offset, shape, strides, dtype, device=CPU, base=None):
-        t = object.__new__(cls)
+        t = _new(cls)
         t._storage = storage
         t._offset = offset
         t._shape = shape
         t._strides = strides
         t.dtype = dtype
         t.device = device
-        t.requires_grad = False
+        _set_requires_grad_slot(t, False)   # the raw slot: bind() puts a checking property in front of it
         t._grad = None
         t.grad_fn = None
         t._output_nr = 0
@@ -236,6 +236,10 @@ class Tensor:
         t = _copy_tensor(self)
         memo[id(self)] = t
         return t
+
+
+_new = object.__new__
+_set_requires_grad_slot = Tensor.__dict__["requires_grad"].__set__
 
 
 class Size(tuple):

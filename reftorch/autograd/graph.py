@@ -37,12 +37,17 @@ def grad_accumulator(leaf):
     """The leaf's AccumulateGrad. The leaf refers to it weakly (the node refers to the leaf), so the
     two never form a reference cycle; a new one is made when the old graph is gone."""
     acc = leaf._accum
-    if isinstance(acc, weakref.ref):
+    if acc.__class__ is _weakref_type:
+        acc = acc()
+    elif isinstance(acc, weakref.ref):
         acc = acc()
     if acc is None:
         acc = AccumulateGrad(leaf)
-        leaf._accum = weakref.ref(acc)
+        leaf._accum = _weakref_type(acc)
     return acc
+
+
+_weakref_type = weakref.ref
 
 
 # ------------------------------------------------------------------------------------ saved tensors
@@ -215,7 +220,15 @@ class OpNode(Node):
     __slots__ = ("op", "backward_fn", "saved", "list_arity")
 
     def __init__(self, op, backward_fn, saved, next_functions, input_meta, out_meta, list_arity=None):
-        super().__init__(next_functions, input_meta, out_meta)
+        # Node.__init__ inlined: one is made per recorded op, so its cost is per-op overhead
+        next_functions = tuple(next_functions)
+        if None in next_functions:
+            next_functions = tuple(NO_EDGE if e is None else e for e in next_functions)
+        self.next_functions = next_functions
+        self.input_meta = input_meta if input_meta.__class__ is list else list(input_meta)
+        self.out_meta = out_meta if out_meta.__class__ is list else list(out_meta)
+        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
+        self.trace = self._metadata = None
         self.op = op
         self.backward_fn = backward_fn
         self.saved = saved                  # {name: SavedTensor | [SavedTensor] | plain value}
@@ -225,7 +238,7 @@ class OpNode(Node):
         return f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        from .. import _functional as F
+        F = _functional()
         grads = self._materialize(grads)
         saved = {}
         for key, value in self.saved.items():
@@ -277,7 +290,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__((), (), [(variable._shape, variable.dtype)])
+        # Node.__init__ inlined (a leaf gets a new one whenever its previous graph is gone)
+        self.next_functions = ()
+        self.input_meta = []
+        self.out_meta = [(variable._shape, variable.dtype)]
+        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
+        self.trace = self._metadata = None
         self.variable = variable
 
     def name(self):
@@ -312,6 +330,18 @@ class RemovableHandle:
 
 
 _Handle = RemovableHandle
+
+
+_F = None
+
+
+def _functional():
+    """reftorch._functional (imported on first use: it imports the tensor core, which imports this module)."""
+    global _F
+    if _F is None:
+        from .. import _functional as F
+        _F = F
+    return _F
 
 
 def _camel(name):

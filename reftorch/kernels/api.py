@@ -446,6 +446,12 @@ SPECS = {
 
     'index_copy': {'name': 'index_copy', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros(source.shape, np.int64), source, dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_adam_exp_avg': {'name': '_adam_exp_avg', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('grad', 'Tensor', None, False), ('param', 'Tensor', None, False), ('beta1', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('beta1', 'weight_decay', 'maximize', 'decoupled'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_adam_exp_avg_sq': {'name': '_adam_exp_avg_sq', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('grad', 'Tensor', None, False), ('param', 'Tensor', None, False), ('beta2', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('beta2', 'weight_decay', 'maximize', 'decoupled'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_adam_param': {'name': '_adam_param', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('exp_avg', 'Tensor', None, False), ('exp_avg_sq', 'Tensor', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2468,3 +2474,39 @@ def index_copy(self, dim, index, source):
 def index_copy_(self, dim, index, source):
     """In-place index_copy: writes the result into self."""
     return _rt.composite_inplace('index_copy', self, dim, index, source)
+
+
+def _adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    """Adam's first moment, in place: exp_avg.lerp_(g, 1 - beta1) (helper of optim.Adam).
+
+    ops.yaml: _adam_exp_avg"""
+    return _rt.call('_adam_exp_avg', (self, grad, param, ), (beta1, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    """In-place _adam_exp_avg: writes the result into self."""
+    return _rt.call_inplace('_adam_exp_avg', (self, grad, param, ), (beta1, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    """Adam's second moment, in place: exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2) (helper of optim.Adam).
+
+    ops.yaml: _adam_exp_avg_sq"""
+    return _rt.call('_adam_exp_avg_sq', (self, grad, param, ), (beta2, weight_decay, maximize, decoupled, ))
+
+
+def _adam_exp_avg_sq_(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    """In-place _adam_exp_avg_sq: writes the result into self."""
+    return _rt.call_inplace('_adam_exp_avg_sq', (self, grad, param, ), (beta2, weight_decay, maximize, decoupled, ))
+
+
+def _adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """Adam's parameter update, in place, from exp_avg and exp_avg_sq (or its running maximum with amsgrad); decoupled weight decay (AdamW) first (helper of optim.Adam).
+
+    ops.yaml: _adam_param"""
+    return _rt.call('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _adam_param_(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """In-place _adam_param: writes the result into self."""
+    return _rt.call_inplace('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))

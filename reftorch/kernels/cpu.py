@@ -5759,6 +5759,252 @@ def addcdiv_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 
 @njit(inline="always")
+def _s__adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg -- self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
+    return self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_exp_avg_contig(out, a0, a1, a2, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_exp_avg(a0[i], a1[i], a2[i], beta1, weight_decay, maximize, decoupled)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_exp_avg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(a0[p0 + i], a1[p1 + i], a2[p2 + i], beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(a0[p0 + i], a1[p1 + i], v2, beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(a0[p0 + i], v1, a2[p2 + i], beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(v0, a1[p1 + i], a2[p2 + i], beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(a0[p0 + i], v1, v2, beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(v0, a1[p1 + i], v2, beta1, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg(v0, v1, a2[p2 + i], beta1, weight_decay, maximize, decoupled)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__adam_exp_avg(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], beta1, weight_decay, maximize, decoupled)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq -- self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
+    return self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_exp_avg_sq_contig(out, a0, a1, a2, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_exp_avg_sq(a0[i], a1[i], a2[i], beta2, weight_decay, maximize, decoupled)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_exp_avg_sq_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(a0[p0 + i], a1[p1 + i], a2[p2 + i], beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(a0[p0 + i], a1[p1 + i], v2, beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(a0[p0 + i], v1, a2[p2 + i], beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(v0, a1[p1 + i], a2[p2 + i], beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(a0[p0 + i], v1, v2, beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(v0, a1[p1 + i], v2, beta2, weight_decay, maximize, decoupled)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_exp_avg_sq(v0, v1, a2[p2 + i], beta2, weight_decay, maximize, decoupled)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__adam_exp_avg_sq(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], beta2, weight_decay, maximize, decoupled)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param -- (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
+    return (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_param_contig(out, a0, a1, a2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_param(a0[i], a1[i], a2[i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
+@njit(cache=CACHE, error_model="numpy")
+def _adam_param_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__adam_param(a0[p0 + i], a1[p1 + i], a2[p2 + i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_param(a0[p0 + i], a1[p1 + i], v2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_param(a0[p0 + i], v1, a2[p2 + i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__adam_param(v0, a1[p1 + i], a2[p2 + i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_param(a0[p0 + i], v1, v2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__adam_param(v0, a1[p1 + i], v2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__adam_param(v0, v1, a2[p2 + i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__adam_param(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad

@@ -3470,6 +3470,114 @@ def addcdiv_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
         out[po] = _s_addcdiv(a0[p0], a1[p1], a2[p2], value)
 
 
+@cuda.jit(device=True, inline=True)
+def _s__adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg -- self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
+    return self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
+
+
+@cuda.jit
+def _adam_exp_avg_contig(out, a0, a1, a2, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__adam_exp_avg(a0[i], a1[i], a2[i], beta1, weight_decay, maximize, decoupled)
+
+
+@cuda.jit
+def _adam_exp_avg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__adam_exp_avg(a0[p0], a1[p1], a2[p2], beta1, weight_decay, maximize, decoupled)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq -- self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
+    return self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
+
+
+@cuda.jit
+def _adam_exp_avg_sq_contig(out, a0, a1, a2, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__adam_exp_avg_sq(a0[i], a1[i], a2[i], beta2, weight_decay, maximize, decoupled)
+
+
+@cuda.jit
+def _adam_exp_avg_sq_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__adam_exp_avg_sq(a0[p0], a1[p1], a2[p2], beta2, weight_decay, maximize, decoupled)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param -- (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
+    return (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
+
+
+@cuda.jit
+def _adam_param_contig(out, a0, a1, a2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__adam_param(a0[i], a1[i], a2[i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
+@cuda.jit
+def _adam_param_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__adam_param(a0[p0], a1[p1], a2[p2], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -7759,6 +7867,12 @@ KERNELS = {
     'addcmul': dict(kind='elementwise', op='addcmul', tensors=('self', 'tensor1', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     'addcdiv': dict(kind='elementwise', op='addcdiv', tensors=('self', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_adam_exp_avg': dict(kind='elementwise', op='_adam_exp_avg', tensors=('self', 'grad', 'param'), scalars=('beta1', 'weight_decay', 'maximize', 'decoupled'),
+        kernels=('contig', 'strided')),
+    '_adam_exp_avg_sq': dict(kind='elementwise', op='_adam_exp_avg_sq', tensors=('self', 'grad', 'param'), scalars=('beta2', 'weight_decay', 'maximize', 'decoupled'),
+        kernels=('contig', 'strided')),
+    '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

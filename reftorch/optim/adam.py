@@ -54,28 +54,23 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay, amsgrad = group["lr"], group["eps"], group["weight_decay"], group["amsgrad"]
+            maximize, decoupled = bool(group["maximize"]), bool(group["decoupled_weight_decay"])
+            lr, eps, weight_decay = float(lr), float(eps), float(weight_decay)
+            beta1, beta2 = float(beta1), float(beta2)
             for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, amsgrad)
-                if group["maximize"]:
-                    grad = -grad
                 step = _bump(state["step"])
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-
+                # three generated kernels (ops.yaml: _adam_*), each one pass over one buffer, in place of a
+                # dozen ops: m <- lerp(m, g, 1 - beta1), v <- beta2 * v + (1 - beta2) * g * g, then p
+                exp_avg._adam_exp_avg_(grad, p, beta1, weight_decay, maximize, decoupled)
+                exp_avg_sq._adam_exp_avg_sq_(grad, p, beta2, weight_decay, maximize, decoupled)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                step_size = lr / bias_correction1
+                second = exp_avg_sq
                 if amsgrad:
-                    max_sq = state["max_exp_avg_sq"]
-                    max_sq.copy_(torch.maximum(max_sq, exp_avg_sq))
-                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                    second = state["max_exp_avg_sq"]
+                    second.copy_(torch.maximum(second, exp_avg_sq))
+                p._adam_param_(exp_avg, second, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt,
+                               eps)
         return loss
