@@ -474,13 +474,15 @@ def cuda_source(region):
     nin = len(region.inputs)
     bw_lines, bw_outs, helpers = body.backward() if region.grad_inputs else ([], {}, {})
     # the CUDA prelude's own tanh/tpow serve (math.tanh is fast on a GPU; literal exponents fold there too)
-    parts = [_header(region, "cuda"), "import math\nimport numpy as np\nfrom numba import cuda\n", cuda_prelude()]
+    # kernels are cached on disk by numba next to the module, as the CPU regions are (cache=CACHE)
+    parts = [_header(region, "cuda"), "import math\nimport numpy as np\nfrom numba import cuda\n"
+             "from reftorch.kernels._cache import CACHE\n", cuda_prelude()]
     parts += _scalar_fns(region, helpers, DEVICE)
 
     def kernel(name, arrays, lines, stores, doc, tail=()):
         outs = [o for o, _ in stores]
         ins = [a for a, _ in arrays]
-        src = ["@cuda.jit", f"def {name}({', '.join(outs + ins + list(tail))}):", *doc,
+        src = ["@cuda.jit(cache=CACHE)", f"def {name}({', '.join(outs + ins + list(tail))}):", *doc,
                f"    for i in range(cuda.grid(1), {outs[0]}.shape[0], cuda.gridsize(1)):"]
         src += [f"        {x} = {a}[i]" for a, x in arrays]
         src += ["        " + b for b in lines]
@@ -491,7 +493,7 @@ def cuda_source(region):
         # every operand as (array, offset, strides) over the iteration shape (stride 0 where broadcast)
         outs = [o for o, _ in stores]
         params = ", ".join(outs + [f"{a}, {a}_off, {a}_st" for a, _ in arrays] + list(tail))
-        src = ["@cuda.jit", f"def {name}(shape, {params}):", *doc,
+        src = ["@cuda.jit(cache=CACHE)", f"def {name}(shape, {params}):", *doc,
                "    nd = len(shape)", f"    for i in range(cuda.grid(1), {outs[0]}.shape[0], cuda.gridsize(1)):"]
         src += [f"        p_{a} = {a}_off" for a, _ in arrays]
         src += ["        rem = i", "        for d in range(nd - 1, -1, -1):", "            c = rem % shape[d]",
