@@ -156,8 +156,19 @@ def partition(graph):
     """Regions grow over program order; an op that does not read the current run's values (traced ops are
     pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
     so `f(x) * g(b)` with a smaller b stays one region for f(...) * ...; the moved ops are cut the same way."""
-    steps = _cut(graph.nodes)
-    return _finish(steps, graph)
+    return _finish(_cut(_live(graph)), graph)
+
+
+def _live(graph):
+    """The nodes whose results are returned or read by another live node: traced ops are pure (in-place
+    writes are graph breaks), so the others are dead code and are not replayed."""
+    live = set(_spec_vids(graph.out_spec))
+    keep = []
+    for n in reversed(graph.nodes):
+        if any(v in live for v in n.outs):
+            keep.append(n)
+            live.update(_arg_vids(n.args))
+    return keep[::-1]
 
 
 def _cut(nodes):

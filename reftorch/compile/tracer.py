@@ -8,6 +8,9 @@ Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.nu
 in-place op, a random number or a backward pass inside the function cannot be replayed from the
 recorded ops: each one is a graph break. The tracer notes where it happened (the user's line) and,
 under fullgraph=True, raises at once.
+
+Conversions (`.to(...)`, `.cuda()`, `.cpu()`, `.double()` ...) copy without the dispatcher: the tracer records
+each as a ConvertSpec step, so a replay converts its own input instead of reusing the traced copy.
 """
 from __future__ import annotations
 
@@ -25,6 +28,22 @@ _MUTATIONS = ("__setitem__", "copy_", "zero_", "fill_", "index_put_")
 
 class GraphBreak(RuntimeError):
     """Raised under fullgraph=True when the function cannot be captured as one graph."""
+
+
+class ConvertSpec:
+    """A pseudo op for Tensor.to / .cuda() / .cpu() / .double() ... (they copy without the dispatcher):
+    recorded as a step that converts to the traced result's dtype and device again, so that a replay moves
+    the new input rather than reusing the traced copy. kind "convert": never fused, replayed by `run`."""
+    name = "to"
+    kind = "convert"
+    kernel_idx = None
+    tensor_types = ("Tensor",)
+    scalar_names = ("dtype", "device")
+
+    @staticmethod
+    def run(tensors, scalars):
+        from .. import _methods
+        return _methods._to(tensors[0], dtype=scalars[0], device=scalars[1], copy=True)
 
 
 class OpRecord:
@@ -149,6 +168,27 @@ class Tracer:
             finally:
                 tracer.depth -= 1
         engine._run_backward = run_backward
+        # conversions (dtype, device) copy outside the dispatcher: record them as ConvertSpec steps. Tensor.to is
+        # the method; .float() / .cuda() / .cpu() / .type() ... call the module's _to
+        from .. import _methods
+        orig_to = _methods._to
+        self._saved[(_methods, "_to")] = orig_to
+        self._saved[(Tensor, "to")] = Tensor.__dict__.get("to", orig_to)
+
+        def to(self_, *a, __orig=orig_to, **k):
+            if tracer.depth:
+                return __orig(self_, *a, **k)
+            tracer.depth += 1
+            try:
+                res = __orig(self_, *a, **k)
+            finally:
+                tracer.depth -= 1
+            if isinstance(res, Tensor) and res is not self_:
+                arg = tracer._arg(self_)
+                tracer.ops.append(OpRecord(ConvertSpec, [arg], (res.dtype, res.device), [tracer.add_value(res)], False))
+            return res
+        _methods._to = to
+        Tensor.to = to
         self._prev = _dispatch._tracer
         _dispatch._tracer = self
         return self

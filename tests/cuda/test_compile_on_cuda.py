@@ -111,3 +111,14 @@ def test_device_guard_miss_retraces():
     np.testing.assert_allclose(r_cpu.numpy(), want)
     np.testing.assert_allclose(r_cuda.cpu().numpy(), want)
     assert sorted(r.device.type for r in regions(f)) == ["cpu", "cuda"]
+
+
+def test_device_moves_inside_the_compiled_function():
+    f = torch.compile(lambda x: (x.to("cuda") * 2 + 1).cpu())
+    for v in ([1.0, 2.0], [5.0, -6.0]):
+        x = torch.tensor(v, requires_grad=True)
+        y = f(x)
+        assert y.device.type == "cpu" and y.tolist() == [2 * a + 1 for a in v]
+        y.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+    assert f.traces == 1 and [r.device.type for r in regions(f)] == ["cuda"]
