@@ -465,12 +465,13 @@ def test_trailing_full_reduction_joins_the_region():
     assert ["mul", "sub", "pow", "sum"] in fused and ["tanh", "mul", "sum"] in fused
 
 
-def test_conversions_are_replayed_and_dead_regions_dropped():
-    """.double() / .to(dtype) copy outside the dispatcher: a replay converts the new input (not the traced copy);
-    gradients flow back through the conversion. A region whose values nothing reads is not run."""
+def test_conversions_and_detach_are_replayed_and_dead_code_dropped():
+    """.double() / .to(dtype) / detach() / .data make tensors outside the dispatcher: a replay derives them from
+    the new input (not the traced tensor); gradients flow back through the conversion. Ops whose values nothing
+    reads are not run."""
     def f(x):
         unused = (x * 3).exp()      # noqa: F841 -- dead code
-        return x.double() * 2 + x.to(reftorch.float64).sin()
+        return x.double() * 2 + x.to(reftorch.float64).sin() * x.detach() - x.data
     cf = reftorch.compile(f, fullgraph=True)
     for v in ([1.0, 2.0], [5.0, 6.0], [-1.0, 0.5]):
         x, xe = (reftorch.tensor(v, requires_grad=True) for _ in range(2))
@@ -482,4 +483,4 @@ def test_conversions_are_replayed_and_dead_regions_dropped():
         _close(x.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
     assert cf.traces == 1
     fused = [s.ops for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")]
-    assert fused == [["mul", "sin", "add"]], fused
+    assert fused == [["mul", "sin", "mul", "add", "sub"]], fused

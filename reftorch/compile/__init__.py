@@ -356,7 +356,7 @@ def _replay(entry, inputs):
             _run_region(st, env)
             continue
         n = st.node
-        if n.spec.kind == "convert":        # tracer.ConvertSpec: .to() / .cuda() / .double() ...
+        if n.spec.kind == "method":         # tracer.MethodSpec: .to() / .cuda() / .double() / detach() ...
             res = n.spec.run([_resolve(a, env) for a in n.args], n.scalars)
         else:
             res = handlers[n.spec.kind](n.spec, [_resolve(a, env) for a in n.args], n.scalars)
@@ -444,7 +444,7 @@ class CompiledFunction:
                         captured.append((x, (x._shape, x.dtype, x.device, x.requires_grad)))
         # dynamic=True: one trace serves every shape of the same ranks when the graph is elementwise only and
         # takes no integer Python constants (the usual shape-derived numbers); otherwise one trace per shape
-        shape_free = all(n.spec.kind in ir.ELEMENTWISE + ("convert",) for n in graph.nodes) and not any(
+        shape_free = all(n.spec.kind in ir.ELEMENTWISE + ("method",) for n in graph.nodes) and not any(
             isinstance(x, int) and not isinstance(x, bool) for n in graph.nodes for a in n.args for x in _consts(a))
         entry = _Entry(graph, steps, (), captured, shape_free, shapes)
         self._cache[key] = entry
