@@ -463,3 +463,24 @@ def test_trailing_full_reduction_joins_the_region():
             _close(a, b, rtol=1e-10, atol=1e-12)
     fused = [s.ops for e in cg._cache.values() for s in e.steps if hasattr(s, "kernels")]
     assert ["mul", "sub", "pow", "sum"] in fused and ["tanh", "mul", "sum"] in fused
+
+
+def test_conversions_and_detach_are_replayed_and_dead_code_dropped():
+    """.double() / .to(dtype) / detach() / .data make tensors outside the dispatcher: a replay derives them from
+    the new input (not the traced tensor); gradients flow back through the conversion. Ops whose values nothing
+    reads are not run."""
+    def f(x):
+        unused = (x * 3).exp()      # noqa: F841 -- dead code
+        return x.double() * 2 + x.to(reftorch.float64).sin() * x.detach() - x.data
+    cf = reftorch.compile(f, fullgraph=True)
+    for v in ([1.0, 2.0], [5.0, 6.0], [-1.0, 0.5]):
+        x, xe = (reftorch.tensor(v, requires_grad=True) for _ in range(2))
+        got, want = cf(x), f(xe)
+        assert got.dtype is reftorch.float64
+        _close(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+        got.sum().backward()
+        want.sum().backward()
+        _close(x.grad.numpy(), xe.grad.numpy(), rtol=1e-6)
+    assert cf.traces == 1
+    fused = [s.ops for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")]
+    assert fused == [["mul", "sin", "mul", "add", "sub"]], fused

@@ -121,7 +121,8 @@ for regs, _ in cases[:1] + cases[2:]:   # float32 GELU (+ backward), the mixed g
         ins = [arr(dt.np) for _, dt in r.inputs]
         outs = [arr(dt.np) for dt in r.out_dtypes] + ([arr(r.reduce.vdtype.np)] if r.reduce else [])
         cuda.compile_ptx(gpu.fused_cuda.py_func, tuple(outs + ins), cc=(7, 5))
-        geo = types.Array(types.int64, 1, "C")
+        # the strided kernels as reftorch.compile launches them on cuda tensors: shape and strides are tuples
+        geo = types.UniTuple(types.int64, len(r.shape))
         sargs = []
         for a in ins:
             sargs += [a, types.int64, geo]
@@ -132,6 +133,9 @@ for regs, _ in cases[:1] + cases[2:]:   # float32 GELU (+ backward), the mixed g
             gis = [arr(r.inputs[j][1].np) for j in r.grad_inputs]
             gr = [typeof(np.dtype(r.reduce.vdtype.np).type(0))] if r.reduce is not None and r.reduce.grad else []
             cuda.compile_ptx(gpu.fused_backward_cuda.py_func, tuple(gis + ins + gos + gr), cc=(7, 5))
+            for g in gos:
+                sargs += [g, types.int64, geo]
+            cuda.compile_ptx(gpu.fused_backward_cuda_strided.py_func, tuple([geo] + gis + sargs + gr), cc=(7, 5))
         done += 1
 assert done >= 3, done
 print("PTX OK", done)

@@ -31,7 +31,14 @@ Kernels: each region's module is written under the hash of its source to $REFTOR
 region loads it (~0.1 s) instead of compiling it (seconds). Inputs of REFTORCH_COMPILE_PAR_MIN elements
 or more (default 1M; 0 disables) take the threaded loop. `compiled.kernels()` returns the sources
 (REFTORCH_COMPILE_DUMP=1 prints them); `compiled.kernels(device="cuda")` the same regions as numba.cuda
-kernels (CUDA tensors are not dispatched to them yet).
+kernels.
+
+CUDA: a call with cuda tensors (the device is part of the guards) fuses the same regions, over tensors of one
+cuda device, into numba.cuda kernels (codegen.cuda_source: grid-stride loops, contiguous and strided, forward
+and fused backward) launched on the tensors' device arrays with the launch shape of reftorch/_cuda_launch.py;
+the other ops (matmul, reductions, views...) replay through the dispatcher, which runs them on cuda. Each
+region's kernels are loaded once and numba compiles them at the first launch per argument types. A trailing
+reduction stays a tree kernel of its own on cuda.
 """
 from __future__ import annotations
 
@@ -183,6 +190,37 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
     return outs
 
 
+def _launch_cuda(r, which, shape, ins, out_dtypes, device, scalars=()):
+    """`_launch` for a region on cuda: its numba.cuda kernels (codegen.cuda_source) over device arrays, with
+    the launch shape of the other CUDA kernels (reftorch/_cuda_launch.py); fresh contiguous device outputs."""
+    from .. import _cuda_launch as cl
+    n = L.numel(shape)
+    cu = cl.kernels().cuda
+    outs = [cu.device_array(n, dtype=dt.np) for dt in out_dtypes]
+    if n == 0:
+        return outs
+    k = r.kernels.get(which)
+    if k is None:
+        mod = r.kernel
+        k = r.kernels[which] = (getattr(mod, which + "_cuda"), getattr(mod, which + "_cuda_strided"))
+    threads = cl._config["threads"]
+    grid = cl._blocks(n, threads)
+    if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
+        arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
+                  else t._storage.data for t in ins]
+        k[0][grid, threads](*outs, *arrays, *scalars)
+        return outs
+    strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+    cshape, cstrides = L.collapse(shape, strides)
+    if not cshape:
+        cshape, cstrides = (1,), [(0,)] * len(strides)
+    args = []
+    for t, st in zip(ins, cstrides[1:]):
+        args += [t._storage.data, t._offset, tuple(int(v) for v in st)]
+    k[1][grid, threads](tuple(int(v) for v in cshape), *outs, *args, *scalars)
+    return outs
+
+
 def _identity(src, acc):
     v = {"inf": np.inf, "-inf": -np.inf}.get(str(src))
     return v if v is not None else float(src)
@@ -236,7 +274,10 @@ def _run_region(r, env):
         cs = r.cstrides
     rt = r.reduce
     red = None
-    if rt is not None:
+    dev = r.device
+    if dev.type == "cuda":      # (trailing reductions are not fused on cuda: ir._fuse_trailing_reductions)
+        outs = _launch_cuda(r, "fused", shape, ins, r.out_dtypes, dev)
+    elif rt is not None:
         acc = np.empty(1, rt.acc)
         acc[0] = _identity(rt.identity, rt.acc)
         outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc)[1:]
@@ -244,7 +285,7 @@ def _run_region(r, env):
                                                   L.contiguous_strides(rt.out_shape), rt.out_dtype)
     else:
         outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
-    res = [Tensor._make(Storage(arr), 0, shape, cs, dt) for arr, dt in zip(outs, r.out_dtypes)]
+    res = [Tensor._make(Storage(arr), 0, shape, cs, dt, dev) for arr, dt in zip(outs, r.out_dtypes)]
     for vid, t in zip(r.outputs, res):
         env[vid] = t
     if r.grad_inputs and grad_mode.state.enabled:
@@ -294,9 +335,13 @@ class RegionBackward(Node):
                 g = g.expand(self.shape)
             gouts.append(g)
         dts = [r.inputs[j][1] for j in r.grad_inputs]
-        outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts, scalars=scalar)
+        dev = r.device
+        if dev.type == "cuda":
+            outs = _launch_cuda(r, "fused_backward", self.shape, ins + gouts, dts, dev, scalar)
+        else:
+            outs = _launch(r, "fused_backward", self.shape, ins + gouts, dts, scalars=scalar)
         cs = L.contiguous_strides(self.shape)
-        return [Tensor._make(Storage(a), 0, self.shape, cs, dt) for a, dt in zip(outs, dts)]
+        return [Tensor._make(Storage(a), 0, self.shape, cs, dt, dev) for a, dt in zip(outs, dts)]
 
     def release(self):
         for s in self.saved:
@@ -311,7 +356,10 @@ def _replay(entry, inputs):
             _run_region(st, env)
             continue
         n = st.node
-        res = handlers[n.spec.kind](n.spec, [_resolve(a, env) for a in n.args], n.scalars)
+        if n.spec.kind == "method":         # tracer.MethodSpec: .to() / .cuda() / .double() / detach() ...
+            res = n.spec.run([_resolve(a, env) for a in n.args], n.scalars)
+        else:
+            res = handlers[n.spec.kind](n.spec, [_resolve(a, env) for a in n.args], n.scalars)
         if n.multi:
             for vid, o in zip(n.outs, res):
                 env[vid] = o
@@ -396,7 +444,7 @@ class CompiledFunction:
                         captured.append((x, (x._shape, x.dtype, x.device, x.requires_grad)))
         # dynamic=True: one trace serves every shape of the same ranks when the graph is elementwise only and
         # takes no integer Python constants (the usual shape-derived numbers); otherwise one trace per shape
-        shape_free = all(n.spec.kind in ir.ELEMENTWISE for n in graph.nodes) and not any(
+        shape_free = all(n.spec.kind in ir.ELEMENTWISE + ("method",) for n in graph.nodes) and not any(
             isinstance(x, int) and not isinstance(x, bool) for n in graph.nodes for a in n.args for x in _consts(a))
         entry = _Entry(graph, steps, (), captured, shape_free, shapes)
         self._cache[key] = entry
@@ -404,7 +452,8 @@ class CompiledFunction:
 
     def _codegen(self, region):
         from . import codegen
-        src = codegen.region_source(region)
+        # a region on cuda becomes numba.cuda kernels (compiled at their first launch, per argument types)
+        src = codegen.cuda_source(region) if region.device.type == "cuda" else codegen.region_source(region)
         region.source = src
         region.dynamic = self.dynamic
         region.kernels = {}
@@ -416,12 +465,13 @@ class CompiledFunction:
                 print(src)
 
     # -------------------------------------------------------------- introspection
-    def kernels(self, device="cpu"):
-        """The generated source of every fused region compiled so far; device="cuda": the same regions as
-        numba.cuda kernels."""
-        if device == "cuda":
+    def kernels(self, device=None):
+        """The generated source of every fused region compiled so far (numba.cuda kernels for the regions that
+        ran on cuda); device="cuda" / "cpu": every region as numba.cuda kernels / as the CPU module."""
+        if device is not None:
             from . import codegen
-            return [codegen.cuda_source(st) for e in self._cache.values() if e.steps
+            gen = codegen.cuda_source if str(device).startswith("cuda") else codegen.region_source
+            return [gen(st) for e in self._cache.values() if e.steps
                     for st in e.steps if isinstance(st, ir.Region)]
         return list(self._sources)
 
@@ -455,7 +505,7 @@ class CompiledModule:
     def forward(self, *args, **kwargs):
         return self._compiled_forward(*args, **kwargs)
 
-    def kernels(self, device="cpu"):
+    def kernels(self, device=None):
         return self._compiled_forward.kernels(device)
 
     def __getattr__(self, name):

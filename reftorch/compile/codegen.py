@@ -465,23 +465,41 @@ def region_source(region):
 
 def cuda_source(region):
     """The region as numba.cuda kernels: grid-stride loops over contiguous operands (`fused_cuda`,
-    `fused_backward_cuda`) and over broadcast/strided ones (`fused_cuda_strided`: the linear index is split
-    into coordinates by div/mod, cheap on a GPU). Scalar helpers are device functions."""
+    `fused_backward_cuda`) and over broadcast/strided ones (`fused_cuda_strided`, `fused_backward_cuda_strided`:
+    the linear index is split into coordinates by div/mod, cheap on a GPU; outputs are fresh and contiguous).
+    Scalar helpers are device functions. reftorch.compile launches them for cuda tensors (compile/__init__.py)."""
     _ensure_codegen_importable()
     from codegen.emit_cuda import DEVICE, prelude as cuda_prelude
     body = _Body(region)
     nin = len(region.inputs)
     bw_lines, bw_outs, helpers = body.backward() if region.grad_inputs else ([], {}, {})
     # the CUDA prelude's own tanh/tpow serve (math.tanh is fast on a GPU; literal exponents fold there too)
-    parts = [_header(region, "cuda"), "import math\nimport numpy as np\nfrom numba import cuda\n", cuda_prelude()]
+    # kernels are cached on disk by numba next to the module, as the CPU regions are (cache=CACHE)
+    parts = [_header(region, "cuda"), "import math\nimport numpy as np\nfrom numba import cuda\n"
+             "from reftorch.kernels._cache import CACHE\n", cuda_prelude()]
     parts += _scalar_fns(region, helpers, DEVICE)
 
     def kernel(name, arrays, lines, stores, doc, tail=()):
         outs = [o for o, _ in stores]
         ins = [a for a, _ in arrays]
-        src = ["@cuda.jit", f"def {name}({', '.join(outs + ins + list(tail))}):", *doc,
+        src = ["@cuda.jit(cache=CACHE)", f"def {name}({', '.join(outs + ins + list(tail))}):", *doc,
                f"    for i in range(cuda.grid(1), {outs[0]}.shape[0], cuda.gridsize(1)):"]
         src += [f"        {x} = {a}[i]" for a, x in arrays]
+        src += ["        " + b for b in lines]
+        src += [f"        {o}[i] = {e}" for o, e in stores]
+        return "\n".join(src) + "\n"
+
+    def strided(name, arrays, lines, stores, doc, tail=()):
+        # every operand as (array, offset, strides) over the iteration shape (stride 0 where broadcast)
+        outs = [o for o, _ in stores]
+        params = ", ".join(outs + [f"{a}, {a}_off, {a}_st" for a, _ in arrays] + list(tail))
+        src = ["@cuda.jit(cache=CACHE)", f"def {name}(shape, {params}):", *doc,
+               "    nd = len(shape)", f"    for i in range(cuda.grid(1), {outs[0]}.shape[0], cuda.gridsize(1)):"]
+        src += [f"        p_{a} = {a}_off" for a, _ in arrays]
+        src += ["        rem = i", "        for d in range(nd - 1, -1, -1):", "            c = rem % shape[d]",
+                "            rem = rem // shape[d]"]
+        src += [f"            p_{a} += c * {a}_st[d]" for a, _ in arrays]
+        src += [f"        {x} = {a}[p_{a}]" for a, x in arrays]
         src += ["        " + b for b in lines]
         src += [f"        {o}[i] = {e}" for o, e in stores]
         return "\n".join(src) + "\n"
@@ -491,24 +509,14 @@ def cuda_source(region):
     if region.reduce is not None:       # the trailing reduction is left to the CUDA reduction kernels
         stores.append((f"o{len(stores)}", f"v{region.reduce.vid}"))
     parts.append(kernel("fused_cuda", arrays, body.fwd, stores, _doc(region)))
-    outs = [o for o, _ in stores]
-    params = ", ".join(outs + [f"a{j}, a{j}_off, a{j}_st" for j in range(nin)])
-    src = ["@cuda.jit", f"def fused_cuda_strided(shape, {params}):", *_doc(region),
-           "    nd = len(shape)", "    for i in range(cuda.grid(1), o0.shape[0], cuda.gridsize(1)):"]
-    src += [f"        p{j} = a{j}_off" for j in range(nin)]
-    src += ["        rem = i", "        for d in range(nd - 1, -1, -1):", "            c = rem % shape[d]",
-            "            rem = rem // shape[d]"]
-    src += [f"            p{j} += c * a{j}_st[d]" for j in range(nin)]
-    src += [f"        x{j} = a{j}[p{j}]" for j in range(nin)]
-    src += ["        " + b for b in body.fwd]
-    src += [f"        {o}[i] = {e}" for o, e in stores]
-    parts.append("\n".join(src) + "\n")
+    parts.append(strided("fused_cuda_strided", arrays, body.fwd, stores, _doc(region)))
     if region.grad_inputs:
         bw_arrays = arrays + [(f"b{m}", f"go{m}") for m in range(len(region.grad_outputs))]
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]
         tail = ["gr"] if region.reduce is not None and region.reduce.grad else []
-        parts.append(kernel("fused_backward_cuda", bw_arrays, body.fwd + bw_lines, bw_stores,
-                            ["    # the forward values are recomputed, then the derivative formulas run in reverse"], tail))
+        doc = ["    # the forward values are recomputed, then the derivative formulas run in reverse"]
+        parts.append(kernel("fused_backward_cuda", bw_arrays, body.fwd + bw_lines, bw_stores, doc, tail))
+        parts.append(strided("fused_backward_cuda_strided", bw_arrays, body.fwd + bw_lines, bw_stores, doc, tail))
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 

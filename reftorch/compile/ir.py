@@ -22,7 +22,7 @@ ELEMENTWISE = ("unary", "binary", "ternary")
 
 class Node:
     __slots__ = ("spec", "args", "scalars", "outs", "multi", "fusable", "compute", "out_dtype", "shape",
-                 "operand_dtypes", "kernel_scalars", "consts")
+                 "operand_dtypes", "kernel_scalars", "consts", "device")
 
     def __init__(self, rec):
         self.spec = rec.spec
@@ -31,6 +31,7 @@ class Node:
         self.outs = rec.outs
         self.multi = rec.multi
         self.fusable = False
+        self.device = CPU
 
     def __repr__(self):
         return f"{self.spec.name}({', '.join(_fmt(a) for a in self.args)}) -> {self.outs}"
@@ -78,7 +79,18 @@ def _annotate(node, values):
         else:
             return
     out = values[node.outs[0]]
-    if any(t.device != CPU for t in ts) or out.device != CPU or out.numel() == 0:
+    if out.numel() == 0:
+        return
+    # one device per region: every tensor operand on the output's device (Python numbers are literals;
+    # a cpu tensor meeting cuda ones is left to the dispatcher, which moves or rejects it)
+    consts = [a[0] == "c" and not isinstance(a[1], Tensor) for a in node.args]
+    if any(t.device != out.device for t, c in zip(ts, consts) if not c):
+        return
+    if out.device.type == "cuda":
+        from .. import _cuda_dispatch
+        if _cuda_dispatch._kernel_info(spec.name) is None:
+            return
+    elif out.device != CPU:
         return
     if any(np.dtype(t.dtype.np).kind not in "biuf" or np.dtype(t.dtype.np).itemsize < 4 and
            np.dtype(t.dtype.np).kind == "f" for t in ts + [out]):
@@ -97,7 +109,7 @@ def _annotate(node, values):
         compute, out_dtype = _dispatch._result_dtypes(spec, ts)
     except Exception:
         return
-    node.compute, node.out_dtype, node.shape = compute, out_dtype, out._shape
+    node.compute, node.out_dtype, node.shape, node.device = compute, out_dtype, out._shape, out.device
     node.operand_dtypes = [_dispatch.D.bool_ if ty == "Mask" else compute for ty in spec.tensor_types]
     node.kernel_scalars = tuple(_dispatch._kernel_scalars(spec, node.scalars, compute))
     # Python numbers: cast to the operand dtype as the dispatcher casts a wrapped scalar
@@ -120,6 +132,7 @@ class Region:
     def __init__(self, nodes, shape):
         self.nodes = nodes
         self.shape = shape
+        self.device = nodes[0].device    # cpu: the Numba module of codegen.region_source; cuda: cuda_source
         self.inputs = []          # [(ref, dtype)]
         self.outputs = []         # [vid]
         self.out_dtypes = []
@@ -143,8 +156,19 @@ def partition(graph):
     """Regions grow over program order; an op that does not read the current run's values (traced ops are
     pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
     so `f(x) * g(b)` with a smaller b stays one region for f(...) * ...; the moved ops are cut the same way."""
-    steps = _cut(graph.nodes)
-    return _finish(steps, graph)
+    return _finish(_cut(_live(graph)), graph)
+
+
+def _live(graph):
+    """The nodes whose results are returned or read by another live node: traced ops are pure (in-place
+    writes are graph breaks), so the others are dead code and are not replayed."""
+    live = set(_spec_vids(graph.out_spec))
+    keep = []
+    for n in reversed(graph.nodes):
+        if any(v in live for v in n.outs):
+            keep.append(n)
+            live.update(_arg_vids(n.args))
+    return keep[::-1]
 
 
 def _cut(nodes):
@@ -162,14 +186,15 @@ def _cut(nodes):
         run_vids.clear()
 
     for n in nodes:
-        if n.fusable and (not run or run[0].shape == n.shape):
+        if n.fusable and (not run or (run[0].shape, run[0].device) == (n.shape, n.device)):
             run.append(n)
             run_vids.update(n.outs)
             continue
         if run and not any(v in run_vids for v in _arg_vids(n.args)):
             hoisted.append(n)
             continue
-        flush(keep_single=n.spec.kind == "reduction")     # x.abs().sum(): one fused pass
+        # x.abs().sum(): one fused pass (cpu; on cuda the reduction stays a kernel of its own)
+        flush(keep_single=n.spec.kind == "reduction" and bool(run) and run[0].device == CPU)
         if n.fusable:
             run.append(n)
             run_vids.update(n.outs)
@@ -222,6 +247,8 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
             continue
         out.append(st)
         if not isinstance(st, Region) or i + 1 >= len(steps) or not isinstance(steps[i + 1], OpStep):
+            continue
+        if st.device.type == "cuda":    # on cuda the reduction runs its tree kernel after the region
             continue
         n = steps[i + 1].node
         if n.spec.kind != "reduction" or n.multi or len(n.args) != 1 or n.args[0][0] != "v":

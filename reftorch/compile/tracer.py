@@ -8,6 +8,10 @@ Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.nu
 in-place op, a random number or a backward pass inside the function cannot be replayed from the
 recorded ops: each one is a graph break. The tracer notes where it happened (the user's line) and,
 under fullgraph=True, raises at once.
+
+Conversions (`.to(...)`, `.cuda()`, `.cpu()`, `.double()` ...), `detach()` and `.data` make tensors without the
+dispatcher: the tracer records each as a MethodSpec step, so a replay derives them from its own input instead of
+reusing the traced tensor.
 """
 from __future__ import annotations
 
@@ -25,6 +29,32 @@ _MUTATIONS = ("__setitem__", "copy_", "zero_", "fill_", "index_put_")
 
 class GraphBreak(RuntimeError):
     """Raised under fullgraph=True when the function cannot be captured as one graph."""
+
+
+class MethodSpec:
+    """A pseudo op for the Tensor methods that make a new tensor without the dispatcher: conversions (.to() /
+    .cuda() / .cpu() / .double() ... , replayed as a copy to the traced result's dtype and device) and
+    detach() / .data. Recorded as a step, so that a replay derives the tensor from its own input rather than
+    reusing the traced one. kind "method": never fused, replayed by `run(tensors, scalars)`."""
+    kind = "method"
+    kernel_idx = None
+    tensor_types = ("Tensor",)
+
+    def __init__(self, name, scalar_names, fn):
+        self.name, self.scalar_names, self._fn = name, scalar_names, fn
+
+    def run(self, tensors, scalars):
+        return self._fn(tensors[0], *scalars)
+
+
+def _methods():
+    from .. import _methods as m
+    return m
+
+
+CONVERT = MethodSpec("to", ("dtype", "device"), lambda t, dt, dev: _methods()._to(t, dtype=dt, device=dev, copy=True))
+DETACH = MethodSpec("detach", (), lambda t: _methods()._detach(t))
+DATA = MethodSpec("data", (), lambda t: _methods()._data_get(t))
 
 
 class OpRecord:
@@ -149,6 +179,34 @@ class Tracer:
             finally:
                 tracer.depth -= 1
         engine._run_backward = run_backward
+        # conversions (dtype, device), detach() and .data make tensors outside the dispatcher: recorded as
+        # MethodSpec steps. Tensor.to is the method; .float() / .cuda() / .cpu() / .type() ... call the module's _to
+        from .. import _methods
+
+        def derived(orig, spec, scalars_of):
+            def method(self_, *a, **k):
+                if tracer.depth:
+                    return orig(self_, *a, **k)
+                tracer.depth += 1
+                try:
+                    res = orig(self_, *a, **k)
+                finally:
+                    tracer.depth -= 1
+                if isinstance(res, Tensor) and res is not self_:
+                    arg = tracer._arg(self_)
+                    tracer.ops.append(OpRecord(spec, [arg], scalars_of(res), [tracer.add_value(res)], False))
+                return res
+            return method
+
+        orig_to = _methods._to
+        self._saved[(_methods, "_to")] = orig_to
+        self._saved[(Tensor, "to")] = Tensor.__dict__.get("to", orig_to)
+        _methods._to = Tensor.to = derived(orig_to, CONVERT, lambda r: (r.dtype, r.device))
+        self._saved[(Tensor, "detach")] = Tensor.__dict__["detach"]
+        Tensor.detach = derived(Tensor.__dict__["detach"], DETACH, lambda r: ())
+        data = Tensor.__dict__["data"]
+        self._saved[(Tensor, "data")] = data
+        Tensor.data = property(derived(data.fget, DATA, lambda r: ()), data.fset)
         self._prev = _dispatch._tracer
         _dispatch._tracer = self
         return self
