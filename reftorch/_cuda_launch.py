@@ -34,10 +34,6 @@ def _from_env():
     spec = os.environ.get("REFTORCH_CUDA_GRID")
     if not spec and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         spec = "2x32"   # the simulator runs every thread as Python: tiny grids (the kernels loop grid-stride)
-        # it runs a block's threads as Python threads and polls them at every syncthreads(): with the default
-        # 5 ms GIL switch interval each barrier waits out several switches
-        import sys
-        sys.setswitchinterval(min(sys.getswitchinterval(), 1e-4))
     if spec:
         blocks, threads = (int(v) for v in spec.lower().split("x"))
         configure(threads=threads, tree_threads=threads, max_blocks=blocks)
