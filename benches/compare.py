@@ -203,12 +203,50 @@ def main():
 
     B.add(f"fwd+bwd (x*w).tanh().sum() {F // 1000}K", fb_ours, None, torch is not None and fb_torch)
     B.add("MLP 64-128-128-10 train step (batch 64, Adam)", *mlp_steps())
+    kernel_rows(B, q)
     print()
     for label, (imp, first) in import_times().items():
         print(f"import reftorch ({label}): {imp * 1e3:.0f} ms; first op after import: {first * 1e3:.0f} ms")
     with open(args.json, "w") as f:
         json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), rows=B.rows), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+def kernel_rows(B, quick):
+    """More kernel-throughput rows: the vectorised float32 transcendentals, reductions over the outer
+    axis, and the parallel threshold (reftorch._dispatch.PARALLEL_MIN) measured against one thread."""
+    from reftorch import _dispatch
+    N = 2_000_000 if quick else 10_000_000
+    xn = np.random.rand(N).astype(np.float32) + np.float32(0.01)
+    x = reftorch.from_numpy(xn)
+    xt = torch.from_numpy(xn) if torch else None
+    for name in ("tanh", "log", "sigmoid"):
+        np_fn = (lambda: 1 / (1 + np.exp(-xn))) if name == "sigmoid" else (lambda f=getattr(np, name): f(xn))
+        B.add(f"{name} {N // 10**6}M float32", lambda f=name: getattr(x, f)(), np_fn,
+              xt is not None and (lambda f=name: getattr(xt, f)()), bytes_moved=2 * xn.nbytes)
+    R, C = (1024, 1024) if quick else (4096, 1024)
+    an = np.random.rand(R, C).astype(np.float32)
+    a = reftorch.from_numpy(an)
+    at = torch.from_numpy(an) if torch else None
+    B.add(f"sum dim=0 of ({R},{C})", lambda: a.sum(0), lambda: an.sum(0), at is not None and (lambda: at.sum(0)),
+          bytes_moved=an.nbytes)
+    print(f"\nparallel threshold: reftorch with {_dispatch.THREADS} threads over 1 (x > 1: threads pay); "
+          f"PARALLEL_MIN = {_dispatch.PARALLEL_MIN}")
+    threads = _dispatch.THREADS
+    for n in ((1 << 18, 1 << 20, 1 << 22) if quick else (1 << 18, 1 << 20, 1 << 21, 1 << 22, 1 << 23)):
+        u = reftorch.from_numpy(np.random.rand(n).astype(np.float32))
+        line = []
+        for label, fn in (("add", lambda: u + u), ("exp", lambda: u.exp())):
+            old = _dispatch.PARALLEL_MIN
+            try:
+                _dispatch.PARALLEL_MIN = 0
+                t_par = timeit(fn, B.reps)
+                _dispatch.THREADS = 1
+                t_one = timeit(fn, B.reps)
+            finally:
+                _dispatch.PARALLEL_MIN, _dispatch.THREADS = old, threads
+            line.append(f"{label} {t_one / t_par:.2f}")
+        print(f"  {n:>9d} elements: " + ", ".join(line))
 
 
 def mlp_steps():
