@@ -231,20 +231,21 @@ def kernel_rows(B, quick):
     B.add(f"sum dim=0 of ({R},{C})", lambda: a.sum(0), lambda: an.sum(0), at is not None and (lambda: at.sum(0)),
           bytes_moved=an.nbytes)
     print(f"\nparallel threshold: reftorch with {_dispatch.THREADS} threads over 1 (x > 1: threads pay); "
-          f"PARALLEL_MIN = {_dispatch.PARALLEL_MIN}")
+          f"PARALLEL_MIN = {_dispatch.PARALLEL_MIN}, load average now {os.getloadavg()[0]:.1f} "
+          f"(threads only below {_dispatch.THREADS - 0.5})")
     threads = _dispatch.THREADS
     for n in ((1 << 18, 1 << 20, 1 << 22) if quick else (1 << 18, 1 << 20, 1 << 21, 1 << 22, 1 << 23)):
         u = reftorch.from_numpy(np.random.rand(n).astype(np.float32))
         line = []
         for label, fn in (("add", lambda: u + u), ("exp", lambda: u.exp())):
-            old = _dispatch.PARALLEL_MIN
+            old = _dispatch._parallel
             try:
-                _dispatch.PARALLEL_MIN = 0
+                _dispatch._parallel = lambda n: True      # forced, whatever the size and the load
                 t_par = timeit(fn, B.reps)
                 _dispatch.THREADS = 1
                 t_one = timeit(fn, B.reps)
             finally:
-                _dispatch.PARALLEL_MIN, _dispatch.THREADS = old, threads
+                _dispatch._parallel, _dispatch.THREADS = old, threads
             line.append(f"{label} {t_one / t_par:.2f}")
         print(f"  {n:>9d} elements: " + ", ".join(line))
 

@@ -150,14 +150,26 @@ def _result_dtypes(spec, ts):
 # ---------------------------------------------------------------------------- elementwise
 
 BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orders take the blocked kernel
-# Kernels release the GIL: from PARALLEL_MIN elements on, a contiguous elementwise kernel (or a reduction
-# with many outputs) runs in THREADS chunks at once. A thread that waits for a core another process holds
-# stalls the whole op for milliseconds, hence the threshold (benches/compare.py measures it). THREADS is
-# REFTORCH_NUM_THREADS, else NUMBA_NUM_THREADS (CI sets 1: single-threaded), else the usable CPUs.
+# Kernels release the GIL: from PARALLEL_MIN elements on, a contiguous elementwise kernel (or a reduction)
+# runs in THREADS chunks at once. A thread that waits for a core another process holds stalls the whole op
+# for milliseconds (measured: a 1.5 ms row sum took 17 ms on two threads of a busy 2-core machine), hence
+# the threshold (benches/compare.py measures it) and the load test: threads only while the 1-minute load
+# average leaves a core free. THREADS is REFTORCH_NUM_THREADS, else NUMBA_NUM_THREADS (CI sets 1), else
+# the usable CPUs.
 PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
 THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
               (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 _pool = None
+
+
+def _parallel(n):
+    """Whether n elements of work go to THREADS threads."""
+    if n < PARALLEL_MIN or THREADS < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < THREADS - 0.5
+    except OSError:
+        return True
 
 
 def _chunks(n, align=4096):
@@ -169,6 +181,9 @@ def _chunks(n, align=4096):
 def _in_threads(run, ranges):
     """run(lo, hi) for every range: all but the first in the pool, the first in this thread."""
     global _pool
+    if len(ranges) == 1:
+        run(*ranges[0])
+        return
     if _pool is None:
         from concurrent.futures import ThreadPoolExecutor
         _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="reftorch")
@@ -179,7 +194,7 @@ def _in_threads(run, ranges):
 
 
 def _run_contig(kernel, arrays, scalars, n):
-    if n < PARALLEL_MIN or THREADS < 2:
+    if not _parallel(n):
         kernel(*arrays, *scalars)
         return
     _in_threads(lambda lo, hi: kernel(*[a[lo:hi] for a in arrays], *scalars), _chunks(n))
@@ -452,7 +467,7 @@ def reduction(spec, tensors, scalars):
             start = 1
         if K_ > 0:
             kernel = spec.kernel("reduce")
-            if M_ * K_ < PARALLEL_MIN or THREADS < 2:
+            if not _parallel(M_ * K_):
                 kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
             elif M_ >= 2 * THREADS:     # outputs in chunks, one per thread
                 _in_threads(lambda lo, hi: kernel(arr, off + lo * sm, hi - lo, sm, K_, sk, acc[lo:hi], start, *extra),
