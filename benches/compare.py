@@ -100,6 +100,12 @@ def workloads(lib, q):
     out.append((f"add {N // 10**6}M float32", lambda: x + y, dict(bytes=3 * xn.nbytes)))
     out.append((f"exp {N // 10**6}M float32", (lambda: np.exp(x)) if np_ else (lambda: x.exp()),
                 dict(bytes=2 * xn.nbytes)))
+    for name in ("tanh", "log", "sigmoid"):     # the vectorised float32 transcendentals (codegen/templates/vmath.py)
+        if np_:
+            fn = (lambda: 1 / (1 + np.exp(-x))) if name == "sigmoid" else (lambda f=getattr(np, name): f(x))
+        else:
+            fn = lambda f=name: getattr(x, f)()
+        out.append((f"{name} {N // 10**6}M float32", fn, dict(bytes=2 * xn.nbytes)))
     M = N * 2 // 5
     gn = rng.standard_normal(M, np.float32)
     g = lib.arr(gn)
@@ -110,6 +116,7 @@ def workloads(lib, q):
     a, b = lib.arr(an), lib.arr(bn)
     out.append((f"broadcast add ({R}x{C})+({C},)", lambda: a + b, dict(bytes=2 * an.nbytes)))
     out.append((f"sum dim=1 of ({R},{C})", lambda: a.sum(1), dict(bytes=an.nbytes)))
+    out.append((f"sum dim=0 of ({R},{C})", lambda: a.sum(0), dict(bytes=an.nbytes)))
     out.append((f"full sum {N // 10**6}M", lambda: x.sum(), dict(bytes=xn.nbytes)))
     K = 512 if q else 1024
     mn = rng.random((K, K), np.float32)
@@ -302,6 +309,8 @@ def main():
         vt = f"{row['vs_torch']:.2f}" if row["vs_torch"] else "-"
         print(f"{name:46s} {fmt_t(ours):>10s} {fmt_t(tn):>10s} {fmt_t(tt):>10s} {vn:>8s} {vt:>8s}  {note}", flush=True)
 
+    if not args.only:
+        parallel_threshold(args.quick, 5 if args.quick else 15)
     startup = {}
     if not args.no_startup:
         print()
@@ -318,6 +327,34 @@ def main():
         json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), torch=torch_version,
                        rows=rows, startup=startup), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+def parallel_threshold(quick, reps):
+    """reftorch's threaded kernels against one thread, by size: where threads start to pay is what
+    reftorch._dispatch.PARALLEL_MIN should be on this machine (threads run only while the load average
+    leaves a core free, and never with REFTORCH_NUM_THREADS / NUMBA_NUM_THREADS = 1)."""
+    import reftorch
+    from reftorch import _dispatch
+    threads = _dispatch.THREADS
+    print(f"\nparallel threshold: time on 1 thread / time on {threads} (x > 1: threads pay); PARALLEL_MIN = "
+          f"{_dispatch.PARALLEL_MIN}, load average now {os.getloadavg()[0]:.1f}")
+    if threads < 2:
+        print("  (one thread configured: nothing to compare)")
+        return
+    for n in ((1 << 18, 1 << 20, 1 << 22) if quick else (1 << 18, 1 << 20, 1 << 21, 1 << 22, 1 << 23)):
+        u = reftorch.from_numpy(np.random.rand(n).astype(np.float32))
+        line = []
+        for label, fn in (("add", lambda: u + u), ("exp", lambda: u.exp()), ("sum", lambda: u.sum())):
+            old_parallel, old_min = _dispatch._parallel, _dispatch.PARALLEL_MIN
+            try:
+                _dispatch._parallel, _dispatch.PARALLEL_MIN = (lambda n: True), 0     # forced, whatever the load
+                t_par = timeit(fn, reps)
+                _dispatch.THREADS = 1
+                t_one = timeit(fn, reps)
+            finally:
+                _dispatch._parallel, _dispatch.PARALLEL_MIN, _dispatch.THREADS = old_parallel, old_min, threads
+            line.append(f"{label} {t_one / t_par:.2f}")
+        print(f"  {n:>9d} elements: " + ", ".join(line))
 
 
 if __name__ == "__main__":

@@ -3,12 +3,18 @@
 The loops are written once per kind here (NumPy's ufunc model: the op supplies a scalar, the
 machinery does strides); every op gets the same loops with its own scalar spliced in.
 
-Elementwise ops get two kernels:
-  <op>_contig(out, in0, in1, ..., scalars)      every operand contiguous, same length
+Elementwise ops get three kernels (each compiled on first use only):
+  <op>_contig(out, in0, in1, ..., scalars)      every operand dense in one memory order, same length
   <op>_strided(shape, out, o_off, o_st, in0, in0_off, in0_st, ..., scalars)
+  <op>_blocked(same arguments)                  large operands whose stride orders disagree (a.T + b)
 The strided kernel walks the outer dimensions with an odometer (no div/mod per element) and
-specialises the inner loop for unit and zero strides so that LLVM can vectorise it. Indices are
-uint64: signed indices carry a negative-index check that stops vectorisation (DESIGN §5).
+specialises the inner loop for unit and zero strides so that LLVM can vectorise it; the blocked one
+walks the last two dimensions in 64x64 tiles. Indices are uint64: signed indices carry a
+negative-index check that stops vectorisation (DESIGN §5). exp/log/tanh/log1p/expm1 of float32 come
+from templates/vmath.py (polynomials that vectorise) instead of one libm call per element; sums and
+products over contiguous rows reassociate (several accumulators, vectorised).
+Elementwise and reduction kernels release the GIL (nogil): the dispatcher runs large ones in chunks on
+several threads (reftorch/_dispatch.py, PARALLEL_MIN).
 """
 from __future__ import annotations
 
@@ -23,6 +29,12 @@ TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
 
 def prelude():
     with open(os.path.join(TEMPLATES, "prelude.py")) as f:
+        return f.read()
+
+
+def vmath():
+    """Vectorisable exp/log/tanh/log1p/expm1 (CPU only): they rebind the `math` names of the prelude."""
+    with open(os.path.join(TEMPLATES, "vmath.py")) as f:
         return f.read()
 
 
@@ -51,12 +63,12 @@ def elementwise_kernels(name, tensors, scalars, comment):
     sc = "".join(", " + s for s in scalars)
     ins = ", ".join(f"a{i}" for i in range(n))
     out = []
-    out.append(f"@njit(cache=CACHE, error_model=\"numpy\")\ndef {name}_contig(out, {ins}{sc}):\n"
+    out.append(f"@njit(cache=CACHE, error_model=\"numpy\", nogil=True)\ndef {name}_contig(out, {ins}{sc}):\n"
                f"    # ops.yaml: {comment}\n"
                f"    for i in range(out.shape[0]):\n"
                f"        out[i] = _s_{name}({call_args(f'a{i}[i]' for i in range(n))})\n")
     params = "".join(f", a{i}, a{i}_off, a{i}_st" for i in range(n))
-    lines = [f"@njit(cache=CACHE, error_model=\"numpy\")",
+    lines = [f"@njit(cache=CACHE, error_model=\"numpy\", nogil=True)",
              f"def {name}_strided(shape, out, o_off, o_st{params}{sc}):",
              f"    # ops.yaml: {comment}",
              "    nd = len(shape)",
@@ -100,17 +112,94 @@ def elementwise_kernels(name, tensors, scalars, comment):
     return "\n\n".join(out)
 
 
+def blocked_kernel(name, n, scalars, comment):
+    """<op>_blocked: the strided kernel for operands whose stride orders disagree (a.T + b): the last two
+    dims go in 64x64 tiles, so that every cache line a transposed input brings in is used before it leaves
+    (DESIGN §5: 1.9 against 5-13 ns/element). The dispatcher calls it for large tensors only."""
+    call_args = lambda vals: ", ".join(list(vals) + list(scalars))
+    sc = "".join(", " + s for s in scalars)
+    params = "".join(f", a{i}, a{i}_off, a{i}_st" for i in range(n))
+    lines = [f"@njit(cache=CACHE, error_model=\"numpy\", nogil=True)",
+             f"def {name}_blocked(shape, out, o_off, o_st{params}{sc}):",
+             f"    # ops.yaml: {comment}",
+             "    nd = len(shape)",
+             "    R = np.uint64(shape[nd - 2])",
+             "    C = np.uint64(shape[nd - 1])",
+             "    ro = np.uint64(o_st[nd - 2])",
+             "    co = np.uint64(o_st[nd - 1])",
+             "    po = np.uint64(o_off)"]
+    for i in range(n):
+        lines += [f"    r{i} = np.uint64(a{i}_st[nd - 2])", f"    c{i} = np.uint64(a{i}_st[nd - 1])",
+                  f"    p{i} = np.uint64(a{i}_off)"]
+    lines += ["    outer = 1", "    for d in range(nd - 2):", "        outer *= shape[d]",
+              "    idx = np.zeros(nd, np.uint64)",
+              "    T = np.uint64(64)",
+              "    for _ in range(outer):",
+              "        for i0 in range(np.uint64(0), R, T):",
+              "            i1 = min(i0 + T, R)",
+              "            for j0 in range(np.uint64(0), C, T):",
+              "                j1 = min(j0 + T, C)",
+              "                for i in range(i0, i1):",
+              "                    qo = po + i * ro"]
+    lines += [f"                    q{i} = p{i} + i * r{i}" for i in range(n)]
+    lines += ["                    for j in range(j0, j1):",
+              f"                        out[qo + j * co] = _s_{name}({call_args(f'a{i}[q{i} + j * c{i}]' for i in range(n))})"]
+    # odometer over the dims before the last two
+    lines += ["        d = nd - 3", "        while d >= 0:", "            idx[d] += np.uint64(1)",
+              "            po += np.uint64(o_st[d])"]
+    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
+    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
+              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
+    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
+    lines += ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+    return "\n".join(lines)
+
+
+def _merge(op):
+    from .emit_cuda import merge_expr     # (emit_cuda imports this module)
+    return merge_expr(op.reduce.combine)
+
+
+def _reassociable(op):
+    """True when the combine is `acc + f(x)` or `acc * f(x)` with an identity: partial results may then be
+    summed in any order, which lets LLVM vectorise a row with several accumulators (fastmath reassoc)."""
+    return op.reduce.identity is not None and _merge(op) in ("acc + x", "acc * x")
+
+
 def reduction_kernel(op):
     r = op.reduce
     extra = [a.name for a in op.signature.args if a.type in ("Scalar", "float")]
     sc = "".join(", " + s for s in extra)
+    rows = ""
+    rows_call = ""
+    if _reassociable(op):
+        rows = f'''
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={{"reassoc"}})
+def _rows_{op.name}(x, off, M, sm, K, acc{sc}):
+    # ops.yaml: {op.name} -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (float32 sums still accumulate in float64, the acc dtype)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_{op.name}(a, x[base + k]{sc})
+        acc[m] = a
+'''
+        if _merge(op) == op.reduce.combine.strip():
+            # partial results combine like elements (sum: acc + x): the dispatcher may split one long row
+            rows = f"\n\n{op.name}_self_merging = True  # ops.yaml: {op.name} -- combine: {r.combine}\n" + rows
+        rows_call = f"""
+        if sk == 1 and start == 0:
+            _rows_{op.name}(x, off, M, sm, K, acc{sc})
+            return"""
     return f'''@njit(inline="always")
 def _c_{op.name}(acc, x{sc}):
     # ops.yaml: {op.name} -- combine: {r.combine}
     return {r.combine}
+{rows}
 
-
-@njit(cache=CACHE, error_model="numpy")
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
     # ops.yaml: {op.name} -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
     # start == 1: acc is seeded from the first element (a reduction without identity).
@@ -124,13 +213,19 @@ def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
             acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
-        # the reduced axis is the inner one: one running value per output row
+        # the reduced axis is the inner one: one running value per output row{rows_call}
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_{op.name}(a, x[base + k * sk]{sc})
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_{op.name}(acc[m], x[base + m]{sc})
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
@@ -194,13 +289,14 @@ def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
 def emit_module(ops, fused):
     """reftorch/kernels/cpu.py: every CPU kernel of the registry, plus fused backward kernels."""
     parts = [HEADER, '"""Numba CPU kernels for every elementwise, reduction and scan op of ops.yaml."""\n',
-             prelude(), CACHE_GUARD]
+             prelude(), vmath(), CACHE_GUARD]
     for op in ops:
         if op.kind in ("unary", "binary", "ternary"):
             tensors = [a.name for a in op.signature.tensor_args]
             scalars = kernel_scalars(op)
             parts.append(scalar_fn(op.name, tensors + scalars, op.scalar, f"{op.name} -- {op.scalar}"))
             parts.append(elementwise_kernels(op.name, tensors, scalars, op.name))
+            parts.append(blocked_kernel(op.name, len(tensors), scalars, op.name))
         elif op.kind == "reduction":
             parts.append(reduction_kernel(op))
         elif op.kind == "argreduction":
@@ -210,6 +306,7 @@ def emit_module(ops, fused):
     for fk in fused:
         parts.append(scalar_fn(fk.name, list(fk.tensors) + list(fk.scalars), fk.expr, fk.comment))
         parts.append(elementwise_kernels(fk.name, fk.tensors, fk.scalars, fk.comment))
+        parts.append(blocked_kernel(fk.name, len(fk.tensors), fk.scalars, fk.comment))
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 

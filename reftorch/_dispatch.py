@@ -6,6 +6,8 @@ autograd node. Per-op knowledge comes only from the spec and the generated kerne
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ._layout import contiguous_array as _contig
@@ -206,9 +208,9 @@ def new_tensor(arr, dtype):
     return Tensor._make(Storage(flat), 0, arr.shape, L.contiguous_strides(arr.shape), dtype)
 
 
-def empty(shape, dtype):
+def empty(shape, dtype, strides=None):
     n = L.numel(shape)
-    return Tensor._make(Storage(np.empty(n, dtype.np)), 0, tuple(shape), L.contiguous_strides(shape), dtype)
+    return Tensor._make(Storage(np.empty(n, dtype.np)), 0, tuple(shape), strides or L.contiguous_strides(shape), dtype)
 
 
 def promoted(spec, ts):
@@ -249,6 +251,57 @@ def _result_dtypes(spec, ts):
 
 # ---------------------------------------------------------------------------- elementwise
 
+BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orders take the blocked kernel
+# Kernels release the GIL: from PARALLEL_MIN elements on, a contiguous elementwise kernel (or a reduction)
+# runs in THREADS chunks at once. A thread that waits for a core another process holds stalls the whole op
+# for milliseconds (measured: a 1.5 ms row sum took 17 ms on two threads of a busy 2-core machine), hence
+# the threshold (benches/compare.py measures it) and the load test: threads only while the 1-minute load
+# average leaves a core free. THREADS is REFTORCH_NUM_THREADS, else NUMBA_NUM_THREADS (CI sets 1), else
+# the usable CPUs.
+PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
+THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
+              (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+_pool = None
+
+
+def _parallel(n):
+    """Whether n elements of work go to THREADS threads."""
+    if n < PARALLEL_MIN or THREADS < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < THREADS - 0.5
+    except OSError:
+        return True
+
+
+def _chunks(n, align=4096):
+    """THREADS ranges covering range(n), each starting on a multiple of align."""
+    step = -(-n // THREADS // align) * align
+    return [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+
+
+def _in_threads(run, ranges):
+    """run(lo, hi) for every range: all but the first in the pool, the first in this thread."""
+    global _pool
+    if len(ranges) == 1:
+        run(*ranges[0])
+        return
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="reftorch")
+    futures = [_pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
+    run(*ranges[0])
+    for f in futures:
+        f.result()
+
+
+def _run_contig(kernel, arrays, scalars, n):
+    if not _parallel(n):
+        kernel(*arrays, *scalars)
+        return
+    _in_threads(lambda lo, hi: kernel(*[a[lo:hi] for a in arrays], *scalars), _chunks(n))
+
+
 def run_elementwise(spec, ins, scalars, out):
     """Run the op's kernel over inputs already cast to the compute dtype, writing into `out`."""
     shape = out._shape
@@ -260,16 +313,27 @@ def run_elementwise(spec, ins, scalars, out):
             L.is_contiguous(shape, out._strides):
         args = [odata[out._offset:out._offset + n]]
         args += [t._storage.data[t._offset:t._offset + n] for t in ins]
-        spec.kernel("contig")(*args, *scalars)
+        _run_contig(spec.kernel("contig"), args, scalars, n)
         return out
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-    cshape, cstrides = L.collapse(shape, strides)
+    # walk the dims in the output's memory order (a transposed output is then walked contiguously), then
+    # merge the dims every operand walks as one
+    order = sorted(range(len(shape)), key=lambda d: -out._strides[d])
+    cshape, cstrides = L.collapse(tuple(shape[d] for d in order), [tuple(st[d] for d in order) for st in strides])
+    if len(cshape) == 1 and all(st[0] == 1 for st in cstrides):     # every operand dense, in one order
+        args = [odata[out._offset:out._offset + n]]
+        args += [t._storage.data[t._offset:t._offset + n] for t in ins]
+        _run_contig(spec.kernel("contig"), args, scalars, n)
+        return out
+    kind = "strided"
+    if n >= BLOCK_MIN and len(cshape) >= 2 and any(st[-1] > 1 and 0 < st[-2] < st[-1] for st in cstrides[1:]):
+        kind = "blocked"        # an input walks the output's inner dim with a large stride: tile the last two dims
     # geometry travels as int64 arrays, not tuples: Numba then compiles one strided kernel per dtype
     # instead of one per (dtype, ndim), which cuts cold-compile time several-fold
     args = [np.array(cshape, np.int64), odata, out._offset, np.array(cstrides[0], np.int64)]
     for t, st in zip(ins, cstrides[1:]):
         args += [t._storage.data, t._offset, np.array(st, np.int64)]
-    spec.kernel("strided")(*args, *scalars)
+    spec.kernel(kind)(*args, *scalars)
     return out
 
 
@@ -292,6 +356,30 @@ def _plan_for(spec, tensors):
     return plan
 
 
+def _result_layout(shape, ts):
+    """Strides of a new elementwise result: PyTorch's TensorIterator keeps the memory order of the first
+    input of the result's shape whose strides give one (a.T + b.T is then a.T-ordered and dense). An op
+    with a memory_format argument (clone, which .contiguous() uses) returns a contiguous result."""
+    if len(shape) < 2:
+        return None
+    for t in ts:
+        if t._shape != shape:
+            continue            # broadcast (or a wrapped number): the next input decides
+        big = [t._strides[d] for d in range(len(shape)) if shape[d] > 1]
+        if 0 in big:
+            continue
+        if all(big[i] >= big[i + 1] for i in range(len(big) - 1)):
+            return None         # row-major already: a contiguous result
+        st = t._strides
+        order = sorted(range(len(shape)), key=lambda d: -st[d])
+        out, acc = [0] * len(shape), 1
+        for d in reversed(order):
+            out[d] = acc
+            acc *= max(shape[d], 1)
+        return tuple(out)
+    return None
+
+
 def elementwise(spec, tensors, scalars):
     if _cuda_d.used and _cuda_d.find(tensors):      # an argument on cuda: reftorch/_cuda_dispatch.py
         return _cuda_d.elementwise(spec, tensors, scalars)
@@ -307,7 +395,7 @@ def _elementwise(spec, tensors, scalars):
     compute, out_dtype = _result_dtypes(spec, ts)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
     ins = _operands(spec, ts, compute)
-    out = empty(shape, out_dtype)
+    out = empty(shape, out_dtype, None if "memory_format" in spec.arg_types else _result_layout(shape, ts))
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), out)
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, ts, scalars, (out,))
@@ -454,7 +542,10 @@ def _fast_elementwise(spec, plan, tensors, scalars):
                 if fn is None:
                     fn = _entry(spec, plan, "contig", args, ks)
                 if fn is not None:
-                    fn(*args, *ks)
+                    if n >= PARALLEL_MIN:
+                        _run_contig(fn, args, ks, n)
+                    else:
+                        fn(*args, *ks)
             if spec.differentiable and grad_mode.state.enabled:
                 for t in tensors:
                     if _requires_grad(t):
@@ -476,9 +567,14 @@ def _fast_elementwise(spec, plan, tensors, scalars):
     if shape is None:
         shape = ()
     cs, n = _info(shape)
-    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
-    if n:
-        _run_strided(spec, plan, ins, ks, out, shape, cs, n, 0, cs)
+    layout = None if "memory_format" in spec.arg_types else _result_layout(shape, ins)
+    if layout is None and n < BLOCK_MIN:       # small and row-major: the cached-entry strided call
+        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+        if n:
+            _run_strided(spec, plan, ins, ks, out, shape, cs, n, 0, cs)
+    else:       # the input's memory order kept (as PyTorch does); large ones may go blocked or threaded
+        out = empty(shape, plan.out, layout)
+        run_elementwise(spec, ins, ks, out)
     if spec.differentiable and grad_mode.state.enabled:
         for t in tensors:
             if isinstance(t, Tensor) and _requires_grad(t):
@@ -762,15 +858,37 @@ def _run_reduction(spec, plan, x, scalars):
     M, sm, K, sk = plan.geometry
     if plan.identity is not None:
         acc = np.full(M, plan.identity, plan.acc_np)
-        spec.kernel("reduce")(x._storage.data, x._offset, M, sm, K, sk, acc, 0)
+        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, 0)
     else:
         acc = np.empty(M, plan.acc_np)
-        spec.kernel("reduce")(x._storage.data, x._offset, M, sm, K, sk, acc, 1)
+        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, 1)
     res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
     out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, (x,), scalars, (out,))
     return out
+
+
+def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=()):
+    """The op's reduce kernel over (M_, K_) of arr; above PARALLEL_MIN elements in threads (see _parallel)."""
+    kernel = spec.kernel("reduce")
+    if not _parallel(M_ * K_):
+        kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
+    elif M_ >= 2 * THREADS:     # outputs in chunks, one per thread
+        _in_threads(lambda lo, hi: kernel(arr, off + lo * sm, hi - lo, sm, K_, sk, acc[lo:hi], start, *extra),
+                    _chunks(M_, 8))
+    elif M_ == 1 and start == 0 and getattr(_kernels(), f"{spec.name}_self_merging", False):
+        # one output: each thread reduces a slice into a partial, and the partials reduce alike
+        ranges = _chunks(K_)
+        parts = np.repeat(acc, len(ranges))
+
+        def run(lo, hi):
+            i = lo // ranges[0][1]
+            kernel(arr, off + lo * sk, 1, 1, hi - lo, sk, parts[i:i + 1], 0, *extra)
+        _in_threads(run, ranges)
+        kernel(parts, 0, 1, 1, len(ranges), 1, acc, 0, *extra)
+    else:
+        kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
 
 
 def _reduction(spec, tensors, scalars, key):
@@ -815,7 +933,7 @@ def _reduction(spec, tensors, scalars, key):
             acc = np.empty(M_, acc_dtype.np)
             start = 1
         if K_ > 0:
-            spec.kernel("reduce")(arr, off, M_, sm, K_, sk, acc, start, *extra)
+            _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
         if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data:
             # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
             plan = _ReductionPlan()
