@@ -28,6 +28,8 @@ def _spec_literal(op, saves):
         # the NumPy reference and its tolerances, for reference mode (reftorch/_reference.py)
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
     )
+    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
+        fields["autocast"] = op.autocast
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 

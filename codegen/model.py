@@ -29,6 +29,9 @@ TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cu
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "take",
                "index_put", "one_hot", "bincount", "square")
+# `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
+# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them
+AUTOCAST_POLICIES = ("lower", "fp32", "promote")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
@@ -138,6 +141,7 @@ class Op:
     variants: Variants = None
     test: TestSpec = None
     doc: str = ""
+    autocast: Optional[str] = None
 
     @property
     def tensor_inputs(self):
@@ -206,7 +210,7 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc")
+             "derivatives", "differentiable", "variants", "test", "doc", "autocast")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -419,9 +423,14 @@ def parse_op(raw, path, registered_names) -> Op:
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")
     doc = e.pop("doc", str, default="")
+    autocast = e.pop("autocast", str)
+    if autocast is not None and autocast not in AUTOCAST_POLICIES:
+        e.fail("autocast", f"unknown autocast policy {autocast!r} (known: {', '.join(AUTOCAST_POLICIES)})")
+    if autocast is not None and kind == "view":
+        e.fail("autocast", "a view never changes dtype; autocast applies to computing ops")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc)
+              tuple(derivs.items()), differentiable, variants, test, doc, autocast)
 
 
 def load(path="reftorch/ops.yaml", text=None):

@@ -13,6 +13,7 @@ from ._layout import contiguous_array as _contig
 from . import _dtype as D
 from . import _layout as L
 from . import _reference
+from . import _half
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
@@ -149,6 +150,8 @@ def _result_dtypes(spec, ts):
 
 def run_elementwise(spec, ins, scalars, out):
     """Run the op's kernel over inputs already cast to the compute dtype, writing into `out`."""
+    if out.dtype.half or ins[0].dtype.half or (out.dtype.category < 2 and any(t.dtype.half for t in ins)):
+        return _half.run_elementwise(spec, ins, scalars, out)     # 16-bit floats: uint16 storage, f32 math
     shape = out._shape
     n = L.numel(shape)
     if n == 0:
@@ -325,6 +328,8 @@ def _reduce_geometry(x, dims):
 
 def _acc_dtype(spec, dt):
     rule = spec.accumulate
+    if dt.half and rule not in ("bool", "int64"):
+        return _half.acc_dtype(rule)
     if rule == "wide":
         return D.float64 if dt.category == 2 else D.int64
     return {"float64": D.float64, "int64": D.int64, "bool": D.bool_}.get(rule, dt)
@@ -377,7 +382,9 @@ def reduction(spec, tensors, scalars):
         else:
             acc = np.empty(M_, acc_dtype.np)
             start = 1
-        if K_ > 0:
+        if K_ > 0 and xin.dtype.half:
+            _half.kernel(spec.name, xin.dtype.half, "reduce")(_half.bits(arr), off, M_, sm, K_, sk, acc, start, *extra)
+        elif K_ > 0:
             spec.kernel("reduce")(arr, off, M_, sm, K_, sk, acc, start, *extra)
     res = acc if acc.dtype == out_dtype.np else acc.astype(out_dtype.np)
     out = new_tensor(res.reshape(out_shape), out_dtype)
@@ -416,7 +423,10 @@ def argreduction(spec, tensors, scalars):
     res = np.zeros(M, np.int64)
     if M and K:
         arr, off, M_, sm, K_, sk = _reduce_geometry(src, dims)
-        spec.kernel("reduce")(arr, off, M_, sm, K_, sk, res)
+        if src.dtype.half:
+            _half.kernel(spec.name, src.dtype.half, "reduce")(_half.bits(arr), off, M_, sm, K_, sk, res)
+        else:
+            spec.kernel("reduce")(arr, off, M_, sm, K_, sk, res)
     return new_tensor(res.reshape(out_shape), D.int64)
 
 
@@ -439,7 +449,10 @@ def scan(spec, tensors, scalars):
     if n:
         arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
         acc0 = np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np)
-        spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
+        if xin.dtype.half:
+            _half.kernel(spec.name, xin.dtype.half, "scan")(_half.bits(arr), off, M_, sm, K_, sk, res, acc0)
+        else:
+            spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
     keep = [i for i in range(xin.ndim) if i != d]
     moved = tuple(xin._shape[i] for i in keep) + (K,)
     res = res.reshape(moved)
@@ -460,11 +473,14 @@ def array(spec, tensors, scalars):
     for t, name in zip(ts, names):
         if t is not None and spec.arg_types[name] in ("Index", "Index?"):
             check_index(t, spec.name)
+    dt = None
     if promo:
         dt = promoted(spec, promo)
         spec.check_dtype(dt)
         ts = [(_cast(t, dt) if (t is not None and any(t is p for p in promo)) else t) for t in ts]
     arrays = [t._array() if t is not None else None for t in ts]
+    if dt is not None and dt.half:      # NumPy bodies run on 16-bit floats through float32, rounded back below
+        arrays = [_half.up(a) for a in arrays]
     args = _group_list(spec, arrays)
     kw = dict(zip(spec.scalar_names, scalars))
     _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
@@ -474,6 +490,8 @@ def array(spec, tensors, scalars):
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
+    if dt is not None and dt.half:
+        outs = _half.to_half(outs, dt)
     tensors_out = []
     for a in outs:
         a = np.asarray(a)
