@@ -87,3 +87,6 @@ def result_type(a, b):
 from . import nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)
+from . import amp  # noqa: E402
+from .amp import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: E402
+                  set_autocast_enabled, set_autocast_dtype, clear_autocast_cache)

@@ -14,6 +14,7 @@ from . import _dtype as D
 from . import _layout as L
 from . import _reference
 from . import _half
+from . import _autocast
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, gradient_edge
@@ -42,7 +43,7 @@ class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
-                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx")
+                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "autocast")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -66,6 +67,7 @@ class OpSpec:
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
         self._kernel_cache = {}
+        self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
 
     def check_dtype(self, dtype):
         fam = ("bool", "int", "float")[dtype.category]
@@ -565,6 +567,8 @@ def view(spec, tensors, scalars):
 
 def composite(name, *args, **kwargs):
     from . import _functional as F
+    if _autocast.state.any and SPECS[name].autocast is not None:
+        args, kwargs = _autocast.cast_kwargs(SPECS[name].autocast, args, kwargs)
     return getattr(_composites, name)(F, *args, **kwargs)
 
 
@@ -594,6 +598,8 @@ def composite_inplace(name, self, *args, **kwargs):
 
 def call(name, tensors, scalars):
     spec = SPECS[name]
+    if _autocast.state.any and spec.autocast is not None:
+        tensors = _autocast.cast(spec.autocast, tensors)
     if _tracer is not None:     # reftorch.compile is recording this call (reftorch/compile/tracer.py)
         return _tracer.call(spec, tensors, scalars)
     if _reference.enabled:      # reference mode: also run the entry's NumPy reference and compare
