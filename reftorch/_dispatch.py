@@ -132,7 +132,11 @@ def _cast(t, dtype):
     """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
     if t.dtype is dtype:
         return t
-    arr = t._array().astype(dtype.np)
+    if dtype.half:
+        with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
+            arr = t._array().astype(dtype.np)
+    else:
+        arr = t._array().astype(dtype.np)
     out = new_tensor(_contig(arr), dtype)
     out._wrapped = t._wrapped
     return out

@@ -172,7 +172,8 @@ def _convert(self, dtype):
     spec = SPECS["clone"]
     out = empty(self._shape, dtype)
     if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
-        out._array()[...] = self._array()
+        with np.errstate(over="ignore", invalid="ignore"):
+            out._array()[...] = self._array()
     else:
         run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
