@@ -5,7 +5,8 @@
 # against NumPy's float16 and ml_dtypes' bfloat16, NaN payloads, infinities, subnormals and overflow
 # to inf included. float16 has two paths: LLVM's half conversion (one F16C instruction, vectorised)
 # where the CPU has F16C, else integer bit manipulation; NaNs take the integer formula on both paths
-# because the hardware quiets signalling NaNs and NumPy does not. Both paths are tested.
+# because the hardware quiets signalling NaNs and NumPy does not. Both paths are tested. The helpers
+# are plain (not inline="always") functions: LLVM inlines them, and Numba types each only once.
 from llvmlite import ir as _ir
 from llvmlite import binding as _llvm
 from numba import types as _types
@@ -42,7 +43,7 @@ def _f16_hw_store(typingctx, x):
     return _types.uint16(_types.float32), codegen
 
 
-@njit(inline="always")
+@njit(cache=False)
 def f16_to_f32_int(h):
     # exact: every float16 is a float32
     v = np.int64(h)
@@ -57,14 +58,14 @@ def f16_to_f32_int(h):
     return _bits_f32(np.uint32(sign | ((e + 112) << 23) | (m << 13)))
 
 
-@njit(inline="always")
+@njit(cache=False)
 def _f16_nan_bits(x):
     # NumPy's NaN: the payload's top 10 bits, kept non-zero
     m = (x >> 13) & 0x3FF
     return ((x >> 16) & 0x8000) | 0x7C00 | (m if m != 0 else 1)
 
 
-@njit(inline="always")
+@njit(cache=False)
 def f32_to_f16_int(f):
     # round to nearest even; >= 65520 overflows to inf; below 2**-25 flushes to (signed) zero
     x = np.int64(_f32_bits(np.float32(f)))
@@ -92,7 +93,7 @@ def f32_to_f16_int(f):
     return np.uint16(sign | h)
 
 
-@njit(inline="always")
+@njit(cache=False)
 def f16_to_f32_hw(h):
     r = _f16_hw_load(np.uint16(h))
     if (np.int64(h) & 0x7C00) == 0x7C00 and (np.int64(h) & 0x3FF) != 0:
@@ -100,7 +101,7 @@ def f16_to_f32_hw(h):
     return r
 
 
-@njit(inline="always")
+@njit(cache=False)
 def f32_to_f16_hw(f):
     f = np.float32(f)
     r = _f16_hw_store(f)
@@ -109,26 +110,17 @@ def f32_to_f16_hw(f):
     return r
 
 
-@njit(inline="always")
-def f16_to_f32(h):
-    if HAVE_F16C:
-        return f16_to_f32_hw(h)
-    return f16_to_f32_int(h)
+# the kernels' float16 path, chosen once per process (Numba never types the other)
+f16_to_f32 = f16_to_f32_hw if HAVE_F16C else f16_to_f32_int
+f32_to_f16 = f32_to_f16_hw if HAVE_F16C else f32_to_f16_int
 
 
-@njit(inline="always")
-def f32_to_f16(f):
-    if HAVE_F16C:
-        return f32_to_f16_hw(f)
-    return f32_to_f16_int(f)
-
-
-@njit(inline="always")
+@njit(cache=False)
 def bf16_to_f32(h):
     return _bits_f32(np.uint32(h) << np.uint32(16))
 
 
-@njit(inline="always")
+@njit(cache=False)
 def f32_to_bf16(f):
     # ml_dtypes (Eigen): round to nearest even; every NaN becomes the quiet NaN 0x7FC0 with its sign
     f = np.float32(f)

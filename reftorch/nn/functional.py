@@ -10,6 +10,7 @@ import math
 import numbers
 import warnings
 
+import ml_dtypes
 import numpy as np
 
 import reftorch as torch
@@ -773,7 +774,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         else tuple(normalized_shape)
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     if eps is None:
-        eps = float(np.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
+        eps = float(ml_dtypes.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
     out = input / torch.sqrt((input * input).mean(dims, keepdim=True) + eps)
     return out * weight if weight is not None else out
 
