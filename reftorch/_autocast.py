@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from . import _dtype as D
+from .autograd import grad_mode
 
 DEVICES = ("cpu", "cuda")
 
@@ -52,7 +53,7 @@ def _cast_one(t, to, device):
     if not _eligible(t, device) or t.dtype is D.float64 or t.dtype is to:
         return t
     cacheable = state.cache_enabled and to is state.dtype[device] and t.dtype is D.float32 and \
-        t.requires_grad and t.grad_fn is None and t._base is None
+        t.requires_grad and t.grad_fn is None and t._base is None and grad_mode.state.enabled
     if cacheable:
         hit = state.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] == t._version:

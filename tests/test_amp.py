@@ -118,6 +118,21 @@ def test_autograd_through_autocast_gives_float32_grads():
     np.testing.assert_allclose(b.grad.numpy(), b2.grad.numpy(), rtol=0.05, atol=0.02)
 
 
+def test_parameter_casts_are_cached_inside_the_outermost_region():
+    from reftorch import _autocast
+    x, w, _ = _inputs()
+    with torch.autocast("cpu"):
+        F.linear(x, w)
+        with torch.autocast("cpu"):
+            F.linear(x, w)
+            assert len(_autocast.state.cache) == 1           # w cast once, reused
+        assert len(_autocast.state.cache) == 1
+        with torch.no_grad():
+            torch.mm(x, torch.ones(3, 3, requires_grad=True))
+        assert len(_autocast.state.cache) == 1           # casts without a graph are not kept
+    assert len(_autocast.state.cache) == 0               # cleared when the outermost region exits
+
+
 def test_registry_autocast_field_is_strict():
     entry = "- name: foo\n  kind: unary\n  signature: (Tensor self)\n  scalar: self\n  dtypes: [float]\n" \
             "  differentiable: false\n  test: {ref: 'lambda x: x'}\n  autocast: {policy}\n"
