@@ -330,8 +330,9 @@ def f32_to_f16_int(f):
 @njit(cache=False)
 def f16_to_f32_hw(h):
     r = _f16_hw_load(np.uint16(h))
-    if (np.int64(h) & 0x7C00) == 0x7C00 and (np.int64(h) & 0x3FF) != 0:
-        return f16_to_f32_int(h)              # the hardware quiets signalling NaNs
+    v = np.int64(h)
+    if (v & 0x7C00) == 0x7C00 and (v & 0x3FF) != 0:    # the hardware quiets signalling NaNs; NumPy keeps them
+        return _bits_f32(np.uint32(((v & 0x8000) << 16) | 0x7F800000 | ((v & 0x3FF) << 13)))
     return r
 
 
