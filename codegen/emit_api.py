@@ -29,6 +29,8 @@ def _spec_literal(op, saves):
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
         rejects=op.rejects,
     )
+    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
+        fields["autocast"] = op.autocast
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
+from . import emit_cpu_half
 from .model import load
 
 
@@ -13,6 +14,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/_cache.py": emit_cpu.CACHE_MODULE,
         "reftorch/kernels/cpu.py": emit_cpu.emit_module(ops, fused),
         "reftorch/kernels/cuda.py": emit_cuda.emit_module(ops, fused),
+        "reftorch/kernels/cpu_half.py": emit_cpu_half.emit_half_module(ops, fused),
         "reftorch/kernels/derivatives.py": deriv_src,
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),

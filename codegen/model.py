@@ -29,6 +29,9 @@ TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cu
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
                "index_put", "one_hot", "bincount", "square")
+# `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
+# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them
+AUTOCAST_POLICIES = ("lower", "fp32", "promote")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
@@ -139,6 +142,7 @@ class Op:
     test: TestSpec = None
     doc: str = ""
     rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
+    autocast: Optional[str] = None
 
     @property
     def tensor_inputs(self):
@@ -207,7 +211,7 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc", "rejects")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -427,9 +431,14 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")
         rejects.append((m.group(1), m.group(2), msg))
+    autocast = e.pop("autocast", str)
+    if autocast is not None and autocast not in AUTOCAST_POLICIES:
+        e.fail("autocast", f"unknown autocast policy {autocast!r} (known: {', '.join(AUTOCAST_POLICIES)})")
+    if autocast is not None and kind == "view":
+        e.fail("autocast", "a view never changes dtype; autocast applies to computing ops")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects))
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast)
 
 
 def load(path="reftorch/ops.yaml", text=None):

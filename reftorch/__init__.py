@@ -11,6 +11,7 @@ _api._rt = _dispatch            # generated wrappers call into the dispatcher
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
                      get_default_dtype, set_default_dtype, promote_types)
+from ._dtype import float16, bfloat16  # noqa: E402
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
@@ -46,7 +47,7 @@ double = float64
 long = int64
 int = int32  # noqa: A001
 short = int16
-half = None
+half = float16
 cfloat = None
 strided = "torch.strided"
 __version__ = "0.1.0"
@@ -86,3 +87,6 @@ def result_type(a, b):
 from . import nn, optim, utils  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)
+from . import amp  # noqa: E402
+from .amp import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: E402
+                  set_autocast_enabled, set_autocast_dtype, clear_autocast_cache)

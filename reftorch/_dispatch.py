@@ -16,6 +16,8 @@ from . import _dtype as D
 from . import _layout as L
 from . import _reference
 from . import _cuda_dispatch as _cuda_d
+from . import _half
+from . import _autocast
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
@@ -129,7 +131,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects")
+                 "rejects", "autocast")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -159,6 +161,7 @@ class OpSpec:
                             and all(ty == "Tensor" for ty in self.tensor_types)) else None
         self.save_plan = _save_plan(self)
         self.rejects = d.get("rejects", ())
+        self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
 
     def check_inputs(self, ts):
         """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
@@ -230,7 +233,11 @@ def _cast(t, dtype):
     """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
     if t.dtype is dtype:
         return t
-    arr = t._array().astype(dtype.np)
+    if dtype.half:
+        with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
+            arr = t._array().astype(dtype.np)
+    else:
+        arr = t._array().astype(dtype.np)
     out = new_tensor(_contig(arr), dtype)
     out._wrapped = t._wrapped
     return out
@@ -304,6 +311,8 @@ def _run_contig(kernel, arrays, scalars, n):
 
 def run_elementwise(spec, ins, scalars, out):
     """Run the op's kernel over inputs already cast to the compute dtype, writing into `out`."""
+    if out.dtype.half or ins[0].dtype.half or (out.dtype.category < 2 and any(t.dtype.half for t in ins)):
+        return _half.run_elementwise(spec, ins, scalars, out)     # 16-bit floats: uint16 storage, f32 math
     shape = out._shape
     n = L.numel(shape)
     if n == 0:
@@ -432,6 +441,8 @@ class _Plan:
 def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
+    if compute.half or out_dtype.half:
+        return None             # 16-bit storage runs through run_elementwise's half path (reftorch/_half.py)
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):
@@ -808,6 +819,8 @@ def _reduce_geometry(x, dims):
 
 def _acc_dtype(spec, dt):
     rule = spec.accumulate
+    if dt.half and rule not in ("bool", "int64"):
+        return _half.acc_dtype(rule)
     if rule == "wide":
         return D.float64 if dt.category == 2 else D.int64
     return {"float64": D.float64, "int64": D.int64, "bool": D.bool_}.get(rule, dt)
@@ -932,9 +945,11 @@ def _reduction(spec, tensors, scalars, key):
         else:
             acc = np.empty(M_, acc_dtype.np)
             start = 1
-        if K_ > 0:
+        if K_ > 0 and xin.dtype.half:
+            _half.kernel(spec.name, xin.dtype.half, "reduce")(_half.bits(arr), off, M_, sm, K_, sk, acc, start, *extra)
+        elif K_ > 0:
             _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
-        if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data:
+        if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data and not xin.dtype.half:
             # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
             plan = _ReductionPlan()
             plan.out_dtype, plan.acc_np, plan.out_np = out_dtype, acc_dtype.np, out_dtype.np
@@ -983,7 +998,10 @@ def argreduction(spec, tensors, scalars):
     res = np.zeros(M, np.int64)
     if M and K:
         arr, off, M_, sm, K_, sk = _reduce_geometry(src, dims)
-        spec.kernel("reduce")(arr, off, M_, sm, K_, sk, res)
+        if src.dtype.half:
+            _half.kernel(spec.name, src.dtype.half, "reduce")(_half.bits(arr), off, M_, sm, K_, sk, res)
+        else:
+            spec.kernel("reduce")(arr, off, M_, sm, K_, sk, res)
     return new_tensor(res.reshape(out_shape), D.int64)
 
 
@@ -1008,7 +1026,10 @@ def scan(spec, tensors, scalars):
     if n:
         arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
         acc0 = np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np)
-        spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
+        if xin.dtype.half:
+            _half.kernel(spec.name, xin.dtype.half, "scan")(_half.bits(arr), off, M_, sm, K_, sk, res, acc0)
+        else:
+            spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
     keep = [i for i in range(xin.ndim) if i != d]
     moved = tuple(xin._shape[i] for i in keep) + (K,)
     res = res.reshape(moved)
@@ -1032,6 +1053,7 @@ def array(spec, tensors, scalars):
     for t, name in zip(ts, names):
         if t is not None and arg_types[name] in ("Index", "Index?"):
             check_index(t, spec.name)
+    dt = None
     if promo:
         dt = promo[0].dtype
         if any(t.dtype is not dt or t._wrapped for t in promo) or not promo[0]._shape:
@@ -1040,6 +1062,8 @@ def array(spec, tensors, scalars):
         if any(t.dtype is not dt for t in promo):
             ts = [(_cast(t, dt) if (t is not None and any(t is p for p in promo)) else t) for t in ts]
     arrays = [t._array() if t is not None else None for t in ts]
+    if dt is not None and dt.half:      # NumPy bodies run on 16-bit floats through float32, rounded back below
+        arrays = [_half.up(a) for a in arrays]
     args = _group_list(spec, arrays)
     kw = dict(zip(spec.scalar_names, scalars))
     if kw:
@@ -1052,6 +1076,8 @@ def array(spec, tensors, scalars):
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
+    if dt is not None and dt.half:
+        outs = _half.to_half(outs, dt)
     tensors_out = []
     for a in outs:
         if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
@@ -1136,6 +1162,8 @@ def composite(name, *args, **kwargs):
     if _F is None:
         from . import _functional
         _F = _functional
+    if _autocast.state.any and SPECS[name].autocast is not None:
+        args, kwargs = _autocast.cast_kwargs(SPECS[name].autocast, args, kwargs)
     return getattr(_composites, name)(_F, *args, **kwargs)
 
 
@@ -1166,6 +1194,8 @@ def composite_inplace(name, self, *args, **kwargs):
 
 def call(name, tensors, scalars):
     spec = SPECS[name]
+    if _autocast.state.any and spec.autocast is not None:
+        tensors = _autocast.cast(spec.autocast, tensors)
     if _tracer is not None:     # reftorch.compile is recording this call (reftorch/compile/tracer.py)
         return _tracer.call(spec, tensors, scalars)
     if _reference.enabled:      # reference mode: also run the entry's NumPy reference and compare

@@ -7,11 +7,12 @@ Python scalar the default dtype of its category).
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 
 class dtype:
-    __slots__ = ("name", "np", "category", "itemsize", "short", "__weakref__")
+    __slots__ = ("name", "np", "category", "itemsize", "short", "half", "__weakref__")
 
     def __init__(self, name, np_dtype, category, short):
         self.name = name
@@ -19,6 +20,7 @@ class dtype:
         self.category = category          # 0 bool, 1 integer, 2 floating
         self.itemsize = self.np.itemsize
         self.short = short                # PyTorch's scalar-type name used in error messages
+        self.half = None                  # "f16" / "bf16": a 16-bit float whose kernels are in kernels/cpu_half.py
 
     @property
     def is_floating_point(self):
@@ -50,13 +52,19 @@ int32 = dtype("int32", np.int32, 1, "Int")
 int64 = dtype("int64", np.int64, 1, "Long")
 float32 = dtype("float32", np.float32, 2, "Float")
 float64 = dtype("float64", np.float64, 2, "Double")
+# 16-bit floats (DESIGN §5): storage is NumPy float16 / ml_dtypes bfloat16, kernels compute in float32
+float16 = dtype("float16", np.float16, 2, "Half")
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, "BFloat16")
+HALF = (float16, bfloat16)
+float16.half, bfloat16.half = "f16", "bf16"
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _FROM_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
-ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": None,
+ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": float16,
            "bool": bool_}
-FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float32, float64)}
+_BY_NAME["half"] = float16
+FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float16, bfloat16, float32, float64)}
 
 
 def _by_name(name):
@@ -84,7 +92,7 @@ def from_numpy(np_dtype):
     d = _FROM_NP.get(np.dtype(np_dtype))
     if d is None:
         raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-                        "float64, float32, int64, int32, int16, int8, uint8, and bool.")
+                        "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
     return d
 
 
@@ -112,6 +120,10 @@ def promote_types(a, b):
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
+    if a.category == 2 and (a in HALF or b in HALF):
+        if a.itemsize != b.itemsize:
+            return a if a.itemsize > b.itemsize else b
+        return float32          # float16 with bfloat16: neither holds the other
     r = np.promote_types(a.np, b.np)
     return _FROM_NP[r]
 

@@ -82,7 +82,8 @@ def is_tensor(x):
 def lowest(dtype):
     """The most negative finite value of a floating dtype (a stand-in for -inf that keeps gradients finite)."""
     import numpy as np
-    return float(np.finfo(dtype.np).min)
+    import ml_dtypes    # its finfo knows bfloat16 as well as NumPy's types
+    return float(ml_dtypes.finfo(dtype.np).min)
 
 
 # ---------------------------------------------------------------------------- torch.return_types

@@ -181,7 +181,11 @@ def _convert(self, dtype):
             record(spec, (self,), (), (out,))
         return out
     out = empty(self._shape, dtype)
-    run_elementwise(spec, [self], [], out)
+    if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
+        with np.errstate(over="ignore", invalid="ignore"):
+            out._array()[...] = self._array()
+    else:
+        run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
         record(spec, (self,), (), (out,))
     return out
@@ -193,7 +197,8 @@ def _type(self, dtype=None):
     if isinstance(dtype, str):
         name = dtype.split(".")[-1]
         dtype = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "LongTensor": D.int64,
-                 "IntTensor": D.int32, "BoolTensor": D.bool_, "ByteTensor": D.uint8}[name]
+                 "IntTensor": D.int32, "BoolTensor": D.bool_, "ByteTensor": D.uint8,
+                 "HalfTensor": D.float16, "BFloat16Tensor": D.bfloat16}[name]
     return _to(self, dtype)
 
 
@@ -384,6 +389,8 @@ METHODS = {
     "char": lambda self, memory_format=None: _to(self, D.int8),
     "byte": lambda self, memory_format=None: _to(self, D.uint8),
     "bool": lambda self, memory_format=None: _to(self, D.bool_),
+    "half": lambda self, memory_format=None: _to(self, D.float16),
+    "bfloat16": lambda self, memory_format=None: _to(self, D.bfloat16),
     "type_as": _type_as,
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_,
     "new_zeros": _new(F.zeros), "new_ones": _new(F.ones), "new_empty": _new(F.empty), "new_full": _new_full,

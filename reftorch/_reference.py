@@ -32,6 +32,8 @@ import numpy as np
 NUMPY_NAMES = {"dim": ("axis",), "dims": ("axis", "axes"), "keepdim": ("keepdims",)}
 # float32 results are compared at least this loosely (the entry's atol/rtol are float64 tolerances)
 FLOAT32_TOL = (1e-4, 1e-4)
+# 16-bit floats: a couple of bfloat16 ulps (float16 results are well inside them)
+HALF_TOL = (2 ** -6, 2 ** -6)
 
 enabled = os.environ.get("REFTORCH_REFERENCE", "").strip().lower() not in ("", "0", "false", "no", "off")
 _refs = {}
@@ -165,6 +167,8 @@ def run_ref(ref, positional, named, defaults=None):
 
 def tolerances(atol, rtol, dtypes):
     """The entry's tolerances, loosened to FLOAT32_TOL when a float32 takes part."""
+    if any(np.dtype(d).itemsize == 2 and np.dtype(d).kind not in "iu" for d in dtypes):
+        return max(atol, HALF_TOL[0]), max(rtol, HALF_TOL[1])      # float16 / bfloat16
     if any(np.dtype(d) == np.float32 for d in dtypes):
         return max(atol, FLOAT32_TOL[0]), max(rtol, FLOAT32_TOL[1])
     return atol, rtol
@@ -180,6 +184,10 @@ def compare(actual, expected, atol, rtol):
     except Exception as err:
         return f"the reference returned something that is not an array ({type(err).__name__}: {err})"
     actual = np.asarray(actual)
+    if actual.dtype.kind == "V" and actual.dtype.itemsize == 2:     # ml_dtypes.bfloat16 (NumPy calls it 'V')
+        actual = actual.astype(np.float32)
+    if expected.dtype.kind == "V" and expected.dtype.itemsize == 2:
+        expected = expected.astype(np.float32)
     if actual.shape != expected.shape:
         return f"shape {tuple(actual.shape)} but the reference gives shape {tuple(expected.shape)}"
     if actual.size == 0:

@@ -8,6 +8,8 @@ The digits (1,797 images) ship with scikit-learn: nothing is downloaded.
     python -m reftorch.demo                      # MLP then CNN, about a minute on 2 cores
     python -m reftorch.demo --quick              # fewer epochs
     python -m reftorch.demo --plot curves.png    # loss and accuracy curves (needs matplotlib)
+    python -m reftorch.demo --amp bf16           # mixed precision: autocast(bfloat16)
+    python -m reftorch.demo --amp fp16           # autocast(float16) with a GradScaler
     python -m reftorch.distributed.run -n 2 -m reftorch.demo --distributed   # 2 processes, half a batch each
 """
 from __future__ import annotations
@@ -43,6 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint-dir", default=None,
                    help="where checkpoints are written (default: a new temporary directory)")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="save loss and accuracy curves to FILE.png")
+    p.add_argument("--amp", choices=("bf16", "fp16"), default=None,
+                   help="mixed precision: forward passes under autocast(bfloat16), or autocast(float16) with "
+                        "GradScaler loss scaling; parameters and the optimizer stay float32")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (one line per epoch instead)")
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel over the processes of an MPI job (DistributedDataParallel; launch with "
@@ -130,7 +135,22 @@ class _PlainProgress:
         print(f"{self.desc}: {items}", file=sys.stderr, flush=True)
 
 
-def train_one_epoch(model, bar, loss_fn, optimizer, device):
+class _Amp:
+    """--amp: the autocast region of forward passes and the loss scaler (disabled without --amp)."""
+
+    def __init__(self, mode, device):
+        self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(mode)
+        self.device_type = torch.device(device).type
+        self.scaler = torch.amp.GradScaler(self.device_type, enabled=mode == "fp16")
+
+    def autocast(self):
+        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.dtype is not None)
+
+
+NO_AMP = _Amp(None, "cpu")
+
+
+def train_one_epoch(model, bar, loss_fn, optimizer, device, amp=NO_AMP):
     """One pass over the training loader (wrapped in its progress bar); returns (mean loss, accuracy)."""
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
@@ -142,13 +162,15 @@ def train_one_epoch(model, bar, loss_fn, optimizer, device):
             lo, hi = n * rank // world, n * (rank + 1) // world
             images, labels = images[lo:hi], labels[lo:hi]
         optimizer.zero_grad()
-        logits = model(images)
-        loss = loss_fn(logits, labels)
+        with amp.autocast():
+            logits = model(images)
+            loss = loss_fn(logits, labels)
         if world > 1:       # weighted by the share, DDP's average of the processes' gradients is the whole batch's
-            (loss * (labels.size(0) * world / n)).backward()
+            amp.scaler.scale(loss * (labels.size(0) * world / n)).backward()
         else:
-            loss.backward()
-        optimizer.step()
+            amp.scaler.scale(loss).backward()
+        amp.scaler.step(optimizer)      # (a plain optimizer.step() without --amp fp16)
+        amp.scaler.update()
         total_loss += loss.item() * labels.size(0)
         correct += (logits.argmax(dim=1) == labels).sum().item()
         seen += labels.size(0)
@@ -176,11 +198,11 @@ def _rank_and_world():
     return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
 
 
-def evaluate(model, loader, device):
+def evaluate(model, loader, device, amp=NO_AMP):
     """Accuracy of `model` on `loader` (in eval mode, without recording gradients)."""
     model.eval()
     correct, seen = 0, 0
-    with torch.no_grad():
+    with torch.no_grad(), amp.autocast():
         for images, labels in _limited(loader):
             images, labels = images.to(device), labels.to(device)
             correct += (model(images).argmax(dim=1) == labels).sum().item()
@@ -200,7 +222,10 @@ def train_model(key, epochs, train_set, test_set, args, device):
         net = nn.parallel.DistributedDataParallel(model)
     n_params = sum(p.numel() for p in model.parameters())
     lr = args.lr or LEARNING_RATES[key]
-    print(f"\n{name}: {n_params:,} parameters, {epochs} epochs, Adam(lr={lr}) with cosine annealing", flush=True)
+    amp = _Amp(args.amp, device)
+    precision = {None: "", "bf16": ", autocast(bfloat16)", "fp16": ", autocast(float16) + GradScaler"}[args.amp]
+    print(f"\n{name}: {n_params:,} parameters, {epochs} epochs, Adam(lr={lr}) with cosine annealing{precision}",
+          flush=True)
     loss_fn = nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
@@ -208,8 +233,8 @@ def train_model(key, epochs, train_set, test_set, args, device):
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         bar = _progress(train_loader, f"{name} epoch {epoch:>2}/{epochs}", not args.no_progress)
-        loss, acc = train_one_epoch(net, bar, loss_fn, optimizer, device)
-        test_acc = evaluate(model, test_loader, device)
+        loss, acc = train_one_epoch(net, bar, loss_fn, optimizer, device, amp)
+        test_acc = evaluate(model, test_loader, device, amp)
         bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.1%}", test_acc=f"{test_acc:.1%}")
         bar.close()
         scheduler.step()
@@ -231,7 +256,7 @@ def train_model(key, epochs, train_set, test_set, args, device):
     checkpoint = torch.load(path)
     fresh = make().to(device)
     fresh.load_state_dict(checkpoint["model"])
-    reloaded_acc = evaluate(fresh, test_loader, device)
+    reloaded_acc = evaluate(fresh, test_loader, device, amp)
     same = "same as before saving" if reloaded_acc == test_acc else "DIFFERS from before saving"
     print(f"{name} reloaded from {path}: test accuracy {reloaded_acc:.2%} ({same})", flush=True)
     return history, test_acc, reloaded_acc

@@ -31,14 +31,17 @@ __all__ = ["save", "load"]
 
 # safetensors dtype names <-> reftorch dtypes (little-endian NumPy types)
 _TO_ST = {torch.float64: "F64", torch.float32: "F32", torch.int64: "I64", torch.int32: "I32",
-          torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
+          torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL", torch.float16: "F16",
+          torch.bfloat16: "BF16"}
 _FROM_ST = {"F64": (torch.float64, "<f8"), "F32": (torch.float32, "<f4"), "I64": (torch.int64, "<i8"),
             "I32": (torch.int32, "<i4"), "I16": (torch.int16, "<i2"), "I8": (torch.int8, "i1"),
-            "U8": (torch.uint8, "u1"), "BOOL": (torch.bool, "?")}
+            "U8": (torch.uint8, "u1"), "BOOL": (torch.bool, "?"), "F16": (torch.float16, "<f2"),
+            "BF16": (torch.bfloat16, torch.bfloat16.np)}
 _NATIVE = {torch.float64: np.float64, torch.float32: np.float32, torch.int64: np.int64, torch.int32: np.int32,
-           torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8, torch.bool: np.bool_}
+           torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8, torch.bool: np.bool_,
+           torch.float16: np.float16, torch.bfloat16: torch.bfloat16.np}
 # stored types reftorch has no dtype for: read them into the nearest one (with a warning)
-_WIDENED = {"F16": ("<f2", torch.float32), "BF16": (None, torch.float32), "U16": ("<u2", torch.int32),
+_WIDENED = {"U16": ("<u2", torch.int32),
             "U32": ("<u4", torch.int64)}
 _ITEMSIZE = {"F64": 8, "F32": 4, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F16": 2, "BF16": 2,
              "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
@@ -168,6 +171,8 @@ def _encode(tensors, metadata):
 
 def _le_bytes(t):
     arr = np.ascontiguousarray(t.detach().cpu().numpy())
+    if arr.dtype == torch.bfloat16.np:     # no byte-order variants of ml_dtypes' type: its bits as uint16
+        arr = arr.view(np.uint16)
     return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
 
 

@@ -211,13 +211,16 @@ def test_we_read_safetensors_files(tmp_path):
         np.testing.assert_array_equal(back[k].numpy(), a)
 
 
-def test_half_precision_files_are_widened(tmp_path):
+def test_half_precision_files_load_as_16_bit_tensors(tmp_path):
     st = pytest.importorskip("safetensors.numpy")
     path = tmp_path / "half.safetensors"
     st.save_file({"h": np.array([1.5, -2.0], np.float16)}, str(path))
-    with pytest.warns(UserWarning, match="F16"):
-        back = torch.load(path)
-    assert back["h"].dtype is torch.float32 and back["h"].tolist() == [1.5, -2.0]
+    back = torch.load(path)
+    assert back["h"].dtype is torch.float16 and back["h"].tolist() == [1.5, -2.0]
+    torch.save({"h": back["h"], "b": back["h"].bfloat16()}, tmp_path / "ours.safetensors")
+    again = torch.load(tmp_path / "ours.safetensors")
+    assert again["h"].dtype is torch.float16 and again["b"].dtype is torch.bfloat16
+    assert again["b"].tolist() == [1.5, -2.0]
 
 
 def test_safetensors_torch_reads_ours_when_installed(tmp_path):

@@ -10,9 +10,11 @@ import math
 import numbers
 import warnings
 
+import ml_dtypes
 import numpy as np
 
 import reftorch as torch
+from reftorch._autocast import policy as _autocast  # PyTorch's autocast op lists, per function
 
 __all__ = [
     # activations
@@ -136,6 +138,7 @@ def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, inplace=True)
 
 
+@_autocast("lower")
 def prelu(input, weight):
     if weight.numel() != 1 and (input.dim() < 2 and weight.numel() != input.shape[-1] or
                                 input.dim() >= 2 and weight.numel() != input.shape[1]):
@@ -277,6 +280,7 @@ def threshold_(input, threshold, value):
 
 # ============================================================================== linear layers
 
+@_autocast("lower")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     if input.dim() == 0 or weight.dim() == 0:
@@ -290,6 +294,7 @@ def linear(input, weight, bias=None):
     return out + bias if bias is not None else out
 
 
+@_autocast("promote")
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k over the last dims of input1 and input2."""
     lead = tuple(input1.shape[:-1])
@@ -361,14 +366,17 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     return out.squeeze(0) if unbatched else out
 
 
+@_autocast("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@_autocast("lower")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+@_autocast("lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 3)
 
@@ -410,14 +418,17 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     return out.squeeze(0) if unbatched else out
 
 
+@_autocast("lower")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
+@_autocast("lower")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
+@_autocast("lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
 
@@ -738,6 +749,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out
 
 
+@_autocast("fp32")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the last len(normalized_shape) dims."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
@@ -763,11 +775,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         else tuple(normalized_shape)
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     if eps is None:
-        eps = float(np.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
+        eps = float(ml_dtypes.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
     out = input / torch.sqrt((input * input).mean(dims, keepdim=True) + eps)
     return out * weight if weight is not None else out
 
 
+@_autocast("fp32")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalises over groups of channels (and all spatial positions) per sample."""
     if input.dim() < 2:
@@ -1114,6 +1127,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / torch.maximum(norm, torch.tensor(eps, dtype=input.dtype)).expand(input.shape)
 
 
+@_autocast("fp32")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between x1 and x2 along dim (norms clamped below by eps)."""
     shape = torch.broadcast_shapes(x1.shape, x2.shape) if hasattr(torch, "broadcast_shapes") \
@@ -1128,6 +1142,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _vector_norm(x1 - x2 + eps, p, -1, keepdim)
 
 
+@_autocast("fp32")
 def pdist(input, p=2):
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
@@ -1142,6 +1157,7 @@ def _causal_keep(l, s, device=None):
     return torch.arange(l, device=device).reshape(l, 1) >= torch.arange(s, device=device).reshape(1, s)
 
 
+@_autocast("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q k^T * scale + mask) v, with a boolean mask meaning 'may attend' and a float mask added."""
@@ -1259,6 +1275,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 # ============================================================================== losses
 
+@_autocast("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size(input, target)
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1268,6 +1285,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size(input, target)
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1278,6 +1296,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _check_same_size(input, target)
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1291,6 +1310,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size(input, target)
     diff = input - target
@@ -1309,6 +1329,7 @@ def _pick_class(values, target, classes):
     return torch.where(chosen, values, 0.0).sum(1)
 
 
+@_autocast("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n]] (weighted), averaged over the non-ignored targets by their weights."""
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1347,6 +1368,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+@_autocast("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over dim 1 and nll_loss for class indices; -sum(target * log_softmax) for probabilities."""
@@ -1392,6 +1414,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / classes)
 
 
+@_autocast("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -1406,6 +1429,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """BCE on logits, stable: (1 - y) x - (1 + (pos_weight - 1) y) logsigmoid(x)."""
@@ -1429,6 +1453,7 @@ def _xlogy(x, y):
     return torch.where(x == 0, 0.0, x * torch.log(safe))
 
 
+@_autocast("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise, input being log-probabilities."""
     if size_average is not None or reduce is not None:
@@ -1447,6 +1472,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1479,11 +1505,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     return _reduce(torch.relu(-target * (input1 - input2) + margin), reduction)
 
 
+@_autocast("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     zeros = input * 0.0
@@ -1492,11 +1520,13 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     return _reduce(-torch.logsigmoid(target * input), reduction)
 
 
+@_autocast("fp32")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     loss = -(target * torch.logsigmoid(input) + (1 - target) * torch.logsigmoid(-input))
@@ -1506,6 +1536,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     eps = 1e-12
@@ -1518,6 +1549,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1529,6 +1561,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(torch.relu(margin + d_pos - d_neg), reduction)
 
 
+@_autocast("fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
@@ -1549,6 +1582,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@_autocast("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     x = input if input.dim() == 2 else input.unsqueeze(0)

@@ -1,0 +1,5 @@
+"""Automatic mixed precision: autocast regions and the loss scaler (PyTorch's torch.amp)."""
+from .autocast_mode import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: F401
+                            set_autocast_enabled, set_autocast_dtype, is_autocast_cache_enabled,
+                            set_autocast_cache_enabled, clear_autocast_cache)
+from .grad_scaler import GradScaler, OptState  # noqa: F401
