@@ -202,3 +202,32 @@ def test_demo_trains_on_cuda_in_a_reduced_run(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "device cuda" in proc.stdout and "MLP test accuracy" in proc.stdout, proc.stdout
     assert "(same as before saving)" in proc.stdout, proc.stdout
+
+
+def test_save_and_load_keep_the_device(tmp_path):
+    import io
+    w = torch.tensor([[1.0, -2.0], [3.5, 4.0]], device="cuda")
+    path = tmp_path / "ckpt.safetensors"
+    torch.save({"w": w, "n": torch.tensor(3)}, path)                  # a flat state dict
+    got = torch.load(path)
+    assert got["w"].device == torch.device("cuda:0") and got["n"].device.type == "cpu"
+    assert got["w"].tolist() == w.tolist() and got["n"].item() == 3
+    for where in ("cpu", torch.device("cpu"), {"cuda:0": "cpu"}, lambda storage, loc: storage):
+        back = torch.load(path, map_location=where)
+        assert back["w"].device.type == "cpu" and back["w"].tolist() == w.tolist()
+    assert torch.load(path, map_location=lambda s, loc: s.cuda())["n"].is_cuda
+    buf = io.BytesIO()
+    torch.save({"step": 2, "state": [w, (torch.ones(1), w.sum())]}, buf)     # a tree
+    buf.seek(0)
+    tree = torch.load(buf)
+    assert tree["step"] == 2 and tree["state"][0].is_cuda and tree["state"][1][1].is_cuda
+    assert not tree["state"][1][0].is_cuda
+    buf.seek(0)
+    assert torch.load(buf, map_location="cuda")["state"][1][0].is_cuda        # cpu tensors moved too
+    m = nn.Linear(2, 1).cuda()
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    buf.seek(0)
+    m2 = nn.Linear(2, 1).cuda()
+    m2.load_state_dict(torch.load(buf))
+    assert m2.weight.is_cuda and m2.weight.tolist() == m.weight.tolist()
