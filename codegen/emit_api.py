@@ -29,6 +29,8 @@ def _spec_literal(op, saves):
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
         rejects=op.rejects,
     )
+    if op.cuda is not None:         # only where set: the device implementation of an array op
+        fields["cuda"] = op.cuda
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 

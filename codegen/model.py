@@ -30,6 +30,11 @@ SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
                "index_put", "one_hot", "bincount", "square")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
+# `cuda: <name>` on an array op: the device implementation reftorch/_cuda_dispatch.py runs instead of the body
+# on a host copy (IMPLS there; a new name needs an entry in both). tiled_matmul follows matmul's shape rules,
+# _2d/_3d take only 2-D/3-D operands (mm, bmm; other shapes go to the body, which raises); gather_positions /
+# scatter_positions read/write `self` at the flat positions of an index tuple (advanced indexing and its put).
+CUDA_IMPLS = ("tiled_matmul", "tiled_matmul_2d", "tiled_matmul_3d", "gather_positions", "scatter_positions")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
@@ -139,6 +144,7 @@ class Op:
     test: TestSpec = None
     doc: str = ""
     rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
+    cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
 
     @property
     def tensor_inputs(self):
@@ -207,7 +213,7 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc", "rejects")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "cuda")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -427,9 +433,15 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")
         rejects.append((m.group(1), m.group(2), msg))
+    cuda_impl = e.pop("cuda", str)
+    if cuda_impl is not None and kind != "array":
+        e.fail("cuda", f"only array ops name a device implementation, not kind {kind!r}")
+    if cuda_impl is not None and cuda_impl not in CUDA_IMPLS:
+        e.fail("cuda", f"unknown device implementation {cuda_impl!r} (known: {', '.join(CUDA_IMPLS)}; a new one needs "
+                       "its function in reftorch/_cuda_dispatch.py IMPLS)")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects))
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), cuda_impl)
 
 
 def load(path="reftorch/ops.yaml", text=None):

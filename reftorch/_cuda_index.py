@@ -64,8 +64,8 @@ def positions(t, indices):
     return np.ascontiguousarray(pos + t._offset, dtype=np.int64)
 
 
-def index(spec, tensors, kw):
-    """self[indices] on the device, or None to take the host path."""
+def gather_positions(spec, tensors, kw):
+    """self[indices] on the device (an op `(Tensor self, any indices)`), or None to take the host path."""
     from ._cuda_dispatch import empty, from_host
     self = tensors[0]
     try:
@@ -80,8 +80,9 @@ def index(spec, tensors, kw):
     return out
 
 
-def index_put(spec, tensors, kw):
-    """A copy of self with values written (added) at indices, on the device; None: the host path."""
+def scatter_positions(spec, tensors, kw):
+    """A copy of self with values written (added) at indices, on the device (an op `(Tensor self, any indices,
+    Tensor values, bool accumulate)`); None: the host path."""
     from ._cuda_dispatch import cast, clone, from_host
     from ._dispatch import promoted
     self, values = tensors

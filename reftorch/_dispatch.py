@@ -42,7 +42,7 @@ class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
-                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "rejects")
+                 "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "rejects", "cuda")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -67,6 +67,7 @@ class OpSpec:
             if d["kind"] != "fused" else None
         self._kernel_cache = {}
         self.rejects = d.get("rejects", ())
+        self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
 
     def check_inputs(self, ts):
         """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""

@@ -264,3 +264,24 @@ def test_helper_tensors_of_bodies_and_formulas_take_the_inputs_device():
     deriv, _, _ = emit_autograd.emit(ops)
     assert "F.zeros(self_shape, device=grad.device)" in deriv, deriv
     assert "F.ones((), dtype=grad.dtype, device=grad.device)" in deriv, deriv
+
+
+def test_cuda_implementation_field_is_checked():
+    base = """\
+        - name: mat
+          kind: array
+          signature: (Tensor self, Tensor other)
+          body: np.matmul(self, other)
+          dtypes: [float]
+          cuda: {impl}
+          differentiable: false
+          test: {{ref: np.matmul}}
+        """
+    (op,) = load("ops.yaml", text=textwrap.dedent(base.format(impl="tiled_matmul")))
+    assert op.cuda == "tiled_matmul"
+    msg = parse_error(base.format(impl="fast_matmul"))
+    assert_names(msg, "mat", "cuda", 6)
+    assert "unknown device implementation 'fast_matmul'" in msg and "tiled_matmul" in msg
+    msg = parse_error(GOOD.replace("  dtypes:", "  cuda: tiled_matmul\n  dtypes:"))
+    assert_names(msg, "twice", "cuda", 5)
+    assert "only array ops" in msg
