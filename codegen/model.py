@@ -33,8 +33,11 @@ REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # `cuda: <name>` on an array op: the device implementation reftorch/_cuda_dispatch.py runs instead of the body
 # on a host copy (IMPLS there; a new name needs an entry in both). tiled_matmul follows matmul's shape rules,
 # _2d/_3d take only 2-D/3-D operands (mm, bmm; other shapes go to the body, which raises); gather_positions /
-# scatter_positions read/write `self` at the flat positions of an index tuple (advanced indexing and its put).
-CUDA_IMPLS = ("tiled_matmul", "tiled_matmul_2d", "tiled_matmul_3d", "gather_positions", "scatter_positions")
+# scatter_positions read/write `self` at the flat positions of an index tuple (advanced indexing and its put);
+# select_positions / add_at_positions / gather_along / scatter_add_along build that tuple from (dim, index) as
+# index_select / index_add / gather / scatter_add do.
+CUDA_IMPLS = ("tiled_matmul", "tiled_matmul_2d", "tiled_matmul_3d", "gather_positions", "scatter_positions",
+              "select_positions", "add_at_positions", "gather_along", "scatter_add_along")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).

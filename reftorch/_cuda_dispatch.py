@@ -504,6 +504,10 @@ IMPLS = {
     "tiled_matmul_3d": _tiled(3),
     "gather_positions": _by_positions("gather_positions"),     # reftorch/_cuda_index.py: by flat positions
     "scatter_positions": _by_positions("scatter_positions"),
+    "select_positions": _by_positions("select_positions"),     # the same kernels, positions from dim and index
+    "add_at_positions": _by_positions("add_at_positions"),
+    "gather_along": _by_positions("gather_along"),
+    "scatter_add_along": _by_positions("scatter_add_along"),
 }
 
 

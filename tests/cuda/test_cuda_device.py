@@ -6,6 +6,7 @@ Runs only with NUMBA_ENABLE_CUDASIM=1 (tests/test_cuda_simulator.py starts it). 
 each thread as Python, so the tensors are tiny (a matmul costs ~0.3 s per 16x16 tile block).
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -231,3 +232,45 @@ def test_save_and_load_keep_the_device(tmp_path):
     m2 = nn.Linear(2, 1).cuda()
     m2.load_state_dict(torch.load(buf))
     assert m2.weight.is_cuda and m2.weight.tolist() == m.weight.tolist()
+
+
+def test_index_select_index_add_gather_scatter_add_run_on_the_device(monkeypatch):
+    """The embedding / cross-entropy paths: the ops name their device implementation in ops.yaml (cuda:
+    select_positions...), so no host copy of the data is made; results and errors match the cpu."""
+    from reftorch import _cuda_dispatch, _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    src = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    rep = torch.tensor([2, 0, 2])                        # repeated: index_add/scatter_add accumulate
+    gidx = torch.tensor([[1, 0], [3, 3]])
+
+    def both(fn, *args):
+        want = fn(*args)
+        got = fn(*[a if k == 1 else a.cuda() for k, a in enumerate(args)])          # the index on the cpu
+        same(got, want)
+        got = fn(*[a.cuda() if isinstance(a, torch.Tensor) else a for a in args])     # index on cuda too
+        same(got, want)
+
+    both(lambda t, i: t.index_select(0, i), x, rep)
+    both(lambda t, i: t.index_select(-1, i[:2]), x.t(), rep)                 # strided self, last dim
+    both(lambda t, i, s: t.index_add(0, i, s, alpha=0.5), x, rep, src[:3])
+    both(lambda t, i, s: t.index_add(1, i, s), x, rep, src[:, [0, 1, 2]].t().t())
+    both(lambda t, i: t.gather(1, i), x, gidx[:, :2] % 3)
+    both(lambda t, i: t.gather(0, i), x, gidx)
+    both(lambda t, i, s: t.scatter_add(0, i, s), x, gidx, src)
+    both(lambda t, i: t.index_select(0, i), torch.arange(5), rep)           # int64
+    both(lambda t, i, s: t.index_add(0, i, s), torch.arange(5), rep, torch.ones(3, dtype=torch.int64))
+    assert trips == [] and _cuda_dispatch.IMPLS
+    w = nn.Embedding(5, 2).cuda()
+    out = w(torch.tensor([[1, 4], [1, 0]], device="cuda"))
+    out.sum().backward()
+    assert trips == [] and w.weight.grad.tolist() == [[1, 1], [2, 2], [0, 0], [0, 0], [1, 1]]
+    for fn in (lambda t: t.index_select(0, torch.tensor([4])), lambda t: t.index_select(0, torch.tensor([-1])),
+               lambda t: t.gather(0, torch.tensor([[5, 0, 0]])), lambda t: t.index_add(0, torch.tensor([0]), t)):
+        with pytest.raises((IndexError, RuntimeError)) as want:
+            fn(x)
+        with pytest.raises(want.type, match=re.escape(str(want.value))):
+            fn(x.cuda())
