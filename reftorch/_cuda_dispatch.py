@@ -496,6 +496,19 @@ def _by_positions(impl):
     return run
 
 
+def _log_softmax(spec, tensors, dev, kw):
+    """x - max - log(sum(exp(x - max))) along dim with the device's reductions and elementwise kernels."""
+    from . import _functional as F
+    x = tensors[0]
+    if not (isinstance(x, Tensor) and x.device.type == "cuda" and x.ndim and x.numel() and
+            x.dtype.is_floating_point):
+        return None
+    d = L.wrap_dim(kw["dim"], x.ndim)
+    with grad_mode.no_grad():
+        s = F.sub(x, F.amax(x, d, True))
+        return F.sub(s, F.log(F.sum(F.exp(s), d, True)))
+
+
 # the device implementations an array op names in ops.yaml (`cuda: <name>`, codegen/model.py CUDA_IMPLS);
 # each returns the result, or None to let the op's body run on host copies (and raise its errors)
 IMPLS = {
@@ -508,6 +521,7 @@ IMPLS = {
     "add_at_positions": _by_positions("add_at_positions"),
     "gather_along": _by_positions("gather_along"),
     "scatter_add_along": _by_positions("scatter_add_along"),
+    "shifted_log_softmax": _log_softmax,   # x - logsumexp(x) along dim from device reductions (max subtracted first)
 }
 
 

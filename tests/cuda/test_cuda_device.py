@@ -274,3 +274,26 @@ def test_index_select_index_add_gather_scatter_add_run_on_the_device(monkeypatch
             fn(x)
         with pytest.raises(want.type, match=re.escape(str(want.value))):
             fn(x.cuda())
+
+
+def test_log_softmax_and_cross_entropy_stay_on_the_device(monkeypatch):
+    from reftorch import _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 3, 2, generator=g, dtype=torch.float64)
+    x[0, 1, 0] = -float("inf")
+    for d in (0, 1, -1):
+        same(x.cuda().log_softmax(d), x.log_softmax(d))
+    logits = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 3, 1])
+    want = torch.nn.functional.cross_entropy(logits.requires_grad_(), y)
+    want.backward()
+    lc = logits.detach().cuda().requires_grad_()
+    got = torch.nn.functional.cross_entropy(lc, y.cuda())
+    got.backward()
+    same(got.detach(), want.detach())
+    same(lc.grad, logits.grad)
+    assert trips == []
+    same(torch.ones(0, 2, device="cuda").log_softmax(0), torch.ones(0, 2).log_softmax(0))   # the body's path
