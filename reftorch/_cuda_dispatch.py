@@ -509,6 +509,32 @@ def _log_softmax(spec, tensors, dev, kw):
         return F.sub(s, F.log(F.sum(F.exp(s), d, True)))
 
 
+def _concat(spec, tensors, dev, kw):
+    """cat(tensors, dim): one strided copy kernel per input into its slice of the result."""
+    from ._dispatch import promoted
+    ts = list(tensors)
+    if not ts or not all(isinstance(t, Tensor) and t.device.type == "cuda" for t in ts):
+        return None
+    nd = ts[0].ndim
+    d = kw.get("dim", 0)
+    if nd == 0 or not -nd <= d < nd or any(t.ndim != nd or t._shape == (0,) for t in ts):
+        return None         # errors and PyTorch's legacy 1-D empty tensors: the body
+    d %= nd
+    if any(t._shape[k] != ts[0]._shape[k] for t in ts for k in range(nd) if k != d):
+        return None
+    dt = promoted(spec, ts)
+    shape = list(ts[0]._shape)
+    shape[d] = sum(t._shape[d] for t in ts)
+    out = empty(tuple(shape), dt, dev)
+    start = 0
+    for t in ts:
+        if t.numel():
+            copy_into(Tensor._make(out._storage, out._offset + start * out._strides[d], t._shape, out._strides, dt,
+                                   out.device), t)
+        start += t._shape[d]
+    return out
+
+
 # the device implementations an array op names in ops.yaml (`cuda: <name>`, codegen/model.py CUDA_IMPLS);
 # each returns the result, or None to let the op's body run on host copies (and raise its errors)
 IMPLS = {
@@ -521,7 +547,8 @@ IMPLS = {
     "add_at_positions": _by_positions("add_at_positions"),
     "gather_along": _by_positions("gather_along"),
     "scatter_add_along": _by_positions("scatter_add_along"),
-    "shifted_log_softmax": _log_softmax,   # x - logsumexp(x) along dim from device reductions (max subtracted first)
+    "shifted_log_softmax": _log_softmax,
+    "concat_copies": _concat,               # cat: each input copied into its slice of the result   # x - logsumexp(x) along dim from device reductions (max subtracted first)
 }
 
 

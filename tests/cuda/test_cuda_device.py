@@ -297,3 +297,28 @@ def test_log_softmax_and_cross_entropy_stay_on_the_device(monkeypatch):
     same(lc.grad, logits.grad)
     assert trips == []
     same(torch.ones(0, 2, device="cuda").log_softmax(0), torch.ones(0, 2).log_softmax(0))   # the body's path
+
+
+def test_cat_and_stack_copy_on_the_device(monkeypatch):
+    from reftorch import _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(2, 3, generator=g, dtype=torch.float64)
+    b = torch.randn(3, 2, generator=g, dtype=torch.float64).t()          # strided
+    c = torch.arange(6).reshape(2, 3)                                    # int64: promoted to float64
+    for d in (0, 1, -1):
+        same(torch.cat([a.cuda(), b.cuda(), c.cuda()], d), torch.cat([a, b, c], d))
+    same(torch.stack([a.cuda(), b.cuda()], 1), torch.stack([a, b], 1))
+    same(torch.cat([a.cuda(), a[:0].cuda()]), torch.cat([a, a[:0]]))
+    assert trips == []
+    la, lb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    (torch.cat([la, lb], 1) * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    ca, cb = a.cuda().requires_grad_(), b.cuda().requires_grad_()
+    (torch.cat([ca, cb], 1) * torch.arange(6.0, dtype=torch.float64, device="cuda")).sum().backward()
+    same(ca.grad, la.grad)
+    same(cb.grad, lb.grad)
+    same(torch.cat([torch.zeros(0, device="cuda"), a.cuda()]), torch.cat([torch.zeros(0), a]))   # legacy empty: body
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([a.cuda(), torch.ones(1, 2, device="cuda")])
