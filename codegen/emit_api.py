@@ -31,6 +31,8 @@ def _spec_literal(op, saves):
     )
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
         fields["autocast"] = op.autocast
+    if op.cuda is not None:         # only where set: the device implementation of an array op
+        fields["cuda"] = op.cuda
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 
@@ -74,13 +76,22 @@ def emit_api(ops, saves):
     return "\n\n".join(out)
 
 
-def _rewrite_calls(src, params, registry, mode):
+# creation functions that take device=: in a composite body, one called without it gets the device of the
+# op's tensor arguments (a cuda input makes its helper tensors on cuda, as the body's other ops would)
+CREATORS = ("zeros", "ones", "full", "empty", "eye", "arange", "tensor", "as_tensor", "scalar_tensor")
+
+
+def _rewrite_calls(src, params, registry, mode, tensor_params=()):
     tree = ast.parse(src, mode=mode)
 
     class Rewrite(ast.NodeTransformer):
         def visit_Call(self, node):
             self.generic_visit(node)
             f = node.func
+            if isinstance(f, ast.Name) and f.id in CREATORS and f.id not in params and tensor_params and \
+                    not any(k.arg in ("device", None) for k in node.keywords):
+                where = ast.Call(ast.Name("device_of", ast.Load()), [ast.Name(n, ast.Load()) for n in tensor_params], [])
+                node.keywords.append(ast.keyword("device", self.visit_Call(where)))
             if isinstance(f, ast.Name) and f.id not in params and (f.id in registry or f.id in HELPERS):
                 node.func = ast.copy_location(ast.Attribute(ast.Name("F", ast.Load()), f.id, ast.Load()), f)
             return node
@@ -88,11 +99,11 @@ def _rewrite_calls(src, params, registry, mode):
     return ast.unparse(ast.fix_missing_locations(Rewrite().visit(tree)))
 
 
-def _body(src, params, registry, rewrite):
+def _body(src, params, registry, rewrite, tensor_params=()):
     src = textwrap.dedent(src).strip()
     mode = "exec" if "\n" in src or src.startswith(("return ", "return(")) else "eval"
     if rewrite:
-        src = _rewrite_calls(src, params, registry, mode)
+        src = _rewrite_calls(src, params, registry, mode, tensor_params)
     if mode == "eval":
         return f"    return {src}"
     return textwrap.indent(src, "    ")
@@ -107,8 +118,9 @@ def emit_composites(ops):
         if op.kind != "composite":
             continue
         params = {a.name for a in op.signature.args}
+        tensor_params = [a.name for a in op.signature.args if a.is_tensor or a.type == "Tensor[]"]
         out.append(f"def {op.name}(F, {op.signature.python()}):\n    # ops.yaml: {op.name}\n"
-                   f"{_body(op.body, params, registry, True)}\n")
+                   f"{_body(op.body, params, registry, True, tensor_params)}\n")
     return "\n\n".join(out)
 
 

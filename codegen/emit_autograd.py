@@ -58,7 +58,7 @@ def analyse(op, formula, registry):
 
         def visit_Call(self, node):
             self.generic_visit(node)
-            _same_device(node)
+            _same_device(node, op.outputs > 1)
             if isinstance(node.func, ast.Name) and (node.func.id in registry or node.func.id in HELPERS):
                 node.func = ast.copy_location(ast.Attribute(ast.Name("F", ast.Load()), node.func.id, ast.Load()),
                                               node.func)
@@ -73,21 +73,27 @@ def analyse(op, formula, registry):
     return ast.unparse(new), saves
 
 
-CREATORS = ("zeros", "ones", "full", "empty")
+CREATORS = ("zeros", "ones", "full", "empty", "eye", "arange", "tensor", "as_tensor", "scalar_tensor")
 
 
-def _same_device(call):
-    """zeros(shape, dtype=t.dtype) in a formula also takes t's device (a gradient of a cuda tensor is on cuda)."""
+def _same_device(call, multi_output=False):
+    """zeros(shape, dtype=...) in a formula also takes the gradient's device (a gradient of a cuda tensor is on
+    cuda): that of the grad it names in dtype=grad.dtype / grads[i].dtype, else of grad (grads[0]); the output
+    gradients are always at hand (materialized, never saved)."""
     if not (isinstance(call.func, ast.Name) and call.func.id in CREATORS):
         return
     kws = {k.arg: k.value for k in call.keywords}
+    if "device" in kws or None in kws:
+        return
     dt = kws.get("dtype")
-    if "device" in kws or not (isinstance(dt, ast.Attribute) and dt.attr == "dtype"):
-        return
-    owner = dt.value.value if isinstance(dt.value, ast.Subscript) else dt.value
-    if not (isinstance(owner, ast.Name) and owner.id in ("grad", "grads")):     # never saved: always at hand
-        return
-    call.keywords.append(ast.keyword("device", ast.Attribute(dt.value, "device", ast.Load())))
+    owner = None
+    if isinstance(dt, ast.Attribute) and dt.attr == "dtype":
+        name = dt.value.value if isinstance(dt.value, ast.Subscript) else dt.value
+        if isinstance(name, ast.Name) and name.id in ("grad", "grads"):
+            owner = dt.value
+    if owner is None:
+        owner = ast.parse("grads[0]" if multi_output else "grad", mode="eval").body
+    call.keywords.append(ast.keyword("device", ast.Attribute(owner, "device", ast.Load())))
 
 
 SCALAR_OPS = {ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.Mod, ast.FloorDiv}

@@ -33,12 +33,22 @@ SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm
 # lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them
 AUTOCAST_POLICIES = ("lower", "fp32", "promote")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
+# `cuda: <name>` on an array op: the device implementation reftorch/_cuda_dispatch.py runs instead of the body
+# on a host copy (IMPLS there; a new name needs an entry in both). tiled_matmul follows matmul's shape rules,
+# _2d/_3d take only 2-D/3-D operands (mm, bmm; other shapes go to the body, which raises); gather_positions /
+# scatter_positions read/write `self` at the flat positions of an index tuple (advanced indexing and its put);
+# select_positions / add_at_positions / gather_along / scatter_add_along build that tuple from (dim, index) as
+# index_select / index_add / gather / scatter_add do; shifted_log_softmax is x - max - log(sum(exp(x - max)))
+# along `dim` from the device's reductions; concat_copies is cat(tensors, dim) by one strided copy per input.
+CUDA_IMPLS = ("tiled_matmul", "tiled_matmul_2d", "tiled_matmul_3d", "gather_positions", "scatter_positions",
+              "select_positions", "add_at_positions", "gather_along", "scatter_add_along", "shifted_log_softmax",
+              "concat_copies")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
-           "is_tensor", "lowest", "return_type", "einsum_grad_plan",
+           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
@@ -143,6 +153,7 @@ class Op:
     doc: str = ""
     rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
     autocast: Optional[str] = None
+    cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
 
     @property
     def tensor_inputs(self):
@@ -211,7 +222,7 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -436,9 +447,15 @@ def parse_op(raw, path, registered_names) -> Op:
         e.fail("autocast", f"unknown autocast policy {autocast!r} (known: {', '.join(AUTOCAST_POLICIES)})")
     if autocast is not None and kind == "view":
         e.fail("autocast", "a view never changes dtype; autocast applies to computing ops")
+    cuda_impl = e.pop("cuda", str)
+    if cuda_impl is not None and kind != "array":
+        e.fail("cuda", f"only array ops name a device implementation, not kind {kind!r}")
+    if cuda_impl is not None and cuda_impl not in CUDA_IMPLS:
+        e.fail("cuda", f"unknown device implementation {cuda_impl!r} (known: {', '.join(CUDA_IMPLS)}; a new one needs "
+                       "its function in reftorch/_cuda_dispatch.py IMPLS)")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast)
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl)
 
 
 def load(path="reftorch/ops.yaml", text=None):

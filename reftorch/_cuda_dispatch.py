@@ -7,7 +7,8 @@ same geometry. The handlers of reftorch/_dispatch.py delegate here when an argum
 
 - elementwise ops (and the fused backward kernels) run the generated kernels of reftorch/kernels/cuda.py
   through reftorch/_cuda_launch.py; reductions, arg-reductions and scans likewise (tree kernels);
-- matmul/mm/bmm run the tiled shared-memory kernel;
+- array ops that name a device implementation in ops.yaml (`cuda: tiled_matmul`, ...: IMPLS below) run it:
+  the tiled shared-memory matmul, gathers and scatters by flat positions;
 - the other array ops (NumPy bodies: cat, gather, sort, indexing...) run their CPU body on a host copy
   and upload the result (a round trip: correct, not fast);
 - random numbers come from a counter-based generator (reftorch/_cuda_random.py).
@@ -482,10 +483,73 @@ def scan(spec, tensors, scalars):
 
 # ---------------------------------------------------------------------------- array ops
 
-# array ops with a device kernel: the tiled matmul (the ndim each operand must have; None: matmul's rules)
-MATMUL_NDIM = {"matmul": None, "mm": 2, "bmm": 3}
-# gather/scatter by flat positions (reftorch/_cuda_index.py): advanced indexing and its backward
-DEVICE_INDEXING = ("index", "index_put")
+def _tiled(ndim):
+    return lambda spec, tensors, dev, kw: _matmul(spec, tensors, dev, ndim)
+
+
+def _by_positions(impl):
+    def run(spec, tensors, dev, kw):
+        if not (isinstance(tensors[0], Tensor) and tensors[0].device.type == "cuda"):
+            return None
+        from . import _cuda_index
+        return getattr(_cuda_index, impl)(spec, tensors, kw)
+    return run
+
+
+def _log_softmax(spec, tensors, dev, kw):
+    """x - max - log(sum(exp(x - max))) along dim with the device's reductions and elementwise kernels."""
+    from . import _functional as F
+    x = tensors[0]
+    if not (isinstance(x, Tensor) and x.device.type == "cuda" and x.ndim and x.numel() and
+            x.dtype.is_floating_point):
+        return None
+    d = L.wrap_dim(kw["dim"], x.ndim)
+    with grad_mode.no_grad():
+        s = F.sub(x, F.amax(x, d, True))
+        return F.sub(s, F.log(F.sum(F.exp(s), d, True)))
+
+
+def _concat(spec, tensors, dev, kw):
+    """cat(tensors, dim): one strided copy kernel per input into its slice of the result."""
+    from ._dispatch import promoted
+    ts = list(tensors)
+    if not ts or not all(isinstance(t, Tensor) and t.device.type == "cuda" for t in ts):
+        return None
+    nd = ts[0].ndim
+    d = kw.get("dim", 0)
+    if nd == 0 or not -nd <= d < nd or any(t.ndim != nd or t._shape == (0,) for t in ts):
+        return None         # errors and PyTorch's legacy 1-D empty tensors: the body
+    d %= nd
+    if any(t._shape[k] != ts[0]._shape[k] for t in ts for k in range(nd) if k != d):
+        return None
+    dt = promoted(spec, ts)
+    shape = list(ts[0]._shape)
+    shape[d] = sum(t._shape[d] for t in ts)
+    out = empty(tuple(shape), dt, dev)
+    start = 0
+    for t in ts:
+        if t.numel():
+            copy_into(Tensor._make(out._storage, out._offset + start * out._strides[d], t._shape, out._strides, dt,
+                                   out.device), t)
+        start += t._shape[d]
+    return out
+
+
+# the device implementations an array op names in ops.yaml (`cuda: <name>`, codegen/model.py CUDA_IMPLS);
+# each returns the result, or None to let the op's body run on host copies (and raise its errors)
+IMPLS = {
+    "tiled_matmul": _tiled(None),           # the tiled shared-memory kernel, matmul's broadcasting rules
+    "tiled_matmul_2d": _tiled(2),
+    "tiled_matmul_3d": _tiled(3),
+    "gather_positions": _by_positions("gather_positions"),     # reftorch/_cuda_index.py: by flat positions
+    "scatter_positions": _by_positions("scatter_positions"),
+    "select_positions": _by_positions("select_positions"),     # the same kernels, positions from dim and index
+    "add_at_positions": _by_positions("add_at_positions"),
+    "gather_along": _by_positions("gather_along"),
+    "scatter_add_along": _by_positions("scatter_add_along"),
+    "shifted_log_softmax": _log_softmax,
+    "concat_copies": _concat,               # cat: each input copied into its slice of the result   # x - logsumexp(x) along dim from device reductions (max subtracted first)
+}
 
 
 def array(spec, tensors, scalars):
@@ -494,11 +558,8 @@ def array(spec, tensors, scalars):
     lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
     dev = find(tensors, lenient)
     res = None
-    if spec.name in MATMUL_NDIM:
-        res = _matmul(spec, tensors, dev)
-    elif spec.name in DEVICE_INDEXING and isinstance(tensors[0], Tensor) and tensors[0].device.type == "cuda":
-        from . import _cuda_index
-        res = getattr(_cuda_index, spec.name)(spec, tensors, dict(zip(spec.scalar_names, scalars)))
+    if spec.cuda is not None:
+        res = IMPLS[spec.cuda](spec, tensors, dev, dict(zip(spec.scalar_names, scalars)))
     if res is not None:
         if spec.differentiable and grad_mode.state.enabled:
             record(spec, list(tensors), scalars, (res,))
@@ -525,13 +586,13 @@ def _host_value(v):
     return v
 
 
-def _matmul(spec, tensors, dev):
-    """The tiled kernel, or None to let the host path run (and raise the body's errors)."""
+def _matmul(spec, tensors, dev, want):
+    """The tiled kernel (operands of `want` dims; None: matmul's rules), or None to let the host path run (and
+    raise the body's errors)."""
     from ._dispatch import promoted
     a, b = tensors
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.device != b.device:
         return None
-    want = MATMUL_NDIM[spec.name]
     if a.ndim == 0 or b.ndim == 0 or (want is not None and (a.ndim != want or b.ndim != want)):
         return None
     dt = promoted(spec, [a, b])

@@ -64,8 +64,8 @@ def positions(t, indices):
     return np.ascontiguousarray(pos + t._offset, dtype=np.int64)
 
 
-def index(spec, tensors, kw):
-    """self[indices] on the device, or None to take the host path."""
+def gather_positions(spec, tensors, kw):
+    """self[indices] on the device (an op `(Tensor self, any indices)`), or None to take the host path."""
     from ._cuda_dispatch import empty, from_host
     self = tensors[0]
     try:
@@ -80,8 +80,9 @@ def index(spec, tensors, kw):
     return out
 
 
-def index_put(spec, tensors, kw):
-    """A copy of self with values written (added) at indices, on the device; None: the host path."""
+def scatter_positions(spec, tensors, kw):
+    """A copy of self with values written (added) at indices, on the device (an op `(Tensor self, any indices,
+    Tensor values, bool accumulate)`); None: the host path."""
     from ._cuda_dispatch import cast, clone, from_host
     from ._dispatch import promoted
     self, values = tensors
@@ -105,3 +106,90 @@ def index_put(spec, tensors, kw):
         vals = v._storage.data[:flat.size]
         _launch(put_add_kernel if accumulate else put_kernel, flat.size, out._storage.data, d_pos, vals)
     return out
+
+
+# ---------------------------------------------------------------------------- ops along one dim, as positions
+# index_select / index_add / gather / scatter_add are advanced indexing with an index tuple built from `dim` and
+# `index`; inputs the body would refuse (bad shapes, out-of-range or negative indices) return None, so the host
+# path raises the body's error.
+
+def _index_along(t, kw, index):
+    """(dim, the index as a host int64 array) or None."""
+    if t.ndim == 0 or not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype is D.bool_:
+        return None
+    d = L.wrap_dim(kw["dim"], t.ndim)
+    return d, np.asarray(_host_index(index), dtype=np.int64)
+
+
+def _in_range(idx, n):
+    return not idx.size or (idx.min() >= 0 and idx.max() < n)
+
+
+def select_positions(spec, tensors, kw):
+    """index_select(self, dim, index): the slices at a 1-D index along dim."""
+    self, index = tensors
+    got = _index_along(self, kw, index)
+    if got is None:
+        return None
+    d, idx = got
+    if idx.ndim > 1 or not _in_range(idx.reshape(-1), self._shape[d]):
+        return None
+    return gather_positions(spec, [self], {"indices": (None,) * d + (idx.reshape(-1),)})
+
+
+def add_at_positions(spec, tensors, kw):
+    """index_add(self, dim, index, source, alpha): alpha * source added at the slices index along dim."""
+    from .autograd import grad_mode
+    self, index, source = tensors
+    got = _index_along(self, kw, index)
+    if got is None or not isinstance(source, Tensor) or source.ndim != self.ndim:
+        return None
+    d, idx = got
+    idx = idx.reshape(-1) if idx.ndim <= 1 else None
+    if idx is None or source._shape[d] != idx.shape[0] or not _in_range(idx, self._shape[d]) or \
+            any(source._shape[k] != self._shape[k] for k in range(self.ndim) if k != d):
+        return None
+    alpha = kw.get("alpha", 1)
+    if alpha != 1:
+        with grad_mode.no_grad():
+            source = source * alpha
+    return scatter_positions(spec, [self, source], {"indices": (None,) * d + (idx,), "accumulate": True})
+
+
+def _along_indices(idx, dim):
+    """gather/scatter's index tuple: idx along dim, each other dim k its own position (0..idx.shape[k])."""
+    nd = idx.ndim
+    return tuple(idx if k == dim else np.arange(idx.shape[k]).reshape(tuple(-1 if j == k else 1 for j in range(nd)))
+                 for k in range(nd))
+
+
+def _along_ok(x, idx, d, src=None):
+    if idx.ndim != x.ndim or (src is not None and src.ndim != x.ndim):
+        return False
+    for k in range(x.ndim):
+        if (k != d and idx.shape[k] > x._shape[k]) or (src is not None and idx.shape[k] > src._shape[k]):
+            return False
+    return _in_range(idx, x._shape[d])
+
+
+def gather_along(spec, tensors, kw):
+    """gather(self, dim, index): out[i][j] = self[index[i][j]][j] for dim 0, and so on."""
+    self, index = tensors
+    got = _index_along(self, kw, index)
+    if got is None or not _along_ok(self, got[1], got[0]):
+        return None
+    d, idx = got
+    return gather_positions(spec, [self], {"indices": _along_indices(idx, d)})
+
+
+def scatter_add_along(spec, tensors, kw):
+    """scatter_add(self, dim, index, src): src added at index along dim (duplicates accumulate, with atomics)."""
+    from .autograd import grad_mode
+    self, index, src = tensors
+    got = _index_along(self, kw, index)
+    if got is None or not isinstance(src, Tensor) or not _along_ok(self, got[1], got[0], src):
+        return None
+    d, idx = got
+    with grad_mode.no_grad():
+        vals = src[tuple(slice(0, n) for n in idx.shape)]
+    return scatter_positions(spec, [self, vals], {"indices": _along_indices(idx, d), "accumulate": True})

@@ -79,6 +79,20 @@ def is_tensor(x):
     return isinstance(x, Tensor)
 
 
+def device_of(*args):
+    """The device for the new tensors of a composite body (the generator passes its tensor arguments): the first
+    cuda one's, else None (the default device); cpu tensors beside it are 0-d ones or raise in the op anyway."""
+    from . import _cuda_dispatch
+    if not _cuda_dispatch.used:
+        return None
+    from ._tensor import Tensor
+    for a in args:
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, Tensor) and x.device.type != "cpu":
+                return x.device
+    return None
+
+
 def lowest(dtype):
     """The most negative finite value of a floating dtype (a stand-in for -inf that keeps gradients finite)."""
     import numpy as np

@@ -11,6 +11,11 @@ tuples of tensors, numbers, strings, bools and None (an optimizer's state_dict, 
 checkpoint) is stored with its tensors under dotted keys ("optim.state.0.exp_avg") and the shape of
 the tree as JSON in `__metadata__["reftorch.tree"]`; `load` rebuilds the same tree. A safetensors
 reader sees the tensors under their dotted names.
+
+Tensors not on the cpu have their device recorded in `__metadata__["reftorch.devices"]` (JSON: name ->
+"cuda:0"); `load` puts them back there, or where `map_location` says (PyTorch's rules: a device or its
+name for every tensor, a {saved location: new location} dict, or a callable (tensor, location) -> tensor,
+or None for the saved place).
 """
 from __future__ import annotations
 
@@ -47,6 +52,7 @@ _ITEMSIZE = {"F64": 8, "F32": 4, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
              "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
 
 _TREE_KEY = "reftorch.tree"
+_DEVICES_KEY = "reftorch.devices"
 _MAX_HEADER = 100_000_000       # safetensors' own limit
 
 
@@ -63,6 +69,9 @@ def save(obj, f, **kwargs):
     target, so a failed save leaves any previous file intact) or a binary file object.
     """
     tensors, metadata = _flatten(obj)
+    devices = {name: str(t.device) for name, t in tensors.items() if t.device.type != "cpu"}
+    if devices:
+        metadata[_DEVICES_KEY] = json.dumps(devices)
     data = _encode(tensors, metadata)
     if hasattr(f, "write"):
         f.write(data)
@@ -186,9 +195,7 @@ def load(f, map_location=None, weights_only=True, mmap=None, **kwargs):
     naming the file for anything that is not a complete safetensors file.
     """
     if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
-        device = torch.device(map_location)
-        if device.type != "cpu":
-            raise RuntimeError(f"reftorch.load: map_location={map_location!r}: reftorch runs on the cpu only")
+        map_location = torch.device(map_location)       # checks the name before reading anything
     if hasattr(f, "read"):
         name = getattr(f, "name", None) or "<file object>"
         data = f.read()
@@ -198,6 +205,13 @@ def load(f, map_location=None, weights_only=True, mmap=None, **kwargs):
             data = fh.read()
     header, tensors = _decode(data, name)
     metadata = header.get("__metadata__") or {}
+    try:
+        devices = json.loads(metadata.get(_DEVICES_KEY, "{}"))
+        if not (isinstance(devices, dict) and all(isinstance(v, str) for v in devices.values())):
+            raise ValueError("not a map of tensor names to device names")
+    except ValueError as err:
+        raise CheckpointError(f"{name}: the checkpoint's '{_DEVICES_KEY}' metadata is corrupt ({err})") from None
+    tensors = {key: _place(t, devices.get(key, "cpu"), map_location) for key, t in tensors.items()}
     tree = metadata.get(_TREE_KEY)
     if tree is None:
         return tensors
@@ -205,6 +219,26 @@ def load(f, map_location=None, weights_only=True, mmap=None, **kwargs):
         return _from_tree(json.loads(tree), tensors)
     except (ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{name}: the checkpoint's '{_TREE_KEY}' metadata is corrupt ({err})") from None
+
+
+def _place(t, location, map_location):
+    """The loaded (cpu) tensor t, saved at `location` ("cpu", "cuda:0"), moved where map_location says."""
+    if callable(map_location) and not isinstance(map_location, torch.device):
+        out = map_location(t, location)
+        if out is not None:
+            return out
+    elif isinstance(map_location, dict):
+        location = map_location.get(location, location)
+    elif map_location is not None:
+        location = map_location
+    device = torch.device(location)
+    if device.type == "cpu":
+        return t
+    if device.type == "cuda" and map_location is None and not torch.cuda.is_available():
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                           "False. If you are running on a CPU-only machine, please use torch.load with "
+                           "map_location=torch.device('cpu') to map your storages to the CPU.")
+    return t.to(device)
 
 
 def _decode(data, name):

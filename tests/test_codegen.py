@@ -233,3 +233,55 @@ def test_adding_an_op_is_one_yaml_entry(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "new op works" in run.stdout
+
+
+# ------------------------------------------------------------------------------- device of helper tensors
+
+def test_helper_tensors_of_bodies_and_formulas_take_the_inputs_device():
+    """zeros/eye/arange... called without device= in a composite body get the device of the op's tensor
+    arguments; in a derivative formula, the gradient's (a cuda input's helpers are made on cuda)."""
+    from codegen import emit_api, emit_autograd
+    ops = load("ops.yaml", text=textwrap.dedent("""\
+        - name: with_eye
+          kind: composite
+          signature: (Tensor self, Tensor[] others, int n=2)
+          body: |
+            k = n
+            return self + eye(k) + zeros(k, dtype=self.dtype) + full((k,), 1.0, device=self.device)
+          test: {ref: "lambda x, o: x"}
+        - name: dbl
+          kind: unary
+          signature: (Tensor self)
+          scalar: self + self
+          dtypes: [float]
+          derivatives: {self: "grad * 2 + zeros(self.shape) + ones((), dtype=grad.dtype)"}
+          test: {ref: "lambda x: x + x"}
+        """))
+    src = emit_api.emit_composites(ops)
+    assert "F.eye(k, device=F.device_of(self, others))" in src, src
+    assert "F.zeros(k, dtype=self.dtype, device=F.device_of(self, others))" in src, src
+    assert "F.full((k,), 1.0, device=self.device)" in src, src
+    deriv, _, _ = emit_autograd.emit(ops)
+    assert "F.zeros(self_shape, device=grad.device)" in deriv, deriv
+    assert "F.ones((), dtype=grad.dtype, device=grad.device)" in deriv, deriv
+
+
+def test_cuda_implementation_field_is_checked():
+    base = """\
+        - name: mat
+          kind: array
+          signature: (Tensor self, Tensor other)
+          body: np.matmul(self, other)
+          dtypes: [float]
+          cuda: {impl}
+          differentiable: false
+          test: {{ref: np.matmul}}
+        """
+    (op,) = load("ops.yaml", text=textwrap.dedent(base.format(impl="tiled_matmul")))
+    assert op.cuda == "tiled_matmul"
+    msg = parse_error(base.format(impl="fast_matmul"))
+    assert_names(msg, "mat", "cuda", 6)
+    assert "unknown device implementation 'fast_matmul'" in msg and "tiled_matmul" in msg
+    msg = parse_error(GOOD.replace("  dtypes:", "  cuda: tiled_matmul\n  dtypes:"))
+    assert_names(msg, "twice", "cuda", 5)
+    assert "only array ops" in msg

@@ -78,3 +78,17 @@ def test_cuda_tensors_without_a_gpu_raise_pytorchs_error():
             fn()
     assert repr(reftorch.device("cuda:0")) == "device(type='cuda', index=0)"
     assert t.cpu() is t and not t.is_cuda and t.device == reftorch.device("cpu")
+
+
+def test_device_implementations_named_in_the_registry_exist():
+    """`cuda: <name>` of ops.yaml array ops (codegen/model.py CUDA_IMPLS) <-> reftorch/_cuda_dispatch.py IMPLS;
+    the runtime picks them by the spec's field, never by op name."""
+    from codegen.model import CUDA_IMPLS
+    from reftorch import _cuda_dispatch
+    from reftorch.kernels.api import SPECS
+    assert set(_cuda_dispatch.IMPLS) == set(CUDA_IMPLS)
+    named = {name: s["cuda"] for name, s in SPECS.items() if "cuda" in s}
+    assert named and set(named.values()) <= set(CUDA_IMPLS) and all(SPECS[n]["kind"] == "array" for n in named)
+    src = open(os.path.join(ROOT, "reftorch", "_cuda_dispatch.py")).read()
+    for name in named:
+        assert f'"{name}"' not in src, f"_cuda_dispatch.py names the op {name!r}"

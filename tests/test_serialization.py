@@ -232,3 +232,62 @@ def test_safetensors_torch_reads_ours_when_installed(tmp_path):
     torch.save(_state_dict(), path)
     theirs = st.load_file(str(path))
     np.testing.assert_array_equal(theirs["layer.weight"].numpy(), _state_dict()["layer.weight"].numpy())
+
+
+# ---------------------------------------------------------------------------- devices and map_location
+# (the cuda side -- saving a cuda tensor and getting it back on cuda -- runs in the simulator:
+# tests/cuda/test_cuda_device.py::test_save_and_load_keep_the_device)
+
+def _saved_on_cuda():
+    """A checkpoint as reftorch writes it for {"w": <cuda tensor>, "n": <cpu tensor>}, made without a GPU."""
+    from reftorch import serialization
+    tensors = {"w": torch.tensor([1.5, -2.0]), "n": torch.tensor(3)}
+    meta = {"format": "pt", "reftorch.devices": json.dumps({"w": "cuda:0"})}
+    return serialization._encode(tensors, meta)
+
+
+def test_cpu_checkpoints_carry_no_device_metadata():
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, buf)
+    (n,) = struct.unpack("<Q", buf.getvalue()[:8])
+    assert json.loads(buf.getvalue()[8:8 + n])["__metadata__"] == {"format": "pt"}
+
+
+def test_a_cuda_checkpoint_without_cuda_needs_map_location():
+    with pytest.raises(RuntimeError, match=r"Attempting to deserialize object on a CUDA device but "
+                                           r"torch\.cuda\.is_available\(\) is False\. If you are running on a "
+                                           r"CPU-only machine, please use torch\.load with "
+                                           r"map_location=torch\.device\('cpu'\)"):
+        torch.load(io.BytesIO(_saved_on_cuda()))
+
+
+@pytest.mark.parametrize("where", ["cpu", torch.device("cpu"), {"cuda:0": "cpu"}, lambda storage, loc: storage])
+def test_map_location_moves_a_cuda_checkpoint_to_the_cpu(where):
+    got = torch.load(io.BytesIO(_saved_on_cuda()), map_location=where)
+    assert got["w"].device.type == "cpu" and got["n"].device.type == "cpu"
+    assert got["w"].tolist() == [1.5, -2.0] and got["n"].item() == 3
+
+
+def test_map_location_callable_sees_each_saved_location():
+    seen = []
+
+    def where(storage, location):
+        seen.append(location)
+        return storage if location != "cpu" else None     # None: the default place (the saved one)
+    got = torch.load(io.BytesIO(_saved_on_cuda()), map_location=where)
+    assert sorted(seen) == ["cpu", "cuda:0"] and got["w"].device.type == "cpu"
+
+
+def test_map_location_names_are_checked_and_corrupt_device_metadata_is_named(tmp_path):
+    buf = _saved_on_cuda()
+    with pytest.raises(RuntimeError):
+        torch.load(io.BytesIO(buf), map_location="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            torch.load(io.BytesIO(buf), map_location="cuda")
+    from reftorch import serialization
+    bad = serialization._encode({"w": torch.ones(1)}, {"format": "pt", "reftorch.devices": "[1, 2"})
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(bad)
+    with pytest.raises(CheckpointError, match=r"bad\.safetensors: the checkpoint's 'reftorch\.devices' metadata"):
+        torch.load(path)

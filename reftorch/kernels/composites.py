@@ -236,8 +236,8 @@ def cumprod_backward(F, grad, self, result, dim):
         return rev_cumsum(grad * result) / self
     if F.is_grad_enabled():
         k = self.shape[dim]
-        c = F.cumprod(F.where(F.eye(k) == 1, 1.0, self.transpose(dim, -1).unsqueeze(-2)), -1)
-        g = F.sum(c * F.triu(F.ones(k, k, dtype=grad.dtype)) * grad.transpose(dim, -1).unsqueeze(-2), -1)
+        c = F.cumprod(F.where(F.eye(k, device=F.device_of(grad, self, result)) == 1, 1.0, self.transpose(dim, -1).unsqueeze(-2)), -1)
+        g = F.sum(c * F.triu(F.ones(k, k, dtype=grad.dtype, device=F.device_of(grad, self, result))) * grad.transpose(dim, -1).unsqueeze(-2), -1)
         return g.transpose(dim, -1)
     seen = F.cumsum(zero, dim)
     before = seen == 0
@@ -320,7 +320,7 @@ def einsum_backward(F, grad, equation, operands):
     # ops.yaml: einsum_backward
     grads = []
     for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
-        more = [F.ones(a, dtype=grad.dtype) if kind == 'ones' else F.eye(a, dtype=grad.dtype) for kind, a in extras]
+        more = [F.ones(a, dtype=grad.dtype, device=F.device_of(grad, operands)) if kind == 'ones' else F.eye(a, dtype=grad.dtype, device=F.device_of(grad, operands)) for kind, a in extras]
         grads.append(F.einsum(eq, grad, *[operands[i] for i in others], *more))
     return grads
 
@@ -332,8 +332,8 @@ def pad_backward(F, grad, shape, pads, mode):
     n = 1
     for s in shape:
         n *= s
-    source = F.pad(F.arange(n).reshape(tuple(shape)), pads, mode)
-    return F.put(F.zeros(tuple(shape), dtype=grad.dtype), source, grad, True)
+    source = F.pad(F.arange(n, device=F.device_of(grad)).reshape(tuple(shape)), pads, mode)
+    return F.put(F.zeros(tuple(shape), dtype=grad.dtype, device=F.device_of(grad)), source, grad, True)
 
 
 def cat_backward(F, grad, shapes, dim):
@@ -343,7 +343,7 @@ def cat_backward(F, grad, shapes, dim):
     total, start, grads = (grad.shape[d], 0, [])
     for shape in shapes:
         if tuple(shape) == (0,) and nd != 1:
-            grads.append(F.zeros((0,), dtype=grad.dtype))
+            grads.append(F.zeros((0,), dtype=grad.dtype, device=F.device_of(grad)))
             continue
         p = [0] * (2 * nd)
         p[2 * (nd - 1 - d)] = -start

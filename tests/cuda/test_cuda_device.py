@@ -6,6 +6,7 @@ Runs only with NUMBA_ENABLE_CUDASIM=1 (tests/test_cuda_simulator.py starts it). 
 each thread as Python, so the tensors are tiny (a matmul costs ~0.3 s per 16x16 tile block).
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -202,3 +203,122 @@ def test_demo_trains_on_cuda_in_a_reduced_run(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "device cuda" in proc.stdout and "MLP test accuracy" in proc.stdout, proc.stdout
     assert "(same as before saving)" in proc.stdout, proc.stdout
+
+
+def test_save_and_load_keep_the_device(tmp_path):
+    import io
+    w = torch.tensor([[1.0, -2.0], [3.5, 4.0]], device="cuda")
+    path = tmp_path / "ckpt.safetensors"
+    torch.save({"w": w, "n": torch.tensor(3)}, path)                  # a flat state dict
+    got = torch.load(path)
+    assert got["w"].device == torch.device("cuda:0") and got["n"].device.type == "cpu"
+    assert got["w"].tolist() == w.tolist() and got["n"].item() == 3
+    for where in ("cpu", torch.device("cpu"), {"cuda:0": "cpu"}, lambda storage, loc: storage):
+        back = torch.load(path, map_location=where)
+        assert back["w"].device.type == "cpu" and back["w"].tolist() == w.tolist()
+    assert torch.load(path, map_location=lambda s, loc: s.cuda())["n"].is_cuda
+    buf = io.BytesIO()
+    torch.save({"step": 2, "state": [w, (torch.ones(1), w.sum())]}, buf)     # a tree
+    buf.seek(0)
+    tree = torch.load(buf)
+    assert tree["step"] == 2 and tree["state"][0].is_cuda and tree["state"][1][1].is_cuda
+    assert not tree["state"][1][0].is_cuda
+    buf.seek(0)
+    assert torch.load(buf, map_location="cuda")["state"][1][0].is_cuda        # cpu tensors moved too
+    m = nn.Linear(2, 1).cuda()
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    buf.seek(0)
+    m2 = nn.Linear(2, 1).cuda()
+    m2.load_state_dict(torch.load(buf))
+    assert m2.weight.is_cuda and m2.weight.tolist() == m.weight.tolist()
+
+
+def test_index_select_index_add_gather_scatter_add_run_on_the_device(monkeypatch):
+    """The embedding / cross-entropy paths: the ops name their device implementation in ops.yaml (cuda:
+    select_positions...), so no host copy of the data is made; results and errors match the cpu."""
+    from reftorch import _cuda_dispatch, _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    src = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    rep = torch.tensor([2, 0, 2])                        # repeated: index_add/scatter_add accumulate
+    gidx = torch.tensor([[1, 0], [3, 3]])
+
+    def both(fn, *args):
+        want = fn(*args)
+        got = fn(*[a if k == 1 else a.cuda() for k, a in enumerate(args)])          # the index on the cpu
+        same(got, want)
+        got = fn(*[a.cuda() if isinstance(a, torch.Tensor) else a for a in args])     # index on cuda too
+        same(got, want)
+
+    both(lambda t, i: t.index_select(0, i), x, rep)
+    both(lambda t, i: t.index_select(-1, i[:2]), x.t(), rep)                 # strided self, last dim
+    both(lambda t, i, s: t.index_add(0, i, s, alpha=0.5), x, rep, src[:3])
+    both(lambda t, i, s: t.index_add(1, i, s), x, rep, src[:, [0, 1, 2]].t().t())
+    both(lambda t, i: t.gather(1, i), x, gidx[:, :2] % 3)
+    both(lambda t, i: t.gather(0, i), x, gidx)
+    both(lambda t, i, s: t.scatter_add(0, i, s), x, gidx, src)
+    both(lambda t, i: t.index_select(0, i), torch.arange(5), rep)           # int64
+    both(lambda t, i, s: t.index_add(0, i, s), torch.arange(5), rep, torch.ones(3, dtype=torch.int64))
+    assert trips == [] and _cuda_dispatch.IMPLS
+    w = nn.Embedding(5, 2).cuda()
+    out = w(torch.tensor([[1, 4], [1, 0]], device="cuda"))
+    out.sum().backward()
+    assert trips == [] and w.weight.grad.tolist() == [[1, 1], [2, 2], [0, 0], [0, 0], [1, 1]]
+    for fn in (lambda t: t.index_select(0, torch.tensor([4])), lambda t: t.index_select(0, torch.tensor([-1])),
+               lambda t: t.gather(0, torch.tensor([[5, 0, 0]])), lambda t: t.index_add(0, torch.tensor([0]), t)):
+        with pytest.raises((IndexError, RuntimeError)) as want:
+            fn(x)
+        with pytest.raises(want.type, match=re.escape(str(want.value))):
+            fn(x.cuda())
+
+
+def test_log_softmax_and_cross_entropy_stay_on_the_device(monkeypatch):
+    from reftorch import _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 3, 2, generator=g, dtype=torch.float64)
+    x[0, 1, 0] = -float("inf")
+    for d in (0, 1, -1):
+        same(x.cuda().log_softmax(d), x.log_softmax(d))
+    logits = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 3, 1])
+    want = torch.nn.functional.cross_entropy(logits.requires_grad_(), y)
+    want.backward()
+    lc = logits.detach().cuda().requires_grad_()
+    got = torch.nn.functional.cross_entropy(lc, y.cuda())
+    got.backward()
+    same(got.detach(), want.detach())
+    same(lc.grad, logits.grad)
+    assert trips == []
+    same(torch.ones(0, 2, device="cuda").log_softmax(0), torch.ones(0, 2).log_softmax(0))   # the body's path
+
+
+def test_cat_and_stack_copy_on_the_device(monkeypatch):
+    from reftorch import _dispatch
+    trips = []
+    host = _dispatch.array
+    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(2, 3, generator=g, dtype=torch.float64)
+    b = torch.randn(3, 2, generator=g, dtype=torch.float64).t()          # strided
+    c = torch.arange(6).reshape(2, 3)                                    # int64: promoted to float64
+    for d in (0, 1, -1):
+        same(torch.cat([a.cuda(), b.cuda(), c.cuda()], d), torch.cat([a, b, c], d))
+    same(torch.stack([a.cuda(), b.cuda()], 1), torch.stack([a, b], 1))
+    same(torch.cat([a.cuda(), a[:0].cuda()]), torch.cat([a, a[:0]]))
+    assert trips == []
+    la, lb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    (torch.cat([la, lb], 1) * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    ca, cb = a.cuda().requires_grad_(), b.cuda().requires_grad_()
+    (torch.cat([ca, cb], 1) * torch.arange(6.0, dtype=torch.float64, device="cuda")).sum().backward()
+    same(ca.grad, la.grad)
+    same(cb.grad, lb.grad)
+    same(torch.cat([torch.zeros(0, device="cuda"), a.cuda()]), torch.cat([torch.zeros(0), a]))   # legacy empty: body
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        torch.cat([a.cuda(), torch.ones(1, 2, device="cuda")])

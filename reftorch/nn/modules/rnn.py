@@ -94,7 +94,7 @@ class RNNCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)
+            hx = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
         elif not batched:
             hx = hx.unsqueeze(0)
         if self.nonlinearity not in ("tanh", "relu"):
@@ -115,7 +115,7 @@ class LSTMCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            zeros = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)
+            zeros = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         elif not batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
@@ -135,7 +135,7 @@ class GRUCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)
+            hx = torch.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
         elif not batched:
             hx = hx.unsqueeze(0)
         h = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), hx, self.weight_hh, self.bias_hh)
@@ -349,7 +349,7 @@ class RNN(RNNBase):
         batch = input.shape[1]
         expected = self._expected_hidden(batch)
         if hx is None:
-            hx = torch.zeros(expected, dtype=input.dtype)
+            hx = torch.zeros(expected, dtype=input.dtype, device=input.device)
         else:
             if batched and hx.dim() != 3:
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
@@ -376,8 +376,8 @@ class LSTM(RNNBase):
         expected_h = self._expected_hidden(batch)
         expected_c = self._expected_hidden(batch, self.hidden_size)
         if hx is None:
-            h0 = torch.zeros(expected_h, dtype=input.dtype)
-            c0 = torch.zeros(expected_c, dtype=input.dtype)
+            h0 = torch.zeros(expected_h, dtype=input.dtype, device=input.device)
+            c0 = torch.zeros(expected_c, dtype=input.dtype, device=input.device)
         else:
             h0, c0 = hx
             if batched and (h0.dim() != 3 or c0.dim() != 3):
@@ -413,7 +413,7 @@ class GRU(RNNBase):
         batch = input.shape[1]
         expected = self._expected_hidden(batch)
         if hx is None:
-            hx = torch.zeros(expected, dtype=input.dtype)
+            hx = torch.zeros(expected, dtype=input.dtype, device=input.device)
         else:
             if batched and hx.dim() != 3:
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")

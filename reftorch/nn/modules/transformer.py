@@ -33,8 +33,8 @@ def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-def _causal_mask(size, dtype):
-    keep = torch.arange(size).reshape(size, 1) >= torch.arange(size).reshape(1, size)
+def _causal_mask(size, dtype, device=None):
+    keep = torch.arange(size, device=device).reshape(size, 1) >= torch.arange(size, device=device).reshape(1, size)
     return torch.where(keep, 0.0, -math.inf).to(dtype)
 
 
@@ -200,4 +200,4 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """A float (sz, sz) mask: 0 on and below the diagonal, -inf above (no attending to the future)."""
-        return _causal_mask(sz, dtype or torch.get_default_dtype())
+        return _causal_mask(sz, dtype or torch.get_default_dtype(), device)

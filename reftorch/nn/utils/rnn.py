@@ -14,7 +14,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         extra = longest - s.shape[0]
         if extra:
-            fill = torch.full((extra,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            fill = torch.full((extra,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
             s = torch.cat([s, fill] if padding_side == "right" else [fill, s], 0)
         padded.append(s)
     out = torch.stack(padded, 0)
