@@ -3,6 +3,7 @@ answers, the generated module's import and coverage, and how the generator merge
 import ast
 import os
 
+import numpy as np
 import pytest
 
 import reftorch
@@ -73,7 +74,8 @@ def test_cuda_tensors_without_a_gpu_raise_pytorchs_error():
     t = reftorch.ones(2)
     for fn in (lambda: reftorch.zeros(2, device="cuda"), lambda: t.cuda(), lambda: t.to("cuda:0"),
                lambda: reftorch.rand(2, device="cuda"), lambda: reftorch.nn.Linear(2, 2).to("cuda"),
-               lambda: reftorch.zeros(2, device=reftorch.device("cuda"))):
+               lambda: reftorch.zeros(2, device=reftorch.device("cuda")),
+               lambda: reftorch.nn.Linear(2, 2, device="cuda"), lambda: reftorch.nn.Conv2d(1, 1, 3, device="cuda")):
         with pytest.raises(RuntimeError, match="Torch not compiled with CUDA enabled"):
             fn()
     assert repr(reftorch.device("cuda:0")) == "device(type='cuda', index=0)"
@@ -92,3 +94,16 @@ def test_device_implementations_named_in_the_registry_exist():
     src = open(os.path.join(ROOT, "reftorch", "_cuda_dispatch.py")).read()
     for name in named:
         assert f'"{name}"' not in src, f"_cuda_dispatch.py names the op {name!r}"
+
+
+def test_layers_take_the_device_factory_argument():
+    """nn layers accept PyTorch's `device=`: device="cpu" builds exactly the layer built without it."""
+    for make in (lambda **kw: reftorch.nn.Linear(3, 2, **kw), lambda **kw: reftorch.nn.Conv2d(1, 2, 3, **kw),
+                 lambda **kw: reftorch.nn.LayerNorm(4, **kw), lambda **kw: reftorch.nn.LSTM(3, 4, **kw)):
+        reftorch.manual_seed(3)
+        plain = make()
+        reftorch.manual_seed(3)
+        placed = make(device=reftorch.device("cpu"))
+        for (n, a), (_, b) in zip(plain.named_parameters(), placed.named_parameters()):
+            assert b.device == reftorch.device("cpu") and b.is_leaf, n
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

@@ -322,3 +322,16 @@ def test_cat_and_stack_copy_on_the_device(monkeypatch):
     same(torch.cat([torch.zeros(0, device="cuda"), a.cuda()]), torch.cat([torch.zeros(0), a]))   # legacy empty: body
     with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
         torch.cat([a.cuda(), torch.ones(1, 2, device="cuda")])
+
+
+def test_layers_built_with_device_cuda_live_there():
+    torch.manual_seed(5)
+    lin = nn.Linear(3, 2, device="cuda")
+    norm = nn.LayerNorm(2, device=torch.device("cuda:0"))
+    assert all(p.is_cuda and p.is_leaf for p in (*lin.parameters(), *norm.parameters()))
+    x = torch.ones(4, 3, device="cuda")
+    norm(lin(x)).sum().backward()
+    assert lin.weight.grad.is_cuda
+    torch.manual_seed(5)
+    ref = nn.Linear(3, 2)
+    same(lin.weight.detach(), ref.weight.detach(), atol=0)      # initialised as on the cpu, then moved

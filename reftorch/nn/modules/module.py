@@ -69,6 +69,27 @@ class Module:
     _version = 1
     call_super_init = False
 
+    def __init_subclass__(cls, **kwargs):
+        """reftorch's own layers take PyTorch's `device=` factory argument: their parameters are made and
+        initialised on the cpu, then the finished module moves there (one place instead of a `device=`
+        on every factory call in every layer)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or not cls.__module__.startswith("reftorch.nn") or \
+                "device" not in init.__code__.co_varnames[:init.__code__.co_argcount + init.__code__.co_kwonlyargcount]:
+            return
+        import functools
+        import inspect
+        sig = inspect.signature(init)
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            init(self, *args, **kw)
+            device = sig.bind(self, *args, **kw).arguments.get("device")
+            if device is not None:
+                self.to(device)
+        cls.__init__ = __init__
+
     def __init__(self, *args, **kwargs):
         if not self.call_super_init and kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
