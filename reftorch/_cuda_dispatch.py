@@ -369,37 +369,12 @@ def _flat(data, shape, dtype, dev):
 
 
 def reduction(spec, tensors, scalars):
-    from ._dispatch import _acc_dtype, _identity, _reduced_shape, _scalar_arg, as_tensor_arg, record
+    from ._dispatch import ReductionCall, _identity, as_tensor_arg, record
     x = as_tensor_arg(tensors[0])
     dev = x.device
-    kw = dict(zip(spec.scalar_names, scalars))
-    if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
-        kw["dim"] = None
-    dims = L.wrap_dims(kw.get("dim"), x.ndim, spec.name)
-    keepdim = bool(kw.get("keepdim", False))
-    dtype = kw.get("dtype")
-    xin = x
-    if dtype is not None:
-        xin = cast(x, D.as_dtype(dtype))
-    spec.check_dtype(xin.dtype)
-    if spec.result in ("bool", "int64"):
-        out_dtype = D.bool_ if spec.result == "bool" else D.int64
-    elif spec.result == "float" and xin.dtype.category < 2:
-        out_dtype = D.defaults.float
-        xin = cast(xin, out_dtype)
-    elif spec.accumulate == "wide" and xin.dtype.category < 2:
-        out_dtype = D.int64
-    else:
-        out_dtype = xin.dtype
-    acc_dtype = _acc_dtype(spec, xin.dtype)
-    out_shape = _reduced_shape(x._shape, dims, keepdim)
-    M = L.numel(out_shape)
-    K = L.numel(tuple(x._shape[d] for d in dims))
-    if K == 0 and spec.identity is None and M > 0:
-        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
-            IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
-    extra = [_scalar_arg(kw[n], xin.dtype) for n in spec.scalar_names if n not in ("dim", "keepdim", "dtype")]
+    r = ReductionCall(spec, x, scalars, cast)
+    xin, dims, out_dtype, acc_dtype = r.xin, r.dims, r.out_dtype, r.acc_dtype
+    out_shape, M, extra = r.out_shape, r.M, r.extra
     if M == 0:
         acc = empty((0,), acc_dtype, dev)
     else:

@@ -905,37 +905,48 @@ def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=()):
         kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
 
 
+class ReductionCall:
+    """What a reduction call asks for, device-independent: the input (cast as the dtype rules say), the
+    reduced dims, the result's dtype and shape, the accumulator dtype, the (M outputs, K each) sizes and
+    the op's extra kernel scalars. Shared by the cpu path below and reftorch/_cuda_dispatch.py."""
+    __slots__ = ("x", "xin", "kw", "dims", "out_dtype", "acc_dtype", "out_shape", "M", "K", "extra")
+
+    def __init__(self, spec, x, scalars, cast):
+        kw = dict(zip(spec.scalar_names, scalars))
+        if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
+            kw["dim"] = None        # dim=() / [] reduces every dim, as in PyTorch
+        dims = L.wrap_dims(kw.get("dim"), x.ndim, spec.name)
+        dtype = kw.get("dtype")
+        xin = x
+        if dtype is not None:
+            xin = cast(x, D.as_dtype(dtype))
+        spec.check_dtype(xin.dtype)
+        if spec.result in ("bool", "int64"):
+            out_dtype = D.bool_ if spec.result == "bool" else D.int64
+        elif spec.result == "float" and xin.dtype.category < 2:
+            out_dtype = D.defaults.float
+            xin = cast(xin, out_dtype)
+        elif spec.accumulate == "wide" and xin.dtype.category < 2:
+            out_dtype = D.int64
+        else:
+            out_dtype = xin.dtype
+        self.out_shape = _reduced_shape(x._shape, dims, bool(kw.get("keepdim", False)))
+        self.M = L.numel(self.out_shape)
+        self.K = L.numel(tuple(x._shape[d] for d in dims))
+        if self.K == 0 and spec.identity is None and self.M > 0:
+            raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                             "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
+                IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
+        self.x, self.xin, self.kw, self.dims, self.out_dtype = x, xin, kw, dims, out_dtype
+        self.acc_dtype = _acc_dtype(spec, xin.dtype)
+        self.extra = [_scalar_arg(kw[n], xin.dtype) for n in spec.scalar_names if n not in ("dim", "keepdim", "dtype")]
+
+
 def _reduction(spec, tensors, scalars, key):
     x = as_tensor_arg(tensors[0])
-    kw = dict(zip(spec.scalar_names, scalars))
-    if isinstance(kw.get("dim"), (tuple, list)) and len(kw["dim"]) == 0:
-        kw["dim"] = None        # dim=() / [] reduces every dim, as in PyTorch
-    dims = L.wrap_dims(kw.get("dim"), x.ndim, spec.name)
-    keepdim = bool(kw.get("keepdim", False))
-    dtype = kw.get("dtype")
-    xin = x
-    if dtype is not None:
-        dtype = D.as_dtype(dtype)
-        xin = _cast(x, dtype)
-    spec.check_dtype(xin.dtype)
-    if spec.result in ("bool", "int64"):
-        out_dtype = D.bool_ if spec.result == "bool" else D.int64
-    elif spec.result == "float" and xin.dtype.category < 2:
-        out_dtype = D.defaults.float
-        xin = _cast(xin, out_dtype)
-    elif spec.accumulate == "wide" and xin.dtype.category < 2:
-        out_dtype = D.int64
-    else:
-        out_dtype = xin.dtype
-    acc_dtype = _acc_dtype(spec, xin.dtype)
-    out_shape = _reduced_shape(x._shape, dims, keepdim)
-    M = L.numel(out_shape)
-    K = L.numel(tuple(x._shape[d] for d in dims))
-    if K == 0 and spec.identity is None and M > 0:
-        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
-            IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
-    extra = [_scalar_arg(kw[n], xin.dtype) for n in spec.scalar_names if n not in ("dim", "keepdim", "dtype")]
+    r = ReductionCall(spec, x, scalars, _cast)
+    xin, dims, out_dtype, acc_dtype = r.xin, r.dims, r.out_dtype, r.acc_dtype
+    out_shape, M, extra = r.out_shape, r.M, r.extra
     if M == 0:
         acc = np.empty(0, acc_dtype.np)
     else:
