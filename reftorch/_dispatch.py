@@ -1215,6 +1215,18 @@ def call(name, tensors, scalars):
     return _HANDLERS[spec.kind](spec, tensors, scalars)
 
 
+def values_for_check(t):
+    """t's values as a NumPy array, read by library code only to validate arguments (nll_loss's target
+    bounds): not a graph break while reftorch.compile traces, and its replay does not repeat the check."""
+    if _tracer is None:
+        return t.cpu().numpy()
+    _tracer.depth += 1
+    try:
+        return t.cpu().numpy()
+    finally:
+        _tracer.depth -= 1
+
+
 def fused(name, tensors, scalars):
     """A fused backward kernel: an elementwise op generated from a derivative formula."""
     spec = _fused_specs.get(name)
@@ -1224,6 +1236,8 @@ def fused(name, tensors, scalars):
                            dtypes=("bool", "int", "float"), result="same", outputs=1, differentiable=False,
                            saves=(), identity=None, accumulate=None))
         _fused_specs[name] = spec
+    if _tracer is not None:     # reftorch.compile records the backward of a step it captures
+        return _tracer.call(spec, tensors, scalars)
     return elementwise(spec, tensors, scalars)
 
 

@@ -53,6 +53,7 @@ from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, gradient_edge
 from . import ir
+from . import step as step_mod
 from .tracer import GraphBreak, Tracer
 
 __all__ = ["compile", "GraphBreak", "CompiledFunction"]
@@ -132,15 +133,20 @@ def _build(spec, env):
 
 class _Entry:
     """One traced version: its steps, or None when the trace had a graph break (runs eagerly)."""
-    __slots__ = ("graph", "steps", "breaks", "captured", "shape_free", "shapes")
+    __slots__ = ("graph", "steps", "breaks", "captured", "shape_free", "shapes", "grad_guard", "plan")
 
-    def __init__(self, graph, steps, breaks, captured, shape_free, shapes):
+    def __init__(self, graph, steps, breaks, captured, shape_free, shapes, grad_guard=(), plan=None):
         self.graph, self.steps, self.breaks, self.captured = graph, steps, breaks, captured
         self.shape_free, self.shapes = shape_free, shapes
+        self.grad_guard = grad_guard    # (leaf, .grad is None) when the function was traced
+        self.plan = plan                # a step.StepPlan when the trace holds its own backward
 
     def captured_ok(self):
         for t, meta in self.captured:
             if (t._shape, t.dtype, t.device, t.requires_grad) != meta:
+                return False
+        for leaf, none in self.grad_guard:
+            if (leaf._grad is None) != none:
                 return False
         return True
 
@@ -349,17 +355,26 @@ class RegionBackward(Node):
 
 
 def _replay(entry, inputs):
+    if entry.plan is not None:          # a captured training step: compile/step.py
+        return entry.plan.run(inputs)
     env = dict(zip(entry.graph.input_vids, inputs))
-    handlers = _dispatch._HANDLERS
     for st in entry.steps:
         if isinstance(st, ir.Region):
             _run_region(st, env)
             continue
         n = st.node
-        if n.spec.kind == "method":         # tracer.MethodSpec: .to() / .cuda() / .double() / detach() ...
+        kind = n.spec.kind
+        if kind in ("method", "factory", "gradread"):   # .to() / detach() ..., zeros(n) ..., a leaf's .grad
             res = n.spec.run([_resolve(a, env) for a in n.args], n.scalars)
+        elif kind == "setgrad":
+            leaf = _resolve(n.args[0], env)
+            leaf._grad = _resolve(n.args[1], env) if len(n.args) > 1 else None
+            continue
+        elif kind == "optstep":
+            n.scalars[0].step()
+            continue
         else:
-            res = handlers[n.spec.kind](n.spec, [_resolve(a, env) for a in n.args], n.scalars)
+            res = step_mod.handler(n.spec)(n.spec, [_resolve(a, env) for a in n.args], n.scalars)
         if n.multi:
             for vid, o in zip(n.outs, res):
                 env[vid] = o
@@ -427,10 +442,10 @@ class CompiledFunction:
         with tracer:
             result = self._fn(*args, **kwargs)
         if tracer.breaks:
-            entry = _Entry(None, None, tracer.breaks, (), True, shapes)
+            entry = _Entry(None, None, tracer.breaks, (), True, shapes, tracer.grad_guard)
             self._cache[key] = entry
             return result
-        graph = ir.Graph(tracer, input_vids, _out_spec(result, tracer))
+        graph = ir.Graph(tracer, input_vids, _out_spec(result, tracer), step=tracer.captures_step)
         steps = ir.partition(graph)
         for st in steps:
             if isinstance(st, ir.Region):
@@ -444,9 +459,13 @@ class CompiledFunction:
                         captured.append((x, (x._shape, x.dtype, x.device, x.requires_grad)))
         # dynamic=True: one trace serves every shape of the same ranks when the graph is elementwise only and
         # takes no integer Python constants (the usual shape-derived numbers); otherwise one trace per shape
-        shape_free = all(n.spec.kind in ir.ELEMENTWISE + ("method",) for n in graph.nodes) and not any(
-            isinstance(x, int) and not isinstance(x, bool) for n in graph.nodes for a in n.args for x in _consts(a))
-        entry = _Entry(graph, steps, (), captured, shape_free, shapes)
+        # (a factory's size is such a number: zeros(x.shape[0]) is traced again for another shape)
+        shape_free = not graph.step and all(n.spec.kind in ir.ELEMENTWISE + ("method", "factory")
+                                            for n in graph.nodes) and not any(
+            _has_int(x) for n in graph.nodes for a in n.args for x in _consts(a)) and not any(
+            _has_int(v) for n in graph.nodes if n.spec.kind == "factory" for v in n.spec.kwargs.values())
+        plan = step_mod.StepPlan(graph, steps) if graph.step else None
+        entry = _Entry(graph, steps, (), captured, shape_free, shapes, tracer.grad_guard, plan)
         self._cache[key] = entry
         return result
 
@@ -480,6 +499,15 @@ class CompiledFunction:
 
     def graphs(self):
         return [e.graph for e in self._cache.values() if e.graph is not None]
+
+
+def _has_int(x):
+    """An integer (a size) in a constant argument: an int, or one inside a tuple / list / Size."""
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return True
+    return isinstance(x, (tuple, list)) and any(_has_int(e) for e in x)
 
 
 def _consts(a):

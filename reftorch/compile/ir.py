@@ -18,6 +18,7 @@ from .._device import CPU
 from .._tensor import Tensor
 
 ELEMENTWISE = ("unary", "binary", "ternary")
+SIDE_EFFECTS = ("setgrad", "optstep")       # tracer.SETGRAD / OPTSTEP: always replayed, in program order
 
 
 class Node:
@@ -47,13 +48,16 @@ def _fmt(a):
 
 
 class Graph:
-    def __init__(self, tracer, input_vids, out_spec):
+    def __init__(self, tracer, input_vids, out_spec, step=False):
         self.values = tracer.values          # value id -> tensor seen while tracing (metadata only)
         self.input_vids = input_vids
         self.out_spec = out_spec
+        # step=True: the trace holds its own backward (and optimizer step); it is replayed without autograd
+        # (compile/step.py), so regions need no backward kernels and every elementwise op may fuse
+        self.step = step
         self.nodes = [Node(r) for r in tracer.ops]
         for n in self.nodes:
-            _annotate(n, self.values)
+            _annotate(n, self.values, step)
 
     def __str__(self):
         lines = [f"graph(inputs={['%' + str(v) for v in self.input_vids]})"]
@@ -61,7 +65,7 @@ class Graph:
         return "\n".join(lines)
 
 
-def _annotate(node, values):
+def _annotate(node, values, step=False):
     """Decide whether the node can join a fused region; if so note its dtypes, shape and constants."""
     spec = node.spec
     if spec.kind not in ELEMENTWISE or node.multi or spec.kernel_idx is None:
@@ -95,7 +99,7 @@ def _annotate(node, values):
     if any(np.dtype(t.dtype.np).kind not in "biuf" or np.dtype(t.dtype.np).itemsize < 4 and
            np.dtype(t.dtype.np).kind == "f" for t in ts + [out]):
         return                  # half and complex dtypes: left to the dispatcher
-    if out.requires_grad:
+    if out.requires_grad and not step:
         # it records autograd history: fusable when every formula it needs is elementwise (the region's
         # backward is then one generated kernel); otherwise replayed through the dispatcher, as eager
         from . import codegen
@@ -165,7 +169,7 @@ def _live(graph):
     live = set(_spec_vids(graph.out_spec))
     keep = []
     for n in reversed(graph.nodes):
-        if any(v in live for v in n.outs):
+        if n.spec.kind in SIDE_EFFECTS or any(v in live for v in n.outs):
             keep.append(n)
             live.update(_arg_vids(n.args))
     return keep[::-1]
@@ -190,7 +194,7 @@ def _cut(nodes):
             run.append(n)
             run_vids.update(n.outs)
             continue
-        if run and not any(v in run_vids for v in _arg_vids(n.args)):
+        if run and n.spec.kind not in SIDE_EFFECTS and not any(v in run_vids for v in _arg_vids(n.args)):
             hoisted.append(n)
             continue
         # x.abs().sum(): one fused pass (cpu; on cuda the reduction stays a kernel of its own)
@@ -232,7 +236,8 @@ def _finish(steps, graph):
             if vid in returned or any(j != i for j in used_later.get(vid, ())):
                 st.outputs.append(vid)
                 st.out_dtypes.append(dt)
-        _grad_plan(st, graph)
+        if not graph.step:
+            _grad_plan(st, graph)
     return _fuse_trailing_reductions(steps, graph, used_later, returned)
 
 
@@ -272,10 +277,11 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
             continue
         # with autograd: only a reduction whose gradient is grad broadcast back over the input (a sum), read
         # from its ops.yaml formula; the region's backward kernel then takes that gradient as a scalar
-        if res.requires_grad and (op.formula("self") or "").replace(" ", "") != \
+        grad = res.requires_grad and not graph.step
+        if grad and (op.formula("self") or "").replace(" ", "") != \
                 "expand_reduced(grad,self.shape,dim,keepdim)":
             continue
-        if src.requires_grad != res.requires_grad:
+        if not graph.step and src.requires_grad != res.requires_grad:
             continue
         if str(op.reduce.identity) in ("inf", "-inf") and not src.dtype.is_floating_point:
             continue
@@ -289,7 +295,7 @@ def _fuse_trailing_reductions(steps, graph, used_later, returned):
         del st.outputs[k]
         del st.out_dtypes[k]
         st.reduce = ReduceTail(n, vid, np.dtype(acc), op.reduce.identity, op.reduce.combine, res.dtype, res._shape)
-        st.reduce.grad = bool(res.requires_grad)
+        st.reduce.grad = bool(grad)
         st.reduce.vdtype = src.dtype
         if vid in st.grad_outputs:
             st.grad_outputs.remove(vid)

@@ -5,13 +5,21 @@ While a Tracer is active, `_dispatch.call` hands every op to `Tracer.call`, whic
 kind, its inputs (graph values, captured tensors or Python constants), its scalars and its outputs.
 
 Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()` ...), an
-in-place op, a random number or a backward pass inside the function cannot be replayed from the
-recorded ops: each one is a graph break. The tracer notes where it happened (the user's line) and,
+in-place op or a random number cannot be replayed from the recorded ops: each one is a graph break.
+
+A backward pass inside the function (`loss.backward()`, `autograd.grad`) is traced through: the engine
+runs the derivative formulas of ops.yaml, whose ops are recorded like the forward's (compiled autograd),
+and every write of a leaf's `.grad` (the engine's accumulation, `p.grad = None` of zero_grad) is
+recorded as a SETGRAD step. `Optimizer.step()` is recorded as one OPTSTEP step (replayed as a fused
+update, compile/step.py). Accumulating into a `.grad` that already holds a tensor, create_graph=True
+and an optimizer step with a closure are graph breaks. The tracer notes where it happened (the user's line) and,
 under fullgraph=True, raises at once.
 
 Conversions (`.to(...)`, `.cuda()`, `.cpu()`, `.double()` ...), `detach()` and `.data` make tensors without the
 dispatcher: the tracer records each as a MethodSpec step, so a replay derives them from its own input instead of
-reusing the traced tensor.
+reusing the traced tensor. Factories (`zeros`, `ones`, `full`, `arange`, `zeros_like` ...) are recorded as
+FactorySpec steps too, with their arguments: a replay makes a fresh tensor, and with dynamic=True a size
+computed from an input's shape (`zeros(x.shape[0])`) makes the trace shape-specific (traced again per shape).
 """
 from __future__ import annotations
 
@@ -57,6 +65,40 @@ DETACH = MethodSpec("detach", (), lambda t: _methods()._detach(t))
 DATA = MethodSpec("data", (), lambda t: _methods()._data_get(t))
 
 
+class FactorySpec:
+    """A pseudo op for a tensor factory called from the traced function (`zeros(n)`, `ones_like(x)` ...):
+    replayed by calling it again with the recorded arguments (tensor arguments from the replay's values)."""
+    kind = "factory"
+    kernel_idx = None
+    tensor_types = ()
+
+    def __init__(self, name, fn, kwargs):
+        self.name, self._fn, self.kwargs = name, fn, kwargs
+        self.scalar_names = tuple(kwargs)
+
+    def run(self, args, scalars):
+        return self._fn(*args, **self.kwargs)
+
+
+class SideEffect:
+    """A step that changes state outside the graph's values: SETGRAD (leaf.grad = value or None; args: the
+    leaf, then the value or nothing) and OPTSTEP (scalars: the optimizer; its step() runs there)."""
+    kernel_idx = None
+    tensor_types = ()
+    scalar_names = ()
+
+    def __init__(self, kind):
+        self.kind = self.name = kind
+
+
+SETGRAD = SideEffect("setgrad")
+OPTSTEP = SideEffect("optstep")
+GRADREAD = MethodSpec("grad", (), lambda t: t._grad)       # a leaf's .grad read by the function (an input)
+GRADREAD.kind = "gradread"
+FACTORIES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
+             "linspace", "logspace", "eye", "tensor", "scalar_tensor", "as_tensor")
+
+
 class OpRecord:
     __slots__ = ("spec", "args", "scalars", "outs", "multi")
 
@@ -66,6 +108,18 @@ class OpRecord:
         self.scalars = scalars    # the scalar arguments as called
         self.outs = outs          # value ids of the outputs
         self.multi = multi        # the op returned a tuple
+
+
+def _view_key(t):
+    return (id(t._storage), t._offset, t._shape, t._strides, t.dtype, t.device)
+
+
+def _hashable(k):
+    try:
+        hash(tuple(k.items()))
+        return True
+    except TypeError:
+        return False
 
 
 def _user_line():
@@ -85,35 +139,48 @@ class Tracer:
         self.ops = []
         self.ids = {}            # id(tensor) -> value id
         self.values = []         # value id -> tensor (kept alive so that ids are never reused)
+        self.aliases = {}        # (storage, offset, shape, strides, dtype) -> the first value id with them
         self.depth = 0           # > 0 while a handler runs (its internal reads are not graph breaks)
         self.breaks = []         # reasons, each naming the user's line
         self._saved = {}
+        self.grad_guard = []     # (leaf, whether its .grad must be None when the function is called)
+        self._grad_touched = set()   # id of leaves whose .grad this trace has written or guarded
+        self.captures_step = False   # a backward or an optimizer step was recorded
 
     # ------------------------------------------------------------------ values
     def add_value(self, t):
         vid = len(self.values)
         self.values.append(t)
         self.ids[id(t)] = vid
+        self.aliases.setdefault(_view_key(t), vid)
         return vid
+
+    def _leaf_arg(self, t):
+        """The tensor itself (a leaf whose .grad a step reads or writes), never another view of its memory."""
+        vid = self.ids.get(id(t))
+        return ("v", vid) if vid is not None and self.values[vid] is t else ("c", t)
 
     def _arg(self, x):
         if isinstance(x, Tensor):
             vid = self.ids.get(id(x))
             if vid is not None and self.values[vid] is x:
                 return ("v", vid)
-            return ("c", x)
+            # another Tensor object over a value's memory (a saved output, unpacked for a derivative formula)
+            vid = self.aliases.get(_view_key(x))
+            return ("v", vid) if vid is not None else ("c", x)
         if isinstance(x, (list, tuple)) and any(isinstance(e, Tensor) for e in x):
             return ("l", type(x), [self._arg(e) for e in x])
         return ("c", x)
 
     # ------------------------------------------------------------------ the dispatcher hook
     def call(self, spec, tensors, scalars):
+        run = _dispatch.elementwise if spec.kind == "fused" else _dispatch._HANDLERS[spec.kind]
         if self.depth:
-            return _dispatch._HANDLERS[spec.kind](spec, tensors, scalars)
+            return run(spec, tensors, scalars)
         args = [self._arg(x) for x in tensors]
         self.depth += 1
         try:
-            res = _dispatch._HANDLERS[spec.kind](spec, tensors, scalars)
+            res = run(spec, tensors, scalars)
         finally:
             self.depth -= 1
         multi = isinstance(res, tuple)
@@ -135,6 +202,24 @@ class Tracer:
     # ------------------------------------------------------------------ install / remove
     def __enter__(self):
         tracer = self
+
+        def factory(name, orig):
+            def make(*a, **k):
+                if tracer.depth:
+                    return orig(*a, **k)
+                tracer.depth += 1
+                try:
+                    res = orig(*a, **k)
+                finally:
+                    tracer.depth -= 1
+                if isinstance(res, Tensor):
+                    args = [tracer._arg(x) for x in a]
+                    if all(x[0] != "c" or not isinstance(x[1], Tensor) for x in args) and _hashable(k):
+                        tracer.ops.append(OpRecord(FactorySpec(name, orig, k), args, (), [tracer.add_value(res)],
+                                                   False))
+                return res
+            return make
+
         for name in _VALUE_READS:
             orig = Tensor.__dict__.get(name)
             if orig is None:
@@ -168,17 +253,98 @@ class Tracer:
             return __orig(generator)
         _creation._rng = rng
         from .. import autograd as engine
+        from ..autograd import engine as engine_mod
         orig_bw = engine._run_backward
         self._saved[(engine, "_run_backward")] = orig_bw
 
-        def run_backward(*a, __orig=orig_bw, **k):
-            tracer.graph_break("a backward pass runs inside the compiled function")
+        def run_backward(roots, root_grads, retain_graph=False, create_graph=False, *a, __orig=orig_bw, **k):
+            if tracer.depth or not create_graph:
+                tracer.captures_step = tracer.captures_step or not tracer.depth
+                return __orig(roots, root_grads, retain_graph, create_graph, *a, **k)
+            tracer.graph_break("a backward pass with create_graph=True runs inside the compiled function")
             tracer.depth += 1
             try:
-                return __orig(*a, **k)
+                return __orig(roots, root_grads, retain_graph, create_graph, *a, **k)
             finally:
                 tracer.depth -= 1
         engine._run_backward = run_backward
+        orig_acc = engine_mod._accumulate_into
+        self._saved[(engine_mod, "_accumulate_into")] = orig_acc
+
+        def accumulate_into(t, g, create_graph, __orig=orig_acc):
+            if tracer.depth:
+                return __orig(t, g, create_graph)
+            if t._grad is not None or create_graph:
+                tracer.graph_break("a backward pass accumulates into a .grad that already holds a tensor "
+                                   "(call zero_grad() first)")
+                tracer.depth += 1
+                try:
+                    return __orig(t, g, create_graph)
+                finally:
+                    tracer.depth -= 1
+            tracer.guard_grad(t)
+            new = g.detach().clone()            # recorded: the engine's first accumulation is a fresh copy
+            t._grad = new
+            tracer.ops.append(OpRecord(SETGRAD, [tracer._leaf_arg(t), tracer._arg(new)], (), [], False))
+        engine_mod._accumulate_into = accumulate_into
+        grad_prop = Tensor.__dict__["grad"]
+        self._saved[(Tensor, "grad")] = grad_prop
+
+        def get_grad(self_):
+            g = grad_prop.fget(self_)
+            if tracer.depth or g is None or tracer.ids.get(id(g)) is not None:
+                return g
+            tracer.guard_grad(self_)
+            vid = tracer.add_value(g)           # an input of the graph: the leaf's .grad when replayed
+            tracer.ops.append(OpRecord(GRADREAD, [tracer._leaf_arg(self_)], (), [vid], False))
+            return g
+
+        def set_grad(self_, value):
+            grad_prop.fset(self_, value)
+            if tracer.depth:
+                return
+            tracer._grad_touched.add(id(self_))
+            args = [tracer._leaf_arg(self_)] + ([tracer._arg(value)] if value is not None else [])
+            tracer.ops.append(OpRecord(SETGRAD, args, (), [], False))
+        Tensor.grad = property(get_grad, set_grad)
+        from ..optim.optimizer import Optimizer
+        classes, stack = [], [Optimizer]
+        while stack:
+            c = stack.pop()
+            classes.append(c)
+            stack.extend(c.__subclasses__())
+        for cls in classes:
+            orig_step = cls.__dict__.get("step")
+            if orig_step is None:
+                continue
+            self._saved[(cls, "step")] = orig_step
+
+            def opt_step(opt, closure=None, __orig=orig_step):
+                if tracer.depth:
+                    return __orig(opt, closure)
+                if closure is not None:
+                    tracer.graph_break("an optimizer step with a closure runs inside the compiled function")
+                else:
+                    tracer.captures_step = True
+                    tracer.ops.append(OpRecord(OPTSTEP, [], (opt,), [], False))
+                tracer.depth += 1
+                try:
+                    return __orig(opt, closure)
+                finally:
+                    tracer.depth -= 1
+            cls.step = opt_step
+        # factories: recorded with their arguments (a replay makes a fresh tensor of the size it is given)
+        import reftorch
+        from .. import _creation, _functional
+        for name in FACTORIES:
+            orig_f = getattr(_creation, name, None)
+            if orig_f is None:
+                continue
+            wrapped = factory(name, orig_f)
+            for mod in (reftorch, _creation, _functional):
+                if getattr(mod, name, None) is orig_f:
+                    self._saved[(mod, name)] = orig_f
+                    setattr(mod, name, wrapped)
         # conversions (dtype, device), detach() and .data make tensors outside the dispatcher: recorded as
         # MethodSpec steps. Tensor.to is the method; .float() / .cuda() / .cpu() / .type() ... call the module's _to
         from .. import _methods
@@ -210,6 +376,12 @@ class Tracer:
         self._prev = _dispatch._tracer
         _dispatch._tracer = self
         return self
+
+    def guard_grad(self, leaf):
+        """The trace reads leaf.grad as it was when the function was called: guard on whether it was None."""
+        if id(leaf) not in self._grad_touched:
+            self._grad_touched.add(id(leaf))
+            self.grad_guard.append((leaf, leaf._grad is None))
 
     def inplace(self, name):
         self.graph_break(f"in-place op '{name}_' writes into a tensor")

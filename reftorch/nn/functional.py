@@ -1351,7 +1351,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     classes = input.shape[1]
     valid = target != ignore_index
     safe = torch.where(valid, target, 0)
-    t = safe.cpu().numpy()
+    # (a bounds check only: reftorch.compile does not break its graph here, nor repeat the check)
+    t = safe.cpu().numpy() if weight is not None else torch._dispatch.values_for_check(safe)
     if t.size and (t.min() < 0 or t.max() >= classes):
         bad = int(t[(t < 0) | (t >= classes)][0])
         raise IndexError(f"Target {bad} is out of bounds.")
