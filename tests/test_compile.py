@@ -484,3 +484,123 @@ def test_conversions_and_detach_are_replayed_and_dead_code_dropped():
     assert cf.traces == 1
     fused = [s.ops for e in cf._cache.values() for s in e.steps if hasattr(s, "kernels")]
     assert fused == [["mul", "sin", "mul", "add", "sub"]], fused
+
+
+# ------------------------------------------------------------------------------ dynamic shapes and factories
+
+def test_dynamic_factories_follow_the_call_shape():
+    def f(x):
+        return x * 2 + reftorch.zeros(x.shape[0], 1) + reftorch.arange(x.shape[1]) + reftorch.ones_like(x)
+    cf = reftorch.compile(f, dynamic=True)
+    for n in (3, 5, 3, 7):
+        x = reftorch.randn(n, 4)
+        _close(cf(x).numpy(), f(x).numpy())
+        _close(cf(x).numpy(), f(x).numpy())
+    g = lambda x: x + reftorch.zeros_like(x)    # noqa: E731  (no size from Python: one trace serves all)
+    cg = reftorch.compile(g, dynamic=True)
+    for n in (2, 6):
+        x = reftorch.randn(n)
+        _close(cg(x).numpy(), g(x).numpy())
+        _close(cg(x).numpy(), g(x).numpy())
+    assert cg.traces == 1
+
+
+# ------------------------------------------------------------------------------ captured training steps
+
+def _mlp_pair(opt_cls, **opt_kw):
+    nn = reftorch.nn
+    out = []
+    for _ in range(2):
+        reftorch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 3))
+        out.append((m, opt_cls(m.parameters(), **opt_kw)))
+    return out
+
+
+def _state(opt):
+    sd = opt.state_dict()
+    return {k: {n: (v.numpy().copy() if isinstance(v, reftorch.Tensor) else v) for n, v in s.items()}
+            for k, s in sd["state"].items()}
+
+
+@pytest.mark.parametrize("opt_cls,kw,zero_at_end", [
+    ("Adam", dict(lr=1e-2), False),
+    ("AdamW", dict(lr=1e-2, weight_decay=0.1), True),
+    ("SGD", dict(lr=0.1, momentum=0.9), False),
+])
+def test_training_step_is_captured_and_matches_eager(opt_cls, kw, zero_at_end):
+    nn = reftorch.nn
+    (me, oe), (mc, oc) = _mlp_pair(getattr(reftorch.optim, opt_cls), **kw)
+    lossf = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(0)
+
+    def make_step(m, opt):
+        def step(x, y):
+            if not zero_at_end:
+                opt.zero_grad()
+            loss = lossf(m(x), y)
+            loss.backward()
+            opt.step()
+            if zero_at_end:
+                opt.zero_grad()
+            return loss
+        return step
+    eager, compiled = make_step(me, oe), reftorch.compile(make_step(mc, oc), fullgraph=True)
+    for i in range(5):
+        x = reftorch.tensor(rng.standard_normal((8, 6)).astype(np.float32))
+        y = reftorch.tensor(rng.integers(0, 3, 8))
+        le, lc = eager(x, y), compiled(x, y)
+        _close(lc.detach().numpy(), le.detach().numpy())
+        for pe, pc in zip(me.parameters(), mc.parameters()):
+            _close(pc.detach().numpy(), pe.detach().numpy())
+            if zero_at_end:
+                assert pc.grad is None and pe.grad is None
+            else:
+                _close(pc.grad.numpy(), pe.grad.numpy())
+    se, sc = _state(oe), _state(oc)
+    assert se.keys() == sc.keys()
+    for k in se:
+        for name in se[k]:
+            _close(np.asarray(sc[k][name]), np.asarray(se[k][name]))
+    assert not compiled.graph_breaks()
+    assert compiled.traces <= 2     # the first call (no .grad yet) and the second (zero_grad has grads to drop)
+    entry = [e for e in compiled._cache.values() if e.plan is not None]
+    assert entry and entry[-1].plan.built is not None     # replayed from the captured step
+
+
+def test_step_capture_guards_and_breaks():
+    nn = reftorch.nn
+    reftorch.manual_seed(0)
+    m = nn.Linear(4, 2)
+    x = reftorch.randn(3, 4)
+
+    def accumulate(x):          # no zero_grad: the second call adds into .grad -> eager (a graph break)
+        loss = (m(x) ** 2).sum()
+        loss.backward()
+        return loss
+    ca = reftorch.compile(accumulate)
+    ca(x)
+    g1 = m.weight.grad.numpy().copy()
+    ca(x)
+    _close(m.weight.grad.numpy(), 2 * g1)
+    assert any("accumulates" in b for b in ca.graph_breaks())
+    with pytest.raises(GraphBreak, match="accumulates"):
+        reftorch.compile(accumulate, fullgraph=True)(x)
+
+    def grads_of_input(x):      # autograd.grad of an input: returned, not accumulated
+        return reftorch.autograd.grad((m(x) ** 2).sum(), [x])[0]
+    cg = reftorch.compile(grads_of_input)
+    xr = reftorch.randn(3, 4, requires_grad=True)
+    for _ in range(3):
+        _close(cg(xr).numpy(), grads_of_input(xr).numpy())
+
+    def input_grad(x):           # backward into a leaf argument: its .grad is set on the caller's tensor
+        x.grad = None
+        (m(x).tanh() * 3).sum().backward()
+    ci = reftorch.compile(input_grad)
+    for _ in range(3):
+        x1 = reftorch.randn(3, 4, requires_grad=True)
+        x2 = reftorch.tensor(x1.detach().numpy(), requires_grad=True)
+        ci(x1)
+        input_grad(x2)
+        _close(x1.grad.numpy(), x2.grad.numpy())
