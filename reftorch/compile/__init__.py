@@ -14,8 +14,16 @@ arguments, their aliasing, the values of non-tensor arguments, grad mode, a modu
 and the metadata of captured tensors (parameters). A miss traces again and caches another version.
 
 Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), in-place writes,
-random numbers, or a backward pass inside the function. That guard entry then runs eagerly (the
-function unchanged); under fullgraph=True the trace raises GraphBreak naming the line.
+random numbers, a backward pass with create_graph=True or one that accumulates into an existing .grad.
+That guard entry then runs eagerly (the function unchanged); under fullgraph=True the trace raises
+GraphBreak naming the line.
+
+Training steps: a function that calls `loss.backward()` (and `optimizer.step()`, `zero_grad()`) is captured
+whole: the tracer records the backward's derivative formulas as ops, the writes of each leaf's .grad and the
+optimizer step (tracer.py), and the replay runs that flat graph without autograd, as kernel calls bound to
+buffers planned once per guard set, with Adam/AdamW as one generated pass per parameter (step.py). Whether
+each leaf's .grad was None at the call is part of the guards. Python side effects other than these (an
+lr scheduler's step, counters) happen only while tracing, as with any traced function.
 
 Autograd: a fused region whose outputs require grad records ONE node (RegionBackward, shown as
 CompiledFunctionBackward as in PyTorch); its backward is one generated kernel built from the derivative
@@ -24,12 +32,14 @@ writes every input gradient. An op whose formula is not elementwise is replayed 
 (it records its node as eager does). Double backward through a fused region raises, as torch.compile does.
 
 dynamic=True: guards on ranks; Python numbers computed from shapes are baked into the graph, so a
-graph that takes integer arguments from its trace (views, reductions ...) is traced again per shape.
+graph that takes integer arguments from its trace (views, reductions, factories like zeros(x.shape[0]) ...)
+is traced again per shape.
 
 Kernels: each region's module is written under the hash of its source to $REFTORCH_COMPILE_DIR (default
 ~/.cache/reftorch/compiled) and Numba caches its machine code, so another process that traces the same
 region loads it (~0.1 s) instead of compiling it (seconds). Inputs of REFTORCH_COMPILE_PAR_MIN elements
-or more (default 1M; 0 disables) take the threaded loop. `compiled.kernels()` returns the sources
+or more (default 1M; 0 disables) take the threaded loop while the load average leaves a core free (the
+eager kernels' test, _dispatch._parallel). `compiled.kernels()` returns the sources
 (REFTORCH_COMPILE_DUMP=1 prints them); `compiled.kernels(device="cuda")` the same regions as numba.cuda
 kernels.
 
@@ -252,10 +262,13 @@ _POOL = None
 
 def _threaded(kernel, outs, arrays, scalars, n):
     """The contiguous kernel (compiled nogil) over equal chunks, one per thread: elementwise, so chunks are
-    independent, and no parallel=True variant needs compiling (that costs seconds at the first call)."""
+    independent, and no parallel=True variant needs compiling (that costs seconds at the first call).
+    Serial when the machine is busy (see below)."""
     global _POOL
     t = max(1, min(_n_threads(), n // max(_PAR_MIN_V // 2, 1)))
-    if t < 2:
+    # the eager kernels' load test (_dispatch._parallel): threads only while the 1-minute load average leaves
+    # a core free -- a chunk waiting for a core another process holds stalls the whole call
+    if t < 2 or not _dispatch._parallel(max(n, _dispatch.PARALLEL_MIN)):
         kernel(*outs, *arrays, *scalars)
         return
     if _POOL is None:

@@ -99,6 +99,21 @@ class _Bound:
                     self.readers.setdefault(vid, set()).add(n.spec.kind)
         for vid in ir._spec_vids(g.out_spec):
             self.readers.setdefault(vid, set()).add("return")
+        # a SETGRAD whose leaf is set again before anything reads .grad (GRADREAD, an optimizer step) is dead:
+        # zero_grad's `p.grad = None` right before the backward sets it
+        self.dead_sets, pending = set(), {}
+        for st in plan.steps:
+            n = None if isinstance(st, ir.Region) else st.node
+            if n is None:
+                continue
+            if n.spec.kind in ("optstep", "gradread"):
+                pending.clear()
+            elif n.spec.kind == "setgrad":
+                a = n.args[0]
+                key = ("v", a[1]) if a[0] == "v" else ("c", id(a[1]))
+                if key in pending:
+                    self.dead_sets.add(pending[key])
+                pending[key] = n
         prev = grad_mode.state.enabled
         grad_mode.state.enabled = False
         try:
@@ -175,13 +190,15 @@ class _Bound:
     def _op(self, n, inputs):
         kind = n.spec.kind
         if kind == "setgrad":
+            if n in self.dead_sets:
+                return
             leaf = self.leaf(n.args[0], inputs)
             value = self.static[n.args[1][1]] if len(n.args) > 1 and n.args[1][0] == "v" else \
                 (n.args[1][1] if len(n.args) > 1 else None)
             self.calls.append((_set_grad, (self, leaf, value)))
             return
         if kind == "optstep":
-            self.calls.append((_opt_step, (n.scalars[0],)))
+            self.calls.append((_opt_step, (n.scalars[0], {})))
             return
         if kind == "gradread":
             buf = self.static[n.outs[0]] = _buffer(self.graph.values[n.outs[0]])
@@ -264,11 +281,18 @@ class _Bound:
             ins = _dispatch._operands(spec, ts, compute)
         except Exception:
             return False
-        if out_dtype is not out.dtype or any(a is not b for a, b in zip(ins, ts)):
+        if out_dtype is not out.dtype or out_dtype.half or any(t.dtype.half for t in ts):
             return False
+        # an operand cast now stays right for a Python number; a tensor (a bool mask ...) is cast at every
+        # replay, into a buffer of its own, as the dispatcher casts it at every call
+        ins = list(ins)
+        for i, (a, b, ref) in enumerate(zip(ins, ts, n.args)):
+            if a is not b and (ref[0] != "c" or isinstance(ref[1], Tensor)):
+                cb = _buffer(a)
+                self.calls.append((np.copyto, (cb._array(), b._array(), "unsafe")))
+                ins[i] = cb
         buf = self.static[n.outs[0]] = _buffer(out)
-        self.calls.append((_dispatch.run_elementwise, (spec, ins, _dispatch._kernel_scalars(spec, n.scalars,
-                                                                                            compute), buf)))
+        self.calls.append(_bind_elementwise(spec, ins, _dispatch._kernel_scalars(spec, n.scalars, compute), buf))
         return True
 
     # ------------------------------------------------------------------ running
@@ -295,6 +319,28 @@ class _Bound:
             env[vid] = inputs[i] if i is not None else _copy_out(self.static[vid])
         from . import _build
         return _build(self.graph.out_spec, env)
+
+
+def _bind_elementwise(spec, ins, scalars, out):
+    """(kernel, args) of the eager kernel computing `out` from `ins` (run_elementwise's choice of loop, made
+    once): the contiguous loop over flat arrays, else the strided loop with its geometry arrays."""
+    shape = out._shape
+    n = L.numel(shape)
+    if n == 0 or any(t.dtype.half for t in ins):
+        return (_dispatch.run_elementwise, (spec, ins, scalars, out))
+    strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
+    cshape, cstrides = L.collapse(shape, strides)
+    if not cshape or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides)):
+        args = [_flat(out)] + [_flat(t) for t in ins]
+        if _dispatch._parallel(n):
+            return (_dispatch._run_contig, (spec.kernel("contig"), args, scalars, n))
+        return (spec.kernel("contig"), (*args, *scalars))
+    if len(cshape) >= 2 and n >= _dispatch.BLOCK_MIN:
+        return (_dispatch.run_elementwise, (spec, ins, scalars, out))     # the blocked loop's choice: per call
+    args = [np.array(cshape, np.int64), out._storage.data, out._offset, np.array(cstrides[0], np.int64)]
+    for t, st in zip(ins, cstrides[1:]):
+        args += [t._storage.data, t._offset, np.array(st, np.int64)]
+    return (spec.kernel("strided"), (*args, *scalars))
 
 
 def _is_copy(spec):
@@ -355,7 +401,14 @@ def _leaf_tensor(bound, leaf):
 
 def _set_grad(bound, leaf, value):
     t = _leaf_tensor(bound, leaf)
-    t._grad = _copy_out(value) if isinstance(value, Tensor) else value
+    if value is None or not isinstance(value, Tensor):
+        t._grad = value
+    elif value._offset == 0 and value._storage.data.shape[0] == L.numel(value._shape) and \
+            L.is_contiguous(value._shape, value._strides):
+        t._grad = Tensor._make(Storage(value._storage.data.copy()), 0, value._shape, value._strides, value.dtype,
+                               value.device)
+    else:
+        t._grad = _copy_out(value)
 
 
 def _read_grad(bound, leaf, dst):
@@ -375,12 +428,32 @@ def _adam_kernel():
     return _ADAM
 
 
-def _opt_step(opt):
-    if not _fused_adam(opt):
+def _opt_step(opt, cache):
+    if not _fused_adam(opt, cache):
         opt.step()
 
 
-def _fused_adam(opt):
+def _adam_entry(opt, p, cache):
+    """(state dict, step, exp_avg, exp_avg_sq and the flat arrays of p, exp_avg, exp_avg_sq) of a parameter the
+    fused pass can update, checked once and kept while the state holds the same tensors; None otherwise."""
+    state = opt.state.get(p)
+    ent = cache.get(id(p))
+    if ent is not None and ent[0] is state and ent[1] is p and len(state) == 3 and \
+            state["step"] is ent[2] and state["exp_avg"] is ent[3] and state["exp_avg_sq"] is ent[4] and \
+            p._storage.data is ent[8]:
+        return ent
+    if not state or set(state) != {"step", "exp_avg", "exp_avg_sq"}:
+        return None
+    step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+    if any(t.device.type != "cpu" or t.dtype is not p.dtype or t._shape != p._shape or
+           not L.is_contiguous(t._shape, t._strides) for t in (p, m, v)) or \
+            np.dtype(p.dtype.np).kind != "f" or np.dtype(p.dtype.np).itemsize < 4 or step_t.numel() != 1:
+        return None
+    ent = cache[id(p)] = (state, p, step_t, m, v, _flat(p), _flat(m), _flat(v), p._storage.data)
+    return ent
+
+
+def _fused_adam(opt, cache):
     """optim.Adam / AdamW's step as one generated pass per parameter (False: not this optimizer or an option
     the pass does not cover -- the optimizer's own step() runs then)."""
     from ..optim.adam import Adam
@@ -389,36 +462,29 @@ def _fused_adam(opt):
     kernel = _adam_kernel()
     work = []
     for group in opt.param_groups:
-        if group["amsgrad"] or not all(isinstance(group[k], (int, float)) for k in ("lr", "eps", "weight_decay")):
-            return False
+        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        if not isinstance(beta1, (int, float)) or not isinstance(beta2, (int, float)):
+        if group["amsgrad"] or not all(type(x) in (int, float) for x in (lr, eps, wd, beta1, beta2)):
             return False
+        scalars = (float(beta1), float(beta2), float(lr), float(wd), float(eps))
+        flags = (float(bool(group["maximize"])), float(bool(group["decoupled_weight_decay"])))
         for p in group["params"]:
             g = p._grad
             if g is None:
                 continue
-            state = opt.state.get(p)
-            if not state or set(state) != {"step", "exp_avg", "exp_avg_sq"}:
+            ent = _adam_entry(opt, p, cache)
+            if ent is None or g.dtype is not p.dtype or g._shape != p._shape or \
+                    not L.is_contiguous(g._shape, g._strides) or g.device.type != "cpu":
                 return False
-            step_t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-            ts = (p, g, m, v)
-            if any(t.device.type != "cpu" or t.dtype is not p.dtype or t._shape != p._shape or
-                   not L.is_contiguous(t._shape, t._strides) for t in ts) or \
-                    np.dtype(p.dtype.np).kind != "f" or np.dtype(p.dtype.np).itemsize < 4:
-                return False
-            work.append((group, p, g, step_t, m, v))
-    for group, p, g, step_t, m, v in work:
-        beta1, beta2 = group["betas"]
+            work.append((ent, _flat(g), scalars, flags))
+    for ent, gf, (beta1, beta2, lr, wd, eps), (maximize, decoupled) in work:
+        _, p, step_t, m, v, pf, mf, vf, _ = ent
         data = step_t._storage.data
         data[step_t._offset] += 1                  # state["step"] += 1, as optim.Adam's _bump
-        step_t._storage.version += 1
         step = float(data[step_t._offset])
-        bc1 = 1 - float(beta1) ** step
-        bc2s = (1 - float(beta2) ** step) ** 0.5
-        kernel(_flat(p), _flat(g), _flat(m), _flat(v), float(beta1), float(beta2), float(group["lr"]),
-               float(group["weight_decay"]), float(group["eps"]), bc1, bc2s, float(bool(group["maximize"])),
-               float(bool(group["decoupled_weight_decay"])))
-        for t in (p, m, v):
+        bc1 = 1 - beta1 ** step
+        bc2s = (1 - beta2 ** step) ** 0.5
+        kernel(pf, gf, mf, vf, beta1, beta2, lr, wd, eps, bc1, bc2s, maximize, decoupled)
+        for t in (step_t, p, m, v):
             t._storage.version += 1
     return True
