@@ -370,6 +370,13 @@ class RegionBackward(Node):
 def _replay(entry, inputs):
     if entry.plan is not None:          # a captured training step: compile/step.py
         return entry.plan.run(inputs)
+    if entry.graph.step:                # a captured step on cuda: its backward is in the graph, no autograd
+        with grad_mode.no_grad():
+            return _replay_steps(entry, inputs)
+    return _replay_steps(entry, inputs)
+
+
+def _replay_steps(entry, inputs):
     env = dict(zip(entry.graph.input_vids, inputs))
     for st in entry.steps:
         if isinstance(st, ir.Region):
@@ -477,7 +484,9 @@ class CompiledFunction:
                                             for n in graph.nodes) and not any(
             _has_int(x) for n in graph.nodes for a in n.args for x in _consts(a)) and not any(
             _has_int(v) for n in graph.nodes if n.spec.kind == "factory" for v in n.spec.kwargs.values())
-        plan = step_mod.StepPlan(graph, steps) if graph.step else None
+        # the buffer-planned replay is for cpu values; a step on cuda replays its steps through the dispatcher
+        plan = step_mod.StepPlan(graph, steps) if graph.step and all(
+            v.device.type == "cpu" for v in graph.values if isinstance(v, Tensor)) else None
         entry = _Entry(graph, steps, (), captured, shape_free, shapes, tracer.grad_guard, plan)
         self._cache[key] = entry
         return result
