@@ -604,3 +604,26 @@ def test_step_capture_guards_and_breaks():
         ci(x1)
         input_grad(x2)
         _close(x1.grad.numpy(), x2.grad.numpy())
+
+
+def test_lr_scheduler_step_is_replayed():
+    nn = reftorch.nn
+    (me, oe), (mc, oc) = _mlp_pair(reftorch.optim.Adam, lr=0.05)
+    se, sc = (reftorch.optim.lr_scheduler.ExponentialLR(o, gamma=0.5) for o in (oe, oc))
+    x, y = reftorch.randn(8, 6), reftorch.randn(8, 3)
+
+    def make(m, opt, sched):
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        return step
+    eager, compiled = make(me, oe, se), reftorch.compile(make(mc, oc, sc), fullgraph=True)
+    for _ in range(5):
+        _close(compiled(x, y).detach().numpy(), eager(x, y).detach().numpy())
+    assert sc.get_last_lr() == se.get_last_lr() and oc.param_groups[0]["lr"] == oe.param_groups[0]["lr"]
+    for pe, pc in zip(me.parameters(), mc.parameters()):
+        _close(pc.detach().numpy(), pe.detach().numpy())

@@ -11,7 +11,7 @@ A backward pass inside the function (`loss.backward()`, `autograd.grad`) is trac
 runs the derivative formulas of ops.yaml, whose ops are recorded like the forward's (compiled autograd),
 and every write of a leaf's `.grad` (the engine's accumulation, `p.grad = None` of zero_grad) is
 recorded as a SETGRAD step. `Optimizer.step()` is recorded as one OPTSTEP step (replayed as a fused
-update, compile/step.py). Accumulating into a `.grad` that already holds a tensor, create_graph=True
+update, compile/step.py), and so is an lr scheduler's `step()` (replayed as a call of it). Accumulating into a `.grad` that already holds a tensor, create_graph=True
 and an optimizer step with a closure are graph breaks. The tracer notes where it happened (the user's line) and,
 under fullgraph=True, raises at once.
 
@@ -307,8 +307,9 @@ class Tracer:
             args = [tracer._leaf_arg(self_)] + ([tracer._arg(value)] if value is not None else [])
             tracer.ops.append(OpRecord(SETGRAD, args, (), [], False))
         Tensor.grad = property(get_grad, set_grad)
+        from ..optim.lr_scheduler import LRScheduler
         from ..optim.optimizer import Optimizer
-        classes, stack = [], [Optimizer]
+        classes, stack = [], [Optimizer, LRScheduler]
         while stack:
             c = stack.pop()
             classes.append(c)
@@ -319,17 +320,19 @@ class Tracer:
                 continue
             self._saved[(cls, "step")] = orig_step
 
-            def opt_step(opt, closure=None, __orig=orig_step):
+            def opt_step(opt, *a, __orig=orig_step, **k):
+                # optimizer.step() / lr_scheduler.step(): replayed as a call of the object's step()
                 if tracer.depth:
-                    return __orig(opt, closure)
-                if closure is not None:
-                    tracer.graph_break("an optimizer step with a closure runs inside the compiled function")
+                    return __orig(opt, *a, **k)
+                if any(x is not None for x in a) or any(x is not None for x in k.values()):
+                    tracer.graph_break(f"{type(opt).__name__}.step() with arguments (a closure, an epoch, a metric) "
+                                       f"runs inside the compiled function")
                 else:
                     tracer.captures_step = True
                     tracer.ops.append(OpRecord(OPTSTEP, [], (opt,), [], False))
                 tracer.depth += 1
                 try:
-                    return __orig(opt, closure)
+                    return __orig(opt, *a, **k)
                 finally:
                     tracer.depth -= 1
             cls.step = opt_step

@@ -41,8 +41,14 @@ def _track_optimizer_steps(optimizer):
     if getattr(step, "_wrapped_by_lr_sched", False):
         return
 
+    # the class's own step is looked up at each call (reftorch.compile records a step it traces by wrapping it)
+    own = getattr(step, "__self__", None) is optimizer and getattr(step, "__func__", None) is \
+        getattr(type(optimizer), "step", None)
+
     def wrapper(*args, **kwargs):
         optimizer._opt_called = True
+        if own:
+            return type(optimizer).step(optimizer, *args, **kwargs)
         return step(*args, **kwargs)
 
     wrapper._wrapped_by_lr_sched = True
