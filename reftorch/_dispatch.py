@@ -1215,6 +1215,83 @@ def call(name, tensors, scalars):
     return _HANDLERS[spec.kind](spec, tensors, scalars)
 
 
+FOREACH_CHUNK = 8      # tensors per foreach kernel call: lists are padded to it, so one compile serves every length
+_foreach_updates = {}  # foreach op -> indices of the lists its body assigns
+_foreach_empty = {}    # numpy dtype -> the empty array that pads a chunk
+
+
+def call_foreach(name, lists, scalars):
+    """A foreach op (ops.yaml kind foreach): element k of every list forms one group of equal-sized tensors of one
+    dtype; one kernel call per FOREACH_CHUNK groups of a dtype runs the op's body over every element, updating the
+    lists it assigns in place. Non-contiguous tensors go through contiguous copies (written back)."""
+    spec = SPECS[name]
+    if _tracer is not None:
+        _tracer.inplace(name)
+    upd = _foreach_updates.get(name)
+    if upd is None:
+        upd = _foreach_updates[name] = tuple(spec.tensor_args.index(n) for n in _api.SPECS[name]["updates"])
+    lists = [list(ts) for ts in lists]
+    n = len(lists[0])
+    if any(len(ts) != n for ts in lists):
+        raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got "
+                           f"{', '.join(str(len(ts)) for ts in lists)}.")
+    by_dtype, copies = {}, []
+    for k in range(n):
+        group = [ts[k] for ts in lists]
+        t0 = group[0]
+        for t in group:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name}(): expected lists of Tensors, got {type(t).__name__}")
+            if t.device.type != "cpu":
+                raise RuntimeError(f"{name}: expected all tensors to be on the cpu, got {t.device}")
+            if t.dtype is not t0.dtype:
+                raise RuntimeError(f"{name}: expected all tensors of a group to have the same dtype, got "
+                                   f"{t0.dtype.short} and {t.dtype.short}")
+            if t._shape != t0._shape:
+                raise RuntimeError(f"{name}: expected all tensors of a group to have the same shape, got "
+                                   f"{list(t0._shape)} and {list(t._shape)}")
+        spec.check_dtype(t0.dtype)
+        if t0.dtype.half:
+            raise RuntimeError(f"{name}: \"{name}\" not implemented for '{t0.dtype.short}'")
+        cs, numel = _info(t0._shape)
+        arrays = []
+        for i, t in enumerate(group):
+            if i in upd:
+                if grad_mode.state.enabled and _requires_grad(t):
+                    raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                if not t._storage.data.flags.writeable:
+                    raise ValueError("assignment destination is read-only")
+                check_no_internal_overlap(t)
+            if t._strides == cs or numel <= 1:
+                arrays.append(t._storage.data[t._offset:t._offset + numel])
+            else:
+                a = np.ascontiguousarray(t._array()).reshape(-1)
+                if i in upd:
+                    copies.append((t, a))
+                arrays.append(a)
+        by_dtype.setdefault(t0.dtype, []).append(arrays)
+    ks = []
+    for (arg, ty, _, _), v in zip([a for a in spec.args if a[1] != "Tensor[]"], scalars):
+        if isinstance(v, Tensor):
+            v = v.item()
+        ks.append(bool(v) if ty == "bool" else int(v) if ty == "int" else float(v))
+    kernel = spec.kernel("foreach")
+    for dtype, groups in by_dtype.items():
+        pad = _foreach_empty.get(dtype.np)
+        if pad is None:
+            pad = _foreach_empty[dtype.np] = np.empty(0, dtype.np)
+        for lo in range(0, len(groups), FOREACH_CHUNK):
+            chunk = groups[lo:lo + FOREACH_CHUNK]
+            chunk += [[pad] * len(lists)] * (FOREACH_CHUNK - len(chunk))
+            kernel(*[tuple(g[j] for g in chunk) for j in range(len(lists))], *ks)
+    for t, a in copies:
+        t._array()[...] = a.reshape(t._shape)
+    for i in upd:
+        for t in lists[i]:
+            t._storage.version += 1
+    return None
+
+
 def fused(name, tensors, scalars):
     """A fused backward kernel: an elementwise op generated from a derivative formula."""
     spec = _fused_specs.get(name)

@@ -452,6 +452,8 @@ SPECS = {
 
     '_adam_param': {'name': '_adam_param', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('exp_avg', 'Tensor', None, False), ('exp_avg_sq', 'Tensor', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_adam_step': {'name': '_adam_step', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('grad', 'Tensor[]', None, False), ('exp_avg', 'Tensor[]', None, False), ('exp_avg_sq', 'Tensor[]', None, False), ('beta1', 'float', None, False), ('beta2', 'float', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('exp_avg', 'exp_avg_sq', 'self')},
+
 }
 
 
@@ -2510,3 +2512,10 @@ def _adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_cor
 def _adam_param_(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     """In-place _adam_param: writes the result into self."""
     return _rt.call_inplace('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _adam_step(self, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """Adam's step for lists of parameters, gradients, exp_avg and exp_avg_sq (same step count), all in one kernel call, in place (helper of optim.Adam).
+
+    ops.yaml: _adam_step"""
+    return _rt.call_foreach('_adam_step', (self, grad, exp_avg, exp_avg_sq, ), (beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
