@@ -454,6 +454,10 @@ SPECS = {
 
     '_adam_step': {'name': '_adam_step', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('grad', 'Tensor[]', None, False), ('exp_avg', 'Tensor[]', None, False), ('exp_avg_sq', 'Tensor[]', None, False), ('beta1', 'float', None, False), ('beta2', 'float', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('exp_avg', 'exp_avg_sq', 'self')},
 
+    '_nll_loss': {'name': '_nll_loss', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'self', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nll_loss_backward': {'name': '_nll_loss_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2519,3 +2523,17 @@ def _adam_step(self, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, weight_decay, 
 
     ops.yaml: _adam_step"""
     return _rt.call_foreach('_adam_step', (self, grad, exp_avg, exp_avg_sq, ), (beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _nll_loss(self, target, weight, ignore_index, reduction):
+    """nll_loss over (N, C, ...) log-probabilities and (N, ...) class indices (checked by nn.functional.nll_loss).
+
+    ops.yaml: _nll_loss"""
+    return _rt.call('_nll_loss', (self, target, weight, ), (ignore_index, reduction, ))
+
+
+def _nll_loss_backward(grad_output, self, target, weight, ignore_index, reduction):
+    """Gradient of _nll_loss for self: -weight[target] * grad_output (over the total weight for mean) at the targets.
+
+    ops.yaml: _nll_loss_backward"""
+    return _rt.call('_nll_loss_backward', (grad_output, self, target, weight, ), (ignore_index, reduction, ))

@@ -1348,24 +1348,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise ValueError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
                          f"{list(target.shape)}")
-    classes = input.shape[1]
-    valid = target != ignore_index
-    safe = torch.where(valid, target, 0)
-    t = safe.cpu().numpy()
-    if t.size and (t.min() < 0 or t.max() >= classes):
-        bad = int(t[(t < 0) | (t >= classes)][0])
-        raise IndexError(f"Target {bad} is out of bounds.")
-    picked = _pick_class(input, safe, classes)
-    w = torch.where(valid, 1.0, 0.0).to(input.dtype) if weight is None else \
-        torch.where(valid, _index_along(weight, 0, t.reshape(-1)).reshape(tuple(safe.shape)), 0.0).to(input.dtype)
-    loss = -picked * w
-    if reduction == "none":
-        return loss.squeeze(0) if unbatched else loss
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction not in ("none", "sum", "mean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if weight is not None and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)
+    # one op and its gradient (ops.yaml: _nll_loss): -input[n, target[n]] * weight[target[n]], reduced
+    loss = torch._nll_loss(input, target, weight, ignore_index, reduction)
+    return loss.squeeze(0) if unbatched and reduction == "none" else loss
 
 
 @_autocast("fp32")
