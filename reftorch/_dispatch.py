@@ -24,6 +24,8 @@ from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, grad_accumulator, gradient_edge
 from .autograd.inplace import note_view, rebase_history
 from .autograd.anomaly_mode import record_trace
+from .autograd import anomaly_mode as _anomaly
+from .autograd.graph import _weakref_type
 from .kernels import api as _api
 from .kernels import array_ops as _array_ops
 from .kernels import composites as _composites
@@ -33,6 +35,7 @@ TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
 _make_tensor = Tensor._make
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
+_lean_node = OpNode._lean
 _tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
@@ -428,13 +431,18 @@ _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a st
 
 
 class _Plan:
-    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts")
+    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo")
 
     def __init__(self, compute, out, conv, n_kernel_scalars):
         self.float_key = ("contig", (float,) * n_kernel_scalars) \
             if compute.category == 2 and n_kernel_scalars else None
         self.compute, self.out, self.out_np, self.conv = compute, out, out.np, conv
         self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
+        # Tensors of the compute dtype and at least one Python number (a * 2): the numbers' positions
+        self.numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple) \
+            if all(c is None or c.__class__ is tuple for c in conv) and not self.plain and \
+            any(c is None for c in conv) else None
+        self.geo = {}                                 # numel -> 1-D geometry arrays of the strided kernel
         self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
         self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
 
@@ -508,6 +516,19 @@ def _fast_scalars(spec, plan, scalars):
     return (), "contig"
 
 
+def _const(plan, t, c):
+    """Python number t as a 0-d tensor of the compute dtype c[1] (through c[0], the type it is wrapped as)."""
+    k = plan.consts.get(t)      # kernels only read their inputs, so equal numbers share one
+    if k is None or t == 0 or t != t:   # (0.0 == -0.0 and NaN != NaN: those are never shared)
+        a = np.array((t,), c[0])
+        if a.dtype != c[1].np:
+            a = a.astype(c[1].np)
+        k = _make_tensor(Storage(a), 0, (), (), c[1])
+        if len(plan.consts) < 64:
+            plan.consts[t] = k
+    return k
+
+
 def _convert(plan, tensors):
     """The arguments as tensors of the compute dtype (Python numbers as 1-element arrays)."""
     ins = []
@@ -515,18 +536,82 @@ def _convert(plan, tensors):
         if c is None:
             ins.append(t)
         elif c.__class__ is tuple:      # a Python number: a 1-element array of the compute dtype
-            k = plan.consts.get(t)      # kernels only read their inputs, so equal numbers share one
-            if k is None or t == 0 or t != t:   # (0.0 == -0.0 and NaN != NaN: those are never shared)
-                a = np.array((t,), c[0])
-                if a.dtype != c[1].np:
-                    a = a.astype(c[1].np)
-                k = _make_tensor(Storage(a), 0, (), (), c[1])
-                if len(plan.consts) < 64:
-                    plan.consts[t] = k
-            ins.append(k)
+            ins.append(_const(plan, t, c))
         else:
             ins.append(_cast(t, c))
     return ins
+
+
+def _numbers_geometry(plan, n):
+    """[shape, out strides, strides per argument] of the 1-D strided kernel call over n elements where every Tensor
+    argument is dense (stride 1) and every Python number is a broadcast 1-element array (stride 0)."""
+    geo = plan.geo.get(n)
+    if geo is None:
+        one, zero = np.ones(1, np.int64), np.zeros(1, np.int64)
+        geo = [np.array((n,), np.int64), one] + [zero if i in plan.numbers else one for i in range(len(plan.conv))]
+        if len(plan.geo) > 64:
+            plan.geo.clear()
+        plan.geo[n] = geo
+    return geo
+
+
+_number_tensors = {}    # (type, value) -> the 0-d tensor a node saves for a Python number argument
+
+
+def _number_tensor(v):
+    """Python number v as the 0-d tensor of its own precision that a recorded node saves (PyTorch's double Scalar):
+    what record() makes of the wrapped tensor as_tensor_arg gives, shared between nodes (saved values are read
+    only)."""
+    key = (v.__class__, v)
+    t = _number_tensors.get(key)
+    if t is None or v == 0 or v != v:
+        a = np.array((v,), _PY_SCALAR_NP[v.__class__])
+        t = _make_tensor(Storage(a), 0, (), (), _NP_DTYPE[a.dtype])
+        if len(_number_tensors) < 256:
+            _number_tensors[key] = t
+    return t
+
+
+def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
+    """_fast_elementwise for dense same-shape Tensors of the compute dtype with Python numbers (a * 2): the
+    1-D strided kernel with cached geometry; None when the Tensors are not all dense and of one shape."""
+    shape = cs = None
+    for i, t in enumerate(tensors):
+        if i in plan.numbers:
+            continue
+        if shape is None:
+            shape = t._shape
+            cs, n = _info(shape)
+        if t._shape != shape or t._strides != cs:
+            return None
+    odata = np.empty(n, plan.out_np)
+    out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
+    if n:
+        geo = _numbers_geometry(plan, n)
+        args = [geo[0], odata, 0, geo[1]]
+        conv = plan.conv
+        for i, t in enumerate(tensors):
+            if i in plan.numbers:
+                args += [_const(plan, t, conv[i])._storage.data, 0, geo[2 + i]]
+            else:
+                args += [t._storage.data, t._offset, geo[2 + i]]
+        skey = ("strided", ekey[1]) if ekey.__class__ is tuple else "strided"
+        fn = plan.entries.get(skey)
+        if fn is None:
+            fn = _entry(spec, plan, "strided", args, ks)
+        if fn is not None:
+            fn(*args, *ks)
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if t.__class__ is not float and t.__class__ is not int and t.__class__ is not bool and _requires_grad(t):
+                ins = [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)]
+                if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+                    _record_lean(spec, ins, scalars, (out,))
+                else:
+                    record(spec, [_wrap_number(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
+                           scalars, (out,))
+                break
+    return out
 
 
 def _fast_elementwise(spec, plan, tensors, scalars):
@@ -566,6 +651,10 @@ def _fast_elementwise(spec, plan, tensors, scalars):
             return out
         ins = tensors
     else:
+        if plan.numbers is not None:
+            out = _fast_numbers(spec, plan, tensors, scalars, ks, ekey)
+            if out is not None:
+                return out
         ins = _convert(plan, tensors)
     shape = None
     for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
@@ -1386,7 +1475,10 @@ def _record_lean(spec, inputs, scalars, outputs):
                     edges.append((fn, t._output_nr))
                     any_edge = True
                 elif rg:
-                    edges.append((grad_accumulator(t), 0))
+                    acc = t._accum          # grad_accumulator(t), inlined while its weak reference is alive
+                    if acc is not None and acc.__class__ is _weakref_type:
+                        acc = acc()
+                    edges.append((acc if acc is not None else grad_accumulator(t), 0))
                     any_edge = True
                 else:
                     edges.append(NO_EDGE)
@@ -1416,8 +1508,9 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             i, attr = where
             saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
-    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], None)
-    record_trace(node)
+    node = _lean_node(spec.name, spec.backward, saved, tuple(edges), meta, [(o._shape, o.dtype) for o in outputs])
+    if _anomaly._enabled:
+        record_trace(node)
     nr = 0
     for o in outputs:
         if o.dtype.category == 2:
