@@ -458,6 +458,10 @@ SPECS = {
 
     '_nll_loss_backward': {'name': '_nll_loss_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_linear': {'name': '_linear', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor', None, False), ('bias', 'Tensor?', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    '_linear_weight_grad': {'name': '_linear_weight_grad', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'input'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2537,3 +2541,17 @@ def _nll_loss_backward(grad_output, self, target, weight, ignore_index, reductio
 
     ops.yaml: _nll_loss_backward"""
     return _rt.call('_nll_loss_backward', (grad_output, self, target, weight, ), (ignore_index, reduction, ))
+
+
+def _linear(input, weight, bias):
+    """input @ weight.T + bias for a 2-D weight (checked by nn.functional.linear).
+
+    ops.yaml: _linear"""
+    return _rt.call('_linear', (input, weight, bias, ), ())
+
+
+def _linear_weight_grad(grad_output, input):
+    """Gradient of _linear for weight: grad_output^T @ input over the flattened batch dims, in (out, in) layout.
+
+    ops.yaml: _linear_weight_grad"""
+    return _rt.call('_linear_weight_grad', (grad_output, input, ), ())

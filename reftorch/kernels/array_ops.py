@@ -664,3 +664,18 @@ def _nll_loss_backward_forward(grad_output, self, target, weight, ignore_index, 
     out = np.zeros(self.shape, np.result_type(grad_output, self))
     np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(-w * grad_output, 1), 1)
     return out
+
+
+def _linear_forward(input, weight, bias):
+    # ops.yaml: _linear
+    out = np.matmul(input, weight.T)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _linear_weight_grad_forward(grad_output, input):
+    # ops.yaml: _linear_weight_grad
+    if input.ndim == 1:
+        return np.outer(grad_output, input)
+    return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))

@@ -290,6 +290,9 @@ def linear(input, weight, bias=None):
         rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() > 1 else 1})")
+    if weight.dim() == 2 and input.device.type == "cpu" and input.dtype == weight.dtype and \
+            input.dtype in (torch.float32, torch.float64) and (bias is None or bias.dtype == input.dtype):
+        return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
     out = torch.matmul(input, weight.t())
     return out + bias if bias is not None else out
 
