@@ -1169,11 +1169,21 @@ def array(spec, tensors, scalars):
     kw = dict(zip(spec.scalar_names, scalars))
     if kw:
         _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    fn = _array_fns.get(spec.name)
+    if fn is None:
+        fn = _array_fns[spec.name] = getattr(_array_ops, f"{spec.name}_forward")
     try:
         # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
         # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
-        with np.errstate(all="ignore"):
-            res = getattr(_array_ops, f"{spec.name}_forward")(**dict(zip(spec.tensor_args, args)), **kw)
+        if _np_extobj is not None:      # np.errstate(all="ignore") without building its state per call
+            token = _np_extobj.set(_NP_QUIET)
+            try:
+                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
+            finally:
+                _np_extobj.reset(token)
+        else:
+            with np.errstate(all="ignore"):
+                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
@@ -1183,8 +1193,9 @@ def array(spec, tensors, scalars):
     for a in outs:
         if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
             # a fresh array (its own memory, so no input's): wrap it as it is
+            odt = _FROM_NP.get(a.dtype)
             tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
-                                            D.from_numpy(a.dtype)))
+                                            odt if odt is not None else D.from_numpy(a.dtype)))
             continue
         a = np.asarray(a)
         if any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
@@ -1193,6 +1204,16 @@ def array(spec, tensors, scalars):
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
+
+
+_array_fns = {}         # array op -> its generated NumPy body (kernels/array_ops.py)
+_FROM_NP = D._FROM_NP
+try:        # NumPy 2's error state is a context variable: set it to "ignore all" directly (np.errstate costs µs)
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_extobj
+    with np.errstate(all="ignore"):
+        _NP_QUIET = _np_extobj.get()
+except Exception:   # noqa: BLE001 -- another NumPy: np.errstate it is
+    _np_extobj = None
 
 
 def _wrap_dim_args(spec, kw, ndim):
