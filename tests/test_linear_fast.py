@@ -29,3 +29,14 @@ def test_linear_weight_grad_layout_and_float32():
     assert lin.weight.grad.is_contiguous() and lin.weight.grad.stride() == lin.weight.stride()
     np.testing.assert_allclose(lin.weight.grad.numpy(), np.tile(x.numpy().sum(0), (4, 1)), rtol=1e-5)
     np.testing.assert_allclose(lin.bias.grad.numpy(), np.full(4, 8.0), rtol=1e-6)
+
+
+def test_matmul_with_a_transposed_operand_gives_its_gradient_in_its_layout():
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    (x @ w.t()).sum().backward()
+    assert w.grad.is_contiguous()
+    np.testing.assert_allclose(w.grad.numpy(), np.tile(x.detach().numpy().sum(0), (5, 1)), rtol=1e-12)
+    v = w.detach().clone().requires_grad_()
+    assert gradcheck(lambda a, b: a @ b.t(), (x, w)) and gradgradcheck(lambda a, b: a @ b.t(), (x, w))
+    assert gradcheck(lambda a, b: a.t() @ b, (w, v)) and gradgradcheck(lambda a, b: a.t() @ b, (w, v))
