@@ -1328,6 +1328,7 @@ def call(name, tensors, scalars):
 FOREACH_CHUNK = 8      # tensors per foreach kernel call: lists are padded to it, so one compile serves every length
 _foreach_updates = {}  # foreach op -> indices of the lists its body assigns
 _foreach_empty = {}    # numpy dtype -> the empty array that pads a chunk
+_foreach_entries = {}  # (op, dtype, scalar types) -> compiled entry point for writable contiguous arrays
 
 
 def call_foreach(name, lists, scalars):
@@ -1366,16 +1367,19 @@ def call_foreach(name, lists, scalars):
         cs, numel = _info(t0._shape)
         arrays = []
         for i, t in enumerate(group):
+            data = t._storage.data
+            flags = data.flags
             if i in upd:
+                if not flags.writeable:
+                    raise ValueError("assignment destination is read-only")
                 if grad_mode.state.enabled and _requires_grad(t):
                     raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-                if not t._storage.data.flags.writeable:
-                    raise ValueError("assignment destination is read-only")
-                check_no_internal_overlap(t)
-            if t._strides == cs or numel <= 1:
-                arrays.append(t._storage.data[t._offset:t._offset + numel])
-            else:
-                a = np.ascontiguousarray(t._array()).reshape(-1)
+                if 0 in t._strides:
+                    check_no_internal_overlap(t)
+            if (t._strides == cs or numel <= 1) and flags.writeable and flags.c_contiguous:
+                arrays.append(data if t._offset == 0 and data.shape[0] == numel else data[t._offset:t._offset + numel])
+            else:       # a copy: contiguous and writable, so that every list is a tuple of one array type
+                a = np.array(t._array(), order="C").reshape(-1)
                 if i in upd:
                     copies.append((t, a))
                 arrays.append(a)
@@ -1385,7 +1389,6 @@ def call_foreach(name, lists, scalars):
         if isinstance(v, Tensor):
             v = v.item()
         ks.append(bool(v) if ty == "bool" else int(v) if ty == "int" else float(v))
-    kernel = spec.kernel("foreach")
     for dtype, groups in by_dtype.items():
         pad = _foreach_empty.get(dtype.np)
         if pad is None:
@@ -1393,7 +1396,20 @@ def call_foreach(name, lists, scalars):
         for lo in range(0, len(groups), FOREACH_CHUNK):
             chunk = groups[lo:lo + FOREACH_CHUNK]
             chunk += [[pad] * len(lists)] * (FOREACH_CHUNK - len(chunk))
-            kernel(*[tuple(g[j] for g in chunk) for j in range(len(lists))], *ks)
+            args = [tuple(g[j] for g in chunk) for j in range(len(lists))]
+            # writable C-contiguous 1-D arrays of one dtype (copies where not): the compiled overload, once known
+            ekey = (name, dtype, tuple(v.__class__ for v in ks))
+            fn = _foreach_entries.get(ekey)
+            if fn is not None:
+                fn(*args, *ks)
+            else:
+                disp = spec.kernel("foreach")
+                disp(*args, *ks)
+                try:
+                    ov = disp.overloads.get(tuple(disp.typeof_pyval(a) for a in (*args, *ks)))
+                    _foreach_entries[ekey] = ov.entry_point if ov is not None and not ov.objectmode else disp
+                except Exception:   # noqa: BLE001 -- another Numba: the dispatcher is fine
+                    _foreach_entries[ekey] = disp
     for t, a in copies:
         t._array()[...] = a.reshape(t._shape)
     for i in upd:

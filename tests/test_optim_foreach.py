@@ -59,3 +59,17 @@ def test_foreach_op_rules():
     leaf = torch.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="in-place operation"):
         torch._adam_step([leaf], [torch.ones(3)], [m], [v], 0.9, 0.999, 0.1, 0.0, False, False, 0.1, 0.1, 1e-8)
+
+
+def test_foreach_add_and_read_only_inputs():
+    a, b = torch.zeros(3), torch.tensor(2.0)
+    torch._foreach_add_([a, b], 1.0)
+    assert a.tolist() == [1.0, 1.0, 1.0] and b.item() == 3.0
+    g = np.ones(3, np.float32)
+    g.flags.writeable = False
+    p, m, v = torch.zeros(3), torch.zeros(3), torch.zeros(3)
+    gt = torch.from_numpy(g)
+    torch._adam_step([p], [gt], [m], [v], 0.9, 0.999, 0.1, 0.0, False, False, 0.1, (1 - 0.999) ** 0.5, 1e-8)
+    assert np.allclose(p.numpy(), -0.1)
+    with pytest.raises(ValueError, match="read-only"):
+        torch._adam_step([gt], [p], [m], [v], 0.9, 0.999, 0.1, 0.0, False, False, 0.1, 0.1, 1e-8)

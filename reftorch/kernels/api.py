@@ -462,6 +462,8 @@ SPECS = {
 
     '_linear_weight_grad': {'name': '_linear_weight_grad', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'input'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
+
 }
 
 
@@ -2555,3 +2557,10 @@ def _linear_weight_grad(grad_output, input):
 
     ops.yaml: _linear_weight_grad"""
     return _rt.call('_linear_weight_grad', (grad_output, input, ), ())
+
+
+def _foreach_add_(self, scalar):
+    """Adds scalar to every tensor of the list in place, in one kernel call (PyTorch's torch._foreach_add_; optim.Adam's step counts).
+
+    ops.yaml: _foreach_add_"""
+    return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))

@@ -10599,6 +10599,17 @@ def _adam_step_foreach(l_self, l_grad, l_exp_avg, l_exp_avg_sq, beta1, beta2, lr
             self = a_self[i]
 
 
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _foreach_add__foreach(l_self, scalar):
+    # ops.yaml: _foreach_add_ -- every element of every tensor, updated in place: self
+    for k in range(len(l_self)):
+        a_self = l_self[k]
+        for i in range(a_self.shape[0]):
+            self = a_self[i]
+            a_self[i] = self + scalar
+            self = a_self[i]
+
+
 @njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
