@@ -646,7 +646,10 @@ def _fast_elementwise(spec, plan, tensors, scalars):
             if spec.differentiable and grad_mode.state.enabled:
                 for t in tensors:
                     if _requires_grad(t):
-                        record(spec, tensors, scalars, (out,))
+                        if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+                            _record_lean(spec, tensors, scalars, (out,))    # plain Tensors: record()'s lean case
+                        else:
+                            record(spec, tensors, scalars, (out,))
                         break
             return out
         ins = tensors

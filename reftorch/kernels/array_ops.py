@@ -670,7 +670,10 @@ def _linear_forward(input, weight, bias):
     # ops.yaml: _linear
     out = np.matmul(input, weight.T)
     if bias is not None:
-        out = out + bias
+        if out.shape == np.broadcast_shapes(out.shape, bias.shape):
+            out += bias     # matmul's fresh result takes the bias in place
+        else:
+            out = out + bias
     return out
 
 
