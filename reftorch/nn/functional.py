@@ -1353,11 +1353,28 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                          f"{list(target.shape)}")
     if reduction not in ("none", "sum", "mean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if weight is not None and weight.dtype != input.dtype:
-        weight = weight.to(input.dtype)
-    # one op and its gradient (ops.yaml: _nll_loss): -input[n, target[n]] * weight[target[n]], reduced
-    loss = torch._nll_loss(input, target, weight, ignore_index, reduction)
-    return loss.squeeze(0) if unbatched and reduction == "none" else loss
+    if input.device.type == "cpu":
+        if weight is not None and weight.dtype != input.dtype:
+            weight = weight.to(input.dtype)
+        # one op and its gradient (ops.yaml: _nll_loss): -input[n, target[n]] * weight[target[n]], reduced
+        loss = torch._nll_loss(input, target, weight, ignore_index, reduction)
+        return loss.squeeze(0) if unbatched and reduction == "none" else loss
+    classes = input.shape[1]      # on a device: ops that run there (the array op's body would run on the host)
+    valid = target != ignore_index
+    safe = torch.where(valid, target, 0)
+    t = safe.cpu().numpy()
+    if t.size and (t.min() < 0 or t.max() >= classes):
+        bad = int(t[(t < 0) | (t >= classes)][0])
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = _pick_class(input, safe, classes)
+    w = torch.where(valid, 1.0, 0.0).to(input.dtype) if weight is None else \
+        torch.where(valid, _index_along(weight, 0, t.reshape(-1)).reshape(tuple(safe.shape)), 0.0).to(input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
 
 
 @_autocast("fp32")
