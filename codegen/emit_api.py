@@ -31,6 +31,8 @@ def _spec_literal(op, saves):
     )
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
         fields["autocast"] = op.autocast
+    if op.kind == "foreach":        # the Tensor[] arguments its body assigns (updated in place)
+        fields["updates"] = tuple(dict.fromkeys(st.targets[0].id for st in ast.parse(textwrap.dedent(op.body)).body))
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
     return "    " + repr(op.name) + ": " + repr(fields) + ","
@@ -59,6 +61,11 @@ def emit_api(ops, saves):
                           for a in op.signature.args)
         if op.kind == "composite":
             body = f"    return _rt.composite({op.name!r}, {names})"
+        elif op.kind == "foreach":     # every tensor argument a list: the runtime takes them as they are
+            lists = [a.name for a in op.signature.args if a.type == "Tensor[]"]
+            others = [a.name for a in op.signature.args if a.type != "Tensor[]"]
+            body = f"    return _rt.call_foreach({op.name!r}, ({''.join(x + ', ' for x in lists)}), " \
+                   f"({''.join(x + ', ' for x in others)}))"
         else:
             t, s = _call(op)
             body = f"    return _rt.call({op.name!r}, {t}, {s})"

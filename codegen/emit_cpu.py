@@ -286,6 +286,41 @@ def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
 '''
 
 
+def foreach_kernel(op, elementwise):
+    """<op>_foreach(lists..., scalars): the body's assignments, in order, for every element of every tensor of
+    the lists (tuples of 1-D contiguous arrays, element k of each list of the same length): one call updates them
+    all (the multi-tensor update of an optimizer). Calls of elementwise ops run their scalar functions; each
+    assigned value is stored and read back, so that it is rounded to its array's dtype exactly as the op's own
+    kernel would round it."""
+    import ast
+    import textwrap
+    lists = [a.name for a in op.signature.args if a.type == "Tensor[]"]
+    scalars = [a.name for a in op.signature.args if a.type != "Tensor[]"]
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id in elementwise:
+                node.func = ast.copy_location(ast.Name(f"_s_{node.func.id}", ast.Load()), node.func)
+            return node
+
+    tree = ast.parse(textwrap.dedent(op.body).strip(), mode="exec")
+    params = ", ".join([f"l_{n}" for n in lists] + scalars)
+    lines = ["@njit(cache=CACHE, error_model=\"numpy\", nogil=True)",
+             f"def {op.name}_foreach({params}):",
+             f"    # ops.yaml: {op.name} -- every element of every tensor, updated in place: "
+             f"{', '.join(dict.fromkeys(s.targets[0].id for s in tree.body))}",
+             f"    for k in range(len(l_{lists[0]})):"]
+    lines += [f"        a_{n} = l_{n}[k]" for n in lists]
+    lines += [f"        for i in range(a_{lists[0]}.shape[0]):"]
+    lines += [f"            {n} = a_{n}[i]" for n in lists]
+    for stmt in tree.body:
+        target = stmt.targets[0].id
+        expr = ast.unparse(ast.fix_missing_locations(Rewrite().visit(stmt.value)))
+        lines += [f"            a_{target}[i] = {expr}", f"            {target} = a_{target}[i]"]
+    return "\n".join(lines) + "\n"
+
+
 def emit_module(ops, fused):
     """reftorch/kernels/cpu.py: every CPU kernel of the registry, plus fused backward kernels."""
     parts = [HEADER, '"""Numba CPU kernels for every elementwise, reduction and scan op of ops.yaml."""\n',
@@ -303,6 +338,8 @@ def emit_module(ops, fused):
             parts.append(argreduction_kernel(op))
         elif op.kind == "scan":
             parts.append(scan_kernel(op))
+        elif op.kind == "foreach":
+            parts.append(foreach_kernel(op, {o.name for o in ops if o.kind in ("unary", "binary", "ternary")}))
     for fk in fused:
         parts.append(scalar_fn(fk.name, list(fk.tensors) + list(fk.scalars), fk.expr, fk.comment))
         parts.append(elementwise_kernels(fk.name, fk.tensors, fk.scalars, fk.comment))

@@ -14,7 +14,7 @@ from typing import Optional
 
 import yaml
 
-KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite", "view")
+KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite", "view", "foreach")
 ELEMENTWISE = ("unary", "binary", "ternary")
 FAMILIES = ("bool", "int", "float")
 RESULT_RULES = ("same", "float", "bool", "int64", "none")
@@ -355,11 +355,13 @@ def parse_op(raw, path, registered_names) -> Op:
         e.fail("reduce", f"only reduction/argreduction/scan ops take reduce, not kind {kind!r}")
 
     body = e.pop("body", str)
-    if kind in ("array", "composite") and body is None:
+    if kind in ("array", "composite", "foreach") and body is None:
         e.fail("body", f"a {kind} op needs a body")
-    if kind not in ("array", "composite") and body is not None:
-        e.fail("body", f"only array and composite ops take a body, not kind {kind!r}")
-    if body is not None:
+    if kind not in ("array", "composite", "foreach") and body is not None:
+        e.fail("body", f"only array, composite and foreach ops take a body, not kind {kind!r}")
+    if kind == "foreach":
+        _check_foreach(e, sig, body, registered_names)
+    elif body is not None:
         mode = "exec" if "\n" in body.strip() else "eval"
         allowed = arg_names | registered_names | HELPERS | ALLOWED_BUILTINS | set(dir(builtins))
         unknown = names_in(body, e, "body", mode) - allowed
@@ -388,6 +390,8 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("derivatives", f"formula for {arg!r} names unknown variable(s) {sorted(unknown)}")
     if derivs and not differentiable:
         e.fail("derivatives", "an op marked differentiable: false carries no derivatives")
+    if kind == "foreach" and (differentiable or derivs):
+        e.fail("differentiable", "a foreach op updates tensors in place: it needs differentiable: false")
     if kind in ELEMENTWISE + ("reduction", "scan", "array", "view") and differentiable and not derivs \
             and result not in ("bool", "int64"):
         e.fail("derivatives", "a differentiable op needs derivative formulas (or differentiable: false)")
@@ -456,6 +460,36 @@ def parse_op(raw, path, registered_names) -> Op:
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl)
+
+
+def _check_foreach(e, sig, body, registered_names):
+    """A foreach op: every tensor argument is a Tensor[] (the same number of tensors in each, element for element
+    of equal size), other arguments reach the kernel as scalars; the body is assignments `<Tensor[] arg> = <scalar
+    expression>`, run in order per element, over the arguments' elements, math functions and the scalar functions of
+    elementwise ops (called by op name). Assigned arguments are updated in place."""
+    lists = [a.name for a in sig.args if a.type == "Tensor[]"]
+    others = [a for a in sig.args if a.type != "Tensor[]"]
+    if not lists or any(a.is_tensor or a.varargs for a in sig.args):
+        e.fail("signature", "a foreach op takes Tensor[] arguments (no single Tensor, no varargs)")
+    for a in others:
+        if a.type not in ("Scalar", "int", "float", "bool"):
+            e.fail("signature", f"a foreach op's non-tensor arguments reach the kernel: {a.name!r} is {a.type}")
+    try:
+        tree = ast.parse(textwrap_dedent(body), mode="exec")
+    except SyntaxError as err:
+        e.fail("body", f"not valid Python: {err.msg}")
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in lists):
+            e.fail("body", "every line of a foreach body is '<Tensor[] argument> = <scalar expression>'")
+        unknown = names_in(ast.unparse(stmt.value), e, "body") - set(sig.names) - SCALAR_FUNCS - registered_names
+        if unknown:
+            e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
+
+
+def textwrap_dedent(src):
+    import textwrap
+    return textwrap.dedent(src).strip()
 
 
 def load(path="reftorch/ops.yaml", text=None):

@@ -24,6 +24,8 @@ from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, grad_accumulator, gradient_edge
 from .autograd.inplace import note_view, rebase_history
 from .autograd.anomaly_mode import record_trace
+from .autograd import anomaly_mode as _anomaly
+from .autograd.graph import _weakref_type
 from .kernels import api as _api
 from .kernels import array_ops as _array_ops
 from .kernels import composites as _composites
@@ -33,6 +35,7 @@ TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
 _make_tensor = Tensor._make
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
+_lean_node = OpNode._lean
 _tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
@@ -428,13 +431,18 @@ _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a st
 
 
 class _Plan:
-    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts")
+    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo")
 
     def __init__(self, compute, out, conv, n_kernel_scalars):
         self.float_key = ("contig", (float,) * n_kernel_scalars) \
             if compute.category == 2 and n_kernel_scalars else None
         self.compute, self.out, self.out_np, self.conv = compute, out, out.np, conv
         self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
+        # Tensors of the compute dtype and at least one Python number (a * 2): the numbers' positions
+        self.numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple) \
+            if all(c is None or c.__class__ is tuple for c in conv) and not self.plain and \
+            any(c is None for c in conv) else None
+        self.geo = {}                                 # numel -> 1-D geometry arrays of the strided kernel
         self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
         self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
 
@@ -508,6 +516,19 @@ def _fast_scalars(spec, plan, scalars):
     return (), "contig"
 
 
+def _const(plan, t, c):
+    """Python number t as a 0-d tensor of the compute dtype c[1] (through c[0], the type it is wrapped as)."""
+    k = plan.consts.get(t)      # kernels only read their inputs, so equal numbers share one
+    if k is None or t == 0 or t != t:   # (0.0 == -0.0 and NaN != NaN: those are never shared)
+        a = np.array((t,), c[0])
+        if a.dtype != c[1].np:
+            a = a.astype(c[1].np)
+        k = _make_tensor(Storage(a), 0, (), (), c[1])
+        if len(plan.consts) < 64:
+            plan.consts[t] = k
+    return k
+
+
 def _convert(plan, tensors):
     """The arguments as tensors of the compute dtype (Python numbers as 1-element arrays)."""
     ins = []
@@ -515,18 +536,82 @@ def _convert(plan, tensors):
         if c is None:
             ins.append(t)
         elif c.__class__ is tuple:      # a Python number: a 1-element array of the compute dtype
-            k = plan.consts.get(t)      # kernels only read their inputs, so equal numbers share one
-            if k is None or t == 0 or t != t:   # (0.0 == -0.0 and NaN != NaN: those are never shared)
-                a = np.array((t,), c[0])
-                if a.dtype != c[1].np:
-                    a = a.astype(c[1].np)
-                k = _make_tensor(Storage(a), 0, (), (), c[1])
-                if len(plan.consts) < 64:
-                    plan.consts[t] = k
-            ins.append(k)
+            ins.append(_const(plan, t, c))
         else:
             ins.append(_cast(t, c))
     return ins
+
+
+def _numbers_geometry(plan, n):
+    """[shape, out strides, strides per argument] of the 1-D strided kernel call over n elements where every Tensor
+    argument is dense (stride 1) and every Python number is a broadcast 1-element array (stride 0)."""
+    geo = plan.geo.get(n)
+    if geo is None:
+        one, zero = np.ones(1, np.int64), np.zeros(1, np.int64)
+        geo = [np.array((n,), np.int64), one] + [zero if i in plan.numbers else one for i in range(len(plan.conv))]
+        if len(plan.geo) > 64:
+            plan.geo.clear()
+        plan.geo[n] = geo
+    return geo
+
+
+_number_tensors = {}    # (type, value) -> the 0-d tensor a node saves for a Python number argument
+
+
+def _number_tensor(v):
+    """Python number v as the 0-d tensor of its own precision that a recorded node saves (PyTorch's double Scalar):
+    what record() makes of the wrapped tensor as_tensor_arg gives, shared between nodes (saved values are read
+    only)."""
+    key = (v.__class__, v)
+    t = _number_tensors.get(key)
+    if t is None or v == 0 or v != v:
+        a = np.array((v,), _PY_SCALAR_NP[v.__class__])
+        t = _make_tensor(Storage(a), 0, (), (), _NP_DTYPE[a.dtype])
+        if len(_number_tensors) < 256:
+            _number_tensors[key] = t
+    return t
+
+
+def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
+    """_fast_elementwise for dense same-shape Tensors of the compute dtype with Python numbers (a * 2): the
+    1-D strided kernel with cached geometry; None when the Tensors are not all dense and of one shape."""
+    shape = cs = None
+    for i, t in enumerate(tensors):
+        if i in plan.numbers:
+            continue
+        if shape is None:
+            shape = t._shape
+            cs, n = _info(shape)
+        if t._shape != shape or t._strides != cs:
+            return None
+    odata = np.empty(n, plan.out_np)
+    out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
+    if n:
+        geo = _numbers_geometry(plan, n)
+        args = [geo[0], odata, 0, geo[1]]
+        conv = plan.conv
+        for i, t in enumerate(tensors):
+            if i in plan.numbers:
+                args += [_const(plan, t, conv[i])._storage.data, 0, geo[2 + i]]
+            else:
+                args += [t._storage.data, t._offset, geo[2 + i]]
+        skey = ("strided", ekey[1]) if ekey.__class__ is tuple else "strided"
+        fn = plan.entries.get(skey)
+        if fn is None:
+            fn = _entry(spec, plan, "strided", args, ks)
+        if fn is not None:
+            fn(*args, *ks)
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if t.__class__ is not float and t.__class__ is not int and t.__class__ is not bool and _requires_grad(t):
+                ins = [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)]
+                if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+                    _record_lean(spec, ins, scalars, (out,))
+                else:
+                    record(spec, [_wrap_number(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
+                           scalars, (out,))
+                break
+    return out
 
 
 def _fast_elementwise(spec, plan, tensors, scalars):
@@ -561,11 +646,18 @@ def _fast_elementwise(spec, plan, tensors, scalars):
             if spec.differentiable and grad_mode.state.enabled:
                 for t in tensors:
                     if _requires_grad(t):
-                        record(spec, tensors, scalars, (out,))
+                        if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+                            _record_lean(spec, tensors, scalars, (out,))    # plain Tensors: record()'s lean case
+                        else:
+                            record(spec, tensors, scalars, (out,))
                         break
             return out
         ins = tensors
     else:
+        if plan.numbers is not None:
+            out = _fast_numbers(spec, plan, tensors, scalars, ks, ekey)
+            if out is not None:
+                return out
         ins = _convert(plan, tensors)
     shape = None
     for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
@@ -1080,11 +1172,21 @@ def array(spec, tensors, scalars):
     kw = dict(zip(spec.scalar_names, scalars))
     if kw:
         _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    fn = _array_fns.get(spec.name)
+    if fn is None:
+        fn = _array_fns[spec.name] = getattr(_array_ops, f"{spec.name}_forward")
     try:
         # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
         # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
-        with np.errstate(all="ignore"):
-            res = getattr(_array_ops, f"{spec.name}_forward")(**dict(zip(spec.tensor_args, args)), **kw)
+        if _np_extobj is not None:      # np.errstate(all="ignore") without building its state per call
+            token = _np_extobj.set(_NP_QUIET)
+            try:
+                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
+            finally:
+                _np_extobj.reset(token)
+        else:
+            with np.errstate(all="ignore"):
+                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
@@ -1094,8 +1196,9 @@ def array(spec, tensors, scalars):
     for a in outs:
         if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
             # a fresh array (its own memory, so no input's): wrap it as it is
+            odt = _FROM_NP.get(a.dtype)
             tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
-                                            D.from_numpy(a.dtype)))
+                                            odt if odt is not None else D.from_numpy(a.dtype)))
             continue
         a = np.asarray(a)
         if any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
@@ -1104,6 +1207,16 @@ def array(spec, tensors, scalars):
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
+
+
+_array_fns = {}         # array op -> its generated NumPy body (kernels/array_ops.py)
+_FROM_NP = D._FROM_NP
+try:        # NumPy 2's error state is a context variable: set it to "ignore all" directly (np.errstate costs µs)
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_extobj
+    with np.errstate(all="ignore"):
+        _NP_QUIET = _np_extobj.get()
+except Exception:   # noqa: BLE001 -- another NumPy: np.errstate it is
+    _np_extobj = None
 
 
 def _wrap_dim_args(spec, kw, ndim):
@@ -1227,6 +1340,99 @@ def values_for_check(t):
         _tracer.depth -= 1
 
 
+FOREACH_CHUNK = 8      # tensors per foreach kernel call: lists are padded to it, so one compile serves every length
+_foreach_updates = {}  # foreach op -> indices of the lists its body assigns
+_foreach_empty = {}    # numpy dtype -> the empty array that pads a chunk
+_foreach_entries = {}  # (op, dtype, scalar types) -> compiled entry point for writable contiguous arrays
+
+
+def call_foreach(name, lists, scalars):
+    """A foreach op (ops.yaml kind foreach): element k of every list forms one group of equal-sized tensors of one
+    dtype; one kernel call per FOREACH_CHUNK groups of a dtype runs the op's body over every element, updating the
+    lists it assigns in place. Non-contiguous tensors go through contiguous copies (written back)."""
+    spec = SPECS[name]
+    if _tracer is not None:
+        _tracer.inplace(name)
+    upd = _foreach_updates.get(name)
+    if upd is None:
+        upd = _foreach_updates[name] = tuple(spec.tensor_args.index(n) for n in _api.SPECS[name]["updates"])
+    lists = [list(ts) for ts in lists]
+    n = len(lists[0])
+    if any(len(ts) != n for ts in lists):
+        raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got "
+                           f"{', '.join(str(len(ts)) for ts in lists)}.")
+    by_dtype, copies = {}, []
+    for k in range(n):
+        group = [ts[k] for ts in lists]
+        t0 = group[0]
+        for t in group:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{name}(): expected lists of Tensors, got {type(t).__name__}")
+            if t.device.type != "cpu":
+                raise RuntimeError(f"{name}: expected all tensors to be on the cpu, got {t.device}")
+            if t.dtype is not t0.dtype:
+                raise RuntimeError(f"{name}: expected all tensors of a group to have the same dtype, got "
+                                   f"{t0.dtype.short} and {t.dtype.short}")
+            if t._shape != t0._shape:
+                raise RuntimeError(f"{name}: expected all tensors of a group to have the same shape, got "
+                                   f"{list(t0._shape)} and {list(t._shape)}")
+        spec.check_dtype(t0.dtype)
+        if t0.dtype.half:
+            raise RuntimeError(f"{name}: \"{name}\" not implemented for '{t0.dtype.short}'")
+        cs, numel = _info(t0._shape)
+        arrays = []
+        for i, t in enumerate(group):
+            data = t._storage.data
+            flags = data.flags
+            if i in upd:
+                if not flags.writeable:
+                    raise ValueError("assignment destination is read-only")
+                if grad_mode.state.enabled and _requires_grad(t):
+                    raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                if 0 in t._strides:
+                    check_no_internal_overlap(t)
+            if (t._strides == cs or numel <= 1) and flags.writeable and flags.c_contiguous:
+                arrays.append(data if t._offset == 0 and data.shape[0] == numel else data[t._offset:t._offset + numel])
+            else:       # a copy: contiguous and writable, so that every list is a tuple of one array type
+                a = np.array(t._array(), order="C").reshape(-1)
+                if i in upd:
+                    copies.append((t, a))
+                arrays.append(a)
+        by_dtype.setdefault(t0.dtype, []).append(arrays)
+    ks = []
+    for (arg, ty, _, _), v in zip([a for a in spec.args if a[1] != "Tensor[]"], scalars):
+        if isinstance(v, Tensor):
+            v = v.item()
+        ks.append(bool(v) if ty == "bool" else int(v) if ty == "int" else float(v))
+    for dtype, groups in by_dtype.items():
+        pad = _foreach_empty.get(dtype.np)
+        if pad is None:
+            pad = _foreach_empty[dtype.np] = np.empty(0, dtype.np)
+        for lo in range(0, len(groups), FOREACH_CHUNK):
+            chunk = groups[lo:lo + FOREACH_CHUNK]
+            chunk += [[pad] * len(lists)] * (FOREACH_CHUNK - len(chunk))
+            args = [tuple(g[j] for g in chunk) for j in range(len(lists))]
+            # writable C-contiguous 1-D arrays of one dtype (copies where not): the compiled overload, once known
+            ekey = (name, dtype, tuple(v.__class__ for v in ks))
+            fn = _foreach_entries.get(ekey)
+            if fn is not None:
+                fn(*args, *ks)
+            else:
+                disp = spec.kernel("foreach")
+                disp(*args, *ks)
+                try:
+                    ov = disp.overloads.get(tuple(disp.typeof_pyval(a) for a in (*args, *ks)))
+                    _foreach_entries[ekey] = ov.entry_point if ov is not None and not ov.objectmode else disp
+                except Exception:   # noqa: BLE001 -- another Numba: the dispatcher is fine
+                    _foreach_entries[ekey] = disp
+    for t, a in copies:
+        t._array()[...] = a.reshape(t._shape)
+    for i in upd:
+        for t in lists[i]:
+            t._storage.version += 1
+    return None
+
+
 def fused(name, tensors, scalars):
     """A fused backward kernel: an elementwise op generated from a derivative formula."""
     spec = _fused_specs.get(name)
@@ -1323,7 +1529,10 @@ def _record_lean(spec, inputs, scalars, outputs):
                     edges.append((fn, t._output_nr))
                     any_edge = True
                 elif rg:
-                    edges.append((grad_accumulator(t), 0))
+                    acc = t._accum          # grad_accumulator(t), inlined while its weak reference is alive
+                    if acc is not None and acc.__class__ is _weakref_type:
+                        acc = acc()
+                    edges.append((acc if acc is not None else grad_accumulator(t), 0))
                     any_edge = True
                 else:
                     edges.append(NO_EDGE)
@@ -1353,8 +1562,9 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             i, attr = where
             saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
-    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], None)
-    record_trace(node)
+    node = _lean_node(spec.name, spec.backward, saved, tuple(edges), meta, [(o._shape, o.dtype) for o in outputs])
+    if _anomaly._enabled:
+        record_trace(node)
     nr = 0
     for o in outputs:
         if o.dtype.category == 2:

@@ -56,7 +56,10 @@ def sum_to(t, shape):
     if tuple(t._shape) == shape:
         return t
     lead = t.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and t._shape[lead + i] != 1)
+    inner = tuple(lead + i for i, s in enumerate(shape) if s == 1 and t._shape[lead + i] != 1)
+    if not inner and lead:
+        return t.sum(tuple(range(lead)))       # only leading dims to sum: the result has the shape already
+    dims = tuple(range(lead)) + inner
     r = t.sum(dims, keepdim=True) if dims else t
     return r.reshape(shape)
 

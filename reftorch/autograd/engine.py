@@ -13,11 +13,18 @@ node's post-hooks see its result.
 """
 from __future__ import annotations
 
+from sys import getrefcount as _getrefcount
+
+import numpy as np
+
+from .. import _layout as L
+from .._tensor import Tensor
 from . import anomaly_mode, grad_mode
 from .graph import AccumulateGrad, gradient_edge
 
 
 _final_callbacks = []
+_sum_to = None      # reftorch._formula_helpers.sum_to, imported on first use
 
 
 def queue_callback(callback):
@@ -71,7 +78,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                         results[i] = g
             if isinstance(node, AccumulateGrad):
                 if inputs is None or (accumulate and (node, 0) in captures):
-                    accumulate_grad(node, grads[0], create_graph)
+                    accumulate_grad(node, grads[0], create_graph, steal=True)
                 continue
             if needed is not None and node not in needed:
                 continue                            # captured only: nothing beyond it is wanted
@@ -87,6 +94,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                 dependencies[child] -= 1
                 if dependencies[child] == 0:
                     ready.append(child)
+            in_grads = g = None     # the buffers alone hold the gradients now (see _can_steal)
     finally:
         grad_mode.state.enabled = prev
         callbacks, _final_callbacks[:] = _final_callbacks[:], []
@@ -214,8 +222,10 @@ def _conform(g, meta, node, index):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"[{', '.join(map(str, g._shape))}] but expected shape compatible with "
                                f"[{', '.join(map(str, shape))}]")
-        from .._formula_helpers import sum_to
-        g = sum_to(g, shape)
+        global _sum_to
+        if _sum_to is None:
+            from .._formula_helpers import sum_to as _sum_to
+        g = _sum_to(g, shape)
     if dtype is not None and g.dtype is not dtype:
         g = g.to(dtype)
     return g
@@ -231,13 +241,14 @@ def _expandable(shape, target):
     return True
 
 
-def accumulate_grad(acc, g, create_graph):
-    """AccumulateGrad: add into leaf.grad (the leaf's hooks have run), then post-accumulate hooks."""
+def accumulate_grad(acc, g, create_graph, steal=False):
+    """AccumulateGrad: add into leaf.grad (the leaf's hooks have run), then post-accumulate hooks. steal: called
+    by run_backward, whose list of the node's gradients holds g (_can_steal counts on it)."""
     leaf = acc.variable
     if g is None:
         return
     g = _conform(g, (leaf._shape, leaf.dtype), acc, 0)
-    _accumulate_into(leaf, g, create_graph)
+    _accumulate_into(leaf, g, create_graph, steal)
     for hook in leaf.__dict__.get("_post_accumulate_hooks", ()):
         hook(leaf)
     if acc._hooks:
@@ -245,10 +256,36 @@ def accumulate_grad(acc, g, create_graph):
             hook((), (g,))
 
 
-def _accumulate_into(t, g, create_graph):
-    """t.grad += g as PyTorch does it: a fresh copy the first time; in place afterwards, unless
-    create_graph asks for a differentiable (out-of-place) sum."""
+# references to a gradient that nothing outside the engine holds, as _can_steal sees it: run_backward's list of the
+# node's gradients, the names of accumulate_grad, _accumulate_into and _can_steal, and getrefcount's argument
+_STEAL_REFS = 5
+
+
+def _can_steal(t, g):
+    """Whether g may become t.grad without a copy: a plain dense tensor with t's layout, outside any graph, that
+    nothing else references -- not the tensor, its storage, nor its NumPy buffer (no view, saved alias or user)."""
+    if g.__class__ is not Tensor or g.grad_fn is not None or g.requires_grad or g._base is not None or \
+            g._offset != 0 or g.dtype is not t.dtype or g._strides != t._strides or g._shape != t._shape or \
+            g._hooks or g.__dict__ or g.device.type != "cpu":
+        return False
+    data = g._storage.data
+    if _getrefcount(g) > _STEAL_REFS or _getrefcount(g._storage) > 2 or data.shape[0] != g.numel() or \
+            not L.is_contiguous(g._shape, g._strides):
+        return False
+    base = data.base
+    if base is None:
+        return _getrefcount(data) <= 3     # g's storage, the name data, getrefcount's argument
+    return base.__class__ is np.ndarray and base.base is None and _getrefcount(data) <= 3 and \
+        _getrefcount(base) <= 2
+
+
+def _accumulate_into(t, g, create_graph, steal=False):
+    """t.grad += g as PyTorch does it: a fresh copy the first time (or g itself when no one else can see it); in
+    place afterwards, unless create_graph asks for a differentiable (out-of-place) sum."""
     if t._grad is None:
+        if steal and not create_graph and _can_steal(t, g):
+            t._grad = g         # the buffer no one else can see becomes .grad (PyTorch's AccumulateGrad does too)
+            return
         t._grad = g.clone() if create_graph else g.detach().clone()
     elif create_graph or t._grad.requires_grad:
         t._grad = t._grad + g

@@ -452,6 +452,18 @@ SPECS = {
 
     '_adam_param': {'name': '_adam_param', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('exp_avg', 'Tensor', None, False), ('exp_avg_sq', 'Tensor', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_adam_step': {'name': '_adam_step', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('grad', 'Tensor[]', None, False), ('exp_avg', 'Tensor[]', None, False), ('exp_avg_sq', 'Tensor[]', None, False), ('beta1', 'float', None, False), ('beta2', 'float', None, False), ('lr', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False), ('bias_correction1', 'float', None, False), ('bias_correction2_sqrt', 'float', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('exp_avg', 'exp_avg_sq', 'self')},
+
+    '_nll_loss': {'name': '_nll_loss', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'self', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nll_loss_backward': {'name': '_nll_loss_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linear': {'name': '_linear', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor', None, False), ('bias', 'Tensor?', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    '_linear_weight_grad': {'name': '_linear_weight_grad', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'input'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
+
 }
 
 
@@ -2510,3 +2522,45 @@ def _adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_cor
 def _adam_param_(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     """In-place _adam_param: writes the result into self."""
     return _rt.call_inplace('_adam_param', (self, exp_avg, exp_avg_sq, ), (lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _adam_step(self, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    """Adam's step for lists of parameters, gradients, exp_avg and exp_avg_sq (same step count), all in one kernel call, in place (helper of optim.Adam).
+
+    ops.yaml: _adam_step"""
+    return _rt.call_foreach('_adam_step', (self, grad, exp_avg, exp_avg_sq, ), (beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps, ))
+
+
+def _nll_loss(self, target, weight, ignore_index, reduction):
+    """nll_loss over (N, C, ...) log-probabilities and (N, ...) class indices (checked by nn.functional.nll_loss).
+
+    ops.yaml: _nll_loss"""
+    return _rt.call('_nll_loss', (self, target, weight, ), (ignore_index, reduction, ))
+
+
+def _nll_loss_backward(grad_output, self, target, weight, ignore_index, reduction):
+    """Gradient of _nll_loss for self: -weight[target] * grad_output (over the total weight for mean) at the targets.
+
+    ops.yaml: _nll_loss_backward"""
+    return _rt.call('_nll_loss_backward', (grad_output, self, target, weight, ), (ignore_index, reduction, ))
+
+
+def _linear(input, weight, bias):
+    """input @ weight.T + bias for a 2-D weight (checked by nn.functional.linear).
+
+    ops.yaml: _linear"""
+    return _rt.call('_linear', (input, weight, bias, ), ())
+
+
+def _linear_weight_grad(grad_output, input):
+    """Gradient of _linear for weight: grad_output^T @ input over the flattened batch dims, in (out, in) layout.
+
+    ops.yaml: _linear_weight_grad"""
+    return _rt.call('_linear_weight_grad', (grad_output, input, ), ())
+
+
+def _foreach_add_(self, scalar):
+    """Adds scalar to every tensor of the list in place, in one kernel call (PyTorch's torch._foreach_add_; optim.Adam's step counts).
+
+    ops.yaml: _foreach_add_"""
+    return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))

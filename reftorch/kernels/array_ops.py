@@ -634,3 +634,51 @@ def index_copy_forward(self, dim, index, source):
     at[dim] = idx
     x[tuple(at)] = s
     return out
+
+
+def _nll_loss_forward(self, target, weight, ignore_index, reduction):
+    # ops.yaml: _nll_loss
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    classes = self.shape[1]
+    if safe.size and (safe.min() < 0 or safe.max() >= classes):
+        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= classes)][0])} is out of bounds.")
+    picked = np.take_along_axis(self, np.expand_dims(safe, 1), 1).squeeze(1)
+    w = valid.astype(self.dtype) if weight is None else np.where(valid, weight[safe], 0).astype(self.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    total = np.asarray(loss.sum(dtype=np.float64), self.dtype)
+    if reduction == "sum":
+        return total
+    return np.asarray(total / np.asarray(w.sum(dtype=np.float64), self.dtype), self.dtype)
+
+
+def _nll_loss_backward_forward(grad_output, self, target, weight, ignore_index, reduction):
+    # ops.yaml: _nll_loss_backward
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    w = valid.astype(self.dtype) if weight is None else np.where(valid, weight[safe], 0).astype(self.dtype)
+    if reduction == "mean":
+        w = w / np.asarray(w.sum(dtype=np.float64), self.dtype)
+    out = np.zeros(self.shape, np.result_type(grad_output, self))
+    np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(-w * grad_output, 1), 1)
+    return out
+
+
+def _linear_forward(input, weight, bias):
+    # ops.yaml: _linear
+    out = np.matmul(input, weight.T)
+    if bias is not None:
+        if out.shape == np.broadcast_shapes(out.shape, bias.shape):
+            out += bias     # matmul's fresh result takes the bias in place
+        else:
+            out = out + bias
+    return out
+
+
+def _linear_weight_grad_forward(grad_output, input):
+    # ops.yaml: _linear_weight_grad
+    if input.ndim == 1:
+        return np.outer(grad_output, input)
+    return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))

@@ -27,6 +27,8 @@ def matmul_backward_self(F, grad, self, other):
         return F.sum_to(F.matmul(grad.unsqueeze(-1), other.unsqueeze(0)), self.shape)
     if self.ndim == 1:
         return F.sum_to(F.matmul(grad.unsqueeze(-2), other.mT).squeeze(-2), self.shape)
+    if self.ndim == 2 and other.ndim == 2 and (not self.is_contiguous()) and self.mT.is_contiguous():
+        return F.matmul(other, grad.mT).mT
     return F.sum_to(F.matmul(grad, other.mT), self.shape)
 
 
@@ -38,6 +40,8 @@ def matmul_backward_other(F, grad, self, other):
         return F.sum_to(F.matmul(self.unsqueeze(-1), grad.unsqueeze(-2)), other.shape)
     if other.ndim == 1:
         return F.sum_to(F.matmul(self.mT, grad.unsqueeze(-1)).squeeze(-1), other.shape)
+    if self.ndim == 2 and other.ndim == 2 and (not other.is_contiguous()) and other.mT.is_contiguous():
+        return F.matmul(grad.mT, self).mT
     return F.sum_to(F.matmul(self.mT, grad), other.shape)
 
 

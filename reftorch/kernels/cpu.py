@@ -10578,6 +10578,38 @@ def _adam_param_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _adam_step_foreach(l_self, l_grad, l_exp_avg, l_exp_avg_sq, beta1, beta2, lr, weight_decay, maximize, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_step -- every element of every tensor, updated in place: exp_avg, exp_avg_sq, self
+    for k in range(len(l_self)):
+        a_self = l_self[k]
+        a_grad = l_grad[k]
+        a_exp_avg = l_exp_avg[k]
+        a_exp_avg_sq = l_exp_avg_sq[k]
+        for i in range(a_self.shape[0]):
+            self = a_self[i]
+            grad = a_grad[i]
+            exp_avg = a_exp_avg[i]
+            exp_avg_sq = a_exp_avg_sq[i]
+            a_exp_avg[i] = _s__adam_exp_avg(exp_avg, grad, self, beta1, weight_decay, maximize, decoupled)
+            exp_avg = a_exp_avg[i]
+            a_exp_avg_sq[i] = _s__adam_exp_avg_sq(exp_avg_sq, grad, self, beta2, weight_decay, maximize, decoupled)
+            exp_avg_sq = a_exp_avg_sq[i]
+            a_self[i] = _s__adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+            self = a_self[i]
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _foreach_add__foreach(l_self, scalar):
+    # ops.yaml: _foreach_add_ -- every element of every tensor, updated in place: self
+    for k in range(len(l_self)):
+        a_self = l_self[k]
+        for i in range(a_self.shape[0]):
+            self = a_self[i]
+            a_self[i] = self + scalar
+            self = a_self[i]
+
+
 @njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad

@@ -1853,3 +1853,65 @@ def index_copy_backward(F, grads, saved, needs, fused):
     if needs[2]:
         g[2] = F.index_select(grad, dim, index)
     return g
+
+
+def _nll_loss_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nll_loss
+    grad = grads[0]
+    ignore_index = saved['ignore_index']
+    reduction = saved['reduction']
+    self = saved['self']
+    target = saved['target']
+    weight = saved['weight']
+    g = [None] * 3
+    # self: _nll_loss_backward(grad, self, target, weight, ignore_index, reduction)
+    if needs[0]:
+        g[0] = F._nll_loss_backward(grad, self, target, weight, ignore_index, reduction)
+    return g
+
+
+def _nll_loss_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nll_loss_backward
+    grad = grads[0]
+    ignore_index = saved['ignore_index']
+    reduction = saved['reduction']
+    target = saved['target']
+    weight = saved['weight']
+    g = [None] * 4
+    # grad_output: _nll_loss(grad, target, weight, ignore_index, reduction)
+    if needs[0]:
+        g[0] = F._nll_loss(grad, target, weight, ignore_index, reduction)
+    return g
+
+
+def _linear_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linear
+    grad = grads[0]
+    input = saved['input']
+    weight = saved['weight']
+    g = [None] * 3
+    # input: matmul(grad, weight)
+    if needs[0]:
+        g[0] = F.matmul(grad, weight)
+    # weight: _linear_weight_grad(grad, input)
+    if needs[1]:
+        g[1] = F._linear_weight_grad(grad, input)
+    # bias: grad
+    if needs[2]:
+        g[2] = grad
+    return g
+
+
+def _linear_weight_grad_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linear_weight_grad
+    grad = grads[0]
+    grad_output = saved['grad_output']
+    input = saved['input']
+    g = [None] * 2
+    # grad_output: matmul(input, grad.mT)
+    if needs[0]:
+        g[0] = F.matmul(input, grad.mT)
+    # input: matmul(grad_output, grad)
+    if needs[1]:
+        g[1] = F.matmul(grad_output, grad)
+    return g

@@ -290,6 +290,9 @@ def linear(input, weight, bias=None):
         rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() > 1 else 1})")
+    if weight.dim() == 2 and input.device.type == "cpu" and input.dtype == weight.dtype and \
+            input.dtype in (torch.float32, torch.float64) and (bias is None or bias.dtype == input.dtype):
+        return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
     out = torch.matmul(input, weight.t())
     return out + bias if bias is not None else out
 
@@ -1348,7 +1351,15 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise ValueError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
                          f"{list(target.shape)}")
-    classes = input.shape[1]
+    if reduction not in ("none", "sum", "mean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if input.device.type == "cpu":
+        if weight is not None and weight.dtype != input.dtype:
+            weight = weight.to(input.dtype)
+        # one op and its gradient (ops.yaml: _nll_loss): -input[n, target[n]] * weight[target[n]], reduced
+        loss = torch._nll_loss(input, target, weight, ignore_index, reduction)
+        return loss.squeeze(0) if unbatched and reduction == "none" else loss
+    classes = input.shape[1]      # on a device: ops that run there (the array op's body would run on the host)
     valid = target != ignore_index
     safe = torch.where(valid, target, 0)
     # (a bounds check only: reftorch.compile does not break its graph here, nor repeat the check)
@@ -1364,9 +1375,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return loss.squeeze(0) if unbatched else loss
     if reduction == "sum":
         return loss.sum()
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    return loss.sum() / w.sum()
 
 
 @_autocast("fp32")

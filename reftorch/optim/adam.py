@@ -5,6 +5,8 @@ import reftorch as torch
 
 from .optimizer import Optimizer, _bump, _check_fused, _scalar_step
 
+_FOREACH_DTYPES = (torch.float32, torch.float64)    # the dtypes the multi-tensor step (ops.yaml: _adam_step) takes
+
 
 class Adam(Optimizer):
     """Adam: adaptive moment estimation (Kingma & Ba, 2014).
@@ -57,6 +59,11 @@ class Adam(Optimizer):
             maximize, decoupled = bool(group["maximize"]), bool(group["decoupled_weight_decay"])
             lr, eps, weight_decay = float(lr), float(eps), float(weight_decay)
             beta1, beta2 = float(beta1), float(beta2)
+            if not amsgrad and group["foreach"] is not False and all(
+                    p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES and (p.grad is None or p.grad.dtype == p.dtype)
+                    for p in group["params"]):
+                self._multi_tensor_step(group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled)
+                continue
             for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, amsgrad)
                 step = _bump(state["step"])
@@ -74,3 +81,29 @@ class Adam(Optimizer):
                 p._adam_param_(exp_avg, second, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt,
                                eps)
         return loss
+
+    def _multi_tensor_step(self, group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled):
+        """The group's update as one generated kernel call over all its parameters (ops.yaml: _adam_step) per
+        step count (they differ only when some parameters missed steps), with the same bits as the loop above."""
+        params, grads, states = [], [], []
+        for p, grad in self._params_with_grad(group):
+            params.append(p)
+            grads.append(grad)
+            states.append(self._init_state(p, False))
+        steps = [state["step"] for state in states]
+        if all(s.dtype == torch.float32 and s.device.type == "cpu" for s in steps):
+            torch._foreach_add_(steps, 1.0)     # every step count in one kernel call
+        else:
+            for s in steps:
+                s.add_(1)
+        by_step = {}
+        for p, grad, state, s in zip(params, grads, states, steps):
+            step = s.item()
+            lists = by_step.get(step)
+            if lists is None:
+                lists = by_step[step] = ([], [], [], [])
+            for lst, t in zip(lists, (p, grad, state["exp_avg"], state["exp_avg_sq"])):
+                lst.append(t)
+        for step, (ps, grads, exp_avgs, exp_avg_sqs) in by_step.items():
+            torch._adam_step(ps, grads, exp_avgs, exp_avg_sqs, beta1, beta2, lr, weight_decay, maximize, decoupled,
+                             1 - beta1 ** step, (1 - beta2 ** step) ** 0.5, eps)
