@@ -271,9 +271,9 @@ class Tracer:
         orig_acc = engine_mod._accumulate_into
         self._saved[(engine_mod, "_accumulate_into")] = orig_acc
 
-        def accumulate_into(t, g, create_graph, __orig=orig_acc):
+        def accumulate_into(t, g, create_graph, steal=False, *, __orig=orig_acc):
             if tracer.depth:
-                return __orig(t, g, create_graph)
+                return __orig(t, g, create_graph, steal)
             if t._grad is not None or create_graph:
                 tracer.graph_break("a backward pass accumulates into a .grad that already holds a tensor "
                                    "(call zero_grad() first)")
