@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .emit_cpu import CACHE_GUARD, HEADER, TEMPLATES, elementwise_kernels, kernel_scalars, prelude, scalar_fn
+from .emit_cpu import CACHE_GUARD, HEADER, TEMPLATES, elementwise_kernels, kernel_scalars, prelude, scalar_fn, vmath
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -155,7 +155,7 @@ def {op.name}_{fmt}_scan(x, off, M, sm, K, sk, out, acc0):
 
 def emit_half_module(ops, fused):
     parts = [HEADER, '"""float16/bfloat16 CPU kernels of ops.yaml: uint16 storage, float32 compute (DESIGN §5)."""\n',
-             prelude(), half_prelude(), CACHE_GUARD, conversion_kernels()]
+             prelude(), vmath(), half_prelude(), CACHE_GUARD, conversion_kernels()]
     for op in ops:
         if "float" not in op.dtypes:
             continue

@@ -66,11 +66,15 @@ def run_elementwise(spec, ins, scalars, out):
     if n == 0:
         return out
     odata = bits(out._storage.data)
+    # Python numbers go in as float32, the compute type (PyTorch's opmath; NumPy too with a Python scalar):
+    # float64 arithmetic would halve the kernel's vector width
+    scalars = [np.float32(s) if s.__class__ is float else s for s in scalars]
     if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins) and \
             L.is_contiguous(shape, out._strides):
         args = [odata[out._offset:out._offset + n]]
         args += [bits(t._storage.data[t._offset:t._offset + n]) for t in ins]
-        kernel(spec.name, fmt, "contig")(*args, *scalars)
+        from ._dispatch import _run_contig     # in threads from PARALLEL_MIN elements, as float32
+        _run_contig(kernel(spec.name, fmt, "contig"), args, scalars, n)
         return out
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
