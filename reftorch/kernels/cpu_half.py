@@ -2615,9 +2615,24 @@ def _c_sum(acc, x):
     return acc + x
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_sum_f16(x, off, M, sm, K, acc):
+    # ops.yaml: sum [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_sum(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: sum [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: sum [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2628,22 +2643,48 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_sum_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_sum(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_sum_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: sum [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_sum(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: sum [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: sum [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2654,13 +2695,24 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_sum_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_sum(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -2673,9 +2725,12 @@ def _c_amax(acc, x):
     return x if (x > acc or x != x) else acc
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amax [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amax [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2686,22 +2741,33 @@ def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amax(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amax [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amax [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2712,13 +2778,21 @@ def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amax(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -2733,7 +2807,7 @@ def _b_argmax(x, best):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmax_f16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmax [f16]
+    # ops.yaml: argmax [f16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2751,7 +2825,7 @@ def argmax_f16_reduce(x, off, M, sm, K, sk, out):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmax_bf16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmax [bf16]
+    # ops.yaml: argmax [bf16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2775,7 +2849,7 @@ def _c_cumsum(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumsum [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumsum [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2790,7 +2864,7 @@ def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumsum [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumsum [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4645,9 +4719,24 @@ def _c_prod(acc, x):
     return acc * x
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_prod_f16(x, off, M, sm, K, acc):
+    # ops.yaml: prod [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_prod(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: prod [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: prod [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4658,22 +4747,48 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_prod_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_prod(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_prod_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: prod [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_prod(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: prod [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: prod [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4684,13 +4799,24 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_prod_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_prod(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4703,9 +4829,12 @@ def _c_amin(acc, x):
     return x if (x < acc or x != x) else acc
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amin [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amin [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4716,22 +4845,33 @@ def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amin(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amin [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amin [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4742,13 +4882,21 @@ def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amin(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4763,7 +4911,7 @@ def _b_argmin(x, best):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmin_f16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmin [f16]
+    # ops.yaml: argmin [f16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4781,7 +4929,7 @@ def argmin_f16_reduce(x, off, M, sm, K, sk, out):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmin_bf16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmin [bf16]
+    # ops.yaml: argmin [bf16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4803,9 +4951,12 @@ def _c_all(acc, x):
     return acc and x != 0
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: all [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: all [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4816,22 +4967,33 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_all(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_all(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: all [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: all [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4842,13 +5004,21 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_all(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4861,9 +5031,12 @@ def _c_any(acc, x):
     return acc or x != 0
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: any [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: any [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4874,22 +5047,33 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_any(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_any(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: any [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: any [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4900,13 +5084,21 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_any(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4919,9 +5111,24 @@ def _c_count_nonzero(acc, x):
     return acc + (x != 0)
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_count_nonzero_f16(x, off, M, sm, K, acc):
+    # ops.yaml: count_nonzero [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_count_nonzero(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: count_nonzero [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: count_nonzero [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4932,22 +5139,48 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_count_nonzero_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_count_nonzero(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_count_nonzero_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: count_nonzero [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_count_nonzero(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: count_nonzero [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: count_nonzero [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4958,13 +5191,24 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_count_nonzero_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_count_nonzero(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4979,7 +5223,7 @@ def _c_cumprod(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumprod [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumprod [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4994,7 +5238,7 @@ def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumprod [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumprod [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -5015,7 +5259,7 @@ def _c_logcumsumexp(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: logcumsumexp [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: logcumsumexp [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -5030,7 +5274,7 @@ def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: logcumsumexp [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: logcumsumexp [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
