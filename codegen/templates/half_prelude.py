@@ -12,7 +12,19 @@ from llvmlite import binding as _llvm
 from numba import types as _types
 from numba.extending import intrinsic as _intrinsic
 
-HAVE_F16C = bool(_llvm.get_host_cpu_features().get("f16c", False))
+
+
+def _target_has_f16c():
+    # the CPU Numba compiles for: the host, or the one NUMBA_CPU_NAME / NUMBA_CPU_FEATURES name (then only
+    # an explicit +f16c counts). Numba's cache keys compiled code on that CPU, so each choice caches apart;
+    # tests/test_half.py runs the kernels once with F16C taken away to test the integer path end to end.
+    from numba.core import config
+    if config.CPU_NAME is not None or config.CPU_FEATURES is not None:
+        return "+f16c" in (config.CPU_FEATURES or "").split(",")
+    return bool(_llvm.get_host_cpu_features().get("f16c", False))
+
+
+HAVE_F16C = _target_has_f16c()
 
 
 @_intrinsic
@@ -43,10 +55,28 @@ def _f16_hw_store(typingctx, x):
     return _types.uint16(_types.float32), codegen
 
 
-# The conversions are branch-free (selects, not ifs) and use 32-bit integer lanes (np.uint32 constants:
-# Numba widens uint32 with a plain int literal to int64, which halves the vector width), so that the loops
-# around them vectorise; measured by benches/half.py.
+# The conversions are branch-free (selects, not ifs) so that the loops around them vectorise. Their integer
+# arithmetic goes through _and/_or/_add/_sub/_shl/_shr: 32-bit operations (Numba widens every uint32
+# operation to 64 bits, which halves the vector width and adds packing; measured by benches/half.py).
 _U = np.uint32
+
+
+def _u32_op(name, method):
+    def op(typingctx, a, b):
+        def codegen(context, builder, sig, args):
+            x, y = [context.cast(builder, v, t, _types.uint32) for v, t in zip(args, sig.args)]
+            return getattr(builder, method)(x, y)
+        return _types.uint32(a, b), codegen
+    op.__name__ = op.__qualname__ = name
+    return _intrinsic(op)
+
+
+_and = _u32_op("_and", "and_")
+_or = _u32_op("_or", "or_")
+_add = _u32_op("_add", "add")
+_sub = _u32_op("_sub", "sub")
+_shl = _u32_op("_shl", "shl")
+_shr = _u32_op("_shr", "lshr")
 
 
 @njit(cache=False)
@@ -54,17 +84,17 @@ def f16_to_f32_int(h):
     # exact: every float16 is a float32. Normal: rebias the exponent (112 = 127 - 15); inf/NaN: exponent
     # 0xFF with the payload; subnormal (and zero): m * 2**-24, computed exactly as (2**-14 + m * 2**-24) - 2**-14
     v = _U(h)
-    a = (v & _U(0x7FFF)) << _U(13)
-    e = v & _U(0x7C00)
-    sub = _f32_bits(_bits_f32(a + _U(0x38800000)) - np.float32(6.103515625e-05))
-    mag = (a | _U(0x7F800000)) if e == _U(0x7C00) else (sub if e == _U(0) else a + _U(0x38000000))
-    return _bits_f32(((v & _U(0x8000)) << _U(16)) | mag)
+    a = _shl(_and(v, 0x7FFF), 13)
+    e = _and(v, 0x7C00)
+    sub = _f32_bits(_bits_f32(_add(a, 0x38800000)) - np.float32(6.103515625e-05))
+    mag = _or(a, 0x7F800000) if e == _U(0x7C00) else (sub if e == _U(0) else _add(a, 0x38000000))
+    return _bits_f32(_or(_shl(_and(v, 0x8000), 16), mag))
 
 
 @njit(cache=False)
 def _f16_nan_bits(x):
     # NumPy's NaN from float32 bits x: the payload's top 10 bits, kept non-zero (the sign bit not included)
-    return _U(0x7C00) | max((x >> _U(13)) & _U(0x3FF), _U(1))
+    return _or(0x7C00, max(_and(_shr(x, 13), 0x3FF), _U(1)))
 
 
 @njit(cache=False)
@@ -73,12 +103,12 @@ def f32_to_f16_int(f):
     # (a carry into the exponent is right, up to inf). Subnormal half (below 2**-14): adding 0.5, whose ulp is
     # 2**-24, rounds |f| to the nearest even multiple of 2**-24 in the FPU; those units are the result's bits.
     x = _f32_bits(np.float32(f))
-    a = x & _U(0x7FFFFFFF)
-    normal = (a - _U(0x37FFF001) + ((a >> _U(13)) & _U(1))) >> _U(13)
-    sub = _f32_bits(_bits_f32(a) + np.float32(0.5)) - _U(0x3F000000)
+    a = _and(x, 0x7FFFFFFF)
+    normal = _shr(_add(_sub(a, 0x37FFF001), _and(_shr(a, 13), 1)), 13)
+    sub = _sub(_f32_bits(_bits_f32(a) + np.float32(0.5)), 0x3F000000)
     mag = _f16_nan_bits(x) if a > _U(0x7F800000) else (
         _U(0x7C00) if a >= _U(0x477FF000) else (normal if a >= _U(0x38800000) else sub))
-    return np.uint16(((x >> _U(16)) & _U(0x8000)) | mag)
+    return np.uint16(_or(_and(_shr(x, 16), 0x8000), mag))
 
 
 @njit(cache=False)
@@ -95,7 +125,7 @@ def f32_to_f16_hw(f):
     f = np.float32(f)
     r = _f16_hw_store(f)
     x = _f32_bits(f)
-    nan = np.uint16(((x >> _U(16)) & _U(0x8000)) | _f16_nan_bits(x))
+    nan = np.uint16(_or(_and(_shr(x, 16), 0x8000), _f16_nan_bits(x)))
     return nan if f != f else r
 
 
