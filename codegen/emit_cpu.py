@@ -56,6 +56,18 @@ def scalar_fn(name, params, expr, comment):
             f"    # ops.yaml: {comment}\n    return {expr}\n")
 
 
+def _odometer(n, top):
+    """The step at the end of each outer iteration: the index over dims top..0 counts up like an odometer,
+    moving the output offset po and each input's p<i> by its stride (no div/mod per element)."""
+    lines = [f"        d = {top}", "        while d >= 0:", "            idx[d] += np.uint64(1)",
+             "            po += np.uint64(o_st[d])"]
+    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
+    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
+              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
+    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
+    return lines + ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+
+
 def elementwise_kernels(name, tensors, scalars, comment):
     """The contiguous and the strided kernel of one elementwise op (n tensor inputs)."""
     n = len(tensors)
@@ -100,14 +112,7 @@ def elementwise_kernels(name, tensors, scalars, comment):
         lines += ["            for i in range(n):", f"                out[po + i] = _s_{name}({call_args(vals)})"]
     lines += ["        else:", "            for i in range(n):",
               f"                out[po + i * so] = _s_{name}({call_args(f'a{i}[p{i} + i * s{i}]' for i in range(n))})"]
-    # odometer over the outer dimensions
-    lines += ["        d = last - 1", "        while d >= 0:", "            idx[d] += np.uint64(1)",
-              "            po += np.uint64(o_st[d])"]
-    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
-    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
-              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
-    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
-    lines += ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+    lines += _odometer(n, "last - 1")     # over the outer dimensions
     out.append("\n".join(lines))
     return "\n\n".join(out)
 
@@ -144,14 +149,7 @@ def blocked_kernel(name, n, scalars, comment):
     lines += [f"                    q{i} = p{i} + i * r{i}" for i in range(n)]
     lines += ["                    for j in range(j0, j1):",
               f"                        out[qo + j * co] = _s_{name}({call_args(f'a{i}[q{i} + j * c{i}]' for i in range(n))})"]
-    # odometer over the dims before the last two
-    lines += ["        d = nd - 3", "        while d >= 0:", "            idx[d] += np.uint64(1)",
-              "            po += np.uint64(o_st[d])"]
-    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
-    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
-              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
-    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
-    lines += ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+    lines += _odometer(n, "nd - 3")       # over the dims before the last two
     return "\n".join(lines)
 
 
