@@ -234,7 +234,11 @@ def _cast(t, dtype):
     """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
     if t.dtype is dtype:
         return t
-    if dtype.half:
+    if dtype.half or t.dtype.half:
+        out = empty(t._shape, dtype)
+        if _half.cast_into(t, out):     # float32 <-> 16 bits in a kernel, rounding as NumPy does
+            out._wrapped = t._wrapped
+            return out
         with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
             arr = t._array().astype(dtype.np)
     else:

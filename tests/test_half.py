@@ -158,6 +158,25 @@ def test_to_and_from_16_bits_round_to_nearest_even():
     assert torch.tensor([70000.0]).half().item() == math.inf
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered", "ignore:invalid value encountered")
+def test_casts_bit_exact():
+    """float32 <-> 16 bits casts of contiguous tensors run the conversion kernels (reftorch/_half.cast_into),
+    strided ones NumPy's cast: both give NumPy's / ml_dtypes' bits for every probe pattern and every half."""
+    f = torch.from_numpy(PROBE.view(np.float32))
+    with np.errstate(all="ignore"):
+        for dt, npdt in ((torch.float16, np.float16), (torch.bfloat16, BF16)):
+            want = PROBE.view(np.float32).astype(npdt).view(np.uint16)
+            assert np.array_equal(f.to(dt).numpy().view(np.uint16), want)
+            assert np.array_equal(f[::2].to(dt).numpy().view(np.uint16), want[::2])
+            h = torch.from_numpy(ALL16.view(npdt))
+            back = ALL16.view(npdt).astype(np.float32).view(np.uint32)
+            assert np.array_equal(h.float().numpy().view(np.uint32), back)
+            assert np.array_equal(h[::3].float().numpy().view(np.uint32), back[::3])
+            m = (h * torch.ones(65536)).numpy()        # mixed dtypes: h promoted to float32 first (_cast)
+            ok = ~np.isnan(m)
+            assert np.array_equal(m.view(np.uint32)[ok], back[ok]) and np.isnan(back[~ok].view(np.float32)).all()
+
+
 # ----------------------------------------------------------------------------------------- promotion
 
 # torch.promote_types and torch.result_type of PyTorch 2.13 (pairs with a 16-bit float; three tiers)
