@@ -27,14 +27,22 @@ except ImportError:
 
 
 def timeit(fn, reps):
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
+    return timeall({0: fn}, reps)[0]
+
+
+def timeall(fns, reps):
+    """Median seconds of each function, the functions taking turns in every repetition: on a loaded machine
+    a burst of load then slows them alike instead of one of them (the ratios are what this bench reports)."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        fn()
+    times = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 WORKLOADS = {
@@ -56,18 +64,21 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     base_a, base_b = rng.uniform(-2, 2, n).astype(np.float32), rng.uniform(-2, 2, n).astype(np.float32)
     from reftorch.kernels.cpu_half import HAVE_F16C
+    from reftorch._dispatch import PARALLEL_MIN, THREADS
     print(f"half-precision elementwise, {n:,} elements per operand, median of {reps} "
-          f"(float16 path: {'F16C' if HAVE_F16C else 'integer'})")
+          f"(float16 path: {'F16C' if HAVE_F16C else 'integer'}; {THREADS} threads from {PARALLEL_MIN:,} elements "
+          f"while the load leaves a core free; load average {os.getloadavg()[0]:.2f})")
     cols = ["reftorch f32", "reftorch f16", "x f32", "reftorch bf16", "x f32", "numpy f16"]
     if torch is not None:
         cols += ["torch f16", "torch bf16"]
     print(f"{'ns/element':<12}" + "".join(f"{c:>14}" for c in cols))
     for name, fn in WORKLOADS.items():
-        row = {}
+        fns = {}
         for dname, dt in (("f32", reftorch.float32), ("f16", reftorch.float16), ("bf16", reftorch.bfloat16)):
             a = reftorch.from_numpy(base_a).to(dt)
             b = reftorch.from_numpy(base_b).to(dt)
-            row[dname] = timeit(lambda: fn(reftorch, a, b), reps) / n * 1e9
+            fns[dname] = (lambda a, b: lambda: fn(reftorch, a, b))(a, b)
+        row = {k: t / n * 1e9 for k, t in timeall(fns, reps).items()}
         a16, b16 = base_a.astype(np.float16), base_b.astype(np.float16)
         row["np"] = timeit(lambda: fn(np, a16, b16), max(3, reps // 3)) / n * 1e9
         cells = [row["f32"], row["f16"], row["f32"] / row["f16"], row["bf16"], row["f32"] / row["bf16"], row["np"]]

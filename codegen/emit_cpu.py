@@ -56,6 +56,18 @@ def scalar_fn(name, params, expr, comment):
             f"    # ops.yaml: {comment}\n    return {expr}\n")
 
 
+def _odometer(n, top):
+    """The step at the end of each outer iteration: the index over dims top..0 counts up like an odometer,
+    moving the output offset po and each input's p<i> by its stride (no div/mod per element)."""
+    lines = [f"        d = {top}", "        while d >= 0:", "            idx[d] += np.uint64(1)",
+             "            po += np.uint64(o_st[d])"]
+    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
+    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
+              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
+    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
+    return lines + ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+
+
 def elementwise_kernels(name, tensors, scalars, comment):
     """The contiguous and the strided kernel of one elementwise op (n tensor inputs)."""
     n = len(tensors)
@@ -100,14 +112,7 @@ def elementwise_kernels(name, tensors, scalars, comment):
         lines += ["            for i in range(n):", f"                out[po + i] = _s_{name}({call_args(vals)})"]
     lines += ["        else:", "            for i in range(n):",
               f"                out[po + i * so] = _s_{name}({call_args(f'a{i}[p{i} + i * s{i}]' for i in range(n))})"]
-    # odometer over the outer dimensions
-    lines += ["        d = last - 1", "        while d >= 0:", "            idx[d] += np.uint64(1)",
-              "            po += np.uint64(o_st[d])"]
-    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
-    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
-              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
-    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
-    lines += ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+    lines += _odometer(n, "last - 1")     # over the outer dimensions
     out.append("\n".join(lines))
     return "\n\n".join(out)
 
@@ -144,14 +149,7 @@ def blocked_kernel(name, n, scalars, comment):
     lines += [f"                    q{i} = p{i} + i * r{i}" for i in range(n)]
     lines += ["                    for j in range(j0, j1):",
               f"                        out[qo + j * co] = _s_{name}({call_args(f'a{i}[q{i} + j * c{i}]' for i in range(n))})"]
-    # odometer over the dims before the last two
-    lines += ["        d = nd - 3", "        while d >= 0:", "            idx[d] += np.uint64(1)",
-              "            po += np.uint64(o_st[d])"]
-    lines += [f"            p{i} += np.uint64(a{i}_st[d])" for i in range(n)]
-    lines += ["            if idx[d] < np.uint64(shape[d]):", "                break",
-              "            po -= np.uint64(o_st[d]) * np.uint64(shape[d])"]
-    lines += [f"            p{i} -= np.uint64(a{i}_st[d]) * np.uint64(shape[d])" for i in range(n)]
-    lines += ["            idx[d] = np.uint64(0)", "            d -= 1", ""]
+    lines += _odometer(n, "nd - 3")       # over the dims before the last two
     return "\n".join(lines)
 
 
@@ -166,8 +164,28 @@ def _reassociable(op):
     return op.reduce.identity is not None and _merge(op) in ("acc + x", "acc * x")
 
 
-def reduction_kernel(op):
+def combine_fn(op):
+    """_c_<op>(acc, x[, scalars]): the combine of a reduction or scan, inlined into its loops."""
+    extra = [a.name for a in op.signature.args if a.type in ("Scalar", "float")] if op.kind == "reduction" else []
+    sc = "".join(", " + s for s in extra)
+    return f'''@njit(inline="always")
+def _c_{op.name}(acc, x{sc}):
+    # ops.yaml: {op.name} -- combine: {op.reduce.combine}
+    return {op.reduce.combine}
+'''
+
+
+def _names(op, fmt, load):
+    """(kernel name stem, comment tag, element reader) of op's loops: fmt/load name a 16-bit storage format
+    and its load helper (emit_cpu_half.py), whose kernels read uint16 bit patterns and compute in float32."""
+    if fmt is None:
+        return op.name, "", lambda idx: f"x[{idx}]"
+    return f"{op.name}_{fmt}", f" [{fmt}]", lambda idx: f"{load}(x[{idx}])"
+
+
+def reduction_loops(op, fmt=None, load=None):
     r = op.reduce
+    stem, tag, ld = _names(op, fmt, load)
     extra = [a.name for a in op.signature.args if a.type in ("Scalar", "float")]
     sc = "".join(", " + s for s in extra)
     rows = ""
@@ -176,32 +194,28 @@ def reduction_kernel(op):
         rows = f'''
 
 @njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={{"reassoc"}})
-def _rows_{op.name}(x, off, M, sm, K, acc{sc}):
-    # ops.yaml: {op.name} -- contiguous rows, reassociated: the loop vectorises with several partial
-    # accumulators (float32 sums still accumulate in float64, the acc dtype)
+def _rows_{stem}(x, off, M, sm, K, acc{sc}):
+    # ops.yaml: {op.name}{tag} -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators ({"float32 sums still accumulate in float64, the acc dtype" if fmt is None else "in float32"})
     for m in range(M):
         base = off + m * sm
         a = acc[m]
         for k in range(K):
-            a = _c_{op.name}(a, x[base + k]{sc})
+            a = _c_{op.name}(a, {ld("base + k")}{sc})
         acc[m] = a
 '''
-        if _merge(op) == op.reduce.combine.strip():
+        if _merge(op) == op.reduce.combine.strip() and fmt is None:
             # partial results combine like elements (sum: acc + x): the dispatcher may split one long row
             rows = f"\n\n{op.name}_self_merging = True  # ops.yaml: {op.name} -- combine: {r.combine}\n" + rows
         rows_call = f"""
         if sk == 1 and start == 0:
-            _rows_{op.name}(x, off, M, sm, K, acc{sc})
+            _rows_{stem}(x, off, M, sm, K, acc{sc})
             return"""
-    return f'''@njit(inline="always")
-def _c_{op.name}(acc, x{sc}):
-    # ops.yaml: {op.name} -- combine: {r.combine}
-    return {r.combine}
-{rows}
+    return f'''{rows}
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
-    # ops.yaml: {op.name} -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+def {stem}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
+    # ops.yaml: {op.name}{tag} -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
     # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
@@ -210,7 +224,7 @@ def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
     sk = np.uint64(sk)
     if start == 1:
         for m in range(M):
-            acc[m] = x[off + m * sm]
+            acc[m] = {ld("off + m * sm")}
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row{rows_call}
@@ -218,43 +232,49 @@ def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
-                a = _c_{op.name}(a, x[base + k * sk]{sc})
+                a = _c_{op.name}(a, {ld("base + k * sk")}{sc})
             acc[m] = a
     elif sm == 1:
         # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
-                acc[m] = _c_{op.name}(acc[m], x[base + m]{sc})
+                acc[m] = _c_{op.name}(acc[m], {ld("base + m")}{sc})
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
-                acc[m] = _c_{op.name}(acc[m], x[base + m * sm]{sc})
+                acc[m] = _c_{op.name}(acc[m], {ld("base + m * sm")}{sc})
 '''
 
 
-def argreduction_kernel(op):
-    r = op.reduce
+def reduction_kernel(op):
+    return combine_fn(op) + reduction_loops(op)
+
+
+def better_fn(op):
     return f'''@njit(inline="always")
 def _b_{op.name}(x, best):
-    # ops.yaml: {op.name} -- better: {r.better}
-    return {r.better}
+    # ops.yaml: {op.name} -- better: {op.reduce.better}
+    return {op.reduce.better}
+'''
 
 
-@njit(cache=CACHE, error_model="numpy")
-def {op.name}_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: {op.name} -- index of the best of K elements for each of M outputs (first one wins ties)
+def argreduction_loops(op, fmt=None, load=None):
+    stem, tag, ld = _names(op, fmt, load)
+    return f'''@njit(cache=CACHE, error_model="numpy")
+def {stem}_reduce(x, off, M, sm, K, sk, out):
+    # ops.yaml: {op.name}{tag} -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
     for m in range(np.uint64(M)):
         base = off + m * sm
-        best = x[base]
+        best = {ld("base")}
         bi = 0
         for k in range(np.uint64(1), np.uint64(K)):
-            v = x[base + k * sk]
+            v = {ld("base + k * sk")}
             if _b_{op.name}(v, best):
                 best = v
                 bi = k
@@ -262,17 +282,15 @@ def {op.name}_reduce(x, off, M, sm, K, sk, out):
 '''
 
 
-def scan_kernel(op):
-    r = op.reduce
-    return f'''@njit(inline="always")
-def _c_{op.name}(acc, x):
-    # ops.yaml: {op.name} -- combine: {r.combine}
-    return {r.combine}
+def argreduction_kernel(op):
+    return better_fn(op) + "\n\n" + argreduction_loops(op)
 
 
-@njit(cache=CACHE, error_model="numpy")
-def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: {op.name} -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
+def scan_loops(op, fmt=None, load=None):
+    stem, tag, ld = _names(op, fmt, load)
+    return f'''@njit(cache=CACHE, error_model="numpy")
+def {stem}_scan(x, off, M, sm, K, sk, out, acc0):
+    # ops.yaml: {op.name}{tag} -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -281,7 +299,7 @@ def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
         base = off + m * sm
         a = acc0[0]
         for k in range(K):
-            a = _c_{op.name}(a, x[base + k * sk])
+            a = _c_{op.name}(a, {ld("base + k * sk")})
             out[m * K + k] = a
 '''
 
@@ -319,6 +337,10 @@ def foreach_kernel(op, elementwise):
         expr = ast.unparse(ast.fix_missing_locations(Rewrite().visit(stmt.value)))
         lines += [f"            a_{target}[i] = {expr}", f"            {target} = a_{target}[i]"]
     return "\n".join(lines) + "\n"
+
+
+def scan_kernel(op):
+    return combine_fn(op) + "\n\n" + scan_loops(op)
 
 
 def emit_module(ops, fused):

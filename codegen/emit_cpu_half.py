@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 
-from .emit_cpu import CACHE_GUARD, HEADER, TEMPLATES, elementwise_kernels, kernel_scalars, prelude, scalar_fn
+from .emit_cpu import (CACHE_GUARD, HEADER, TEMPLATES, argreduction_loops, better_fn, combine_fn, elementwise_kernels,
+                       kernel_scalars, prelude, reduction_loops, scalar_fn, scan_loops, vmath)
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -65,97 +66,15 @@ def elementwise_half(name, tensors, scalars, expr, comment, loaded, store):
 
 
 def reduction_half(op):
-    r = op.reduce
-    extra = [a.name for a in op.signature.args if a.type in ("Scalar", "float")]
-    sc = "".join(", " + s for s in extra)
-    parts = [f'''@njit(inline="always")
-def _c_{op.name}(acc, x{sc}):
-    # ops.yaml: {op.name} -- combine: {r.combine}
-    return {r.combine}
-''']
-    for fmt, (load, _) in FORMATS.items():
-        parts.append(f'''@njit(cache=CACHE, error_model="numpy")
-def {op.name}_{fmt}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
-    # ops.yaml: {op.name} [{fmt}] -- x holds uint16 bit patterns; acc (float32) accumulates
-    off = np.uint64(off)
-    M = np.uint64(M)
-    K = np.uint64(K)
-    sm = np.uint64(sm)
-    sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = {load}(x[off + m * sm])
-    k0 = np.uint64(start)
-    if sk <= sm or M == 1:
-        for m in range(M):
-            base = off + m * sm
-            a = acc[m]
-            for k in range(k0, K):
-                a = _c_{op.name}(a, {load}(x[base + k * sk]){sc})
-            acc[m] = a
-    else:
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_{op.name}(acc[m], {load}(x[base + m * sm]){sc})
-''')
-    return "\n\n".join(parts)
-
-
-def argreduction_half(op):
-    parts = [f'''@njit(inline="always")
-def _b_{op.name}(x, best):
-    # ops.yaml: {op.name} -- better: {op.reduce.better}
-    return {op.reduce.better}
-''']
-    for fmt, (load, _) in FORMATS.items():
-        parts.append(f'''@njit(cache=CACHE, error_model="numpy")
-def {op.name}_{fmt}_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: {op.name} [{fmt}]
-    off = np.uint64(off)
-    sm = np.uint64(sm)
-    sk = np.uint64(sk)
-    for m in range(np.uint64(M)):
-        base = off + m * sm
-        best = {load}(x[base])
-        bi = 0
-        for k in range(np.uint64(1), np.uint64(K)):
-            v = {load}(x[base + k * sk])
-            if _b_{op.name}(v, best):
-                best = v
-                bi = k
-        out[m] = bi
-''')
-    return "\n\n".join(parts)
-
-
-def scan_half(op):
-    parts = [f'''@njit(inline="always")
-def _c_{op.name}(acc, x):
-    # ops.yaml: {op.name} -- combine: {op.reduce.combine}
-    return {op.reduce.combine}
-''']
-    for fmt, (load, _) in FORMATS.items():
-        parts.append(f'''@njit(cache=CACHE, error_model="numpy")
-def {op.name}_{fmt}_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: {op.name} [{fmt}] -- out is the float32 (M, K) running result
-    off = np.uint64(off)
-    sm = np.uint64(sm)
-    sk = np.uint64(sk)
-    K = np.uint64(K)
-    for m in range(np.uint64(M)):
-        base = off + m * sm
-        a = acc0[0]
-        for k in range(K):
-            a = _c_{op.name}(a, {load}(x[base + k * sk]))
-            out[m * K + k] = a
-''')
-    return "\n\n".join(parts)
+    """The loops of emit_cpu (reductions, argreductions, scans) once per format, reading through its load."""
+    head, loops = {"reduction": (combine_fn, reduction_loops), "argreduction": (better_fn, argreduction_loops),
+                   "scan": (combine_fn, scan_loops)}[op.kind]
+    return "\n\n".join([head(op)] + [loops(op, fmt, load) for fmt, (load, _) in FORMATS.items()])
 
 
 def emit_half_module(ops, fused):
     parts = [HEADER, '"""float16/bfloat16 CPU kernels of ops.yaml: uint16 storage, float32 compute (DESIGN §5)."""\n',
-             prelude(), half_prelude(), CACHE_GUARD, conversion_kernels()]
+             prelude(), vmath(), half_prelude(), CACHE_GUARD, conversion_kernels()]
     for op in ops:
         if "float" not in op.dtypes:
             continue
@@ -164,12 +83,8 @@ def emit_half_module(ops, fused):
             loaded = {a.name for a in op.signature.tensor_args if a.type in PROMOTED}
             parts.append(elementwise_half(op.name, tensors, kernel_scalars(op), op.scalar,
                                           f"{op.name} -- {op.scalar}", loaded, op.result not in ("bool", "int64")))
-        elif op.kind == "reduction":
+        elif op.kind in ("reduction", "argreduction", "scan"):
             parts.append(reduction_half(op))
-        elif op.kind == "argreduction":
-            parts.append(argreduction_half(op))
-        elif op.kind == "scan":
-            parts.append(scan_half(op))
     for fk in fused:
         parts.append(elementwise_half(fk.name, fk.tensors, fk.scalars, fk.expr, fk.comment, set(fk.tensors), True))
     return "\n\n".join(p.rstrip() + "\n" for p in parts)

@@ -237,7 +237,11 @@ def _cast(t, dtype):
     """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
     if t.dtype is dtype:
         return t
-    if dtype.half:
+    if dtype.half or t.dtype.half:
+        out = empty(t._shape, dtype)
+        if _half.cast_into(t, out):     # float32 <-> 16 bits in a kernel, rounding as NumPy does
+            out._wrapped = t._wrapped
+            return out
         with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
             arr = t._array().astype(dtype.np)
     else:
@@ -975,9 +979,11 @@ def _run_reduction(spec, plan, x, scalars):
     return out
 
 
-def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=()):
-    """The op's reduce kernel over (M_, K_) of arr; above PARALLEL_MIN elements in threads (see _parallel)."""
-    kernel = spec.kernel("reduce")
+def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=(), kernel=None):
+    """The op's reduce kernel (or `kernel`: its 16-bit one) over (M_, K_) of arr; above PARALLEL_MIN elements
+    in threads (see _parallel)."""
+    merge = spec.kernel("reduce")
+    kernel = kernel or merge
     if not _parallel(M_ * K_):
         kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
     elif M_ >= 2 * THREADS:     # outputs in chunks, one per thread
@@ -992,7 +998,7 @@ def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=()):
             i = lo // ranges[0][1]
             kernel(arr, off + lo * sk, 1, 1, hi - lo, sk, parts[i:i + 1], 0, *extra)
         _in_threads(run, ranges)
-        kernel(parts, 0, 1, 1, len(ranges), 1, acc, 0, *extra)
+        merge(parts, 0, 1, 1, len(ranges), 1, acc, 0, *extra)
     else:
         kernel(arr, off, M_, sm, K_, sk, acc, start, *extra)
 
@@ -1050,7 +1056,8 @@ def _reduction(spec, tensors, scalars, key):
             acc = np.empty(M_, acc_dtype.np)
             start = 1
         if K_ > 0 and xin.dtype.half:
-            _half.kernel(spec.name, xin.dtype.half, "reduce")(_half.bits(arr), off, M_, sm, K_, sk, acc, start, *extra)
+            _reduce_call(spec, _half.bits(arr), off, M_, sm, K_, sk, acc, start, extra,
+                         _half.kernel(spec.name, xin.dtype.half, "reduce"))
         elif K_ > 0:
             _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
         if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data and not xin.dtype.half:

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _functional as F
+from . import _half
 from . import _indexing
 from . import _layout as L
 from ._device import as_device
@@ -182,8 +183,9 @@ def _convert(self, dtype):
         return out
     out = empty(self._shape, dtype)
     if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
-        with np.errstate(over="ignore", invalid="ignore"):
-            out._array()[...] = self._array()
+        if not _half.cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
+            with np.errstate(over="ignore", invalid="ignore"):
+                out._array()[...] = self._array()
     else:
         run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:

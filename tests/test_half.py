@@ -102,6 +102,50 @@ def test_kernel_arithmetic_bit_exact(name):
             assert np.array_equal(g[~nan], w[~nan])
 
 
+_NO_F16C_CHECK = """
+import ml_dtypes, numpy as np
+import reftorch as torch
+from reftorch.kernels import cpu_half as K
+assert not K.HAVE_F16C and K.f16_to_f32 is K.f16_to_f32_int and K.f32_to_f16 is K.f32_to_f16_int
+rng = np.random.default_rng(3)
+for npdt, dt in ((np.float16, torch.float16), (ml_dtypes.bfloat16, torch.bfloat16)):
+    a = np.arange(65536, dtype=np.uint16).view(npdt)
+    b = rng.integers(0, 65536, 65536, dtype=np.uint16).view(npdt)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    with np.errstate(all="ignore"):
+        cases = [(ta * tb, a32 * b32), (ta + tb, a32 + b32), (torch.relu(ta), np.where(a32 <= 0, np.float32(0), a32)),
+                 (ta.reshape(256, 256).t() - tb.reshape(256, 256), (a32.reshape(256, 256).T - b32.reshape(256, 256)).ravel()),
+                 (torch.from_numpy(b32).to(dt), b32), (torch.exp(ta.clamp(-10, 10)), np.exp(np.clip(a32, -10, 10)))]
+    for i, (got, want) in enumerate(cases):
+        g, w = got.numpy().ravel(), want.astype(npdt)
+        nan = np.isnan(w.astype(np.float32))
+        assert np.array_equal(np.isnan(g.astype(np.float32)), nan), (npdt, i)
+        if i < 5:
+            assert np.array_equal(g.view(np.uint16)[~nan], w.view(np.uint16)[~nan]), (npdt, i)
+        else:
+            assert np.allclose(g.astype(np.float32), w.astype(np.float32), rtol=2 ** -7, equal_nan=True), (npdt, i)
+    assert np.array_equal(ta.float().numpy().view(np.uint32), a32.view(np.uint32))
+    s = torch.sum(torch.from_numpy(np.ones(40960, npdt)))       # a float32 accumulator: exact
+    assert s.dtype is dt and s.item() == 40960.0, s.item()
+print("ok")
+"""
+
+
+def test_kernels_on_a_cpu_without_f16c():
+    """The integer float16 path end to end (loads, stores, kernels, casts, reductions): a process whose Numba
+    compiles for a generic CPU, so the kernels take f16_to_f32_int/f32_to_f16_int even on an F16C host."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="", REFTORCH_NO_CACHE="1",
+               PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", _NO_F16C_CHECK], cwd=root, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered")
 def test_to_and_from_16_bits_round_to_nearest_even():
     x = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -11, 65519.0, 65520.0, 1e-8, 2 ** -25, 3e-8, -0.0, np.inf, np.nan],
@@ -112,6 +156,25 @@ def test_to_and_from_16_bits_round_to_nearest_even():
     assert np.array_equal(t.half().float().numpy(), x.astype(np.float16).astype(np.float32), equal_nan=True)
     assert t.half().to(torch.bfloat16).dtype is torch.bfloat16
     assert torch.tensor([70000.0]).half().item() == math.inf
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered", "ignore:invalid value encountered")
+def test_casts_bit_exact():
+    """float32 <-> 16 bits casts of contiguous tensors run the conversion kernels (reftorch/_half.cast_into),
+    strided ones NumPy's cast: both give NumPy's / ml_dtypes' bits for every probe pattern and every half."""
+    f = torch.from_numpy(PROBE.view(np.float32))
+    with np.errstate(all="ignore"):
+        for dt, npdt in ((torch.float16, np.float16), (torch.bfloat16, BF16)):
+            want = PROBE.view(np.float32).astype(npdt).view(np.uint16)
+            assert np.array_equal(f.to(dt).numpy().view(np.uint16), want)
+            assert np.array_equal(f[::2].to(dt).numpy().view(np.uint16), want[::2])
+            h = torch.from_numpy(ALL16.view(npdt))
+            back = ALL16.view(npdt).astype(np.float32).view(np.uint32)
+            assert np.array_equal(h.float().numpy().view(np.uint32), back)
+            assert np.array_equal(h[::3].float().numpy().view(np.uint32), back[::3])
+            m = (h * torch.ones(65536)).numpy()        # mixed dtypes: h promoted to float32 first (_cast)
+            ok = ~np.isnan(m)
+            assert np.array_equal(m.view(np.uint32)[ok], back[ok]) and np.isnan(back[~ok].view(np.float32)).all()
 
 
 # ----------------------------------------------------------------------------------------- promotion

@@ -232,6 +232,175 @@ def rshift(a, b):
     return np.int64(a) >> s
 
 
+# Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
+# to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
+# faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
+# named like the `math` ones rebind those names there, so every scalar expression of ops.yaml, every
+# prelude helper and every fused backward kernel picks them up. They take the float32 path only for
+# float32 arguments (range reduction + polynomial, branch-free so that the loop vectorises; ~1-2 ulp,
+# checked by tests/test_kernel_accuracy.py) and keep libm for every other type. Not used by CUDA:
+# emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
+# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier.
+import math
+import numpy as np
+from llvmlite import ir as _ir
+from numba import njit
+from numba import types as _types
+from numba.core import cgutils as _cgutils
+from numba.extending import overload as _numba_overload
+from numba.core.extending import intrinsic as _intrinsic
+
+_F32_INF = np.float32(np.inf)
+_F32_NAN = np.float32(np.nan)
+
+
+@_intrinsic
+def _fma(typingctx, a, b, c):
+    # a * b + c rounded once (LLVM's fma: one instruction where the CPU has FMA); Numba never contracts
+    # a multiply and an add by itself. All three arguments have one float type.
+    def codegen(context, builder, signature, args):
+        t = args[0].type
+        name = "llvm.fma.f32" if t == _ir.FloatType() else "llvm.fma.f64"
+        return builder.call(_cgutils.get_or_insert_function(builder.module, _ir.FunctionType(t, [t, t, t]), name),
+                            args)
+    return a(a, a, a), codegen
+
+
+@njit(error_model="numpy")
+def _pow2_f32(k):
+    # 2**k for an int32 k in [-126, 127], from the exponent bits
+    return np.int32((k + np.int32(127)) << np.int32(23)).view(np.float32)
+
+
+@njit(error_model="numpy")
+def _exp_f32(x):
+    # e**x = 2**k * e**r with k = round(x / ln2), r = x - k ln2 (ln2 split in two, Cody-Waite), |r| <= ln2/2
+    xc = min(max(x, np.float32(-104.0)), np.float32(89.0))     # beyond: 0 and inf all the same
+    k = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
+    r = _fma(-k, np.float32(-2.12194440e-4), _fma(-k, np.float32(0.693359375), xc))
+    p = _fma(np.float32(1.9875691500e-4), r, np.float32(1.3981999507e-3))
+    p = _fma(p, r, np.float32(8.3334519073e-3))
+    p = _fma(p, r, np.float32(4.1665795894e-2))
+    p = _fma(p, r, np.float32(1.6666665459e-1))
+    p = _fma(p, r, np.float32(5.0000001201e-1))
+    p = _fma(p, r * r, r) + np.float32(1.0)
+    # 2**k in two factors: k reaches -150 (subnormal results) and 128, outside one float32 exponent
+    ki = np.int32(k)
+    k1 = ki >> np.int32(1)
+    y = p * _pow2_f32(k1) * _pow2_f32(ki - k1)
+    return y if x == x else x
+
+
+@njit(error_model="numpy")
+def _log_f32(x):
+    # x = m * 2**e with m in [sqrt(1/2), sqrt(2)); log(x) = log1p(m - 1) (polynomial) + e ln2
+    sub = x < np.float32(1.17549435e-38)                         # subnormal: scale into the normal range
+    ix = np.float32(x * (np.float32(8388608.0) if sub else np.float32(1.0))).view(np.int32)
+    e = ((ix >> np.int32(23)) & np.int32(0xff)) - np.int32(126) - (np.int32(23) if sub else np.int32(0))
+    m = np.int32((ix & np.int32(0x007fffff)) | np.int32(0x3f000000)).view(np.float32)    # in [0.5, 1)
+    low = m < np.float32(0.707106781186547524)
+    e = e - (np.int32(1) if low else np.int32(0))
+    m = (m + m if low else m) - np.float32(1.0)
+    z = m * m
+    y = _fma(np.float32(7.0376836292e-2), m, np.float32(-1.1514610310e-1))
+    y = _fma(y, m, np.float32(1.1676998740e-1))
+    y = _fma(y, m, np.float32(-1.2420140846e-1))
+    y = _fma(y, m, np.float32(1.4249322787e-1))
+    y = _fma(y, m, np.float32(-1.6668057665e-1))
+    y = _fma(y, m, np.float32(2.0000714765e-1))
+    y = _fma(y, m, np.float32(-2.4999993993e-1))
+    y = _fma(y, m, np.float32(3.3333331174e-1))
+    fe = np.float32(e)
+    y = _fma(y * m, z, _fma(fe, np.float32(-2.12194440e-4), np.float32(-0.5) * z))
+    r = _fma(fe, np.float32(0.693359375), m + y)
+    if (x > np.float32(0.0)) & (x < _F32_INF):
+        return r
+    if x == np.float32(0.0):
+        return -_F32_INF
+    return x if x == _F32_INF else _F32_NAN       # log(inf) = inf; negative numbers and NaN give NaN
+
+
+@njit(error_model="numpy")
+def _tanh_f32(x):
+    # |x| < 0.625: odd polynomial; else 1 - 2 / (e**2|x| + 1) (e**2|x| = inf gives exactly 1)
+    a = abs(x)
+    s = _exp_f32(a + a)
+    big = np.float32(1.0) - np.float32(2.0) / (s + np.float32(1.0))
+    big = big if x > np.float32(0.0) else -big
+    z = x * x
+    q = _fma(np.float32(-5.70498872745e-3), z, np.float32(2.06390887954e-2))
+    q = _fma(q, z, np.float32(-5.37397155531e-2))
+    q = _fma(q, z, np.float32(1.33314422036e-1))
+    q = _fma(q, z, np.float32(-3.33332819422e-1))
+    small = _fma(q * z, x, x)
+    small = small if a != np.float32(0.0) else x                 # keeps the sign of -0.0
+    return small if a < np.float32(0.625) else big
+
+
+@njit(error_model="numpy")
+def _log1p_f32(x):
+    # log(u) * x / (u - 1) with u = 1 + x cancels the rounding of u (Goldberg's trick)
+    u = np.float32(1.0) + x
+    r = _log_f32(u) * (x / (u - np.float32(1.0)))
+    return x if (u == np.float32(1.0)) | (x == _F32_INF) else r
+
+
+@njit(error_model="numpy")
+def _expm1_f32(x):
+    # |x| < 1/2: Taylor series to x**9 (no cancellation); else e**x - 1
+    p = _fma(np.float32(2.7557319e-6), x, np.float32(2.4801587e-5))
+    p = _fma(p, x, np.float32(1.9841270e-4))
+    p = _fma(p, x, np.float32(1.3888889e-3))
+    p = _fma(p, x, np.float32(8.3333333e-3))
+    p = _fma(p, x, np.float32(4.1666667e-2))
+    p = _fma(p, x, np.float32(1.6666667e-1))
+    p = _fma(p, x, np.float32(0.5))
+    p = _fma(p * x, x, x)
+    p = p if x != np.float32(0.0) else x                           # keeps the sign of -0.0
+    big = _exp_f32(x) - np.float32(1.0)
+    return p if abs(x) < np.float32(0.5) else big
+
+
+# The names the scalar expressions use: an overload picks the implementation from the argument's type
+# while Numba types a kernel (cheaper to compile than an inlined isinstance test). The implementations
+# are ordinary functions (error_model="numpy": no division check), compiled once per process and
+# inlined by LLVM into each kernel's loop before it vectorises.
+
+def exp(x):
+    return math.exp(x)
+
+
+def log(x):
+    return math.log(x)
+
+
+def tanh(x):
+    return math.tanh(x)
+
+
+def log1p(x):
+    return math.log1p(x)
+
+
+def expm1(x):
+    return math.expm1(x)
+
+
+def _overload(fn, fast, slow):
+    @_numba_overload(fn)
+    def _typed(x):
+        if x == _types.float32:
+            return lambda x: fast(x)
+        return lambda x: slow(x)
+
+
+_overload(exp, _exp_f32, math.exp)
+_overload(log, _log_f32, math.log)
+_overload(tanh, _tanh_f32, math.tanh)
+_overload(log1p, _log1p_f32, math.log1p)
+_overload(expm1, _expm1_f32, math.expm1)
+
+
 
 # ---------------------------------------------------------------- float16 / bfloat16 (DESIGN §5)
 # Numba has no half arithmetic: 16-bit floats travel as uint16 bit patterns, kernels load them as
@@ -246,7 +415,19 @@ from llvmlite import binding as _llvm
 from numba import types as _types
 from numba.extending import intrinsic as _intrinsic
 
-HAVE_F16C = bool(_llvm.get_host_cpu_features().get("f16c", False))
+
+
+def _target_has_f16c():
+    # the CPU Numba compiles for: the host, or the one NUMBA_CPU_NAME / NUMBA_CPU_FEATURES name (then only
+    # an explicit +f16c counts). Numba's cache keys compiled code on that CPU, so each choice caches apart;
+    # tests/test_half.py runs the kernels once with F16C taken away to test the integer path end to end.
+    from numba.core import config
+    if config.CPU_NAME is not None or config.CPU_FEATURES is not None:
+        return "+f16c" in (config.CPU_FEATURES or "").split(",")
+    return bool(_llvm.get_host_cpu_features().get("f16c", False))
+
+
+HAVE_F16C = _target_has_f16c()
 
 
 @_intrinsic
@@ -277,72 +458,78 @@ def _f16_hw_store(typingctx, x):
     return _types.uint16(_types.float32), codegen
 
 
+# The conversions are branch-free (selects, not ifs) so that the loops around them vectorise. Their integer
+# arithmetic goes through _and/_or/_add/_sub/_shl/_shr: 32-bit operations (Numba widens every uint32
+# operation to 64 bits, which halves the vector width and adds packing; measured by benches/half.py).
+_U = np.uint32
+
+
+def _u32_op(name, method):
+    def op(typingctx, a, b):
+        def codegen(context, builder, sig, args):
+            x, y = [context.cast(builder, v, t, _types.uint32) for v, t in zip(args, sig.args)]
+            return getattr(builder, method)(x, y)
+        return _types.uint32(a, b), codegen
+    op.__name__ = op.__qualname__ = name
+    return _intrinsic(op)
+
+
+_and = _u32_op("_and", "and_")
+_or = _u32_op("_or", "or_")
+_add = _u32_op("_add", "add")
+_sub = _u32_op("_sub", "sub")
+_shl = _u32_op("_shl", "shl")
+_shr = _u32_op("_shr", "lshr")
+
+
 @njit(cache=False)
 def f16_to_f32_int(h):
-    # exact: every float16 is a float32
-    v = np.int64(h)
-    sign = (v & 0x8000) << 16
-    e = (v >> 10) & 0x1F
-    m = v & 0x3FF
-    if e == 0x1F:
-        return _bits_f32(np.uint32(sign | 0x7F800000 | (m << 13)))        # inf, NaN with its payload
-    if e == 0:
-        r = np.float32(m) * np.float32(5.960464477539063e-08)               # subnormal: m * 2**-24
-        return -r if sign else r
-    return _bits_f32(np.uint32(sign | ((e + 112) << 23) | (m << 13)))
+    # exact: every float16 is a float32. Normal: rebias the exponent (112 = 127 - 15); inf/NaN: exponent
+    # 0xFF with the payload; subnormal (and zero): m * 2**-24, computed exactly as (2**-14 + m * 2**-24) - 2**-14
+    v = _U(h)
+    a = _shl(_and(v, 0x7FFF), 13)
+    e = _and(v, 0x7C00)
+    sub = _f32_bits(_bits_f32(_add(a, 0x38800000)) - np.float32(6.103515625e-05))
+    mag = _or(a, 0x7F800000) if e == _U(0x7C00) else (sub if e == _U(0) else _add(a, 0x38000000))
+    return _bits_f32(_or(_shl(_and(v, 0x8000), 16), mag))
 
 
 @njit(cache=False)
 def _f16_nan_bits(x):
-    # NumPy's NaN: the payload's top 10 bits, kept non-zero
-    m = (x >> 13) & 0x3FF
-    return ((x >> 16) & 0x8000) | 0x7C00 | (m if m != 0 else 1)
+    # NumPy's NaN from float32 bits x: the payload's top 10 bits, kept non-zero (the sign bit not included)
+    return _or(0x7C00, max(_and(_shr(x, 13), 0x3FF), _U(1)))
 
 
 @njit(cache=False)
 def f32_to_f16_int(f):
-    # round to nearest even; >= 65520 overflows to inf; below 2**-25 flushes to (signed) zero
-    x = np.int64(_f32_bits(np.float32(f)))
-    sign = (x >> 16) & 0x8000
-    a = x & 0x7FFFFFFF
-    if a > 0x7F800000:
-        return np.uint16(_f16_nan_bits(x))
-    if a >= 0x477FF000:
-        return np.uint16(sign | 0x7C00)
-    if a >= 0x38800000:                       # normal half
-        h = (a - 0x38000000) >> 13
-        rem = a & 0x1FFF
-        if rem > 0x1000 or (rem == 0x1000 and (h & 1) == 1):
-            h += 1
-        return np.uint16(sign | h)
-    shift = 126 - (a >> 23)                   # subnormal half: m * 2**(e-150) in units of 2**-24
-    if shift > 24:
-        return np.uint16(sign)
-    m = (a & 0x7FFFFF) | 0x800000
-    h = m >> shift
-    rem = m & ((1 << shift) - 1)
-    half = 1 << (shift - 1)
-    if rem > half or (rem == half and (h & 1) == 1):
-        h += 1
-    return np.uint16(sign | h)
+    # round to nearest even; >= 65520 overflows to inf. Normal half: rebias and round on the 13 dropped bits
+    # (a carry into the exponent is right, up to inf). Subnormal half (below 2**-14): adding 0.5, whose ulp is
+    # 2**-24, rounds |f| to the nearest even multiple of 2**-24 in the FPU; those units are the result's bits.
+    x = _f32_bits(np.float32(f))
+    a = _and(x, 0x7FFFFFFF)
+    normal = _shr(_add(_sub(a, 0x37FFF001), _and(_shr(a, 13), 1)), 13)
+    sub = _sub(_f32_bits(_bits_f32(a) + np.float32(0.5)), 0x3F000000)
+    mag = _f16_nan_bits(x) if a > _U(0x7F800000) else (
+        _U(0x7C00) if a >= _U(0x477FF000) else (normal if a >= _U(0x38800000) else sub))
+    return np.uint16(_or(_and(_shr(x, 16), 0x8000), mag))
 
 
 @njit(cache=False)
 def f16_to_f32_hw(h):
+    # the hardware quiets signalling NaNs (sets the payload's top bit, bit 22 of the float32); NumPy keeps
+    # the payload as it is: clear that bit again where the half's payload had its top bit (bit 9) clear
     r = _f16_hw_load(np.uint16(h))
-    v = np.int64(h)
-    if (v & 0x7C00) == 0x7C00 and (v & 0x3FF) != 0:    # the hardware quiets signalling NaNs; NumPy keeps them
-        return _bits_f32(np.uint32(((v & 0x8000) << 16) | 0x7F800000 | ((v & 0x3FF) << 13)))
-    return r
+    keep = _U(0xFFBFFFFF) if (r != r) & ((np.uint16(h) & np.uint16(0x200)) == np.uint16(0)) else _U(0xFFFFFFFF)
+    return _bits_f32(_f32_bits(r) & keep)
 
 
 @njit(cache=False)
 def f32_to_f16_hw(f):
     f = np.float32(f)
     r = _f16_hw_store(f)
-    if f != f:
-        return np.uint16(_f16_nan_bits(np.int64(_f32_bits(f))))
-    return r
+    x = _f32_bits(f)
+    nan = np.uint16(_or(_and(_shr(x, 16), 0x8000), _f16_nan_bits(x)))
+    return nan if f != f else r
 
 
 # the kernels' float16 path, chosen once per process (Numba never types the other)
@@ -2458,9 +2645,24 @@ def _c_sum(acc, x):
     return acc + x
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_sum_f16(x, off, M, sm, K, acc):
+    # ops.yaml: sum [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_sum(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: sum [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: sum [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2471,22 +2673,48 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_sum_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_sum(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_sum_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: sum [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_sum(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: sum [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: sum [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2497,13 +2725,24 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_sum_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_sum(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -2516,9 +2755,12 @@ def _c_amax(acc, x):
     return x if (x > acc or x != x) else acc
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amax [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amax [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2529,22 +2771,33 @@ def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amax(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amax [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amax [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -2555,13 +2808,21 @@ def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amax(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -2576,7 +2837,7 @@ def _b_argmax(x, best):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmax_f16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmax [f16]
+    # ops.yaml: argmax [f16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2594,7 +2855,7 @@ def argmax_f16_reduce(x, off, M, sm, K, sk, out):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmax_bf16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmax [bf16]
+    # ops.yaml: argmax [bf16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2618,7 +2879,7 @@ def _c_cumsum(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumsum [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumsum [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -2633,7 +2894,7 @@ def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumsum [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumsum [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4488,9 +4749,24 @@ def _c_prod(acc, x):
     return acc * x
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_prod_f16(x, off, M, sm, K, acc):
+    # ops.yaml: prod [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_prod(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: prod [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: prod [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4501,22 +4777,48 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_prod_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_prod(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_prod_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: prod [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_prod(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: prod [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: prod [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4527,13 +4829,24 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_prod_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_prod(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4546,9 +4859,12 @@ def _c_amin(acc, x):
     return x if (x < acc or x != x) else acc
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amin [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amin [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4559,22 +4875,33 @@ def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amin(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: amin [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: amin [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4585,13 +4912,21 @@ def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_amin(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4606,7 +4941,7 @@ def _b_argmin(x, best):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmin_f16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmin [f16]
+    # ops.yaml: argmin [f16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4624,7 +4959,7 @@ def argmin_f16_reduce(x, off, M, sm, K, sk, out):
 
 @njit(cache=CACHE, error_model="numpy")
 def argmin_bf16_reduce(x, off, M, sm, K, sk, out):
-    # ops.yaml: argmin [bf16]
+    # ops.yaml: argmin [bf16] -- index of the best of K elements for each of M outputs (first one wins ties)
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4646,9 +4981,12 @@ def _c_all(acc, x):
     return acc and x != 0
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: all [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: all [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4659,22 +4997,33 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_all(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_all(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: all [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: all [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4685,13 +5034,21 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_all(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4704,9 +5061,12 @@ def _c_any(acc, x):
     return acc or x != 0
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: any [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: any [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4717,22 +5077,33 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_any(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_any(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: any [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: any [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4743,13 +5114,21 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_any(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4762,9 +5141,24 @@ def _c_count_nonzero(acc, x):
     return acc + (x != 0)
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_count_nonzero_f16(x, off, M, sm, K, acc):
+    # ops.yaml: count_nonzero [f16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_count_nonzero(a, f16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: count_nonzero [f16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: count_nonzero [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4775,22 +5169,48 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_count_nonzero_f16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_count_nonzero(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m * sm]))
 
 
-@njit(cache=CACHE, error_model="numpy")
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True, fastmath={"reassoc"})
+def _rows_count_nonzero_bf16(x, off, M, sm, K, acc):
+    # ops.yaml: count_nonzero [bf16] -- contiguous rows, reassociated: the loop vectorises with several partial
+    # accumulators (in float32)
+    for m in range(M):
+        base = off + m * sm
+        a = acc[m]
+        for k in range(K):
+            a = _c_count_nonzero(a, bf16_to_f32(x[base + k]))
+        acc[m] = a
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
-    # ops.yaml: count_nonzero [bf16] -- x holds uint16 bit patterns; acc (float32) accumulates
+    # ops.yaml: count_nonzero [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
     off = np.uint64(off)
     M = np.uint64(M)
     K = np.uint64(K)
@@ -4801,13 +5221,24 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
             acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        if sk == 1 and start == 0:
+            _rows_count_nonzero_bf16(x, off, M, sm, K, acc)
+            return
         for m in range(M):
             base = off + m * sm
             a = acc[m]
             for k in range(k0, K):
                 a = _c_count_nonzero(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m]))
     else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
@@ -4822,7 +5253,7 @@ def _c_cumprod(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumprod [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumprod [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4837,7 +5268,7 @@ def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: cumprod [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: cumprod [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4858,7 +5289,7 @@ def _c_logcumsumexp(acc, x):
 
 @njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: logcumsumexp [f16] -- out is the float32 (M, K) running result
+    # ops.yaml: logcumsumexp [f16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
@@ -4873,7 +5304,7 @@ def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 @njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
-    # ops.yaml: logcumsumexp [bf16] -- out is the float32 (M, K) running result
+    # ops.yaml: logcumsumexp [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
