@@ -8,6 +8,8 @@ none is writable, kernels compile uncached (slower first calls, never an import 
 """
 import os
 import tempfile
+import threading
+import types
 
 import numba
 
@@ -39,3 +41,161 @@ CACHE_DIR = _choose()
 if CACHE_DIR is not None:
     numba.config.CACHE_DIR = CACHE_DIR
 CACHE = CACHE_DIR is not None
+
+
+# Loading a cached kernel. Numba refreshes its CPU target context before every cache load; the first
+# refresh imports and installs all of Numba's typing and lowering registries (~0.2 s), which only
+# compiling needs, and Numba's compiler refreshes both contexts itself before it compiles. So a load
+# here initialises only Numba's runtime (NRT: loaded kernels link against its symbols), and the
+# registries load at the first compile. Then Numba's array-math registry checks for BLAS by importing
+# scipy.linalg (~0.25 s), though no kernel calls BLAS (matmul goes through NumPy): while that registry
+# imports, the check only asks whether SciPy is installed (Numba's own BLAS users, np.dot in user
+# code, still import it when they compile). REFTORCH_NUMBA_REFRESH=1 keeps Numba's own cache loads.
+
+def _load_without_refresh():
+    try:
+        from numba.core import caching
+        from numba.core.cpu import CPUContext
+        from numba.core.runtime import rtsys
+    except ImportError:         # another Numba layout: its own loads
+        return
+    load = caching.Cache.load_overload
+    if getattr(load, "reftorch", False) or not hasattr(caching.Cache, "_guard_against_spurious_io_errors"):
+        return
+
+    def load_overload(self, sig, target_context):
+        if type(target_context) is not CPUContext:
+            return load(self, sig, target_context)
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        # None when the `with` swallowed an I/O error: Numba then compiles
+
+    load_overload.reftorch = True
+    caching.Cache.load_overload = load_overload
+
+
+def _quiet_blas_check():
+    """Import Numba's array-math registry with a BLAS check that does not import scipy.linalg."""
+    import sys
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        import importlib.util
+        from numba.np import linalg
+    except ImportError:
+        return
+    real = linalg.ensure_blas
+
+    def scipy_installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        from numba.np import arraymath
+        arraymath.ensure_blas = real
+    except Exception:   # noqa: BLE001 -- whatever this Numba does, its own import path will run later
+        pass
+    finally:
+        linalg.ensure_blas = real
+
+
+def _first_refresh_quiet():
+    from numba.core.cpu import CPUContext
+    refresh = CPUContext.refresh
+    if getattr(refresh, "reftorch", False):
+        return
+
+    def quiet_refresh(self):
+        _quiet_blas_check()
+        refresh(self)
+
+    quiet_refresh.reftorch = True
+    CPUContext.refresh = quiet_refresh
+
+
+if not os.environ.get("REFTORCH_NUMBA_REFRESH"):
+    _load_without_refresh()
+_first_refresh_quiet()
+
+
+# Kernels compiled on first use. cpu.py and cpu_half.py define ~900 and ~1400 Numba functions; building a
+# dispatcher for each at import took ~0.1 s (0.5 s before .pyc files exist), yet a program calls a few
+# dozen. Below their `from ._cache import njit` line, `@njit(...)` records the options and returns the
+# plain function; the module's attribute lookup (KernelModule) turns a recorded function into
+# numba.njit(**options)(function) when it is first looked up, together with every recorded helper it
+# calls (Numba types a kernel's globals when it compiles it, so they must be dispatchers by then).
+# Numba's disk cache keys on the function's file, qualified name, first line and bytecode, none of
+# which change: a kernel jitted late loads the cache entry of one jitted at import.
+
+_OPTIONS = {}       # recorded function -> its numba.njit options
+_JITTED = {}        # recorded function -> its dispatcher, published once its helpers are bound
+_LOCK = threading.RLock()
+
+
+def njit(*args, **options):
+    """numba.njit's signature (`@njit` or `@njit(**options)`): records the function, returns it as it is."""
+    if len(args) == 1 and callable(args[0]) and not options:
+        _OPTIONS[args[0]] = {}
+        return args[0]
+    if args:
+        raise TypeError("kernel modules give numba.njit options by keyword")
+
+    def record(fn):
+        _OPTIONS[fn] = options
+        return fn
+    return record
+
+
+def jitted(fn):
+    """The Numba dispatcher of a recorded function, made once (thread-safe)."""
+    d = _JITTED.get(fn)
+    if d is None:
+        with _LOCK:
+            d = _JITTED.get(fn)
+            if d is None:
+                d = _jit(fn)
+    return d
+
+
+def _names(code):
+    """The global names a function's code (and code nested in it) may read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def _recorded(value):
+    return type(value) is types.FunctionType and value in _OPTIONS
+
+
+def _jit(root):
+    made, todo = {}, [root]
+    while todo:                      # a dispatcher for the function and each recorded function it reaches
+        fn = todo.pop()
+        if fn in made or fn in _JITTED:
+            continue
+        made[fn] = numba.njit(**_OPTIONS[fn])(fn)
+        g = fn.__globals__
+        todo.extend(v for v in map(g.get, _names(fn.__code__)) if _recorded(v))
+    for fn in made:                  # then point the module's names at the dispatchers
+        g = fn.__globals__
+        for name in _names(fn.__code__) | {fn.__name__}:
+            v = g.get(name)
+            if _recorded(v):
+                g[name] = made.get(v) or _JITTED[v]
+    _JITTED.update(made)             # published last: another thread never sees a half-bound kernel
+    return _JITTED[root]
+
+
+class KernelModule(types.ModuleType):
+    """The class of a generated kernel module: a recorded function is looked up as its dispatcher."""
+
+    def __getattribute__(self, name):
+        value = super().__getattribute__(name)
+        if _recorded(value):
+            value = jitted(value)
+        return value

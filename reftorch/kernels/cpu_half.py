@@ -368,6 +368,9 @@ def f32_to_bf16(f):
 
 
 from ._cache import CACHE
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit, KernelModule as _KernelModule
 
 
 @njit(cache=CACHE)
@@ -24518,3 +24521,8 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+
+import sys as _sys  # noqa: E402
+_sys.modules[__name__].__class__ = _KernelModule
