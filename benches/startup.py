@@ -15,10 +15,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CHILD = r"""
 import sys, time
 sys.path.insert(0, {root!r})
-W = time.perf_counter
-marks = [("start", W())]
+W, T = time.perf_counter, time.process_time
+marks = [("start", W(), T())]
 def mark(name):
-    marks.append((name, W()))
+    marks.append((name, W(), T()))
 import numpy
 mark("import numpy")
 import reftorch as m
@@ -41,7 +41,8 @@ mark("first sum")
 z = (x * x).exp()
 mark("mul, exp")
 import json
-print(json.dumps([(n, t - marks[i][1]) for i, (n, t) in enumerate(marks[1:])] + [("total", marks[-1][1] - marks[0][1])]))
+print(json.dumps([(n, (w - marks[i][1], t - marks[i][2])) for i, (n, w, t) in enumerate(marks[1:])]
+                 + [("total", (marks[-1][1] - marks[0][1], marks[-1][2] - marks[0][2]))]))
 """
 
 
@@ -67,9 +68,12 @@ def main():
     if args.cold:
         env["REFTORCH_NO_CACHE"] = "1"
     rows = run(args.runs, env, args.refresh)
+    print(f"{os.getloadavg()[0]:.1f} load; {args.runs} fresh processes, {'cold' if args.cold else 'warm'} kernel cache")
+    print(f"{'stage':28s} {'wall ms: median':>16s} {'range':>13s} {'CPU ms: median':>16s} {'range':>13s}")
     for key in rows[0]:
-        vals = sorted(r[key] for r in rows)
-        print(f"{key:28s} median {statistics.median(vals) * 1e3:7.1f} ms   range {vals[0] * 1e3:.1f}-{vals[-1] * 1e3:.1f}")
+        w = sorted(r[key][0] * 1e3 for r in rows)
+        c = sorted(r[key][1] * 1e3 for r in rows)
+        print(f"{key:28s} {statistics.median(w):16.1f} {w[0]:6.0f}-{w[-1]:<6.0f} {statistics.median(c):16.1f} {c[0]:6.0f}-{c[-1]:<6.0f}")
 
 
 if __name__ == "__main__":

@@ -435,8 +435,55 @@ def _first_refresh_quiet():
     CPUContext.refresh = quiet_refresh
 
 
+def _cached_runtime():
+    """Numba compiles its runtime's LLVM functions (NRT atomics, incref/decref) in every process before the
+    first kernel runs (~40 ms); their object code is kept in CACHE_DIR, keyed like Numba's own cache
+    (Numba, llvmlite and Python versions, target triple, CPU name and features), and loaded (~5 ms)."""
+    try:
+        import hashlib
+        import pickle
+        import sys
+        import llvmlite
+        from numba.core.runtime import nrtdynmod
+    except ImportError:
+        return
+    build = nrtdynmod.compile_nrt_functions
+    if getattr(build, "reftorch", False) or not hasattr(nrtdynmod, "create_nrt_module"):
+        return
+
+    def compile_nrt_functions(ctx):
+        codegen = ctx.codegen()
+        key = repr((numba.__version__, llvmlite.__version__, sys.version_info[:2], codegen.magic_tuple()))
+        path = os.path.join(CACHE_DIR, "nrt-" + hashlib.sha1(key.encode()).hexdigest() + ".pickle")
+        try:
+            with open(path, "rb") as f:
+                return codegen.unserialize_library(pickle.load(f))
+        except Exception:   # noqa: BLE001 -- absent, unreadable or from elsewhere: compile it
+            pass
+        try:
+            ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+            library.enable_object_caching()
+            library.add_ir_module(ir_mod)
+            library.finalize()
+            state = library.serialize_using_object_code()
+        except Exception:   # noqa: BLE001 -- Numba's own way
+            return build(ctx)
+        try:
+            with tempfile.NamedTemporaryFile("wb", dir=CACHE_DIR, delete=False) as f:
+                pickle.dump(state, f)
+            os.replace(f.name, path)
+        except Exception:   # noqa: BLE001 -- not cached this time
+            pass
+        return library
+
+    compile_nrt_functions.reftorch = True
+    nrtdynmod.compile_nrt_functions = compile_nrt_functions
+
+
 if not os.environ.get("REFTORCH_NUMBA_REFRESH"):
     _load_without_refresh()
+    if CACHE:
+        _cached_runtime()
 _first_refresh_quiet()
 
 
