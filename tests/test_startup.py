@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 import threading
-import types
 
 import numpy as np
 
@@ -18,26 +17,31 @@ def _run(code, **env):
     return r.stdout.strip().splitlines()[-1]
 
 
-def test_kernels_are_plain_functions_until_looked_up():
-    from numba.core.dispatcher import Dispatcher
+def _not_looked_up(suffix):
+    """Kernels of cpu.py that no code has looked up yet in this process (still outside the module)."""
     from reftorch.kernels import _cache, cpu
-    # some kernel no test has looked up yet in this process: its module entry is still the recorded function
-    fresh = [n for n, v in vars(cpu).items() if isinstance(v, types.FunctionType) and v in _cache._OPTIONS
-             and n.endswith("_strided")]
-    assert fresh, "every kernel of cpu.py was already jitted"
+    return [n for n in _cache._PENDING[cpu.__name__] if n.endswith(suffix) and n not in vars(cpu)]
+
+
+def test_kernels_are_jitted_on_first_lookup():
+    from numba.core.dispatcher import Dispatcher
+    from reftorch.kernels import cpu
+    fresh = _not_looked_up("_strided")
+    assert fresh, "every strided kernel of cpu.py was already looked up"
     name = fresh[-1]
     k = getattr(cpu, name)
     assert isinstance(k, Dispatcher)
-    assert cpu.__dict__[name] is k                      # looked up once, bound in the module
+    assert cpu.__dict__[name] is k and getattr(cpu, name) is k      # bound in the module: later lookups are plain
     helper = "_s_" + name[:-len("_strided")]
-    assert isinstance(cpu.__dict__[helper], Dispatcher)  # the scalar function it calls was jitted with it
+    assert isinstance(cpu.__dict__[helper], Dispatcher)             # the scalar function it calls, jitted with it
     assert k.targetoptions.get("nogil") and k.targetoptions.get("error_model") == "numpy"
+    assert not hasattr(cpu, "no_such_kernel")
+    assert name in dir(cpu) and set(_not_looked_up("_contig")) <= set(dir(cpu))
 
 
 def test_lookup_from_threads_gives_one_dispatcher():
-    from reftorch.kernels import _cache, cpu
-    names = [n for n, v in vars(cpu).items() if isinstance(v, types.FunctionType) and v in _cache._OPTIONS
-             and n.endswith("_blocked")][:3]
+    from reftorch.kernels import cpu
+    names = _not_looked_up("_blocked")[:3]
     got, barrier = [], threading.Barrier(6)
 
     def look():
@@ -49,7 +53,7 @@ def test_lookup_from_threads_gives_one_dispatcher():
         t.start()
     for t in threads:
         t.join()
-    assert len(got) == 6 and all(g == got[0] for g in got)
+    assert len(names) == 3 and len(got) == 6 and all(g == got[0] for g in got)
     assert all(cpu.__dict__[n] is d for n, d in zip(names, got[0]))
 
 

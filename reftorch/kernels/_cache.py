@@ -170,13 +170,15 @@ _first_refresh_quiet()
 # Kernels compiled on first use. cpu.py and cpu_half.py define ~900 and ~1400 Numba functions; building a
 # dispatcher for each at import took ~0.1 s (0.5 s before .pyc files exist), yet a program calls a few
 # dozen. Below their `from ._cache import njit` line, `@njit(...)` records the options and returns the
-# plain function; the module's attribute lookup (KernelModule) turns a recorded function into
-# numba.njit(**options)(function) when it is first looked up, together with every recorded helper it
-# calls (Numba types a kernel's globals when it compiles it, so they must be dispatchers by then).
-# Numba's disk cache keys on the function's file, qualified name, first line and bytecode, none of
-# which change: a kernel jitted late loads the cache entry of one jitted at import.
+# plain function; the module's last line moves the recorded functions out of its namespace, and its
+# __getattr__ (PEP 562: asked only for names the module lacks) binds numba.njit(**options)(function) in
+# their place on the first lookup, together with every recorded helper the function calls (Numba reads
+# a kernel's globals when it compiles it, so they must be dispatchers by then). Later lookups are plain
+# module attributes. Numba's disk cache keys on the function's file, qualified name, first line and
+# bytecode, none of which change: a kernel jitted late loads the cache entry of one jitted at import.
 
 _OPTIONS = {}       # recorded function -> its numba.njit options
+_PENDING = {}       # module name -> {name: recorded function}, the functions moved out of the module
 _JITTED = {}        # recorded function -> its dispatcher, published once its helpers are bound
 _LOCK = threading.RLock()
 
@@ -193,6 +195,27 @@ def njit(*args, **options):
         _OPTIONS[fn] = options
         return fn
     return record
+
+
+def jit_on_lookup(namespace):
+    """Move a kernel module's recorded functions out of its namespace; returns the module's __getattr__
+    and __dir__ (which lists them as before)."""
+    module = namespace["__name__"]
+    pending = _PENDING.setdefault(module, {})
+    for name, value in list(namespace.items()):
+        if _recorded(value) and value.__globals__ is namespace:
+            pending[name] = value
+            del namespace[name]
+
+    def __getattr__(name):
+        fn = pending.get(name)
+        if fn is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return jitted(fn)
+
+    def __dir__():
+        return sorted(set(namespace) | set(pending))
+    return __getattr__, __dir__
 
 
 def jitted(fn):
@@ -219,6 +242,11 @@ def _recorded(value):
     return type(value) is types.FunctionType and value in _OPTIONS
 
 
+def _lookup(namespace, name):
+    value = namespace.get(name)
+    return _PENDING.get(namespace.get("__name__"), {}).get(name) if value is None else value
+
+
 def _jit(root):
     made, todo = {}, [root]
     while todo:                      # a dispatcher for the function and each recorded function it reaches
@@ -227,22 +255,12 @@ def _jit(root):
             continue
         made[fn] = numba.njit(**_OPTIONS[fn])(fn)
         g = fn.__globals__
-        todo.extend(v for v in map(g.get, _names(fn.__code__)) if _recorded(v))
-    for fn in made:                  # then point the module's names at the dispatchers
+        todo.extend(v for v in (_lookup(g, n) for n in _names(fn.__code__)) if _recorded(v))
+    for fn in reversed(made):        # bind the names in the module, callees before their callers
         g = fn.__globals__
         for name in _names(fn.__code__) | {fn.__name__}:
-            v = g.get(name)
+            v = _lookup(g, name)
             if _recorded(v):
                 g[name] = made.get(v) or _JITTED[v]
-    _JITTED.update(made)             # published last: another thread never sees a half-bound kernel
+    _JITTED.update(made)             # published last: another thread never gets a half-bound kernel
     return _JITTED[root]
-
-
-class KernelModule(types.ModuleType):
-    """The class of a generated kernel module: a recorded function is looked up as its dispatcher."""
-
-    def __getattribute__(self, name):
-        value = super().__getattribute__(name)
-        if _recorded(value):
-            value = jitted(value)
-        return value

@@ -370,7 +370,7 @@ def f32_to_bf16(f):
 from ._cache import CACHE
 # Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
-from ._cache import njit, KernelModule as _KernelModule
+from ._cache import njit
 
 
 @njit(cache=CACHE)
@@ -24524,5 +24524,5 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 
 
-import sys as _sys  # noqa: E402
-_sys.modules[__name__].__class__ = _KernelModule
+from ._cache import jit_on_lookup as _jit_on_lookup  # noqa: E402
+__getattr__, __dir__ = _jit_on_lookup(globals())
