@@ -370,7 +370,8 @@ CACHE = CACHE_DIR is not None
 # registries load at the first compile. Then Numba's array-math registry checks for BLAS by importing
 # scipy.linalg (~0.25 s), though no kernel calls BLAS (matmul goes through NumPy): while that registry
 # imports, the check only asks whether SciPy is installed (Numba's own BLAS users, np.dot in user
-# code, still import it when they compile). REFTORCH_NUMBA_REFRESH=1 keeps Numba's own cache loads.
+# code, still import it when they compile). REFTORCH_NUMBA_REFRESH=1 keeps Numba's own cache loads
+# (and its per-process build of the runtime, below).
 
 def _load_without_refresh():
     try:
