@@ -221,6 +221,22 @@ def startup_times(python, mod, label_envs):
     return out
 
 
+def startup_table(torch_python):
+    """Print and return the import / first-op times (fresh processes; benches/startup.py splits them by stage)."""
+    print()
+    startup = {}
+    envs = (("warm cache", {}), ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
+    startup["reftorch"] = startup_times(sys.executable, "reftorch", envs)
+    if torch_python:
+        startup["torch"] = startup_times(torch_python, "torch", (("", {}),))
+    for lib, res in startup.items():
+        for label, (imp, first, imp_cpu, first_cpu) in res.items():
+            print(f"import {lib}{f' ({label})' if label else ''}: {imp * 1e3:.0f} ms wall, {imp_cpu * 1e3:.0f} ms "
+                  f"CPU; first op (ones, add, sum) after import: {first * 1e3:.0f} ms wall, "
+                  f"{first_cpu * 1e3:.0f} ms CPU")
+    return startup
+
+
 # ------------------------------------------------------------------------------------ the table
 
 def fmt_t(t):
@@ -270,6 +286,7 @@ def main():
     p.add_argument("--torch-python", help="a Python with torch installed, when this one has none")
     p.add_argument("--only", help="run only the workloads whose name contains this")
     p.add_argument("--no-startup", action="store_true", help="skip the import / first-op measurements")
+    p.add_argument("--startup-only", action="store_true", help="only the import / first-op measurements")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
 
@@ -280,6 +297,14 @@ def main():
         print(json.dumps(dict(times=times, version=torch.__version__)))
         return
 
+    if args.startup_only:
+        try:
+            import torch  # noqa: F401
+            torch_python = sys.executable
+        except ImportError:
+            torch_python = args.torch_python or os.environ.get("REFTORCH_BENCH_TORCH_PYTHON")
+        startup_table(torch_python)
+        return
     sys.path.insert(0, ROOT)
     import reftorch
     copy_gbs, np_gflops = machine_limits(args.quick)
@@ -311,18 +336,7 @@ def main():
 
     if not args.only:
         parallel_threshold(args.quick, 5 if args.quick else 15)
-    startup = {}
-    if not args.no_startup:
-        print()
-        envs = (("warm cache", {}), ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
-        startup["reftorch"] = startup_times(sys.executable, "reftorch", envs)
-        if torch_python:
-            startup["torch"] = startup_times(torch_python, "torch", (("", {}),))
-        for lib, res in startup.items():
-            for label, (imp, first, imp_cpu, first_cpu) in res.items():
-                print(f"import {lib}{f' ({label})' if label else ''}: {imp * 1e3:.0f} ms wall, {imp_cpu * 1e3:.0f} ms "
-                      f"CPU; first op (ones, add, sum) after import: {first * 1e3:.0f} ms wall, "
-                      f"{first_cpu * 1e3:.0f} ms CPU")
+    startup = {} if args.no_startup else startup_table(torch_python)
     with open(args.json, "w") as f:
         json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), torch=torch_version,
                        rows=rows, startup=startup), f, indent=1)

@@ -40,6 +40,15 @@ def vmath():
 
 CACHE_GUARD = '''
 from ._cache import CACHE
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit
+'''
+
+# The last lines of a kernel module: its recorded kernels turn into Numba dispatchers on first lookup.
+LAZY_MODULE = '''
+from ._cache import jit_on_lookup as _jit_on_lookup  # noqa: E402
+__getattr__, __dir__ = _jit_on_lookup(globals())
 '''
 
 
@@ -366,6 +375,7 @@ def emit_module(ops, fused):
         parts.append(scalar_fn(fk.name, list(fk.tensors) + list(fk.scalars), fk.expr, fk.comment))
         parts.append(elementwise_kernels(fk.name, fk.tensors, fk.scalars, fk.comment))
         parts.append(blocked_kernel(fk.name, len(fk.tensors), fk.scalars, fk.comment))
+    parts.append(LAZY_MODULE)
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 
@@ -377,6 +387,8 @@ none is writable, kernels compile uncached (slower first calls, never an import 
 """
 import os
 import tempfile
+import threading
+import types
 
 import numba
 
@@ -408,4 +420,228 @@ CACHE_DIR = _choose()
 if CACHE_DIR is not None:
     numba.config.CACHE_DIR = CACHE_DIR
 CACHE = CACHE_DIR is not None
+
+
+# Loading a cached kernel. Numba refreshes its CPU target context before every cache load; the first
+# refresh imports and installs all of Numba's typing and lowering registries (~0.2 s), which only
+# compiling needs, and Numba's compiler refreshes both contexts itself before it compiles. So a load
+# here initialises only Numba's runtime (NRT: loaded kernels link against its symbols), and the
+# registries load at the first compile. Then Numba's array-math registry checks for BLAS by importing
+# scipy.linalg (~0.25 s), though no kernel calls BLAS (matmul goes through NumPy): while that registry
+# imports, the check only asks whether SciPy is installed (Numba's own BLAS users, np.dot in user
+# code, still import it when they compile). REFTORCH_NUMBA_REFRESH=1 keeps Numba's own cache loads
+# (and its per-process build of the runtime, below).
+
+def _load_without_refresh():
+    try:
+        from numba.core import caching
+        from numba.core.cpu import CPUContext
+        from numba.core.runtime import rtsys
+    except ImportError:         # another Numba layout: its own loads
+        return
+    load = caching.Cache.load_overload
+    if getattr(load, "reftorch", False) or not hasattr(caching.Cache, "_guard_against_spurious_io_errors"):
+        return
+
+    def load_overload(self, sig, target_context):
+        if type(target_context) is not CPUContext:
+            return load(self, sig, target_context)
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+        # None when the `with` swallowed an I/O error: Numba then compiles
+
+    load_overload.reftorch = True
+    caching.Cache.load_overload = load_overload
+
+
+def _quiet_blas_check():
+    """Import Numba's array-math registry with a BLAS check that does not import scipy.linalg."""
+    import sys
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        import importlib.util
+        from numba.np import linalg
+    except ImportError:
+        return
+    real = linalg.ensure_blas
+
+    def scipy_installed():
+        if importlib.util.find_spec("scipy") is None:
+            raise ImportError("scipy 0.16+ is required for linear algebra")
+
+    linalg.ensure_blas = scipy_installed
+    try:
+        from numba.np import arraymath
+        arraymath.ensure_blas = real
+    except Exception:   # noqa: BLE001 -- whatever this Numba does, its own import path will run later
+        pass
+    finally:
+        linalg.ensure_blas = real
+
+
+def _first_refresh_quiet():
+    from numba.core.cpu import CPUContext
+    refresh = CPUContext.refresh
+    if getattr(refresh, "reftorch", False):
+        return
+
+    def quiet_refresh(self):
+        _quiet_blas_check()
+        refresh(self)
+
+    quiet_refresh.reftorch = True
+    CPUContext.refresh = quiet_refresh
+
+
+def _cached_runtime():
+    """Numba compiles its runtime's LLVM functions (NRT atomics, incref/decref) in every process before the
+    first kernel runs (~40 ms); their object code is kept in CACHE_DIR, keyed like Numba's own cache
+    (Numba, llvmlite and Python versions, target triple, CPU name and features), and loaded (~5 ms)."""
+    try:
+        import hashlib
+        import pickle
+        import sys
+        import llvmlite
+        from numba.core.runtime import nrtdynmod
+    except ImportError:
+        return
+    build = nrtdynmod.compile_nrt_functions
+    if getattr(build, "reftorch", False) or not hasattr(nrtdynmod, "create_nrt_module"):
+        return
+
+    def compile_nrt_functions(ctx):
+        codegen = ctx.codegen()
+        key = repr((numba.__version__, llvmlite.__version__, sys.version_info[:2], codegen.magic_tuple()))
+        path = os.path.join(CACHE_DIR, "nrt-" + hashlib.sha1(key.encode()).hexdigest() + ".pickle")
+        try:
+            with open(path, "rb") as f:
+                return codegen.unserialize_library(pickle.load(f))
+        except Exception:   # noqa: BLE001 -- absent, unreadable or from elsewhere: compile it
+            pass
+        try:
+            ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+            library.enable_object_caching()
+            library.add_ir_module(ir_mod)
+            library.finalize()
+            state = library.serialize_using_object_code()
+        except Exception:   # noqa: BLE001 -- Numba's own way
+            return build(ctx)
+        try:
+            with tempfile.NamedTemporaryFile("wb", dir=CACHE_DIR, delete=False) as f:
+                pickle.dump(state, f)
+            os.replace(f.name, path)
+        except Exception:   # noqa: BLE001 -- not cached this time
+            pass
+        return library
+
+    compile_nrt_functions.reftorch = True
+    nrtdynmod.compile_nrt_functions = compile_nrt_functions
+
+
+if not os.environ.get("REFTORCH_NUMBA_REFRESH"):
+    _load_without_refresh()
+    if CACHE:
+        _cached_runtime()
+_first_refresh_quiet()
+
+
+# Kernels compiled on first use. cpu.py and cpu_half.py define ~900 and ~1400 Numba functions; building a
+# dispatcher for each at import took ~0.1 s (0.5 s before .pyc files exist), yet a program calls a few
+# dozen. Below their `from ._cache import njit` line, `@njit(...)` records the options and returns the
+# plain function; the module's last line moves the recorded functions out of its namespace, and its
+# __getattr__ (PEP 562: asked only for names the module lacks) binds numba.njit(**options)(function) in
+# their place on the first lookup, together with every recorded helper the function calls (Numba reads
+# a kernel's globals when it compiles it, so they must be dispatchers by then). Later lookups are plain
+# module attributes. Numba's disk cache keys on the function's file, qualified name, first line and
+# bytecode, none of which change: a kernel jitted late loads the cache entry of one jitted at import.
+
+_OPTIONS = {}       # recorded function -> its numba.njit options
+_PENDING = {}       # module name -> {name: recorded function}, the functions moved out of the module
+_JITTED = {}        # recorded function -> its dispatcher, published once its helpers are bound
+_LOCK = threading.RLock()
+
+
+def njit(*args, **options):
+    """numba.njit's signature (`@njit` or `@njit(**options)`): records the function, returns it as it is."""
+    if len(args) == 1 and callable(args[0]) and not options:
+        _OPTIONS[args[0]] = {}
+        return args[0]
+    if args:
+        raise TypeError("kernel modules give numba.njit options by keyword")
+
+    def record(fn):
+        _OPTIONS[fn] = options
+        return fn
+    return record
+
+
+def jit_on_lookup(namespace):
+    """Move a kernel module's recorded functions out of its namespace; returns the module's __getattr__
+    and __dir__ (which lists them as before)."""
+    module = namespace["__name__"]
+    pending = _PENDING.setdefault(module, {})
+    for name, value in list(namespace.items()):
+        if _recorded(value) and value.__globals__ is namespace:
+            pending[name] = value
+            del namespace[name]
+
+    def __getattr__(name):
+        fn = pending.get(name)
+        if fn is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return jitted(fn)
+
+    def __dir__():
+        return sorted(set(namespace) | set(pending))
+    return __getattr__, __dir__
+
+
+def jitted(fn):
+    """The Numba dispatcher of a recorded function, made once (thread-safe)."""
+    d = _JITTED.get(fn)
+    if d is None:
+        with _LOCK:
+            d = _JITTED.get(fn)
+            if d is None:
+                d = _jit(fn)
+    return d
+
+
+def _names(code):
+    """The global names a function's code (and code nested in it) may read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def _recorded(value):
+    return type(value) is types.FunctionType and value in _OPTIONS
+
+
+def _lookup(namespace, name):
+    value = namespace.get(name)
+    return _PENDING.get(namespace.get("__name__"), {}).get(name) if value is None else value
+
+
+def _jit(root):
+    made, todo = {}, [root]
+    while todo:                      # a dispatcher for the function and each recorded function it reaches
+        fn = todo.pop()
+        if fn in made or fn in _JITTED:
+            continue
+        made[fn] = numba.njit(**_OPTIONS[fn])(fn)
+        g = fn.__globals__
+        todo.extend(v for v in (_lookup(g, n) for n in _names(fn.__code__)) if _recorded(v))
+    for fn in reversed(made):        # bind the names in the module, callees before their callers
+        g = fn.__globals__
+        for name in _names(fn.__code__) | {fn.__name__}:
+            v = _lookup(g, name)
+            if _recorded(v):
+                g[name] = made.get(v) or _JITTED[v]
+    _JITTED.update(made)             # published last: another thread never gets a half-bound kernel
+    return _JITTED[root]
 '''

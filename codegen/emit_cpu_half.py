@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from .emit_cpu import (CACHE_GUARD, HEADER, TEMPLATES, argreduction_loops, better_fn, combine_fn, elementwise_kernels,
-                       kernel_scalars, prelude, reduction_loops, scalar_fn, scan_loops, vmath)
+from .emit_cpu import (CACHE_GUARD, HEADER, LAZY_MODULE, TEMPLATES, argreduction_loops, better_fn, combine_fn,
+                       elementwise_kernels, kernel_scalars, prelude, reduction_loops, scalar_fn, scan_loops, vmath)
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -87,4 +87,5 @@ def emit_half_module(ops, fused):
             parts.append(reduction_half(op))
     for fk in fused:
         parts.append(elementwise_half(fk.name, fk.tensors, fk.scalars, fk.expr, fk.comment, set(fk.tensors), True))
+    parts.append(LAZY_MODULE)
     return "\n\n".join(p.rstrip() + "\n" for p in parts)

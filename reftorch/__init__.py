@@ -90,3 +90,6 @@ from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse,
 from . import amp  # noqa: E402
 from .amp import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: E402
                   set_autocast_enabled, set_autocast_dtype, clear_autocast_cache)
+
+from . import _startup  # noqa: E402
+_startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a background thread (reftorch/_startup.py)

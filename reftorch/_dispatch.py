@@ -43,39 +43,9 @@ _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import 
 def _kernels():
     global _cpu
     if _cpu is None:
-        _defer_blas_check()
-        from .kernels import cpu
+        from .kernels import cpu     # its _cache keeps SciPy and Numba's registries off warm-cache loads
         _cpu = cpu
     return _cpu
-
-
-def _defer_blas_check():
-    """Keep SciPy out of the first op. Numba's array-math registry, which loads with the first kernel,
-    checks for BLAS by importing scipy.linalg (~0.25 s); our kernels never call BLAS (matmul goes through
-    NumPy). While that registry imports, the check only asks whether SciPy is installed; Numba's own BLAS
-    users (np.dot in user code) still import it at their first compile."""
-    import sys
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    try:
-        import importlib.util
-        from numba.np import linalg
-    except ImportError:
-        return
-    real = linalg.ensure_blas
-
-    def scipy_installed():
-        if importlib.util.find_spec("scipy") is None:
-            raise ImportError("scipy 0.16+ is required for linear algebra")
-
-    linalg.ensure_blas = scipy_installed
-    try:
-        from numba.np import arraymath
-        arraymath.ensure_blas = real
-    except Exception:   # noqa: BLE001 -- whatever this Numba does, its own import path will run later
-        pass
-    finally:
-        linalg.ensure_blas = real
 
 
 def _save_plan(spec):

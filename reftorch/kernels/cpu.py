@@ -403,6 +403,9 @@ _overload(expm1, _expm1_f32, math.expm1)
 
 
 from ._cache import CACHE
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit
 
 
 @njit(inline="always")
@@ -21560,3 +21563,8 @@ def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+
+from ._cache import jit_on_lookup as _jit_on_lookup  # noqa: E402
+__getattr__, __dir__ = _jit_on_lookup(globals())

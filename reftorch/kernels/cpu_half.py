@@ -555,6 +555,9 @@ def f32_to_bf16(f):
 
 
 from ._cache import CACHE
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit
 
 
 @njit(cache=CACHE)
@@ -24949,3 +24952,8 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+
+from ._cache import jit_on_lookup as _jit_on_lookup  # noqa: E402
+__getattr__, __dir__ = _jit_on_lookup(globals())
