@@ -29,8 +29,8 @@ def _spec_literal(op, saves):
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
         rejects=op.rejects,
     )
-    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
-        fields["autocast"] = op.autocast
+    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
+        fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
     return "    " + repr(op.name) + ": " + repr(fields) + ","
