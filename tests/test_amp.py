@@ -333,3 +333,57 @@ def test_demo_trains_under_mixed_precision(amp, tmp_path):
     acc = float(re.search(r"^MLP test accuracy: ([\d.]+)%", proc.stdout, re.M).group(1))
     assert acc >= 98.0, proc.stdout
     assert "(same as before saving)" in proc.stdout
+
+
+def test_pytorch_spellings_of_autocast_and_the_scaler():
+    """torch.cpu.amp / torch.cuda.amp (deprecated in PyTorch 2.13, with its FutureWarning and defaults),
+    torch.amp.autocast(device_type, ...), the deprecated per-device state getters, custom_fwd / custom_bwd."""
+    import inspect
+    import warnings
+    import reftorch.cuda.amp as cuda_amp
+    from reftorch.cpu.amp import GradScaler as CpuScaler, autocast as cpu_autocast
+    assert str(inspect.signature(cuda_amp.autocast.__init__)) == \
+        "(self, enabled=True, dtype=torch.float16, cache_enabled=True)"
+    assert str(inspect.signature(cpu_autocast.__init__)) == "(self, enabled=True, dtype=torch.bfloat16, cache_enabled=True)"
+    assert list(inspect.signature(cuda_amp.GradScaler.__init__).parameters)[1:] == \
+        ["init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"]
+    x = torch.ones(2, 2)
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.autocast\(args...\)` is deprecated. Please use "
+                                           r"`torch.amp.autocast\('cpu', args...\)` instead."):
+        ctx = cpu_autocast()
+    with ctx:
+        assert torch.is_autocast_enabled("cpu") and (x @ x).dtype is torch.bfloat16
+        with pytest.warns(DeprecationWarning, match=r"torch.is_autocast_cpu_enabled\(\) is deprecated"):
+            assert torch.is_autocast_cpu_enabled()
+        with pytest.warns(DeprecationWarning):
+            assert torch.get_autocast_cpu_dtype() is torch.bfloat16
+    with torch.amp.autocast("cpu", dtype=torch.float16):
+        assert torch.get_autocast_dtype("cpu") is torch.float16 and (x @ x).dtype is torch.float16
+    assert not torch.is_autocast_enabled() and not torch.is_autocast_enabled("cuda")   # no argument: cuda
+    assert torch.get_autocast_dtype("cuda") is torch.float16
+    with pytest.warns(FutureWarning, match=r"torch.amp.GradScaler\('cpu', args...\)"):
+        s = CpuScaler(init_scale=8.0)
+    assert isinstance(s, torch.amp.GradScaler) and s._device == "cpu" and torch.cpu.is_available()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cuda_amp.GradScaler(enabled=False)._device == "cuda"
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
+        def forward(ctx, a):
+            seen.append((a.dtype, torch.is_autocast_enabled("cpu")))
+            return a * 2
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return g * 2
+
+    seen = []
+    a = torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast("cpu"):
+        y = Twice.apply(a)
+    y.sum().backward()
+    assert seen == [(torch.float32, False), False] and y.dtype is torch.float32 and a.grad.tolist() == [2.0, 2.0]
