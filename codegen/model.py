@@ -30,10 +30,12 @@ SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
                "index_put", "one_hot", "bincount", "square")
 # `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
-# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them.
+# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them,
+# keep = no cast, and a composite body runs with autocast off (a native kernel in PyTorch: mean, var...,
+# whose inner sum must not switch to float32 on cuda).
 # One policy for every device, or per device as PyTorch's CPU and CUDA lists differ:
 # `autocast: {cpu: none, cuda: fp32}` (a device left out, or `none`, leaves the op's args as they are there).
-AUTOCAST_POLICIES = ("lower", "fp32", "promote")
+AUTOCAST_POLICIES = ("lower", "fp32", "promote", "keep")
 AUTOCAST_DEVICES = ("cpu", "cuda")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # `cuda: <name>` on an array op: the device implementation reftorch/_cuda_dispatch.py runs instead of the body

@@ -7,6 +7,8 @@ Autocast dispatch key does, with the policy of the device the args are on:
   lower    eligible args (floating, not float64, on an autocast-enabled device) -> the autocast dtype
   fp32     eligible args -> float32
   promote  eligible args -> float32 when any of them is float32, else the autocast dtype
+  keep     no cast, and a composite's body runs with autocast off for that device (a native kernel in
+           PyTorch, whose inner ops see no autocast: mean's sum stays in float16 on cuda)
 Ops without a policy (for that device) run on their inputs as they are (so mixed inputs promote to the
 widest, as usual).
 Casts are ordinary differentiable `.to()` calls: float32 parameters get float32 gradients. State is
@@ -93,6 +95,8 @@ def cast(policy, args):
         policy = policy.get(device)
         if policy is None:
             return args
+    if policy == "keep":
+        return args
     if policy == "lower":
         to = state.dtype[device]
     elif policy == "fp32":
@@ -109,6 +113,33 @@ def cast(policy, args):
         else:
             out.append(_cast_one(a, to, device))
     return type(args)(out) if isinstance(args, tuple) else out
+
+
+def kept(policy, args, kwargs):
+    """The device type whose autocast a `keep` op's composite body runs without, or None."""
+    device = _device(tuple(args) + tuple(kwargs.values()))
+    if device is None:
+        return None
+    if policy.__class__ is dict:
+        policy = policy.get(device)
+    return device if policy == "keep" else None
+
+
+class suspended:
+    """Autocast off for one device type inside the block (restored on exit)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.prev = state.enabled[self.device]
+        state.enabled[self.device] = False
+        state.any = any(state.enabled.values())
+
+    def __exit__(self, *exc):
+        state.enabled[self.device] = self.prev
+        state.any = any(state.enabled.values())
+        return False
 
 
 def cast_kwargs(policy, args, kwargs):

@@ -1175,6 +1175,10 @@ def composite(name, *args, **kwargs):
         from . import _functional
         _F = _functional
     if _autocast.state.any and SPECS[name].autocast is not None:
+        keep = _autocast.kept(SPECS[name].autocast, args, kwargs)
+        if keep is not None:        # `autocast: keep`: the body's own ops see no autocast (a native kernel)
+            with _autocast.suspended(keep):
+                return getattr(_composites, name)(_F, *args, **kwargs)
         args, kwargs = _autocast.cast_kwargs(SPECS[name].autocast, args, kwargs)
     return getattr(_composites, name)(_F, *args, **kwargs)
 
