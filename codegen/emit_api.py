@@ -33,6 +33,8 @@ def _spec_literal(op, saves):
         fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
+    if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype
+        fields["scalars_in_dtype"] = op.scalars_in_dtype
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 

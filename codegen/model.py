@@ -159,6 +159,7 @@ class Op:
     rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
     autocast: object = None      # a policy (str) for every device, or ((device, policy), ...) per device
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
+    scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
 
     @property
     def tensor_inputs(self):
@@ -227,7 +228,8 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
+             "scalars_in_dtype")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -473,9 +475,18 @@ def parse_op(raw, path, registered_names) -> Op:
     if cuda_impl is not None and cuda_impl not in CUDA_IMPLS:
         e.fail("cuda", f"unknown device implementation {cuda_impl!r} (known: {', '.join(CUDA_IMPLS)}; a new one needs "
                        "its function in reftorch/_cuda_dispatch.py IMPLS)")
+    # `scalars_in_dtype: [alpha]`: Scalar arguments that PyTorch's kernel converts to the tensors' dtype before
+    # the math (add/sub's alpha: rounded to float16/bfloat16 for 16-bit tensors, where most kernels keep the
+    # number in float32)
+    in_dtype = e.pop("scalars_in_dtype", list, default=[])
+    scalar_args = {a.name for a in sig.args if a.type in ("Scalar", "Scalar?", "float", "float?")}
+    for n in in_dtype:
+        if kind not in ELEMENTWISE or n not in scalar_args:
+            e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl)
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
+              tuple(in_dtype))
 
 
 def load(path="reftorch/ops.yaml", text=None):

@@ -276,3 +276,13 @@ def test_cuda_autocast_op_lists():
             assert torch.dot(y[0], x[0, :2]).dtype is torch.float32
         with torch.autocast("cpu", dtype=dt):          # the cpu region leaves cuda tensors alone
             assert (x @ x.t()).dtype is torch.float32
+
+
+def test_alpha_rounded_to_the_dtype_on_cuda():
+    """add/sub round alpha to the 16-bit dtype as PyTorch does (numbers from PyTorch 2.13; tests/test_half.py)."""
+    for name, a, b, want in (("float16", [-10.015625, 24.4375, 187.875], [226.25, -182.25, 45.625],
+                              [12.6015625, 6.21875, 192.375]),
+                             ("bfloat16", [324.0, -4.25, -32.0], [170.0, 134.0, 30.625], [342.0, 9.1875, -28.875])):
+        dt = getattr(torch, name)
+        got = torch.add(torch.tensor(a, dtype=dt, device="cuda"), torch.tensor(b, dtype=dt, device="cuda"), alpha=0.1)
+        assert got.device.type == "cuda" and got.cpu().tolist() == want
