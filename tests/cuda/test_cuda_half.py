@@ -1,5 +1,5 @@
-"""float16 and bfloat16 cuda tensors in numba's simulator: the kernels of reftorch/kernels/cuda_half.py against
-the cpu's 16-bit kernels (reftorch/kernels/cpu_half.py), which tests/test_half.py checks against NumPy.
+"""float16 and bfloat16 cuda tensors in numba's simulator: the kernels of reftorch/kernels/cuda_half.py (uint16
+storage, float32 compute, round to nearest even on store), their dispatch, casts and autocast on cuda.
 
 - every op of ops.yaml that has a 16-bit CUDA kernel (elementwise, reduction, argreduction, scan, matmul), in
   both dtypes, on one tiny sample (tests/registry_samples.py, seeded by the op's name), against its NumPy
@@ -8,7 +8,9 @@ the cpu's 16-bit kernels (reftorch/kernels/cpu_half.py), which tests/test_half.p
   16 bits) with the float32 ones on cuda;
 - the conversions on the device, bit-exact against NumPy float16 / ml_dtypes bfloat16: all 65,536 patterns to
   float32, and float32 values around every pattern (ties, NaN payloads, subnormals, overflow) back to 16 bits;
-- a training step under autocast(device_type="cuda") with GradScaler, against the same step on the cpu.
+- storage views and copies, promotion, add/sub's alpha rounded as PyTorch does;
+- PyTorch's CUDA autocast lists, and a training step under autocast(device_type="cuda") with GradScaler against
+  the same step on the cpu.
 
 Runs only with NUMBA_ENABLE_CUDASIM=1 (tests/test_cuda_simulator.py starts it). Shapes are a few elements:
 every simulated thread is Python.
