@@ -288,3 +288,19 @@ def test_alpha_rounded_to_the_dtype_on_cuda():
         dt = getattr(torch, name)
         got = torch.add(torch.tensor(a, dtype=dt, device="cuda"), torch.tensor(b, dtype=dt, device="cuda"), alpha=0.1)
         assert got.device.type == "cuda" and got.cpu().tolist() == want
+
+
+def test_long_row_split_over_blocks(monkeypatch):
+    """A long 16-bit row is cut over blocks: the half kernel leaves float32 partials, which the float32 kernel
+    of kernels/cuda.py merges (thresholds lowered so that a short row takes that path here)."""
+    from reftorch import _cuda_launch
+    monkeypatch.setattr(_cuda_launch, "SPLIT_MIN", 64)
+    monkeypatch.setattr(_cuda_launch, "SPLIT_CHUNK", 16)
+    rng = np.random.default_rng(5)
+    for name, npdt in HALVES.items():
+        a = rng.uniform(-2, 2, 203).astype(npdt)
+        x = torch.from_numpy(a).to("cuda")
+        want = a.astype(np.float32)
+        np.testing.assert_allclose(x.sum().float().item(), np.float32(want.sum(dtype=np.float64)).astype(npdt),
+                                   rtol=TOL[name])
+        assert x.amax().item() == want.max() and x.prod().dtype is getattr(torch, name)
