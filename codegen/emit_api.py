@@ -29,12 +29,14 @@ def _spec_literal(op, saves):
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
         rejects=op.rejects,
     )
-    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py)
-        fields["autocast"] = op.autocast
+    if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
+        fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
     if op.kind == "foreach":        # the Tensor[] arguments its body assigns (updated in place)
         fields["updates"] = tuple(dict.fromkeys(st.targets[0].id for st in ast.parse(textwrap.dedent(op.body)).body))
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
+    if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype
+        fields["scalars_in_dtype"] = op.scalars_in_dtype
     return "    " + repr(op.name) + ": " + repr(fields) + ","
 
 

@@ -206,15 +206,27 @@ def _m_{op.name}(acc, x{params}):
     return out
 
 
-def reduction_kernels(op):
+def _loader(fmt):
+    """x[i] as the kernels read it: as stored, or (fmt: a 16-bit format of emit_cuda_half) loaded to float32."""
+    if fmt is None:
+        return lambda e: e
+    from .emit_cpu_half import FORMATS
+    return lambda e: f"{FORMATS[fmt][0]}({e})"
+
+
+def reduction_kernels(op, fmt=None, combine=True):
+    """The reduction kernels of op; with fmt ("f16"/"bf16") those of 16-bit input (named <op>_<fmt>_...)
+    that load x to float32 (acc is float32), and combine=False leaves out the combine functions."""
     sc = "".join(", " + s for s in reduction_scalars(op))
     merge = tree_merge(op)
-    out = _combine_fns(op, sc, merge)
+    ld = _loader(fmt)
+    kn = op.name if fmt is None else f"{op.name}_{fmt}"
+    out = _combine_fns(op, sc, merge) if combine else ""
     if merge is not None:
         out += f"""
 
 @cuda.jit
-def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
+def {kn}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
     # ops.yaml: {op.name} -- one block per output row (grid-stride over the M rows): each thread folds the
     # elements k = t, t + nt, ... of its row, then a shared-memory tree merges the block's partials.
     # start == 0: acc holds the identity on entry; start == 1: no identity, partials start at an element.
@@ -227,7 +239,7 @@ def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
         a = acc[m]
         got = start == 0
         for k in range(t, K, nt):
-            v = x[base + k * sk]
+            v = {ld('x[base + k * sk]')}
             if got:
                 a = _c_{op.name}(a, v{sc})
             else:
@@ -254,45 +266,49 @@ def {op.name}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
     out += f"""
 
 @cuda.jit
-def {op.name}_reduce_serial(x, off, M, sm, K, sk, acc, start{sc}):
+def {kn}_reduce_serial(x, off, M, sm, K, sk, acc, start{sc}):
     # ops.yaml: {op.name} -- one thread per output row: neighbouring threads read neighbouring elements
     # when the reduced axis is the outer one.{'' if merge else ' (Its partial results cannot be merged: no tree kernel.)'}
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
         if start == 1:
-            a = x[base]
+            a = {ld('x[base]')}
         for k in range(start, K):
-            a = _c_{op.name}(a, x[base + k * sk]{sc})
+            a = _c_{op.name}(a, {ld('x[base + k * sk]')}{sc})
         acc[m] = a
 """
     return out
 
 
-def argreduction_kernels(op):
+def argreduction_kernels(op, fmt=None, combine=True):
     r = op.reduce
-    return f"""{DEVICE}
+    ld = _loader(fmt)
+    kn = op.name if fmt is None else f"{op.name}_{fmt}"
+    vdt = "x.dtype" if fmt is None else "types.float32"
+    head = f"""{DEVICE}
 def _b_{op.name}(x, best):
     # ops.yaml: {op.name} -- better: {r.better}
     return {r.better}
 
 
-@cuda.jit
-def {op.name}_reduce(x, off, M, sm, K, sk, out):
+""" if combine else ""
+    return head + f"""@cuda.jit
+def {kn}_reduce(x, off, M, sm, K, sk, out):
     # ops.yaml: {op.name} -- one block per output row; threads keep the best of their share, then a
     # shared-memory tree keeps the better of each pair, the lower index on ties (first one wins).
-    vals = cuda.shared.array(BLOCK, x.dtype)
+    vals = cuda.shared.array(BLOCK, {vdt})
     idx = cuda.shared.array(BLOCK, types.int64)
     has = cuda.shared.array(BLOCK, types.boolean)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     for m in range(cuda.blockIdx.x, M, cuda.gridDim.x):
         base = off + m * sm
-        best = x[base]
+        best = {ld('x[base]')}
         bi = 0
         got = False
         for k in range(t, K, nt):
-            v = x[base + k * sk]
+            v = {ld('x[base + k * sk]')}
             if not got or _b_{op.name}(v, best):
                 best = v
                 bi = k
@@ -320,14 +336,14 @@ def {op.name}_reduce(x, off, M, sm, K, sk, out):
 
 
 @cuda.jit
-def {op.name}_reduce_serial(x, off, M, sm, K, sk, out):
+def {kn}_reduce_serial(x, off, M, sm, K, sk, out):
     # ops.yaml: {op.name} -- one thread per output row (first one wins ties)
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
-        best = x[base]
+        best = {ld('x[base]')}
         bi = 0
         for k in range(1, K):
-            v = x[base + k * sk]
+            v = {ld('x[base + k * sk]')}
             if _b_{op.name}(v, best):
                 best = v
                 bi = k
@@ -335,14 +351,16 @@ def {op.name}_reduce_serial(x, off, M, sm, K, sk, out):
 """
 
 
-def scan_kernels(op):
+def scan_kernels(op, fmt=None, combine=True):
     merge = tree_merge(op)
-    out = _combine_fns(op, "", merge)
+    ld = _loader(fmt)
+    kn = op.name if fmt is None else f"{op.name}_{fmt}"
+    out = _combine_fns(op, "", merge) if combine else ""
     if merge is not None:
         out += f"""
 
 @cuda.jit
-def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
+def {kn}_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: {op.name} -- one block per row; the row goes by in chunks of nt elements, each scanned
     # in shared memory (Hillis-Steele) and merged with the carry of the chunks before it.
     # out is (M, K) contiguous; acc0[0] is the identity.
@@ -357,7 +375,7 @@ def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
             k = c0 + t
             v = ident
             if k < K:
-                v = _c_{op.name}(ident, x[base + k * sk])
+                v = _c_{op.name}(ident, {ld('x[base + k * sk]')})
             buf[t] = v
             cuda.syncthreads()
             step = 1
@@ -377,13 +395,13 @@ def {op.name}_scan(x, off, M, sm, K, sk, out, acc0):
     out += f"""
 
 @cuda.jit
-def {op.name}_scan_serial(x, off, M, sm, K, sk, out, acc0):
+def {kn}_scan_serial(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: {op.name} -- one thread per row; out is (M, K) contiguous{'' if merge else ' (partials cannot be merged: no tree kernel)'}
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc0[0]
         for k in range(K):
-            a = _c_{op.name}(a, x[base + k * sk])
+            a = _c_{op.name}(a, {ld('x[base + k * sk]')})
             out[m * K + k] = a
 """
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
-from . import emit_cpu_half
+from . import emit_cpu_half, emit_cuda_half
 from .model import load
 
 
@@ -15,6 +15,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/cpu.py": emit_cpu.emit_module(ops, fused),
         "reftorch/kernels/cuda.py": emit_cuda.emit_module(ops, fused),
         "reftorch/kernels/cpu_half.py": emit_cpu_half.emit_half_module(ops, fused),
+        "reftorch/kernels/cuda_half.py": emit_cuda_half.emit_module(ops, fused),
         "reftorch/kernels/derivatives.py": deriv_src,
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),

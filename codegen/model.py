@@ -30,8 +30,13 @@ SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
                "index_put", "one_hot", "bincount", "square")
 # `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
-# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them
-AUTOCAST_POLICIES = ("lower", "fp32", "promote")
+# lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them,
+# keep = no cast, and a composite body runs with autocast off (a native kernel in PyTorch: mean, var...,
+# whose inner sum must not switch to float32 on cuda).
+# One policy for every device, or per device as PyTorch's CPU and CUDA lists differ:
+# `autocast: {cpu: none, cuda: fp32}` (a device left out, or `none`, leaves the op's args as they are there).
+AUTOCAST_POLICIES = ("lower", "fp32", "promote", "keep")
+AUTOCAST_DEVICES = ("cpu", "cuda")
 REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # `cuda: <name>` on an array op: the device implementation reftorch/_cuda_dispatch.py runs instead of the body
 # on a host copy (IMPLS there; a new name needs an entry in both). tiled_matmul follows matmul's shape rules,
@@ -152,8 +157,9 @@ class Op:
     test: TestSpec = None
     doc: str = ""
     rejects: tuple = ()          # (("any"|"all", family, message), ...): inputs PyTorch refuses by dtype
-    autocast: Optional[str] = None
+    autocast: object = None      # a policy (str) for every device, or ((device, policy), ...) per device
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
+    scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
 
     @property
     def tensor_inputs(self):
@@ -222,7 +228,8 @@ class _Entry:
 
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
-             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda")
+             "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
+             "scalars_in_dtype")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -446,9 +453,24 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")
         rejects.append((m.group(1), m.group(2), msg))
-    autocast = e.pop("autocast", str)
-    if autocast is not None and autocast not in AUTOCAST_POLICIES:
-        e.fail("autocast", f"unknown autocast policy {autocast!r} (known: {', '.join(AUTOCAST_POLICIES)})")
+    autocast = e.pop("autocast", (str, dict))
+    if isinstance(autocast, dict):
+        per_device = []
+        for dev, pol in autocast.items():
+            if dev not in AUTOCAST_DEVICES:
+                e.fail("autocast", f"unknown autocast device {dev!r} (known: {', '.join(AUTOCAST_DEVICES)})")
+            if not isinstance(pol, str) or pol not in AUTOCAST_POLICIES + ("none",):
+                e.fail("autocast", f"unknown autocast policy {pol!r} for {dev} (known: "
+                                   f"{', '.join(AUTOCAST_POLICIES + ('none',))})")
+            if pol != "none":
+                per_device.append((dev, pol))
+        if not autocast:
+            e.fail("autocast", "an empty mapping; give a policy per device, e.g. {cpu: lower, cuda: fp32}")
+        per_device.sort(key=lambda dp: AUTOCAST_DEVICES.index(dp[0]))
+        autocast = tuple(per_device) or None
+    elif autocast is not None and autocast not in AUTOCAST_POLICIES:
+        e.fail("autocast", f"unknown autocast policy {autocast!r} (known: {', '.join(AUTOCAST_POLICIES)}, or a "
+                           "mapping per device such as {cpu: lower, cuda: fp32})")
     if autocast is not None and kind == "view":
         e.fail("autocast", "a view never changes dtype; autocast applies to computing ops")
     cuda_impl = e.pop("cuda", str)
@@ -457,9 +479,18 @@ def parse_op(raw, path, registered_names) -> Op:
     if cuda_impl is not None and cuda_impl not in CUDA_IMPLS:
         e.fail("cuda", f"unknown device implementation {cuda_impl!r} (known: {', '.join(CUDA_IMPLS)}; a new one needs "
                        "its function in reftorch/_cuda_dispatch.py IMPLS)")
+    # `scalars_in_dtype: [alpha]`: Scalar arguments that PyTorch's kernel converts to the tensors' dtype before
+    # the math (add/sub's alpha: rounded to float16/bfloat16 for 16-bit tensors, where most kernels keep the
+    # number in float32)
+    in_dtype = e.pop("scalars_in_dtype", list, default=[])
+    scalar_args = {a.name for a in sig.args if a.type in ("Scalar", "Scalar?", "float", "float?")}
+    for n in in_dtype:
+        if kind not in ELEMENTWISE or n not in scalar_args:
+            e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl)
+              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
+              tuple(in_dtype))
 
 
 def _check_foreach(e, sig, body, registered_names):

@@ -89,7 +89,11 @@ from .serialization import save, load  # noqa: E402
 from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)
 from . import amp  # noqa: E402
 from .amp import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: E402
-                  set_autocast_enabled, set_autocast_dtype, clear_autocast_cache)
+                  set_autocast_enabled, set_autocast_dtype, clear_autocast_cache,
+                  is_autocast_cache_enabled, set_autocast_cache_enabled, is_autocast_cpu_enabled,
+                  get_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_cpu_enabled, set_autocast_cpu_dtype,
+                  set_autocast_gpu_dtype)
+amp.legacy.install(__import__("sys").modules[__name__])   # reftorch.cuda.amp, reftorch.cpu(.amp)
 
 from . import _startup  # noqa: E402
 _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a background thread (reftorch/_startup.py)

@@ -1,11 +1,16 @@
 """Autocast state and casting (the core half of reftorch.amp; policies per op come from ops.yaml).
 
-Each op of ops.yaml may carry `autocast: lower|fp32|promote`; the dispatcher asks `cast` to convert
-the op's floating Tensor arguments before it runs, the way PyTorch's Autocast dispatch key does:
+Each op of ops.yaml may carry `autocast: lower|fp32|promote`, or a policy per device (`{cpu: none, cuda:
+fp32}`: PyTorch's CPU and CUDA lists differ; the generated SPECS hold a str or a {device: policy} dict); the
+dispatcher asks `cast` to convert the op's floating Tensor arguments before it runs, the way PyTorch's
+Autocast dispatch key does, with the policy of the device the args are on:
   lower    eligible args (floating, not float64, on an autocast-enabled device) -> the autocast dtype
   fp32     eligible args -> float32
   promote  eligible args -> float32 when any of them is float32, else the autocast dtype
-Ops without a policy run on their inputs as they are (so mixed inputs promote to the widest, as usual).
+  keep     no cast, and a composite's body runs with autocast off for that device (a native kernel in
+           PyTorch, whose inner ops see no autocast: mean's sum stays in float16 on cuda)
+Ops without a policy (for that device) run on their inputs as they are (so mixed inputs promote to the
+widest, as usual).
 Casts are ordinary differentiable `.to()` calls: float32 parameters get float32 gradients. State is
 thread-local; lower-precision casts of leaf parameters are cached until the outermost region exits.
 """
@@ -81,9 +86,16 @@ def _device(args):
 
 
 def cast(policy, args):
-    """args (tensors, lists of tensors, anything else) converted as the op's autocast policy says."""
+    """args (tensors, lists of tensors, anything else) converted as the op's autocast policy says (a policy,
+    or a {device type: policy} dict)."""
     device = _device(args)
     if device is None:
+        return args
+    if policy.__class__ is dict:
+        policy = policy.get(device)
+        if policy is None:
+            return args
+    if policy == "keep":
         return args
     if policy == "lower":
         to = state.dtype[device]
@@ -103,6 +115,33 @@ def cast(policy, args):
     return type(args)(out) if isinstance(args, tuple) else out
 
 
+def kept(policy, args, kwargs):
+    """The device type whose autocast a `keep` op's composite body runs without, or None."""
+    device = _device(tuple(args) + tuple(kwargs.values()))
+    if device is None:
+        return None
+    if policy.__class__ is dict:
+        policy = policy.get(device)
+    return device if policy == "keep" else None
+
+
+class suspended:
+    """Autocast off for one device type inside the block (restored on exit)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.prev = state.enabled[self.device]
+        state.enabled[self.device] = False
+        state.any = any(state.enabled.values())
+
+    def __exit__(self, *exc):
+        state.enabled[self.device] = self.prev
+        state.any = any(state.enabled.values())
+        return False
+
+
 def cast_kwargs(policy, args, kwargs):
     """cast() over a call's positional and keyword arguments together (composite ops, nn.functional)."""
     keys = list(kwargs)
@@ -111,9 +150,12 @@ def cast_kwargs(policy, args, kwargs):
     return tuple(res[:n]), dict(zip(keys, res[n:]))
 
 
-def policy(kind):
+def policy(kind, **per_device):
     """Decorator for library functions that are not ops.yaml entries (nn.functional.linear, losses...):
-    their arguments are cast as an op with `autocast: <kind>` would be, before the body runs."""
+    their arguments are cast as an op with `autocast: <kind>` would be, before the body runs.
+    `policy(cuda="fp32")`: a policy per device type (the devices not named keep their args as they are)."""
+    if per_device:
+        kind = dict(per_device) if kind is None else dict({d: kind for d in DEVICES}, **per_device)
     import functools
 
     def wrap(fn):

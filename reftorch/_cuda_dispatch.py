@@ -11,7 +11,10 @@ same geometry. The handlers of reftorch/_dispatch.py delegate here when an argum
   the tiled shared-memory matmul, gathers and scatters by flat positions;
 - the other array ops (NumPy bodies: cat, gather, sort, indexing...) run their CPU body on a host copy
   and upload the result (a round trip: correct, not fast);
-- random numbers come from a counter-based generator (reftorch/_cuda_random.py).
+- random numbers come from a counter-based generator (reftorch/_cuda_random.py);
+- float16/bfloat16 tensors keep uint16 device arrays of bit patterns (`device_np`): their ops run the kernels
+  of reftorch/kernels/cuda_half.py (float32 compute, round to nearest even on store), and casts into or out
+  of them its conversion kernels (`convert`).
 
 Importing this module does not import numba.cuda; the first cuda tensor does.
 """
@@ -83,14 +86,24 @@ def find(tensors, lenient=()):
 
 # ---------------------------------------------------------------------------- storage and transfers
 
+def device_np(dtype):
+    """The NumPy dtype of a cuda storage: uint16 bit patterns for the 16-bit floats (no device type needed)."""
+    return np.uint16 if dtype.half else dtype.np
+
+
 def from_host(arr, dtype, dev):
     """A contiguous cuda tensor holding a copy of the NumPy array."""
     global used
     used = True
-    arr = np.asarray(arr, dtype=dtype.np)
+    if dtype.half:
+        with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, as .to() does
+            arr = np.asarray(arr, dtype=dtype.np)
+    else:
+        arr = np.asarray(arr, dtype=dtype.np)
     if not arr.flags.c_contiguous:      # (np.ascontiguousarray would make a 0-d array 1-d)
         arr = arr.copy()
-    data = _cu().to_device(arr.reshape(-1))
+    flat = arr.reshape(-1)
+    data = _cu().to_device(flat.view(np.uint16) if dtype.half else flat)
     return Tensor._make(Storage(data), 0, tuple(arr.shape), L.contiguous_strides(arr.shape), dtype,
                         canonical(dev))
 
@@ -99,7 +112,7 @@ def empty(shape, dtype, dev):
     global used
     used = True
     n = L.numel(shape)
-    data = _cu().device_array(n, dtype=dtype.np)
+    data = _cu().device_array(n, dtype=device_np(dtype))
     return Tensor._make(Storage(data), 0, tuple(shape), L.contiguous_strides(shape), dtype, canonical(dev))
 
 
@@ -120,6 +133,8 @@ def host_array(t):
         return np.empty(t._shape, t.dtype.np)
     lo, hi = _extent(t)
     chunk = t._storage.data[lo:hi].copy_to_host()
+    if t.dtype.half:
+        chunk = chunk.view(t.dtype.np)
     isz = chunk.itemsize
     arr = np.ndarray(t._shape, chunk.dtype, chunk, (t._offset - lo) * isz, tuple(s * isz for s in t._strides))
     arr.flags.writeable = False
@@ -163,9 +178,10 @@ def write(out, arr):
     n = out.numel()
     if n == 0:
         return out
-    arr = np.ascontiguousarray(arr, dtype=out.dtype.np).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.ascontiguousarray(arr, dtype=out.dtype.np).reshape(-1)
     if L.is_contiguous(out._shape, out._strides):
-        out._storage.data[out._offset:out._offset + n].copy_to_device(arr)
+        out._storage.data[out._offset:out._offset + n].copy_to_device(arr.view(np.uint16) if out.dtype.half else arr)
     else:
         src = from_host(arr.reshape(out._shape), out.dtype, out.device)
         copy_into(out, src)
@@ -180,7 +196,24 @@ def copy_into(dst, src):
     if src._shape != dst._shape:
         shape, strides, off = L.expand(src._shape, src._strides, src._offset, dst._shape)
         src = Tensor._make(src._storage, off, tuple(shape), tuple(strides), src.dtype, src.device)
+    if src.dtype.half or dst.dtype.half:
+        return convert(dst, src)
     run_elementwise(SPECS["clone"], [src], [], dst)
+    return dst
+
+
+def convert(dst, src):
+    """dst[...] = src (same shape) where either is 16-bit: the conversion kernels of kernels/cuda_half.py,
+    or a copy of the bit patterns (the clone kernel over uint16) between tensors of one 16-bit dtype."""
+    a, b = src.dtype.half, dst.dtype.half
+    if a == b:
+        _launch_elementwise("clone", [src], [], dst, None)
+    elif a and b:
+        _launch_elementwise(f"cvt_to_{b}", [src], [], dst, a)
+    elif a:
+        _launch_elementwise("cvt_to_any", [src], [], dst, a)
+    else:
+        _launch_elementwise("cvt_from_any", [src], [], dst, b)
     return dst
 
 
@@ -233,32 +266,59 @@ def _record_copy(src, out):
 
 # ---------------------------------------------------------------------------- elementwise
 
-def _kernel_info(name):
-    return _launch().kernels().KERNELS.get(name)
+def _kernel_info(name, fmt=None):
+    launch = _launch()
+    return (launch.half_kernels() if fmt else launch.kernels()).KERNELS.get(name)
+
+
+def _half_format(spec, ins):
+    """The 16-bit format an op computes in: that of its promoted inputs (already cast alike), or None."""
+    from ._dispatch import PROMOTED
+    for t, ty in zip(ins, spec.tensor_types):
+        if ty in PROMOTED:
+            return t.dtype.half
+    return None
 
 
 def run_elementwise(spec, ins, scalars, out):
-    """The generated CUDA kernel over inputs already on the device in the compute dtype."""
+    """The generated CUDA kernel over inputs already on the device in the compute dtype (16-bit compute dtypes:
+    the kernels of kernels/cuda_half.py)."""
+    shape = out._shape
+    n = L.numel(shape)
+    if n == 0:
+        return out
+    name = spec.name
+    fmt = _half_format(spec, ins)
+    if out.dtype.category == 2 and out.dtype.half != fmt:
+        # a result written into another floating dtype (an in-place op on a 16-bit tensor computing in float32,
+        # or the reverse): the op in its compute dtype, then one conversion
+        from ._dispatch import PROMOTED
+        tmp = empty(shape, next(t.dtype for t, ty in zip(ins, spec.tensor_types) if ty in PROMOTED), out.device)
+        return convert(out, run_elementwise(spec, ins, scalars, tmp))
+    if _kernel_info(name, fmt) is None:          # no CUDA kernel: the CPU kernel on host copies
+        from ._dispatch import run_elementwise as cpu_run, empty as cpu_empty
+        host = cpu_run(spec, [to_cpu(t) for t in ins], scalars, cpu_empty(shape, out.dtype))
+        return write(out, host._array())
+    return _launch_elementwise(name, ins, scalars, out, fmt)
+
+
+def _launch_elementwise(name, ins, scalars, out, fmt):
+    """Kernel family `name` (of kernels/cuda_half.py with fmt) over the operands: contiguous or strided."""
     shape = out._shape
     n = L.numel(shape)
     if n == 0:
         return out
     launch = _launch()
-    name = spec.name
-    if _kernel_info(name) is None:          # no CUDA kernel: the CPU kernel on host copies
-        from ._dispatch import run_elementwise as cpu_run, empty as cpu_empty
-        host = cpu_run(spec, [to_cpu(t) for t in ins], scalars, cpu_empty(shape, out.dtype))
-        return write(out, host._array())
     odata = out._storage.data
     if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins) and \
             L.is_contiguous(shape, out._strides):
         launch.elementwise_contig(name, odata[out._offset:out._offset + n],
-                                  [t._storage.data[t._offset:t._offset + n] for t in ins], scalars)
+                                  [t._storage.data[t._offset:t._offset + n] for t in ins], scalars, fmt)
         return out
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
     launch.elementwise_strided(name, cshape, odata, out._offset, cstrides[0],
-                               [(t._storage.data, t._offset, st) for t, st in zip(ins, cstrides[1:])], scalars)
+                               [(t._storage.data, t._offset, st) for t, st in zip(ins, cstrides[1:])], scalars, fmt)
     return out
 
 
@@ -386,7 +446,7 @@ def reduction(spec, tensors, scalars):
             acc = empty((M_,), acc_dtype, dev)
             start = 1
         if K_ > 0:
-            _launch().reduce(spec.name, arr, off, M_, sm, K_, sk, acc._storage.data, start, extra)
+            _launch().reduce(spec.name, arr, off, M_, sm, K_, sk, acc._storage.data, start, extra, xin.dtype.half)
     res = cast(acc, out_dtype)
     out = _flat(res._storage.data, out_shape, out_dtype, dev)
     if spec.differentiable and grad_mode.state.enabled:
@@ -421,7 +481,7 @@ def argreduction(spec, tensors, scalars):
     res = from_host(np.zeros(M, np.int64), D.int64, dev)
     if M and K:
         arr, off, M_, sm, K_, sk = _reduce_geometry(src, dims)
-        _launch().argreduce(spec.name, arr, off, M_, sm, K_, sk, res._storage.data)
+        _launch().argreduce(spec.name, arr, off, M_, sm, K_, sk, res._storage.data, src.dtype.half)
     return _flat(res._storage.data, out_shape, D.int64, dev)
 
 
@@ -447,7 +507,7 @@ def scan(spec, tensors, scalars):
     if n:
         arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
         acc0 = from_host(np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np), acc_dtype, dev)
-        _launch().scan(spec.name, arr, off, M_, sm, K_, sk, res._storage.data, acc0._storage.data)
+        _launch().scan(spec.name, arr, off, M_, sm, K_, sk, res._storage.data, acc0._storage.data, xin.dtype.half)
     inv = [int(i) for i in np.argsort(keep + [d])]
     out = clone(_permuted(res, inv), out_dtype)
     out = _flat(out._storage.data, x._shape, out_dtype, dev)
@@ -594,7 +654,7 @@ def _matmul(spec, tensors, dev, want):
         if K == 0:
             write(out, np.zeros((nb, M, N), dt.np))
         else:
-            _launch().matmul(a3, b3, out._storage.data.reshape(nb, M, N))
+            _launch().matmul(a3, b3, out._storage.data.reshape(nb, M, N), dt.half)
     shape = tuple(batch) + ((M,) if a.ndim > 1 else ()) + ((N,) if b.ndim > 1 else ())
     return _flat(out._storage.data, shape, dt, dev)
 

@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 _kernels = None
+_half_kernels = None
 
 # threads: per block (elementwise and serial kernels); tree_threads: per block of the reduction and scan
 # trees (at most kernels.BLOCK); max_blocks: the grid's cap (grid-stride loops cover the rest).
@@ -51,7 +52,20 @@ def kernels():
     return _kernels
 
 
-def kernel(name, suffix):
+def half_kernels():
+    """reftorch.kernels.cuda_half (16-bit float kernels), imported on the first 16-bit cuda tensor's op."""
+    global _half_kernels
+    if _half_kernels is None:
+        from .kernels import cuda_half
+        _half_kernels = cuda_half
+    return _half_kernels
+
+
+def kernel(name, suffix, fmt=None):
+    """The kernel <name>_<suffix> of kernels/cuda.py, or (fmt: "f16"/"bf16") <name>_<fmt>_<suffix> of
+    kernels/cuda_half.py, whose 16-bit operands are uint16 bit patterns."""
+    if fmt is not None:
+        return getattr(half_kernels(), f"{name}_{fmt}_{suffix}")
     return getattr(kernels(), f"{name}_{suffix}")
 
 
@@ -68,23 +82,23 @@ def _tree_threads(k):
     return nt
 
 
-def has_kernel(name, suffix):
-    return suffix in kernels().KERNELS[name]["kernels"]
+def has_kernel(name, suffix, fmt=None):
+    return suffix in (half_kernels() if fmt else kernels()).KERNELS[name]["kernels"]
 
 
 # ---------------------------------------------------------------------------- elementwise
 
-def elementwise_contig(name, out, ins, scalars=()):
+def elementwise_contig(name, out, ins, scalars=(), fmt=None):
     """out[i] = op(ins[0][i], ...) over contiguous 1-D arrays of one length."""
     n = out.shape[0]
     if n == 0:
         return out
     t = _config["threads"]
-    kernel(name, "contig")[_blocks(n, t), t](out, *ins, *scalars)
+    kernel(name, "contig", fmt)[_blocks(n, t), t](out, *ins, *scalars)
     return out
 
 
-def elementwise_strided(name, shape, out, o_off, o_st, ins, scalars=()):
+def elementwise_strided(name, shape, out, o_off, o_st, ins, scalars=(), fmt=None):
     """The strided kernel: ins is a list of (flat array, offset, strides) in elements."""
     n = 1
     for s in shape:
@@ -95,15 +109,15 @@ def elementwise_strided(name, shape, out, o_off, o_st, ins, scalars=()):
     for arr, off, st in ins:
         args += [arr, off, tuple(st)]
     t = _config["threads"]
-    kernel(name, "strided")[_blocks(n, t), t](*args, *scalars)
+    kernel(name, "strided", fmt)[_blocks(n, t), t](*args, *scalars)
     return out
 
 
 # ---------------------------------------------------------------------------- reductions and scans
 
-def _use_tree(name, tree_suffix, M, sm, K, sk):
+def _use_tree(name, tree_suffix, M, sm, K, sk, fmt=None):
     """The tree kernel for long rows read along the reduced axis; one thread per row otherwise."""
-    if not has_kernel(name, tree_suffix):
+    if not has_kernel(name, tree_suffix, fmt):
         return False
     return K >= 32 and (sk <= sm or M == 1 or M < 64)
 
@@ -112,21 +126,22 @@ SPLIT_MIN = 1 << 16   # a single output row this long is cut over many blocks (t
 SPLIT_CHUNK = 4096    # ... of at least this many elements each
 
 
-def reduce(name, x, off, M, sm, K, sk, acc, start, extra=()):
-    """acc[m] = combine over the K elements x[off + m*sm + k*sk] (see the CPU kernel); acc is updated in place."""
+def reduce(name, x, off, M, sm, K, sk, acc, start, extra=(), fmt=None):
+    """acc[m] = combine over the K elements x[off + m*sm + k*sk] (see the CPU kernel); acc is updated in place.
+    fmt: x holds 16-bit floats of that format (uint16 bit patterns) and acc is float32."""
     if M == 0 or K == 0:
         return acc
     if M == 1 and K >= SPLIT_MIN and kernels().KERNELS[name].get("split") and _config["max_blocks"] > 1:
-        return _reduce_split(name, x, off, K, sk, acc, start, extra)
-    if _use_tree(name, "reduce", M, sm, K, sk):
-        kernel(name, "reduce")[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, acc, start, *extra)
+        return _reduce_split(name, x, off, K, sk, acc, start, extra, fmt)
+    if _use_tree(name, "reduce", M, sm, K, sk, fmt):
+        kernel(name, "reduce", fmt)[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, acc, start, *extra)
     else:
         t = _config["threads"]
-        kernel(name, "reduce_serial")[_blocks(M, t), t](x, off, M, sm, K, sk, acc, start, *extra)
+        kernel(name, "reduce_serial", fmt)[_blocks(M, t), t](x, off, M, sm, K, sk, acc, start, *extra)
     return acc
 
 
-def _reduce_split(name, x, off, K, sk, acc, start, extra):
+def _reduce_split(name, x, off, K, sk, acc, start, extra, fmt=None):
     """One long row: S blocks reduce S chunks into partials, then the same kernel reduces the partials
     into acc (valid because the op's partials merge by its own combine: sum, prod, amax, all...)."""
     S = max(1, min(_config["max_blocks"], K // SPLIT_CHUNK))
@@ -136,12 +151,12 @@ def _reduce_split(name, x, off, K, sk, acc, start, extra):
     part = _empty_like(acc, S + (1 if tail else 0))
     if start == 0:
         _fill_from(part, acc)                      # every partial starts at the identity acc holds
-    tree = kernel(name, "reduce")
-    tree[_blocks(S, 1), nt](x, off, S, C * sk, C, sk, part, start, *extra)
+    first = kernel(name, "reduce", fmt)      # 16-bit input: float32 partials, merged by the float32 kernel
+    first[_blocks(S, 1), nt](x, off, S, C * sk, C, sk, part, start, *extra)
     if tail:
-        tree[1, _tree_threads(tail)](x, off + S * C * sk, 1, tail * sk, tail, sk, part[S:], start, *extra)
+        first[1, _tree_threads(tail)](x, off + S * C * sk, 1, tail * sk, tail, sk, part[S:], start, *extra)
     n = part.shape[0]
-    tree[1, _tree_threads(n)](part, 0, 1, n, n, 1, acc, start, *extra)
+    kernel(name, "reduce")[1, _tree_threads(n)](part, 0, 1, n, n, 1, acc, start, *extra)
     return acc
 
 
@@ -159,27 +174,27 @@ def _fill_from(part, acc):
         kernels().fill_from[1, 32](part, acc)
 
 
-def argreduce(name, x, off, M, sm, K, sk, out):
+def argreduce(name, x, off, M, sm, K, sk, out, fmt=None):
     """out[m] = index of the best of the K elements of row m (the first on ties)."""
     if M == 0 or K == 0:
         return out
-    if _use_tree(name, "reduce", M, sm, K, sk):
-        kernel(name, "reduce")[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, out)
+    if _use_tree(name, "reduce", M, sm, K, sk, fmt):
+        kernel(name, "reduce", fmt)[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, out)
     else:
         t = _config["threads"]
-        kernel(name, "reduce_serial")[_blocks(M, t), t](x, off, M, sm, K, sk, out)
+        kernel(name, "reduce_serial", fmt)[_blocks(M, t), t](x, off, M, sm, K, sk, out)
     return out
 
 
-def scan(name, x, off, M, sm, K, sk, out, acc0):
+def scan(name, x, off, M, sm, K, sk, out, acc0, fmt=None):
     """out (M*K, contiguous) = running combine along each row; acc0[0] is the identity."""
     if M == 0 or K == 0:
         return out
-    if _use_tree(name, "scan", M, sm, K, sk):
-        kernel(name, "scan")[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, out, acc0)
+    if _use_tree(name, "scan", M, sm, K, sk, fmt):
+        kernel(name, "scan", fmt)[_blocks(M, 1), _tree_threads(K)](x, off, M, sm, K, sk, out, acc0)
     else:
         t = _config["threads"]
-        kernel(name, "scan_serial")[_blocks(M, t), t](x, off, M, sm, K, sk, out, acc0)
+        kernel(name, "scan_serial", fmt)[_blocks(M, t), t](x, off, M, sm, K, sk, out, acc0)
     return out
 
 
@@ -192,8 +207,9 @@ def _transferable(x):
     return x
 
 
-def matmul(a, b, out):
-    """out[z] = a[z] @ b[z] for 3-D arrays (batch, rows, cols) of one dtype; out is written in place."""
+def matmul(a, b, out, fmt=None):
+    """out[z] = a[z] @ b[z] for 3-D arrays (batch, rows, cols) of one dtype; out is written in place.
+    fmt: 16-bit floats of that format (uint16 bit patterns), float32 tiles and accumulator."""
     nb, M, K = a.shape
     N = b.shape[2]
     if nb == 0 or M == 0 or N == 0:
@@ -204,5 +220,5 @@ def matmul(a, b, out):
     gx = min(cap, -(-N // tile))
     gy = min(max(1, cap // gx), -(-M // tile))
     gz = min(max(1, cap // (gx * gy)), nb, 65535)
-    kernels().matmul_tiled[(gx, gy, gz), (tile, tile)](a, b, out)
+    kernel("matmul", "tiled", fmt)[(gx, gy, gz), (tile, tile)](a, b, out)
     return out

@@ -104,7 +104,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda")
+                 "rejects", "autocast", "cuda", "round_idx")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -136,6 +136,8 @@ class OpSpec:
         self.rejects = d.get("rejects", ())
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
+        # positions among the kernel scalars of ops.yaml `scalars_in_dtype` (rounded for a 16-bit compute dtype)
+        self.round_idx = tuple(i for i, n in enumerate(kernel_args) if n in d.get("scalars_in_dtype", ()))
 
     def check_inputs(self, ts):
         """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
@@ -724,7 +726,13 @@ def check_index(t, name):
 def _kernel_scalars(spec, scalars, dtype):
     if spec.kernel_idx is None:
         return [_scalar_arg(s, dtype) for s in scalars]
-    return [_scalar_arg(scalars[i], dtype) for i in spec.kernel_idx]
+    ks = [_scalar_arg(scalars[i], dtype) for i in spec.kernel_idx]
+    if dtype.half and spec.round_idx:       # PyTorch's alpha.to<scalar_t>(): through float, then 16 bits
+        for i in spec.round_idx:
+            if ks[i] is not None:
+                with np.errstate(over="ignore"):
+                    ks[i] = float(np.float32(ks[i]).astype(dtype.np))
+    return ks
 
 
 def _scalar_arg(v, dtype):
@@ -1265,6 +1273,10 @@ def composite(name, *args, **kwargs):
         from . import _functional
         _F = _functional
     if _autocast.state.any and SPECS[name].autocast is not None:
+        keep = _autocast.kept(SPECS[name].autocast, args, kwargs)
+        if keep is not None:        # `autocast: keep`: the body's own ops see no autocast (a native kernel)
+            with _autocast.suspended(keep):
+                return getattr(_composites, name)(_F, *args, **kwargs)
         args, kwargs = _autocast.cast_kwargs(SPECS[name].autocast, args, kwargs)
     return getattr(_composites, name)(_F, *args, **kwargs)
 

@@ -41,20 +41,32 @@ def test_lower_precision_ops_run_in_the_autocast_dtype():
 
 
 def test_fp32_and_promote_ops():
+    """PyTorch's CPU lists (checked against PyTorch 2.13): losses and prod run in float32; sum, mean, exp, log,
+    pow, softmax, layer_norm, norm... keep a lower-precision input's dtype on the cpu (CUDA's list casts them
+    to float32: tests/cuda/test_cuda_half.py); cat, stack and index_copy promote."""
     x, w, _ = _inputs()
+    for dt in (torch.bfloat16, torch.float16):
+        with torch.autocast("cpu", dtype=dt):
+            y = x @ w.t()                                            # the autocast dtype
+            assert y.dtype is dt
+            for r in (F.cross_entropy(y, torch.tensor([0, 1, 2, 3])), F.mse_loss(y, y), F.l1_loss(y, y), y.prod(),
+                      F.nll_loss(y, torch.tensor([0, 1, 2, 3])), F.binary_cross_entropy_with_logits(y, y)):
+                assert r.dtype is torch.float32
+            for r in (y.sum(), y.mean(), y.exp(), y.log(), y.pow(2), torch.softmax(y, 1), torch.log_softmax(y, 1),
+                      F.layer_norm(y, (5,)), y.norm(), torch.cumsum(y, 0), torch.logsumexp(y, 1), y.rsqrt(),
+                      torch.mv(y, y[0]), F.cosine_similarity(y, y)):
+                assert r.dtype is dt
+            assert x.sum().dtype is torch.float32 and torch.mv(x, x[0]).dtype is torch.float32     # as is
+            assert y.relu().dtype is dt and (y * 2).dtype is dt   # no policy: as is
+            assert (y + x[:, :1]).dtype is torch.float32           # mixed inputs promote to the widest
+            assert torch.cat([y, torch.zeros(1, 5)]).dtype is torch.float32
+            assert torch.stack([y[0], torch.zeros(5)]).dtype is torch.float32
+            assert torch.addcmul(y, y, y).dtype is dt
+            assert torch.addcmul(y, y, torch.ones(4, 5)).dtype is torch.float32
+            assert torch.atan2(y, y.float()).dtype is torch.float32
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        y = x @ w.t()                                            # bfloat16
-        assert y.dtype is torch.bfloat16
-        for r in (y.sum(), y.mean(), y.exp(), y.log(), y.pow(2), torch.softmax(y, 1), torch.log_softmax(y, 1),
-                  F.cross_entropy(y, torch.tensor([0, 1, 2, 3])), F.mse_loss(y, y), F.layer_norm(y, (5,)),
-                  y.norm(), torch.cumsum(y, 0), torch.logsumexp(y, 1)):
-            assert r.dtype is torch.float32
-        assert y.relu().dtype is torch.bfloat16 and (y * 2).dtype is torch.bfloat16   # no policy: as is
-        assert (y + x[:, :1]).dtype is torch.float32           # mixed inputs promote to the widest
-        assert torch.cat([y, torch.zeros(1, 5)]).dtype is torch.float32
-        assert torch.addcmul(y, y, y).dtype is torch.bfloat16
-        assert torch.addcmul(y, y, torch.ones(4, 5)).dtype is torch.float32
-        assert torch.atan2(y, y.float()).dtype is torch.float32
+        z = torch.zeros(3, 2, dtype=torch.bfloat16).index_copy(0, torch.tensor([0, 2]), torch.ones(2, 2))
+        assert z.dtype is torch.float32
 
 
 def test_nesting_disabling_and_state():
@@ -140,7 +152,19 @@ def test_registry_autocast_field_is_strict():
     with pytest.raises(RegistryError, match="unknown autocast policy 'fp16'"):
         load("x.yaml", entry.replace("{policy}", "fp16"))
     from reftorch.kernels.api import SPECS
-    assert SPECS["mm"]["autocast"] == "lower" and SPECS["sum"]["autocast"] == "fp32" and "autocast" not in SPECS["add"]
+    assert SPECS["mm"]["autocast"] == "lower" and SPECS["sum"]["autocast"] == {"cuda": "fp32"} and \
+        "autocast" not in SPECS["add"]
+    # a policy per device: strict keys and values, `none` (or leaving a device out) means no cast there
+    per = entry.replace("{policy}", "{cpu: none, cuda: fp32}")
+    assert load("x.yaml", per)[0].autocast == (("cuda", "fp32"),)
+    assert load("x.yaml", entry.replace("{policy}", "{cuda: promote, cpu: lower}"))[0].autocast == \
+        (("cpu", "lower"), ("cuda", "promote"))
+    with pytest.raises(RegistryError, match="op 'foo'.*autocast.*unknown autocast device 'xpu'"):
+        load("x.yaml", entry.replace("{policy}", "{xpu: fp32}"))
+    with pytest.raises(RegistryError, match="op 'foo'.*autocast.*unknown autocast policy 'half' for cuda"):
+        load("x.yaml", entry.replace("{policy}", "{cpu: lower, cuda: half}"))
+    with pytest.raises(RegistryError, match="autocast.*expected str or dict"):
+        load("x.yaml", entry.replace("{policy}", "[fp32]"))
 
 
 # ----------------------------------------------------------------------------------------- GradScaler
@@ -309,3 +333,57 @@ def test_demo_trains_under_mixed_precision(amp, tmp_path):
     acc = float(re.search(r"^MLP test accuracy: ([\d.]+)%", proc.stdout, re.M).group(1))
     assert acc >= 98.0, proc.stdout
     assert "(same as before saving)" in proc.stdout
+
+
+def test_pytorch_spellings_of_autocast_and_the_scaler():
+    """torch.cpu.amp / torch.cuda.amp (deprecated in PyTorch 2.13, with its FutureWarning and defaults),
+    torch.amp.autocast(device_type, ...), the deprecated per-device state getters, custom_fwd / custom_bwd."""
+    import inspect
+    import warnings
+    import reftorch.cuda.amp as cuda_amp
+    from reftorch.cpu.amp import GradScaler as CpuScaler, autocast as cpu_autocast
+    assert str(inspect.signature(cuda_amp.autocast.__init__)) == \
+        "(self, enabled=True, dtype=torch.float16, cache_enabled=True)"
+    assert str(inspect.signature(cpu_autocast.__init__)) == "(self, enabled=True, dtype=torch.bfloat16, cache_enabled=True)"
+    assert list(inspect.signature(cuda_amp.GradScaler.__init__).parameters)[1:] == \
+        ["init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"]
+    x = torch.ones(2, 2)
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.autocast\(args...\)` is deprecated. Please use "
+                                           r"`torch.amp.autocast\('cpu', args...\)` instead."):
+        ctx = cpu_autocast()
+    with ctx:
+        assert torch.is_autocast_enabled("cpu") and (x @ x).dtype is torch.bfloat16
+        with pytest.warns(DeprecationWarning, match=r"torch.is_autocast_cpu_enabled\(\) is deprecated"):
+            assert torch.is_autocast_cpu_enabled()
+        with pytest.warns(DeprecationWarning):
+            assert torch.get_autocast_cpu_dtype() is torch.bfloat16
+    with torch.amp.autocast("cpu", dtype=torch.float16):
+        assert torch.get_autocast_dtype("cpu") is torch.float16 and (x @ x).dtype is torch.float16
+    assert not torch.is_autocast_enabled() and not torch.is_autocast_enabled("cuda")   # no argument: cuda
+    assert torch.get_autocast_dtype("cuda") is torch.float16
+    with pytest.warns(FutureWarning, match=r"torch.amp.GradScaler\('cpu', args...\)"):
+        s = CpuScaler(init_scale=8.0)
+    assert isinstance(s, torch.amp.GradScaler) and s._device == "cpu" and torch.cpu.is_available()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cuda_amp.GradScaler(enabled=False)._device == "cuda"
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
+        def forward(ctx, a):
+            seen.append((a.dtype, torch.is_autocast_enabled("cpu")))
+            return a * 2
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return g * 2
+
+    seen = []
+    a = torch.ones(2, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast("cpu"):
+        y = Twice.apply(a)
+    y.sum().backward()
+    assert seen == [(torch.float32, False), False] and y.dtype is torch.float32 and a.grad.tolist() == [2.0, 2.0]

@@ -369,3 +369,31 @@ def test_autograd_in_16_bits(name):
     p = torch.ones(3, requires_grad=True)
     (p.to(dt) * 2).sum().backward()
     assert p.grad.dtype is torch.float32 and p.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_add_sub_round_alpha_to_the_dtype_as_pytorch():
+    """PyTorch converts add/sub's alpha to the tensors' dtype (ops.yaml `scalars_in_dtype`): in 16 bits it is
+    rounded (0.1 -> 0.0999755859375 in float16) before the float32 math. Numbers from PyTorch 2.13 (CPU) on
+    inputs where an unrounded alpha gives another result."""
+    cases = {
+        "float16": ([-10.015625, 24.4375, 187.875], [226.25, -182.25, 45.625], [12.6015625, 6.21875, 192.375],
+                    [30.375, 19.90625, 110.1875], [275.25, 88.625, -93.75], [-52.21875, -6.6875, 138.375]),
+        "bfloat16": ([324.0, -4.25, -32.0], [170.0, 134.0, 30.625], [342.0, 9.1875, -28.875],
+                     [62.25, -119.5, 42.75], [-90.0, 190.0, -195.0], [89.5, -177.0, 101.5]),
+    }
+    for name, (a, b, add, c, d, sub) in cases.items():
+        dt = getattr(torch, name)
+        assert torch.add(torch.tensor(a, dtype=dt), torch.tensor(b, dtype=dt), alpha=0.1).tolist() == add
+        assert torch.sub(torch.tensor(c, dtype=dt), torch.tensor(d, dtype=dt), alpha=0.3).tolist() == sub
+        x = torch.tensor(a, dtype=dt)
+        x.add_(torch.tensor(b, dtype=dt), alpha=0.1)
+        assert x.tolist() == add
+    # float32 keeps alpha as it is
+    assert torch.add(torch.tensor([1.0]), torch.tensor([1.0]), alpha=0.1).item() == np.float32(1 + np.float32(0.1))
+    from codegen.model import RegistryError, load
+    entry = "- name: foo\n  kind: binary\n  signature: (Tensor self, Tensor other, *, Scalar alpha=1)\n" \
+            "  scalar: self + alpha * other\n  dtypes: [float]\n  differentiable: false\n" \
+            "  test: {ref: 'lambda a, b, alpha: a + alpha * b'}\n  scalars_in_dtype: [{names}]\n"
+    assert load("x.yaml", entry.replace("{names}", "alpha"))[0].scalars_in_dtype == ("alpha",)
+    with pytest.raises(RegistryError, match="op 'foo'.*scalars_in_dtype.*'beta' is not a Scalar"):
+        load("x.yaml", entry.replace("{names}", "beta"))

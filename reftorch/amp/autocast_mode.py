@@ -90,3 +90,39 @@ def set_autocast_cache_enabled(enabled):
 
 def clear_autocast_cache():
     _autocast.clear_cache()
+
+
+# The device-specific spellings PyTorch deprecated (DeprecationWarning there too) in favour of the ones above.
+
+def _deprecated(old, new):
+    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.", DeprecationWarning, stacklevel=3)
+
+
+def is_autocast_cpu_enabled():
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
+    return _autocast.is_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
+    return _autocast.get_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
+    return _autocast.get_dtype("cuda")
+
+
+def set_autocast_cpu_enabled(enabled):
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype):
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype):
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)

@@ -297,7 +297,7 @@ def linear(input, weight, bias=None):
     return out + bias if bias is not None else out
 
 
-@_autocast("promote")
+@_autocast(None, cuda="promote")    # PyTorch's CPU list leaves it as is
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k over the last dims of input1 and input2."""
     lead = tuple(input1.shape[:-1])
@@ -752,7 +752,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out
 
 
-@_autocast("fp32")
+@_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalises over the last len(normalized_shape) dims."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
@@ -783,7 +783,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out * weight if weight is not None else out
 
 
-@_autocast("fp32")
+@_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalises over groups of channels (and all spatial positions) per sample."""
     if input.dim() < 2:
@@ -1130,7 +1130,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / torch.maximum(norm, torch.tensor(eps, dtype=input.dtype)).expand(input.shape)
 
 
-@_autocast("fp32")
+@_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between x1 and x2 along dim (norms clamped below by eps)."""
     shape = torch.broadcast_shapes(x1.shape, x2.shape) if hasattr(torch, "broadcast_shapes") \
@@ -1145,7 +1145,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _vector_norm(x1 - x2 + eps, p, -1, keepdim)
 
 
-@_autocast("fp32")
+@_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is
 def pdist(input, p=2):
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
@@ -1536,7 +1536,6 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce(-torch.logsigmoid(target * input), reduction)
 
 
-@_autocast("fp32")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
     loss = -(target * torch.logsigmoid(input) + (1 - target) * torch.logsigmoid(-input))
