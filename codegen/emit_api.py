@@ -14,6 +14,22 @@ from .emit_cpu import kernel_scalars
 from .model import ELEMENTWISE, HELPERS
 
 
+def _body_is_matmul(op):
+    """An array op whose body computes nothing but checks and `return np.matmul(a, b)` of its two Tensor args."""
+    if op.kind != "array" or op.body is None:
+        return False
+    body = ast.parse(textwrap.dedent(op.body)).body
+    tensors = [a.name for a in op.signature.tensor_args]
+    last = body[-1] if body else None
+    returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]
+    if not isinstance(last, (ast.Return, ast.Expr)) or len(returns) > 1 or len(tensors) != 2:
+        return False
+    call = last.value
+    return isinstance(call, ast.Call) and ast.unparse(call.func) == "np.matmul" and not call.keywords and \
+        [ast.unparse(a) for a in call.args] == tensors and \
+        all(isinstance(n, (ast.If, ast.Raise, ast.Return, ast.Expr, ast.Assign)) for n in body)
+
+
 def _spec_literal(op, saves):
     args = tuple((a.name, a.type, a.default, a.kwonly) for a in op.signature.args)
     r = op.reduce
@@ -31,6 +47,8 @@ def _spec_literal(op, saves):
     )
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
         fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
+    if _body_is_matmul(op):         # compile's step replay may run it as numpy.matmul into a planned buffer
+        fields["matmul_body"] = True
     if op.kind == "foreach":        # the Tensor[] arguments its body assigns (updated in place)
         fields["updates"] = tuple(dict.fromkeys(st.targets[0].id for st in ast.parse(textwrap.dedent(op.body)).body))
     if op.cuda is not None:         # only where set: the device implementation of an array op

@@ -104,7 +104,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -136,6 +136,7 @@ class OpSpec:
         self.rejects = d.get("rejects", ())
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
+        self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
         # positions among the kernel scalars of ops.yaml `scalars_in_dtype` (rounded for a 16-bit compute dtype)
         self.round_idx = tuple(i for i, n in enumerate(kernel_args) if n in d.get("scalars_in_dtype", ()))
 

@@ -31,8 +31,6 @@ from ..autograd import grad_mode
 from . import ir
 
 _ELEMENTWISE_KINDS = ("unary", "binary", "ternary", "fused")
-# array ops whose CPU body is numpy.matmul: replayed as numpy.matmul into the output's buffer
-_MATMUL_OPS = ("matmul", "mm", "bmm")
 
 
 def handler(spec):
@@ -232,7 +230,7 @@ class _Bound:
                 self.calls.append((_sum_into, (args[0]._array(), axis, bool(kw.get("keepdim", False)),
                                                buf._array())))
                 return
-        if kind == "array" and n.spec.name in _MATMUL_OPS and len(args) == 2 and \
+        if kind == "array" and n.spec.matmul_body and len(args) == 2 and \
                 all(isinstance(t, Tensor) and t.ndim >= 2 and t.dtype is outs[0].dtype for t in args) and \
                 np.dtype(outs[0].dtype.np).kind == "f":
             buf = self.static[n.outs[0]] = _buffer(outs[0])
