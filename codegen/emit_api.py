@@ -14,6 +14,21 @@ from .emit_cpu import kernel_scalars
 from .model import ELEMENTWISE, HELPERS
 
 
+BLAS_CALLS = ("np.matmul", "np.dot", "np.vdot", "np.inner", "np.tensordot", "np.einsum")
+
+
+def _body_calls_blas(op):
+    """An array op whose body multiplies matrices (a NumPy BLAS call or the @ operator)."""
+    if op.kind != "array" or op.body is None:
+        return False
+    for n in ast.walk(ast.parse(textwrap.dedent(op.body))):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            return True
+        if isinstance(n, ast.Call) and (ast.unparse(n.func) in BLAS_CALLS or ast.unparse(n.func).startswith("np.linalg.")):
+            return True
+    return False
+
+
 def _body_is_matmul(op):
     """An array op whose body computes nothing but checks and `return np.matmul(a, b)` of its two Tensor args."""
     if op.kind != "array" or op.body is None:
@@ -47,6 +62,8 @@ def _spec_literal(op, saves):
     )
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
         fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
+    if _body_calls_blas(op):        # the runtime runs its small products on one BLAS thread (reftorch/_blas.py)
+        fields["blas"] = True
     if _body_is_matmul(op):         # compile's step replay may run it as numpy.matmul into a planned buffer
         fields["matmul_body"] = True
     if op.kind == "foreach":        # the Tensor[] arguments its body assigns (updated in place)

@@ -28,6 +28,7 @@ from .autograd import anomaly_mode as _anomaly
 from .autograd.graph import _weakref_type
 from .kernels import api as _api
 from .kernels import array_ops as _array_ops
+from . import _blas
 from .kernels import composites as _composites
 from .kernels import derivatives as _derivatives
 
@@ -104,7 +105,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -137,6 +138,7 @@ class OpSpec:
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
+        self.blas = d.get("blas", False)     # array ops whose body calls BLAS (small products: one thread, _blas.py)
         # positions among the kernel scalars of ops.yaml `scalars_in_dtype` (rounded for a 16-bit compute dtype)
         self.round_idx = tuple(i for i, n in enumerate(kernel_args) if n in d.get("scalars_in_dtype", ()))
 
@@ -1164,15 +1166,17 @@ def array(spec, tensors, scalars):
     try:
         # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
         # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
+        # small products of a BLAS-calling body run on one BLAS thread (reftorch/_blas.py)
+        run = _blas.serial_small if spec.blas else _call_body
         if _np_extobj is not None:      # np.errstate(all="ignore") without building its state per call
             token = _np_extobj.set(_NP_QUIET)
             try:
-                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
+                res = run(fn, dict(zip(spec.tensor_args, args)), kw, arrays)
             finally:
                 _np_extobj.reset(token)
         else:
             with np.errstate(all="ignore"):
-                res = fn(**dict(zip(spec.tensor_args, args)), **kw)
+                res = run(fn, dict(zip(spec.tensor_args, args)), kw, arrays)
     except IndexError as err:
         raise IndexError(str(err)) from None
     outs = res if isinstance(res, tuple) else (res,)
@@ -1196,6 +1200,10 @@ def array(spec, tensors, scalars):
 
 
 _array_fns = {}         # array op -> its generated NumPy body (kernels/array_ops.py)
+
+
+def _call_body(fn, args, kw, arrays):
+    return fn(**args, **kw)
 _FROM_NP = D._FROM_NP
 try:        # NumPy 2's error state is a context variable: set it to "ignore all" directly (np.errstate costs µs)
     from numpy._core._ufunc_config import _extobj_contextvar as _np_extobj
