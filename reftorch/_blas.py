@@ -56,3 +56,17 @@ def serial_small(fn, args, kw, arrays):
         return fn(**args, **kw)
     finally:
         set_threads(n)
+
+
+def matmul_into(a, b, out):
+    """numpy.matmul(a, b, out=out), on one BLAS thread when a and b are small (reftorch.compile's step replay)."""
+    if set_threads is None or a.size + b.size >= SMALL:
+        return np.matmul(a, b, out=out)
+    n = get_threads()
+    if n <= 1:
+        return np.matmul(a, b, out=out)
+    set_threads(1)
+    try:
+        return np.matmul(a, b, out=out)
+    finally:
+        set_threads(n)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _blas
 from .. import _dispatch
 from .. import _layout as L
 from .._tensor import Tensor, Storage
@@ -234,7 +235,7 @@ class _Bound:
                 all(isinstance(t, Tensor) and t.ndim >= 2 and t.dtype is outs[0].dtype for t in args) and \
                 np.dtype(outs[0].dtype.np).kind == "f":
             buf = self.static[n.outs[0]] = _buffer(outs[0])
-            self.calls.append((np.matmul, (args[0]._array(), args[1]._array(), buf._array())))
+            self.calls.append((_blas.matmul_into, (args[0]._array(), args[1]._array(), buf._array())))
             return
         if kind in _ELEMENTWISE_KINDS and not n.multi and self._elementwise(n, args, outs[0]):
             return
@@ -266,7 +267,8 @@ class _Bound:
         bufs = [_buffer(o) for o in outs]
         for vid, b in zip(n.outs, bufs):
             self.static[vid] = b
-        self.calls.append((_array_body, (body, named, [b._array() for b in bufs], n.multi)))
+        blas = [a for a in named.values() if isinstance(a, np.ndarray)] if spec.blas else None
+        self.calls.append((_array_body, (body, named, [b._array() for b in bufs], n.multi, blas)))
         return True
 
     def _elementwise(self, n, args, out):
@@ -369,9 +371,9 @@ def _sum_into(x, axis, keepdim, out):
     np.copyto(out, np.add.reduce(x, axis=axis, dtype=np.float64, keepdims=keepdim), casting="unsafe")
 
 
-def _array_body(body, named, bufs, multi):
-    with np.errstate(all="ignore"):
-        res = body(**named)
+def _array_body(body, named, bufs, multi, blas):
+    with np.errstate(all="ignore"):     # blas: its input arrays (small products on one BLAS thread, as eager)
+        res = body(**named) if blas is None else _blas.serial_small(body, named, {}, blas)
     for b, r in zip(bufs, res if multi else (res,)):
         np.copyto(b, r, casting="unsafe")
 
