@@ -192,13 +192,25 @@ def _names(op, fmt, load):
     return f"{op.name}_{fmt}", f" [{fmt}]", lambda idx: f"{load}(x[{idx}])"
 
 
-def reduction_loops(op, fmt=None, load=None):
+def reduction_loops(op, fmt=None, load=None, rows_load=None):
+    # rows_load: the load of the reassociated contiguous-row loop when it differs (emit_cpu_half.ROWS_LOADS)
     r = op.reduce
     stem, tag, ld = _names(op, fmt, load)
+    rows_ld = _names(op, fmt, rows_load or load)[2]
     extra = [a.name for a in op.signature.args if a.type in ("Scalar", "float")]
     sc = "".join(", " + s for s in extra)
     rows = ""
     rows_call = ""
+    rows_seed = rows_exact = ""
+    if rows_load:
+        # the fast load may differ from the exact one in NaN payloads only: a NaN result (rare) reruns the row
+        # with the exact load, so every result (which NaN a sum of several returns included) stays as it was
+        rows_seed = "\n        a0 = a"
+        rows_exact = f"""
+        if a != a:
+            a = a0
+            for k in range(K):
+                a = _c_{op.name}(a, {ld("base + k")}{sc})"""
     if _reassociable(op):
         rows = f'''
 
@@ -208,9 +220,9 @@ def _rows_{stem}(x, off, M, sm, K, acc{sc}):
     # accumulators ({"float32 sums still accumulate in float64, the acc dtype" if fmt is None else "in float32"})
     for m in range(M):
         base = off + m * sm
-        a = acc[m]
+        a = acc[m]{rows_seed}
         for k in range(K):
-            a = _c_{op.name}(a, {ld("base + k")}{sc})
+            a = _c_{op.name}(a, {rows_ld("base + k")}{sc}){rows_exact}
         acc[m] = a
 '''
         if _merge(op) == op.reduce.combine.strip() and fmt is None:

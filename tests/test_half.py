@@ -85,6 +85,21 @@ def test_f16c_and_integer_paths_agree_in_kernels():
     assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+def test_row_sums_with_one_nan_keep_its_payload():
+    """The float16 contiguous-row reductions load without the signalling-NaN fix-up and rerun a NaN row with the
+    exact load: one NaN per row (every NaN pattern, signalling ones included) comes out quieted, payload kept."""
+    nans = np.array([s | 0x7C00 | m for s in (0, 0x8000) for m in range(1, 0x400)], np.uint16)
+    x = np.random.default_rng(3).uniform(-1, 1, (len(nans), 40)).astype(np.float16)
+    x.view(np.uint16)[np.arange(len(nans)), np.arange(len(nans)) % 40] = nans
+    got = torch.from_numpy(x).sum(1).numpy().view(np.uint16)
+    with np.errstate(all="ignore"):
+        want = x.astype(np.float32).sum(1, dtype=np.float32).astype(np.float16).view(np.uint16)
+        assert np.array_equal(got, want)
+        y = np.full(64, np.inf, np.float16)
+        y[7] = -np.inf                  # inf - inf: a NaN result with no NaN read, through the rerun too
+        assert np.isnan(float(torch.from_numpy(y).sum()))
+
+
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_kernel_arithmetic_bit_exact(name):
     """a * b and a + b of 16-bit tensors: float32 math rounded once, as NumPy (and PyTorch) do it."""

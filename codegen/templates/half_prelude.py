@@ -129,8 +129,16 @@ def f32_to_f16_hw(f):
     return nan if f != f else r
 
 
+@njit(cache=False)
+def f16_to_f32_hw_q(h):
+    # the bare hardware load, signalling NaNs quieted: only where a float32 add or multiply quiets them anyway
+    # (the reductions' contiguous-row loops; emit_cpu_half.ROWS_LOADS)
+    return _f16_hw_load(np.uint16(h))
+
+
 # the kernels' float16 path, chosen once per process (Numba never types the other)
 f16_to_f32 = f16_to_f32_hw if HAVE_F16C else f16_to_f32_int
+f16_to_f32_q = f16_to_f32_hw_q if HAVE_F16C else f16_to_f32_int
 f32_to_f16 = f32_to_f16_hw if HAVE_F16C else f32_to_f16_int
 
 

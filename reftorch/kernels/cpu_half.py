@@ -532,8 +532,16 @@ def f32_to_f16_hw(f):
     return nan if f != f else r
 
 
+@njit(cache=False)
+def f16_to_f32_hw_q(h):
+    # the bare hardware load, signalling NaNs quieted: only where a float32 add or multiply quiets them anyway
+    # (the reductions' contiguous-row loops; emit_cpu_half.ROWS_LOADS)
+    return _f16_hw_load(np.uint16(h))
+
+
 # the kernels' float16 path, chosen once per process (Numba never types the other)
 f16_to_f32 = f16_to_f32_hw if HAVE_F16C else f16_to_f32_int
+f16_to_f32_q = f16_to_f32_hw_q if HAVE_F16C else f16_to_f32_int
 f32_to_f16 = f32_to_f16_hw if HAVE_F16C else f32_to_f16_int
 
 
@@ -2657,8 +2665,13 @@ def _rows_sum_f16(x, off, M, sm, K, acc):
     for m in range(M):
         base = off + m * sm
         a = acc[m]
+        a0 = a
         for k in range(K):
-            a = _c_sum(a, f16_to_f32(x[base + k]))
+            a = _c_sum(a, f16_to_f32_q(x[base + k]))
+        if a != a:
+            a = a0
+            for k in range(K):
+                a = _c_sum(a, f16_to_f32(x[base + k]))
         acc[m] = a
 
 
@@ -4761,8 +4774,13 @@ def _rows_prod_f16(x, off, M, sm, K, acc):
     for m in range(M):
         base = off + m * sm
         a = acc[m]
+        a0 = a
         for k in range(K):
-            a = _c_prod(a, f16_to_f32(x[base + k]))
+            a = _c_prod(a, f16_to_f32_q(x[base + k]))
+        if a != a:
+            a = a0
+            for k in range(K):
+                a = _c_prod(a, f16_to_f32(x[base + k]))
         acc[m] = a
 
 
@@ -5153,8 +5171,13 @@ def _rows_count_nonzero_f16(x, off, M, sm, K, acc):
     for m in range(M):
         base = off + m * sm
         a = acc[m]
+        a0 = a
         for k in range(K):
-            a = _c_count_nonzero(a, f16_to_f32(x[base + k]))
+            a = _c_count_nonzero(a, f16_to_f32_q(x[base + k]))
+        if a != a:
+            a = a0
+            for k in range(K):
+                a = _c_count_nonzero(a, f16_to_f32(x[base + k]))
         acc[m] = a
 
 
