@@ -44,29 +44,25 @@ _found = _find()
 set_threads, get_threads = _found if _found is not None else (None, None)
 
 
-def serial_small(fn, args, kw, arrays):
-    """fn(**args, **kw) with BLAS on one thread when the input arrays are small and BLAS has more."""
-    if set_threads is None or sum(a.size for a in arrays if a is not None) >= SMALL:
-        return fn(**args, **kw)
+def _run(n_elements, fn, *args, **kw):
+    """fn(*args, **kw), on one BLAS thread when its inputs hold fewer than SMALL elements and BLAS has more."""
+    if set_threads is None or n_elements >= SMALL:
+        return fn(*args, **kw)
     n = get_threads()
     if n <= 1:
-        return fn(**args, **kw)
+        return fn(*args, **kw)
     set_threads(1)
     try:
-        return fn(**args, **kw)
+        return fn(*args, **kw)
     finally:
         set_threads(n)
+
+
+def serial_small(fn, args, kw, arrays):
+    """An array-op body fn(**args, **kw) whose inputs are `arrays` (None for an absent optional Tensor)."""
+    return _run(sum(a.size for a in arrays if a is not None), fn, **args, **kw)
 
 
 def matmul_into(a, b, out):
-    """numpy.matmul(a, b, out=out), on one BLAS thread when a and b are small (reftorch.compile's step replay)."""
-    if set_threads is None or a.size + b.size >= SMALL:
-        return np.matmul(a, b, out=out)
-    n = get_threads()
-    if n <= 1:
-        return np.matmul(a, b, out=out)
-    set_threads(1)
-    try:
-        return np.matmul(a, b, out=out)
-    finally:
-        set_threads(n)
+    """numpy.matmul(a, b, out=out) (reftorch.compile's step replay)."""
+    return _run(a.size + b.size, np.matmul, a, b, out=out)

@@ -433,3 +433,13 @@ def flatten_shape(shape, start_dim=0, end_dim=-1):
 def contiguous_array(a):
     """a as a C-contiguous NumPy array, copying only when needed (np.ascontiguousarray turns 0-d into 1-d)."""
     return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
+def collapse_operands(shape, tensors):
+    """Contiguous output of `shape` and each tensor broadcast to it, dimension-collapsed: (collapsed shape, a
+    list of (storage array, offset, collapsed strides) per tensor); at least 1-D, as the strided kernels index."""
+    strides = [contiguous_strides(shape)] + [broadcast_strides(t._shape, t._strides, shape) for t in tensors]
+    cshape, cstrides = collapse(shape, strides)
+    if not cshape:
+        cshape, cstrides = (1,), [(0,)] * len(strides)
+    return cshape, [(t._storage.data, t._offset, st) for t, st in zip(tensors, cstrides[1:])]

@@ -188,20 +188,14 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
         # a trailing reduction's kernel keeps one accumulator: it runs on one thread
         k = r.kernels[which] = (getattr(mod, which + "_contig"), acc is None, getattr(mod, which + "_strided"))
     if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
-        arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
-                  else t._storage.data for t in ins]
+        arrays = [step_mod.flat_view(t) for t in ins]
         if k[1] and n >= _par_min():
             _threaded(k[0], outs, arrays, scalars, n)
         else:
             k[0](*outs, *arrays, *scalars)
         return outs
-    strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-    cshape, cstrides = L.collapse(shape, strides)
-    if not cshape:
-        cshape, cstrides = (1,), [(0,)] * len(strides)
-    args = []
-    for t, st in zip(ins, cstrides[1:]):
-        args += [t._storage.data, t._offset, np.array(st, np.int64)]
+    cshape, operands = L.collapse_operands(shape, ins)
+    args = [x for data, off, st in operands for x in (data, off, np.array(st, np.int64))]
     k[2](np.array(cshape, np.int64), *outs, *args, *scalars)
     return outs
 
@@ -222,17 +216,11 @@ def _launch_cuda(r, which, shape, ins, out_dtypes, device, scalars=()):
     threads = cl._config["threads"]
     grid = cl._blocks(n, threads)
     if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
-        arrays = [t._storage.data[t._offset:t._offset + n] if t._offset or t._storage.data.shape[0] != n
-                  else t._storage.data for t in ins]
+        arrays = [step_mod.flat_view(t) for t in ins]
         k[0][grid, threads](*outs, *arrays, *scalars)
         return outs
-    strides = [L.contiguous_strides(shape)] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-    cshape, cstrides = L.collapse(shape, strides)
-    if not cshape:
-        cshape, cstrides = (1,), [(0,)] * len(strides)
-    args = []
-    for t, st in zip(ins, cstrides[1:]):
-        args += [t._storage.data, t._offset, tuple(int(v) for v in st)]
+    cshape, operands = L.collapse_operands(shape, ins)
+    args = [x for data, off, st in operands for x in (data, off, tuple(int(v) for v in st))]
     k[1][grid, threads](tuple(int(v) for v in cshape), *outs, *args, *scalars)
     return outs
 

@@ -54,7 +54,8 @@ def _copy_out(t):
     return Tensor._make(Storage(arr), 0, t._shape, L.contiguous_strides(t._shape), t.dtype, t.device)
 
 
-def _flat(t):
+def flat_view(t):
+    """The n elements of a contiguous tensor's storage from its offset (the storage itself when it is exactly that)."""
     n = L.numel(t._shape)
     d = t._storage.data
     return d if t._offset == 0 and d.shape[0] == n else d[t._offset:t._offset + n]
@@ -167,19 +168,14 @@ class _Bound:
         mod = r.kernel
         pre = [acc] if acc is not None else []
         if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
-            arrays = [_flat(t) for t in ins]
+            arrays = [flat_view(t) for t in ins]
             if acc is None and n >= _par_min():
                 call = (_threaded, (mod.fused_contig, outs, arrays, (), n))
             else:
                 call = (mod.fused_contig, tuple(pre + outs + arrays))
         else:
-            strides = [cs] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
-            cshape, cstrides = L.collapse(shape, strides)
-            if not cshape:
-                cshape, cstrides = (1,), [(0,)] * len(strides)
-            args = []
-            for t, st in zip(ins, cstrides[1:]):
-                args += [t._storage.data, t._offset, np.array(st, np.int64)]
+            cshape, operands = L.collapse_operands(shape, ins)
+            args = [x for data, off, st in operands for x in (data, off, np.array(st, np.int64))]
             call = (mod.fused_strided, (np.array(cshape, np.int64), *pre, *outs, *args))
         if rt is None:
             self.calls.append(call)
@@ -331,7 +327,7 @@ def _bind_elementwise(spec, ins, scalars, out):
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
     if not cshape or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides)):
-        args = [_flat(out)] + [_flat(t) for t in ins]
+        args = [flat_view(out)] + [flat_view(t) for t in ins]
         if _dispatch._parallel(n):
             return (_dispatch._run_contig, (spec.kernel("contig"), args, scalars, n))
         return (spec.kernel("contig"), (*args, *scalars))
@@ -449,7 +445,7 @@ def _adam_entry(opt, p, cache):
            not L.is_contiguous(t._shape, t._strides) for t in (p, m, v)) or \
             np.dtype(p.dtype.np).kind != "f" or np.dtype(p.dtype.np).itemsize < 4 or step_t.numel() != 1:
         return None
-    ent = cache[id(p)] = (state, p, step_t, m, v, _flat(p), _flat(m), _flat(v), p._storage.data)
+    ent = cache[id(p)] = (state, p, step_t, m, v, flat_view(p), flat_view(m), flat_view(v), p._storage.data)
     return ent
 
 
@@ -476,7 +472,7 @@ def _fused_adam(opt, cache):
             if ent is None or g.dtype is not p.dtype or g._shape != p._shape or \
                     not L.is_contiguous(g._shape, g._strides) or g.device.type != "cpu":
                 return False
-            work.append((ent, _flat(g), scalars, flags))
+            work.append((ent, flat_view(g), scalars, flags))
     for ent, gf, (beta1, beta2, lr, wd, eps), (maximize, decoupled) in work:
         _, p, step_t, m, v, pf, mf, vf, _ = ent
         data = step_t._storage.data
