@@ -105,7 +105,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -141,6 +141,8 @@ class OpSpec:
         self.blas = d.get("blas", False)     # array ops whose body calls BLAS (small products: one thread, _blas.py)
         # positions among the kernel scalars of ops.yaml `scalars_in_dtype` (rounded for a 16-bit compute dtype)
         self.round_idx = tuple(i for i, n in enumerate(kernel_args) if n in d.get("scalars_in_dtype", ()))
+        # their positions among the scalar arguments: PyTorch checks these against the result dtype (alpha_check)
+        self.in_dtype_pos = tuple(i for i, n in enumerate(self.scalar_names) if n in d.get("scalars_in_dtype", ()))
 
     def check_inputs(self, ts):
         """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
@@ -334,7 +336,7 @@ def _plan_for(spec, tensors):
     key = []
     for t in tensors:
         if isinstance(t, Tensor):
-            key.append(t.dtype if (t._shape and not t._wrapped) else (t.dtype, t._shape != (), t._wrapped))
+            key.append(t.dtype if t._shape else (t.dtype, t._wrapped))    # (wrapped numbers are 0-d)
         else:
             tp = type(t)
             if tp is float or tp is int or tp is bool:
@@ -410,7 +412,8 @@ _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a st
 
 
 class _Plan:
-    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo")
+    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo",
+                 "lean", "ks", "run", "tensor_pos")
 
     def __init__(self, compute, out, conv, n_kernel_scalars):
         self.float_key = ("contig", (float,) * n_kernel_scalars) \
@@ -421,9 +424,15 @@ class _Plan:
         self.numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple) \
             if all(c is None or c.__class__ is tuple for c in conv) and not self.plain and \
             any(c is None for c in conv) else None
-        self.geo = {}                                 # numel -> 1-D geometry arrays of the strided kernel
+        self.tensor_pos = tuple(i for i, c in enumerate(conv) if c.__class__ is not tuple)   # (not numbers)
+        self.geo = {}                                 # numel -> the strided kernel's arguments (_numbers_args)
         self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
         self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
+        # _lean_contig serves call() for plain plans whose kernel scalars (if any) go in as floats; it finds the
+        # floats of scalars it has seen in ks
+        self.lean = self.plain and (not n_kernel_scalars or self.float_key is not None)
+        self.ks = {}
+        self.run = _lean_contig if self.lean else _fast_elementwise
 
 
 def _new_plan(spec, tensors, key):
@@ -483,7 +492,7 @@ def _fast_scalars(spec, plan, scalars):
             for i in spec.kernel_idx:
                 v = scalars[i]
                 tp = v.__class__
-                if tp is float or tp is int or tp is bool:
+                if tp is float or tp is int or tp is bool and not spec.in_dtype_pos:
                     ks.append(float(v))
                 else:
                     ks = None
@@ -521,17 +530,20 @@ def _convert(plan, tensors):
     return ins
 
 
-def _numbers_geometry(plan, n):
-    """[shape, out strides, strides per argument] of the 1-D strided kernel call over n elements where every Tensor
-    argument is dense (stride 1) and every Python number is a broadcast 1-element array (stride 0)."""
-    geo = plan.geo.get(n)
-    if geo is None:
+def _numbers_args(plan, n):
+    """The argument list of the 1-D strided kernel call over n elements where every Tensor argument is dense
+    (stride 1) and every Python number a broadcast 1-element array (stride 0): [shape, out, 0, out strides] then
+    (data, offset, strides) per argument, data and offsets left for the caller to fill in a copy."""
+    args = plan.geo.get(n)
+    if args is None:
         one, zero = np.ones(1, np.int64), np.zeros(1, np.int64)
-        geo = [np.array((n,), np.int64), one] + [zero if i in plan.numbers else one for i in range(len(plan.conv))]
+        args = [np.array((n,), np.int64), None, 0, one]
+        for i in range(len(plan.conv)):
+            args += [None, 0, zero if i in plan.numbers else one]
         if len(plan.geo) > 64:
             plan.geo.clear()
-        plan.geo[n] = geo
-    return geo
+        plan.geo[n] = args
+    return args
 
 
 _number_tensors = {}    # (type, value) -> the 0-d tensor a node saves for a Python number argument
@@ -554,10 +566,9 @@ def _number_tensor(v):
 def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
     """_fast_elementwise for dense same-shape Tensors of the compute dtype with Python numbers (a * 2): the
     1-D strided kernel with cached geometry; None when the Tensors are not all dense and of one shape."""
-    shape = cs = None
-    for i, t in enumerate(tensors):
-        if i in plan.numbers:
-            continue
+    shape = None
+    for i in plan.tensor_pos:
+        t = tensors[i]
         if shape is None:
             shape = t._shape
             cs, n = _info(shape)
@@ -566,14 +577,14 @@ def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
     odata = np.empty(n, plan.out_np)
     out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
     if n:
-        geo = _numbers_geometry(plan, n)
-        args = [geo[0], odata, 0, geo[1]]
-        conv = plan.conv
-        for i, t in enumerate(tensors):
-            if i in plan.numbers:
-                args += [_const(plan, t, conv[i])._storage.data, 0, geo[2 + i]]
-            else:
-                args += [t._storage.data, t._offset, geo[2 + i]]
+        args = _numbers_args(plan, n).copy()
+        args[1] = odata
+        for i in plan.tensor_pos:
+            t = tensors[i]
+            args[4 + 3 * i] = t._storage.data
+            args[5 + 3 * i] = t._offset
+        for i in plan.numbers:
+            args[4 + 3 * i] = _const(plan, tensors[i], plan.conv[i])._storage.data
         skey = ("strided", ekey[1]) if ekey.__class__ is tuple else "strided"
         fn = plan.entries.get(skey)
         if fn is None:
@@ -581,11 +592,11 @@ def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
         if fn is not None:
             fn(*args, *ks)
     if spec.differentiable and grad_mode.state.enabled:
-        for t in tensors:
-            if t.__class__ is not float and t.__class__ is not int and t.__class__ is not bool and _requires_grad(t):
-                ins = [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)]
+        for i in plan.tensor_pos:
+            if _requires_grad(tensors[i]):
                 if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
-                    _record_lean(spec, ins, scalars, (out,))
+                    _record_lean(spec, [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
+                                 scalars, (out,))
                 else:
                     record(spec, [_wrap_number(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
                            scalars, (out,))
@@ -593,8 +604,56 @@ def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
     return out
 
 
+def _lean_contig(spec, plan, tensors, scalars):
+    """_fast_elementwise's commonest case spelled out for call(): every argument a Tensor of the compute dtype,
+    all of one shape, contiguous from offset 0, of a size run on one thread, with the kernel's entry known and
+    its scalars (if any) Python numbers seen before; anything else goes _fast_elementwise's way. At one element
+    each Python opcode here is about 1% of the op's time."""
+    t0 = tensors[0]
+    shape = t0._shape
+    info = _shape_info.get(shape)
+    if info is not None:
+        cs, n = info
+        if n < PARALLEL_MIN:
+            args = [None]
+            for t in tensors:
+                if t._strides != cs or t._shape != shape or t._offset:
+                    break
+                d = t._storage.data
+                args.append(d if len(d) == n else d[:n])
+            else:
+                if plan.float_key is None:
+                    fn, ks = plan.entries.get("contig"), ()
+                else:
+                    fn = plan.entries.get(plan.float_key)
+                    try:
+                        ks = plan.ks.get(scalars)
+                    except TypeError:       # an unhashable argument: _fast_elementwise says what is wrong
+                        ks = None
+                    for i in spec.in_dtype_pos:     # True == 1: a bool alpha must meet _in_dtype_scalars' check
+                        if scalars[i].__class__ is bool:
+                            ks = None
+                if fn is not None and ks is not None:
+                    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+                    if n:
+                        args[0] = out._storage.data
+                        fn(*args, *ks)
+                    if spec.differentiable and grad_mode.state.enabled:
+                        for t in tensors:
+                            if _requires_grad(t):
+                                _record_lean(spec, tensors, scalars, (out,)) if spec.save_plan is not None \
+                                    and len(scalars) == len(spec.scalar_names) else \
+                                    record(spec, tensors, scalars, (out,))
+                                break
+                    return out
+    return _fast_elementwise(spec, plan, tensors, scalars)
+
+
 def _fast_elementwise(spec, plan, tensors, scalars):
     ks, ekey = _fast_scalars(spec, plan, scalars)
+    if plan.lean and scalars and ekey is plan.float_key and len(plan.ks) < 64 and \
+            all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars):
+        plan.ks[scalars] = ks   # floats of nonzero Python numbers: equal numbers, equal floats (unlike -0.0 and 0.0)
     if plan.plain:
         t0 = tensors[0]
         shape = t0._shape
@@ -729,6 +788,8 @@ def check_index(t, name):
 def _kernel_scalars(spec, scalars, dtype):
     if spec.kernel_idx is None:
         return [_scalar_arg(s, dtype) for s in scalars]
+    if spec.in_dtype_pos:
+        scalars = _in_dtype_scalars(spec, scalars, dtype)
     ks = [_scalar_arg(scalars[i], dtype) for i in spec.kernel_idx]
     if dtype.half and spec.round_idx:       # PyTorch's alpha.to<scalar_t>(): through float, then 16 bits
         for i in spec.round_idx:
@@ -736,6 +797,23 @@ def _kernel_scalars(spec, scalars, dtype):
                 with np.errstate(over="ignore"):
                     ks[i] = float(np.float32(ks[i]).astype(dtype.np))
     return ks
+
+
+def _in_dtype_scalars(spec, scalars, dtype):
+    """The scalars with those of ops.yaml `scalars_in_dtype` checked as PyTorch's alpha_check does against the
+    result dtype (a bool only for a bool result, a float not for an integral one) and made bool for a bool one."""
+    scalars = list(scalars)
+    for i in spec.in_dtype_pos:
+        v, name = scalars[i], spec.scalar_names[i]
+        if isinstance(v, Tensor):
+            v = v.item()
+        if isinstance(v, (bool, np.bool_)) and dtype is not D.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if isinstance(v, (float, np.floating)) and dtype.category != 2:
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+        if dtype is D.bool_ and v is not None:
+            scalars[i] = bool(v)
+    return scalars
 
 
 def _scalar_arg(v, dtype):
@@ -1317,6 +1395,12 @@ def composite_inplace(name, self, *args, **kwargs):
 
 def call(name, tensors, scalars):
     spec = SPECS[name]
+    if spec.plans is not None and _tracer is None and not _autocast.state.any and not _reference.enabled \
+            and not _cuda_d.used:     # elementwise on cpu, nothing intercepting: the lean path (elementwise())
+        plan = _plan_for(spec, tensors)
+        if plan is not None:
+            return plan.run(spec, plan, tensors, scalars)
+        return _elementwise(spec, tensors, scalars)
     if _autocast.state.any and spec.autocast is not None:
         tensors = _autocast.cast(spec.autocast, tensors)
     if _tracer is not None:     # reftorch.compile is recording this call (reftorch/compile/tracer.py)
