@@ -380,7 +380,7 @@ def elementwise(spec, tensors, scalars):
     if spec.plans is not None:
         plan = _plan_for(spec, tensors)
         if plan is not None:
-            return _fast_elementwise(spec, plan, tensors, scalars)
+            return plan.run(spec, plan, tensors, scalars)
     return _elementwise(spec, tensors, scalars)
 
 
@@ -619,8 +619,7 @@ def _lean_contig(spec, plan, tensors, scalars):
             for t in tensors:
                 if t._strides != cs or t._shape != shape or t._offset:
                     break
-                d = t._storage.data
-                args.append(d if len(d) == n else d[:n])
+                args.append(t._storage.data)    # (storage may run past n elements: the kernel loops over out)
             else:
                 if plan.float_key is None:
                     fn, ks = plan.entries.get("contig"), ()

@@ -5,6 +5,10 @@
 """Numba CPU kernels for every elementwise, reduction and scan op of ops.yaml."""
 
 
+
+from . import _cache  # noqa: F401  (before the prelude: it sets up Numba's CPU target)
+
+
 # Scalar helpers shared by the scalar expressions of ops.yaml. The generator copies this text into
 # every generated kernel module so that each module stays self-contained (Numba's cache notices edits
 # to the file itself, not to modules it imports). Each helper is inlined into the kernels that use it.
