@@ -416,7 +416,8 @@ def region_source(region):
     arrays = [(f"a{j}", f"x{j}") for j in range(nin)]
     fwd_stores = [(f"o{m}", f"v{vid}") for m, vid in enumerate(region.outputs)]
     bw_lines, bw_outs, helpers = body.backward() if region.grad_inputs else ([], {}, {})
-    parts = [_header(region, "cpu"), prelude(), "from reftorch.kernels._cache import CACHE\nfrom numba import prange\n\n"
+    parts = [_header(region, "cpu"), "from reftorch.kernels._cache import CACHE  # first: it sets up Numba's CPU target\n",
+             prelude(), "from numba import prange\n\n"
              "# no fast-math: every op rounds as the eager kernel rounds it (the float32 tanh below is the exception)\n"
              "FM = False\n",
              LOCAL_HELPERS]
