@@ -337,10 +337,43 @@ def main():
     if not args.only:
         parallel_threshold(args.quick, 5 if args.quick else 15)
     startup = {} if args.no_startup else startup_table(torch_python)
+    print_targets(rows, startup)
     with open(args.json, "w") as f:
         json.dump(dict(machine=dict(copy_GBs=copy_gbs, numpy_matmul_GFLOPs=np_gflops), torch=torch_version,
                        rows=rows, startup=startup), f, indent=1)
     print(f"\nwrote {args.json}")
+
+
+# issue 6's targets: (what, which rows, the test on a row) -- ratios are the peer's time / reftorch's
+_THROUGHPUT = ("add ", "exp ", "tanh ", "log ", "sigmoid ", "gelu-tanh", "broadcast add", "sum dim", "full sum",
+               "a.T + b")
+TARGETS = (
+    ("large elementwise, broadcast, transposed, reduction: >= 1.0x NumPy and PyTorch",
+     lambda n: n.startswith(_THROUGHPUT), lambda r: (r["vs_numpy"] or 9) >= 1.0 and (r["vs_torch"] or 9) >= 1.0),
+    ("matmul >= 0.9x NumPy", lambda n: n.startswith("matmul"), lambda r: (r["vs_numpy"] or 9) >= 0.9),
+    ("per-op overhead <= 3 us without grad", lambda n: n.startswith("per-op") and not n.endswith("grad"),
+     lambda r: r["reftorch_s"] <= 3e-6),
+    ("per-op overhead <= 5 us recording grad", lambda n: n.startswith("per-op") and n.endswith("grad"),
+     lambda r: r["reftorch_s"] <= 5e-6),
+    ("MLP training step <= 1.5x PyTorch's time", lambda n: n.startswith("MLP"),
+     lambda r: r["vs_torch"] is None or r["vs_torch"] >= 1 / 1.5),
+)
+
+
+def print_targets(rows, startup):
+    """Which of issue 6's targets this run meets, row by row (absolute times are this machine's, this run's)."""
+    print("\ntargets (issue 6), this run:")
+    for what, picks, holds in TARGETS:
+        chosen = [r for r in rows if picks(r["workload"])]
+        if not chosen:
+            continue
+        missed = [r["workload"] for r in chosen if not holds(r)]
+        print(f"  {'holds ' if not missed else 'MISSED'}  {what}" + (f"  (missed: {'; '.join(missed)})" if missed else ""))
+    warm = startup.get("reftorch", {}).get("warm cache")
+    if warm:
+        imp, first = warm[0], warm[1]
+        print(f"  {'holds ' if imp <= 0.5 else 'MISSED'}  import reftorch <= 0.5 s  ({imp * 1e3:.0f} ms)")
+        print(f"  {'holds ' if first <= 0.05 else 'MISSED'}  first op <= 50 ms, warm cache  ({first * 1e3:.0f} ms)")
 
 
 def parallel_threshold(quick, reps):
