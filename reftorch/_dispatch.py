@@ -92,8 +92,10 @@ class _KernelCache(dict):
                 plan.entries.clear()
 
     def __setitem__(self, key, value):
+        replaced = key in self      # a new suffix: no plan holds an entry point of it yet
         dict.__setitem__(self, key, value)
-        self._forget()
+        if replaced:
+            self._forget()
 
     def __delitem__(self, key):
         dict.__delitem__(self, key)
@@ -413,7 +415,7 @@ _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a st
 
 class _Plan:
     __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo",
-                 "lean", "ks", "run", "tensor_pos")
+                 "lean", "ks", "run", "tensor_pos", "dense")
 
     def __init__(self, compute, out, conv, n_kernel_scalars):
         self.float_key = ("contig", (float,) * n_kernel_scalars) \
@@ -430,8 +432,9 @@ class _Plan:
         self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
         # _lean_contig serves call() for plain plans whose kernel scalars (if any) go in as floats; it finds the
         # floats of scalars it has seen in ks
-        self.lean = self.plain and (not n_kernel_scalars or self.float_key is not None)
+        self.lean = (self.plain or self.numbers is not None) and (not n_kernel_scalars or self.float_key is not None)
         self.ks = {}
+        self.dense = {}                               # (Python number, n) -> its dense array (_dense_number)
         self.run = _lean_contig if self.lean else _fast_elementwise
 
 
@@ -594,32 +597,31 @@ def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
     if spec.differentiable and grad_mode.state.enabled:
         for i in plan.tensor_pos:
             if _requires_grad(tensors[i]):
-                if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
-                    _record_lean(spec, [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
-                                 scalars, (out,))
-                else:
-                    record(spec, [_wrap_number(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
-                           scalars, (out,))
+                _record_numbers(spec, plan, tensors, scalars, out)
                 break
     return out
 
 
 def _lean_contig(spec, plan, tensors, scalars):
-    """_fast_elementwise's commonest case spelled out for call(): every argument a Tensor of the compute dtype,
-    all of one shape, contiguous from offset 0, of a size run on one thread, with the kernel's entry known and
-    its scalars (if any) Python numbers seen before; anything else goes _fast_elementwise's way. At one element
-    each Python opcode here is about 1% of the op's time."""
-    t0 = tensors[0]
-    shape = t0._shape
+    """_fast_elementwise's commonest cases spelled out for call(): every Tensor argument of the compute dtype, all of
+    one shape, contiguous from offset 0, of a size run on one thread, and Python numbers (a * 2) only where the size
+    is at most DENSE_NUMBERS (each becomes a cached array of that size); the kernel's entry known and its scalars
+    (if any) Python numbers seen before. Anything else goes _fast_elementwise's way. At one element each Python
+    opcode here is about 1% of the op's time."""
+    numbers = plan.numbers
+    shape = (tensors[0] if numbers is None else tensors[plan.tensor_pos[0]])._shape
     info = _shape_info.get(shape)
     if info is not None:
         cs, n = info
-        if n < PARALLEL_MIN:
+        if n < PARALLEL_MIN and (numbers is None or n <= DENSE_NUMBERS):
             args = [None]
             for t in tensors:
-                if t._strides != cs or t._shape != shape or t._offset:
+                if numbers is not None and (t.__class__ is float or t.__class__ is int or t.__class__ is bool):
+                    args.append(_dense_number(plan, t, n))      # (plan.numbers: these are the only non-Tensors)
+                elif t._strides != cs or t._shape != shape or t._offset:
                     break
-                args.append(t._storage.data)    # (storage may run past n elements: the kernel loops over out)
+                else:
+                    args.append(t._storage.data)    # (storage may run past n elements: the kernel loops over out)
             else:
                 if plan.float_key is None:
                     fn, ks = plan.entries.get("contig"), ()
@@ -638,21 +640,67 @@ def _lean_contig(spec, plan, tensors, scalars):
                         args[0] = out._storage.data
                         fn(*args, *ks)
                     if spec.differentiable and grad_mode.state.enabled:
-                        for t in tensors:
-                            if _requires_grad(t):
-                                _record_lean(spec, tensors, scalars, (out,)) if spec.save_plan is not None \
-                                    and len(scalars) == len(spec.scalar_names) else \
+                        for i in plan.tensor_pos:
+                            if _requires_grad(tensors[i]):
+                                if numbers is not None:
+                                    _record_numbers(spec, plan, tensors, scalars, out)
+                                elif spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+                                    _record_lean(spec, tensors, scalars, (out,))
+                                else:
                                     record(spec, tensors, scalars, (out,))
                                 break
                     return out
+                if numbers is not None and n:     # first call: _fast_elementwise never runs the contiguous
+                    ks, ekey = _fast_scalars(spec, plan, scalars)   # kernel with numbers, so enter it here
+                    _cache_ks(plan, scalars, ks, ekey)
+                    fn = plan.entries.get(ekey)
+                    if fn is None:
+                        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+                        args[0] = out._storage.data
+                        _entry(spec, plan, "contig", args, ks)      # (runs the call)
+                        if spec.differentiable and grad_mode.state.enabled and \
+                                any(_requires_grad(tensors[i]) for i in plan.tensor_pos):
+                            _record_numbers(spec, plan, tensors, scalars, out)
+                        return out
     return _fast_elementwise(spec, plan, tensors, scalars)
+
+
+DENSE_NUMBERS = 256     # operand size up to which a Python number goes in as a cached dense array (_lean_contig)
+
+
+def _dense_number(plan, v, n):
+    """Python number v as an array of n elements of the plan's compute dtype, cached per (value, n) like
+    _const (a contiguous kernel call costs half a strided one's at small sizes)."""
+    key = (v, n)
+    a = plan.dense.get(key)
+    if a is None or v == 0 or v != v:       # (0.0 == -0.0 and NaN != NaN: never shared)
+        c = plan.conv[plan.numbers[0]]
+        a = np.full(n, _const(plan, v, c)._storage.data[0], c[1].np)     # (kernels never write their inputs;
+        if len(plan.dense) < 16:                                          # a read-only array would compile anew)
+            plan.dense[key] = a
+    return a
+
+
+def _cache_ks(plan, scalars, ks, ekey):
+    """Keep ks, the kernel floats of scalars, for _lean_contig where equal scalars give equal floats."""
+    if plan.lean and scalars and ekey is plan.float_key and len(plan.ks) < 64 and \
+            all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars):
+        plan.ks[scalars] = ks   # floats of nonzero Python numbers: equal numbers, equal floats (unlike -0.0 and 0.0)
+
+
+def _record_numbers(spec, plan, tensors, scalars, out):
+    """record() for a call mixing Tensors and Python numbers (plan.numbers): each number saved as PyTorch saves its
+    double Scalar."""
+    if spec.save_plan is not None and len(scalars) == len(spec.scalar_names):
+        _record_lean(spec, [_number_tensor(t) if i in plan.numbers else t for i, t in enumerate(tensors)],
+                     scalars, (out,))
+    else:
+        record(spec, [_wrap_number(t) if i in plan.numbers else t for i, t in enumerate(tensors)], scalars, (out,))
 
 
 def _fast_elementwise(spec, plan, tensors, scalars):
     ks, ekey = _fast_scalars(spec, plan, scalars)
-    if plan.lean and scalars and ekey is plan.float_key and len(plan.ks) < 64 and \
-            all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars):
-        plan.ks[scalars] = ks   # floats of nonzero Python numbers: equal numbers, equal floats (unlike -0.0 and 0.0)
+    _cache_ks(plan, scalars, ks, ekey)
     if plan.plain:
         t0 = tensors[0]
         shape = t0._shape

@@ -90,3 +90,21 @@ def test_grad_recorded_only_when_enabled():
         z = r + b
         w = r * 2
     assert not z.requires_grad and z.grad_fn is None and not w.requires_grad
+
+
+@pytest.mark.parametrize("n", [1, 7, 256, 257])
+def test_number_operands_at_sizes_around_the_dense_limit(n):
+    x_np = np.linspace(-2, 2, n).astype(np.float32)
+    x = torch.tensor(x_np)
+    for k in (2, 3, 2, 0.5, 0.0, -0.0, float("nan"), float("-inf"), 2):
+        with np.errstate(invalid="ignore"):
+            _same(x * k, x_np * np.float32(k))
+            _same(k - x, np.float32(k) - x_np)
+            _same(torch.where(x > 0, x, k), np.where(x_np > 0, x_np, np.float32(k)))
+    r = torch.tensor(x_np, requires_grad=True)
+    for _ in range(2):
+        r.grad = None
+        y = (3 * r - 1) * 2.5
+        y.sum().backward()
+        np.testing.assert_array_equal(r.grad.numpy(), np.full(n, 7.5, np.float32))
+    assert y.grad_fn is not None
