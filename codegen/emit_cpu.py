@@ -43,6 +43,8 @@ from ._cache import CACHE
 # Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
+
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
 '''
 
 # The last lines of a kernel module: its recorded kernels turn into Numba dispatchers on first lookup.
@@ -256,17 +258,56 @@ def {stem}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
                 a = _c_{op.name}(a, {ld("base + k * sk")}{sc})
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_{op.name}(acc[m], {ld("base + m")}{sc})
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_{op.name}(acc[m], {ld("b0 + m")}{sc})
+                    a = _c_{op.name}(a, {ld("b1 + m")}{sc})
+                    a = _c_{op.name}(a, {ld("b2 + m")}{sc})
+                    acc[m] = _c_{op.name}(a, {ld("b3 + m")}{sc})
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_{op.name}(acc[m], {ld("b0 + m")}{sc})
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_{op.name}(acc[m], {ld("base + m * sm")}{sc})
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def {stem}_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start{sc}):
+    # ops.yaml: {op.name}{tag} -- {stem}_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            {stem}_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0{sc})
 '''
 
 

@@ -291,6 +291,97 @@ def test_reduction_dim_forms():
         x.sum((0, -3))
 
 
+# Reductions over a leading dim: the kept innermost dim is contiguous, so rows accumulate into a contiguous acc
+# (<op>_reduce's sm == 1 loop: blocks of OUTER_BLOCK = 2048 outputs, 4 rows a pass); kept or reduced dims that do
+# not collapse to one axis each take <op>_reduce_nd (no copy) when one of the two inner walks is contiguous.
+# The path depends on the layout only, so these small shapes take it; 2050 columns leave a partial block.
+OUTER = [((5, 2050), 0), ((7, 2050), -2), ((3, 4, 5), (0, 2)), ((3, 4, 5), (-3, -1)), ((3, 6, 2050), 1),
+         ((2, 3, 4, 5), (0, 2)), ((2, 3, 4, 5), (1, 3)), ((4, 3, 5), (2, 0)), ((2, 3, 4, 5), (0, 1, 3))]
+
+
+@pytest.mark.parametrize("shape,dim", OUTER)
+def test_reduction_outer_dims_match_numpy(shape, dim):
+    a64 = rand(*shape)
+    a32 = a64.astype(np.float32)
+    ai = RNG.integers(-4, 5, shape)
+    for keepdim in (False, True):
+        kw = dict(axis=dim, keepdims=keepdim)
+        # float32 sums accumulate in float64 (then round once), as on the contiguous paths
+        check(torch.from_numpy(a32).sum(dim, keepdim), np.sum(a32.astype(np.float64), **kw).astype(np.float32),
+              dtype=torch.float32, atol=0, rtol=0)
+        check(torch.from_numpy(a32).mean(dim, keepdim), np.mean(a32.astype(np.float64), **kw).astype(np.float32),
+              atol=0, rtol=3e-7)     # the float32 sum, then the division: two roundings
+        check(torch.from_numpy(a64).prod(dim, keepdim), np.prod(a64, **kw), atol=0, rtol=1e-12)
+        check(torch.from_numpy(a32).amax(dim, keepdim), np.amax(a32, **kw), atol=0, rtol=0)
+        check(torch.from_numpy(a64).amin(dim, keepdim), np.amin(a64, **kw), atol=0, rtol=0)
+        check(torch.from_numpy(ai).sum(dim, keepdim), np.sum(ai, **kw), dtype=torch.int64)
+        check(torch.from_numpy(ai.astype(np.int32)).amax(dim, keepdim), np.amax(ai, **kw), dtype=torch.int32)
+        check(torch.from_numpy(ai > 0).sum(dim, keepdim), np.sum(ai > 0, **kw), dtype=torch.int64)
+        check(torch.from_numpy(ai > -4).all(dim, keepdim), np.all(ai > -4, **kw))
+        check(torch.from_numpy(ai > 3).any(dim, keepdim), np.any(ai > 3, **kw))
+        check(torch.from_numpy(ai.astype(np.int32)).sum(dim, keepdim, dtype=torch.float64), np.sum(ai, **kw),
+              dtype=torch.float64, atol=0, rtol=0)
+    check(torch.count_nonzero(torch.from_numpy(ai), dim), np.count_nonzero(ai, dim))
+    # transposed and stepped views of the same values
+    for layout in ("transposed", "sliced"):
+        check(T(a64, layout).sum(dim), np.sum(a64, axis=dim), atol=1e-12, rtol=1e-12)
+        check(T(a32, layout).amax(dim, True), np.amax(a32, axis=dim, keepdims=True), atol=0, rtol=0)
+
+
+def test_reduction_outer_dims_order_nan_and_empty():
+    # each output combines its rows in order (the 4-row unrolled loop included): bit-identical to row by row
+    a = RNG.standard_normal((11, 2050)).astype(np.float32) * 1e4
+    acc = np.zeros(2050)
+    for row in a:
+        acc += row
+    check(torch.from_numpy(a).sum(0), acc.astype(np.float32), atol=0, rtol=0)
+    acc = np.zeros(2050, np.float32)
+    for row in a[:, :]:
+        acc += row
+    check(torch.from_numpy(a).sum(0, dtype=torch.float32), np.sum(a.astype(np.float64), 0).astype(np.float32),
+          atol=0, rtol=0)
+    # NaN propagates through amax/amin wherever it sits (first row, a middle row, the last of a partial block)
+    b = RNG.standard_normal((6, 2050))
+    b[0, 3] = b[4, 2049] = b[5, 100] = np.nan
+    b3 = RNG.standard_normal((3, 4, 5))
+    b3[1, 2, 4] = b3[0, 0, 0] = np.nan
+    for x, dim in ((b, 0), (b3, (0, 2)), (b3, 0), (b3.transpose(2, 1, 0), 1)):
+        for op in ("amax", "amin"):
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)), op)(dim), getattr(np, op)(x, axis=dim),
+                  atol=0, rtol=0)
+        check(torch.from_numpy(np.ascontiguousarray(x)).sum(dim), np.sum(x, axis=dim), atol=1e-12, rtol=1e-12)
+    # empty reduced or kept dims
+    for shape, dim in (((0, 4, 3), (0, 2)), ((3, 0, 5), 1), ((2, 3, 0), 0), ((3, 4, 0), (0, 1)), ((2, 0, 5), (0, 2))):
+        e = np.zeros(shape)
+        check(torch.from_numpy(e).sum(dim), np.sum(e, axis=dim))
+        check(torch.from_numpy(e).prod(dim, True), np.prod(e, axis=dim, keepdims=True))
+        check(torch.from_numpy(e).any(dim), np.any(e, axis=dim))
+    with pytest.raises(IndexError, match=r"amax\(\): Expected reduction dim 0 to have non-zero size."):
+        torch.zeros(0, 4, 3).amax((0, 2))
+
+
+@pytest.mark.parametrize("shape,dim", [((4, 40), 0), ((3, 4, 5), (0, 2)), ((8, 3, 40), 1), ((2, 3, 4, 5), (1, 3))])
+def test_reduction_outer_dims_in_threads(monkeypatch, shape, dim):
+    import reftorch._dispatch as dispatch
+    monkeypatch.setattr(dispatch, "THREADS", 2)
+    monkeypatch.setattr(dispatch, "_parallel", lambda n: True)
+    a = rand(*shape)
+    check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
+    check(torch.from_numpy(a).amax(dim, True), np.amax(a, axis=dim, keepdims=True), atol=0, rtol=0)
+    for _ in range(2):      # the cached plan's call takes the same threads
+        check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
+
+
+def test_reduction_outer_dims_16bit():
+    a = RNG.standard_normal((3, 4, 2050)).astype(np.float32)
+    for dt, npdt in ((torch.float16, np.float16), (torch.bfloat16, None)):
+        x = torch.from_numpy(a).to(dt)
+        vals = x.float().numpy().astype(np.float64)
+        for dim in (0, (0, 2), 1, (0, 1)):
+            check(x.sum(dim).float(), np.sum(vals, axis=dim), atol=0.05, rtol=1e-2)
+            check(x.amax(dim).float(), np.amax(vals, axis=dim), atol=0, rtol=0)
+
+
 def test_argmax_argmin_ties_and_nan():
     x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [np.nan, 1.0, np.nan, 5.0], [2.0, 2.0, -1.0, -1.0]])
     check(x.argmax(1), [1, 0, 0])

@@ -407,6 +407,8 @@ from ._cache import CACHE
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
 
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
+
 
 @njit(inline="always")
 def _s_neg(self):
@@ -2211,17 +2213,56 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], x[b0 + m])
+                    a = _c_sum(a, x[b1 + m])
+                    a = _c_sum(a, x[b2 + m])
+                    acc[m] = _c_sum(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: sum -- sum_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            sum_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -2252,17 +2293,56 @@ def amax_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], x[b0 + m])
+                    a = _c_amax(a, x[b1 + m])
+                    a = _c_amax(a, x[b2 + m])
+                    acc[m] = _c_amax(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amax -- amax_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amax_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -3976,17 +4056,56 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], x[b0 + m])
+                    a = _c_prod(a, x[b1 + m])
+                    a = _c_prod(a, x[b2 + m])
+                    acc[m] = _c_prod(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: prod -- prod_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            prod_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4017,17 +4136,56 @@ def amin_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], x[b0 + m])
+                    a = _c_amin(a, x[b1 + m])
+                    a = _c_amin(a, x[b2 + m])
+                    acc[m] = _c_amin(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amin -- amin_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amin_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4082,17 +4240,56 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], x[b0 + m])
+                    a = _c_all(a, x[b1 + m])
+                    a = _c_all(a, x[b2 + m])
+                    acc[m] = _c_all(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: all -- all_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            all_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4123,17 +4320,56 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], x[b0 + m])
+                    a = _c_any(a, x[b1 + m])
+                    a = _c_any(a, x[b2 + m])
+                    acc[m] = _c_any(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: any -- any_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            any_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4179,17 +4415,56 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], x[b0 + m])
+                    a = _c_count_nonzero(a, x[b1 + m])
+                    a = _c_count_nonzero(a, x[b2 + m])
+                    acc[m] = _c_count_nonzero(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: count_nonzero -- count_nonzero_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            count_nonzero_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")

@@ -567,6 +567,8 @@ from ._cache import CACHE
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
 
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
+
 
 @njit(cache=CACHE)
 def f16_load_array(a, out):
@@ -2700,17 +2702,56 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_sum(a, f16_to_f32(x[b1 + m]))
+                    a = _c_sum(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_sum(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: sum [f16] -- sum_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            sum_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -2752,17 +2793,56 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_sum(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_sum(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_sum(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: sum [bf16] -- sum_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            sum_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -2795,17 +2875,56 @@ def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_amax(a, f16_to_f32(x[b1 + m]))
+                    a = _c_amax(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amax(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amax [f16] -- amax_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amax_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -2832,17 +2951,56 @@ def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_amax(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_amax(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amax(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amax [bf16] -- amax_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amax_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4809,17 +4967,56 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_prod(a, f16_to_f32(x[b1 + m]))
+                    a = _c_prod(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_prod(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: prod [f16] -- prod_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            prod_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -4861,17 +5058,56 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_prod(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_prod(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_prod(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: prod [bf16] -- prod_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            prod_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -4904,17 +5140,56 @@ def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_amin(a, f16_to_f32(x[b1 + m]))
+                    a = _c_amin(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amin(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amin [f16] -- amin_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amin_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -4941,17 +5216,56 @@ def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_amin(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_amin(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amin(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: amin [bf16] -- amin_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            amin_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -5026,17 +5340,56 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_all(a, f16_to_f32(x[b1 + m]))
+                    a = _c_all(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_all(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: all [f16] -- all_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            all_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -5063,17 +5416,56 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_all(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_all(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_all(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: all [bf16] -- all_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            all_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -5106,17 +5498,56 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_any(a, f16_to_f32(x[b1 + m]))
+                    a = _c_any(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_any(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: any [f16] -- any_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            any_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -5143,17 +5574,56 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_any(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_any(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_any(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: any [bf16] -- any_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            any_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
@@ -5206,17 +5676,56 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_count_nonzero(a, f16_to_f32(x[b1 + m]))
+                    a = _c_count_nonzero(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_count_nonzero(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: count_nonzero [f16] -- count_nonzero_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            count_nonzero_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 
@@ -5258,17 +5767,56 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_count_nonzero(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_count_nonzero(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_count_nonzero(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+    # ops.yaml: count_nonzero [bf16] -- count_nonzero_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
+    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        a = acc[p * M:(p + 1) * M]
+        for j in range(J):
+            jo = po
+            q = j
+            for d in range(len(jshape) - 1, -1, -1):
+                jo += (q % jshape[d]) * jstr[d]
+                q //= jshape[d]
+            count_nonzero_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
 
 
 @njit(inline="always")
