@@ -956,7 +956,7 @@ _reduction_plans = {}      # (op, dtype, shape, strides, dim, keepdim, dtype arg
 
 
 class _ReductionPlan:
-    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd")
+    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd", "size")
 
 
 def reduction(spec, tensors, scalars):
@@ -989,12 +989,11 @@ def reduction(spec, tensors, scalars):
 
 def _run_reduction(spec, plan, x, scalars):
     M, sm, K, sk = plan.geometry
+    acc = np.empty(plan.size, plan.acc_np)
+    start = 1
     if plan.identity is not None:
-        acc = np.full(plan.nd[0] * M if plan.nd else M, plan.identity, plan.acc_np)
+        acc.fill(plan.identity)     # (np.full costs ~2 us more per call)
         start = 0
-    else:
-        acc = np.empty(plan.nd[0] * M if plan.nd else M, plan.acc_np)
-        start = 1
     if plan.nd:
         _reduce_nd_call(spec.kernel("reduce_nd"), x._storage.data, x._offset, plan.nd, M, sm, K, sk, acc, start)
     else:
@@ -1097,7 +1096,7 @@ def _reduction(spec, tensors, scalars, key):
             plan = _ReductionPlan()
             plan.out_dtype, plan.acc_np, plan.out_np = out_dtype, acc_dtype.np, out_dtype.np
             plan.out_shape, plan.out_strides = tuple(out_shape), _info(tuple(out_shape))[0]
-            plan.geometry, plan.nd = (M_, sm, K_, sk), nd
+            plan.geometry, plan.nd, plan.size = (M_, sm, K_, sk), nd, M
             plan.identity = _identity(spec.identity, acc_dtype) if spec.identity is not None else None
             if len(_reduction_plans) > 4096:
                 _reduction_plans.clear()
