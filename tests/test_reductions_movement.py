@@ -350,6 +350,13 @@ def test_reduction_outer_dims_order_nan_and_empty():
             check(getattr(torch.from_numpy(np.ascontiguousarray(x)), op)(dim), getattr(np, op)(x, axis=dim),
                   atol=0, rtol=0)
         check(torch.from_numpy(np.ascontiguousarray(x)).sum(dim), np.sum(x, axis=dim), atol=1e-12, rtol=1e-12)
+    # broadcast (stride-0) dims, reduced or kept
+    base = rand(1, 4, 5)
+    for dim in ((0, 2), (0, 1), 0, 1, (1, 2)):
+        check(torch.from_numpy(base).expand(3, 4, 5).sum(dim), np.broadcast_to(base, (3, 4, 5)).sum(dim),
+              atol=1e-12, rtol=1e-12)
+        check(torch.from_numpy(base).expand(3, 4, 5).permute(2, 0, 1).amin(dim),
+              np.broadcast_to(base, (3, 4, 5)).transpose(2, 0, 1).min(dim), atol=0, rtol=0)
     # empty reduced or kept dims
     for shape, dim in (((0, 4, 3), (0, 2)), ((3, 0, 5), 1), ((2, 3, 0), 0), ((3, 4, 0), (0, 1)), ((2, 0, 5), (0, 2))):
         e = np.zeros(shape)
