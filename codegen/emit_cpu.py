@@ -331,6 +331,24 @@ def {stem}_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), {"x.dtype" if fmt is None else "np.float32"})
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = {ld("off + m0 + i")}
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = {ld("base + i")}
+                    b = _b_{op.name}(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = {ld("base")}

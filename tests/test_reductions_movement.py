@@ -379,6 +379,27 @@ def test_reduction_outer_dims_in_threads(monkeypatch, shape, dim):
         check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
 
 
+def test_argmax_argmin_over_a_leading_dim():
+    # rows at a time against a row of the best values (blocks of 2048 outputs): ties keep the first index, the
+    # first NaN wins, as on the per-output loop
+    a = RNG.integers(-3, 4, (9, 2050)).astype(np.float64)       # many ties
+    a[2, 5] = a[7, 5] = a[4, 2049] = a[0, 100] = np.nan
+    for x, dim in ((a, 0), (a.T, 1), (a.reshape(9, 2, 1025), 0)):
+        for op in ("argmax", "argmin"):
+            nan_first = np.where(np.isnan(x).any(dim), np.isnan(x).argmax(dim), getattr(np, op)(x, dim))
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)), op)(dim), nan_first)
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)).to(torch.int32), op)(dim, True) if op == "argmax"
+                  else torch.from_numpy(np.ascontiguousarray(x)).isnan().to(torch.uint8).argmin(dim),
+                  np.expand_dims(getattr(np, op)(np.nan_to_num(x).astype(np.int32), dim), dim) if op == "argmax"
+                  else np.isnan(x).astype(np.uint8).argmin(dim))
+    t = torch.from_numpy(np.ascontiguousarray(a.T)).T      # a's values, the kept dim 1 of stride 1 when reducing 1
+    check(t.argmax(1), np.where(np.isnan(a).any(1), np.isnan(a).argmax(1), a.argmax(1)))
+    h = torch.from_numpy(a[:, :40].astype(np.float32)).to(torch.float16)
+    check(h.argmax(0), np.where(np.isnan(a[:, :40]).any(0), np.isnan(a[:, :40]).argmax(0), a[:, :40].argmax(0)))
+    v, i = torch.from_numpy(a).max(0)
+    check(i, np.where(np.isnan(a).any(0), np.isnan(a).argmax(0), a.argmax(0)))
+
+
 def test_reduction_outer_dims_16bit():
     a = RNG.standard_normal((3, 4, 2050)).astype(np.float32)
     for dt, npdt in ((torch.float16, np.float16), (torch.bfloat16, None)):
