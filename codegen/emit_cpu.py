@@ -381,6 +381,23 @@ def {stem}_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_{op.name}(a, {ld("base + k * sk")})
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def {stem}_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: {op.name}{tag} -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_{op.name}(acc0[0], {ld("off + m")})
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_{op.name}(out[prev + m], {ld("base + m")})
 '''
 
 

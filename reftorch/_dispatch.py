@@ -1165,17 +1165,22 @@ def scan(spec, tensors, scalars):
     K = xin._shape[d]
     M = n // K if K else 0
     res = np.empty(n, acc_dtype.np)
+    keep = [i for i in range(xin.ndim) if i != d]
+    rows = False
     if n:
         arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
         acc0 = np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np)
-        if xin.dtype.half:
+        rows = sm == 1 and M_ > 1 and K_ > 1        # the kept axis contiguous: rows at a time, res (K, kept...)
+        if rows:
+            (_half.kernel(spec.name, xin.dtype.half, "scan_rows") if xin.dtype.half else spec.kernel("scan_rows"))(
+                _half.bits(arr), off, M_, K_, sk, res, acc0)
+        elif xin.dtype.half:
             _half.kernel(spec.name, xin.dtype.half, "scan")(_half.bits(arr), off, M_, sm, K_, sk, res, acc0)
         else:
             spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
-    keep = [i for i in range(xin.ndim) if i != d]
-    moved = tuple(xin._shape[i] for i in keep) + (K,)
-    res = res.reshape(moved)
-    inv = np.argsort(keep + [d])
+    order = [d] + keep if rows else keep + [d]
+    res = res.reshape(tuple(xin._shape[i] for i in order))
+    inv = np.argsort(order)
     res = _contig(res.transpose(inv)).astype(out_dtype.np, copy=False)
     out = new_tensor(res.reshape(x._shape), out_dtype)
     if spec.differentiable and grad_mode.state.enabled:

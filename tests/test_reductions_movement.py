@@ -541,6 +541,26 @@ def test_scans_match_numpy():
     check(torch.cumsum(torch.tensor([True, True, False]), 0), [1, 2, 2], dtype=torch.int64)
 
 
+def test_scans_over_a_leading_dim():
+    # the kept axis contiguous (<op>_scan_rows: a whole row at a time, each combining the row before): the same
+    # per-column order as the strided walk, so float32 cumsums (float64 running sums) match bit for bit
+    a = RNG.standard_normal((7, 3, 50)).astype(np.float32)
+    for x, d in ((a, 0), (a, -3), (a, 1), (a.transpose(2, 1, 0), 2), (a[:, 0], 0)):
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        check(t.cumsum(d), np.cumsum(x.astype(np.float64), d).astype(np.float32), dtype=torch.float32, atol=0, rtol=0)
+        check(t.double().cumprod(d), np.cumprod(x.astype(np.float64), d), atol=0, rtol=1e-13)
+        check(t.logcumsumexp(d), np.logaddexp.accumulate(x.astype(np.float64), d), atol=1e-5, rtol=1e-5)
+    ai = RNG.integers(-3, 4, (5, 6))
+    check(torch.from_numpy(ai).cumsum(0), np.cumsum(ai, 0), dtype=torch.int64)
+    check(torch.from_numpy(ai.astype(np.int32)).cumprod(0), np.cumprod(ai, 0), dtype=torch.int64)
+    check(torch.from_numpy(ai > 0).cumsum(0), np.cumsum(ai > 0, 0), dtype=torch.int64)
+    check(torch.from_numpy(np.ascontiguousarray(a.transpose(1, 0, 2))).permute(1, 0, 2).cumsum(0),   # a view
+          np.cumsum(a.astype(np.float64), 0).astype(np.float32), atol=0, rtol=0)
+    h = torch.from_numpy(a[:, 0]).to(torch.float16)
+    check(h.cumsum(0).float(), np.cumsum(a[:, 0].astype(np.float16).astype(np.float32), 0).astype(np.float16),
+          atol=1e-2, rtol=1e-2)
+
+
 def test_cummax_ties_and_nan():
     r = torch.cummax(torch.tensor([1.0, 3.0, 2.0, 3.0, np.nan, 5.0, np.nan]), 0)
     assert type(r).__name__ == "cummax"

@@ -2408,6 +2408,23 @@ def cumsum_scan(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@njit(cache=CACHE, error_model="numpy")
+def cumsum_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], x[base + m])
+
+
 @njit(inline="always")
 def _s_clone(self):
     # ops.yaml: clone -- self
@@ -4524,6 +4541,23 @@ def cumprod_scan(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@njit(cache=CACHE, error_model="numpy")
+def cumprod_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], x[base + m])
+
+
 @njit(inline="always")
 def _c_logcumsumexp(acc, x):
     # ops.yaml: logcumsumexp -- combine: logaddexp(acc, x)
@@ -4543,6 +4577,23 @@ def logcumsumexp_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_logcumsumexp(a, x[base + k * sk])
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], x[base + m])
 
 
 @njit(inline="always")

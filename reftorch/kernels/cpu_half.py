@@ -3103,6 +3103,23 @@ def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def cumsum_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: cumsum [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -3115,6 +3132,23 @@ def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_cumsum(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumsum_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
@@ -5913,6 +5947,23 @@ def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def cumprod_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: cumprod [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -5925,6 +5976,23 @@ def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_cumprod(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumprod_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
@@ -5949,6 +6017,23 @@ def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: logcumsumexp [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -5961,6 +6046,23 @@ def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_logcumsumexp(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
