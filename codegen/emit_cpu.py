@@ -290,24 +290,35 @@ def {stem}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def {stem}_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start{sc}):
+def {stem}_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start{sc}):
     # ops.yaml: {op.name}{tag} -- {stem}_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            {stem}_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0{sc})
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                {stem}_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0{sc})
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 '''
 
 

@@ -922,19 +922,19 @@ def _reduce_layout(x, dims):
     return x._storage.data, x._offset, M, sm, K, sk, nd
 
 
-def _reduce_nd_call(kernel, arr, off, nd, M_, sm, K_, sk, acc, start, extra=()):
-    """kernel (an <op>_reduce_nd) over nd's outer axes (see _reduce_layout); above PARALLEL_MIN elements the
-    outer kept indices (or, with one, the M outputs) in threads (see _parallel)."""
+def _reduce_nd_call(kernel, arr, off, nd, M_, sm, K_, sk, seed, out, start, extra=()):
+    """kernel (an <op>_reduce_nd) over nd's outer axes (see _reduce_layout) into out, accumulating in seed's dtype;
+    above PARALLEL_MIN elements the outer kept indices (or, with one, the M outputs) in threads (see _parallel)."""
     P, psh, pst, J, jsh, jst = nd
     if _parallel(P * M_ * J * K_) and (P >= 2 * THREADS or (P == 1 and M_ >= 2 * THREADS)):
         if P > 1:
-            _in_threads(lambda lo, hi: kernel(arr, off, lo, hi, psh, pst, M_, sm, J, jsh, jst, K_, sk, acc, start,
-                                              *extra), _chunks(P, 1))
+            _in_threads(lambda lo, hi: kernel(arr, off, lo, hi, psh, pst, M_, sm, J, jsh, jst, K_, sk, seed, out,
+                                              start, *extra), _chunks(P, 1))
         else:
             _in_threads(lambda lo, hi: kernel(arr, off + lo * sm, 0, 1, psh, pst, hi - lo, sm, J, jsh, jst, K_, sk,
-                                              acc[lo:hi], start, *extra), _chunks(M_, 8))
+                                              seed, out[lo:hi], start, *extra), _chunks(M_, 8))
         return
-    kernel(arr, off, 0, P, psh, pst, M_, sm, J, jsh, jst, K_, sk, acc, start, *extra)
+    kernel(arr, off, 0, P, psh, pst, M_, sm, J, jsh, jst, K_, sk, seed, out, start, *extra)
 
 
 def _acc_dtype(spec, dt):
@@ -956,7 +956,8 @@ _reduction_plans = {}      # (op, dtype, shape, strides, dim, keepdim, dtype arg
 
 
 class _ReductionPlan:
-    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd", "size")
+    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd", "size",
+                 "seed", "start")
 
 
 def reduction(spec, tensors, scalars):
@@ -989,15 +990,15 @@ def reduction(spec, tensors, scalars):
 
 def _run_reduction(spec, plan, x, scalars):
     M, sm, K, sk = plan.geometry
-    acc = np.empty(plan.size, plan.acc_np)
-    start = 1
-    if plan.identity is not None:
-        acc.fill(plan.identity)     # (np.full costs ~2 us more per call)
-        start = 0
-    if plan.nd:
-        _reduce_nd_call(spec.kernel("reduce_nd"), x._storage.data, x._offset, plan.nd, M, sm, K, sk, acc, start)
+    if plan.nd:     # written straight into the result (the accumulator is a block in cache)
+        acc = np.empty(plan.size, plan.out_np)
+        _reduce_nd_call(spec.kernel("reduce_nd"), x._storage.data, x._offset, plan.nd, M, sm, K, sk, plan.seed, acc,
+                        plan.start)
     else:
-        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, start)
+        acc = np.empty(plan.size, plan.acc_np)
+        if plan.start == 0:
+            acc.fill(plan.identity)     # (np.full costs ~2 us more per call)
+        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, plan.start)
     res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
     out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
     if spec.differentiable and grad_mode.state.enabled:
@@ -1075,22 +1076,21 @@ def _reduction(spec, tensors, scalars, key):
         acc = np.empty(0, acc_dtype.np)
     else:
         arr, off, M_, sm, K_, sk, nd = _reduce_layout(xin, dims)
-        if spec.identity is not None:
-            acc = np.full(M, _identity(spec.identity, acc_dtype), acc_dtype.np)
-            start = 0
+        start = 0 if spec.identity is not None else 1
+        seed = np.full(1, _identity(spec.identity, acc_dtype) if start == 0 else 0, acc_dtype.np)
+        if nd is not None and r.K > 0 and not xin.dtype.half:
+            acc = np.empty(M, out_dtype.np)         # written straight into the result (the kernel's acc: a block)
+            _reduce_nd_call(spec.kernel("reduce_nd"), arr, off, nd, M_, sm, K_, sk, seed, acc, start, extra)
         else:
-            acc = np.empty(M, acc_dtype.np)
-            start = 1
-        if nd is not None and r.K > 0:
-            kernel = _half.kernel(spec.name, xin.dtype.half, "reduce_nd") if xin.dtype.half else \
-                spec.kernel("reduce_nd")
-            _reduce_nd_call(kernel, _half.bits(arr) if xin.dtype.half else arr, off, nd, M_, sm, K_, sk, acc, start,
-                            extra)
-        elif r.K > 0 and xin.dtype.half:
-            _reduce_call(spec, _half.bits(arr), off, M_, sm, K_, sk, acc, start, extra,
-                         _half.kernel(spec.name, xin.dtype.half, "reduce"))
-        elif r.K > 0:
-            _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
+            acc = np.full(M, seed[0], acc_dtype.np) if start == 0 else np.empty(M, acc_dtype.np)
+            if r.K > 0 and nd is not None:          # 16-bit: the kernel writes float32, the result is cast below
+                _reduce_nd_call(_half.kernel(spec.name, xin.dtype.half, "reduce_nd"), _half.bits(arr), off, nd, M_,
+                                sm, K_, sk, seed, acc, start, extra)
+            elif r.K > 0 and xin.dtype.half:
+                _reduce_call(spec, _half.bits(arr), off, M_, sm, K_, sk, acc, start, extra,
+                             _half.kernel(spec.name, xin.dtype.half, "reduce"))
+            elif r.K > 0:
+                _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
         if key is not None and xin is x and not extra and r.K > 0 and arr is x._storage.data and not xin.dtype.half:
             # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
             plan = _ReductionPlan()
@@ -1098,6 +1098,7 @@ def _reduction(spec, tensors, scalars, key):
             plan.out_shape, plan.out_strides = tuple(out_shape), _info(tuple(out_shape))[0]
             plan.geometry, plan.nd, plan.size = (M_, sm, K_, sk), nd, M
             plan.identity = _identity(spec.identity, acc_dtype) if spec.identity is not None else None
+            plan.start, plan.seed = start, seed
             if len(_reduction_plans) > 4096:
                 _reduction_plans.clear()
             _reduction_plans[key] = plan

@@ -2245,24 +2245,35 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def sum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def sum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: sum -- sum_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            sum_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2325,24 +2336,35 @@ def amax_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amax_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amax_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amax -- amax_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amax_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4123,24 +4145,35 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prod_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def prod_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: prod -- prod_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            prod_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4203,24 +4236,35 @@ def amin_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amin_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amin_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amin -- amin_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amin_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4325,24 +4369,35 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def all_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def all_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: all -- all_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            all_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4405,24 +4460,35 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def any_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def any_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: any -- any_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            any_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4500,24 +4566,35 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def count_nonzero_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def count_nonzero_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: count_nonzero -- count_nonzero_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            count_nonzero_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")

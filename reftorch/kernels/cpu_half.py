@@ -2734,24 +2734,35 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def sum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def sum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: sum [f16] -- sum_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            sum_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -2825,24 +2836,35 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def sum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def sum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: sum [bf16] -- sum_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            sum_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2907,24 +2929,35 @@ def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amax_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amax_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amax [f16] -- amax_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amax_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -2983,24 +3016,35 @@ def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amax_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amax_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amax [bf16] -- amax_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amax_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5069,24 +5113,35 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prod_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def prod_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: prod [f16] -- prod_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            prod_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5160,24 +5215,35 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prod_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def prod_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: prod [bf16] -- prod_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            prod_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5242,24 +5308,35 @@ def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amin_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amin_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amin [f16] -- amin_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amin_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5318,24 +5395,35 @@ def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def amin_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def amin_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: amin [bf16] -- amin_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            amin_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5478,24 +5566,35 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def all_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def all_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: all [f16] -- all_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            all_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5554,24 +5653,35 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def all_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def all_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: all [bf16] -- all_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            all_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5636,24 +5746,35 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def any_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def any_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: any [f16] -- any_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            any_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5712,24 +5833,35 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def any_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def any_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: any [bf16] -- any_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            any_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5814,24 +5946,35 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def count_nonzero_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def count_nonzero_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: count_nonzero [f16] -- count_nonzero_f16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            count_nonzero_f16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5905,24 +6048,35 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def count_nonzero_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, acc, start):
+def count_nonzero_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
     # ops.yaml: count_nonzero [bf16] -- count_nonzero_bf16_reduce over dims that do not collapse to one kept and one reduced axis
-    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; acc holds M
-    # outputs per p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
     for p in range(p0, p1):
         po = off
         q = p
         for d in range(len(pshape) - 1, -1, -1):
             po += (q % pshape[d]) * pstr[d]
             q //= pshape[d]
-        a = acc[p * M:(p + 1) * M]
-        for j in range(J):
-            jo = po
-            q = j
-            for d in range(len(jshape) - 1, -1, -1):
-                jo += (q % jshape[d]) * jstr[d]
-                q //= jshape[d]
-            count_nonzero_bf16_reduce(x, jo, M, sm, K, sk, a, start if j == 0 else 0)
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
