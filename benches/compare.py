@@ -117,6 +117,13 @@ def workloads(lib, q):
     out.append((f"broadcast add ({R}x{C})+({C},)", lambda: a + b, dict(bytes=2 * an.nbytes)))
     out.append((f"sum dim=1 of ({R},{C})", lambda: a.sum(1), dict(bytes=an.nbytes)))
     out.append((f"sum dim=0 of ({R},{C})", lambda: a.sum(0), dict(bytes=an.nbytes)))
+    out.append((f"mean dim=0 of ({R},{C})", lambda: a.mean(0), dict(bytes=an.nbytes)))
+    out.append((f"amax dim=0 of ({R},{C})", (lambda: a.max(0)) if np_ else (lambda: a.amax(0)), dict(bytes=an.nbytes)))
+    # kept or reduced dims that do not collapse to one axis each (no copy: <op>_reduce_nd)
+    cn = rng.random((16, 128, 256) if q else (64, 128, 256), np.float32)
+    c3 = lib.arr(cn)
+    out.append((f"sum dim=(0,2) of {cn.shape}", lambda: c3.sum((0, 2)), dict(bytes=cn.nbytes)))
+    out.append((f"sum dim=1 of {cn.shape}", lambda: c3.sum(1), dict(bytes=cn.nbytes)))
     out.append((f"full sum {N // 10**6}M", lambda: x.sum(), dict(bytes=xn.nbytes)))
     K = 512 if q else 1024
     mn = rng.random((K, K), np.float32)

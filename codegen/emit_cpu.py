@@ -43,6 +43,8 @@ from ._cache import CACHE
 # Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
+
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
 '''
 
 # The first import of a kernel module: _cache sets Numba's cache directory and vector width, which Numba reads
@@ -262,17 +264,67 @@ def {stem}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
                 a = _c_{op.name}(a, {ld("base + k * sk")}{sc})
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_{op.name}(acc[m], {ld("base + m")}{sc})
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_{op.name}(acc[m], {ld("b0 + m")}{sc})
+                    a = _c_{op.name}(a, {ld("b1 + m")}{sc})
+                    a = _c_{op.name}(a, {ld("b2 + m")}{sc})
+                    acc[m] = _c_{op.name}(a, {ld("b3 + m")}{sc})
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_{op.name}(acc[m], {ld("b0 + m")}{sc})
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_{op.name}(acc[m], {ld("base + m * sm")}{sc})
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def {stem}_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start{sc}):
+    # ops.yaml: {op.name}{tag} -- {stem}_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                {stem}_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0{sc})
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 '''
 
 
@@ -296,6 +348,24 @@ def {stem}_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), {"x.dtype" if fmt is None else "np.float32"})
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = {ld("off + m0 + i")}
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = {ld("base + i")}
+                    b = _b_{op.name}(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = {ld("base")}
@@ -328,6 +398,23 @@ def {stem}_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_{op.name}(a, {ld("base + k * sk")})
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def {stem}_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: {op.name}{tag} -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_{op.name}(acc0[0], {ld("off + m")})
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_{op.name}(out[prev + m], {ld("base + m")})
 '''
 
 

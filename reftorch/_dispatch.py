@@ -1020,6 +1020,48 @@ def _reduce_geometry(x, dims):
     return arr, 0, M, K, K, 1
 
 
+_NO_DIMS = np.empty(0, np.int64)
+
+
+def _reduce_layout(x, dims):
+    """_reduce_geometry's (array, offset, M, sm, K, sk) and, where the kept or the reduced dims collapse to more
+    than one axis each, nd = (P, pshape, pstr, J, jshape, jstr) for the <op>_reduce_nd kernel instead of a copy:
+    M/sm is the last kept axis (contiguous in acc), K/sk the reduced axis of the smallest stride, P and J count
+    the index tuples of the other kept (pshape, pstr) and reduced (jshape, jstr) axes. nd is None for one kept
+    and one reduced axis, and for layouts that walk neither axis contiguously (those copy, as before)."""
+    keep = [d for d in range(x.ndim) if d not in dims]
+    red = sorted(dims, key=lambda d: -abs(x._strides[d]))     # largest stride first: permuted dims collapse too
+    ks, kst = L.collapse(tuple(x._shape[d] for d in keep), [tuple(x._strides[d] for d in keep)])
+    rs, rst = L.collapse(tuple(x._shape[d] for d in red), [tuple(x._strides[d] for d in red)])
+    kst, rst = kst[0], rst[0]
+    if len(ks) == 1 and len(rs) == 1:
+        return x._storage.data, x._offset, ks[0], kst[0], rs[0], rst[0], None
+    i = min(range(len(rs)), key=lambda d: abs(rst[d]))
+    M, sm, K, sk = ks[-1], kst[-1], rs[i], rst[i]
+    if abs(sm) != 1 and abs(sk) != 1:
+        return _reduce_geometry(x, dims) + (None,)
+    jsh, jst = rs[:i] + rs[i + 1:], rst[:i] + rst[i + 1:]
+    nd = (L.numel(ks[:-1]), np.array(ks[:-1], np.int64) if len(ks) > 1 else _NO_DIMS,
+          np.array(kst[:-1], np.int64) if len(ks) > 1 else _NO_DIMS,
+          L.numel(jsh), np.array(jsh, np.int64) if jsh else _NO_DIMS, np.array(jst, np.int64) if jsh else _NO_DIMS)
+    return x._storage.data, x._offset, M, sm, K, sk, nd
+
+
+def _reduce_nd_call(kernel, arr, off, nd, M_, sm, K_, sk, seed, out, start, extra=()):
+    """kernel (an <op>_reduce_nd) over nd's outer axes (see _reduce_layout) into out, accumulating in seed's dtype;
+    above PARALLEL_MIN elements the outer kept indices (or, with one, the M outputs) in threads (see _parallel)."""
+    P, psh, pst, J, jsh, jst = nd
+    if _parallel(P * M_ * J * K_) and (P >= 2 * THREADS or (P == 1 and M_ >= 2 * THREADS)):
+        if P > 1:
+            _in_threads(lambda lo, hi: kernel(arr, off, lo, hi, psh, pst, M_, sm, J, jsh, jst, K_, sk, seed, out,
+                                              start, *extra), _chunks(P, 1))
+        else:
+            _in_threads(lambda lo, hi: kernel(arr, off + lo * sm, 0, 1, psh, pst, hi - lo, sm, J, jsh, jst, K_, sk,
+                                              seed, out[lo:hi], start, *extra), _chunks(M_, 8))
+        return
+    kernel(arr, off, 0, P, psh, pst, M_, sm, J, jsh, jst, K_, sk, seed, out, start, *extra)
+
+
 def _acc_dtype(spec, dt):
     rule = spec.accumulate
     if dt.half and rule not in ("bool", "int64"):
@@ -1039,7 +1081,8 @@ _reduction_plans = {}      # (op, dtype, shape, strides, dim, keepdim, dtype arg
 
 
 class _ReductionPlan:
-    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity")
+    __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd", "size",
+                 "seed", "start")
 
 
 def reduction(spec, tensors, scalars):
@@ -1072,12 +1115,15 @@ def reduction(spec, tensors, scalars):
 
 def _run_reduction(spec, plan, x, scalars):
     M, sm, K, sk = plan.geometry
-    if plan.identity is not None:
-        acc = np.full(M, plan.identity, plan.acc_np)
-        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, 0)
+    if plan.nd:     # written straight into the result (the accumulator is a block in cache)
+        acc = np.empty(plan.size, plan.out_np)
+        _reduce_nd_call(spec.kernel("reduce_nd"), x._storage.data, x._offset, plan.nd, M, sm, K, sk, plan.seed, acc,
+                        plan.start)
     else:
-        acc = np.empty(M, plan.acc_np)
-        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, 1)
+        acc = np.empty(plan.size, plan.acc_np)
+        if plan.start == 0:
+            acc.fill(plan.identity)     # (np.full costs ~2 us more per call)
+        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, plan.start)
     res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
     out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
     if spec.differentiable and grad_mode.state.enabled:
@@ -1154,25 +1200,30 @@ def _reduction(spec, tensors, scalars, key):
     if M == 0:
         acc = np.empty(0, acc_dtype.np)
     else:
-        arr, off, M_, sm, K_, sk = _reduce_geometry(xin, dims)
-        if spec.identity is not None:
-            acc = np.full(M_, _identity(spec.identity, acc_dtype), acc_dtype.np)
-            start = 0
+        arr, off, M_, sm, K_, sk, nd = _reduce_layout(xin, dims)
+        start = 0 if spec.identity is not None else 1
+        seed = np.full(1, _identity(spec.identity, acc_dtype) if start == 0 else 0, acc_dtype.np)
+        if nd is not None and r.K > 0 and not xin.dtype.half:
+            acc = np.empty(M, out_dtype.np)         # written straight into the result (the kernel's acc: a block)
+            _reduce_nd_call(spec.kernel("reduce_nd"), arr, off, nd, M_, sm, K_, sk, seed, acc, start, extra)
         else:
-            acc = np.empty(M_, acc_dtype.np)
-            start = 1
-        if K_ > 0 and xin.dtype.half:
-            _reduce_call(spec, _half.bits(arr), off, M_, sm, K_, sk, acc, start, extra,
-                         _half.kernel(spec.name, xin.dtype.half, "reduce"))
-        elif K_ > 0:
-            _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
-        if key is not None and xin is x and not extra and K_ > 0 and arr is x._storage.data and not xin.dtype.half:
+            acc = np.full(M, seed[0], acc_dtype.np) if start == 0 else np.empty(M, acc_dtype.np)
+            if r.K > 0 and nd is not None:          # 16-bit: the kernel writes float32, the result is cast below
+                _reduce_nd_call(_half.kernel(spec.name, xin.dtype.half, "reduce_nd"), _half.bits(arr), off, nd, M_,
+                                sm, K_, sk, seed, acc, start, extra)
+            elif r.K > 0 and xin.dtype.half:
+                _reduce_call(spec, _half.bits(arr), off, M_, sm, K_, sk, acc, start, extra,
+                             _half.kernel(spec.name, xin.dtype.half, "reduce"))
+            elif r.K > 0:
+                _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
+        if key is not None and xin is x and not extra and r.K > 0 and arr is x._storage.data and not xin.dtype.half:
             # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
             plan = _ReductionPlan()
             plan.out_dtype, plan.acc_np, plan.out_np = out_dtype, acc_dtype.np, out_dtype.np
             plan.out_shape, plan.out_strides = tuple(out_shape), _info(tuple(out_shape))[0]
-            plan.geometry = (M_, sm, K_, sk)
+            plan.geometry, plan.nd, plan.size = (M_, sm, K_, sk), nd, M
             plan.identity = _identity(spec.identity, acc_dtype) if spec.identity is not None else None
+            plan.start, plan.seed = start, seed
             if len(_reduction_plans) > 4096:
                 _reduction_plans.clear()
             _reduction_plans[key] = plan
@@ -1240,17 +1291,22 @@ def scan(spec, tensors, scalars):
     K = xin._shape[d]
     M = n // K if K else 0
     res = np.empty(n, acc_dtype.np)
+    keep = [i for i in range(xin.ndim) if i != d]
+    rows = False
     if n:
         arr, off, M_, sm, K_, sk = _reduce_geometry(xin, (d,))
         acc0 = np.full(1, _identity(spec.identity, acc_dtype), acc_dtype.np)
-        if xin.dtype.half:
+        rows = sm == 1 and M_ > 1 and K_ > 1        # the kept axis contiguous: rows at a time, res (K, kept...)
+        if rows:
+            (_half.kernel(spec.name, xin.dtype.half, "scan_rows") if xin.dtype.half else spec.kernel("scan_rows"))(
+                _half.bits(arr), off, M_, K_, sk, res, acc0)
+        elif xin.dtype.half:
             _half.kernel(spec.name, xin.dtype.half, "scan")(_half.bits(arr), off, M_, sm, K_, sk, res, acc0)
         else:
             spec.kernel("scan")(arr, off, M_, sm, K_, sk, res, acc0)
-    keep = [i for i in range(xin.ndim) if i != d]
-    moved = tuple(xin._shape[i] for i in keep) + (K,)
-    res = res.reshape(moved)
-    inv = np.argsort(keep + [d])
+    order = [d] + keep if rows else keep + [d]
+    res = res.reshape(tuple(xin._shape[i] for i in order))
+    inv = np.argsort(order)
     res = _contig(res.transpose(inv)).astype(out_dtype.np, copy=False)
     out = new_tensor(res.reshape(x._shape), out_dtype)
     if spec.differentiable and grad_mode.state.enabled:

@@ -291,6 +291,125 @@ def test_reduction_dim_forms():
         x.sum((0, -3))
 
 
+# Reductions over a leading dim: the kept innermost dim is contiguous, so rows accumulate into a contiguous acc
+# (<op>_reduce's sm == 1 loop: blocks of OUTER_BLOCK = 2048 outputs, 4 rows a pass); kept or reduced dims that do
+# not collapse to one axis each take <op>_reduce_nd (no copy) when one of the two inner walks is contiguous.
+# The path depends on the layout only, so these small shapes take it; 2050 columns leave a partial block.
+OUTER = [((5, 2050), 0), ((7, 2050), -2), ((3, 4, 5), (0, 2)), ((3, 4, 5), (-3, -1)), ((3, 6, 2050), 1),
+         ((2, 3, 4, 5), (0, 2)), ((2, 3, 4, 5), (1, 3)), ((4, 3, 5), (2, 0)), ((2, 3, 4, 5), (0, 1, 3))]
+
+
+@pytest.mark.parametrize("shape,dim", OUTER)
+def test_reduction_outer_dims_match_numpy(shape, dim):
+    a64 = rand(*shape)
+    a32 = a64.astype(np.float32)
+    ai = RNG.integers(-4, 5, shape)
+    for keepdim in (False, True):
+        kw = dict(axis=dim, keepdims=keepdim)
+        # float32 sums accumulate in float64 (then round once), as on the contiguous paths
+        check(torch.from_numpy(a32).sum(dim, keepdim), np.sum(a32.astype(np.float64), **kw).astype(np.float32),
+              dtype=torch.float32, atol=0, rtol=0)
+        check(torch.from_numpy(a32).mean(dim, keepdim), np.mean(a32.astype(np.float64), **kw).astype(np.float32),
+              atol=0, rtol=3e-7)     # the float32 sum, then the division: two roundings
+        check(torch.from_numpy(a64).prod(dim, keepdim), np.prod(a64, **kw), atol=0, rtol=1e-12)
+        check(torch.from_numpy(a32).amax(dim, keepdim), np.amax(a32, **kw), atol=0, rtol=0)
+        check(torch.from_numpy(a64).amin(dim, keepdim), np.amin(a64, **kw), atol=0, rtol=0)
+        check(torch.from_numpy(ai).sum(dim, keepdim), np.sum(ai, **kw), dtype=torch.int64)
+        check(torch.from_numpy(ai.astype(np.int32)).amax(dim, keepdim), np.amax(ai, **kw), dtype=torch.int32)
+        check(torch.from_numpy(ai > 0).sum(dim, keepdim), np.sum(ai > 0, **kw), dtype=torch.int64)
+        check(torch.from_numpy(ai > -4).all(dim, keepdim), np.all(ai > -4, **kw))
+        check(torch.from_numpy(ai > 3).any(dim, keepdim), np.any(ai > 3, **kw))
+        check(torch.from_numpy(ai.astype(np.int32)).sum(dim, keepdim, dtype=torch.float64), np.sum(ai, **kw),
+              dtype=torch.float64, atol=0, rtol=0)
+    check(torch.count_nonzero(torch.from_numpy(ai), dim), np.count_nonzero(ai, dim))
+    # transposed and stepped views of the same values
+    for layout in ("transposed", "sliced"):
+        check(T(a64, layout).sum(dim), np.sum(a64, axis=dim), atol=1e-12, rtol=1e-12)
+        check(T(a32, layout).amax(dim, True), np.amax(a32, axis=dim, keepdims=True), atol=0, rtol=0)
+
+
+def test_reduction_outer_dims_order_nan_and_empty():
+    # each output combines its rows in order (the 4-row unrolled loop included): bit-identical to row by row
+    a = RNG.standard_normal((11, 2050)).astype(np.float32) * 1e4
+    acc = np.zeros(2050)
+    for row in a:
+        acc += row
+    check(torch.from_numpy(a).sum(0), acc.astype(np.float32), atol=0, rtol=0)
+    acc = np.zeros(2050, np.float32)
+    for row in a[:, :]:
+        acc += row
+    check(torch.from_numpy(a).sum(0, dtype=torch.float32), np.sum(a.astype(np.float64), 0).astype(np.float32),
+          atol=0, rtol=0)
+    # NaN propagates through amax/amin wherever it sits (first row, a middle row, the last of a partial block)
+    b = RNG.standard_normal((6, 2050))
+    b[0, 3] = b[4, 2049] = b[5, 100] = np.nan
+    b3 = RNG.standard_normal((3, 4, 5))
+    b3[1, 2, 4] = b3[0, 0, 0] = np.nan
+    for x, dim in ((b, 0), (b3, (0, 2)), (b3, 0), (b3.transpose(2, 1, 0), 1)):
+        for op in ("amax", "amin"):
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)), op)(dim), getattr(np, op)(x, axis=dim),
+                  atol=0, rtol=0)
+        check(torch.from_numpy(np.ascontiguousarray(x)).sum(dim), np.sum(x, axis=dim), atol=1e-12, rtol=1e-12)
+    # broadcast (stride-0) dims, reduced or kept
+    base = rand(1, 4, 5)
+    for dim in ((0, 2), (0, 1), 0, 1, (1, 2)):
+        check(torch.from_numpy(base).expand(3, 4, 5).sum(dim), np.broadcast_to(base, (3, 4, 5)).sum(dim),
+              atol=1e-12, rtol=1e-12)
+        check(torch.from_numpy(base).expand(3, 4, 5).permute(2, 0, 1).amin(dim),
+              np.broadcast_to(base, (3, 4, 5)).transpose(2, 0, 1).min(dim), atol=0, rtol=0)
+    # empty reduced or kept dims
+    for shape, dim in (((0, 4, 3), (0, 2)), ((3, 0, 5), 1), ((2, 3, 0), 0), ((3, 4, 0), (0, 1)), ((2, 0, 5), (0, 2))):
+        e = np.zeros(shape)
+        check(torch.from_numpy(e).sum(dim), np.sum(e, axis=dim))
+        check(torch.from_numpy(e).prod(dim, True), np.prod(e, axis=dim, keepdims=True))
+        check(torch.from_numpy(e).any(dim), np.any(e, axis=dim))
+    with pytest.raises(IndexError, match=r"amax\(\): Expected reduction dim 0 to have non-zero size."):
+        torch.zeros(0, 4, 3).amax((0, 2))
+
+
+@pytest.mark.parametrize("shape,dim", [((4, 40), 0), ((3, 4, 5), (0, 2)), ((8, 3, 40), 1), ((2, 3, 4, 5), (1, 3))])
+def test_reduction_outer_dims_in_threads(monkeypatch, shape, dim):
+    import reftorch._dispatch as dispatch
+    monkeypatch.setattr(dispatch, "THREADS", 2)
+    monkeypatch.setattr(dispatch, "_parallel", lambda n: True)
+    a = rand(*shape)
+    check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
+    check(torch.from_numpy(a).amax(dim, True), np.amax(a, axis=dim, keepdims=True), atol=0, rtol=0)
+    for _ in range(2):      # the cached plan's call takes the same threads
+        check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
+
+
+def test_argmax_argmin_over_a_leading_dim():
+    # rows at a time against a row of the best values (blocks of 2048 outputs): ties keep the first index, the
+    # first NaN wins, as on the per-output loop
+    a = RNG.integers(-3, 4, (9, 2050)).astype(np.float64)       # many ties
+    a[2, 5] = a[7, 5] = a[4, 2049] = a[0, 100] = np.nan
+    for x, dim in ((a, 0), (a.T, 1), (a.reshape(9, 2, 1025), 0)):
+        for op in ("argmax", "argmin"):
+            nan_first = np.where(np.isnan(x).any(dim), np.isnan(x).argmax(dim), getattr(np, op)(x, dim))
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)), op)(dim), nan_first)
+            check(getattr(torch.from_numpy(np.ascontiguousarray(x)).to(torch.int32), op)(dim, True) if op == "argmax"
+                  else torch.from_numpy(np.ascontiguousarray(x)).isnan().to(torch.uint8).argmin(dim),
+                  np.expand_dims(getattr(np, op)(np.nan_to_num(x).astype(np.int32), dim), dim) if op == "argmax"
+                  else np.isnan(x).astype(np.uint8).argmin(dim))
+    t = torch.from_numpy(np.ascontiguousarray(a.T)).T      # a's values, the kept dim 1 of stride 1 when reducing 1
+    check(t.argmax(1), np.where(np.isnan(a).any(1), np.isnan(a).argmax(1), a.argmax(1)))
+    h = torch.from_numpy(a[:, :40].astype(np.float32)).to(torch.float16)
+    check(h.argmax(0), np.where(np.isnan(a[:, :40]).any(0), np.isnan(a[:, :40]).argmax(0), a[:, :40].argmax(0)))
+    v, i = torch.from_numpy(a).max(0)
+    check(i, np.where(np.isnan(a).any(0), np.isnan(a).argmax(0), a.argmax(0)))
+
+
+def test_reduction_outer_dims_16bit():
+    a = RNG.standard_normal((3, 4, 2050)).astype(np.float32)
+    for dt, npdt in ((torch.float16, np.float16), (torch.bfloat16, None)):
+        x = torch.from_numpy(a).to(dt)
+        vals = x.float().numpy().astype(np.float64)
+        for dim in (0, (0, 2), 1, (0, 1)):
+            check(x.sum(dim).float(), np.sum(vals, axis=dim), atol=0.05, rtol=1e-2)
+            check(x.amax(dim).float(), np.amax(vals, axis=dim), atol=0, rtol=0)
+
+
 def test_argmax_argmin_ties_and_nan():
     x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [np.nan, 1.0, np.nan, 5.0], [2.0, 2.0, -1.0, -1.0]])
     check(x.argmax(1), [1, 0, 0])
@@ -420,6 +539,26 @@ def test_scans_match_numpy():
     i = torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=torch.int32)
     check(i.cumsum(1, dtype=torch.float64), np.cumsum([[1, 2, 3], [4, 5, 6]], 1), dtype=torch.float64)
     check(torch.cumsum(torch.tensor([True, True, False]), 0), [1, 2, 2], dtype=torch.int64)
+
+
+def test_scans_over_a_leading_dim():
+    # the kept axis contiguous (<op>_scan_rows: a whole row at a time, each combining the row before): the same
+    # per-column order as the strided walk, so float32 cumsums (float64 running sums) match bit for bit
+    a = RNG.standard_normal((7, 3, 50)).astype(np.float32)
+    for x, d in ((a, 0), (a, -3), (a, 1), (a.transpose(2, 1, 0), 2), (a[:, 0], 0)):
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        check(t.cumsum(d), np.cumsum(x.astype(np.float64), d).astype(np.float32), dtype=torch.float32, atol=0, rtol=0)
+        check(t.double().cumprod(d), np.cumprod(x.astype(np.float64), d), atol=0, rtol=1e-13)
+        check(t.logcumsumexp(d), np.logaddexp.accumulate(x.astype(np.float64), d), atol=1e-5, rtol=1e-5)
+    ai = RNG.integers(-3, 4, (5, 6))
+    check(torch.from_numpy(ai).cumsum(0), np.cumsum(ai, 0), dtype=torch.int64)
+    check(torch.from_numpy(ai.astype(np.int32)).cumprod(0), np.cumprod(ai, 0), dtype=torch.int64)
+    check(torch.from_numpy(ai > 0).cumsum(0), np.cumsum(ai > 0, 0), dtype=torch.int64)
+    check(torch.from_numpy(np.ascontiguousarray(a.transpose(1, 0, 2))).permute(1, 0, 2).cumsum(0),   # a view
+          np.cumsum(a.astype(np.float64), 0).astype(np.float32), atol=0, rtol=0)
+    h = torch.from_numpy(a[:, 0]).to(torch.float16)
+    check(h.cumsum(0).float(), np.cumsum(a[:, 0].astype(np.float16).astype(np.float32), 0).astype(np.float16),
+          atol=1e-2, rtol=1e-2)
 
 
 def test_cummax_ties_and_nan():

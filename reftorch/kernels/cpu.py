@@ -411,6 +411,8 @@ from ._cache import CACHE
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
 
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
+
 
 @njit(inline="always")
 def _s_neg(self):
@@ -2215,17 +2217,67 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], x[b0 + m])
+                    a = _c_sum(a, x[b1 + m])
+                    a = _c_sum(a, x[b2 + m])
+                    acc[m] = _c_sum(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: sum -- sum_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2256,17 +2308,67 @@ def amax_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], x[b0 + m])
+                    a = _c_amax(a, x[b1 + m])
+                    a = _c_amax(a, x[b2 + m])
+                    acc[m] = _c_amax(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amax -- amax_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2281,6 +2383,24 @@ def argmax_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), x.dtype)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = x[off + m0 + i]
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = x[base + i]
+                    b = _b_argmax(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = x[base]
@@ -2312,6 +2432,23 @@ def cumsum_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_cumsum(a, x[base + k * sk])
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumsum_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], x[base + m])
 
 
 @njit(inline="always")
@@ -3980,17 +4117,67 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], x[b0 + m])
+                    a = _c_prod(a, x[b1 + m])
+                    a = _c_prod(a, x[b2 + m])
+                    acc[m] = _c_prod(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: prod -- prod_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4021,17 +4208,67 @@ def amin_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], x[b0 + m])
+                    a = _c_amin(a, x[b1 + m])
+                    a = _c_amin(a, x[b2 + m])
+                    acc[m] = _c_amin(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amin -- amin_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4046,6 +4283,24 @@ def argmin_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), x.dtype)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = x[off + m0 + i]
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = x[base + i]
+                    b = _b_argmin(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = x[base]
@@ -4086,17 +4341,67 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], x[b0 + m])
+                    a = _c_all(a, x[b1 + m])
+                    a = _c_all(a, x[b2 + m])
+                    acc[m] = _c_all(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: all -- all_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4127,17 +4432,67 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], x[b0 + m])
+                    a = _c_any(a, x[b1 + m])
+                    a = _c_any(a, x[b2 + m])
+                    acc[m] = _c_any(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: any -- any_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4183,17 +4538,67 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, x[base + k * sk])
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], x[base + m])
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], x[b0 + m])
+                    a = _c_count_nonzero(a, x[b1 + m])
+                    a = _c_count_nonzero(a, x[b2 + m])
+                    acc[m] = _c_count_nonzero(a, x[b3 + m])
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], x[b0 + m])
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], x[base + m * sm])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: count_nonzero -- count_nonzero_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4217,6 +4622,23 @@ def cumprod_scan(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@njit(cache=CACHE, error_model="numpy")
+def cumprod_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], x[base + m])
+
+
 @njit(inline="always")
 def _c_logcumsumexp(acc, x):
     # ops.yaml: logcumsumexp -- combine: logaddexp(acc, x)
@@ -4236,6 +4658,23 @@ def logcumsumexp_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_logcumsumexp(a, x[base + k * sk])
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], x[off + m])
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], x[base + m])
 
 
 @njit(inline="always")

@@ -571,6 +571,8 @@ from ._cache import CACHE
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
 
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
+
 
 @njit(cache=CACHE)
 def f16_load_array(a, out):
@@ -2704,17 +2706,67 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_sum(a, f16_to_f32(x[b1 + m]))
+                    a = _c_sum(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_sum(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: sum [f16] -- sum_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -2756,17 +2808,67 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_sum(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_sum(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_sum(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_sum(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_sum(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_sum(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_sum(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: sum [bf16] -- sum_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                sum_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2799,17 +2901,67 @@ def amax_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_amax(a, f16_to_f32(x[b1 + m]))
+                    a = _c_amax(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amax(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amax [f16] -- amax_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -2836,17 +2988,67 @@ def amax_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amax(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amax(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_amax(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_amax(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amax(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amax(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amax(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amax_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amax [bf16] -- amax_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amax_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -2861,6 +3063,24 @@ def argmax_f16_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), np.float32)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = f16_to_f32(x[off + m0 + i])
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = f16_to_f32(x[base + i])
+                    b = _b_argmax(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = f16_to_f32(x[base])
@@ -2879,6 +3099,24 @@ def argmax_bf16_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), np.float32)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = bf16_to_f32(x[off + m0 + i])
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = bf16_to_f32(x[base + i])
+                    b = _b_argmax(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = bf16_to_f32(x[base])
@@ -2913,6 +3151,23 @@ def cumsum_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def cumsum_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: cumsum [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -2925,6 +3180,23 @@ def cumsum_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_cumsum(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumsum_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumsum [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumsum(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumsum(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
@@ -4813,17 +5085,67 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_prod(a, f16_to_f32(x[b1 + m]))
+                    a = _c_prod(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_prod(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: prod [f16] -- prod_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -4865,17 +5187,67 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_prod(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_prod(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_prod(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_prod(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_prod(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_prod(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_prod(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def prod_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: prod [bf16] -- prod_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                prod_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4908,17 +5280,67 @@ def amin_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_amin(a, f16_to_f32(x[b1 + m]))
+                    a = _c_amin(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amin(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amin [f16] -- amin_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -4945,17 +5367,67 @@ def amin_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_amin(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_amin(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_amin(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_amin(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_amin(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_amin(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_amin(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def amin_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: amin [bf16] -- amin_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                amin_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -4970,6 +5442,24 @@ def argmin_f16_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), np.float32)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = f16_to_f32(x[off + m0 + i])
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = f16_to_f32(x[base + i])
+                    b = _b_argmin(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = f16_to_f32(x[base])
@@ -4988,6 +5478,24 @@ def argmin_bf16_reduce(x, off, M, sm, K, sk, out):
     off = np.uint64(off)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
+    if sm == 1 and M > 1 and K > 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time against a row of
+        # the best values so far (selects, vectorises), in blocks of OUTER_BLOCK outputs
+        B = np.uint64(OUTER_BLOCK)
+        bv = np.empty(min(B, np.uint64(M)), np.float32)
+        for m0 in range(np.uint64(0), np.uint64(M), B):
+            n = min(m0 + B, np.uint64(M)) - m0
+            for i in range(n):
+                bv[i] = bf16_to_f32(x[off + m0 + i])
+                out[m0 + i] = 0
+            for k in range(np.uint64(1), np.uint64(K)):
+                base = off + k * sk + m0
+                for i in range(n):
+                    v = bf16_to_f32(x[base + i])
+                    b = _b_argmin(v, bv[i])
+                    bv[i] = v if b else bv[i]
+                    out[m0 + i] = k if b else out[m0 + i]
+        return
     for m in range(np.uint64(M)):
         base = off + m * sm
         best = bf16_to_f32(x[base])
@@ -5030,17 +5538,67 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_all(a, f16_to_f32(x[b1 + m]))
+                    a = _c_all(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_all(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: all [f16] -- all_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5067,17 +5625,67 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_all(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_all(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_all(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_all(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_all(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_all(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_all(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def all_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: all [bf16] -- all_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                all_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5110,17 +5718,67 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_any(a, f16_to_f32(x[b1 + m]))
+                    a = _c_any(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_any(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: any [f16] -- any_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5147,17 +5805,67 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_any(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_any(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_any(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_any(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_any(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_any(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_any(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def any_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: any [bf16] -- any_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                any_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5210,17 +5918,67 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, f16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_count_nonzero(a, f16_to_f32(x[b1 + m]))
+                    a = _c_count_nonzero(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_count_nonzero(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: count_nonzero [f16] -- count_nonzero_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 
@@ -5262,17 +6020,67 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
                 a = _c_count_nonzero(a, bf16_to_f32(x[base + k * sk]))
             acc[m] = a
     elif sm == 1:
-        # the reduced axis is the outer one and the kept one contiguous: whole rows at a time (vectorises)
-        for k in range(k0, K):
-            base = off + k * sk
-            for m in range(M):
-                acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m]))
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_count_nonzero(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_count_nonzero(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_count_nonzero(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_count_nonzero(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
     else:
         # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
         for k in range(k0, K):
             base = off + k * sk
             for m in range(M):
                 acc[m] = _c_count_nonzero(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def count_nonzero_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: count_nonzero [bf16] -- count_nonzero_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                count_nonzero_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
 
 
 @njit(inline="always")
@@ -5297,6 +6105,23 @@ def cumprod_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def cumprod_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: cumprod [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -5309,6 +6134,23 @@ def cumprod_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_cumprod(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def cumprod_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: cumprod [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_cumprod(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_cumprod(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
@@ -5333,6 +6175,23 @@ def logcumsumexp_f16_scan(x, off, M, sm, K, sk, out, acc0):
 
 
 @njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_f16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp [f16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], f16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], f16_to_f32(x[base + m]))
+
+
+@njit(cache=CACHE, error_model="numpy")
 def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
     # ops.yaml: logcumsumexp [bf16] -- running combine along K (stride sk) for each of M rows; out is (M, K) contiguous
     off = np.uint64(off)
@@ -5345,6 +6204,23 @@ def logcumsumexp_bf16_scan(x, off, M, sm, K, sk, out, acc0):
         for k in range(K):
             a = _c_logcumsumexp(a, bf16_to_f32(x[base + k * sk]))
             out[m * K + k] = a
+
+
+@njit(cache=CACHE, error_model="numpy")
+def logcumsumexp_bf16_scan_rows(x, off, M, K, sk, out, acc0):
+    # ops.yaml: logcumsumexp [bf16] -- the running combine along K (stride sk) of M contiguous outputs, a whole row at a
+    # time (vectorises); out is (K, M) contiguous, each row combining the one before (the same order as _scan)
+    off = np.uint64(off)
+    sk = np.uint64(sk)
+    K = np.uint64(K)
+    M = np.uint64(M)
+    for m in range(M):
+        out[m] = _c_logcumsumexp(acc0[0], bf16_to_f32(x[off + m]))
+    for k in range(np.uint64(1), K):
+        base = off + k * sk
+        prev = (k - np.uint64(1)) * M
+        for m in range(M):
+            out[prev + M + m] = _c_logcumsumexp(out[prev + m], bf16_to_f32(x[base + m]))
 
 
 @njit(inline="always")
