@@ -552,10 +552,75 @@ def _cached_runtime():
     nrtdynmod.compile_nrt_functions = compile_nrt_functions
 
 
+# Two more costs of a process's first kernel call that a cached load does not need (~25 ms together):
+# - Numba types an ndarray argument by first asking isinstance(val, np.ma.MaskedArray), and NumPy imports
+#   numpy.ma on that first touch (~20 ms). No MaskedArray exists before numpy.ma is imported, so the
+#   check below asks only once it is: the same answer, without the import.
+# - Numba's dispatchers run the `numba_extensions` entry points (a scan of every installed distribution's
+#   metadata, ~6 ms) before their first call works out argument types, so that extensions can register
+#   types. Kernel arguments are arrays and numbers, never extension types: a kernel's dispatcher runs the
+#   entry points when it compiles (below), not when it loads from the cache.
+
+def _typeof_ndarray_without_ma():
+    try:
+        import sys
+        import numpy as np
+        from numba.core import errors, types as nbtypes
+        from numba.core.typing import typeof as nbtypeof
+        from numba.np import numpy_support
+    except ImportError:
+        return
+    own = nbtypeof.typeof_impl.dispatch(np.ndarray)
+    if getattr(own, "reftorch", False) or own is not getattr(nbtypeof, "_typeof_ndarray", None):
+        return      # already replaced, or not the implementation this copy was written from
+
+    def _typeof_ndarray(val, c):
+        ma = sys.modules.get("numpy.ma")
+        if ma is not None and isinstance(val, ma.MaskedArray):
+            raise errors.NumbaTypeError("Unsupported array type: numpy.ma.MaskedArray.")
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except errors.NumbaNotImplementedError:
+            raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}")
+        layout = numpy_support.map_layout(val)
+        readonly = not val.flags.writeable
+        return nbtypes.Array(dtype, val.ndim, layout, readonly=readonly)
+
+    _typeof_ndarray.reftorch = True
+    nbtypeof.typeof_impl.register(np.ndarray)(_typeof_ndarray)
+
+
+def _entry_points_when_compiling():
+    """Make Numba run its entry points before any compile; True when kernel dispatchers may skip them."""
+    try:
+        from numba.core import dispatcher, entrypoints
+        compiler = dispatcher._FunctionCompiler
+        compile = compiler.compile
+    except (ImportError, AttributeError):
+        return False
+    if getattr(compile, "reftorch", False):
+        return True
+
+    def compile_after_entry_points(self, args, return_type):
+        entrypoints.init_all()
+        return compile(self, args, return_type)
+
+    compile_after_entry_points.reftorch = True
+    compiler.compile = compile_after_entry_points
+    return True
+
+
+def _no_entry_points():
+    pass
+
+
+_SKIP_ENTRY_POINTS = False
 if not os.environ.get("REFTORCH_NUMBA_REFRESH"):
     _load_without_refresh()
     if CACHE:
         _cached_runtime()
+    _typeof_ndarray_without_ma()
+    _SKIP_ENTRY_POINTS = _entry_points_when_compiling()
 _first_refresh_quiet()
 
 
@@ -646,6 +711,8 @@ def _jit(root):
         if fn in made or fn in _JITTED:
             continue
         made[fn] = numba.njit(**_OPTIONS[fn])(fn)
+        if _SKIP_ENTRY_POINTS:
+            made[fn]._compilation_chain_init_hook = _no_entry_points
         g = fn.__globals__
         todo.extend(v for v in (_lookup(g, n) for n in _names(fn.__code__)) if _recorded(v))
     for fn in reversed(made):        # bind the names in the module, callees before their callers
