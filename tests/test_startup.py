@@ -25,7 +25,7 @@ def _not_looked_up(suffix):
 
 def test_kernels_are_jitted_on_first_lookup():
     from numba.core.dispatcher import Dispatcher
-    from reftorch.kernels import cpu
+    from reftorch.kernels import _cache, cpu
     fresh = _not_looked_up("_strided")
     assert fresh, "every strided kernel of cpu.py was already looked up"
     name = fresh[-1]
@@ -33,7 +33,9 @@ def test_kernels_are_jitted_on_first_lookup():
     assert isinstance(k, Dispatcher)
     assert cpu.__dict__[name] is k and getattr(cpu, name) is k      # bound in the module: later lookups are plain
     helper = "_s_" + name[:-len("_strided")]
-    assert isinstance(cpu.__dict__[helper], Dispatcher)             # the scalar function it calls, jitted with it
+    assert helper not in cpu.__dict__                               # the scalar function it calls: bound when ...
+    _cache._bind_helpers(k.py_func)                                 # ... the kernel first compiles (not on a load)
+    assert isinstance(cpu.__dict__[helper], Dispatcher) and k.py_func not in _cache._UNBOUND
     assert k.targetoptions.get("nogil") and k.targetoptions.get("error_model") == "numpy"
     assert not hasattr(cpu, "no_such_kernel")
     assert name in dir(cpu) and set(_not_looked_up("_contig")) <= set(dir(cpu))

@@ -5,12 +5,18 @@
 """Numba CPU kernels for every elementwise, reduction and scan op of ops.yaml."""
 
 
+
+from ._cache import CACHE
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit
+
+
 # Scalar helpers shared by the scalar expressions of ops.yaml. The generator copies this text into
 # every generated kernel module so that each module stays self-contained (Numba's cache notices edits
 # to the file itself, not to modules it imports). Each helper is inlined into the kernels that use it.
 import math
 import numpy as np
-from numba import njit
 
 from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh,
                   acosh, atanh, erf, erfc, fabs, atan2, hypot, copysign, fmod, lgamma, log2, log10, inf, nan,
@@ -244,11 +250,11 @@ def rshift(a, b):
 import math
 import numpy as np
 from llvmlite import ir as _ir
-from numba import njit
 from numba import types as _types
 from numba.core import cgutils as _cgutils
 from numba.extending import overload as _numba_overload
 from numba.core.extending import intrinsic as _intrinsic
+from ._cache import jitted as _jitted
 
 _F32_INF = np.float32(np.inf)
 _F32_NAN = np.float32(np.nan)
@@ -390,7 +396,8 @@ def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
         if x == _types.float32:
-            return lambda x: fast(x)
+            jitted = _jitted(fast)      # the recorded helper's dispatcher (made as a kernel first uses it)
+            return lambda x: jitted(x)
         return lambda x: slow(x)
 
 
@@ -399,13 +406,6 @@ _overload(log, _log_f32, math.log)
 _overload(tanh, _tanh_f32, math.tanh)
 _overload(log1p, _log1p_f32, math.log1p)
 _overload(expm1, _expm1_f32, math.expm1)
-
-
-
-from ._cache import CACHE
-# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
-# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
-from ._cache import njit
 
 
 @njit(inline="always")
