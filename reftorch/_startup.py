@@ -25,8 +25,9 @@ def warm_up():
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
-    with global_compiler_lock:          # the lock Numba holds when a cache load initialises the runtime
-        rtsys.initialize(cpu_target.target_context)
+    context = cpu_target.target_context     # outside the compiler lock: making the context takes that lock,
+    with global_compiler_lock:              # and a first op may be making it on the main thread meanwhile
+        rtsys.initialize(context)           # (under the lock Numba holds when a cache load initialises it)
 
 
 def _run():

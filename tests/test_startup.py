@@ -103,6 +103,17 @@ def test_warm_cache_first_op_skips_registries_and_scipy(tmp_path):
     assert third.split()[0] == "20.0"
 
 
+def test_eager_init_thread_with_an_immediate_first_op():
+    # the warm-up thread and the first op both want Numba's CPU context and its compiler lock: never a deadlock
+    code = ("import reftorch, sys\n"
+            "print(reftorch.ones(10).add(1).sum().item(), reftorch.arange(4.).exp().sum().item() > 0)")
+    for _ in range(3):
+        full = dict(os.environ, REFTORCH_EAGER_INIT="1")
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=full, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0 and r.stdout.split() == ["20.0", "True"], r.stderr[-3000:]
+
+
 def test_eager_init_thread_and_sync():
     code = ("import reftorch, sys\nfrom reftorch import _startup\n"
             "t = _startup._thread\nif t is not None: t.join()\n"
