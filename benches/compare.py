@@ -232,7 +232,8 @@ def startup_table(torch_python):
     """Print and return the import / first-op times (fresh processes; benches/startup.py splits them by stage)."""
     print()
     startup = {}
-    envs = (("warm cache", {}), ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
+    envs = (("warm cache", {}), ("warm cache, REFTORCH_EAGER_INIT=sync", {"REFTORCH_EAGER_INIT": "sync"}),
+            ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
     startup["reftorch"] = startup_times(sys.executable, "reftorch", envs)
     if torch_python:
         startup["torch"] = startup_times(torch_python, "torch", (("", {}),))

@@ -1,7 +1,9 @@
 """Where the first op's time goes in a new process: each stage timed with perf_counter (no profiler),
 median over several fresh processes. Warm kernel cache unless --cold (REFTORCH_NO_CACHE=1).
+--eager MODE sets REFTORCH_EAGER_INIT (1: Numba's start-up on a thread, sync: inside `import reftorch`);
+the stages after `import reftorch` then time what is left.
 
-    python benches/startup.py [--runs 7] [--cold]
+    python benches/startup.py [--runs 7] [--cold] [--eager 1|sync]
 """
 import argparse
 import json
@@ -30,6 +32,10 @@ mark("import numba")
 from reftorch import _dispatch
 k = _dispatch._kernels()
 mark("kernels module")
+from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
+rtsys.initialize(cpu_target.target_context)
+mark("CPU context, runtime")
 if {refresh}:
     from numba.core.registry import cpu_target
     cpu_target.target_context.refresh()
@@ -63,12 +69,15 @@ def main():
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--cold", action="store_true")
     p.add_argument("--refresh", action="store_true", help="time Numba's target-context refresh as a stage of its own")
+    p.add_argument("--eager", default="", help="REFTORCH_EAGER_INIT for the child processes (1 or sync)")
     args = p.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}   # as users run it: .pyc files
     if args.cold:
         env["REFTORCH_NO_CACHE"] = "1"
+    env["REFTORCH_EAGER_INIT"] = args.eager
     rows = run(args.runs, env, args.refresh)
-    print(f"{os.getloadavg()[0]:.1f} load; {args.runs} fresh processes, {'cold' if args.cold else 'warm'} kernel cache")
+    print(f"{os.getloadavg()[0]:.1f} load; {args.runs} fresh processes, {'cold' if args.cold else 'warm'} kernel cache"
+          f"{f', REFTORCH_EAGER_INIT={args.eager}' if args.eager else ''}")
     print(f"{'stage':28s} {'wall ms: median':>16s} {'range':>13s} {'CPU ms: median':>16s} {'range':>13s}")
     for key in rows[0]:
         w = sorted(r[key][0] * 1e3 for r in rows)

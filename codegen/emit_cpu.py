@@ -39,18 +39,12 @@ def vmath():
 
 
 CACHE_GUARD = '''
-from ._cache import CACHE
+from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
 # Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
 # first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
 from ._cache import njit
 
 OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
-'''
-
-# The first import of a kernel module: _cache sets Numba's cache directory and vector width, which Numba reads
-# when its CPU target is created, and the prelude's first @njit creates it.
-TARGET_FIRST = '''
-from . import _cache  # noqa: F401  (before the prelude: it sets up Numba's CPU target)
 '''
 
 # The last lines of a kernel module: its recorded kernels turn into Numba dispatchers on first lookup.
@@ -457,10 +451,16 @@ def scan_kernel(op):
     return combine_fn(op) + "\n\n" + scan_loops(op)
 
 
+def recorded(template):
+    """A template's text for below CACHE_GUARD: without its own `from numba import njit`, its helpers are
+    recorded like the kernels (a process builds dispatchers only for the helpers of kernels it compiles)."""
+    return template.replace("from numba import njit\n", "")
+
+
 def emit_module(ops, fused):
     """reftorch/kernels/cpu.py: every CPU kernel of the registry, plus fused backward kernels."""
     parts = [HEADER, '"""Numba CPU kernels for every elementwise, reduction and scan op of ops.yaml."""\n',
-             TARGET_FIRST, prelude(), vmath(), CACHE_GUARD]
+             CACHE_GUARD, recorded(prelude()), recorded(vmath())]
     for op in ops:
         if op.kind in ("unary", "binary", "ternary"):
             tensors = [a.name for a in op.signature.tensor_args]
@@ -668,10 +668,81 @@ def _cached_runtime():
     nrtdynmod.compile_nrt_functions = compile_nrt_functions
 
 
+# Two more costs of a process's first kernel call that a cached load does not need (~25 ms together):
+# - Numba types an ndarray argument by first asking isinstance(val, np.ma.MaskedArray), and NumPy imports
+#   numpy.ma on that first touch (~20 ms). No MaskedArray exists before numpy.ma is imported, so the
+#   check below asks only once it is: the same answer, without the import.
+# - Numba's dispatchers run the `numba_extensions` entry points (a scan of every installed distribution's
+#   metadata, ~6 ms) before their first call works out argument types, so that extensions can register
+#   types. Kernel arguments are arrays and numbers, never extension types: a kernel's dispatcher runs the
+#   entry points when it compiles (below), not when it loads from the cache.
+# The same hook on compiling binds a kernel's helpers (see _jit below): a cached load needs none of them.
+
+def _typeof_ndarray_without_ma():
+    try:
+        import sys
+        import numpy as np
+        from numba.core import errors, types as nbtypes
+        from numba.core.typing import typeof as nbtypeof
+        from numba.np import numpy_support
+    except ImportError:
+        return
+    own = nbtypeof.typeof_impl.dispatch(np.ndarray)
+    if getattr(own, "reftorch", False) or own is not getattr(nbtypeof, "_typeof_ndarray", None):
+        return      # already replaced, or not the implementation this copy was written from
+
+    def _typeof_ndarray(val, c):
+        ma = sys.modules.get("numpy.ma")
+        if ma is not None and isinstance(val, ma.MaskedArray):
+            raise errors.NumbaTypeError("Unsupported array type: numpy.ma.MaskedArray.")
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except errors.NumbaNotImplementedError:
+            raise errors.NumbaValueError(f"Unsupported array dtype: {val.dtype}")
+        layout = numpy_support.map_layout(val)
+        readonly = not val.flags.writeable
+        return nbtypes.Array(dtype, val.ndim, layout, readonly=readonly)
+
+    _typeof_ndarray.reftorch = True
+    nbtypeof.typeof_impl.register(np.ndarray)(_typeof_ndarray)
+
+
+def _hook_compiles():
+    """Before Numba compiles any function: its entry points, and the helpers of a kernel that has none bound
+    yet. False where this Numba has no such place (kernels then bind their helpers when jitted)."""
+    try:
+        from numba.core import dispatcher, entrypoints
+        compiler = dispatcher._FunctionCompiler
+        compile = compiler.compile
+    except (ImportError, AttributeError):
+        return False
+    if getattr(compile, "reftorch", False):
+        return True
+
+    def compile_after_entry_points(self, args, return_type):
+        entrypoints.init_all()
+        if getattr(self, "py_func", None) in _UNBOUND:
+            _bind_helpers(self.py_func)
+        return compile(self, args, return_type)
+
+    compile_after_entry_points.reftorch = True
+    compiler.compile = compile_after_entry_points
+    return True
+
+
+def _no_entry_points():
+    pass
+
+
+_UNBOUND = set()    # kernels (recorded functions) jitted without their helpers: bound before they compile
+_LATE_HELPERS = _hook_compiles()
+_SKIP_ENTRY_POINTS = False
 if not os.environ.get("REFTORCH_NUMBA_REFRESH"):
     _load_without_refresh()
     if CACHE:
         _cached_runtime()
+    _typeof_ndarray_without_ma()
+    _SKIP_ENTRY_POINTS = _LATE_HELPERS
 _first_refresh_quiet()
 
 
@@ -680,9 +751,9 @@ _first_refresh_quiet()
 # dozen. Below their `from ._cache import njit` line, `@njit(...)` records the options and returns the
 # plain function; the module's last line moves the recorded functions out of its namespace, and its
 # __getattr__ (PEP 562: asked only for names the module lacks) binds numba.njit(**options)(function) in
-# their place on the first lookup, together with every recorded helper the function calls (Numba reads
-# a kernel's globals when it compiles it, so they must be dispatchers by then). Later lookups are plain
-# module attributes. Numba's disk cache keys on the function's file, qualified name, first line and
+# their place on the first lookup. Numba reads a kernel's globals when it compiles it, so every recorded
+# helper the kernel reaches must be a dispatcher by then: they are bound just before the kernel first
+# compiles (a kernel loaded from the cache needs none of them). Later lookups are plain module attributes. Numba's disk cache keys on the function's file, qualified name, first line and
 # bytecode, none of which change: a kernel jitted late loads the cache entry of one jitted at import.
 
 _OPTIONS = {}       # recorded function -> its numba.njit options
@@ -755,15 +826,51 @@ def _lookup(namespace, name):
     return _PENDING.get(namespace.get("__name__"), {}).get(name) if value is None else value
 
 
+def _dispatcher(fn):
+    d = numba.njit(**_OPTIONS[fn])(fn)
+    if _SKIP_ENTRY_POINTS:
+        d._compilation_chain_init_hook = _no_entry_points
+    return d
+
+
+def _helpers(fn):
+    g = fn.__globals__
+    return [v for v in (_lookup(g, n) for n in _names(fn.__code__)) if _recorded(v)]
+
+
 def _jit(root):
-    made, todo = {}, [root]
-    while todo:                      # a dispatcher for the function and each recorded function it reaches
+    if not _LATE_HELPERS:
+        return _bind(root, {})
+    d = _dispatcher(root)
+    if _helpers(root):
+        _UNBOUND.add(root)           # before it is published: its first compile binds them
+    root.__globals__[root.__name__] = d
+    _JITTED[root] = d
+    return d
+
+
+def _bind_helpers(fn):
+    with _LOCK:
+        if fn in _UNBOUND:
+            _bind(fn, {fn: _JITTED[fn]})
+            _UNBOUND.discard(fn)
+
+
+def _bind(root, made):
+    """Dispatchers for root and each recorded function it reaches, bound in their modules (those jitted
+    without their helpers get theirs: an inlined helper's globals are read as its caller compiles)."""
+    todo = [root]
+    seen = set()
+    while todo:
         fn = todo.pop()
-        if fn in made or fn in _JITTED:
+        if fn in seen:
             continue
-        made[fn] = numba.njit(**_OPTIONS[fn])(fn)
-        g = fn.__globals__
-        todo.extend(v for v in (_lookup(g, n) for n in _names(fn.__code__)) if _recorded(v))
+        seen.add(fn)
+        if fn not in made:
+            if fn in _JITTED and fn not in _UNBOUND:
+                continue
+            made[fn] = _JITTED.get(fn) or _dispatcher(fn)
+        todo.extend(_helpers(fn))
     for fn in reversed(made):        # bind the names in the module, callees before their callers
         g = fn.__globals__
         for name in _names(fn.__code__) | {fn.__name__}:
@@ -771,5 +878,6 @@ def _jit(root):
             if _recorded(v):
                 g[name] = made.get(v) or _JITTED[v]
     _JITTED.update(made)             # published last: another thread never gets a half-bound kernel
+    _UNBOUND.difference_update(made)
     return _JITTED[root]
 '''

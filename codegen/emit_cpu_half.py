@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 
-from .emit_cpu import (CACHE_GUARD, HEADER, LAZY_MODULE, TARGET_FIRST, TEMPLATES, argreduction_loops, better_fn, combine_fn,
-                       elementwise_kernels, kernel_scalars, prelude, reduction_loops, scalar_fn, scan_loops, vmath)
+from .emit_cpu import (CACHE_GUARD, HEADER, LAZY_MODULE, TEMPLATES, argreduction_loops, better_fn, combine_fn,
+                       elementwise_kernels, kernel_scalars, prelude, recorded, reduction_loops, scalar_fn, scan_loops,
+                       vmath)
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -80,7 +81,7 @@ def reduction_half(op):
 
 def emit_half_module(ops, fused):
     parts = [HEADER, '"""float16/bfloat16 CPU kernels of ops.yaml: uint16 storage, float32 compute (DESIGN §5)."""\n',
-             TARGET_FIRST, prelude(), vmath(), half_prelude(), CACHE_GUARD, conversion_kernels()]
+             CACHE_GUARD, recorded(prelude()), recorded(vmath()), half_prelude(), conversion_kernels()]
     for op in ops:
         if "float" not in op.dtypes:
             continue

@@ -1,7 +1,7 @@
 """REFTORCH_EAGER_INIT: Numba's start-up work done before the first op asks for it.
 
 By default `import reftorch` does not import Numba: the first op in a process pays for it (importing
-numba, the kernel module, Numba's runtime and numpy.ma, which Numba's typeof reads). With
+numba, the kernel module and Numba's runtime). With
 REFTORCH_EAGER_INIT=1 a daemon thread started at the end of `import reftorch` does that work while the
 program goes on (reading data, building a model); the first op then waits only for what is left. Most of it
 is Python imports that hold the GIL, so it overlaps with work that releases the GIL (I/O, NumPy, sleeping),
@@ -22,12 +22,12 @@ def warm_up():
     """Import the CPU kernels and initialise what loading a cached kernel needs."""
     from . import _dispatch
     _dispatch._kernels()
-    import numpy.ma  # noqa: F401 -- Numba's typeof of an ndarray reads np.ma (NumPy imports it lazily)
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
-    with global_compiler_lock:          # the lock Numba holds when a cache load initialises the runtime
-        rtsys.initialize(cpu_target.target_context)
+    context = cpu_target.target_context     # outside the compiler lock: making the context takes that lock,
+    with global_compiler_lock:              # and a first op may be making it on the main thread meanwhile
+        rtsys.initialize(context)           # (under the lock Numba holds when a cache load initialises it)
 
 
 def _run():

@@ -15,6 +15,7 @@ from numba import types as _types
 from numba.core import cgutils as _cgutils
 from numba.extending import overload as _numba_overload
 from numba.core.extending import intrinsic as _intrinsic
+from ._cache import jitted as _jitted
 
 _F32_INF = np.float32(np.inf)
 _F32_NAN = np.float32(np.nan)
@@ -156,7 +157,8 @@ def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
         if x == _types.float32:
-            return lambda x: fast(x)
+            jitted = _jitted(fast)      # the recorded helper's dispatcher (made as a kernel first uses it)
+            return lambda x: jitted(x)
         return lambda x: slow(x)
 
 

@@ -6,7 +6,12 @@
 
 
 
-from . import _cache  # noqa: F401  (before the prelude: it sets up Numba's CPU target)
+from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
+# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
+# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
+from ._cache import njit
+
+OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
 
 
 # Scalar helpers shared by the scalar expressions of ops.yaml. The generator copies this text into
@@ -14,7 +19,6 @@ from . import _cache  # noqa: F401  (before the prelude: it sets up Numba's CPU 
 # to the file itself, not to modules it imports). Each helper is inlined into the kernels that use it.
 import math
 import numpy as np
-from numba import njit
 
 from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh,
                   acosh, atanh, erf, erfc, fabs, atan2, hypot, copysign, fmod, lgamma, log2, log10, inf, nan,
@@ -248,11 +252,11 @@ def rshift(a, b):
 import math
 import numpy as np
 from llvmlite import ir as _ir
-from numba import njit
 from numba import types as _types
 from numba.core import cgutils as _cgutils
 from numba.extending import overload as _numba_overload
 from numba.core.extending import intrinsic as _intrinsic
+from ._cache import jitted as _jitted
 
 _F32_INF = np.float32(np.inf)
 _F32_NAN = np.float32(np.nan)
@@ -394,7 +398,8 @@ def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
         if x == _types.float32:
-            return lambda x: fast(x)
+            jitted = _jitted(fast)      # the recorded helper's dispatcher (made as a kernel first uses it)
+            return lambda x: jitted(x)
         return lambda x: slow(x)
 
 
@@ -403,15 +408,6 @@ _overload(log, _log_f32, math.log)
 _overload(tanh, _tanh_f32, math.tanh)
 _overload(log1p, _log1p_f32, math.log1p)
 _overload(expm1, _expm1_f32, math.expm1)
-
-
-
-from ._cache import CACHE
-# Below this line `@njit(...)` only records the options: a kernel becomes numba.njit(**options)(kernel) on its
-# first lookup, with the helpers it calls (reftorch/kernels/_cache.py); Numba's disk cache hits as before.
-from ._cache import njit
-
-OUTER_BLOCK = 2048  # outputs per block of an outer-axis reduction (_reduce, sm == 1): a float64 acc block is 16 KiB
 
 
 @njit(inline="always")
