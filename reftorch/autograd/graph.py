@@ -253,16 +253,25 @@ class OpNode(Node):
         return f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        F = _functional()
-        grads = self._materialize(grads)
+        F = _F if _F is not None else _functional()
+        for g in grads:
+            if g is None:
+                grads = self._materialize(grads)
+                break
         saved = {}
         for key, value in self.saved.items():
-            if key == "results" and isinstance(value, list):
+            if value.__class__ is SavedTensor:
+                saved[key] = value.unpack(self)
+            elif key == "results" and isinstance(value, list):
                 saved[key] = [s.unpack(self, i) for i, s in enumerate(value)]
             else:
                 saved[key] = _unpack_value(value, self)
-        g = self.backward_fn(F, grads, saved, self._arg_needs(self._needs(needs)), not create_graph)
-        return self._spread(g)
+        if needs is None and self.list_arity is None:
+            needs = [e[0] is not None for e in self.next_functions]
+        else:
+            needs = self._arg_needs(self._needs(needs))
+        g = self.backward_fn(F, grads, saved, needs, not create_graph)
+        return list(g) if self.list_arity is None else self._spread(g)
 
     def _arg_needs(self, needs):
         """One flag per tensor argument (a Tensor[] argument wants grads when any of its tensors does)."""
@@ -288,7 +297,10 @@ class OpNode(Node):
 
     def release(self):
         for value in self.saved.values():
-            _release_value(value)
+            if value.__class__ is SavedTensor:
+                value.tensor = None
+            else:
+                _release_value(value)
 
     def __getattr__(self, attr):
         """PyTorch's grad_fn._saved_<name>: a saved value (raises once freed)."""
