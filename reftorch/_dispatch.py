@@ -1135,9 +1135,58 @@ def scan(spec, tensors, scalars):
 
 # ---------------------------------------------------------------------------- array, view, composite
 
+def _new_array_plan(spec):
+    """What array() needs of an op without a Tensor[] argument, worked out once: the positions of its promoted and
+    of its Index tensor arguments, whether it has `dim` arguments, and the dtypes already checked. False for ops
+    with a Tensor[] argument (the general path)."""
+    if spec.list_arg is not None:
+        return False
+    promo = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in PROMOTED)
+    index = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in ("Index", "Index?"))
+    dims = any(spec.arg_types[n] in ("dim", "dim?", "dim[]?") for n in spec.scalar_names)
+    return promo, index, dims, set()
+
+
+_array_plans = {}       # spec -> _new_array_plan(spec)
+
+
 def array(spec, tensors, scalars):
     if _cuda_d.used and any(isinstance(t, Tensor) and t.device.type == "cuda" for t in tensors):
         return _cuda_d.array(spec, tensors, scalars)
+    plan = _array_plans.get(spec)
+    if plan is None:
+        plan = _array_plans[spec] = _new_array_plan(spec)
+    dt = None
+    if plan and len(tensors) == len(spec.tensor_types):
+        # the lean path: every tensor argument a Tensor (or an absent optional), the promoted ones of one dtype
+        # that is not 16-bit, so nothing is promoted or cast
+        promo, index, dims, checked = plan
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                break
+        else:
+            for i in promo:
+                t = tensors[i]
+                if t is not None:
+                    if t._wrapped or (dt is not None and t.dtype is not dt):
+                        break
+                    dt = t.dtype
+            else:
+                if dt is None or not dt.half:
+                    if dt is not None and dt not in checked:
+                        spec.check_dtype(dt)
+                        checked.add(dt)
+                    for i in index:
+                        if tensors[i] is not None:
+                            check_index(tensors[i], spec.name)
+                    ts = inputs = tensors
+                    arrays = [t._array() if t is not None else None for t in tensors]
+                    args = arrays
+                    kw = dict(zip(spec.scalar_names, scalars)) if scalars else {}
+                    if dims:
+                        _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+                    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+            dt = None
     ts = inputs = [t if isinstance(t, Tensor) else (as_tensor_arg(t) if t is not None else None) for t in tensors]
     names = spec.tensor_args if spec.list_arg is None else _tensor_names(spec, len(ts))
     arg_types = spec.arg_types
@@ -1145,7 +1194,6 @@ def array(spec, tensors, scalars):
     for t, name in zip(ts, names):
         if t is not None and arg_types[name] in ("Index", "Index?"):
             check_index(t, spec.name)
-    dt = None
     if promo:
         dt = promo[0].dtype
         if any(t.dtype is not dt or t._wrapped for t in promo) or not promo[0]._shape:
@@ -1160,6 +1208,11 @@ def array(spec, tensors, scalars):
     kw = dict(zip(spec.scalar_names, scalars))
     if kw:
         _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+
+
+def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
+    """The op's NumPy body over arrays (args: grouped by tensor argument), its results wrapped and recorded."""
     fn = _array_fns.get(spec.name)
     if fn is None:
         fn = _array_fns[spec.name] = getattr(_array_ops, f"{spec.name}_forward")
