@@ -1413,24 +1413,31 @@ def call_foreach(name, lists, scalars):
         raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got "
                            f"{', '.join(str(len(ts)) for ts in lists)}.")
     by_dtype, copies = {}, []
+    checked = set()     # dtypes already checked against the op
+    rg_check = grad_mode.state.enabled
     for k in range(n):
         group = [ts[k] for ts in lists]
         t0 = group[0]
+        if not isinstance(t0, Tensor):
+            raise TypeError(f"{name}(): expected lists of Tensors, got {type(t0).__name__}")
+        dt0, shape0 = t0.dtype, t0._shape
         for t in group:
-            if not isinstance(t, Tensor):
+            if t.__class__ is not Tensor and not isinstance(t, Tensor):
                 raise TypeError(f"{name}(): expected lists of Tensors, got {type(t).__name__}")
             if t.device.type != "cpu":
                 raise RuntimeError(f"{name}: expected all tensors to be on the cpu, got {t.device}")
-            if t.dtype is not t0.dtype:
+            if t.dtype is not dt0:
                 raise RuntimeError(f"{name}: expected all tensors of a group to have the same dtype, got "
-                                   f"{t0.dtype.short} and {t.dtype.short}")
-            if t._shape != t0._shape:
+                                   f"{dt0.short} and {t.dtype.short}")
+            if t._shape != shape0:
                 raise RuntimeError(f"{name}: expected all tensors of a group to have the same shape, got "
-                                   f"{list(t0._shape)} and {list(t._shape)}")
-        spec.check_dtype(t0.dtype)
-        if t0.dtype.half:
-            raise RuntimeError(f"{name}: \"{name}\" not implemented for '{t0.dtype.short}'")
-        cs, numel = _info(t0._shape)
+                                   f"{list(shape0)} and {list(t._shape)}")
+        if dt0 not in checked:
+            spec.check_dtype(dt0)
+            if dt0.half:
+                raise RuntimeError(f"{name}: \"{name}\" not implemented for '{dt0.short}'")
+            checked.add(dt0)
+        cs, numel = _info(shape0)
         arrays = []
         for i, t in enumerate(group):
             data = t._storage.data
@@ -1438,7 +1445,7 @@ def call_foreach(name, lists, scalars):
             if i in upd:
                 if not flags.writeable:
                     raise ValueError("assignment destination is read-only")
-                if grad_mode.state.enabled and _requires_grad(t):
+                if rg_check and _requires_grad(t):
                     raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
                 if 0 in t._strides:
                     check_no_internal_overlap(t)
@@ -1449,7 +1456,10 @@ def call_foreach(name, lists, scalars):
                 if i in upd:
                     copies.append((t, a))
                 arrays.append(a)
-        by_dtype.setdefault(t0.dtype, []).append(arrays)
+        arr_list = by_dtype.get(dt0)
+        if arr_list is None:
+            arr_list = by_dtype[dt0] = []
+        arr_list.append(arrays)
     ks = []
     for (arg, ty, _, _), v in zip([a for a in spec.args if a[1] != "Tensor[]"], scalars):
         if isinstance(v, Tensor):
