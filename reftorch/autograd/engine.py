@@ -311,8 +311,9 @@ def _can_steal(t, g):
     base = data.base
     if base is None:
         return _getrefcount(data) <= 3     # g's storage, the name data, getrefcount's argument
+    # base: data's reference to it, the name base, getrefcount's argument (an array op's fresh result, reshaped)
     return base.__class__ is np.ndarray and base.base is None and _getrefcount(data) <= 3 and \
-        _getrefcount(base) <= 2
+        _getrefcount(base) <= 3
 
 
 def _accumulate_into(t, g, create_graph, steal=False):
