@@ -1576,20 +1576,17 @@ def record(spec, inputs, scalars, outputs, inplace=False):
 def _record_lean(spec, inputs, scalars, outputs):
     """record() for the common case (no Tensor[] argument, not in place) with the precomputed save plan."""
     edges, meta = [], []
-    any_requires_grad = any_edge = False
+    any_edge = False
     for t in inputs:
         if isinstance(t, Tensor):
             dt = t.dtype
             meta.append((t._shape, dt))
-            rg = _requires_grad(t)
-            if rg:
-                any_requires_grad = True
             if dt.category == 2:
                 fn = t.grad_fn             # gradient_edge(t), inlined
-                if fn is not None:
+                if fn is not None:          # (a tensor with a grad_fn requires grad)
                     edges.append((fn, t._output_nr))
                     any_edge = True
-                elif rg:
+                elif _requires_grad(t):
                     acc = t._accum          # grad_accumulator(t), inlined while its weak reference is alive
                     if acc is not None and acc.__class__ is _weakref_type:
                         acc = acc()
@@ -1602,7 +1599,7 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             meta.append(((), None))
             edges.append(NO_EDGE)
-    if not (any_requires_grad and any_edge):
+    if not any_edge:
         return
     saved = {}
     for key, (how, where) in spec.save_plan:
@@ -1611,7 +1608,11 @@ def _record_lean(spec, inputs, scalars, outputs):
             if isinstance(x, Tensor):
                 if x._wrapped:      # a Python number: formulas use it in its own precision (PyTorch's double
                     x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)  # Scalar)
-                saved[key] = SavedTensor(x)
+                st = _new_saved(SavedTensor)        # SavedTensor(x), without the call
+                st.tensor = x
+                st.version = x._storage.version
+                st.is_output = False
+                saved[key] = st
             else:
                 saved[key] = x
         elif how == "scalar":
@@ -1623,7 +1624,15 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             i, attr = where
             saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
-    node = _lean_node(spec.name, spec.backward, saved, tuple(edges), meta, [(o._shape, o.dtype) for o in outputs])
+    node = _new_saved(OpNode)           # OpNode._lean, inlined (the hook slots keep their class defaults)
+    node.next_functions = tuple(edges)
+    node.input_meta = meta
+    node.out_meta = [(o._shape, o.dtype) for o in outputs] if len(outputs) != 1 else \
+        [(outputs[0]._shape, outputs[0].dtype)]
+    node.op = spec.name
+    node.backward_fn = spec.backward
+    node.saved = saved
+    node.list_arity = None
     if _anomaly._enabled:
         record_trace(node)
     nr = 0
@@ -1635,6 +1644,9 @@ def _record_lean(spec, inputs, scalars, outputs):
         nr += 1
     if spec.kind == "view" and outputs[0]._base is not None:
         note_view(outputs[0])
+
+
+_new_saved = object.__new__
 
 
 def _by_name(name, spec, names, inputs, outputs):

@@ -75,7 +75,7 @@ def test_create_graph_second_order():
     np.testing.assert_allclose(x.grad.numpy(), 6 * x.detach().numpy(), rtol=1e-6)
 
 
-@pytest.mark.filterwarnings("ignore:Error detected in")
+@pytest.mark.filterwarnings("ignore:Error detected in", "ignore:Anomaly Detection has been enabled")
 def test_anomaly_mode_still_checks_nan():
     x = torch.tensor([0.0], requires_grad=True)
     with torch.autograd.detect_anomaly():
