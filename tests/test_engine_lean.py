@@ -113,3 +113,10 @@ def test_array_op_gradient_becomes_grad_without_a_copy(monkeypatch):
     assert not [c for c in clones if len(c.shape) == 2]         # the weights' gradients (array ops) not copied
     for p in leaves:
         assert p.grad.shape == p.shape and p.grad.is_contiguous()
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 5), 1), ((3, 5), 0), ((2, 3, 4), -1), ((4,), 0), ((), 0)])
+def test_log_softmax_gradient_op_first_and_second_order(shape, dim):
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: torch.log_softmax(t, dim), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: torch.log_softmax(t, dim), (x,))

@@ -691,3 +691,10 @@ def _linear_weight_grad_forward(grad_output, input):
     if input.ndim == 1:
         return np.outer(grad_output, input)
     return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))
+
+
+def _log_softmax_backward_forward(grad_output, output, dim):
+    # ops.yaml: _log_softmax_backward
+    if grad_output.ndim == 0:
+        return grad_output - np.exp(output) * grad_output
+    return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)
