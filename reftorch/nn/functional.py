@@ -1393,6 +1393,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _reduction_string(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is None and not label_smoothing and isinstance(input, _Tensor) and isinstance(target, _Tensor) and \
+            len(input._shape) == 2 and len(target._shape) == 1 and input._shape[0] == target._shape[0] and \
+            input.device.type == "cpu" and target.dtype.category != 2 and reduction in ("none", "sum", "mean"):
+        # (N, C) logits and N class indices on the cpu, checked at once: the two ops nll_loss(log_softmax) runs
+        return torch._nll_loss(torch._functional._log_softmax(input, 1), target, None, ignore_index, reduction)
     class_dim = 0 if input.dim() == 1 else 1
     classes = input.shape[class_dim]
     logp = torch.log_softmax(input, class_dim)
