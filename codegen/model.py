@@ -44,10 +44,11 @@ REDUCE_KEYS = ("identity", "combine", "better", "accumulate")
 # scatter_positions read/write `self` at the flat positions of an index tuple (advanced indexing and its put);
 # select_positions / add_at_positions / gather_along / scatter_add_along build that tuple from (dim, index) as
 # index_select / index_add / gather / scatter_add do; shifted_log_softmax is x - max - log(sum(exp(x - max)))
-# along `dim` from the device's reductions; concat_copies is cat(tensors, dim) by one strided copy per input.
+# along `dim` from the device's reductions; concat_copies is cat(tensors, dim) by one strided copy per input;
+# log_softmax_backward is grad_output - exp(output) * sum(grad_output, dim) from the device's kernels.
 CUDA_IMPLS = ("tiled_matmul", "tiled_matmul_2d", "tiled_matmul_3d", "gather_positions", "scatter_positions",
               "select_positions", "add_at_positions", "gather_along", "scatter_add_along", "shifted_log_softmax",
-              "concat_copies")
+              "concat_copies", "log_softmax_backward")
 # Names a derivative formula may use besides the op's own arguments and the registered ops.
 FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).

@@ -60,7 +60,22 @@ def _run(n_elements, fn, *args, **kw):
 
 def serial_small(fn, args, kw, arrays):
     """An array-op body fn(**args, **kw) whose inputs are `arrays` (None for an absent optional Tensor)."""
-    return _run(sum(a.size for a in arrays if a is not None), fn, **args, **kw)
+    if set_threads is None:
+        return fn(**args, **kw)
+    n = 0
+    for a in arrays:
+        if a is not None:
+            n += a.size
+    if n >= SMALL:
+        return fn(**args, **kw)
+    threads = get_threads()         # _run, inlined: the body's arguments are passed on once
+    if threads <= 1:
+        return fn(**args, **kw)
+    set_threads(1)
+    try:
+        return fn(**args, **kw)
+    finally:
+        set_threads(threads)
 
 
 def matmul_into(a, b, out):

@@ -544,6 +544,18 @@ def _log_softmax(spec, tensors, dev, kw):
         return F.sub(s, F.log(F.sum(F.exp(s), d, True)))
 
 
+def _log_softmax_backward(spec, tensors, dev, kw):
+    """grad_output - exp(output) * sum(grad_output) along dim with the device's reductions and elementwise kernels."""
+    from . import _functional as F
+    g, out = tensors
+    if not (isinstance(g, Tensor) and isinstance(out, Tensor) and g.device.type == "cuda" and
+            out.device.type == "cuda" and g.ndim and g.dtype is out.dtype and g.dtype.is_floating_point):
+        return None
+    d = L.wrap_dim(kw["dim"], g.ndim)
+    with grad_mode.no_grad():
+        return F.sub(g, F.mul(F.exp(out), F.sum(g, d, True)))
+
+
 def _concat(spec, tensors, dev, kw):
     """cat(tensors, dim): one strided copy kernel per input into its slice of the result."""
     from ._dispatch import promoted
@@ -583,6 +595,7 @@ IMPLS = {
     "gather_along": _by_positions("gather_along"),
     "scatter_add_along": _by_positions("scatter_add_along"),
     "shifted_log_softmax": _log_softmax,
+    "log_softmax_backward": _log_softmax_backward,    # its gradient, from the same device kernels
     "concat_copies": _concat,               # cat: each input copied into its slice of the result   # x - logsumexp(x) along dim from device reductions (max subtracted first)
 }
 

@@ -1316,9 +1316,58 @@ def scan(spec, tensors, scalars):
 
 # ---------------------------------------------------------------------------- array, view, composite
 
+def _new_array_plan(spec):
+    """What array() needs of an op without a Tensor[] argument, worked out once: the positions of its promoted and
+    of its Index tensor arguments, whether it has `dim` arguments, and the dtypes already checked. False for ops
+    with a Tensor[] argument (the general path)."""
+    if spec.list_arg is not None:
+        return False
+    promo = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in PROMOTED)
+    index = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in ("Index", "Index?"))
+    dims = any(spec.arg_types[n] in ("dim", "dim?", "dim[]?") for n in spec.scalar_names)
+    return promo, index, dims, set()
+
+
+_array_plans = {}       # spec -> _new_array_plan(spec)
+
+
 def array(spec, tensors, scalars):
     if _cuda_d.used and any(isinstance(t, Tensor) and t.device.type == "cuda" for t in tensors):
         return _cuda_d.array(spec, tensors, scalars)
+    plan = _array_plans.get(spec)
+    if plan is None:
+        plan = _array_plans[spec] = _new_array_plan(spec)
+    dt = None
+    if plan and len(tensors) == len(spec.tensor_types):
+        # the lean path: every tensor argument a Tensor (or an absent optional), the promoted ones of one dtype
+        # that is not 16-bit, so nothing is promoted or cast
+        promo, index, dims, checked = plan
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                break
+        else:
+            for i in promo:
+                t = tensors[i]
+                if t is not None:
+                    if t._wrapped or (dt is not None and t.dtype is not dt):
+                        break
+                    dt = t.dtype
+            else:
+                if dt is None or not dt.half:
+                    if dt is not None and dt not in checked:
+                        spec.check_dtype(dt)
+                        checked.add(dt)
+                    for i in index:
+                        if tensors[i] is not None:
+                            check_index(tensors[i], spec.name)
+                    ts = inputs = tensors
+                    arrays = [t._array() if t is not None else None for t in tensors]
+                    args = arrays
+                    kw = dict(zip(spec.scalar_names, scalars)) if scalars else {}
+                    if dims:
+                        _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+                    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+            dt = None
     ts = inputs = [t if isinstance(t, Tensor) else (as_tensor_arg(t) if t is not None else None) for t in tensors]
     names = spec.tensor_args if spec.list_arg is None else _tensor_names(spec, len(ts))
     arg_types = spec.arg_types
@@ -1326,7 +1375,6 @@ def array(spec, tensors, scalars):
     for t, name in zip(ts, names):
         if t is not None and arg_types[name] in ("Index", "Index?"):
             check_index(t, spec.name)
-    dt = None
     if promo:
         dt = promo[0].dtype
         if any(t.dtype is not dt or t._wrapped for t in promo) or not promo[0]._shape:
@@ -1341,6 +1389,11 @@ def array(spec, tensors, scalars):
     kw = dict(zip(spec.scalar_names, scalars))
     if kw:
         _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+
+
+def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
+    """The op's NumPy body over arrays (args: grouped by tensor argument), its results wrapped and recorded."""
     fn = _array_fns.get(spec.name)
     if fn is None:
         fn = _array_fns[spec.name] = getattr(_array_ops, f"{spec.name}_forward")
@@ -1547,24 +1600,31 @@ def call_foreach(name, lists, scalars):
         raise RuntimeError(f"{name}: Tensor lists must have the same number of tensors, got "
                            f"{', '.join(str(len(ts)) for ts in lists)}.")
     by_dtype, copies = {}, []
+    checked = set()     # dtypes already checked against the op
+    rg_check = grad_mode.state.enabled
     for k in range(n):
         group = [ts[k] for ts in lists]
         t0 = group[0]
+        if not isinstance(t0, Tensor):
+            raise TypeError(f"{name}(): expected lists of Tensors, got {type(t0).__name__}")
+        dt0, shape0 = t0.dtype, t0._shape
         for t in group:
-            if not isinstance(t, Tensor):
+            if t.__class__ is not Tensor and not isinstance(t, Tensor):
                 raise TypeError(f"{name}(): expected lists of Tensors, got {type(t).__name__}")
             if t.device.type != "cpu":
                 raise RuntimeError(f"{name}: expected all tensors to be on the cpu, got {t.device}")
-            if t.dtype is not t0.dtype:
+            if t.dtype is not dt0:
                 raise RuntimeError(f"{name}: expected all tensors of a group to have the same dtype, got "
-                                   f"{t0.dtype.short} and {t.dtype.short}")
-            if t._shape != t0._shape:
+                                   f"{dt0.short} and {t.dtype.short}")
+            if t._shape != shape0:
                 raise RuntimeError(f"{name}: expected all tensors of a group to have the same shape, got "
-                                   f"{list(t0._shape)} and {list(t._shape)}")
-        spec.check_dtype(t0.dtype)
-        if t0.dtype.half:
-            raise RuntimeError(f"{name}: \"{name}\" not implemented for '{t0.dtype.short}'")
-        cs, numel = _info(t0._shape)
+                                   f"{list(shape0)} and {list(t._shape)}")
+        if dt0 not in checked:
+            spec.check_dtype(dt0)
+            if dt0.half:
+                raise RuntimeError(f"{name}: \"{name}\" not implemented for '{dt0.short}'")
+            checked.add(dt0)
+        cs, numel = _info(shape0)
         arrays = []
         for i, t in enumerate(group):
             data = t._storage.data
@@ -1572,7 +1632,7 @@ def call_foreach(name, lists, scalars):
             if i in upd:
                 if not flags.writeable:
                     raise ValueError("assignment destination is read-only")
-                if grad_mode.state.enabled and _requires_grad(t):
+                if rg_check and _requires_grad(t):
                     raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
                 if 0 in t._strides:
                     check_no_internal_overlap(t)
@@ -1583,7 +1643,10 @@ def call_foreach(name, lists, scalars):
                 if i in upd:
                     copies.append((t, a))
                 arrays.append(a)
-        by_dtype.setdefault(t0.dtype, []).append(arrays)
+        arr_list = by_dtype.get(dt0)
+        if arr_list is None:
+            arr_list = by_dtype[dt0] = []
+        arr_list.append(arrays)
     ks = []
     for (arg, ty, _, _), v in zip([a for a in spec.args if a[1] != "Tensor[]"], scalars):
         if isinstance(v, Tensor):
@@ -1700,20 +1763,17 @@ def record(spec, inputs, scalars, outputs, inplace=False):
 def _record_lean(spec, inputs, scalars, outputs):
     """record() for the common case (no Tensor[] argument, not in place) with the precomputed save plan."""
     edges, meta = [], []
-    any_requires_grad = any_edge = False
+    any_edge = False
     for t in inputs:
         if isinstance(t, Tensor):
             dt = t.dtype
             meta.append((t._shape, dt))
-            rg = _requires_grad(t)
-            if rg:
-                any_requires_grad = True
             if dt.category == 2:
                 fn = t.grad_fn             # gradient_edge(t), inlined
-                if fn is not None:
+                if fn is not None:          # (a tensor with a grad_fn requires grad)
                     edges.append((fn, t._output_nr))
                     any_edge = True
-                elif rg:
+                elif _requires_grad(t):
                     acc = t._accum          # grad_accumulator(t), inlined while its weak reference is alive
                     if acc is not None and acc.__class__ is _weakref_type:
                         acc = acc()
@@ -1726,7 +1786,7 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             meta.append(((), None))
             edges.append(NO_EDGE)
-    if not (any_requires_grad and any_edge):
+    if not any_edge:
         return
     saved = {}
     for key, (how, where) in spec.save_plan:
@@ -1735,7 +1795,11 @@ def _record_lean(spec, inputs, scalars, outputs):
             if isinstance(x, Tensor):
                 if x._wrapped:      # a Python number: formulas use it in its own precision (PyTorch's double
                     x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)  # Scalar)
-                saved[key] = SavedTensor(x)
+                st = _new_saved(SavedTensor)        # SavedTensor(x), without the call
+                st.tensor = x
+                st.version = x._storage.version
+                st.is_output = False
+                saved[key] = st
             else:
                 saved[key] = x
         elif how == "scalar":
@@ -1747,7 +1811,15 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             i, attr = where
             saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
-    node = _lean_node(spec.name, spec.backward, saved, tuple(edges), meta, [(o._shape, o.dtype) for o in outputs])
+    node = _new_saved(OpNode)           # OpNode._lean, inlined (the hook slots keep their class defaults)
+    node.next_functions = tuple(edges)
+    node.input_meta = meta
+    node.out_meta = [(o._shape, o.dtype) for o in outputs] if len(outputs) != 1 else \
+        [(outputs[0]._shape, outputs[0].dtype)]
+    node.op = spec.name
+    node.backward_fn = spec.backward
+    node.saved = saved
+    node.list_arity = None
     if _anomaly._enabled:
         record_trace(node)
     nr = 0
@@ -1759,6 +1831,9 @@ def _record_lean(spec, inputs, scalars, outputs):
         nr += 1
     if spec.kind == "view" and outputs[0]._base is not None:
         note_view(outputs[0])
+
+
+_new_saved = object.__new__
 
 
 def _by_name(name, spec, names, inputs, outputs):

@@ -15,6 +15,9 @@ from . import _layout as L
 from ._device import CPU
 
 
+_byte_strides = {}      # (strides in elements, itemsize) -> strides in bytes (Tensor._array)
+
+
 class Storage:
     __slots__ = ("data", "version", "__weakref__")
 
@@ -86,7 +89,16 @@ class Tensor:
             return data
         if 0 in self._shape:    # an empty view may sit past the end of its storage (x[10:] of 10 elements)
             return np.empty(self._shape, data.dtype)
-        return np.ndarray(self._shape, data.dtype, data, self._offset * isz, tuple(s * isz for s in self._strides))
+        strides = self._strides
+        if strides.__class__ is not tuple:
+            return np.ndarray(self._shape, data.dtype, data, self._offset * isz, tuple(s * isz for s in strides))
+        key = (strides, isz)
+        byte_strides = _byte_strides.get(key)       # the strides in bytes, cached (a tuple built per call costs µs)
+        if byte_strides is None:
+            if len(_byte_strides) > 4096:
+                _byte_strides.clear()
+            byte_strides = _byte_strides[key] = tuple(s * isz for s in strides)
+        return np.ndarray(self._shape, data.dtype, data, self._offset * isz, byte_strides)
 
     # ------------------------------------------------------------------ metadata
     @property

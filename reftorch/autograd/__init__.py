@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401
                         is_inference_mode_enabled)
 from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
@@ -12,7 +14,8 @@ from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
 from . import function, graph  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
-from .._tensor import Tensor
+from .._tensor import Storage, Tensor
+from .._layout import contiguous_strides
 
 
 def _as_tuple(x):
@@ -41,8 +44,12 @@ def _make_grads(outputs, grads):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not o.dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
-                from .. import _functional as F
-                out.append(F.ones_like(o))
+                if o.device.type == "cpu":     # ones_like, without the factory's argument handling
+                    out.append(Tensor._make(Storage(np.ones(1, o.dtype.np)), 0, o._shape,
+                                            contiguous_strides(o._shape), o.dtype))
+                else:
+                    from .. import _functional as F
+                    out.append(F.ones_like(o))
             else:
                 out.append(None)
         else:

@@ -70,31 +70,64 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
         while ready:
             node = ready.pop()
             grads = buffers.pop(node)
-            if node._tensor_pre_hooks or node._retains_grad or isinstance(node, AccumulateGrad):
+            if node.__class__ is AccumulateGrad:
+                if node._tensor_pre_hooks or node._retains_grad or node.variable._hooks:
+                    grads = _tensor_pre_hooks(node, grads)
+                if captures:
+                    for i in captures.get((node, 0), ()):
+                        results[i] = grads[0]
+                if inputs is None or (accumulate and (node, 0) in captures):
+                    accumulate_grad(node, grads[0], create_graph, steal=True)
+                continue
+            if node._tensor_pre_hooks or node._retains_grad:
                 grads = _tensor_pre_hooks(node, grads)
             if captures:
                 for nr, g in enumerate(grads):
                     for i in captures.get((node, nr), ()):
                         results[i] = g
-            if isinstance(node, AccumulateGrad):
-                if inputs is None or (accumulate and (node, 0) in captures):
-                    accumulate_grad(node, grads[0], create_graph, steal=True)
-                continue
             if needed is not None and node not in needed:
                 continue                            # captured only: nothing beyond it is wanted
-            in_grads = _call(node, grads, create_graph, wanted)
+            edges = node.next_functions
+            if wanted is None and node._pre_hooks is None and node._hooks is None and not anomaly_mode._enabled:
+                # _call without hooks, anomaly checks nor `inputs`: the common training graph
+                for g in grads:
+                    if g is not None:
+                        in_grads = node.apply(grads, create_graph, None)
+                        if len(in_grads) != len(edges):
+                            raise RuntimeError(f"Function {node.name()} returned an incorrect number of gradients "
+                                               f"(expected {len(edges)}, got {len(in_grads)})")
+                        break
+                else:
+                    in_grads = [None] * len(edges)
+            else:
+                in_grads = _call(node, grads, create_graph, wanted)
             if not retain_graph:
                 node.release()
-            for i, ((child, nr), g) in enumerate(zip(node.next_functions, in_grads)):
-                if child is None:
-                    continue
-                if g is not None:
-                    g = _conform(g, node.input_meta[i], node, i)
-                _add_to(buffers, child, nr, g)
-                dependencies[child] -= 1
-                if dependencies[child] == 0:
-                    ready.append(child)
-            in_grads = g = None     # the buffers alone hold the gradients now (see _can_steal)
+            metas = node.input_meta
+            i = 0
+            for child, nr in edges:
+                if child is not None:
+                    g = in_grads[i]
+                    if g is not None:
+                        shape, dtype = metas[i]
+                        if g._shape != shape or (dtype is not None and g.dtype is not dtype):
+                            g = _conform(g, metas[i], node, i)
+                    slot = buffers.get(child)
+                    if slot is None:
+                        n_out = len(child.out_meta)
+                        if n_out <= 1 and nr == 0:
+                            buffers[child] = [g]
+                        else:
+                            slot = buffers[child] = [None] * (n_out or 1)
+                            slot[nr] = g
+                    elif g is not None:
+                        slot[nr] = g if slot[nr] is None else slot[nr] + g
+                    n = dependencies[child] - 1
+                    dependencies[child] = n
+                    if n == 0:
+                        ready.append(child)
+                i += 1
+            in_grads = g = slot = None     # the buffers alone hold the gradients now (see _can_steal)
     finally:
         grad_mode.state.enabled = prev
         callbacks, _final_callbacks[:] = _final_callbacks[:], []
@@ -118,19 +151,22 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
 def _count_dependencies(roots, want_parents):
     """For every node reachable from roots, how many edges lead into it (and, if asked, from where)."""
     dependencies, parents = {}, {}
-    seen = set(roots)
     stack = list(roots)
+    get = dependencies.get
     while stack:
         node = stack.pop()
         for child, _ in node.next_functions:
             if child is None:
                 continue
-            dependencies[child] = dependencies.get(child, 0) + 1
+            n = get(child)
+            if n is None:
+                dependencies[child] = 1
+                if child not in roots:      # first edge into it: walk on from it once
+                    stack.append(child)
+            else:
+                dependencies[child] = n + 1
             if want_parents:
                 parents.setdefault(child, []).append(node)
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
     return dependencies, parents
 
 
@@ -275,8 +311,9 @@ def _can_steal(t, g):
     base = data.base
     if base is None:
         return _getrefcount(data) <= 3     # g's storage, the name data, getrefcount's argument
+    # base: data's reference to it, the name base, getrefcount's argument (an array op's fresh result, reshaped)
     return base.__class__ is np.ndarray and base.base is None and _getrefcount(data) <= 3 and \
-        _getrefcount(base) <= 2
+        _getrefcount(base) <= 3
 
 
 def _accumulate_into(t, g, create_graph, steal=False):

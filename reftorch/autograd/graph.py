@@ -144,8 +144,15 @@ class Node:
     Subclasses define name() and apply(grads, create_graph, needs) -> one gradient (or None) per
     edge of next_functions, from the gradients of the node's outputs. The engine sums incoming
     gradients, runs hooks, reduces broadcast gradients to input_meta's shapes and follows edges."""
-    __slots__ = ("next_functions", "input_meta", "out_meta", "_pre_hooks", "_hooks", "_tensor_pre_hooks",
-                 "_retains_grad", "trace", "_metadata", "__weakref__", "__dict__")
+    __slots__ = ("next_functions", "input_meta", "out_meta", "__weakref__", "__dict__")
+    # rarely set, so class defaults (an instance that sets one keeps it in its __dict__): a recorded op's node is
+    # made without writing them
+    _pre_hooks = None                           # fn(grad_outputs) -> new grad_outputs or None
+    _hooks = None                               # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
+    _tensor_pre_hooks = None                    # {output_nr: [fn(grad) -> new grad or None]} from Tensor.register_hook
+    _retains_grad = None                        # {output_nr: weakref to the tensor} from Tensor.retain_grad
+    trace = None                                # forward traceback, in anomaly mode
+    _metadata = None
 
     def __init__(self, next_functions=(), input_meta=(), out_meta=()):
         next_functions = tuple(next_functions)
@@ -154,12 +161,6 @@ class Node:
         self.next_functions = next_functions
         self.input_meta = list(input_meta)      # (shape, dtype) per edge: gradients are reduced to these
         self.out_meta = list(out_meta)          # (shape, dtype) per output: missing gradients become zeros
-        self._pre_hooks = None                  # fn(grad_outputs) -> new grad_outputs or None
-        self._hooks = None                      # fn(grad_inputs, grad_outputs) -> new grad_inputs or None
-        self._tensor_pre_hooks = None           # {output_nr: [fn(grad) -> new grad or None]} from Tensor.register_hook
-        self._retains_grad = None               # {output_nr: weakref to the tensor} from Tensor.retain_grad
-        self.trace = None                       # forward traceback, in anomaly mode
-        self._metadata = None
 
     @property
     def n_outputs(self):
@@ -227,8 +228,6 @@ class OpNode(Node):
         self.next_functions = next_functions
         self.input_meta = input_meta if input_meta.__class__ is list else list(input_meta)
         self.out_meta = out_meta if out_meta.__class__ is list else list(out_meta)
-        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
-        self.trace = self._metadata = None
         self.op = op
         self.backward_fn = backward_fn
         self.saved = saved                  # {name: SavedTensor | [SavedTensor] | plain value}
@@ -241,8 +240,6 @@ class OpNode(Node):
         self.next_functions = next_functions
         self.input_meta = input_meta
         self.out_meta = out_meta
-        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
-        self.trace = self._metadata = None
         self.op = op
         self.backward_fn = backward_fn
         self.saved = saved
@@ -253,16 +250,25 @@ class OpNode(Node):
         return f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        F = _functional()
-        grads = self._materialize(grads)
+        F = _F if _F is not None else _functional()
+        for g in grads:
+            if g is None:
+                grads = self._materialize(grads)
+                break
         saved = {}
         for key, value in self.saved.items():
-            if key == "results" and isinstance(value, list):
+            if value.__class__ is SavedTensor:
+                saved[key] = value.unpack(self)
+            elif key == "results" and isinstance(value, list):
                 saved[key] = [s.unpack(self, i) for i, s in enumerate(value)]
             else:
                 saved[key] = _unpack_value(value, self)
-        g = self.backward_fn(F, grads, saved, self._arg_needs(self._needs(needs)), not create_graph)
-        return self._spread(g)
+        if needs is None and self.list_arity is None:
+            needs = [e[0] is not None for e in self.next_functions]
+        else:
+            needs = self._arg_needs(self._needs(needs))
+        g = self.backward_fn(F, grads, saved, needs, not create_graph)
+        return list(g) if self.list_arity is None else self._spread(g)
 
     def _arg_needs(self, needs):
         """One flag per tensor argument (a Tensor[] argument wants grads when any of its tensors does)."""
@@ -288,7 +294,10 @@ class OpNode(Node):
 
     def release(self):
         for value in self.saved.values():
-            _release_value(value)
+            if value.__class__ is SavedTensor:
+                value.tensor = None
+            else:
+                _release_value(value)
 
     def __getattr__(self, attr):
         """PyTorch's grad_fn._saved_<name>: a saved value (raises once freed)."""
@@ -312,8 +321,6 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self.input_meta = []
         self.out_meta = [(variable._shape, variable.dtype)]
-        self._pre_hooks = self._hooks = self._tensor_pre_hooks = self._retains_grad = None
-        self.trace = self._metadata = None
         self.variable = variable
 
     def name(self):

@@ -464,6 +464,8 @@ SPECS = {
 
     '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
 
+    '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
+
 }
 
 
@@ -2564,3 +2566,10 @@ def _foreach_add_(self, scalar):
 
     ops.yaml: _foreach_add_"""
     return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))
+
+
+def _log_softmax_backward(grad_output, output, dim):
+    """Gradient of _log_softmax: grad_output - exp(output) * sum(grad_output) along dim.
+
+    ops.yaml: _log_softmax_backward"""
+    return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))

@@ -205,9 +205,10 @@ def _log_softmax_forward(self, dim):
     x = self.reshape(1) if self.ndim == 0 else self
     if x.size == 0:
         return self.copy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = x - np.max(x, axis=dim, keepdims=True)
-        return (s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))).reshape(self.shape)
+    # the ufuncs' own reduce (np.max, np.sum add Python layers); the runtime silences NumPy's warnings
+    s = x - np.maximum.reduce(x, axis=dim, keepdims=True)
+    s -= np.log(np.add.reduce(np.exp(s), axis=dim, keepdims=True))
+    return s.reshape(()) if self.ndim == 0 else s
 
 
 def mm_forward(self, mat2):
@@ -639,16 +640,19 @@ def index_copy_forward(self, dim, index, source):
 def _nll_loss_forward(self, target, weight, ignore_index, reduction):
     # ops.yaml: _nll_loss
     valid = target != ignore_index
-    safe = np.where(valid, target, 0)
+    safe = target if valid.all() else np.where(valid, target, 0)
     classes = self.shape[1]
-    if safe.size and (safe.min() < 0 or safe.max() >= classes):
+    if safe.size and (np.minimum.reduce(safe, axis=None) < 0 or np.maximum.reduce(safe, axis=None) >= classes):
         raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= classes)][0])} is out of bounds.")
-    picked = np.take_along_axis(self, np.expand_dims(safe, 1), 1).squeeze(1)
+    if self.ndim == 2:      # one fancy index (take_along_axis adds Python layers)
+        picked = self[np.arange(safe.shape[0]), safe]
+    else:
+        picked = np.take_along_axis(self, np.expand_dims(safe, 1), 1).squeeze(1)
     w = valid.astype(self.dtype) if weight is None else np.where(valid, weight[safe], 0).astype(self.dtype)
     loss = -picked * w
     if reduction == "none":
         return loss
-    total = np.asarray(loss.sum(dtype=np.float64), self.dtype)
+    total = np.asarray(np.add.reduce(loss, axis=None, dtype=np.float64), self.dtype)
     if reduction == "sum":
         return total
     return np.asarray(total / np.asarray(w.sum(dtype=np.float64), self.dtype), self.dtype)
@@ -657,12 +661,15 @@ def _nll_loss_forward(self, target, weight, ignore_index, reduction):
 def _nll_loss_backward_forward(grad_output, self, target, weight, ignore_index, reduction):
     # ops.yaml: _nll_loss_backward
     valid = target != ignore_index
-    safe = np.where(valid, target, 0)
+    safe = target if valid.all() else np.where(valid, target, 0)
     w = valid.astype(self.dtype) if weight is None else np.where(valid, weight[safe], 0).astype(self.dtype)
     if reduction == "mean":
-        w = w / np.asarray(w.sum(dtype=np.float64), self.dtype)
+        w = w / np.asarray(np.add.reduce(w, axis=None, dtype=np.float64), self.dtype)
     out = np.zeros(self.shape, np.result_type(grad_output, self))
-    np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(-w * grad_output, 1), 1)
+    if self.ndim == 2:      # one fancy index (put_along_axis adds Python layers)
+        out[np.arange(safe.shape[0]), safe] = -w * grad_output
+    else:
+        np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(-w * grad_output, 1), 1)
     return out
 
 
@@ -670,7 +677,9 @@ def _linear_forward(input, weight, bias):
     # ops.yaml: _linear
     out = np.matmul(input, weight.T)
     if bias is not None:
-        if out.shape == np.broadcast_shapes(out.shape, bias.shape):
+        # (a vector bias of the row's length or one: in place without np.broadcast_shapes, which costs µs)
+        if bias.ndim == 0 or (bias.ndim == 1 and out.ndim >= 1 and bias.shape[0] in (1, out.shape[-1])) or \
+                out.shape == np.broadcast_shapes(out.shape, bias.shape):
             out += bias     # matmul's fresh result takes the bias in place
         else:
             out = out + bias
@@ -682,3 +691,10 @@ def _linear_weight_grad_forward(grad_output, input):
     if input.ndim == 1:
         return np.outer(grad_output, input)
     return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))
+
+
+def _log_softmax_backward_forward(grad_output, output, dim):
+    # ops.yaml: _log_softmax_backward
+    if grad_output.ndim == 0:
+        return grad_output - np.exp(output) * grad_output
+    return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)

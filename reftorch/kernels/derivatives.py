@@ -939,9 +939,9 @@ def _log_softmax_backward(F, grads, saved, needs, fused):
     dim = saved['dim']
     result = saved['result']
     g = [None] * 1
-    # self: grad - exp(result) * sum(grad, dim, True)
+    # self: _log_softmax_backward(grad, result, dim)
     if needs[0]:
-        g[0] = grad - F.exp(result) * F.sum(grad, dim, True)
+        g[0] = F._log_softmax_backward(grad, result, dim)
     return g
 
 
@@ -1914,4 +1914,20 @@ def _linear_weight_grad_backward(F, grads, saved, needs, fused):
     # input: matmul(grad_output, grad)
     if needs[1]:
         g[1] = F.matmul(grad_output, grad)
+    return g
+
+
+def _log_softmax_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _log_softmax_backward
+    grad = grads[0]
+    dim = saved['dim']
+    grad_output = saved['grad_output']
+    output = saved['output']
+    g = [None] * 2
+    # grad_output: grad - sum(grad * exp(output), dim, True)
+    if needs[0]:
+        g[0] = grad - F.sum(grad * F.exp(output), dim, True)
+    # output: -grad * exp(output) * sum(grad_output, dim, True)
+    if needs[1]:
+        g[1] = -grad * F.exp(output) * F.sum(grad_output, dim, True)
     return g

@@ -15,6 +15,7 @@ import numpy as np
 
 import reftorch as torch
 from reftorch._autocast import policy as _autocast  # PyTorch's autocast op lists, per function
+from reftorch._tensor import Tensor as _Tensor
 
 __all__ = [
     # activations
@@ -283,6 +284,13 @@ def threshold_(input, threshold, value):
 @_autocast("lower")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
+    if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
+        shape, wshape, dt = input._shape, weight._shape, input.dtype
+        # the common case, checked at once: cpu float32/64 tensors of one dtype, a 2-D weight that fits
+        if len(wshape) == 2 and shape and shape[-1] == wshape[1] and dt is weight.dtype and \
+                (dt is torch.float32 or dt is torch.float64) and input.device.type == "cpu" and \
+                (bias is None or bias.dtype is dt):
+            return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and "
                            f"{weight.dim()}D")
@@ -1385,6 +1393,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _reduction_string(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is None and not label_smoothing and isinstance(input, _Tensor) and isinstance(target, _Tensor) and \
+            len(input._shape) == 2 and len(target._shape) == 1 and input._shape[0] == target._shape[0] and \
+            input.device.type == "cpu" and target.dtype.category != 2 and reduction in ("none", "sum", "mean"):
+        # (N, C) logits and N class indices on the cpu, checked at once: the two ops nll_loss(log_softmax) runs
+        return torch._nll_loss(torch._functional._log_softmax(input, 1), target, None, ignore_index, reduction)
     class_dim = 0 if input.dim() == 1 else 1
     classes = input.shape[class_dim]
     logp = torch.log_softmax(input, class_dim)

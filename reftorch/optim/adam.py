@@ -91,14 +91,15 @@ class Adam(Optimizer):
             grads.append(grad)
             states.append(self._init_state(p, False))
         steps = [state["step"] for state in states]
-        if all(s.dtype == torch.float32 and s.device.type == "cpu" for s in steps):
+        if all(s.dtype is torch.float32 and s.device.type == "cpu" for s in steps):
             torch._foreach_add_(steps, 1.0)     # every step count in one kernel call
+            counts = [float(s._storage.data[s._offset]) for s in steps]    # s.item() of a 0-d cpu float32
         else:
             for s in steps:
                 s.add_(1)
+            counts = [s.item() for s in steps]
         by_step = {}
-        for p, grad, state, s in zip(params, grads, states, steps):
-            step = s.item()
+        for p, grad, state, step in zip(params, grads, states, counts):
             lists = by_step.get(step)
             if lists is None:
                 lists = by_step[step] = ([], [], [], [])

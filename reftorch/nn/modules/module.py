@@ -291,6 +291,9 @@ class Module:
     # ------------------------------------------------------------------ calling
 
     def _call_impl(self, *args, **kwargs):
+        d = self.__dict__
+        if not d["_forward_pre_hooks"] and not d["_forward_hooks"]:
+            return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
