@@ -36,7 +36,6 @@ TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
 _make_tensor = Tensor._make
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
-_lean_node = OpNode._lean
 _tracer = None  # reftorch.compile's Tracer while it records a call (every op then goes through it)
 _cpu = None  # reftorch.kernels.cpu, imported on first kernel use (Numba import cost stays off `import reftorch`)
 
@@ -1811,7 +1810,7 @@ def _record_lean(spec, inputs, scalars, outputs):
         else:
             i, attr = where
             saved[key] = getattr(outputs[0] if i is None else inputs[i], attr)
-    node = _new_saved(OpNode)           # OpNode._lean, inlined (the hook slots keep their class defaults)
+    node = _new_saved(OpNode)           # OpNode.__init__ inlined (the hook slots keep their class defaults)
     node.next_functions = tuple(edges)
     node.input_meta = meta
     node.out_meta = [(o._shape, o.dtype) for o in outputs] if len(outputs) != 1 else \

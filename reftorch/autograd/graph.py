@@ -233,19 +233,6 @@ class OpNode(Node):
         self.saved = saved                  # {name: SavedTensor | [SavedTensor] | plain value}
         self.list_arity = list_arity        # edges per tensor argument, when one is a Tensor[]
 
-    @classmethod
-    def _lean(cls, op, backward_fn, saved, next_functions, input_meta, out_meta):
-        """__init__ for the dispatcher's hot path: next_functions a tuple of edges (no None), the metas lists."""
-        self = _new_node(cls)
-        self.next_functions = next_functions
-        self.input_meta = input_meta
-        self.out_meta = out_meta
-        self.op = op
-        self.backward_fn = backward_fn
-        self.saved = saved
-        self.list_arity = None
-        return self
-
     def name(self):
         return f"{_camel(self.op)}Backward0"
 
@@ -308,8 +295,6 @@ class OpNode(Node):
                 return _unpack_value(saved[key], self)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
-
-_new_node = object.__new__
 
 
 class AccumulateGrad(Node):
