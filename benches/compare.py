@@ -232,7 +232,7 @@ def startup_table(torch_python):
     """Print and return the import / first-op times (fresh processes; benches/startup.py splits them by stage)."""
     print()
     startup = {}
-    envs = (("warm cache", {}), ("warm cache, REFTORCH_EAGER_INIT=sync", {"REFTORCH_EAGER_INIT": "sync"}),
+    envs = (("warm cache", {}), ("warm cache, REFTORCH_EAGER_INIT=0 (lazy)", {"REFTORCH_EAGER_INIT": "0"}),
             ("cold cache", {"REFTORCH_NO_CACHE": "1"}))
     startup["reftorch"] = startup_times(sys.executable, "reftorch", envs)
     if torch_python:

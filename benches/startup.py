@@ -1,9 +1,10 @@
 """Where the first op's time goes in a new process: each stage timed with perf_counter (no profiler),
 median over several fresh processes. Warm kernel cache unless --cold (REFTORCH_NO_CACHE=1).
---eager MODE sets REFTORCH_EAGER_INIT (1: Numba's start-up on a thread, sync: inside `import reftorch`);
-the stages after `import reftorch` then time what is left.
+--eager MODE sets REFTORCH_EAGER_INIT: 0 (the default here: lazy, so that each stage stands apart), 1
+(Numba's start-up on a thread) or sync (reftorch's own default: inside `import reftorch`); the stages after
+`import reftorch` then time what is left.
 
-    python benches/startup.py [--runs 7] [--cold] [--eager 1|sync]
+    python benches/startup.py [--runs 7] [--cold] [--eager 0|1|sync]
 """
 import argparse
 import json
@@ -69,7 +70,8 @@ def main():
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--cold", action="store_true")
     p.add_argument("--refresh", action="store_true", help="time Numba's target-context refresh as a stage of its own")
-    p.add_argument("--eager", default="", help="REFTORCH_EAGER_INIT for the child processes (1 or sync)")
+    p.add_argument("--eager", default="0", help="REFTORCH_EAGER_INIT for the child processes (0: lazy, the stages "
+                                                "below apart; 1: a thread; sync: the default, inside the import)")
     args = p.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}   # as users run it: .pyc files
     if args.cold:
@@ -77,7 +79,7 @@ def main():
     env["REFTORCH_EAGER_INIT"] = args.eager
     rows = run(args.runs, env, args.refresh)
     print(f"{os.getloadavg()[0]:.1f} load; {args.runs} fresh processes, {'cold' if args.cold else 'warm'} kernel cache"
-          f"{f', REFTORCH_EAGER_INIT={args.eager}' if args.eager else ''}")
+          f", REFTORCH_EAGER_INIT={args.eager}")
     print(f"{'stage':28s} {'wall ms: median':>16s} {'range':>13s} {'CPU ms: median':>16s} {'range':>13s}")
     for key in rows[0]:
         w = sorted(r[key][0] * 1e3 for r in rows)

@@ -1,14 +1,15 @@
-"""REFTORCH_EAGER_INIT: Numba's start-up work done before the first op asks for it.
+"""REFTORCH_EAGER_INIT: when Numba's start-up work is done (importing numba, the kernel module, Numba's runtime).
 
-By default `import reftorch` does not import Numba: the first op in a process pays for it (importing
-numba, the kernel module and Numba's runtime). With
-REFTORCH_EAGER_INIT=1 a daemon thread started at the end of `import reftorch` does that work while the
-program goes on (reading data, building a model); the first op then waits only for what is left. Most of it
-is Python imports that hold the GIL, so it overlaps with work that releases the GIL (I/O, NumPy, sleeping),
-not with other Python code. REFTORCH_EAGER_INIT=sync does it inside `import reftorch` instead.
-
-The thread is opt-in: a process that forks while it imports (DataLoader workers with fork) would hand
-the child a held import lock.
+sync (the default): inside `import reftorch`, so that the first op finds everything ready. Numba's import is
+most of it (~0.27 s of Python here), and a process that computes anything pays it once either way: measured
+on the project's machine, `import reftorch` takes 0.34 s and the first op 12 ms this way, against 0.13 s and
+0.23 s lazily (benches/compare.py). Kernels themselves still load lazily, each on its first call.
+0: lazily, on the first op (for processes that import reftorch and may never compute).
+1: on a daemon thread started at the end of `import reftorch`, while the program goes on (reading data,
+building a model); the first op then waits only for what is left. Most of it is Python imports that hold
+the GIL, so it overlaps with work that releases the GIL (I/O, NumPy, sleeping), not with other Python code.
+The thread is opt-in: a process that forks while it imports (DataLoader workers with fork) would hand the
+child a held import lock.
 """
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ def _run():
 
 
 def start(mode=None):
-    """Run warm_up() now (mode "sync") or on a daemon thread (any other true value)."""
+    """Run warm_up() now (mode "sync", the default), never (mode "0": the first op does it) or on a daemon
+    thread (any other value)."""
     global _thread
-    mode = os.environ.get("REFTORCH_EAGER_INIT", "") if mode is None else mode
-    if not mode or mode == "0" or _thread is not None:
+    mode = (os.environ.get("REFTORCH_EAGER_INIT") or "sync") if mode is None else mode
+    if mode == "0" or _thread is not None:
         return
     if mode == "sync":
         _run()

@@ -133,7 +133,7 @@ def test_set_reference_mode_and_environment_variable():
     finally:
         torch.set_reference_mode(False)
     assert not torch.is_reference_mode_enabled()
-    env = dict(os.environ, REFTORCH_REFERENCE="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, REFTORCH_REFERENCE="1", PYTHONPATH=ROOT, REFTORCH_EAGER_INIT="0")   # (Numba reads YAML)
     # the references come from the generated SPECS: importing reftorch reads no YAML
     code = "import sys, reftorch; print(reftorch.is_reference_mode_enabled(), 'yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)

@@ -93,7 +93,7 @@ print(y, hits, misses, "numpy.ma" in sys.modules, entrypoints._already_initializ
 
 
 def test_warm_cache_first_op_skips_registries_and_scipy(tmp_path):
-    env = dict(NUMBA_CACHE_DIR=str(tmp_path))
+    env = dict(NUMBA_CACHE_DIR=str(tmp_path), REFTORCH_EAGER_INIT="0")     # lazy: import reftorch imports no Numba
     first = _run(_WARM, **env)                   # fills the cache (compiles: Numba's registries load)
     assert first.split()[0] == "20.0" and first.split()[2] == "False"      # never scipy.linalg
     assert any(f.startswith("nrt-") for f in os.listdir(tmp_path))          # Numba's runtime, cached
@@ -120,6 +120,9 @@ def test_eager_init_thread_and_sync():
             "print('numba' in sys.modules, reftorch.arange(4.).exp().sum().item() > 0)")
     assert _run(code, REFTORCH_EAGER_INIT="1") == "True True"
     assert _run(code, REFTORCH_EAGER_INIT="sync") == "True True"
+    assert _run(code) == "True True"                            # sync is the default
+    code = "import reftorch, sys\nprint('numba' in sys.modules, reftorch.arange(4.).exp().sum().item() > 0)"
+    assert _run(code, REFTORCH_EAGER_INIT="0") == "False True"  # lazy: Numba comes with the first op
 
 
 def test_warm_cache_first_ops_load_without_compiling(tmp_path):
