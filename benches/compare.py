@@ -8,7 +8,8 @@ a Python that has torch (e.g. a separate venv: `python -m venv /tmp/tv && /tmp/t
 torch==2.13.0 numpy`), and the same workloads run there in a subprocess during this run. Without
 either, the torch columns are blank.
 
-Each workload runs a warm-up first, then the median of many repetitions (per-op overheads: the
+The libraries take turns (--rounds, default 3) and each workload keeps its best turn. Within a turn each
+workload runs a warm-up first, then the median of many repetitions (per-op overheads: the
 median of 5 CPU-time timings of many back-to-back calls; the MLP step: CPU time too, since small
 single-threaded work is what a shared machine's wall clock distorts most). Everything runs single-threaded (BLAS threads and
 torch.set_num_threads(1)), so the ratios compare the libraries, not thread pools on a shared machine.
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")     # before NumPy loads its BLAS
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "REFTORCH_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")     # before NumPy loads its BLAS (reftorch's threads: parallel_threshold)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -293,6 +294,7 @@ def main():
     p.add_argument("--json", default=os.path.join(ROOT, "benches", "compare.json"))
     p.add_argument("--torch-python", help="a Python with torch installed, when this one has none")
     p.add_argument("--only", help="run only the workloads whose name contains this")
+    p.add_argument("--rounds", type=int, default=3, help="turns each library takes (each workload: its best turn)")
     p.add_argument("--no-startup", action="store_true", help="skip the import / first-op measurements")
     p.add_argument("--startup-only", action="store_true", help="only the import / first-op measurements")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -316,11 +318,19 @@ def main():
     sys.path.insert(0, ROOT)
     import reftorch
     copy_gbs, np_gflops = machine_limits(args.quick)
-    t_torch, torch_python, torch_version = torch_times(args)
+    # the libraries take turns, args.rounds times, and each workload keeps its best time: on a shared machine a
+    # burst of other work that lands on one library's turn would otherwise decide its ratios
+    t_torch, t_np, t_ours = {}, {}, {}
+    for _ in range(args.rounds):
+        tt, torch_python, torch_version = torch_times(args)
+        tn, meta = time_workloads(Lib("numpy", np), args.quick, args.only)
+        to, _ = time_workloads(Lib("reftorch", reftorch), args.quick, args.only)
+        for best, new in ((t_torch, tt), (t_np, tn), (t_ours, to)):
+            for name, t in new.items():
+                best[name] = min(t, best.get(name, t))
     print(f"machine: copy {copy_gbs:.1f} GB/s, numpy.matmul {np_gflops:.1f} GFLOP/s (float32 1024^3, 1 thread), "
-          f"torch {torch_version or 'absent'}" + (f" ({torch_python})" if torch_python else ""))
-    t_np, meta = time_workloads(Lib("numpy", np), args.quick, args.only)
-    t_ours, _ = time_workloads(Lib("reftorch", reftorch), args.quick, args.only)
+          f"torch {torch_version or 'absent'}" + (f" ({torch_python})" if torch_python else "") +
+          f"; best of {args.rounds} rounds, the libraries in turn")
     print(f"{'workload':46s} {'reftorch':>10s} {'numpy':>10s} {'torch':>10s} {'x numpy':>8s} {'x torch':>8s}  note")
     print("(x numpy, x torch: the peer's time / reftorch's time -- above 1 means reftorch is faster)")
     rows = []
@@ -390,7 +400,7 @@ def parallel_threshold(quick, reps):
     leaves a core free, and never with REFTORCH_NUM_THREADS / NUMBA_NUM_THREADS = 1)."""
     import reftorch
     from reftorch import _dispatch
-    threads = _dispatch.THREADS
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     print(f"\nparallel threshold: time on 1 thread / time on {threads} (x > 1: threads pay); PARALLEL_MIN = "
           f"{_dispatch.PARALLEL_MIN}, load average now {os.getloadavg()[0]:.1f}")
     if threads < 2:
@@ -400,14 +410,15 @@ def parallel_threshold(quick, reps):
         u = reftorch.from_numpy(np.random.rand(n).astype(np.float32))
         line = []
         for label, fn in (("add", lambda: u + u), ("exp", lambda: u.exp()), ("sum", lambda: u.sum())):
-            old_parallel, old_min = _dispatch._parallel, _dispatch.PARALLEL_MIN
+            old_parallel, old_min, old_threads = _dispatch._parallel, _dispatch.PARALLEL_MIN, _dispatch.THREADS
             try:
                 _dispatch._parallel, _dispatch.PARALLEL_MIN = (lambda n: True), 0     # forced, whatever the load
+                _dispatch.THREADS = threads
                 t_par = timeit(fn, reps)
                 _dispatch.THREADS = 1
                 t_one = timeit(fn, reps)
             finally:
-                _dispatch._parallel, _dispatch.PARALLEL_MIN, _dispatch.THREADS = old_parallel, old_min, threads
+                _dispatch._parallel, _dispatch.PARALLEL_MIN, _dispatch.THREADS = old_parallel, old_min, old_threads
             line.append(f"{label} {t_one / t_par:.2f}")
         print(f"  {n:>9d} elements: " + ", ".join(line))
 
