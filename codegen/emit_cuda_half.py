@@ -44,9 +44,33 @@ def conversions():
     return "\n\n\n".join(out) + "\n"
 
 
+U32_OPS = ("_and", "_or", "_add", "_sub", "_shl", "_shr")
+_U32_MARK = "    pass  # U32_OPS: half_prelude.py's _u32_op and the six operations, copied here by emit_cuda_half\n"
+
+
+def _u32_ops():
+    """half_prelude.py's 32-bit integer intrinsics (_u32_op and the operations made with it), indented for the
+    device branch of cuda_half_prelude.py: one text for the CPU and the device."""
+    with open(os.path.join(TEMPLATES, "half_prelude.py")) as f:
+        src = f.read()
+    lines = src.splitlines()
+    parts = []
+    for node in ast.parse(src).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "_u32_op" or \
+                isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets][0] in U32_OPS:
+            parts.append(lines[node.lineno - 1:node.end_lineno])
+    if len(parts) != 1 + len(U32_OPS):
+        raise RuntimeError("codegen/templates/half_prelude.py lacks _u32_op or one of " + ", ".join(U32_OPS))
+    text = "\n".join(parts[0]) + "\n\n" + "\n".join(line for p in parts[1:] for line in p)
+    return "".join("    " + line + "\n" if line else "\n" for line in text.splitlines())
+
+
 def _template():
     with open(os.path.join(TEMPLATES, "cuda_half_prelude.py")) as f:
-        return f.read()
+        src = f.read()
+    if _U32_MARK not in src:
+        raise RuntimeError("codegen/templates/cuda_half_prelude.py lacks its U32_OPS line")
+    return src.replace(_U32_MARK, _u32_ops())
 
 
 def _wrap_scalar(name, fmt, params, loaded, store):

@@ -43,18 +43,4 @@ if SIMULATOR:
     _shl = _u32_op(lambda a, b: a << b)
     _shr = _u32_op(lambda a, b: a >> b)
 else:
-    def _u32_intrinsic(name, method):
-        def op(typingctx, a, b):
-            def codegen(context, builder, sig, args):
-                x, y = [context.cast(builder, v, t, _types.uint32) for v, t in zip(args, sig.args)]
-                return getattr(builder, method)(x, y)
-            return _types.uint32(a, b), codegen
-        op.__name__ = op.__qualname__ = name
-        return _intrinsic(op)
-
-    _and = _u32_intrinsic("_and", "and_")
-    _or = _u32_intrinsic("_or", "or_")
-    _add = _u32_intrinsic("_add", "add")
-    _sub = _u32_intrinsic("_sub", "sub")
-    _shl = _u32_intrinsic("_shl", "shl")
-    _shr = _u32_intrinsic("_shr", "lshr")
+    pass  # U32_OPS: half_prelude.py's _u32_op and the six operations, copied here by emit_cuda_half

@@ -312,7 +312,7 @@ if SIMULATOR:
     _shl = _u32_op(lambda a, b: a << b)
     _shr = _u32_op(lambda a, b: a >> b)
 else:
-    def _u32_intrinsic(name, method):
+    def _u32_op(name, method):
         def op(typingctx, a, b):
             def codegen(context, builder, sig, args):
                 x, y = [context.cast(builder, v, t, _types.uint32) for v, t in zip(args, sig.args)]
@@ -321,12 +321,12 @@ else:
         op.__name__ = op.__qualname__ = name
         return _intrinsic(op)
 
-    _and = _u32_intrinsic("_and", "and_")
-    _or = _u32_intrinsic("_or", "or_")
-    _add = _u32_intrinsic("_add", "add")
-    _sub = _u32_intrinsic("_sub", "sub")
-    _shl = _u32_intrinsic("_shl", "shl")
-    _shr = _u32_intrinsic("_shr", "lshr")
+    _and = _u32_op("_and", "and_")
+    _or = _u32_op("_or", "or_")
+    _add = _u32_op("_add", "add")
+    _sub = _u32_op("_sub", "sub")
+    _shl = _u32_op("_shl", "shl")
+    _shr = _u32_op("_shr", "lshr")
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/half_prelude.py
