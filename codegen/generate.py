@@ -20,5 +20,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
+        "reftorch/kernels/lapack.py": emit_cpu.HEADER + emit_cpu.template("lapack.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

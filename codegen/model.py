@@ -64,6 +64,11 @@ ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "is
                     "IndexError", "TypeError", "math", "np"}
 
 
+# Modules an array op's NumPy body may use besides np and math: the LAPACK routines NumPy lacks
+# (codegen/templates/lapack.py, copied to reftorch/kernels/lapack.py).
+ARRAY_BODY_NAMES = {"lapack"}
+
+
 class RegistryError(ValueError):
     """A malformed ops.yaml entry; the message names the op, the field and the line."""
 
@@ -372,6 +377,8 @@ def parse_op(raw, path, registered_names) -> Op:
     elif body is not None:
         mode = "exec" if "\n" in body.strip() else "eval"
         allowed = arg_names | registered_names | HELPERS | ALLOWED_BUILTINS | set(dir(builtins))
+        if kind == "array":
+            allowed |= ARRAY_BODY_NAMES
         unknown = names_in(body, e, "body", mode) - allowed
         if unknown:
             e.fail("body", f"names unknown variable(s) {sorted(unknown)}")

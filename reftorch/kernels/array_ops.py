@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from . import lapack
+
 
 def matmul_forward(self, other):
     # ops.yaml: matmul
