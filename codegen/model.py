@@ -23,12 +23,14 @@ TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
 VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases")
-TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain")
+TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
+             "hermitian")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
 # constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
-               "index_put", "one_hot", "bincount", "square")
+               "index_put", "one_hot", "bincount", "square", "spd", "invertible", "lu_solve", "vectors3",
+               "chain", "lstsq")
 # `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
 # lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them,
 # keep = no cast, and a composite body runs with autocast off (a native kernel in PyTorch: mean, var...,
@@ -55,6 +57,10 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
            "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of",
+           # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
+           "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
+           "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
+           "linalg_tolerance", "chain_order_matmul", "warn_once",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
@@ -143,6 +149,7 @@ class TestSpec:
     shapes: Optional[str]    # "same" forces equal shapes (no broadcasting), "matrix", ...
     fuzz: bool
     grad_domain: tuple
+    hermitian: tuple = ()    # args the op reads one triangle of: gradchecks perturb them symmetrically
 
 
 @dataclass(frozen=True)
@@ -449,7 +456,8 @@ def parse_op(raw, path, registered_names) -> Op:
                     tuple((k, str(val)) for k, val in test_args.items()),
                     tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
                     shapes_hint, te.pop("fuzz", bool, default=True),
-                    tuple((k, float(a), float(b)) for k, (a, b) in grad_domain.items()))
+                    tuple((k, float(a), float(b)) for k, (a, b) in grad_domain.items()),
+                    tuple(te.pop("hermitian", list, default=[])))
     te.finish("test key")
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")

@@ -130,9 +130,16 @@ class _ReturnTypes:
 return_types = _ReturnTypes()
 
 
-def return_type(name, *values):
-    """`torch.return_types.<name>(values, indices)` for a composite op's results."""
-    return getattr(return_types, name)(*values)
+def return_type(name, *values, **fields):
+    """`torch.return_types.<name>` for a composite op's results: (values, indices) positionally, or named
+    fields in order (`return_type("linalg_slogdet", sign=s, logabsdet=l)`); a new name becomes a type there."""
+    if not fields:
+        return getattr(return_types, name)(*values)
+    cls = return_types.__dict__.get(name)
+    if cls is None or cls._fields != tuple(fields):
+        cls = _return_type(name, tuple(fields))
+        setattr(return_types, name, cls)
+    return cls(*fields.values())
 
 
 # ---------------------------------------------------------------------------- einsum

@@ -9,6 +9,7 @@ from .kernels.api import SPECS as _SPECS
 from ._creation import (tensor, as_tensor, zeros, ones, full, empty, zeros_like, ones_like, full_like,  # noqa
                         empty_like, arange, eye, scalar_tensor)
 from ._formula_helpers import *  # noqa: F401,F403
+from ._linalg_checks import *  # noqa: F401,F403
 from .autograd.grad_mode import is_grad_enabled  # noqa: F401
 from ._dispatch import fused as _fused  # noqa: F401
 

@@ -526,6 +526,77 @@ def square_matrices(ctx, **kw):
         ctx.shapes[name] = batch + (n, n)
 
 
+def _matrices(ctx, kind):
+    """A batch (0-1 dims) of n x n matrices for the first tensor argument, built from the draws: `spd`
+    M M^T + n I, `invertible` R + n I (diagonally dominant: well-conditioned, and so are its triangles);
+    every further tensor argument gets n x k right-hand sides with the same batch."""
+    names = _tensor_names(ctx.op, DATA_TYPES)
+    n = ctx.draw.int(1, 3)
+    batch = ctx.shape(max_dims=1, allow_empty=False)
+    rng = np.random.default_rng(ctx.draw.int(0, 2**31 - 1))
+    r = rng.uniform(-1, 1, batch + (n, n))
+    a = r @ np.swapaxes(r, -1, -2) + n * np.eye(n) if kind == "spd" else r + n * np.eye(n)
+    ctx.arrays[names[0]] = a.astype(ctx.dtype)
+    k = ctx.draw.int(1, 2)
+    for extra in names[1:]:
+        ctx.shapes[extra] = batch + (n, k)
+    return names, batch, n, rng
+
+
+@hint("spd")
+def spd_matrices(ctx, **kw):
+    """Symmetric positive-definite matrices (cholesky, eigh), and right-hand sides."""
+    _matrices(ctx, "spd")
+
+
+@hint("invertible")
+def invertible_matrices(ctx, **kw):
+    """Well-conditioned square matrices (inv, det, solve, lu), and right-hand sides."""
+    _matrices(ctx, "invertible")
+
+
+@hint("lu_solve")
+def lu_solve_inputs(ctx, **kw):
+    """lu_solve(LU, pivots, B): a well-conditioned LU factor, valid 1-based LAPACK pivots, right-hand sides."""
+    names, batch, n, rng = _matrices(ctx, "invertible")
+    piv = np.array([rng.integers(j, n) + 1 for j in range(n)], np.int32)
+    ctx.arrays[_tensor_names(ctx.op, ("Index",))[0]] = np.broadcast_to(piv, batch + (n,)).copy()
+
+
+@hint("vectors3")
+def vectors3(ctx, **kw):
+    """Two tensors with a dim of size 3 (cross products), broadcasting elsewhere; `dim` names it."""
+    names = _tensor_names(ctx.op, DATA_TYPES)
+    base = list(ctx.shape(max_dims=2, allow_empty=False))
+    d = ctx.draw.int(0, len(base))
+    shape = tuple(base[:d] + [3] + base[d:])
+    ctx.shapes[names[0]] = shape
+    ctx.shapes[names[1]] = tuple(1 if (i != d and ctx.draw.int(0, 3) == 0) else n for i, n in enumerate(shape))
+    ctx.values["dim"] = d - len(shape) if ctx.draw.bool() else d
+
+
+@hint("chain")
+def matrix_chain(ctx, **kw):
+    """A Tensor[] of 2-4 matrices whose sizes chain; the first and the last may be vectors (multi_dot)."""
+    listed = [a.name for a in ctx.op.signature.args if a.type == "Tensor[]"][0]
+    sizes = [ctx.draw.int(1, 3) for _ in range(ctx.draw.int(3, 5))]
+    shapes = [(sizes[i], sizes[i + 1]) for i in range(len(sizes) - 1)]
+    if ctx.draw.bool():
+        shapes[0] = shapes[0][1:]
+    if ctx.draw.bool():
+        shapes[-1] = shapes[-1][:1]
+    ctx.shapes[listed] = shapes
+
+
+@hint("lstsq")
+def lstsq_inputs(ctx, **kw):
+    """A (batch of) m x n matrices and m x k right-hand sides."""
+    names = _tensor_names(ctx.op, DATA_TYPES)
+    batch = ctx.shape(max_dims=1, allow_empty=False)
+    m, n, k = (ctx.draw.int(1, 3) for _ in range(3))
+    ctx.shapes[names[0]], ctx.shapes[names[1]] = batch + (m, n), batch + (m, k)
+
+
 # every hint the registry may use: the tests fail on a hint they do not know, and codegen/model.py
 # lists the same names so that the parser rejects a misspelt one
 assert set(HINTS) - {None} == set(SHAPE_HINTS), set(HINTS) ^ set(SHAPE_HINTS)

@@ -466,6 +466,160 @@ SPECS = {
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
+    '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    'linalg_inv_ex': {'name': 'linalg_inv_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, check_errors=False: (np.linalg.inv(A), np.zeros(A.shape[:-2], np.int32))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_inv': {'name': 'linalg_inv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('inverse',), 'ref': 'np.linalg.inv', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_det': {'name': '_linalg_det', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_linalg_det_backward': {'name': '_linalg_det_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('det', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_det': {'name': 'linalg_det', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('det',), 'ref': 'np.linalg.det', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_slogdet': {'name': '_linalg_slogdet', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    'linalg_slogdet': {'name': 'linalg_slogdet', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('slogdet',), 'ref': 'lambda A: np.linalg.slogdet(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'logdet': {'name': 'logdet', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.log(np.linalg.det(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_cholesky_ex': {'name': '_linalg_cholesky_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_cholesky_backward': {'name': '_cholesky_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('L', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_cholesky_ex': {'name': 'linalg_cholesky_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('upper', 'bool', 'False', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, upper=False, check_errors=False: (np.linalg.cholesky(A, upper=upper), np.zeros(A.shape[:-2], np.int32))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_cholesky': {'name': 'linalg_cholesky', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('upper', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, upper=False: np.linalg.cholesky(A, upper=upper)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cholesky': {'name': 'cholesky', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.cholesky(self, upper=upper)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cholesky_solve': {'name': 'cholesky_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, input2, upper=False: np.linalg.solve(input2 @ np.swapaxes(input2, -1, -2) if not upper else np.swapaxes(input2, -1, -2) @ input2, self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cholesky_inverse': {'name': 'cholesky_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.inv(self @ np.swapaxes(self, -1, -2) if not upper else np.swapaxes(self, -1, -2) @ self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_solve_triangular': {'name': '_linalg_solve_triangular', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('upper', 'bool', None, False), ('left', 'bool', None, False), ('unitriangular', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'left', 'result', 'unitriangular', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_solve_triangular_grad_a': {'name': '_solve_triangular_grad_a', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('X', 'Tensor', None, False), ('upper', 'bool', None, False), ('left', 'bool', None, False), ('unitriangular', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_solve_triangular': {'name': 'linalg_solve_triangular', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('upper', 'bool', None, True), ('left', 'bool', 'True', True), ('unitriangular', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, B, upper, left=True, unitriangular=False: __import__('scipy.linalg').linalg.solve_triangular(A, B, lower=not upper, unit_diagonal=unitriangular) if left else np.swapaxes(__import__('scipy.linalg').linalg.solve_triangular(np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2), lower=upper, unit_diagonal=unitriangular), -1, -2)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'triangular_solve': {'name': 'triangular_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('A', 'Tensor', None, False), ('upper', 'bool', 'True', False), ('transpose', 'bool', 'False', False), ('unitriangular', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, A, upper=True, transpose=False, unitriangular=False: (__import__('scipy.linalg').linalg.solve_triangular(A, self, lower=not upper, trans=int(transpose), unit_diagonal=unitriangular), A)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_solve_ex': {'name': '_linalg_solve_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'B', 'B.shape', 'left', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_solve_grad_a': {'name': '_solve_grad_a', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('X', 'Tensor', None, False), ('left', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_solve_ex': {'name': 'linalg_solve_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', 'True', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, left=True, check_errors=False: (np.linalg.solve(A, B), np.zeros(A.shape[:-2], np.int32))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_solve': {'name': 'linalg_solve', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, left=True: np.linalg.solve(A, B)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_lu_factor_ex': {'name': '_linalg_lu_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lu_factor_backward': {'name': '_lu_factor_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('LU', 'Tensor', None, False), ('pivots', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lu_backward': {'name': '_lu_backward', 'kind': 'composite', 'args': (('gL', 'Tensor', None, False), ('gU', 'Tensor', None, False), ('P', 'Tensor', None, False), ('L', 'Tensor', None, False), ('U', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_lu_factor_ex': {'name': 'linalg_lu_factor_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True, check_errors=False: (lambda f: (f[0], f[1] + 1, np.zeros(A.shape[:-2], np.int32)))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_lu_factor': {'name': 'linalg_lu_factor', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True: (lambda f: (f[0], f[1] + 1))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lu_permutation': {'name': '_lu_permutation', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'lu_unpack': {'name': 'lu_unpack', 'kind': 'composite', 'args': (('LU_data', 'Tensor', None, False), ('LU_pivots', 'Tensor', None, False), ('unpack_data', 'bool', 'True', False), ('unpack_pivots', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_lu': {'name': '_linalg_lu', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_lu': {'name': 'linalg_lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True: __import__('scipy.linalg').linalg.lu(A)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'lu': {'name': 'lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', False), ('get_infos', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True, get_infos=False: (lambda f: (f[0], f[1] + 1))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_lu_solve': {'name': '_linalg_lu_solve', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('B.shape', 'LU', 'adjoint', 'left', 'pivots', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lu_solve_grad_lu': {'name': '_lu_solve_grad_lu', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('LU', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('X', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_lu_solve': {'name': 'linalg_lu_solve', 'kind': 'composite', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', 'True', True), ('adjoint', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda LU, pivots, B, left=True, adjoint=False: __import__('scipy.linalg').linalg.lu_solve((LU, pivots - 1), B, trans=int(adjoint))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'lu_solve': {'name': 'lu_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('LU_data', 'Tensor', None, False), ('LU_pivots', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_ldl_factor_ex': {'name': '_linalg_ldl_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_ldl_factor_ex': {'name': 'linalg_ldl_factor_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_ldl_factor': {'name': 'linalg_ldl_factor', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_ldl_solve': {'name': '_linalg_ldl_solve', 'kind': 'array', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_ldl_solve': {'name': 'linalg_ldl_solve', 'kind': 'composite', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('B', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_eigh': {'name': '_linalg_eigh', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_eigh_backward': {'name': '_eigh_backward', 'kind': 'composite', 'args': (('gL', 'Tensor', None, False), ('gV', 'Tensor', None, False), ('L', 'Tensor', None, False), ('V', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_eigh': {'name': 'linalg_eigh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_eigvalsh': {'name': 'linalg_eigvalsh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigvalsh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_svd': {'name': '_linalg_svd', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_svd_backward': {'name': '_svd_backward', 'kind': 'composite', 'args': (('gU', 'Tensor', None, False), ('gS', 'Tensor', None, False), ('gVh', 'Tensor', None, False), ('U', 'Tensor', None, False), ('S', 'Tensor', None, False), ('Vh', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_svd': {'name': 'linalg_svd', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', 'True', False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, full_matrices=True, driver=None: np.linalg.svd(A, full_matrices=full_matrices)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_svdvals': {'name': 'linalg_svdvals', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, driver=None: np.linalg.svd(A, compute_uv=False)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'svd': {'name': 'svd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('some', 'bool', 'True', False), ('compute_uv', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_qr': {'name': '_linalg_qr', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('mode', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'mode', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_qr_backward': {'name': '_qr_backward', 'kind': 'composite', 'args': (('gQ', 'Tensor', None, False), ('gR', 'Tensor', None, False), ('Q', 'Tensor', None, False), ('R', 'Tensor', None, False), ('A', 'Tensor', None, False), ('mode', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_qr_backward_square': {'name': '_qr_backward_square', 'kind': 'composite', 'args': (('gQ', 'Tensor', None, False), ('gR', 'Tensor', None, False), ('Q', 'Tensor', None, False), ('R', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_qr': {'name': 'linalg_qr', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('mode', 'str', '"reduced"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, mode='reduced': np.linalg.qr(A, mode=mode)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'qr': {'name': 'qr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('some', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, some=True: np.linalg.qr(self, mode='reduced' if some else 'complete')", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'geqrf': {'name': 'geqrf', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: (lambda r: (np.swapaxes(r[0], -1, -2), r[1]))(np.linalg.qr(self, mode='raw'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    'linalg_householder_product': {'name': 'linalg_householder_product', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tau', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('orgqr',), 'ref': 'lambda A, tau: np.linalg.qr(A)[0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'ormqr': {'name': 'ormqr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('input3', 'Tensor', None, False), ('left', 'bool', 'True', False), ('transpose', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_matrix_exp': {'name': '_linalg_matrix_exp', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_matrix_exp_backward': {'name': '_matrix_exp_backward', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('grad', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_matrix_exp': {'name': 'linalg_matrix_exp', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('matrix_exp',), 'ref': "lambda A: __import__('scipy.linalg').linalg.expm(A)", 'atol': 1e-05, 'rtol': 0.0001, 'rejects': ()},
+
+    'linalg_matrix_power': {'name': 'linalg_matrix_power', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('matrix_power',), 'ref': 'lambda A, n: np.linalg.matrix_power(A, n)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_pinv': {'name': 'linalg_pinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('pinverse',), 'ref': 'lambda A, rtol=None, hermitian=False, atol=None: np.linalg.pinv(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_matrix_rank': {'name': 'linalg_matrix_rank', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True), ('rtol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, tol=None, hermitian=False, atol=None, rtol=None: np.linalg.matrix_rank(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_lstsq': {'name': 'linalg_lstsq', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('rcond', 'any', 'None', False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, rcond=None, driver=None: np.linalg.lstsq(A, B, rcond=None)[0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_cond': {'name': 'linalg_cond', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('p', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, p=None: np.linalg.cond(A, p)', 'atol': 1e-05, 'rtol': 0.0001, 'rejects': ()},
+
+    'linalg_matrix_norm': {'name': 'linalg_matrix_norm', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ord', 'any', '"fro"', False), ('dim', 'any', '(-2, -1)', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, ord='fro', dim=(-2, -1), keepdim=False, dtype=None: np.linalg.norm(A, ord, axis=dim, keepdims=keepdim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_norm': {'name': 'linalg_norm', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ord', 'any', 'None', False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, ord=None, dim=None, keepdim=False, dtype=None: np.linalg.norm(A, ord, axis=dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_cross': {'name': 'linalg_cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=-1: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_vecdot': {'name': 'linalg_vecdot', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('y', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, y, dim=-1: np.sum(x * y, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_multi_dot': {'name': 'linalg_multi_dot', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.linalg.multi_dot(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_diagonal': {'name': 'linalg_diagonal', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('offset', 'int', '0', True), ('dim1', 'dim', '-2', True), ('dim2', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, offset=0, dim1=-2, dim2=-1: np.diagonal(A, offset, dim1, dim2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_vander': {'name': 'linalg_vander', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('N', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, N=None: np.vander(x, N, increasing=True) if x.ndim == 1 else np.stack([np.vander(r, N, increasing=True) for r in x.reshape(-1, x.shape[-1])]).reshape(x.shape + (x.shape[-1] if N is None else N,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_tensorinv': {'name': 'linalg_tensorinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ind', 'int', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, ind=2: np.linalg.tensorinv(A, ind)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_tensorsolve': {'name': 'linalg_tensorsolve', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('dims', 'int[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, dims=None: np.linalg.tensorsolve(A, B, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2573,3 +2727,563 @@ def _log_softmax_backward(grad_output, output, dim):
 
     ops.yaml: _log_softmax_backward"""
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
+
+
+def _linalg_inv_ex(A):
+    """(inverse, info) by LU with partial pivoting; info > 0 names the first zero pivot (LAPACK getrf).
+
+    ops.yaml: _linalg_inv_ex"""
+    return _rt.call('_linalg_inv_ex', (A, ), ())
+
+
+def linalg_inv_ex(A, *, check_errors=False):
+    """torch.linalg.inv_ex — the inverse and LAPACK's info code, without raising on singular input.
+
+    ops.yaml: linalg_inv_ex"""
+    return _rt.composite('linalg_inv_ex', A, check_errors=check_errors)
+
+
+def linalg_inv(A):
+    """torch.linalg.inv (and torch.inverse) — raises torch.linalg.LinAlgError on singular matrices.
+
+    ops.yaml: linalg_inv"""
+    return _rt.composite('linalg_inv', A)
+
+
+inverse = linalg_inv
+
+
+def _linalg_det(A):
+    """det(A) by LU (NumPy's LAPACK).
+
+    ops.yaml: _linalg_det"""
+    return _rt.call('_linalg_det', (A, ), ())
+
+
+def _linalg_det_backward(grad, A, det):
+    """The gradient of det, through the inverse where A is invertible and through the SVD where it is not.
+
+    ops.yaml: _linalg_det_backward"""
+    return _rt.composite('_linalg_det_backward', grad, A, det)
+
+
+def linalg_det(A):
+    """torch.linalg.det (and torch.det, Tensor.det).
+
+    ops.yaml: linalg_det"""
+    return _rt.composite('linalg_det', A)
+
+
+det = linalg_det
+
+
+def _linalg_slogdet(A):
+    """(sign, log|det|) by LU; the sign has no gradient.
+
+    ops.yaml: _linalg_slogdet"""
+    return _rt.call('_linalg_slogdet', (A, ), ())
+
+
+def linalg_slogdet(A):
+    """torch.linalg.slogdet (and torch.slogdet) — (sign, logabsdet) of the determinant.
+
+    ops.yaml: linalg_slogdet"""
+    return _rt.composite('linalg_slogdet', A)
+
+
+slogdet = linalg_slogdet
+
+
+def logdet(self):
+    """log(det(A)); NaN for a negative determinant, -inf for a singular matrix.
+
+    ops.yaml: logdet"""
+    return _rt.composite('logdet', self)
+
+
+def _linalg_cholesky_ex(A, upper):
+    """(L, info) with A = L L^T (upper=True: U^T U) from one triangle of A (LAPACK potrf).
+
+    ops.yaml: _linalg_cholesky_ex"""
+    return _rt.call('_linalg_cholesky_ex', (A, ), (upper, ))
+
+
+def _cholesky_backward(grad, L, upper):
+    """The (symmetric) gradient of cholesky, L^-T Phi(L^T gL) L^-1, as PyTorch computes it.
+
+    ops.yaml: _cholesky_backward"""
+    return _rt.composite('_cholesky_backward', grad, L, upper)
+
+
+def linalg_cholesky_ex(A, *, upper=False, check_errors=False):
+    """torch.linalg.cholesky_ex — the factor and LAPACK's info code, without raising.
+
+    ops.yaml: linalg_cholesky_ex"""
+    return _rt.composite('linalg_cholesky_ex', A, upper=upper, check_errors=check_errors)
+
+
+def linalg_cholesky(A, *, upper=False):
+    """torch.linalg.cholesky — raises torch.linalg.LinAlgError when A is not positive-definite.
+
+    ops.yaml: linalg_cholesky"""
+    return _rt.composite('linalg_cholesky', A, upper=upper)
+
+
+def cholesky(self, upper=False):
+    """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning.
+
+    ops.yaml: cholesky"""
+    return _rt.composite('cholesky', self, upper)
+
+
+def cholesky_solve(self, input2, upper=False):
+    """X with A X = B from A's Cholesky factor (self is B, input2 the factor L, or U with upper=True).
+
+    ops.yaml: cholesky_solve"""
+    return _rt.composite('cholesky_solve', self, input2, upper)
+
+
+def cholesky_inverse(self, upper=False):
+    """The inverse of A from its Cholesky factor (L, or U with upper=True).
+
+    ops.yaml: cholesky_inverse"""
+    return _rt.composite('cholesky_inverse', self, upper)
+
+
+def _linalg_solve_triangular(A, B, upper, left, unitriangular):
+    """X with A X = B (left) or X A = B, reading A's upper or lower triangle (LAPACK trsm).
+
+    ops.yaml: _linalg_solve_triangular"""
+    return _rt.call('_linalg_solve_triangular', (A, B, ), (upper, left, unitriangular, ))
+
+
+def _solve_triangular_grad_a(grad, A, X, upper, left, unitriangular):
+    """The gradient of solve_triangular for A, kept to the triangle the solve reads.
+
+    ops.yaml: _solve_triangular_grad_a"""
+    return _rt.composite('_solve_triangular_grad_a', grad, A, X, upper, left, unitriangular)
+
+
+def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """torch.linalg.solve_triangular — X with A X = B (left=False - X A = B) for triangular A.
+
+    ops.yaml: linalg_solve_triangular"""
+    return _rt.composite('linalg_solve_triangular', A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    """The deprecated torch.triangular_solve — (solution, cloned_coefficient) of A X = self.
+
+    ops.yaml: triangular_solve"""
+    return _rt.composite('triangular_solve', self, A, upper, transpose, unitriangular)
+
+
+def _linalg_solve_ex(A, B, left):
+    """(X, info) of A X = B (left=False - X A = B) by LU (LAPACK gesv); B is a (batch of) vector(s) when B.ndim == 1 or B.shape == A.shape[:-1].
+
+    ops.yaml: _linalg_solve_ex"""
+    return _rt.call('_linalg_solve_ex', (A, B, ), (left, ))
+
+
+def _solve_grad_a(grad, A, B, X, left):
+    """The gradient of solve for A, -gB X^T (left) or -X^T gB.
+
+    ops.yaml: _solve_grad_a"""
+    return _rt.composite('_solve_grad_a', grad, A, B, X, left)
+
+
+def linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    """torch.linalg.solve_ex — the solution and LAPACK's info code, without raising.
+
+    ops.yaml: linalg_solve_ex"""
+    return _rt.composite('linalg_solve_ex', A, B, left=left, check_errors=check_errors)
+
+
+def linalg_solve(A, B, *, left=True):
+    """torch.linalg.solve — X with A X = B (left=False - X A = B); raises on singular A.
+
+    ops.yaml: linalg_solve"""
+    return _rt.composite('linalg_solve', A, B, left=left)
+
+
+def _linalg_lu_factor_ex(A):
+    """(LU, pivots, info) of A = P L U with partial pivoting (LAPACK getrf; 1-based int32 pivots).
+
+    ops.yaml: _linalg_lu_factor_ex"""
+    return _rt.call('_linalg_lu_factor_ex', (A, ), ())
+
+
+def _lu_factor_backward(grad, LU, pivots):
+    """The gradient of lu_factor, through the unpacked factors (the packed LU holds L below the diagonal and U on and above it).
+
+    ops.yaml: _lu_factor_backward"""
+    return _rt.composite('_lu_factor_backward', grad, LU, pivots)
+
+
+def _lu_backward(gL, gU, P, L, U):
+    """The gradient of A = P L U for A square, wide or tall (PyTorch's linalg_lu_backward).
+
+    ops.yaml: _lu_backward"""
+    return _rt.composite('_lu_backward', gL, gU, P, L, U)
+
+
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """torch.linalg.lu_factor_ex — packed LU factors, LAPACK's 1-based pivots and info, without raising.
+
+    ops.yaml: linalg_lu_factor_ex"""
+    return _rt.composite('linalg_lu_factor_ex', A, pivot=pivot, check_errors=check_errors)
+
+
+def linalg_lu_factor(A, *, pivot=True):
+    """torch.linalg.lu_factor — (LU, pivots); raises when a pivot is zero.
+
+    ops.yaml: linalg_lu_factor"""
+    return _rt.composite('linalg_lu_factor', A, pivot=pivot)
+
+
+def _lu_permutation(LU, pivots):
+    """The permutation matrix P (in LU's dtype) of LAPACK's 1-based row interchanges, with A = P L U.
+
+    ops.yaml: _lu_permutation"""
+    return _rt.call('_lu_permutation', (LU, pivots, ), ())
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's packed factors and pivots.
+
+    ops.yaml: lu_unpack"""
+    return _rt.composite('lu_unpack', LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+
+def _linalg_lu(A):
+    """(P, L, U) with A = P L U, partial pivoting.
+
+    ops.yaml: _linalg_lu"""
+    return _rt.call('_linalg_lu', (A, ), ())
+
+
+def linalg_lu(A, *, pivot=True):
+    """torch.linalg.lu — (P, L, U) with A = P L U; A may be rectangular.
+
+    ops.yaml: linalg_lu"""
+    return _rt.composite('linalg_lu', A, pivot=pivot)
+
+
+def lu(A, pivot=True, get_infos=False):
+    """The deprecated torch.lu — (LU, pivots[, infos]) as linalg.lu_factor(_ex) returns them.
+
+    ops.yaml: lu"""
+    return _rt.composite('lu', A, pivot, get_infos)
+
+
+def _linalg_lu_solve(LU, pivots, B, left, adjoint):
+    """X with A X = B from A's LU factors (adjoint - A^T X = B; left=False - X A = B), LAPACK getrs.
+
+    ops.yaml: _linalg_lu_solve"""
+    return _rt.call('_linalg_lu_solve', (LU, pivots, B, ), (left, adjoint, ))
+
+
+def _lu_solve_grad_lu(grad, LU, pivots, X, left, adjoint):
+    """The gradient of lu_solve for the packed LU factors, from the system's gradient for A = P L U.
+
+    ops.yaml: _lu_solve_grad_lu"""
+    return _rt.composite('_lu_solve_grad_lu', grad, LU, pivots, X, left, adjoint)
+
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """torch.linalg.lu_solve — X with A X = B (adjoint - A^T X = B; left=False - X A = B) from lu_factor's output.
+
+    ops.yaml: linalg_lu_solve"""
+    return _rt.composite('linalg_lu_solve', LU, pivots, B, left=left, adjoint=adjoint)
+
+
+def lu_solve(self, LU_data, LU_pivots):
+    """The deprecated torch.lu_solve(b, LU_data, LU_pivots).
+
+    ops.yaml: lu_solve"""
+    return _rt.composite('lu_solve', self, LU_data, LU_pivots)
+
+
+def _linalg_ldl_factor_ex(A):
+    """(LD, pivots, info) of A = P L D L^T P^T, Bunch-Kaufman pivoting (LAPACK sytrf, lower).
+
+    ops.yaml: _linalg_ldl_factor_ex"""
+    return _rt.call('_linalg_ldl_factor_ex', (A, ), ())
+
+
+def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """torch.linalg.ldl_factor_ex — (LD, pivots, info), LAPACK sytrf's compact form, without raising.
+
+    ops.yaml: linalg_ldl_factor_ex"""
+    return _rt.composite('linalg_ldl_factor_ex', A, hermitian=hermitian, check_errors=check_errors)
+
+
+def linalg_ldl_factor(A, *, hermitian=False):
+    """torch.linalg.ldl_factor — (LD, pivots) of a symmetric matrix (Bunch-Kaufman).
+
+    ops.yaml: linalg_ldl_factor"""
+    return _rt.composite('linalg_ldl_factor', A, hermitian=hermitian)
+
+
+def _linalg_ldl_solve(LD, pivots, B):
+    """X with A X = B from ldl_factor's (LD, pivots) (LAPACK sytrs).
+
+    ops.yaml: _linalg_ldl_solve"""
+    return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), ())
+
+
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+    """torch.linalg.ldl_solve — X with A X = B from ldl_factor's output.
+
+    ops.yaml: linalg_ldl_solve"""
+    return _rt.composite('linalg_ldl_solve', LD, pivots, B, hermitian=hermitian)
+
+
+def _linalg_eigh(A, UPLO):
+    """(eigenvalues ascending, eigenvectors) of a symmetric matrix from one triangle (LAPACK syevd).
+
+    ops.yaml: _linalg_eigh"""
+    return _rt.call('_linalg_eigh', (A, ), (UPLO, ))
+
+
+def _eigh_backward(gL, gV, L, V):
+    """The (symmetric) gradient of eigh, V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T.
+
+    ops.yaml: _eigh_backward"""
+    return _rt.composite('_eigh_backward', gL, gV, L, V)
+
+
+def linalg_eigh(A, UPLO="L"):
+    """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices.
+
+    ops.yaml: linalg_eigh"""
+    return _rt.composite('linalg_eigh', A, UPLO)
+
+
+def linalg_eigvalsh(A, UPLO="L"):
+    """torch.linalg.eigvalsh — the eigenvalues of symmetric matrices, ascending.
+
+    ops.yaml: linalg_eigvalsh"""
+    return _rt.composite('linalg_eigvalsh', A, UPLO)
+
+
+def _linalg_svd(A, full_matrices):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK gesdd).
+
+    ops.yaml: _linalg_svd"""
+    return _rt.call('_linalg_svd', (A, ), (full_matrices, ))
+
+
+def _svd_backward(gU, gS, gVh, U, S, Vh):
+    """The gradient of svd (PyTorch's formula); only the first min(m, n) singular vectors count, as their span is all the factorization fixes.
+
+    ops.yaml: _svd_backward"""
+    return _rt.composite('_svd_backward', gU, gS, gVh, U, S, Vh)
+
+
+def linalg_svd(A, full_matrices=True, *, driver=None):
+    """torch.linalg.svd — (U, S, Vh) with A = U diag(S) Vh; the fuzz checks the product, as singular vectors are fixed only up to sign.
+
+    ops.yaml: linalg_svd"""
+    return _rt.composite('linalg_svd', A, full_matrices, driver=driver)
+
+
+def linalg_svdvals(A, *, driver=None):
+    """torch.linalg.svdvals — the singular values, descending.
+
+    ops.yaml: linalg_svdvals"""
+    return _rt.composite('linalg_svdvals', A, driver=driver)
+
+
+def svd(self, some=True, compute_uv=True):
+    """The deprecated torch.svd — (U, S, V) with A = U diag(S) V^T (V, not Vh); some=False gives the full U and V.
+
+    ops.yaml: svd"""
+    return _rt.composite('svd', self, some, compute_uv)
+
+
+def _linalg_qr(A, mode):
+    """(Q, R) with A = Q R (LAPACK geqrf + orgqr); mode reduced, complete or r.
+
+    ops.yaml: _linalg_qr"""
+    return _rt.call('_linalg_qr', (A, ), (mode, ))
+
+
+def _qr_backward(gQ, gR, Q, R, A, mode):
+    """The gradient of qr; a wide A splits as [X | Y] with X square.
+
+    ops.yaml: _qr_backward"""
+    return _rt.composite('_qr_backward', gQ, gR, Q, R, A, mode)
+
+
+def _qr_backward_square(gQ, gR, Q, R):
+    """(gQ + Q copyltu(R gR^T - gQ^T Q)) R^-T, for m >= n.
+
+    ops.yaml: _qr_backward_square"""
+    return _rt.composite('_qr_backward_square', gQ, gR, Q, R)
+
+
+def linalg_qr(A, mode="reduced"):
+    """torch.linalg.qr — (Q, R) with A = Q R (Householder, signs as LAPACK's).
+
+    ops.yaml: linalg_qr"""
+    return _rt.composite('linalg_qr', A, mode)
+
+
+def qr(self, some=True):
+    """torch.qr — (Q, R); some=False gives the complete Q.
+
+    ops.yaml: qr"""
+    return _rt.composite('qr', self, some)
+
+
+def geqrf(self):
+    """LAPACK geqrf's (a, tau) - R on and above the diagonal, the Householder vectors below it.
+
+    ops.yaml: geqrf"""
+    return _rt.call('geqrf', (self, ), ())
+
+
+def linalg_householder_product(A, tau):
+    """torch.linalg.householder_product (torch.orgqr) - the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T.
+
+    ops.yaml: linalg_householder_product"""
+    return _rt.composite('linalg_householder_product', A, tau)
+
+
+orgqr = linalg_householder_product
+
+
+def ormqr(self, input2, input3, left=True, transpose=False):
+    """Q(or Q^T) times input3 (left) or input3 times it, Q from geqrf's Householder vectors (self) and tau (input2).
+
+    ops.yaml: ormqr"""
+    return _rt.composite('ormqr', self, input2, input3, left, transpose)
+
+
+def _linalg_matrix_exp(A):
+    """exp(A) by scaling and squaring (degree-13 Pade).
+
+    ops.yaml: _linalg_matrix_exp"""
+    return _rt.call('_linalg_matrix_exp', (A, ), ())
+
+
+def _matrix_exp_backward(A, grad):
+    """The gradient of matrix_exp, the upper right block of exp([[A^T, G], [0, A^T]]).
+
+    ops.yaml: _matrix_exp_backward"""
+    return _rt.composite('_matrix_exp_backward', A, grad)
+
+
+def linalg_matrix_exp(A):
+    """torch.linalg.matrix_exp (torch.matrix_exp) - the matrix exponential.
+
+    ops.yaml: linalg_matrix_exp"""
+    return _rt.composite('linalg_matrix_exp', A)
+
+
+matrix_exp = linalg_matrix_exp
+
+
+def linalg_matrix_power(A, n):
+    """torch.linalg.matrix_power (torch.matrix_power) - A to an integer power (negative - of the inverse).
+
+    ops.yaml: linalg_matrix_power"""
+    return _rt.composite('linalg_matrix_power', A, n)
+
+
+matrix_power = linalg_matrix_power
+
+
+def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None):
+    """torch.linalg.pinv (torch.pinverse) - the pseudo-inverse through the SVD; singular values at or below max(atol, rtol * max(S)) count as zero (rtol defaults to eps * max(m, n)).
+
+    ops.yaml: linalg_pinv"""
+    return _rt.composite('linalg_pinv', A, rtol, hermitian, atol=atol)
+
+
+pinverse = linalg_pinv
+
+
+def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """torch.linalg.matrix_rank - the number of singular values above max(atol, rtol * max(S)).
+
+    ops.yaml: linalg_matrix_rank"""
+    return _rt.composite('linalg_matrix_rank', A, tol, hermitian, atol=atol, rtol=rtol)
+
+
+def linalg_lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq - the least-squares solution of A X = B (minimum norm where A is rank-deficient), with residuals, rank and singular values as the driver (default gelsy on cpu) reports them.
+
+    ops.yaml: linalg_lstsq"""
+    return _rt.composite('linalg_lstsq', A, B, rcond, driver=driver)
+
+
+def linalg_cond(A, p=None):
+    """torch.linalg.cond - the condition number in the 2-norm (by default), -2, 'fro', 'nuc', inf, -inf, 1 or -1.
+
+    ops.yaml: linalg_cond"""
+    return _rt.composite('linalg_cond', A, p)
+
+
+def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.linalg.matrix_norm - 'fro', 'nuc', 2, -2, 1, -1, inf or -inf over two dims.
+
+    ops.yaml: linalg_matrix_norm"""
+    return _rt.composite('linalg_matrix_norm', A, ord, dim, keepdim, dtype=dtype)
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.norm - a vector norm, or a matrix norm when dim has two entries (or A is 2-D and ord is given).
+
+    ops.yaml: linalg_norm"""
+    return _rt.composite('linalg_norm', A, ord, dim, keepdim, dtype=dtype)
+
+
+def linalg_cross(self, other, *, dim=-1):
+    """torch.linalg.cross - the cross product of 3-vectors along dim, broadcasting.
+
+    ops.yaml: linalg_cross"""
+    return _rt.composite('linalg_cross', self, other, dim=dim)
+
+
+def linalg_vecdot(x, y, *, dim=-1):
+    """torch.linalg.vecdot - the dot product along dim, broadcasting.
+
+    ops.yaml: linalg_vecdot"""
+    return _rt.composite('linalg_vecdot', x, y, dim=dim)
+
+
+def linalg_multi_dot(tensors):
+    """torch.linalg.multi_dot - a chain of matrix products in the cheapest order; the first and last may be vectors.
+
+    ops.yaml: linalg_multi_dot"""
+    return _rt.composite('linalg_multi_dot', tensors)
+
+
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal - diagonal() with the matrix dims (-2, -1) as defaults.
+
+    ops.yaml: linalg_diagonal"""
+    return _rt.composite('linalg_diagonal', A, offset=offset, dim1=dim1, dim2=dim2)
+
+
+def linalg_vander(x, *, N=None):
+    """torch.linalg.vander - powers x^0 ... x^(N-1) of the last dim (N defaults to its size).
+
+    ops.yaml: linalg_vander"""
+    return _rt.composite('linalg_vander', x, N=N)
+
+
+def linalg_tensorinv(A, ind=2):
+    """torch.linalg.tensorinv - the inverse for tensordot over the first ind dims.
+
+    ops.yaml: linalg_tensorinv"""
+    return _rt.composite('linalg_tensorinv', A, ind)
+
+
+def linalg_tensorsolve(A, B, dims=None):
+    """torch.linalg.tensorsolve - X with tensordot(A, X, X.ndim) = B.
+
+    ops.yaml: linalg_tensorsolve"""
+    return _rt.composite('linalg_tensorsolve', A, B, dims)

@@ -700,3 +700,131 @@ def _log_softmax_backward_forward(grad_output, output, dim):
     if grad_output.ndim == 0:
         return grad_output - np.exp(output) * grad_output
     return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)
+
+
+def _linalg_inv_ex_forward(A):
+    # ops.yaml: _linalg_inv_ex
+    try:
+        return np.linalg.inv(A), np.zeros(A.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        lu, piv, info = lapack.lu_factor(A)
+    with np.errstate(all="ignore"):
+        inv = lapack.lu_solve(lu, piv, np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), A.shape))
+    return inv.astype(A.dtype), info
+
+
+def _linalg_det_forward(A):
+    # ops.yaml: _linalg_det
+    return np.asarray(np.linalg.det(A), A.dtype)
+
+
+def _linalg_slogdet_forward(A):
+    # ops.yaml: _linalg_slogdet
+    sign, logabsdet = np.linalg.slogdet(A)
+    return np.asarray(sign, A.dtype), np.asarray(logabsdet, A.dtype)
+
+
+def _linalg_cholesky_ex_forward(A, upper):
+    # ops.yaml: _linalg_cholesky_ex
+    try:
+        return np.linalg.cholesky(A, upper=upper), np.zeros(A.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        return lapack.cholesky(A, upper)
+
+
+def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):
+    # ops.yaml: _linalg_solve_triangular
+    with np.errstate(all="ignore"):
+        return lapack.solve_triangular(A, B, upper, left, unitriangular).astype(np.result_type(A, B))
+
+
+def _linalg_solve_ex_forward(A, B, left):
+    # ops.yaml: _linalg_solve_ex
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    Bm = B[..., None] if vector else B
+    M = A if left else np.swapaxes(A, -1, -2)
+    Bm = Bm if left else np.swapaxes(Bm, -1, -2)
+    try:
+        X, info = np.linalg.solve(M, Bm), np.zeros(M.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        lu, piv, info = lapack.lu_factor(M)
+        with np.errstate(all="ignore"):
+            X = lapack.lu_solve(lu, piv, Bm)
+    X = X if left else np.swapaxes(X, -1, -2)
+    return (X[..., 0] if vector else X).astype(np.result_type(A, B)), info
+
+
+def _linalg_lu_factor_ex_forward(A):
+    # ops.yaml: _linalg_lu_factor_ex
+    return lapack.lu_factor(A)
+
+
+def _lu_permutation_forward(LU, pivots):
+    # ops.yaml: _lu_permutation
+    m = LU.shape[-2]
+    perm = lapack.permutation(pivots, m)
+    P = np.zeros(perm.shape + (m,), LU.dtype)
+    np.put_along_axis(P, perm[..., None, :], 1, -2)
+    return P
+
+
+def _linalg_lu_forward(A):
+    # ops.yaml: _linalg_lu
+    LU, piv, info = lapack.lu_factor(A)
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    perm = lapack.permutation(piv, m)
+    P = np.zeros(perm.shape + (m,), A.dtype)
+    np.put_along_axis(P, perm[..., None, :], 1, -2)
+    L = np.tril(LU[..., :, :k], -1) + np.eye(m, k, dtype=A.dtype)
+    return P, L, np.triu(LU[..., :k, :])
+
+
+def _linalg_lu_solve_forward(LU, pivots, B, left, adjoint):
+    # ops.yaml: _linalg_lu_solve
+    with np.errstate(all="ignore"):
+        return lapack.lu_solve(LU, pivots, B, left, adjoint).astype(np.result_type(LU, B))
+
+
+def _linalg_ldl_factor_ex_forward(A):
+    # ops.yaml: _linalg_ldl_factor_ex
+    return lapack.ldl_factor(A)
+
+
+def _linalg_ldl_solve_forward(LD, pivots, B):
+    # ops.yaml: _linalg_ldl_solve
+    with np.errstate(all="ignore"):
+        return lapack.ldl_solve(LD, pivots, B)
+
+
+def _linalg_eigh_forward(A, UPLO):
+    # ops.yaml: _linalg_eigh
+    L, V = np.linalg.eigh(A, UPLO)
+    return L.astype(A.dtype), V.astype(A.dtype)
+
+
+def _linalg_svd_forward(A, full_matrices):
+    # ops.yaml: _linalg_svd
+    U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
+    return U.astype(A.dtype), S.astype(A.dtype), Vh.astype(A.dtype)
+
+
+def _linalg_qr_forward(A, mode):
+    # ops.yaml: _linalg_qr
+    if mode == "r":
+        return np.zeros((0,), A.dtype), np.linalg.qr(A, mode="r").astype(A.dtype)
+    Q, R = np.linalg.qr(A, mode=mode)
+    return Q.astype(A.dtype), R.astype(A.dtype)
+
+
+def geqrf_forward(self):
+    # ops.yaml: geqrf
+    if self.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    h, tau = np.linalg.qr(self, mode="raw")
+    return np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(self.dtype), tau.astype(self.dtype)
+
+
+def _linalg_matrix_exp_forward(A):
+    # ops.yaml: _linalg_matrix_exp
+    return lapack.matrix_exp(A)

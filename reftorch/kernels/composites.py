@@ -484,3 +484,611 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def linalg_inv_ex(F, A, *, check_errors=False):
+    # ops.yaml: linalg_inv_ex
+    F.linalg_check(A, 'linalg.inv_ex', square=True)
+    inverse, info = F._linalg_inv_ex(A)
+    if check_errors:
+        F.linalg_raise(info, 'linalg.inv_ex', 'inv')
+    return F.return_type('linalg_inv_ex', inverse=inverse, info=info)
+
+
+def linalg_inv(F, A):
+    # ops.yaml: linalg_inv
+    F.linalg_check(A, 'linalg.inv', square=True)
+    inverse, info = F._linalg_inv_ex(A)
+    F.linalg_raise(info, 'linalg.inv', 'inv')
+    return inverse
+
+
+def _linalg_det_backward(F, grad, A, det):
+    # ops.yaml: _linalg_det_backward
+    g = (grad * det).unsqueeze(-1).unsqueeze(-1)
+    if bool((det != 0).all()):
+        return g * F.linalg_inv(A).mT
+    U, S, Vh = F.linalg_svd(A, full_matrices=False)
+    n = S.shape[-1]
+    others = F.stack([F.prod(F.cat([S[..., :i], S[..., i + 1:]], -1), -1) for i in range(n)], -1)
+    scale = (grad * F._linalg_det(U) * F._linalg_det(Vh)).unsqueeze(-1)
+    return F.matmul(U * (scale * others).unsqueeze(-2), Vh)
+
+
+def linalg_det(F, A):
+    # ops.yaml: linalg_det
+    F.linalg_check(A, 'linalg.det', square=True)
+    return F._linalg_det(A)
+
+
+def linalg_slogdet(F, A):
+    # ops.yaml: linalg_slogdet
+    F.linalg_check(A, 'linalg.slogdet', square=True)
+    sign, logabsdet = F._linalg_slogdet(A)
+    return F.return_type('linalg_slogdet', sign=sign, logabsdet=logabsdet)
+
+
+def logdet(F, self):
+    # ops.yaml: logdet
+    F.linalg_check(self, 'logdet', square=True)
+    sign, logabsdet = F._linalg_slogdet(self)
+    return F.where(sign < 0, math.nan, logabsdet)
+
+
+def _cholesky_backward(F, grad, L, upper):
+    # ops.yaml: _cholesky_backward
+    if upper:
+        L, grad = (L.mT, grad.mT)
+    n = L.shape[-1]
+    half_diagonal = F.tril(F.ones(n, n, dtype=L.dtype, device=L.device)) - 0.5 * F.eye(n, dtype=L.dtype, device=L.device)
+    phi = F.matmul(L.mT, grad) * half_diagonal
+    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
+    g = F.matmul(F.matmul(L_inv.mT, phi), L_inv)
+    return (g + g.mT) * 0.5
+
+
+def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
+    # ops.yaml: linalg_cholesky_ex
+    F.linalg_check(A, 'linalg.cholesky_ex', square=True)
+    L, info = F._linalg_cholesky_ex(A, upper)
+    if check_errors:
+        F.linalg_raise(info, 'linalg.cholesky_ex', 'cholesky')
+    return F.return_type('linalg_cholesky_ex', L=L, info=info)
+
+
+def linalg_cholesky(F, A, *, upper=False):
+    # ops.yaml: linalg_cholesky
+    F.linalg_check(A, 'linalg.cholesky', square=True)
+    L, info = F._linalg_cholesky_ex(A, upper)
+    F.linalg_raise(info, 'linalg.cholesky', 'cholesky')
+    return L
+
+
+def cholesky(F, self, upper=False):
+    # ops.yaml: cholesky
+    F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
+    return F.linalg_cholesky(self, upper=upper)
+
+
+def cholesky_solve(F, self, input2, upper=False):
+    # ops.yaml: cholesky_solve
+    L = input2.mT if upper else input2
+    y = F.linalg_solve_triangular(L, self, upper=False)
+    return F.linalg_solve_triangular(L.mT, y, upper=True)
+
+
+def cholesky_inverse(F, self, upper=False):
+    # ops.yaml: cholesky_inverse
+    L = self.mT if upper else self
+    n = L.shape[-1]
+    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
+    return F.matmul(L_inv.mT, L_inv)
+
+
+def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
+    # ops.yaml: _solve_triangular_grad_a
+    gB = F._linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
+    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    gA = F.triu(gA, 1 if unitriangular else 0) if upper else F.tril(gA, -1 if unitriangular else 0)
+    return F.sum_to(gA, A.shape)
+
+
+def linalg_solve_triangular(F, A, B, *, upper, left=True, unitriangular=False):
+    # ops.yaml: linalg_solve_triangular
+    F.linalg_check(A, 'linalg.solve_triangular', square=True)
+    F.linalg_check(B, 'linalg.solve_triangular', name='B')
+    F.linalg_same_dtype(A, B, 'linalg.solve_triangular')
+    return F._linalg_solve_triangular(A, B, upper, left, unitriangular)
+
+
+def triangular_solve(F, self, A, upper=True, transpose=False, unitriangular=False):
+    # ops.yaml: triangular_solve
+    M = A.mT if transpose else A
+    X = F.linalg_solve_triangular(M, self, upper=upper != transpose, unitriangular=unitriangular)
+    return F.return_type('triangular_solve', solution=X, cloned_coefficient=A.clone())
+
+
+def _solve_grad_a(F, grad, A, B, X, left):
+    # ops.yaml: _solve_grad_a
+    gB = F._linalg_solve_ex(A.mT, grad, left)[0]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        gB, X = (gB.unsqueeze(-1), X.unsqueeze(-1))
+    return F.sum_to(-F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB), A.shape)
+
+
+def linalg_solve_ex(F, A, B, *, left=True, check_errors=False):
+    # ops.yaml: linalg_solve_ex
+    F.linalg_check_solve(A, B, left, 'linalg.solve_ex')
+    result, info = F._linalg_solve_ex(A, B, left)
+    if check_errors:
+        F.linalg_raise(info, 'torch.linalg.solve_ex', 'solve')
+    return F.return_type('linalg_solve_ex', result=result, info=info)
+
+
+def linalg_solve(F, A, B, *, left=True):
+    # ops.yaml: linalg_solve
+    F.linalg_check_solve(A, B, left, 'linalg.solve')
+    result, info = F._linalg_solve_ex(A, B, left)
+    F.linalg_raise(info, 'torch.linalg.solve', 'solve')
+    return result
+
+
+def _lu_factor_backward(F, grad, LU, pivots):
+    # ops.yaml: _lu_factor_backward
+    P, L, U = F.lu_unpack(LU, pivots)
+    k = F.min(LU.shape[-2], LU.shape[-1])
+    return F._lu_backward(F.tril(grad, -1)[..., :, :k], F.triu(grad)[..., :k, :], P, L, U)
+
+
+def _lu_backward(F, gL, gU, P, L, U):
+    # ops.yaml: _lu_backward
+    m, n = (L.shape[-2], U.shape[-1])
+    k = F.min(m, n)
+    if m == n:
+        g = F.tril(F.matmul(L.mT, gL), -1) + F.triu(F.matmul(gU, U.mT))
+        g = F.linalg_solve_triangular(U.mT, g, upper=False, left=False)
+        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
+    if m < n:
+        g = F.tril(F.matmul(L.mT, gL) - F.matmul(F.triu(gU), U.mT), -1)
+        g = F.linalg_solve_triangular(U[..., :, :k].mT, g, upper=False, left=False)
+        g = F.cat([g + F.triu(gU[..., :, :k]), gU[..., :, k:]], -1)
+        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
+    g = F.triu(F.matmul(gU, U.mT) - F.matmul(L.mT, F.tril(gL, -1)))
+    g = F.linalg_solve_triangular(L[..., :k, :].mT, g, upper=True, unitriangular=True)
+    g = F.cat([g + F.tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
+    return F.matmul(P, F.linalg_solve_triangular(U.mT, g, upper=False, left=False))
+
+
+def linalg_lu_factor_ex(F, A, *, pivot=True, check_errors=False):
+    # ops.yaml: linalg_lu_factor_ex
+    F.linalg_check(A, 'torch.linalg.lu_factor_ex')
+    F.linalg_check_pivot(pivot, A)
+    LU, pivots, info = F._linalg_lu_factor_ex(A)
+    if check_errors:
+        F.linalg_raise(info, 'torch.linalg.lu_factor_ex', 'lu')
+    return F.return_type('linalg_lu_factor_ex', LU=LU, pivots=pivots, info=info)
+
+
+def linalg_lu_factor(F, A, *, pivot=True):
+    # ops.yaml: linalg_lu_factor
+    F.linalg_check(A, 'torch.linalg.lu_factor')
+    F.linalg_check_pivot(pivot, A)
+    LU, pivots, info = F._linalg_lu_factor_ex(A)
+    F.linalg_raise(info, 'torch.linalg.lu_factor', 'lu')
+    return F.return_type('linalg_lu_factor', LU=LU, pivots=pivots)
+
+
+def lu_unpack(F, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    # ops.yaml: lu_unpack
+    m, n = (LU_data.shape[-2], LU_data.shape[-1])
+    k = F.min(m, n)
+    if unpack_pivots:
+        P = F._lu_permutation(LU_data, LU_pivots)
+    else:
+        P = F.empty(0, dtype=LU_data.dtype, device=LU_data.device)
+    if not unpack_data:
+        none = F.empty(0, dtype=LU_data.dtype, device=LU_data.device)
+        return F.return_type('lu_unpack', P=P, L=none, U=none)
+    L = F.tril(LU_data[..., :, :k], -1) + F.eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+    U = F.triu(LU_data[..., :k, :])
+    return F.return_type('lu_unpack', P=P, L=L, U=U)
+
+
+def linalg_lu(F, A, *, pivot=True):
+    # ops.yaml: linalg_lu
+    F.linalg_check(A, 'linalg.lu')
+    F.linalg_check_pivot(pivot, A)
+    P, L, U = F._linalg_lu(A)
+    return F.return_type('linalg_lu', P=P, L=L, U=U)
+
+
+def lu(F, A, pivot=True, get_infos=False):
+    # ops.yaml: lu
+    LU, pivots, info = F._linalg_lu_factor_ex(A)
+    if get_infos:
+        return (LU, pivots, info)
+    F.linalg_raise(info, 'torch.linalg.lu_factor', 'lu')
+    return (LU, pivots)
+
+
+def _lu_solve_grad_lu(F, grad, LU, pivots, X, left, adjoint):
+    # ops.yaml: _lu_solve_grad_lu
+    gB = F._linalg_lu_solve(LU, pivots, grad, left, not adjoint)
+    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    if adjoint:
+        gA = gA.mT
+    P, L, U = F.lu_unpack(LU, pivots)
+    PgA = F.matmul(P.mT, gA)
+    return F.sum_to(F.tril(F.matmul(PgA, U.mT), -1) + F.triu(F.matmul(L.mT, PgA)), LU.shape)
+
+
+def linalg_lu_solve(F, LU, pivots, B, *, left=True, adjoint=False):
+    # ops.yaml: linalg_lu_solve
+    F.linalg_check(LU, 'linalg.lu_solve', square=True, name='LU')
+    F.linalg_check(B, 'linalg.lu_solve', name='B')
+    if pivots.dtype.name != 'int32':
+        raise RuntimeError('linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32')
+    F.linalg_same_dtype(LU, B, 'linalg.lu_solve')
+    return F._linalg_lu_solve(LU, pivots, B, left, adjoint)
+
+
+def lu_solve(F, self, LU_data, LU_pivots):
+    # ops.yaml: lu_solve
+    return F.linalg_lu_solve(LU_data, LU_pivots, self)
+
+
+def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
+    # ops.yaml: linalg_ldl_factor_ex
+    F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    if check_errors:
+        F.linalg_raise(info, 'torch.linalg.ldl_factor_ex', 'ldl')
+    return F.return_type('linalg_ldl_factor_ex', LD=LD, pivots=pivots, info=info)
+
+
+def linalg_ldl_factor(F, A, *, hermitian=False):
+    # ops.yaml: linalg_ldl_factor
+    F.linalg_check(A, 'torch.linalg.ldl_factor', square=True)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    F.linalg_raise(info, 'torch.linalg.ldl_factor', 'ldl')
+    return F.return_type('linalg_ldl_factor', LD=LD, pivots=pivots)
+
+
+def linalg_ldl_solve(F, LD, pivots, B, *, hermitian=False):
+    # ops.yaml: linalg_ldl_solve
+    F.linalg_check(LD, 'torch.linalg.ldl_solve', square=True, name='LD')
+    F.linalg_check(B, 'torch.linalg.ldl_solve', name='B')
+    if pivots.dtype.name != 'int32':
+        raise RuntimeError('torch.linalg.ldl_solve: Expected pivots to be integers. Got ' + pivots.dtype.short)
+    F.linalg_same_dtype(LD, B, 'torch.linalg.ldl_solve')
+    return F._linalg_ldl_solve(LD, pivots, B)
+
+
+def _eigh_backward(F, gL, gV, L, V):
+    # ops.yaml: _eigh_backward
+    n = L.shape[-1]
+    I = F.eye(n, dtype=L.dtype, device=L.device)
+    VgV = F.matmul(V.mT, gV)
+    E = L.unsqueeze(-2) - L.unsqueeze(-1) + I
+    inner = (VgV - VgV.mT) * 0.5 / E * (1 - I) + I * gL.unsqueeze(-2)
+    return F.matmul(F.matmul(V, inner), V.mT)
+
+
+def linalg_eigh(F, A, UPLO="L"):
+    # ops.yaml: linalg_eigh
+    F.linalg_check(A, 'linalg.eigh', square=True)
+    F.linalg_check_uplo(UPLO)
+    L, V = F._linalg_eigh(A, UPLO)
+    return F.return_type('linalg_eigh', eigenvalues=L, eigenvectors=V)
+
+
+def linalg_eigvalsh(F, A, UPLO="L"):
+    # ops.yaml: linalg_eigvalsh
+    F.linalg_check(A, 'linalg.eigvalsh', square=True)
+    F.linalg_check_uplo(UPLO)
+    return F._linalg_eigh(A, UPLO)[0]
+
+
+def _svd_backward(F, gU, gS, gVh, U, S, Vh):
+    # ops.yaml: _svd_backward
+    k = S.shape[-1]
+    U, Vh, gU, gVh = (U[..., :, :k], Vh[..., :k, :], gU[..., :, :k], gVh[..., :k, :])
+    m, n = (U.shape[-2], Vh.shape[-1])
+    I = F.eye(k, dtype=S.dtype, device=S.device)
+    inner = I * gS.unsqueeze(-2)
+    if not (bool((gU == 0).all()) and bool((gVh == 0).all())):
+        S2 = S * S
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I
+        UgU, VgV = (F.matmul(U.mT, gU), F.matmul(Vh, gVh.mT))
+        inner = inner + (UgU - UgU.mT) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mT) / E)
+    gA = F.matmul(F.matmul(U, inner), Vh)
+    if m > k and (not bool((gU == 0).all())):
+        gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mT, gU))) / S.unsqueeze(-2), Vh)
+    if n > k and (not bool((gVh == 0).all())):
+        gV = gVh.mT
+        gA = gA + F.matmul(U, ((gV - F.matmul(Vh.mT, F.matmul(Vh, gV))) / S.unsqueeze(-2)).mT)
+    return gA
+
+
+def linalg_svd(F, A, full_matrices=True, *, driver=None):
+    # ops.yaml: linalg_svd
+    F.linalg_check(A, 'linalg.svd')
+    F.linalg_check_driver(driver, A)
+    U, S, Vh = F._linalg_svd(A, full_matrices)
+    return F.return_type('linalg_svd', U=U, S=S, Vh=Vh)
+
+
+def linalg_svdvals(F, A, *, driver=None):
+    # ops.yaml: linalg_svdvals
+    F.linalg_check(A, 'linalg.svdvals')
+    F.linalg_check_driver(driver, A)
+    return F._linalg_svd(A, False)[1]
+
+
+def svd(F, self, some=True, compute_uv=True):
+    # ops.yaml: svd
+    F.linalg_check(self, 'linalg.svd')
+    U, S, Vh = F._linalg_svd(self, not some)
+    if not compute_uv:
+        U, Vh = (F.zeros_like(U), F.zeros_like(Vh))
+    return F.return_type('svd', U=U, S=S, V=Vh.mT)
+
+
+def _qr_backward(F, gQ, gR, Q, R, A, mode):
+    # ops.yaml: _qr_backward
+    m, n = (A.shape[-2], A.shape[-1])
+    if mode == 'r':
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    if mode == 'complete' and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    if m >= n:
+        return F._qr_backward_square(gQ, gR, Q, R)
+    Y, gR2 = (A[..., :, m:], gR[..., :, m:])
+    gX = F._qr_backward_square(gQ + F.matmul(Y, gR2.mT), gR[..., :, :m], Q, R[..., :, :m])
+    return F.cat([gX, F.matmul(Q, gR2)], -1)
+
+
+def _qr_backward_square(F, gQ, gR, Q, R):
+    # ops.yaml: _qr_backward_square
+    M = F.matmul(R, gR.mT) - F.matmul(gQ.mT, Q)
+    M = F.tril(M) + F.tril(M, -1).mT
+    return F.linalg_solve_triangular(R.mT, gQ + F.matmul(Q, M), upper=False, left=False)
+
+
+def linalg_qr(F, A, mode="reduced"):
+    # ops.yaml: linalg_qr
+    F.linalg_check(A, 'linalg.qr')
+    if mode not in ('reduced', 'complete', 'r'):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'")
+    Q, R = F._linalg_qr(A, mode)
+    return F.return_type('linalg_qr', Q=Q, R=R)
+
+
+def qr(F, self, some=True):
+    # ops.yaml: qr
+    Q, R = F.linalg_qr(self, 'reduced' if some else 'complete')
+    return F.return_type('qr', Q=Q, R=R)
+
+
+def linalg_householder_product(F, A, tau):
+    # ops.yaml: linalg_householder_product
+    F.linalg_check_householder(A, tau)
+    m, n = (A.shape[-2], A.shape[-1])
+    Q = F.eye(m, n, dtype=A.dtype, device=A.device).expand(A.shape)
+    for i in reversed(range(tau.shape[-1])):
+        lead = list(A.shape[:-2])
+        v = F.cat([F.zeros(lead + [i], dtype=A.dtype, device=A.device), F.ones(lead + [1], dtype=A.dtype, device=A.device), A[..., i + 1:, i]], -1)
+        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * F.matmul(v.unsqueeze(-2), Q)
+    return Q
+
+
+def ormqr(F, self, input2, input3, left=True, transpose=False):
+    # ops.yaml: ormqr
+    m, n = (self.shape[-2], self.shape[-1])
+    lead = list(self.shape[:-2])
+    A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self
+    tau = F.cat([input2, F.zeros(lead + [m - input2.shape[-1]], dtype=self.dtype, device=self.device)], -1)
+    Q = F.linalg_householder_product(A, tau)
+    Q = Q.mT if transpose else Q
+    return F.matmul(Q, input3) if left else F.matmul(input3, Q)
+
+
+def _matrix_exp_backward(F, A, grad):
+    # ops.yaml: _matrix_exp_backward
+    n = A.shape[-1]
+    block = F.cat([F.cat([A.mT, grad], -1), F.cat([F.zeros_like(A), A.mT], -1)], -2)
+    return F._linalg_matrix_exp(block)[..., :n, n:]
+
+
+def linalg_matrix_exp(F, A):
+    # ops.yaml: linalg_matrix_exp
+    F.linalg_check(A, 'linalg.matrix_exp', square=True)
+    return F._linalg_matrix_exp(A)
+
+
+def linalg_matrix_power(F, A, n):
+    # ops.yaml: linalg_matrix_power
+    F.linalg_check(A, 'linalg.matrix_power', square=True, floating=False)
+    if n < 0:
+        A, n = (F.linalg_inv(A), -n)
+    if n == 0:
+        return F.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone()
+    result, base = (None, A)
+    while n:
+        if n & 1:
+            result = base if result is None else F.matmul(result, base)
+        n >>= 1
+        if n:
+            base = F.matmul(base, base)
+    return result
+
+
+def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
+    # ops.yaml: linalg_pinv
+    if not F.is_floating(A) or A.ndim < 2:
+        raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
+    U, S, Vh = F._linalg_svd(A, False)
+    keep = S > F.linalg_tolerance(S, A, atol, rtol)
+    inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
+    return F.matmul(Vh.mT * inv_S.unsqueeze(-2), U.mT)
+
+
+def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    # ops.yaml: linalg_matrix_rank
+    F.linalg_check(A, 'linalg.matrix_rank')
+    if tol is not None:
+        atol, rtol = (tol, 0.0)
+    S = F.linalg_eigvalsh(A).abs() if hermitian else F._linalg_svd(A, False)[1]
+    return (S > F.linalg_tolerance(S, A, atol, rtol)).sum(-1)
+
+
+def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
+    # ops.yaml: linalg_lstsq
+    F.linalg_check(A, 'torch.linalg.lstsq')
+    F.linalg_check(B, 'torch.linalg.lstsq', name='B', min_dims=1)
+    F.linalg_same_dtype(A, B, 'torch.linalg.lstsq')
+    driver = F.linalg_check_lstsq_driver(driver, A)
+    m, n = (A.shape[-2], A.shape[-1])
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != m:
+        raise RuntimeError('torch.linalg.lstsq: input.size(-2) should match other.size(-2)')
+    U, S, Vh = F._linalg_svd(A, False)
+    rtol = rcond if rcond is not None and rcond >= 0 else None
+    keep = S > F.linalg_tolerance(S, A, None, rtol)
+    inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
+    X = F.matmul(Vh.mT * inv_S.unsqueeze(-2), F.matmul(U.mT, Bm))
+    rank = keep.sum(-1)
+    none = F.empty(0, dtype=A.dtype, device=A.device)
+    full = m > n and bool((rank == n).all())
+    residuals = ((F.matmul(A, X) - Bm) ** 2).sum(-2) if full and driver != 'gelsy' else none
+    if driver == 'gels':
+        rank = F.empty(0, dtype=rank.dtype, device=A.device)
+    singular_values = S if driver in ('gelsd', 'gelss') else none
+    return F.return_type('linalg_lstsq', solution=X.squeeze(-1) if vector else X, residuals=residuals, rank=rank, singular_values=singular_values)
+
+
+def linalg_cond(F, A, p=None):
+    # ops.yaml: linalg_cond
+    F.linalg_check(A, 'linalg.cond', square=p not in (None, 2, -2))
+    if p in (None, 2, -2):
+        S = F._linalg_svd(A, False)[1]
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    return F.linalg_matrix_norm(A, p) * F.linalg_matrix_norm(F._linalg_inv_ex(A)[0], p)
+
+
+def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    # ops.yaml: linalg_matrix_norm
+    F.linalg_check(A, 'linalg.matrix_norm')
+    if dtype is not None:
+        A = A.to(dtype)
+    d0, d1 = F.normalize_dims(list(dim), A.ndim)
+    if ord == 'fro':
+        return F.linalg_vector_norm(A, 2, [d0, d1], keepdim)
+    if ord in ('nuc', 2, -2):
+        S = F._linalg_svd(F.movedim(A, [d0, d1], [-2, -1]), False)[1]
+        r = S.sum(-1) if ord == 'nuc' else S.amax(-1) if ord == 2 else S.amin(-1)
+        return r.unsqueeze(F.min(d0, d1)).unsqueeze(F.max(d0, d1)) if keepdim else r
+    if ord in (1, -1, math.inf, -math.inf):
+        rows, cols = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = A.abs().sum(rows, keepdim=True)
+        r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
+        return r if keepdim else r.squeeze(F.max(d0, d1)).squeeze(F.min(d0, d1))
+    raise RuntimeError(f'linalg.matrix_norm: Order {ord} not supported.')
+
+
+def linalg_norm(F, A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    # ops.yaml: linalg_norm
+    if isinstance(dim, int):
+        dim = [dim]
+    if dim is not None and len(dim) == 2:
+        return F.linalg_matrix_norm(A, 'fro' if ord is None else ord, dim, keepdim, dtype=dtype)
+    if dim is None and ord is not None:
+        if A.ndim == 2:
+            return F.linalg_matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+        if A.ndim != 1:
+            raise RuntimeError(f'linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D.')
+    if isinstance(ord, str):
+        raise RuntimeError(f'linalg.vector_norm: ord must be a number, got {ord}')
+    if dtype is not None:
+        A = A.to(dtype)
+    return F.linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim)
+
+
+def linalg_cross(F, self, other, *, dim=-1):
+    # ops.yaml: linalg_cross
+    if self.ndim != other.ndim:
+        raise RuntimeError('linalg.cross: inputs must have the same number of dimensions.')
+    if self.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f'linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[dim]} and {other.shape[dim]}')
+    a = [F.select(self, dim, i) for i in range(3)]
+    b = [F.select(other, dim, i) for i in range(3)]
+    return F.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]], dim)
+
+
+def linalg_vecdot(F, x, y, *, dim=-1):
+    # ops.yaml: linalg_vecdot
+    return F.sum(x * y, dim)
+
+
+def linalg_multi_dot(F, tensors):
+    # ops.yaml: linalg_multi_dot
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f'multi_dot(): expected at least 2 tensors but got {n}')
+    first, last = (tensors[0].ndim, tensors[-1].ndim)
+    if first not in (1, 2):
+        raise RuntimeError(f'multi_dot(): the first tensor must be 1D or 2D but got {first}D')
+    if last not in (1, 2):
+        raise RuntimeError(f'multi_dot(): the last tensor must be 1D or 2D but got {last}D')
+    for i in range(1, n - 1):
+        if tensors[i].ndim != 2:
+            raise RuntimeError(f'multi_dot(): tensor {i} must be 2D but got {tensors[i].ndim}D')
+    mats = [tensors[0].unsqueeze(0) if first == 1 else tensors[0]] + list(tensors[1:-1])
+    mats.append(tensors[-1].unsqueeze(-1) if last == 1 else tensors[-1])
+    out = F.chain_order_matmul(mats, lambda a, b: F.matmul(a, b))
+    if first == 1:
+        out = out.squeeze(0)
+    return out.squeeze(-1) if last == 1 else out
+
+
+def linalg_diagonal(F, A, *, offset=0, dim1=-2, dim2=-1):
+    # ops.yaml: linalg_diagonal
+    return F.diagonal(A, offset, dim1, dim2)
+
+
+def linalg_vander(F, x, *, N=None):
+    # ops.yaml: linalg_vander
+    if x.ndim < 1:
+        raise RuntimeError('linalg.vander: x must have at least one dimension')
+    N = x.shape[-1] if N is None else N
+    if N < 0:
+        raise RuntimeError('linalg.vander: N must be non-negative')
+    if N <= 1:
+        return F.ones(list(x.shape) + [N], dtype=x.dtype, device=x.device)
+    powers = F.cumprod(x.unsqueeze(-1).expand(list(x.shape) + [N - 1]), -1)
+    return F.cat([F.ones(list(x.shape) + [1], dtype=x.dtype, device=x.device), powers], -1)
+
+
+def linalg_tensorinv(F, A, ind=2):
+    # ops.yaml: linalg_tensorinv
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = (list(A.shape[:ind]), list(A.shape[ind:]))
+    r, c = (F.numel_of(rows), F.numel_of(cols))
+    if r != c:
+        raise RuntimeError(f'Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got {c} != {r}')
+    return F.linalg_inv(A.reshape(r, c)).reshape(cols + rows)
+
+
+def linalg_tensorsolve(F, A, B, dims=None):
+    # ops.yaml: linalg_tensorsolve
+    if dims is not None:
+        rest = [d for d in range(A.ndim) if d not in F.normalize_dims(list(dims), A.ndim)]
+        A = A.permute(rest + F.normalize_dims(list(dims), A.ndim))
+    rows = B.numel()
+    cols = list(A.shape[B.ndim:])
+    if F.numel_of(cols) != rows:
+        raise RuntimeError(f'Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == other.numel(), but got {F.numel_of(cols)} != {rows}')
+    return F.linalg_solve(A.reshape(rows, rows), B.reshape(rows)).reshape(cols)

@@ -1931,3 +1931,163 @@ def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     if needs[1]:
         g[1] = -grad * F.exp(output) * F.sum(grad_output, dim, True)
     return g
+
+
+def _linalg_inv_ex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_inv_ex
+    results = saved['results']
+    g = [None] * 1
+    # A: -matmul(results[0].mT, matmul(grads[0], results[0].mT))
+    if needs[0]:
+        g[0] = -F.matmul(results[0].mT, F.matmul(grads[0], results[0].mT))
+    return g
+
+
+def _linalg_det_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_det
+    grad = grads[0]
+    A = saved['A']
+    result = saved['result']
+    g = [None] * 1
+    # A: _linalg_det_backward(grad, A, result)
+    if needs[0]:
+        g[0] = F._linalg_det_backward(grad, A, result)
+    return g
+
+
+def _linalg_slogdet_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_slogdet
+    A = saved['A']
+    g = [None] * 1
+    # A: grads[1].unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mT
+    if needs[0]:
+        g[0] = grads[1].unsqueeze(-1).unsqueeze(-1) * F.linalg_inv(A).mT
+    return g
+
+
+def _linalg_cholesky_ex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_cholesky_ex
+    results = saved['results']
+    upper = saved['upper']
+    g = [None] * 1
+    # A: _cholesky_backward(grads[0], results[0], upper)
+    if needs[0]:
+        g[0] = F._cholesky_backward(grads[0], results[0], upper)
+    return g
+
+
+def _linalg_solve_triangular_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_solve_triangular
+    grad = grads[0]
+    A = saved['A']
+    left = saved['left']
+    result = saved['result']
+    unitriangular = saved['unitriangular']
+    upper = saved['upper']
+    g = [None] * 2
+    # A: _solve_triangular_grad_a(grad, A, result, upper, left, unitriangular)
+    if needs[0]:
+        g[0] = F._solve_triangular_grad_a(grad, A, result, upper, left, unitriangular)
+    # B: _linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
+    if needs[1]:
+        g[1] = F._linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
+    return g
+
+
+def _linalg_solve_ex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_solve_ex
+    A = saved['A']
+    B = saved['B']
+    B_shape = saved['B.shape']
+    left = saved['left']
+    results = saved['results']
+    g = [None] * 2
+    # A: _solve_grad_a(grads[0], A, B, results[0], left)
+    if needs[0]:
+        g[0] = F._solve_grad_a(grads[0], A, B, results[0], left)
+    # B: sum_to(_linalg_solve_ex(A.mT, grads[0], left)[0], B.shape)
+    if needs[1]:
+        g[1] = F.sum_to(F._linalg_solve_ex(A.mT, grads[0], left)[0], B_shape)
+    return g
+
+
+def _linalg_lu_factor_ex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_lu_factor_ex
+    results = saved['results']
+    g = [None] * 1
+    # A: _lu_factor_backward(grads[0], results[0], results[1])
+    if needs[0]:
+        g[0] = F._lu_factor_backward(grads[0], results[0], results[1])
+    return g
+
+
+def _linalg_lu_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_lu
+    results = saved['results']
+    g = [None] * 1
+    # A: _lu_backward(grads[1], grads[2], results[0], results[1], results[2])
+    if needs[0]:
+        g[0] = F._lu_backward(grads[1], grads[2], results[0], results[1], results[2])
+    return g
+
+
+def _linalg_lu_solve_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_lu_solve
+    grad = grads[0]
+    B_shape = saved['B.shape']
+    LU = saved['LU']
+    adjoint = saved['adjoint']
+    left = saved['left']
+    pivots = saved['pivots']
+    result = saved['result']
+    g = [None] * 3
+    # LU: _lu_solve_grad_lu(grad, LU, pivots, result, left, adjoint)
+    if needs[0]:
+        g[0] = F._lu_solve_grad_lu(grad, LU, pivots, result, left, adjoint)
+    # B: sum_to(_linalg_lu_solve(LU, pivots, grad, left, not adjoint), B.shape)
+    if needs[2]:
+        g[2] = F.sum_to(F._linalg_lu_solve(LU, pivots, grad, left, not adjoint), B_shape)
+    return g
+
+
+def _linalg_eigh_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_eigh
+    results = saved['results']
+    g = [None] * 1
+    # A: _eigh_backward(grads[0], grads[1], results[0], results[1])
+    if needs[0]:
+        g[0] = F._eigh_backward(grads[0], grads[1], results[0], results[1])
+    return g
+
+
+def _linalg_svd_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_svd
+    results = saved['results']
+    g = [None] * 1
+    # A: _svd_backward(grads[0], grads[1], grads[2], results[0], results[1], results[2])
+    if needs[0]:
+        g[0] = F._svd_backward(grads[0], grads[1], grads[2], results[0], results[1], results[2])
+    return g
+
+
+def _linalg_qr_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_qr
+    A = saved['A']
+    mode = saved['mode']
+    results = saved['results']
+    g = [None] * 1
+    # A: _qr_backward(grads[0], grads[1], results[0], results[1], A, mode)
+    if needs[0]:
+        g[0] = F._qr_backward(grads[0], grads[1], results[0], results[1], A, mode)
+    return g
+
+
+def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_matrix_exp
+    grad = grads[0]
+    A = saved['A']
+    g = [None] * 1
+    # A: _matrix_exp_backward(A, grad)
+    if needs[0]:
+        g[0] = F._matrix_exp_backward(A, grad)
+    return g

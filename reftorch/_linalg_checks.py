@@ -1,0 +1,161 @@
+"""Input checks, error reports and tolerances shared by the linear-algebra composites of ops.yaml.
+
+PyTorch's linalg functions check their inputs in one order and word their errors one way; these helpers
+say it once, so that every composite of the registry's linear-algebra section raises what torch raises."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+__all__ = ["LinAlgError", "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
+           "linalg_check_pivot", "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver",
+           "linalg_check_householder", "linalg_tolerance", "chain_order_matmul", "warn_once"]
+
+
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: a linear-algebra routine failed on valid input (singular, not definite)."""
+
+
+LinAlgError.__module__ = "torch.linalg"
+
+_INFO_MESSAGES = {
+    "inv": "The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
+           "singular.",
+    "cholesky": "The factorization could not be completed because the input is not positive-definite (the leading "
+                "minor of order {i} is not positive-definite).",
+    "solve": "The solver failed because the input matrix is singular.",
+    "lu": "U[{i},{i}] is zero and using it on lu_solve would result in a division by zero. If you still want to "
+          "perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)",
+    "ldl": "The factorization could not be completed because the input matrix is singular: D[{i},{i}] is zero.",
+}
+_INFO_ERRORS = {"lu": RuntimeError}
+
+
+def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True):
+    """PyTorch's checks, in its order: dimensions, then dtype, then squareness."""
+    if A.ndim < min_dims:
+        raise RuntimeError(f"{fn}: The input tensor {name} must have at least {min_dims} dimensions.")
+    if floating and not A.dtype.is_floating_point:
+        raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A.dtype.short}")
+    if floating and A.dtype.itemsize == 2:
+        raise NotImplementedError(f'"{fn.split(".")[-1]}_cpu" not implemented for \'{A.dtype.short}\'')
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def linalg_raise(info, fn, kind):
+    """LAPACK's info codes as PyTorch's errors: the first failed matrix, with its batch index when batched."""
+    codes = np.asarray(info.detach().cpu().numpy())
+    bad = np.flatnonzero(codes.reshape(-1) > 0)
+    if bad.size == 0:
+        return
+    first = int(bad[0])
+    where = f"(Batch element {first}): " if codes.ndim else ""
+    message = _INFO_MESSAGES[kind].format(i=int(codes.reshape(-1)[first]))
+    raise _INFO_ERRORS.get(kind, LinAlgError)(f"{fn}: {where}{message}")
+
+
+def linalg_same_dtype(A, B, fn):
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{fn}: Expected A and B to have the same dtype, but found A of type {A.dtype.short} and B "
+                           f"of type {B.dtype.short} instead")
+
+
+def linalg_check_solve(A, B, left, fn):
+    """solve's shape rule: B is a (batch of) vector(s) when 1-D or when B.shape == A.shape[:-1]."""
+    linalg_check(A, fn, square=True)
+    linalg_same_dtype(A, B, fn)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rows = B.shape[-1] if vector else B.shape[-2 if left else -1]
+    if B.ndim == 0 or rows != A.shape[-1]:
+        shape_b = f"{B.shape[-1]}x1" if vector or B.ndim < 2 else f"{B.shape[-2]}x{B.shape[-1]}"
+        equation = "AX = B" if left else "XA = B"
+        if not left and vector:
+            shape_b = f"{B.shape[-1]}x1"
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {equation} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {shape_b})")
+
+
+def linalg_check_pivot(pivot, A):
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+
+
+def linalg_check_uplo(uplo):
+    if uplo not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {uplo}")
+
+
+def linalg_check_driver(driver, A):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
+def linalg_check_lstsq_driver(driver, A):
+    """lstsq's drivers on the CPU (gelsy by default); the driver decides which results are reported."""
+    driver = "gelsy" if driver is None else driver
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"parameter `driver` should be one of (gels, gelsy, gelsd, gelss). Got {driver}")
+    return driver
+
+
+def linalg_check_householder(A, tau):
+    fn = "torch.linalg.householder_product"
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{fn}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{fn}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tuple(A.shape[:-2]) != tuple(tau.shape[:-1]):
+        raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    linalg_same_dtype(A, tau, fn)
+
+
+def linalg_tolerance(S, A, atol, rtol):
+    """max(atol, rtol * max(S)) per matrix, with PyTorch's default rtol = eps * max(m, n) when neither is given."""
+    if rtol is None:
+        rtol = float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1]) if atol is None or atol == 0 else 0.0
+    atol = 0.0 if atol is None else atol
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    tol = smax * rtol
+    return tol.clamp_min(atol) if not hasattr(atol, "shape") else tol.maximum(atol.unsqueeze(-1))
+
+
+def chain_order_matmul(mats, matmul):
+    """The product of a chain of matrices in the order that needs the fewest multiplications (the classic
+    dynamic programme over split points), as multi_dot computes it."""
+    n = len(mats)
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return matmul(product(i, k), product(k + 1, j))
+
+    return product(0, n - 1)
+
+
+_WARNED = set()
+
+
+def warn_once(message):
+    """A deprecation notice shown once per process, as PyTorch's TORCH_WARN_ONCE."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
