@@ -29,7 +29,7 @@ TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cu
 # constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
                "cat", "stack", "gather", "scatter", "scatter_add", "index_select", "index_add", "index_copy", "take",
-               "index_put", "one_hot", "bincount", "square", "spd", "invertible", "lu_solve", "vectors3",
+               "index_put", "one_hot", "bincount", "square", "spd", "invertible", "invertible_rhs_first", "lu_solve", "householder", "vectors3",
                "chain", "lstsq")
 # `autocast:` what reftorch.autocast does to an op's floating Tensor args (reftorch/_autocast.py):
 # lower = cast to the autocast dtype, fp32 = cast to float32, promote = cast to the widest of them,

@@ -526,11 +526,13 @@ def square_matrices(ctx, **kw):
         ctx.shapes[name] = batch + (n, n)
 
 
-def _matrices(ctx, kind):
-    """A batch (0-1 dims) of n x n matrices for the first tensor argument, built from the draws: `spd`
-    M M^T + n I, `invertible` R + n I (diagonally dominant: well-conditioned, and so are its triangles);
-    every further tensor argument gets n x k right-hand sides with the same batch."""
+def _matrices(ctx, kind, rhs_first=False):
+    """A batch (0-1 dims) of n x n matrices for the first tensor argument (the last with rhs_first, as in
+    cholesky_solve(B, L)), built from the draws: `spd` M M^T + n I, `invertible` R + n I (diagonally dominant:
+    well-conditioned, and so are its triangles); the other tensor arguments get n x k right-hand sides."""
     names = _tensor_names(ctx.op, DATA_TYPES)
+    if rhs_first:
+        names = names[-1:] + names[:-1]
     n = ctx.draw.int(1, 3)
     batch = ctx.shape(max_dims=1, allow_empty=False)
     rng = np.random.default_rng(ctx.draw.int(0, 2**31 - 1))
@@ -555,12 +557,29 @@ def invertible_matrices(ctx, **kw):
     _matrices(ctx, "invertible")
 
 
+@hint("invertible_rhs_first")
+def invertible_after_rhs(ctx, **kw):
+    """Right-hand sides first, then the well-conditioned matrix (cholesky_solve(B, L), triangular_solve(B, A))."""
+    _matrices(ctx, "invertible", rhs_first=True)
+
+
+@hint("householder")
+def householder_inputs(ctx, **kw):
+    """householder_product(A, tau): an m x n matrix (m >= n) and k <= n scalars tau."""
+    names = _tensor_names(ctx.op, DATA_TYPES)
+    n = ctx.draw.int(1, 3)
+    m = ctx.draw.int(n, 4)
+    ctx.shapes[names[0]], ctx.shapes[names[1]] = (m, n), (ctx.draw.int(0 if not ctx.grad else 1, n),)
+
+
 @hint("lu_solve")
 def lu_solve_inputs(ctx, **kw):
-    """lu_solve(LU, pivots, B): a well-conditioned LU factor, valid 1-based LAPACK pivots, right-hand sides."""
+    """lu_solve(LU, pivots, B): a well-conditioned LU factor, valid 1-based LAPACK pivots (int32), and
+    right-hand sides."""
     names, batch, n, rng = _matrices(ctx, "invertible")
+    pivots = next(a.name for a in ctx.op.signature.args if "pivots" in a.name)
     piv = np.array([rng.integers(j, n) + 1 for j in range(n)], np.int32)
-    ctx.arrays[_tensor_names(ctx.op, ("Index",))[0]] = np.broadcast_to(piv, batch + (n,)).copy()
+    ctx.arrays[pivots] = np.broadcast_to(piv, batch + (n,)).copy()
 
 
 @hint("vectors3")

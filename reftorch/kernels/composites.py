@@ -730,6 +730,9 @@ def linalg_lu_solve(F, LU, pivots, B, *, left=True, adjoint=False):
     if pivots.dtype.name != 'int32':
         raise RuntimeError('linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32')
     F.linalg_same_dtype(LU, B, 'linalg.lu_solve')
+    if (B.shape[-2] if left else B.shape[-1]) != LU.shape[-1]:
+        shapes = f'{LU.shape[-2]}x{LU.shape[-1]} and {B.shape[-2]}x{B.shape[-1]}'
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {('AX = B' if left else 'XA = B')} ({shapes})")
     return F._linalg_lu_solve(LU, pivots, B, left, adjoint)
 
 
@@ -939,7 +942,7 @@ def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None)
     F.linalg_check(A, 'linalg.matrix_rank')
     if tol is not None:
         atol, rtol = (tol, 0.0)
-    S = F.linalg_eigvalsh(A).abs() if hermitian else F._linalg_svd(A, False)[1]
+    S = F._linalg_eigh(A, 'L')[0].abs().sort(-1, descending=True)[0] if hermitian else F._linalg_svd(A, False)[1]
     return (S > F.linalg_tolerance(S, A, atol, rtol)).sum(-1)
 
 
