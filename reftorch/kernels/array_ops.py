@@ -772,7 +772,7 @@ def _linalg_lu_forward(A):
     # ops.yaml: _linalg_lu
     LU, piv, info = lapack.lu_factor(A)
     m, n = A.shape[-2:]
-    k = min(m, n)
+    k = m if m < n else n
     perm = lapack.permutation(piv, m)
     P = np.zeros(perm.shape + (m,), A.dtype)
     np.put_along_axis(P, perm[..., None, :], 1, -2)

@@ -637,14 +637,14 @@ def linalg_solve(F, A, B, *, left=True):
 def _lu_factor_backward(F, grad, LU, pivots):
     # ops.yaml: _lu_factor_backward
     P, L, U = F.lu_unpack(LU, pivots)
-    k = F.min(LU.shape[-2], LU.shape[-1])
+    k = LU.shape[-2] if LU.shape[-2] < LU.shape[-1] else LU.shape[-1]
     return F._lu_backward(F.tril(grad, -1)[..., :, :k], F.triu(grad)[..., :k, :], P, L, U)
 
 
 def _lu_backward(F, gL, gU, P, L, U):
     # ops.yaml: _lu_backward
     m, n = (L.shape[-2], U.shape[-1])
-    k = F.min(m, n)
+    k = m if m < n else n
     if m == n:
         g = F.tril(F.matmul(L.mT, gL), -1) + F.triu(F.matmul(gU, U.mT))
         g = F.linalg_solve_triangular(U.mT, g, upper=False, left=False)
@@ -682,7 +682,7 @@ def linalg_lu_factor(F, A, *, pivot=True):
 def lu_unpack(F, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     # ops.yaml: lu_unpack
     m, n = (LU_data.shape[-2], LU_data.shape[-1])
-    k = F.min(m, n)
+    k = m if m < n else n
     if unpack_pivots:
         P = F._lu_permutation(LU_data, LU_pivots)
     else:
@@ -992,12 +992,14 @@ def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=No
     if ord in ('nuc', 2, -2):
         S = F._linalg_svd(F.movedim(A, [d0, d1], [-2, -1]), False)[1]
         r = S.sum(-1) if ord == 'nuc' else S.amax(-1) if ord == 2 else S.amin(-1)
-        return r.unsqueeze(F.min(d0, d1)).unsqueeze(F.max(d0, d1)) if keepdim else r
+        lo, hi = sorted([d0, d1])
+        return r.unsqueeze(lo).unsqueeze(hi) if keepdim else r
     if ord in (1, -1, math.inf, -math.inf):
         rows, cols = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(rows, keepdim=True)
         r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
-        return r if keepdim else r.squeeze(F.max(d0, d1)).squeeze(F.min(d0, d1))
+        lo, hi = sorted([d0, d1])
+        return r if keepdim else r.squeeze(hi).squeeze(lo)
     raise RuntimeError(f'linalg.matrix_norm: Order {ord} not supported.')
 
 
