@@ -47,10 +47,10 @@ def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True):
 
 def linalg_raise(info, fn, kind):
     """LAPACK's info codes as PyTorch's errors: the first failed matrix, with its batch index when batched."""
-    codes = np.asarray(info.detach().cpu().numpy())
-    bad = np.flatnonzero(codes.reshape(-1) > 0)
-    if bad.size == 0:
+    codes = info.detach().cpu().numpy()
+    if not codes.any():
         return
+    bad = np.flatnonzero(codes.reshape(-1) > 0)
     first = int(bad[0])
     where = f"(Batch element {first}): " if codes.ndim else ""
     message = _INFO_MESSAGES[kind].format(i=int(codes.reshape(-1)[first]))

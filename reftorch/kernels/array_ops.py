@@ -710,7 +710,7 @@ def _linalg_inv_ex_forward(A):
         lu, piv, info = lapack.lu_factor(A)
     with np.errstate(all="ignore"):
         inv = lapack.lu_solve(lu, piv, np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), A.shape))
-    return inv.astype(A.dtype), info
+    return inv.astype(A.dtype, copy=False), info
 
 
 def _linalg_det_forward(A):
@@ -735,7 +735,7 @@ def _linalg_cholesky_ex_forward(A, upper):
 def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):
     # ops.yaml: _linalg_solve_triangular
     with np.errstate(all="ignore"):
-        return lapack.solve_triangular(A, B, upper, left, unitriangular).astype(np.result_type(A, B))
+        return lapack.solve_triangular(A, B, upper, left, unitriangular).astype(np.result_type(A, B), copy=False)
 
 
 def _linalg_solve_ex_forward(A, B, left):
@@ -751,7 +751,7 @@ def _linalg_solve_ex_forward(A, B, left):
         with np.errstate(all="ignore"):
             X = lapack.lu_solve(lu, piv, Bm)
     X = X if left else np.swapaxes(X, -1, -2)
-    return (X[..., 0] if vector else X).astype(np.result_type(A, B)), info
+    return (X[..., 0] if vector else X).astype(np.result_type(A, B), copy=False), info
 
 
 def _linalg_lu_factor_ex_forward(A):
@@ -783,7 +783,7 @@ def _linalg_lu_forward(A):
 def _linalg_lu_solve_forward(LU, pivots, B, left, adjoint):
     # ops.yaml: _linalg_lu_solve
     with np.errstate(all="ignore"):
-        return lapack.lu_solve(LU, pivots, B, left, adjoint).astype(np.result_type(LU, B))
+        return lapack.lu_solve(LU, pivots, B, left, adjoint).astype(np.result_type(LU, B), copy=False)
 
 
 def _linalg_ldl_factor_ex_forward(A):
@@ -800,21 +800,21 @@ def _linalg_ldl_solve_forward(LD, pivots, B):
 def _linalg_eigh_forward(A, UPLO):
     # ops.yaml: _linalg_eigh
     L, V = np.linalg.eigh(A, UPLO)
-    return L.astype(A.dtype), V.astype(A.dtype)
+    return L.astype(A.dtype, copy=False), V.astype(A.dtype, copy=False)
 
 
 def _linalg_svd_forward(A, full_matrices):
     # ops.yaml: _linalg_svd
     U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
-    return U.astype(A.dtype), S.astype(A.dtype), Vh.astype(A.dtype)
+    return U.astype(A.dtype, copy=False), S.astype(A.dtype, copy=False), Vh.astype(A.dtype, copy=False)
 
 
 def _linalg_qr_forward(A, mode):
     # ops.yaml: _linalg_qr
     if mode == "r":
-        return np.zeros((0,), A.dtype), np.linalg.qr(A, mode="r").astype(A.dtype)
+        return np.zeros((0,), A.dtype), np.linalg.qr(A, mode="r").astype(A.dtype, copy=False)
     Q, R = np.linalg.qr(A, mode=mode)
-    return Q.astype(A.dtype), R.astype(A.dtype)
+    return Q.astype(A.dtype, copy=False), R.astype(A.dtype, copy=False)
 
 
 def geqrf_forward(self):
@@ -822,7 +822,7 @@ def geqrf_forward(self):
     if self.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     h, tau = np.linalg.qr(self, mode="raw")
-    return np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(self.dtype), tau.astype(self.dtype)
+    return np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(self.dtype, copy=False), tau.astype(self.dtype, copy=False)
 
 
 def _linalg_matrix_exp_forward(A):

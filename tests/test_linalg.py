@@ -1,0 +1,127 @@
+"""torch.linalg beyond the registry's fuzzing: PyTorch's error classes and messages, LAPACK's info codes and
+pivots, the deprecated spellings, and results checked against torch 2.13 (numbers printed by real torch,
+since CI has no torch). Values, gradients and gradgradchecks of every function come from the registry tests."""
+import numpy as np
+import pytest
+
+import reftorch as torch
+from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
+
+A = torch.tensor([[1., 2], [2, 4]])
+B = torch.stack([torch.eye(2), A])
+M = torch.tensor([[4., 1, 2], [1, 3, 0], [2, 0, 5]], dtype=torch.float64)
+
+TORCH_ERRORS = {   # torch 2.13: class, message
+    "inv_singular": (lambda: torch.linalg.inv(A), "LinAlgError", "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+    "inv_batch": (lambda: torch.linalg.inv(B), "LinAlgError", "linalg.inv: (Batch element 1): The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+    "inv_rect": (lambda: torch.linalg.inv(torch.ones(2, 3)), "RuntimeError", "linalg.inv: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    "inv_1d": (lambda: torch.linalg.inv(torch.ones(3)), "RuntimeError", "linalg.inv: The input tensor A must have at least 2 dimensions."),
+    "inv_int": (lambda: torch.linalg.inv(torch.eye(2, dtype=torch.long)), "RuntimeError", "linalg.inv: Expected a floating point or complex tensor as input. Got Long"),
+    "chol_batch": (lambda: torch.linalg.cholesky(B), "LinAlgError", "linalg.cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+    "solve_singular_batch": (lambda: torch.linalg.solve(B, torch.ones(2, 2, 1)), "LinAlgError", "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix is singular."),
+    "solve_shape": (lambda: torch.linalg.solve(torch.eye(2), torch.ones(3)), "RuntimeError", "linalg.solve: Incompatible shapes of A and B for the equation AX = B (2x2 and 3x1)"),
+    "solve_dtype": (lambda: torch.linalg.solve(torch.eye(2, dtype=torch.float64), torch.ones(2)), "RuntimeError", "linalg.solve: Expected A and B to have the same dtype, but found A of type Double and B of type Float instead"),
+    "lu_factor_singular": (lambda: torch.linalg.lu_factor(B), "RuntimeError", "torch.linalg.lu_factor: (Batch element 1): U[2,2] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"),
+    "lu_solve_pivots": (lambda: torch.linalg.lu_solve(torch.eye(2), torch.ones(2), torch.ones(2, 1)), "RuntimeError", "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32"),
+    "eigh_uplo": (lambda: torch.linalg.eigh(torch.eye(2), UPLO='X'), "RuntimeError", "Expected UPLO argument to be 'L' or 'U', but got X"),
+    "qr_mode": (lambda: torch.linalg.qr(torch.eye(2), mode='x'), "RuntimeError", "qr received unrecognized mode 'x' but expected one of 'reduced' (default), 'r', or 'complete'"),
+    "multi_dot_one": (lambda: torch.linalg.multi_dot([torch.ones(3)]), "RuntimeError", "multi_dot(): expected at least 2 tensors but got 1"),
+    "cross_len": (lambda: torch.linalg.cross(torch.ones(2), torch.ones(2)), "RuntimeError", "linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2"),
+    "matrix_norm_ord": (lambda: torch.linalg.matrix_norm(torch.ones(3, 3), ord=3), "RuntimeError", "linalg.matrix_norm: Order 3 not supported."),
+    "qr_r_backward": (lambda: torch.linalg.qr(torch.eye(2, requires_grad=True), mode='r')[1].sum().backward(), "RuntimeError", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TORCH_ERRORS))
+def test_errors_as_torch(case):
+    fn, cls, message = TORCH_ERRORS[case]
+    with pytest.raises(RuntimeError) as info:
+        fn()
+    assert type(info.value).__name__ == cls
+    assert str(info.value) == message
+
+
+def test_linalg_error_is_a_runtime_error_and_importable():
+    assert issubclass(torch.linalg.LinAlgError, RuntimeError)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.inverse(A)
+
+
+def test_info_codes_and_pivots_as_lapack():
+    assert torch.linalg.inv_ex(B).info.tolist() == [0, 2]
+    assert torch.linalg.cholesky_ex(B).info.tolist() == [0, 2]
+    f = torch.linalg.lu_factor_ex(B)
+    assert f.info.tolist() == [0, 2] and f.pivots.tolist() == [[1, 2], [2, 2]]
+    assert f.pivots.dtype is torch.int32 and f.info.dtype is torch.int32
+    assert torch.linalg.cholesky_ex(A).L.tolist() == [[1.0, 0.0], [2.0, 0.0]]
+
+
+def test_ldl_factor_as_torch():
+    f = torch.linalg.ldl_factor(M)
+    assert np.allclose(f.LD.numpy(), [[4.0, 0.0, 0.0], [0.25, 2.75, 0.0], [0.5, -0.18181818181818182, 3.909090909090909]])
+    assert f.pivots.tolist() == [1, 2, 3]
+    N = torch.tensor([[0., 1, 2], [1, 0, 3], [2, 3, 0]], dtype=torch.float64)
+    g = torch.linalg.ldl_factor(N)          # a 2 x 2 pivot block with an interchange
+    assert np.allclose(g.LD.numpy(), [[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.5, 0.5, -3.0]])
+    assert g.pivots.tolist() == [-3, -3, 3]
+    b = torch.tensor([[1.], [2], [3]], dtype=torch.float64)
+    assert np.allclose((N @ torch.linalg.ldl_solve(g.LD, g.pivots, b)).numpy(), b.numpy())
+
+
+def test_wide_lu_and_lu_unpack():
+    W = torch.tensor([[1., 2, 3], [4, 5, 6]], dtype=torch.float64)
+    P, L, U = torch.linalg.lu(W)
+    assert P.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert np.allclose(L.numpy(), [[1.0, 0.0], [0.25, 1.0]]) and np.allclose(U.numpy(), [[4, 5, 6], [0, 0.75, 1.5]])
+    P2, L2, U2 = torch.lu_unpack(*torch.linalg.lu_factor(W))
+    assert torch.equal(P, P2) if hasattr(torch, "equal") else np.array_equal(P.numpy(), P2.numpy())
+    assert np.allclose((P2 @ L2 @ U2).numpy(), W.numpy())
+
+
+def test_matrix_exp_and_lstsq_as_torch():
+    assert np.allclose(torch.linalg.matrix_exp(M / 4).numpy(), [[3.1784378358555023, 0.6365063816718632, 1.6238201736405626], [0.6365063816718632, 2.1911240438868025, 0.17540370514841824], [1.6238201736405626, 0.17540370514841816, 3.902646070101574]], atol=1e-13)
+    X = torch.tensor([[1., 0], [1, 1], [1, 2]], dtype=torch.float64)
+    y = torch.tensor([[1.], [2], [2]], dtype=torch.float64)
+    r = torch.linalg.lstsq(X, y, driver="gelsd")
+    assert np.allclose(r.solution.numpy(), [[7 / 6], [0.5]]) and np.allclose(r.residuals.numpy(), [1 / 6])
+    assert r.rank.tolist() == 2 and np.allclose(r.singular_values.numpy(), [2.6762, 0.9153], atol=1e-4)
+    default = torch.linalg.lstsq(X, y)                  # gelsy: no residuals, no singular values
+    assert default.residuals.numel() == 0 and default.singular_values.numel() == 0
+
+
+def test_deprecated_spellings():
+    x = torch.tensor([[3., 1], [1, 2]], dtype=torch.float64)
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
+        L = torch.cholesky(x)
+    assert np.allclose((L @ L.T).numpy(), x.numpy())
+    U, S, V = torch.svd(x)
+    assert np.allclose((U * S) @ V.T, x.numpy())
+    Q, R = torch.qr(x)
+    assert np.allclose((Q @ R).numpy(), x.numpy())
+    b = torch.ones(2, 1, dtype=torch.float64)
+    assert np.allclose((x @ torch.lu_solve(b, *torch.lu(x))).numpy(), b.numpy())
+    sol, coeff = torch.triangular_solve(b, x.triu())
+    assert np.allclose((x.triu() @ sol).numpy(), b.numpy()) and coeff.tolist() == x.triu().tolist()
+    assert x.det().item() == pytest.approx(5.0) and x.inverse().shape == (2, 2)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: torch.linalg.svd(a, full_matrices=False)[0].abs().sum() + torch.linalg.svd(a)[1].sum(),
+    lambda a: torch.linalg.qr(a)[0].sum() + torch.linalg.qr(a)[1].sum(),
+    lambda a: torch.linalg.lu(a)[1].sum() + torch.linalg.lu(a)[2].sum(),
+    lambda a: torch.linalg.pinv(a).sum(),
+], ids=["svd", "qr", "lu", "pinv"])
+def test_gradients_of_rectangular_factorizations(fn):
+    """Tall and wide inputs: the registry's samples are square for these ops' hints."""
+    rng = np.random.default_rng(0)
+    for shape in ((4, 2), (2, 4)):
+        a = torch.tensor(rng.standard_normal(shape), requires_grad=True)
+        assert gradcheck(fn, [a])
+        assert gradgradcheck(fn, [a])
+
+
+def test_eigh_gradient_is_symmetric_and_torch_like():
+    x = torch.tensor([[2., 1], [1, 3]], dtype=torch.float64, requires_grad=True)
+    L, V = torch.linalg.eigh(x)
+    (L.sum() + V.abs().sum()).backward()
+    assert np.allclose(x.grad.numpy(), x.grad.numpy().T)
