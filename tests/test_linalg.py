@@ -125,3 +125,10 @@ def test_eigh_gradient_is_symmetric_and_torch_like():
     L, V = torch.linalg.eigh(x)
     (L.sum() + V.abs().sum()).backward()
     assert np.allclose(x.grad.numpy(), x.grad.numpy().T)
+
+
+def test_norm_nuc_is_the_matrix_norm():
+    x = torch.tensor([[3., 0], [0, 4]])
+    assert torch.norm(x, 'nuc').item() == pytest.approx(7.0) and x.norm(p='nuc').item() == pytest.approx(7.0)
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2"):
+        torch.norm(torch.ones(2, 2, 2), 'nuc')

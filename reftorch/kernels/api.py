@@ -1388,7 +1388,7 @@ def norm_backward(grad, self, result, ord, dim, keepdim):
 
 
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf).
+    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf); p='nuc' (and 'fro' over more than two dims) is linalg.matrix_norm over dim, as torch.norm does.
 
     ops.yaml: norm"""
     return _rt.composite('norm', self, p, dim, keepdim, dtype)

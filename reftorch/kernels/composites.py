@@ -221,10 +221,10 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
     # ops.yaml: norm
     if dtype is not None:
         self = self.to(dtype)
+    if isinstance(p, str) and (not (p == 'fro' and (dim is None or isinstance(dim, int) or len(dim) <= 2))):
+        return F.linalg_matrix_norm(self, p, list(range(self.ndim)) if dim is None else dim, keepdim)
     if p is None or p == 'fro':
         p = 2
-    elif isinstance(p, str):
-        raise NotImplementedError(f"norm(): p={p!r} is not supported; use 'fro' or a number")
     if not F.is_floating(self):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
@@ -986,6 +986,8 @@ def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=No
     F.linalg_check(A, 'linalg.matrix_norm')
     if dtype is not None:
         A = A.to(dtype)
+    if len(dim) != 2:
+        raise RuntimeError('linalg.matrix_norm: dim must be a 2-tuple. Got ' + ' '.join((str(d) for d in dim)))
     d0, d1 = F.normalize_dims(list(dim), A.ndim)
     if ord == 'fro':
         return F.linalg_vector_norm(A, 2, [d0, d1], keepdim)
