@@ -131,9 +131,12 @@ class ZipReader:
         """Where a record's bytes start in the file: after its local header, name and extra field."""
         info = self.info(name)
         head = self.src.read_at(info.header_offset, 30, f"the local header of record '{info.filename}'")
-        sig, name_len, extra_len = struct.unpack("<I22xHH", head)
-        if sig != 0x04034B50:
-            raise self.src.error(f"record '{info.filename}': no local header at byte {info.header_offset} (corrupt)")
+        sig, method, name_len, extra_len = struct.unpack("<I4xH16xHH", head)
+        raw_name = self.src.read_at(info.header_offset + 30, name_len, f"the name of record '{info.filename}'")
+        stored_name = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace")
+        if sig != 0x04034B50 or method != info.compress_type or raw_name != stored_name:
+            raise self.src.error(f"record '{info.filename}': its local header at byte {info.header_offset} does not "
+                                 f"match the central directory (corrupt)")
         start = info.header_offset + 30 + name_len + extra_len
         if start + info.compress_size > self.src.size:
             raise self.src.error(f"record '{info.filename}' claims {info.compress_size} bytes at byte {start} but "

@@ -220,11 +220,11 @@ def _resolve_weights_only(weights_only, pickle_module):
 
 def _unknown_format(src, head):
     if src.size == 0:
-        return src.error("the file is empty (not a checkpoint)")
+        return src.error("the file is empty (0 bytes): not a valid checkpoint (truncated?)")
     if src.size > 262 and src.read_at(257, 5, "the tar header") == b"ustar":
         return src.error("a checkpoint in the tar format of torch before 0.4, which reftorch does not read "
                          "(torch itself refuses it with weights_only=True)")
-    return src.error(f"not a checkpoint: neither a torch zip archive, a legacy torch pickle nor a safetensors "
+    return src.error(f"not a valid checkpoint: neither a torch zip archive, a legacy torch pickle nor a safetensors "
                      f"file (it starts with bytes {head.hex(' ')})")
 
 
@@ -268,7 +268,7 @@ class _Loader:
             raise
         except pickle.UnpicklingError as err:
             if self.weights_only:
-                raise CheckpointError(WO.weights_only_message(str(err))) from None
+                raise CheckpointError(f"{WO.weights_only_message(str(err))}\n\nFile: {self.src.name}") from None
             raise self.src.error(f"{what} is not a valid pickle ({err})") from None
         except EOFError as err:
             raise self.src.error(f"{what} ends early: {err or 'truncated'}") from None
