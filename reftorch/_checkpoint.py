@@ -19,6 +19,11 @@ class CheckpointError(RuntimeError, pickle.UnpicklingError):
     weights-only loader raises for globals it refuses), so code written for either catches it."""
 
 
+class MalformedData(ValueError):
+    """Raised by the rebuild functions for a value no valid checkpoint holds; the loader turns it into a
+    CheckpointError naming the file (the rebuild functions do not know it)."""
+
+
 class Source:
     """A checkpoint opened for reading: `name` for messages, `size` in bytes, and reads that never go
     past the end. `file` is positioned by the caller; `read` never returns more than remains."""
@@ -67,6 +72,23 @@ class Source:
         if len(data) != n:
             raise self.error(f"{what}: the file ended after {len(data)} of {n} bytes (it changed while reading?)")
         return data
+
+    def readinto_at(self, offset, buf, what):
+        """Fill the writable uint8 buffer `buf` with the bytes at offset (no intermediate copy)."""
+        n = len(buf)
+        if offset < 0 or offset + n > self.size:
+            raise self.error(f"{what} spans bytes {offset}..{offset + n} but the file has {self.size} (truncated "
+                             f"or corrupt)")
+        self.seek(offset)
+        readinto = getattr(self.file, "readinto", None)
+        got = readinto(buf) if readinto is not None else None
+        if got is None:
+            data = self.file.read(n)
+            got = len(data)
+            buf[:got] = data
+        if got != n:
+            raise self.error(f"{what}: the file ended after {got} of {n} bytes (it changed while reading?)")
+        return buf
 
     def bounded(self):
         """A read-only file object over the checkpoint whose reads are capped at the bytes remaining."""

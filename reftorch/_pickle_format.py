@@ -19,6 +19,7 @@ import numpy as np
 
 import reftorch as torch
 from reftorch import _dtype as D
+from reftorch._checkpoint import MalformedData
 from reftorch._tensor import Storage, Tensor
 from reftorch.nn.parameter import Parameter
 
@@ -248,38 +249,38 @@ class LoadedStorage:
 
 def _ints(value, what):
     if type(value) not in (tuple, list, torch.Size) or not all(type(v) is int for v in value):
-        raise ValueError(f"a tensor's {what} must be a tuple of ints, got {type(value).__name__}")
+        raise MalformedData(f"a tensor's {what} must be a tuple of ints, got {type(value).__name__}")
     return tuple(value)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
     if type(storage) is not LoadedStorage:
-        raise ValueError(f"_rebuild_tensor expects a storage, got {type(storage).__name__}")
+        raise MalformedData(f"_rebuild_tensor expects a storage, got {type(storage).__name__}")
     size, stride = _ints(size, "size"), _ints(stride, "stride")
     if len(size) != len(stride) or type(storage_offset) is not int:
-        raise ValueError(f"a tensor's size {size} and stride {stride} must have the same length and its offset "
+        raise MalformedData(f"a tensor's size {size} and stride {stride} must have the same length and its offset "
                          f"must be an int")
     if storage_offset < 0 or any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise ValueError(f"negative size, stride or offset in a tensor (size {size}, stride {stride}, offset "
+        raise MalformedData(f"negative size, stride or offset in a tensor (size {size}, stride {stride}, offset "
                          f"{storage_offset})")
     if 0 not in size:
         needed = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
         if needed > len(storage):
-            raise ValueError(f"a tensor of size {list(size)}, stride {list(stride)} and offset {storage_offset} "
+            raise MalformedData(f"a tensor of size {list(size)}, stride {list(stride)} and offset {storage_offset} "
                              f"needs {needed} elements but its storage has {len(storage)}")
     elif max(size) >= 2 ** 63:
-        raise ValueError(f"a tensor of size {list(size)} has a dimension beyond int64")
+        raise MalformedData(f"a tensor of size {list(size)} has a dimension beyond int64")
     return Tensor._make(storage.storage, storage_offset, size, stride, storage.dtype, storage.device)
 
 
 def _empty_hooks(hooks):
     if hooks is not None and (not isinstance(hooks, dict) or hooks):
-        raise ValueError("a tensor with backward hooks (they are never restored from a checkpoint)")
+        raise MalformedData("a tensor with backward hooks (they are never restored from a checkpoint)")
 
 
 def _requires_grad(t, requires_grad):
     if type(requires_grad) is not bool:
-        raise ValueError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
+        raise MalformedData(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -288,24 +289,24 @@ def _requires_grad(t, requires_grad):
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     _empty_hooks(backward_hooks)
     if metadata:
-        raise ValueError("tensor metadata (conjugate/negative bits) that reftorch has no use for")
+        raise MalformedData("tensor metadata (conjugate/negative bits) that reftorch has no use for")
     return _requires_grad(_rebuild_tensor(storage, storage_offset, size, stride), requires_grad)
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
     if type(dtype) is not D.dtype or type(storage) is not LoadedStorage:
-        raise ValueError("_rebuild_tensor_v3 expects a storage and a dtype")
+        raise MalformedData("_rebuild_tensor_v3 expects a storage and a dtype")
     if storage.dtype is not dtype:        # an untyped storage read as `dtype`
         data = storage.storage.data
         if storage.device.type != "cpu" or len(data) * storage.dtype.itemsize % dtype.itemsize:
-            raise ValueError(f"a storage of {storage.nbytes()} bytes cannot hold {dtype} elements")
+            raise MalformedData(f"a storage of {storage.nbytes()} bytes cannot hold {dtype} elements")
         storage = LoadedStorage(Storage(data.view(np.uint8).view(dtype.np)), dtype, storage.device)
     return _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     if not isinstance(data, Tensor) or type(requires_grad) is not bool:
-        raise ValueError("_rebuild_parameter expects a tensor and a bool")
+        raise MalformedData("_rebuild_parameter expects a tensor and a bool")
     _empty_hooks(backward_hooks)
     return Parameter(data, requires_grad)
 
@@ -316,11 +317,11 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     if type(args) is not tuple:
-        raise ValueError("_rebuild_from_type_v2 expects a tuple of arguments")
+        raise MalformedData("_rebuild_from_type_v2 expects a tuple of arguments")
     ret = func(*args)
     if type(ret) is not new_type:
         if not (isinstance(ret, Tensor) and isinstance(new_type, type) and issubclass(new_type, Tensor)):
-            raise ValueError(f"_rebuild_from_type_v2: {getattr(new_type, '__name__', new_type)} is not a Tensor "
+            raise MalformedData(f"_rebuild_from_type_v2: {getattr(new_type, '__name__', new_type)} is not a Tensor "
                              f"type")
         ret.__class__ = new_type     # torch's as_subclass: same data, the saved class
     setstate = getattr(type(ret), "__setstate__", None)
@@ -338,7 +339,7 @@ def set_obj_state(obj, state):
     methods are not among them (a checkpoint cannot replace a tensor's storage or its methods)."""
     if isinstance(state, tuple):
         if len(state) != 2:
-            raise ValueError(f"Invalid serialized state of length {len(state)}")
+            raise MalformedData(f"Invalid serialized state of length {len(state)}")
         dict_state, slots_state = state
     else:
         dict_state, slots_state = state, None
@@ -346,37 +347,37 @@ def set_obj_state(obj, state):
         if not part:
             continue
         if not isinstance(part, dict):
-            raise ValueError(f"a tensor's state must be a dict, got {type(part).__name__}")
+            raise MalformedData(f"a tensor's state must be a dict, got {type(part).__name__}")
         for k, v in part.items():
             if type(k) is not str or k in _PRIVATE or k.startswith("__"):
-                raise ValueError(f"a tensor's state sets {k!r}, which is not a user attribute")
+                raise MalformedData(f"a tensor's state sets {k!r}, which is not a user attribute")
             setattr(obj, k, v)
     return obj
 
 
 def _rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
     if not isinstance(data, np.ndarray) or type(dtype) is not D.dtype:
-        raise ValueError("_rebuild_device_tensor_from_numpy expects an array and a dtype")
+        raise MalformedData("_rebuild_device_tensor_from_numpy expects an array and a dtype")
     t = torch.from_numpy(np.array(data)).to(dtype=dtype, device=torch.device(device))
     return _requires_grad(t, requires_grad)
 
 
 def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
     if not isinstance(data, Tensor) or type(dtype) is not D.dtype:
-        raise ValueError("_rebuild_device_tensor_from_cpu_tensor expects a tensor and a dtype")
+        raise MalformedData("_rebuild_device_tensor_from_cpu_tensor expects a tensor and a dtype")
     return _requires_grad(data.to(dtype=dtype, device=torch.device(device)), requires_grad)
 
 
 def _absent(what):
     def rebuild(*args, **kwargs):
-        raise ValueError(f"the checkpoint holds {what}, which reftorch does not have")
+        raise MalformedData(f"the checkpoint holds {what}, which reftorch does not have")
     rebuild.__name__ = f"_rebuild_{what.replace(' ', '_')}"
     return rebuild
 
 
 def _get_layout(name):
     if name != "torch.strided":
-        raise ValueError(f"the checkpoint holds layout {name!r}; reftorch has only torch.strided")
+        raise MalformedData(f"the checkpoint holds layout {name!r}; reftorch has only torch.strided")
     return torch.strided
 
 

@@ -18,6 +18,7 @@ import struct
 import warnings
 
 from reftorch import _pickle_format as PF
+from reftorch._checkpoint import MalformedData
 from reftorch._tensor import Tensor
 from reftorch.nn.parameter import Parameter
 import reftorch as torch
@@ -78,7 +79,7 @@ def _user_globals():
 
 def _safe_bytearray(*args):
     if args and isinstance(args[0], int):       # bytearray(n) would allocate n bytes the file never held
-        raise ValueError("bytearray(size) in a checkpoint: only bytearrays of given contents are plain data")
+        raise MalformedData("bytearray(size) in a checkpoint: only bytearrays of given contents are plain data")
     return bytearray(*args)
 
 
@@ -163,7 +164,7 @@ def _global(u):
     else:
         raise _unsupported_global(full_path)
     if isinstance(obj, PF.Absent):
-        raise ValueError(f"the checkpoint holds {obj.what}, which reftorch does not have")
+        raise MalformedData(f"the checkpoint holds {obj.what}, which reftorch does not have")
     u.stack.append(obj)
 
 
@@ -174,7 +175,7 @@ def _newobj(u):
         u.stack.append(Parameter(*args))
     elif u.allowed(cls) and isinstance(cls, type) and issubclass(cls, Tensor):
         if args:
-            raise ValueError("Tensor.__new__ with arguments in a checkpoint")
+            raise MalformedData("Tensor.__new__ with arguments in a checkpoint")
         t = torch.empty(0)
         t.__class__ = cls
         u.stack.append(t)
@@ -194,7 +195,7 @@ def _reduce(u):
             msg += f" which belongs to {func.__self__}"
         raise pickle.UnpicklingError(msg)
     if type(args) is not tuple:
-        raise ValueError(f"REDUCE arguments must be a tuple, got {type(args).__name__}")
+        raise MalformedData(f"REDUCE arguments must be a tuple, got {type(args).__name__}")
     u.stack[-1] = func(*args)
 
 
@@ -203,7 +204,7 @@ def _build(u):
     inst = u.stack[-1]
     if type(inst) is collections.OrderedDict:       # a state_dict's _metadata
         if not isinstance(state, dict):
-            raise ValueError(f"an OrderedDict's state must be a dict, got {type(state).__name__}")
+            raise MalformedData(f"an OrderedDict's state must be a dict, got {type(state).__name__}")
         inst.__dict__.update(state)
     elif type(inst) is Parameter:
         PF.set_obj_state(inst, state)
@@ -254,7 +255,7 @@ def _setitems(u):
     items = u.pop_mark()
     _check_dict(u, "SETITEMS")
     if len(items) % 2:
-        raise ValueError("SETITEMS with an odd number of items")
+        raise MalformedData("SETITEMS with an odd number of items")
     target = u.stack[-1]
     for i in range(0, len(items), 2):
         target[items[i]] = items[i + 1]

@@ -151,18 +151,21 @@ class ZipReader:
             raise self.src.error(f"record '{info.filename}' has {info.file_size} bytes; the pickle expects "
                                  f"{expected}")
         start = self.data_offset(name)
+        what = f"record '{info.filename}'"
         if info.compress_type == zipfile.ZIP_STORED:
             if info.compress_size != info.file_size:
-                raise self.src.error(f"record '{info.filename}' is stored with two different sizes (corrupt)")
-            data = self.src.read_at(start, info.file_size, f"record '{info.filename}'")
+                raise self.src.error(f"{what} is stored with two different sizes (corrupt)")
+            if into is not None:
+                data = self.src.readinto_at(start, memoryview(into).cast("B"), what)
+            else:
+                data = self.src.read_at(start, info.file_size, what)
         else:
             data = self._inflate(info)
+            if into is not None:
+                into[:] = memoryview(data).cast("B")
         if zlib.crc32(data) != info.CRC:
-            raise self.src.error(f"record '{info.filename}' fails its CRC-32 check (corrupt)")
-        if into is not None:
-            into[:] = memoryview(data).cast("B")
-            return into
-        return data
+            raise self.src.error(f"{what} fails its CRC-32 check (corrupt)")
+        return into if into is not None else data
 
     def _inflate(self, info):
         try:

@@ -34,7 +34,7 @@ import reftorch as torch
 from reftorch import _pickle_format as PF
 from reftorch import _safetensors as ST
 from reftorch import _weights_only as WO
-from reftorch._checkpoint import CheckpointError, Source
+from reftorch._checkpoint import CheckpointError, MalformedData, Source
 from reftorch._tensor import Storage
 from reftorch._zip_format import ZipReader, ZipWriter, archive_name, is_zip
 
@@ -266,6 +266,8 @@ class _Loader:
             return _full_unpickler(self.pickle_module, stream, persistent_load, self.args).load()
         except CheckpointError:
             raise
+        except MalformedData as err:
+            raise self.src.error(f"{what} holds a value no valid checkpoint has: {err}") from None
         except pickle.UnpicklingError as err:
             if self.weights_only:
                 raise CheckpointError(f"{WO.weights_only_message(str(err))}\n\nFile: {self.src.name}") from None
@@ -316,7 +318,7 @@ def _full_unpickler(pickle_module, stream, persistent_load, args):
             if full in WO.ALLOWED:
                 obj = WO.ALLOWED[full]
                 if isinstance(obj, PF.Absent):
-                    raise ValueError(f"the checkpoint holds {obj.what}, which reftorch does not have")
+                    raise MalformedData(f"the checkpoint holds {obj.what}, which reftorch does not have")
                 return obj
             if module == "torch" or module.startswith("torch."):       # a torch-pickled object: reftorch's own
                 module = "reftorch" + module[len("torch"):]
