@@ -316,16 +316,18 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
+    """A tensor of a Tensor subclass (or with Python attributes): rebuilt by func, given its class and state."""
     if type(args) is not tuple:
         raise MalformedData("_rebuild_from_type_v2 expects a tuple of arguments")
+    if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
+        raise MalformedData(f"_rebuild_from_type_v2: {getattr(new_type, '__name__', type(new_type).__name__)} is not "
+                            f"a Tensor type")
     ret = func(*args)
+    if not isinstance(ret, Tensor):
+        raise MalformedData(f"_rebuild_from_type_v2: the rebuild gave a {type(ret).__name__}, not a tensor")
     if type(ret) is not new_type:
-        if not (isinstance(ret, Tensor) and isinstance(new_type, type) and issubclass(new_type, Tensor)):
-            raise MalformedData(f"_rebuild_from_type_v2: {getattr(new_type, '__name__', new_type)} is not a Tensor "
-                             f"type")
         ret.__class__ = new_type     # torch's as_subclass: same data, the saved class
-    setstate = getattr(type(ret), "__setstate__", None)
-    if setstate is not None and not issubclass(type(ret), Tensor):
+    if getattr(new_type, "__setstate__", None) is not None:
         ret.__setstate__(state)
         return ret
     return set_obj_state(ret, state)
@@ -355,17 +357,25 @@ def set_obj_state(obj, state):
     return obj
 
 
+def _device(*args):
+    """torch.device as a checkpoint may call it: a bad name is malformed data, not a RuntimeError."""
+    try:
+        return torch.device(*args)
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise MalformedData(f"a device {args!r:.60} in the checkpoint: {err}") from None
+
+
 def _rebuild_device_tensor_from_numpy(data, dtype, device, requires_grad):
     if not isinstance(data, np.ndarray) or type(dtype) is not D.dtype:
         raise MalformedData("_rebuild_device_tensor_from_numpy expects an array and a dtype")
-    t = torch.from_numpy(np.array(data)).to(dtype=dtype, device=torch.device(device))
+    t = torch.from_numpy(np.array(data)).to(dtype=dtype, device=_device(device))
     return _requires_grad(t, requires_grad)
 
 
 def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
     if not isinstance(data, Tensor) or type(dtype) is not D.dtype:
         raise MalformedData("_rebuild_device_tensor_from_cpu_tensor expects a tensor and a dtype")
-    return _requires_grad(data.to(dtype=dtype, device=torch.device(device)), requires_grad)
+    return _requires_grad(data.to(dtype=dtype, device=_device(device)), requires_grad)
 
 
 def _absent(what):
@@ -398,7 +408,7 @@ def _torch_globals():
         "torch.serialization._get_layout": _get_layout,
         "torch.Size": torch.Size,
         "torch.Tensor": Tensor,
-        "torch.device": torch.device,
+        "torch.device": _device,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
     }
     for d in D.ALL:

@@ -274,8 +274,8 @@ class _Loader:
             raise self.src.error(f"{what} is not a valid pickle ({err})") from None
         except EOFError as err:
             raise self.src.error(f"{what} ends early: {err or 'truncated'}") from None
-        except (IndexError, KeyError, TypeError, ValueError, AttributeError, struct.error, UnicodeDecodeError,
-                OverflowError, RecursionError, MemoryError) as err:
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError, LookupError, struct.error,
+                UnicodeDecodeError, OverflowError, RecursionError, MemoryError) as err:
             if not self.weights_only and not isinstance(err, (IndexError, struct.error, UnicodeDecodeError)):
                 raise       # full pickle runs the file's own code: its errors are its own
             raise self.src.error(f"{what} is corrupt or holds values reftorch cannot rebuild "
@@ -347,11 +347,12 @@ def _load_zip(src, loader, mmap):
             return loader.loaded[key]
         nbytes = numel * dtype.itemsize
         record = f"data/{key}"
-        if mapped is not None and z.info(record).compress_type == 0 and order.decode() == sys.byteorder:
+        info = z.info(record)
+        if info.file_size != nbytes:        # checked before anything is allocated
+            raise src.error(f"record '{info.filename}' has {info.file_size} bytes; the pickle expects {nbytes} "
+                            f"({numel} elements of {dtype})")
+        if mapped is not None and info.compress_type == 0 and order.decode() == sys.byteorder:
             start = z.data_offset(record)
-            if z.info(record).file_size != nbytes:
-                raise src.error(f"record '{z.prefix}{record}' has {z.info(record).file_size} bytes; the pickle "
-                                f"expects {nbytes}")
             raw = mapped[start:start + nbytes].view(np.ndarray)
             if start % dtype.itemsize:
                 raw = raw.copy()
@@ -372,12 +373,12 @@ def _load_legacy(src, loader):
     """torch's pre-1.6 stream: pickles of the magic number, protocol version and system info, the object,
     the sorted storage keys; then each storage as an int64 element count and its bytes."""
     stream = src.bounded()
-    headers = [loader.unpickle(stream, None, "the legacy header") for _ in range(3)]
-    if headers[0] != PF.MAGIC_NUMBER:
+    if loader.unpickle(stream, None, "the legacy header") != PF.MAGIC_NUMBER:
         raise src.error("Invalid magic number; corrupt file?")
-    if headers[1] != PF.PROTOCOL_VERSION:
-        raise src.error(f"Invalid protocol version: {headers[1]!r:.40}")
-    info = headers[2]
+    version = loader.unpickle(stream, None, "the legacy header")
+    if version != PF.PROTOCOL_VERSION:
+        raise src.error(f"Invalid protocol version: {version!r:.40}")
+    info = loader.unpickle(stream, None, "the legacy header")
     little = not (isinstance(info, dict) and info.get("little_endian") is False)
     start = stream.tell()
     ids = _scan_storage_ids(stream, src)
