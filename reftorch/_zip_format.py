@@ -15,7 +15,8 @@ import zlib
 from ._checkpoint import CheckpointError
 
 ALIGNMENT = 64
-_U32 = 0xFFFFFFFF       # at or past this, sizes and offsets go to zip64 extra fields
+_ZIP64_AT = 0xFFFFFFFF  # sizes and offsets at or past this go to zip64 extra fields
+_MARK = 0xFFFFFFFF      # what the 32-bit field then holds
 _FLAGS = 0x0808         # bit 3: sizes in a data descriptor; bit 11: UTF-8 names
 _FLAGS_EMPTY = 0x0800
 
@@ -53,13 +54,10 @@ class ZipWriter:
         size = view.nbytes
         raw_name = (self._prefix + name).encode("utf-8")
         offset = self._pos
-        zip64 = size >= _U32 or offset >= _U32
-        z64_local = (struct.pack("<QQ", size, size) if size >= _U32 else b"") + \
-                    (struct.pack("<Q", offset) if offset >= _U32 else b"")
-        extra = (struct.pack("<HH", 1, len(z64_local)) + z64_local) if zip64 else b""
-        start = offset + 30 + len(raw_name) + len(extra) + 4
+        z64 = _zip64_extra(size, offset)
+        start = offset + 30 + len(raw_name) + len(z64) + 4
         pad = -start % ALIGNMENT
-        extra += b"FB" + struct.pack("<H", pad) + b"Z" * pad
+        extra = z64 + b"FB" + struct.pack("<H", pad) + b"Z" * pad
         crc = zlib.crc32(view)
         flags = _FLAGS if size else _FLAGS_EMPTY
         self._write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 0, flags, 0, 0, 0, 0, 0, 0,
@@ -68,20 +66,18 @@ class ZipWriter:
         self._write(extra)
         self._write(view)
         if size:
-            fmt = "<IIQQ" if zip64 else "<IIII"
+            fmt = "<IIQQ" if z64 else "<IIII"
             self._write(struct.pack(fmt, 0x08074B50, crc, size, size))
         self._entries.append((raw_name, crc, size, offset))
 
     def close(self):
         cd_offset = self._pos
         for raw_name, crc, size, offset in self._entries:
-            z64 = (struct.pack("<QQ", size, size) if size >= _U32 else b"") + \
-                  (struct.pack("<Q", offset) if offset >= _U32 else b"")
-            extra = struct.pack("<HH", 1, len(z64)) + z64 if z64 else b""
-            small = min(size, _U32)
+            extra = _zip64_extra(size, offset)
+            small = size if size < _ZIP64_AT else _MARK
             self._write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0, 0, _FLAGS if size else _FLAGS_EMPTY, 0, 0,
                                     0, crc, small, small, len(raw_name), len(extra), 0, 0, 0, 0,
-                                    min(offset, _U32)))
+                                    offset if offset < _ZIP64_AT else _MARK))
             self._write(raw_name)
             self._write(extra)
         cd_size = self._pos - cd_offset
@@ -89,8 +85,16 @@ class ZipWriter:
         eocd64 = self._pos
         self._write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 0x031E, 0x002D, 0, 0, n, n, cd_size, cd_offset))
         self._write(struct.pack("<IIQI", 0x07064B50, 0, eocd64, 1))
-        self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), min(cd_size, _U32),
-                                min(cd_offset, _U32), 0))
+        self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
+                                cd_size if cd_size < _ZIP64_AT else _MARK,
+                                cd_offset if cd_offset < _ZIP64_AT else _MARK, 0))
+
+
+def _zip64_extra(size, offset):
+    """The zip64 extra field of a record this large or this far into the file (sizes, then offset), or b""."""
+    body = (struct.pack("<QQ", size, size) if size >= _ZIP64_AT else b"") + \
+           (struct.pack("<Q", offset) if offset >= _ZIP64_AT else b"")
+    return struct.pack("<HH", 1, len(body)) + body if body else b""
 
 
 class ZipReader:

@@ -400,6 +400,7 @@ assert isinstance(ck["model"], collections.OrderedDict) and ck["iter_num"] == 3 
 m = torch.nn.Linear(3, 2); m.load_state_dict(ck["model"])
 opt = torch.optim.AdamW(m.parameters()); opt.load_state_dict(ck["optimizer"])
 assert got["misc"] == [torch.float16, torch.Size([2, 3]), torch.device("cpu"), {1, 2}, b"ab", 1 + 2j, (None, True, 0.5)]
+assert got["attr"].note == "kept" and got["ptag"].tag == 5 and isinstance(got["ptag"], torch.nn.Parameter)
 legacy = torch.load(io.BytesIO(got["legacy"]))
 assert legacy[1].data_ptr() == legacy[0].data_ptr() + 8 and legacy[1].tolist() == [2.0, 3.0, 4.0]
 buf = io.BytesIO(); torch.save({"x": torch.arange(5.)[1:], "l": torch.nn.Linear(2, 2).state_dict()}, buf)
@@ -432,6 +433,8 @@ def test_real_torch_loads_what_reftorch_writes_and_back():
                                "model_args": {"bias": True}},
                misc=[torch.float16, torch.Size([2, 3]), torch.device("cpu"), {1, 2}, b"ab", 1 + 2j, (None, True, 0.5)],
                legacy=legacy.getvalue())
+    obj["attr"], obj["ptag"] = torch.arange(2.0), nn.Parameter(torch.ones(1))
+    obj["attr"].note, obj["ptag"].tag = "kept", 5
     buf = io.BytesIO()
     torch.save(obj, buf)
     env = dict(os.environ, PYTHONPATH="")
@@ -441,3 +444,44 @@ def test_real_torch_loads_what_reftorch_writes_and_back():
     back = torch.load(io.BytesIO(proc.stdout))
     assert back["x"].tolist() == [1.0, 2.0, 3.0, 4.0] and back["x"].storage_offset() == 1
     nn.Linear(2, 2).load_state_dict(back["l"])
+
+
+def test_zip64_records_read_back(monkeypatch):
+    """Records and offsets past 4 GiB take zip64 fields: with the threshold lowered, every record does."""
+    from reftorch import _zip_format
+    monkeypatch.setattr(_zip_format, "_ZIP64_AT", 16)
+    buf = io.BytesIO()
+    torch.save(_tensors(), buf)
+    z = zipfile.ZipFile(buf)
+    assert z.testzip() is None
+    assert any(i.extra[:2] == b"\x01\x00" for i in z.infolist())     # zip64 extra fields are there
+    monkeypatch.undo()
+    buf.seek(0)
+    _check_tensors(torch.load(buf))
+
+
+def test_compiled_modules_pickle_as_their_module(tmp_path):
+    model = nn.Linear(3, 2)
+    compiled = torch.compile(model)
+    x = torch.ones(1, 3)
+    compiled(x)
+    torch.save(compiled, tmp_path / "c.pt")
+    back = torch.load(tmp_path / "c.pt", weights_only=False)
+    assert type(back) is type(compiled) and back(x).tolist() == compiled(x).tolist()
+
+
+def test_tensor_attributes_and_subclasses_round_trip():
+    t = torch.arange(3.0)
+    t.note = "kept"
+    p = nn.Parameter(torch.ones(2))
+    p.tag = 5
+    buf = io.BytesIO()
+    torch.save({"t": t, "p": p}, buf)
+    data = zipfile.ZipFile(buf).read("archive/data.pkl")
+    used = {arg for op, arg, _ in pickletools.genops(data) if op.name == "GLOBAL"}
+    assert used <= TORCH_GLOBALS | {"torch._tensor _rebuild_from_type_v2", "torch Tensor",
+                                    "torch._utils _rebuild_parameter_with_state"}
+    buf.seek(0)
+    back = torch.load(buf)
+    assert back["t"].note == "kept" and back["t"].tolist() == [0.0, 1.0, 2.0]
+    assert isinstance(back["p"], nn.Parameter) and back["p"].tag == 5
