@@ -249,9 +249,11 @@ def _only_plain_data(obj):
         elif isinstance(x, (list, tuple, set, frozenset)):
             todo.extend(x)
         else:
-            assert x is None or isinstance(x, (CheckpointError, Tensor, LoadedStorage, bool, int, float, complex, str, bytes,
-                                                bytearray, torch.dtype, torch.device)) or x in (Tensor, nn.Parameter,
-                                                                                             torch.Size), type(x)
+            assert x is None or isinstance(x, _PLAIN) or x in (Tensor, nn.Parameter, torch.Size), type(x)
+
+
+_PLAIN = (CheckpointError, Tensor, LoadedStorage, bool, int, float, complex, str, bytes, bytearray, torch.dtype,
+          torch.device)
 
 
 # ---------------------------------------------------------------------------- safetensors headers
