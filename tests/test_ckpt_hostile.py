@@ -159,6 +159,30 @@ def test_tensors_that_reach_past_their_storage():
         assert isinstance(err, CheckpointError) and "but its storage has 4" in str(err), err
 
 
+@pytest.mark.parametrize("shape,strides,match", [
+    ((2 ** 62,), (1,), "needs 4611686018427387904 elements but its storage has 4"),
+    ((True,), (1,), "must be a tuple of ints"),
+    ((2, -1), (1, 1), "negative size"),
+    ((2 ** 64, 0), (1, 1), "beyond int64"),
+])
+def test_impossible_tensor_shapes(shape, strides, match):
+    buf = io.BytesIO()
+    torch.save([Tensor._make(Storage(np.zeros(4, np.float32)), 0, shape, strides, torch.float32)], buf)
+    err = _load_bytes(buf.getvalue())
+    assert isinstance(err, CheckpointError) and match in str(err), err
+
+
+def test_truncated_legacy_files():
+    buf = io.BytesIO()
+    base = torch.arange(6.0)
+    torch.save({"w": base, "v": base[2:], "n": torch.tensor(3)}, buf, _use_new_zipfile_serialization=False)
+    raw = buf.getvalue()
+    for cut in list(range(1, len(raw), 23)) + [len(raw) - 1]:
+        err = _load_bytes(raw[:cut])
+        assert isinstance(err, CheckpointError), (cut, err)
+    assert _load_bytes(raw)["v"].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
 def test_sizes_claimed_far_beyond_the_file():
     recs = _records_of(_good_zip())
     pkl = recs["data.pkl"]
@@ -334,3 +358,16 @@ def test_fuzz_safetensors_headers(data):
         header[path] = data.draw(_json)
     got = _load_bytes(_safetensors(header, raw[8 + n:]))
     _only_plain_data(got)
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_legacy_bytes(data):
+    buf = io.BytesIO()
+    base = torch.arange(6.0)
+    torch.save({"w": base, "v": base[2:], "cfg": [1, "a", None]}, buf, _use_new_zipfile_serialization=False)
+    raw = bytearray(buf.getvalue())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        raw[at] = data.draw(st.integers(0, 255))
+    _only_plain_data(_load_bytes(bytes(raw)))
