@@ -146,14 +146,21 @@ class Unpickler:
         return data
 
 
-def _global(u):
-    module = u.readline()[:-1].decode("utf-8")
-    name = u.readline()[:-1].decode("utf-8")
-    if (module, name) in _compat_pickle.NAME_MAPPING:     # protocol 2 names builtins as Python 2 did
+def global_name(module, name):
+    """The dotted name of a pickled GLOBAL, with Python 2's module names (protocol 2 writes __builtin__)
+    mapped to Python 3's."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
         module, name = _compat_pickle.NAME_MAPPING[(module, name)]
     elif module in _compat_pickle.IMPORT_MAPPING:
         module = _compat_pickle.IMPORT_MAPPING[module]
-    full_path = f"{module}.{name}"
+    return f"{module}.{name}"
+
+
+def _global(u):
+    module = u.readline()[:-1].decode("utf-8")
+    name = u.readline()[:-1].decode("utf-8")
+    full_path = global_name(module, name)
+    module = full_path[:len(full_path) - len(name) - 1]
     if module in _BLOCKED_MODULES:
         raise pickle.UnpicklingError(f"Trying to load unsupported GLOBAL {full_path} whose module {module} is "
                                      f"blocked.")

@@ -39,7 +39,7 @@ from reftorch._tensor import Storage
 from reftorch._zip_format import ZipReader, ZipWriter, archive_name, is_zip
 
 __all__ = ["save", "load", "save_safetensors", "load_safetensors", "add_safe_globals", "safe_globals",
-           "get_safe_globals", "clear_safe_globals", "CheckpointError"]
+           "get_safe_globals", "clear_safe_globals", "get_unsafe_globals_in_checkpoint", "CheckpointError"]
 
 DEFAULT_PROTOCOL = 2
 add_safe_globals = WO.add_safe_globals
@@ -199,6 +199,26 @@ def load_safetensors(f, map_location=None, mmap=False):
     """Read a safetensors file: the saved tree, or a {name: tensor} dict."""
     with Source(f) as src:
         return _load_safetensors(src, map_location, mmap)
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals of a torch zip checkpoint that a weights-only load would refuse (nothing is unpickled)."""
+    with Source(f) as src:
+        if not is_zip(src.read_at(0, min(src.size, 9), "the first bytes")):
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        z = ZipReader(src)
+        if z.has("constants.pkl"):
+            raise ValueError("Expected input to be a checkpoint returned by torch.save but got a torchscript "
+                             "checkpoint")
+        allowed = set(WO.ALLOWED) | set(WO._user_globals())
+        found = set()
+        try:
+            for op, arg, _ in pickletools.genops(io.BytesIO(z.read("data.pkl"))):
+                if op.name == "GLOBAL":
+                    found.add(WO.global_name(*arg.split(" ", 1)))
+        except ValueError as err:
+            raise src.error(f"record '{z.prefix}data.pkl' is not a valid pickle ({err})") from None
+        return sorted(found - allowed)
 
 
 def _resolve_weights_only(weights_only, pickle_module):

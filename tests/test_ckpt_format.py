@@ -487,3 +487,13 @@ def test_tensor_attributes_and_subclasses_round_trip():
     back = torch.load(buf)
     assert back["t"].note == "kept" and back["t"].tolist() == [0.0, 1.0, 2.0]
     assert isinstance(back["p"], nn.Parameter) and back["p"].tag == 5
+
+
+def test_get_unsafe_globals_in_checkpoint():
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "tensors.pt") == []
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_system.pt") == ["posix.system"]
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_exec.pt") == ["builtins.exec"]
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "module.pt") == \
+        ["torch.nn.modules.linear.Linear"]
+    with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
+        torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "legacy.pt")
