@@ -118,7 +118,7 @@ def test_missing_file():
     (lambda raw: raw[:12] + b"\xff" + raw[13:], "not valid JSON"),
     (lambda raw: b"PK\x03\x04" + raw[4:], "not a valid zip checkpoint"),
     (lambda raw: raw[:8] + b"x" + raw[9:], "not a valid checkpoint"),
-    (lambda raw: b"\x80\x02}q\x00.", "the legacy header ends early"),
+    (lambda raw: b"\x80\x02}q\x00.", "Invalid magic number"),
     (lambda raw: struct.pack("<Q", 2 ** 40) + raw[8:], "not a valid checkpoint"),
 ])
 def test_corrupt_files_raise_a_clear_error(tmp_path, damage, match):
