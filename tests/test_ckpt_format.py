@@ -307,6 +307,9 @@ def test_whole_module_and_numpy_round_trip_with_weights_only_false(tmp_path):
     torch.save(model, tmp_path / "model.pt")
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL reftorch\.nn\.modules\.container\.Sequential"):
         torch.load(tmp_path / "model.pt")
+    data = zipfile.ZipFile(tmp_path / "model.pt").read("model/data.pkl")
+    used = {arg for op, arg, _ in pickletools.genops(data) if op.name == "GLOBAL"} - TORCH_GLOBALS
+    assert all(g.startswith("reftorch.nn.modules.") for g in used), used       # classes only: no kernels, no plans
     back = torch.load(tmp_path / "model.pt", weights_only=False)
     np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
     assert back[0].weight.grad is None and back[0].weight.requires_grad      # no grads, no graph
