@@ -30,6 +30,7 @@ class Source:
 
     def __init__(self, f):
         self._owned = None
+        self.end = None         # set by a reader that knows where its checkpoint ends inside a longer stream
         if hasattr(f, "read"):
             self.name = _file_name(f)
             self.path = None

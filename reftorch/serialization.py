@@ -191,7 +191,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                                f"_use_new_zipfile_serialization=True), please torch.save your checkpoint with "
                                f"this option in order to use mmap.")
         if head[:1] == pickle.PROTO:
-            return _load_legacy(src, _Loader(src, map_location, weights_only, pickle_module, pickle_load_args))
+            result = _load_legacy(src, _Loader(src, map_location, weights_only, pickle_module, pickle_load_args))
+            src.seek(src.end)       # as torch leaves a file object: after this checkpoint, at the next
+            return result
         raise _unknown_format(src, head)
 
 
@@ -265,11 +267,15 @@ class _Loader:
         """torch's restore_location: the storage (on cpu) moved where map_location says."""
         where = self.map_location
         if callable(where) and not isinstance(where, (torch.device, str, bytes, dict)):
-            result = where(storage, location)
+            try:
+                result = where(storage, location)
+            except Exception as err:        # the caller's own error: not the file's
+                raise _CallerError(err) from err
             if result is not None:
                 if type(result) is not PF.LoadedStorage:
-                    raise TypeError(f"map_location returned a {type(result).__name__}; it must return the storage "
-                                    f"it was given (moved with .cpu(), .cuda() or .to()) or None")
+                    raise _CallerError(TypeError(f"map_location returned a {type(result).__name__}; it must return "
+                                                 f"the storage it was given (moved with .cpu(), .cuda() or .to()) or "
+                                                 f"None"))
                 return result
         elif isinstance(where, dict):
             location = where.get(location, location)
@@ -286,6 +292,8 @@ class _Loader:
             return _full_unpickler(self.pickle_module, stream, persistent_load, self.args).load()
         except CheckpointError:
             raise
+        except _CallerError as err:
+            raise err.args[0] from None
         except MalformedData as err:
             raise self.src.error(f"{what} holds a value no valid checkpoint has: {err}") from None
         except pickle.UnpicklingError as err:
@@ -300,6 +308,10 @@ class _Loader:
                 raise       # full pickle runs the file's own code: its errors are its own
             raise self.src.error(f"{what} is corrupt or holds values reftorch cannot rebuild "
                                  f"({type(err).__name__}: {err})") from None
+
+
+class _CallerError(Exception):
+    """An exception of the caller's map_location, carried through the unpickler's error handling untouched."""
 
 
 def _default_restore(storage, location, src):
@@ -487,6 +499,7 @@ def _read_legacy_storages(src, stream, ids, keys, little, loader):
         pos += 8 + numel * dtype.itemsize
         flat = raw.view(dtype.np) if little == (sys.byteorder == "little") else PF.byteswap(raw, dtype)
         roots[key] = loader.restore(PF.LoadedStorage(Storage(flat), dtype, torch.device("cpu")), location)
+    src.end = pos       # where the next object of a stream of legacy saves starts
     return roots
 
 

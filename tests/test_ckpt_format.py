@@ -500,3 +500,22 @@ def test_get_unsafe_globals_in_checkpoint():
         ["torch.nn.modules.linear.Linear"]
     with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
         torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "legacy.pt")
+
+
+def test_map_location_errors_are_the_callers():
+    def broken(storage, location):
+        raise KeyError("mine")
+    with pytest.raises(KeyError, match="mine"):
+        torch.load(FIXTURES / "tensors.pt", map_location=broken)
+    with pytest.raises(TypeError, match="map_location returned a str"):
+        torch.load(FIXTURES / "tensors.pt", map_location=lambda s, loc: "cpu")
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+        torch.load(FIXTURES / "tensors.pt", map_location="tpu")
+
+
+def test_legacy_saves_stream_one_after_another():
+    buf = io.BytesIO()
+    for i in range(3):
+        torch.save({"i": torch.tensor(i)}, buf, _use_new_zipfile_serialization=False)
+    buf.seek(0)
+    assert [torch.load(buf)["i"].item() for _ in range(3)] == [0, 1, 2]
