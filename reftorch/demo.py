@@ -248,9 +248,9 @@ def train_model(key, epochs, train_set, test_set, args, device):
     print(f"{name} test accuracy: {test_acc:.2%} ({verdict} the {target:.0%} target; trained in {elapsed:.1f} s)",
           flush=True)
 
-    # checkpoint: model and optimizer state in one safetensors file, then a fresh model from it
+    # checkpoint: model and optimizer state in one file of torch's format, then a fresh model from it
     rank = _rank_and_world()[0]
-    path = os.path.join(args.checkpoint_dir, f"digits_{key}{f'-rank{rank}' if rank else ''}.safetensors")
+    path = os.path.join(args.checkpoint_dir, f"digits_{key}{f'-rank{rank}' if rank else ''}.pt")
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epochs,
                 "test_accuracy": test_acc}, path)
     checkpoint = torch.load(path)

@@ -1,86 +1,123 @@
-"""reftorch.save / reftorch.load: checkpoints in the safetensors format.
+"""reftorch.save / reftorch.load: checkpoints in PyTorch's own format, safe to load by default.
 
-A file is: 8 bytes (little-endian u64) giving the header's length N, N bytes of JSON header, then the
-tensors' raw little-endian bytes. The header maps each tensor's name to {"dtype", "shape",
-"data_offsets": [begin, end]} (offsets into the byte buffer after the header) and may hold a
-"__metadata__" map of strings. Nothing in a file is executed on load: this is data, not pickle.
+`save` writes what torch.save writes: a zip archive with `data.pkl` (the object, pickled with protocol 2,
+its tensors as `torch._utils._rebuild_tensor_v2` of storages given as persistent ids), one record
+`data/<key>` per storage (raw little-endian bytes, 64-byte aligned), `byteorder`, `version` and the
+rest of torch's records (reftorch/_zip_format.py, reftorch/_pickle_format.py). Real torch loads it
+with `weights_only=True`. `_use_new_zipfile_serialization=False` writes the legacy (pre-1.6) stream.
+A save to a path is atomic: a temporary file in the same directory, renamed over the target.
 
-Flat {str: Tensor} dicts (a model's state_dict) are written exactly as `safetensors.torch.save_file`
-writes them, so either library reads the other's files. Anything else made of dicts, lists and
-tuples of tensors, numbers, strings, bools and None (an optimizer's state_dict, a training
-checkpoint) is stored with its tensors under dotted keys ("optim.state.0.exp_avg") and the shape of
-the tree as JSON in `__metadata__["reftorch.tree"]`; `load` rebuilds the same tree. A safetensors
-reader sees the tensors under their dotted names.
+`load` reads torch's zip format, the legacy format and safetensors files (told apart by their first
+bytes). `weights_only=True` (the default) unpickles with reftorch/_weights_only.py: tensors, plain
+data and what `add_safe_globals` allows, nothing else runs. `weights_only=False` is full pickle, for
+trusted files (a whole saved Module, NumPy arrays). Every malformed file raises CheckpointError naming
+the file and what is wrong, after reading at most what the file holds.
 
-Tensors not on the cpu have their device recorded in `__metadata__["reftorch.devices"]` (JSON: name ->
-"cuda:0"); `load` puts them back there, or where `map_location` says (PyTorch's rules: a device or its
-name for every tensor, a {saved location: new location} dict, or a callable (tensor, location) -> tensor,
-or None for the saved place).
+Safetensors: `save_safetensors(obj, f)` writes one (reftorch/_safetensors.py), `load` and
+`load_safetensors` read them.
 """
 from __future__ import annotations
 
-import collections
 import io
-import json
-import math
 import os
+import pickle
+import pickletools
+import random
 import struct
+import sys
 import tempfile
 import warnings
 
 import numpy as np
 
 import reftorch as torch
+from reftorch import _pickle_format as PF
+from reftorch import _safetensors as ST
+from reftorch import _weights_only as WO
+from reftorch._checkpoint import CheckpointError, MalformedData, Source
+from reftorch._tensor import Storage
+from reftorch._zip_format import ZipReader, ZipWriter, archive_name, is_zip
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "save_safetensors", "load_safetensors", "add_safe_globals", "safe_globals",
+           "get_safe_globals", "clear_safe_globals", "get_unsafe_globals_in_checkpoint", "CheckpointError"]
 
-# safetensors dtype names <-> reftorch dtypes (little-endian NumPy types)
-_TO_ST = {torch.float64: "F64", torch.float32: "F32", torch.int64: "I64", torch.int32: "I32",
-          torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL", torch.float16: "F16",
-          torch.bfloat16: "BF16"}
-_FROM_ST = {"F64": (torch.float64, "<f8"), "F32": (torch.float32, "<f4"), "I64": (torch.int64, "<i8"),
-            "I32": (torch.int32, "<i4"), "I16": (torch.int16, "<i2"), "I8": (torch.int8, "i1"),
-            "U8": (torch.uint8, "u1"), "BOOL": (torch.bool, "?"), "F16": (torch.float16, "<f2"),
-            "BF16": (torch.bfloat16, torch.bfloat16.np)}
-_NATIVE = {torch.float64: np.float64, torch.float32: np.float32, torch.int64: np.int64, torch.int32: np.int32,
-           torch.int16: np.int16, torch.int8: np.int8, torch.uint8: np.uint8, torch.bool: np.bool_,
-           torch.float16: np.float16, torch.bfloat16: torch.bfloat16.np}
-# stored types reftorch has no dtype for: read them into the nearest one (with a warning)
-_WIDENED = {"U16": ("<u2", torch.int32),
-            "U32": ("<u4", torch.int64)}
-_ITEMSIZE = {"F64": 8, "F32": 4, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1, "F16": 2, "BF16": 2,
-             "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
-
-_TREE_KEY = "reftorch.tree"
-_DEVICES_KEY = "reftorch.devices"
-_MAX_HEADER = 100_000_000       # safetensors' own limit
-
-
-class CheckpointError(RuntimeError):
-    """A file that is not a readable safetensors checkpoint (truncated, corrupt, another format)."""
+DEFAULT_PROTOCOL = 2
+add_safe_globals = WO.add_safe_globals
+get_safe_globals = WO.get_safe_globals
+clear_safe_globals = WO.clear_safe_globals
+safe_globals = WO.safe_globals
+_TRUE = ("1", "y", "yes", "true")
 
 
 # ============================================================================ save
 
-def save(obj, f, **kwargs):
-    """Write `obj` (a state_dict, or a tree of dicts/lists/tuples of tensors and plain values) to `f`.
+def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Save `obj` to `f` (a path, pathlib.Path or binary file object) in torch's checkpoint format."""
+    is_path = isinstance(f, (str, os.PathLike))
+    if not is_path and not hasattr(f, "write"):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
+    path = os.fspath(f) if is_path else None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if _use_new_zipfile_serialization:
+        name = archive_name(path)       # checked before anything is written
+        writer = _zip_writer(obj, pickle_module, pickle_protocol, name, _disable_byteorder_record)
+    else:
+        writer = _legacy_writer(obj, pickle_module, pickle_protocol)
+    if path is None:
+        writer(f)
+        if hasattr(f, "flush"):
+            f.flush()
+    else:
+        _atomic_write(path, writer)
 
-    f is a path (written atomically: a temporary file in the same directory, then renamed over the
-    target, so a failed save leaves any previous file intact) or a binary file object.
-    """
-    tensors, metadata = _flatten(obj)
-    devices = {name: str(t.device) for name, t in tensors.items() if t.device.type != "cpu"}
-    if devices:
-        metadata[_DEVICES_KEY] = json.dumps(devices)
-    data = _encode(tensors, metadata)
-    if hasattr(f, "write"):
-        f.write(data)
-        return
-    path = os.fspath(f)
-    _atomic_write(path, data)
+
+def _zip_writer(obj, pickle_module, protocol, name, no_byteorder):
+    """Pickles obj now (so that an unpicklable object fails before any output) and returns a function
+    that writes the archive to a binary stream."""
+    storages = PF.StorageTable()
+    buf = io.BytesIO()
+    PF.dump(obj, buf, pickle_module, protocol, storages)
+
+    def write(out):
+        z = ZipWriter(out, name)
+        z.write_record("data.pkl", buf.getbuffer())
+        z.write_record(".format_version", b"1")
+        z.write_record(".storage_alignment", b"64")
+        if not no_byteorder:
+            z.write_record("byteorder", sys.byteorder.encode())
+        for key, data in storages.items():
+            z.write_record(f"data/{key}", data)
+        z.write_record("version", b"3\n")
+        ident = f"{random.getrandbits(64):020d}{random.getrandbits(64):020d}"     # two 20-digit numbers, as torch's
+        z.write_record(".data/serialization_id", ident.encode())
+        z.close()
+    return write
 
 
-def _atomic_write(path, data):
+def _legacy_writer(obj, pickle_module, protocol):
+    storages = PF.StorageTable(legacy=True)
+    buf = io.BytesIO()
+    sys_info = {"protocol_version": PF.PROTOCOL_VERSION, "little_endian": sys.byteorder == "little",
+                "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    for header in (PF.MAGIC_NUMBER, PF.PROTOCOL_VERSION, sys_info):
+        pickle_module.dump(header, buf, protocol=protocol)
+    PF.dump(obj, buf, pickle_module, protocol, storages)
+    keys = sorted(key for key, _ in storages.entries.values())
+    pickle_module.dump(keys, buf, protocol=protocol)
+
+    def write(out):
+        out.write(buf.getbuffer())
+        data = dict(storages.items())
+        by_key = {key: ref for key, ref in storages.entries.values()}
+        for key in keys:
+            out.write(struct.pack("<q", len(by_key[key].storage.data)))
+            out.write(memoryview(data[key]))
+    return write
+
+
+def _atomic_write(path, writer):
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
@@ -88,7 +125,7 @@ def _atomic_write(path, data):
         raise type(err)(err.errno, f"{err.strerror} (cannot create a file in {directory})", path) from None
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            writer(out)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -107,122 +144,388 @@ def _umask():
     return mask
 
 
-def _flatten(obj):
-    """(name -> tensor, metadata): flat str->Tensor dicts as they are, anything else as a tree."""
-    if isinstance(obj, dict) and obj and all(isinstance(k, str) and isinstance(v, torch.Tensor)
-                                             for k, v in obj.items()):
-        if "__metadata__" in obj:
-            raise ValueError("reftorch.save: '__metadata__' is reserved by the safetensors format; rename that key")
-        return dict(obj), {"format": "pt"}
-    tensors = {}
-    tree = _to_tree(obj, [], tensors)
-    return tensors, {"format": "pt", _TREE_KEY: json.dumps(tree, allow_nan=True)}
-
-
-def _to_tree(obj, path, tensors):
-    """A JSON-able description of obj; tensors go to `tensors` under their dotted path."""
-    where = ".".join(map(str, path)) or "<root>"
-    if isinstance(obj, torch.Tensor):
-        name = ".".join(map(str, path)) or "tensor"
-        if name in tensors:
-            raise ValueError(f"reftorch.save: two entries flatten to the same key {name!r}; rename one of them")
-        tensors[name] = obj
-        return {"t": name}
-    if obj is None or isinstance(obj, (bool, str)):
-        return {"v": obj}
-    if isinstance(obj, (int, np.integer)):
-        return {"v": int(obj)}
-    if isinstance(obj, (float, np.floating)):
-        x = float(obj)
-        return {"f": repr(x)} if not math.isfinite(x) else {"v": x}
-    if isinstance(obj, torch.dtype):
-        return {"dtype": str(obj)}
-    if isinstance(obj, dict):
-        items = []
-        for k, v in obj.items():
-            if not isinstance(k, (str, int, float, bool)) and k is not None:
-                raise TypeError(f"reftorch.save: dict keys must be str, int, float, bool or None; got "
-                                f"{type(k).__name__} at {where}")
-            items.append([k, _to_tree(v, path + [k], tensors)])
-        kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
-        return {kind: items}
-    if isinstance(obj, (list, tuple)):
-        kind = "tuple" if isinstance(obj, tuple) else "list"
-        return {kind: [_to_tree(v, path + [i], tensors) for i, v in enumerate(obj)]}
-    raise TypeError(f"reftorch.save stores tensors, numbers, strings, bools, None, dtypes and dicts/lists/tuples "
-                    f"of them (no code is pickled); got {type(obj).__name__} at {where}")
-
-
-def _encode(tensors, metadata):
-    """The bytes of a safetensors file. The header lists the tensors in the caller's order; their data
-    is laid out by decreasing item size, so that every tensor is aligned to its item size."""
-    header = {"__metadata__": metadata}
-    arrays = []
-    for name, t in tensors.items():
-        if t.dtype not in _TO_ST:
-            raise TypeError(f"reftorch.save: dtype {t.dtype} of {name!r} has no safetensors equivalent")
-        header[name] = {"dtype": _TO_ST[t.dtype], "shape": list(t.shape)}      # keeps the caller's key order
-        arrays.append((name, t, _le_bytes(t)))
-    arrays.sort(key=lambda item: -item[1].element_size())
-    offset = 0
-    for name, t, raw in arrays:
-        header[name]["data_offsets"] = [offset, offset + len(raw)]
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)     # pad with spaces so the buffer starts 8-aligned
-    out = io.BytesIO()
-    out.write(struct.pack("<Q", len(text)))
-    out.write(text)
-    for _, _, raw in arrays:
-        out.write(raw)
-    return out.getvalue()
-
-
-def _le_bytes(t):
-    arr = np.ascontiguousarray(t.detach().cpu().numpy())
-    if arr.dtype == torch.bfloat16.np:     # no byte-order variants of ml_dtypes' type: its bits as uint16
-        arr = arr.view(np.uint16)
-    return arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+def save_safetensors(obj, f):
+    """Write `obj` as a safetensors file: a {name: tensor} dict exactly as `safetensors.torch.save_file`
+    writes it, or a tree of dicts/lists/tuples of tensors and plain values (its shape kept in the
+    file's metadata). f is a path (written atomically) or a binary file object."""
+    data = ST.encode(obj)
+    if hasattr(f, "write"):
+        f.write(data)
+    else:
+        _atomic_write(os.fspath(f), lambda out: out.write(data))
 
 
 # ============================================================================ load
 
-def load(f, map_location=None, weights_only=True, mmap=None, **kwargs):
-    """Read a checkpoint written by `save` (or any safetensors file) back into tensors.
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Load what `save` (or torch.save, or a safetensors writer) wrote to `f`.
 
-    Returns the tree that was saved, or a {name: tensor} dict for files without reftorch's tree
-    metadata. Raises FileNotFoundError for a missing path and CheckpointError (a RuntimeError)
-    naming the file for anything that is not a complete safetensors file.
-    """
+    weights_only defaults to True (as in torch since 2.6; False when a pickle_module is given):
+    only tensors, plain data and the globals `add_safe_globals` allows are unpickled. map_location is
+    a device (or its name) for every storage, a {saved location: new location} dict, or a callable
+    (storage, location) -> storage or None. mmap=True maps the storages from the file (a path) instead
+    of reading them."""
+    weights_only = _resolve_weights_only(weights_only, pickle_module)
+    if weights_only:
+        if pickle_module is not None:
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+        if pickle_load_args:
+            warnings.warn("pickle_load_args only works if `weights_only=False`.")
+    elif pickle_module is None:
+        pickle_module = pickle
+    pickle_load_args.setdefault("encoding", "utf-8")
+    if isinstance(map_location, (str, bytes)):
+        torch.device(map_location.decode() if isinstance(map_location, bytes) else map_location)   # checked now
+    is_path = isinstance(f, (str, os.PathLike))
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    with Source(f) as src:
+        head = src.read_at(0, min(src.size, 9), "the first bytes")
+        if is_zip(head):
+            return _load_zip(src, _Loader(src, map_location, weights_only, pickle_module, pickle_load_args),
+                             bool(mmap))
+        if ST.is_safetensors(head):
+            return _load_safetensors(src, map_location, bool(mmap))
+        if mmap:
+            raise RuntimeError(f"mmap can only be used with files saved with `torch.save({src.name}, "
+                               f"_use_new_zipfile_serialization=True), please torch.save your checkpoint with "
+                               f"this option in order to use mmap.")
+        if head[:1] == pickle.PROTO:
+            result = _load_legacy(src, _Loader(src, map_location, weights_only, pickle_module, pickle_load_args))
+            src.seek(src.end)       # as torch leaves a file object: after this checkpoint, at the next
+            return result
+        raise _unknown_format(src, head)
+
+
+def load_safetensors(f, map_location=None, mmap=False):
+    """Read a safetensors file: the saved tree, or a {name: tensor} dict."""
+    with Source(f) as src:
+        return _load_safetensors(src, map_location, mmap)
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals of a torch zip checkpoint that a weights-only load would refuse (nothing is unpickled)."""
+    with Source(f) as src:
+        if not is_zip(src.read_at(0, min(src.size, 9), "the first bytes")):
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        z = ZipReader(src)
+        if z.has("constants.pkl"):
+            raise ValueError("Expected input to be a checkpoint returned by torch.save but got a torchscript "
+                             "checkpoint")
+        allowed = set(WO.ALLOWED) | set(WO._user_globals())
+        found = set()
+        try:
+            for op, arg, _ in pickletools.genops(io.BytesIO(z.read("data.pkl"))):
+                if op.name == "GLOBAL":
+                    found.add(WO.global_name(*arg.split(" ", 1)))
+        except ValueError as err:
+            raise src.error(f"record '{z.prefix}data.pkl' is not a valid pickle ({err})") from None
+        return sorted(found - allowed)
+
+
+def _resolve_weights_only(weights_only, pickle_module):
+    forced = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    forced_off = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    if forced and forced_off:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or `TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` "
+                           "should be set, but both were set.")
+    if forced:
+        return True
+    if weights_only is None:
+        if forced_off:
+            warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                          "argument was not explicitly passed to `torch.load`, forcing weights_only=False.")
+            return False
+        return pickle_module is None
+    return bool(weights_only)
+
+
+def _unknown_format(src, head):
+    if src.size == 0:
+        return src.error("the file is empty (0 bytes): not a valid checkpoint (truncated?)")
+    if src.size > 262 and src.read_at(257, 5, "the tar header") == b"ustar":
+        return src.error("a checkpoint in the tar format of torch before 0.4, which reftorch does not read "
+                         "(torch itself refuses it with weights_only=True)")
+    return src.error(f"not a valid checkpoint: neither a torch zip archive, a legacy torch pickle nor a safetensors "
+                     f"file (it starts with bytes {head.hex(' ')})")
+
+
+# ---------------------------------------------------------------------------- storages and devices
+
+class _Loader:
+    """What a load needs while unpickling: the file, where storages go, and the unpickler to use."""
+
+    def __init__(self, src, map_location, weights_only, pickle_module, pickle_load_args):
+        self.src = src
+        self.map_location = map_location
+        self.weights_only = weights_only
+        self.pickle_module = pickle_module
+        self.args = pickle_load_args
+        self.loaded = {}
+
+    def restore(self, storage, location):
+        """torch's restore_location: the storage (on cpu) moved where map_location says."""
+        where = self.map_location
+        if callable(where) and not isinstance(where, (torch.device, str, bytes, dict)):
+            try:
+                result = where(storage, location)
+            except Exception as err:        # the caller's own error: not the file's
+                raise _CallerError(err) from err
+            if result is not None:
+                if type(result) is not PF.LoadedStorage:
+                    raise _CallerError(TypeError(f"map_location returned a {type(result).__name__}; it must return "
+                                                 f"the storage it was given (moved with .cpu(), .cuda() or .to()) or "
+                                                 f"None"))
+                return result
+        elif isinstance(where, dict):
+            location = where.get(location, location)
+        elif where is not None:
+            location = where.decode() if isinstance(where, bytes) else str(where)
+        return _default_restore(storage, location, self.src)
+
+    def unpickle(self, stream, persistent_load, what):
+        """The object pickled in `stream`; malformed data becomes a CheckpointError naming the file."""
+        try:
+            if self.weights_only:
+                u = WO.Unpickler(stream, persistent_load=persistent_load, encoding=self.args["encoding"])
+                return u.load()
+            return _full_unpickler(self.pickle_module, stream, persistent_load, self.args).load()
+        except CheckpointError:
+            raise
+        except _CallerError as err:
+            raise err.args[0] from None
+        except MalformedData as err:
+            raise self.src.error(f"{what} holds a value no valid checkpoint has: {err}") from None
+        except pickle.UnpicklingError as err:
+            if self.weights_only:
+                raise CheckpointError(f"{WO.weights_only_message(str(err))}\n\nFile: {self.src.name}") from None
+            raise self.src.error(f"{what} is not a valid pickle ({err})") from None
+        except EOFError as err:
+            raise self.src.error(f"{what} ends early: {err or 'truncated'}") from None
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError, LookupError, struct.error,
+                UnicodeDecodeError, OverflowError, RecursionError, MemoryError) as err:
+            if not self.weights_only and not isinstance(err, (IndexError, struct.error, UnicodeDecodeError)):
+                raise       # full pickle runs the file's own code: its errors are its own
+            raise self.src.error(f"{what} is corrupt or holds values reftorch cannot rebuild "
+                                 f"({type(err).__name__}: {err})") from None
+
+
+class _CallerError(Exception):
+    """An exception of the caller's map_location, carried through the unpickler's error handling untouched."""
+
+
+def _default_restore(storage, location, src):
+    if type(location) is not str:
+        raise src.error(f"a storage's location must be a string, got {type(location).__name__}")
+    if location == "cpu" or location.startswith("cpu:"):
+        return storage.cpu()
+    if location == "cuda" or location.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+                               "False. If you are running on a CPU-only machine, please use torch.load with "
+                               "map_location=torch.device('cpu') to map your storages to the CPU.")
+        return storage.to(location)
+    raise src.error(f"don't know how to restore data location of a storage (tagged with {location!r:.40})")
+
+
+def _storage_id(pid, src, legacy):
+    """(dtype, key, location, numel, view) of a storage persistent id, every field checked."""
+    n = 6 if legacy else 5
+    if type(pid) is not tuple or len(pid) != n:
+        raise src.error(f"a storage id must be a tuple of {n} items, got {type(pid).__name__}")
+    typename, stype, key, location, numel = (x.decode("ascii") if type(x) is bytes else x for x in pid[:5])
+    view = pid[5] if legacy else None
+    if typename != "storage" or type(stype) is not PF.StorageType or type(key) is not str \
+            or type(location) is not str or type(numel) is not int or numel < 0:
+        raise src.error("a storage id must be ('storage', storage type, key, location, element count)")
+    if stype.dtype is None:
+        raise src.error(f"the checkpoint holds a torch.{stype.name}, which reftorch has no dtype for")
+    return stype.dtype, key, location, numel, view
+
+
+def _full_unpickler(pickle_module, stream, persistent_load, args):
+    class Unpickler(pickle_module.Unpickler):
+        def find_class(self, module, name):
+            full = f"{module}.{name}"
+            if full in WO.ALLOWED:
+                obj = WO.ALLOWED[full]
+                if isinstance(obj, PF.Absent):
+                    raise MalformedData(f"the checkpoint holds {obj.what}, which reftorch does not have")
+                return obj
+            if module == "torch" or module.startswith("torch."):       # a torch-pickled object: reftorch's own
+                module = "reftorch" + module[len("torch"):]
+            return super().find_class(module, name)
+
+    u = Unpickler(stream, **args)
+    u.persistent_load = persistent_load
+    return u
+
+
+# ---------------------------------------------------------------------------- the zip format
+
+def _load_zip(src, loader, mmap):
+    z = ZipReader(src)
+    if z.has("constants.pkl"):
+        raise src.error("a TorchScript archive (torch.jit.save), which reftorch cannot load")
+    order = z.read("byteorder") if z.has("byteorder") else b"little"
+    if order not in (b"little", b"big"):
+        raise src.error(f"Unknown endianness type: {order[:20]!r}")
+    data_pkl = z.read("data.pkl")
+    mapped = np.memmap(src.path, dtype=np.uint8, mode="c") if mmap else None
+
+    def persistent_load(pid):
+        dtype, key, location, numel, _ = _storage_id(pid, src, legacy=False)
+        if key in loader.loaded:
+            return loader.loaded[key]
+        nbytes = numel * dtype.itemsize
+        record = f"data/{key}"
+        info = z.info(record)
+        if info.file_size != nbytes:        # checked before anything is allocated
+            raise src.error(f"record '{info.filename}' has {info.file_size} bytes; the pickle expects {nbytes} "
+                            f"({numel} elements of {dtype})")
+        if mapped is not None and info.compress_type == 0 and order.decode() == sys.byteorder:
+            start = z.data_offset(record)
+            raw = mapped[start:start + nbytes].view(np.ndarray)
+            if start % dtype.itemsize:
+                raw = raw.copy()
+        else:
+            raw = np.empty(nbytes, np.uint8)
+            z.read(record, expected=nbytes, into=raw)
+        flat = raw.view(dtype.np) if order.decode() == sys.byteorder else PF.byteswap(raw, dtype)
+        storage = loader.restore(PF.LoadedStorage(Storage(flat), dtype, torch.device("cpu")), location)
+        loader.loaded[key] = storage
+        return storage
+
+    return loader.unpickle(io.BytesIO(data_pkl), persistent_load, f"record '{z.prefix}data.pkl'")
+
+
+# ---------------------------------------------------------------------------- the legacy format
+
+def _load_legacy(src, loader):
+    """torch's pre-1.6 stream: pickles of the magic number, protocol version and system info, the object,
+    the sorted storage keys; then each storage as an int64 element count and its bytes."""
+    stream = src.bounded()
+    if loader.unpickle(stream, None, "the legacy header") != PF.MAGIC_NUMBER:
+        raise src.error("Invalid magic number; corrupt file?")
+    version = loader.unpickle(stream, None, "the legacy header")
+    if version != PF.PROTOCOL_VERSION:
+        raise src.error(f"Invalid protocol version: {version!r:.40}")
+    info = loader.unpickle(stream, None, "the legacy header")
+    little = not (isinstance(info, dict) and info.get("little_endian") is False)
+    start = stream.tell()
+    ids = _scan_storage_ids(stream, src)
+    keys = loader.unpickle(stream, None, "the legacy storage key list")
+    if type(keys) is not list or not all(type(k) is str for k in keys):
+        raise src.error("the legacy storage key list is corrupt")
+    roots = _read_legacy_storages(src, stream, ids, keys, little, loader)
+
+    def persistent_load(pid):
+        if type(pid) is tuple and pid and pid[0] in ("module", b"module") and not loader.weights_only:
+            return pid[1]       # torch's note of a Module class (its source is not checked)
+        dtype, key, location, numel, view = _storage_id(pid, src, legacy=True)
+        if key not in roots:
+            raise src.error(f"storage {key!r:.40} is missing from the file's storage list")
+        if view is None:
+            return roots[key]
+        return _legacy_view(roots[key], view, src)
+
+    stream.seek(start)
+    return loader.unpickle(stream, persistent_load, "the legacy pickle")
+
+
+def _scan_storage_ids(stream, src):
+    """{key: (dtype, numel, location)} of the storages the object pickle refers to, found by walking its opcodes
+    with pickletools (nothing is called) so that the storages can be read before the object is built."""
+    stack, marks, memo, found = [], [], {}, {}
+    try:
+        for op, arg, _pos in pickletools.genops(stream):
+            name = op.name
+            if name == "STOP":
+                return found
+            if name == "MARK":
+                marks.append(len(stack))
+            elif name == "GLOBAL":
+                stack.append(WO.ALLOWED.get(arg.replace(" ", "."), None))
+            elif name in ("BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE"):
+                memo[arg if name != "MEMOIZE" else len(memo)] = stack[-1]
+            elif name in ("BINGET", "LONG_BINGET", "GET"):
+                stack.append(memo.get(arg))
+            elif name == "TUPLE":
+                at = marks.pop()
+                stack[at:] = [tuple(stack[at:])]
+            elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                n = int(name[-1])
+                stack[len(stack) - n:] = [tuple(stack[len(stack) - n:])]
+            elif name == "BINPERSID":
+                pid = stack.pop()
+                if type(pid) is tuple and len(pid) == 6 and pid[0] == "storage" and type(pid[1]) is PF.StorageType:
+                    found.setdefault(pid[2], (pid[1].dtype, pid[4], pid[3]))
+                stack.append(None)
+            else:
+                _generic_stack_effect(op, arg, stack, marks)
+    except (ValueError, IndexError, KeyError, TypeError) as err:
+        raise src.error(f"the legacy pickle is corrupt ({type(err).__name__}: {err})") from None
+    raise src.error("the legacy pickle ends before its STOP opcode (truncated)")
+
+
+def _generic_stack_effect(op, arg, stack, marks):
+    """An opcode's effect as pickletools describes it: values are kept for constants, else None."""
+    before = op.stack_before
+    if pickletools.markobject in before:
+        del stack[marks.pop():]
+        before = before[before.index(pickletools.stackslice) + 1:] if pickletools.stackslice in before else []
+    if len(before) > len(stack):
+        raise IndexError(f"{op.name} on a stack of {len(stack)}")
+    del stack[len(stack) - len(before):]
+    if op.stack_after:
+        stack.append(arg if op.arg is not None and not op.stack_before else None)
+        stack.extend([None] * (len(op.stack_after) - 1))
+
+
+def _read_legacy_storages(src, stream, ids, keys, little, loader):
+    roots = {}
+    pos = stream.tell()
+    for key in keys:
+        if key not in ids:
+            raise src.error(f"storage {key!r:.40} is listed but no tensor refers to it (corrupt)")
+        dtype, numel, location = ids[key]
+        if dtype is None:
+            raise src.error(f"storage {key!r:.40} has a dtype reftorch does not have")
+        (count,) = struct.unpack("<q", src.read_at(pos, 8, f"the size of storage {key!r:.40}"))
+        if count != numel:
+            raise src.error(f"storage {key!r:.40} holds {count} elements; the pickle expects {numel}")
+        raw = np.frombuffer(bytearray(src.read_at(pos + 8, numel * dtype.itemsize, f"storage {key!r:.40}")),
+                            np.uint8)
+        pos += 8 + numel * dtype.itemsize
+        flat = raw.view(dtype.np) if little == (sys.byteorder == "little") else PF.byteswap(raw, dtype)
+        roots[key] = loader.restore(PF.LoadedStorage(Storage(flat), dtype, torch.device("cpu")), location)
+    src.end = pos       # where the next object of a stream of legacy saves starts
+    return roots
+
+
+def _legacy_view(root, view, src):
+    if not (type(view) is tuple and len(view) == 3 and all(type(v) is int for v in view[1:])):
+        raise src.error("a legacy storage view must be (key, offset, size)")
+    _, offset, size = view
+    if offset < 0 or size < 0 or offset + size > len(root):
+        raise src.error(f"a legacy storage view [{offset}, {offset + size}) lies outside its storage of {len(root)}")
+    return PF.LoadedStorage(Storage(root.storage.data[offset:offset + size]), root.dtype, root.device)
+
+
+# ---------------------------------------------------------------------------- safetensors
+
+def _load_safetensors(src, map_location, mmap):
     if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
-        map_location = torch.device(map_location)       # checks the name before reading anything
-    if hasattr(f, "read"):
-        name = getattr(f, "name", None) or "<file object>"
-        data = f.read()
-    else:
-        name = os.fspath(f)
-        with open(name, "rb") as fh:
-            data = fh.read()
-    header, tensors = _decode(data, name)
-    metadata = header.get("__metadata__") or {}
-    try:
-        devices = json.loads(metadata.get(_DEVICES_KEY, "{}"))
-        if not (isinstance(devices, dict) and all(isinstance(v, str) for v in devices.values())):
-            raise ValueError("not a map of tensor names to device names")
-    except ValueError as err:
-        raise CheckpointError(f"{name}: the checkpoint's '{_DEVICES_KEY}' metadata is corrupt ({err})") from None
-    tensors = {key: _place(t, devices.get(key, "cpu"), map_location) for key, t in tensors.items()}
-    tree = metadata.get(_TREE_KEY)
-    if tree is None:
-        return tensors
-    try:
-        return _from_tree(json.loads(tree), tensors)
-    except (ValueError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{name}: the checkpoint's '{_TREE_KEY}' metadata is corrupt ({err})") from None
+        map_location = torch.device(map_location)
+    metadata, tensors = ST.decode(src, mmap)
+    places = ST.devices(metadata, src.name)
+    tensors = {key: _place(t, places.get(key, "cpu"), map_location) for key, t in tensors.items()}
+    return ST.rebuild(metadata, tensors, src.name)
 
 
 def _place(t, location, map_location):
-    """The loaded (cpu) tensor t, saved at `location` ("cpu", "cuda:0"), moved where map_location says."""
+    """A loaded (cpu) tensor saved at `location`, moved where map_location says (the callable gets the
+    tensor: a safetensors file has no storages)."""
     if callable(map_location) and not isinstance(map_location, torch.device):
         out = map_location(t, location)
         if out is not None:
@@ -234,103 +537,8 @@ def _place(t, location, map_location):
     device = torch.device(location)
     if device.type == "cpu":
         return t
-    if device.type == "cuda" and map_location is None and not torch.cuda.is_available():
+    if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
                            "False. If you are running on a CPU-only machine, please use torch.load with "
                            "map_location=torch.device('cpu') to map your storages to the CPU.")
     return t.to(device)
-
-
-def _decode(data, name):
-    def bad(why):
-        return CheckpointError(f"{name}: not a valid safetensors checkpoint: {why}")
-
-    if len(data) < 8:
-        raise bad(f"the file has {len(data)} bytes, fewer than the 8-byte header length (truncated or empty)")
-    (n,) = struct.unpack("<Q", data[:8])
-    if n > _MAX_HEADER:
-        raise bad(f"the header length field says {n} bytes (this is not a safetensors file, or it is corrupt)")
-    if 8 + n > len(data):
-        raise bad(f"the header says {n} bytes but only {len(data) - 8} follow (truncated)")
-    try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise bad(f"the header is not valid JSON ({err})") from None
-    if not isinstance(header, dict):
-        raise bad("the header is not a JSON object")
-    metadata = header.get("__metadata__")
-    if metadata is not None and not (isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())):
-        raise bad("__metadata__ must map strings to strings")
-    buf = memoryview(data)[8 + n:]
-    tensors = {}
-    spans = []
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
-        tensors[key] = _read_tensor(key, info, buf, bad)
-        spans.append(tuple(info["data_offsets"]))
-    spans.sort()
-    end = 0
-    for begin, stop in spans:
-        if begin != end:
-            raise bad("the tensors' data offsets overlap or leave holes")
-        end = stop
-    if end != len(buf):
-        raise bad(f"the tensors cover {end} bytes of data but the file holds {len(buf)} (truncated or corrupt)")
-    return header, tensors
-
-
-def _read_tensor(key, info, buf, bad):
-    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
-        raise bad(f"entry {key!r} must have dtype, shape and data_offsets")
-    st_dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
-        raise bad(f"entry {key!r} has an invalid shape {shape!r}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-            and 0 <= offsets[0] <= offsets[1]):
-        raise bad(f"entry {key!r} has invalid data_offsets {offsets!r}")
-    if st_dtype not in _ITEMSIZE:
-        raise bad(f"entry {key!r} has unknown dtype {st_dtype!r}")
-    begin, end = offsets
-    count = math.prod(shape)
-    if end - begin != count * _ITEMSIZE[st_dtype]:
-        raise bad(f"entry {key!r}: shape {shape} of {st_dtype} needs {count * _ITEMSIZE[st_dtype]} bytes, "
-                  f"data_offsets give {end - begin}")
-    if end > len(buf):
-        raise bad(f"entry {key!r} ends at byte {end} of a {len(buf)}-byte data section (truncated)")
-    raw = buf[begin:end]
-    if st_dtype in _FROM_ST:
-        dtype, np_type = _FROM_ST[st_dtype]
-        arr = np.frombuffer(raw, dtype=np_type, count=count)
-    elif st_dtype in _WIDENED:
-        np_type, dtype = _WIDENED[st_dtype]
-        if st_dtype == "BF16":      # bfloat16 is the top half of a float32
-            arr = (np.frombuffer(raw, dtype="<u2", count=count).astype(np.uint32) << 16).view(np.float32)
-        else:
-            arr = np.frombuffer(raw, dtype=np_type, count=count)
-        warnings.warn(f"reftorch.load: {key!r} is stored as {st_dtype}, which reftorch has no dtype for; loaded "
-                      f"as {dtype}")
-    else:
-        raise bad(f"entry {key!r} has dtype {st_dtype}, which reftorch cannot represent")
-    arr = arr.astype(_NATIVE[dtype], copy=True)       # native byte order, writable, owns its memory
-    return torch.from_numpy(arr.reshape(shape))
-
-
-def _from_tree(node, tensors):
-    (kind, value), = node.items()
-    if kind == "t":
-        return tensors[value]
-    if kind == "v":
-        return value
-    if kind == "f":
-        return float(value)
-    if kind == "dtype":
-        return getattr(torch, value.split(".")[-1])
-    if kind in ("dict", "odict"):
-        pairs = [(k, _from_tree(v, tensors)) for k, v in value]
-        return collections.OrderedDict(pairs) if kind == "odict" else dict(pairs)
-    if kind == "list":
-        return [_from_tree(v, tensors) for v in value]
-    if kind == "tuple":
-        return tuple(_from_tree(v, tensors) for v in value)
-    raise ValueError(f"unknown node kind {kind!r}")

@@ -32,7 +32,7 @@ def test_quick_demo_trains_saves_and_reloads(tmp_path):
     reloaded = {m: float(a) for m, a in re.findall(r"^(MLP|CNN) reloaded from .*: test accuracy ([\d.]+)% "
                                                    r"\(same as before saving\)", out, re.M)}
     assert reloaded == accuracy, out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits_cnn.safetensors", "digits_mlp.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits_cnn.pt", "digits_mlp.pt"]
     assert "epoch" in proc.stderr         # the progress bars (tqdm, or one line per epoch without it)
 
 

@@ -1,4 +1,4 @@
-"""reftorch.save / reftorch.load: the safetensors format, round trips, interop with the safetensors
+"""reftorch.serialization.save_safetensors / reftorch.load: the safetensors format, round trips, interop with the safetensors
 package (when installed), and failures that must not lose data or pass silently."""
 import collections
 import io
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import reftorch as torch
-from reftorch.serialization import CheckpointError
+from reftorch.serialization import CheckpointError, save_safetensors
 
 
 def _state_dict():
@@ -36,7 +36,7 @@ def _same(a, b):
 def test_round_trip_flat_state_dict(tmp_path):
     sd = _state_dict()
     path = tmp_path / "model.safetensors"
-    torch.save(sd, path)
+    save_safetensors(sd, path)
     back = torch.load(path)
     assert list(back) == list(sd)
     for k in sd:
@@ -47,7 +47,7 @@ def test_round_trip_flat_state_dict(tmp_path):
 
 def test_file_layout_is_safetensors(tmp_path):
     path = tmp_path / "m.safetensors"
-    torch.save({"a": torch.tensor([1.0, 2.0]), "b": torch.tensor([[1, 2]], dtype=torch.int32)}, path)
+    save_safetensors({"a": torch.tensor([1.0, 2.0]), "b": torch.tensor([[1, 2]], dtype=torch.int32)}, path)
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     assert n % 8 == 0
@@ -68,7 +68,7 @@ def test_nested_checkpoint_round_trip(tmp_path):
           "history": [0.5, 0.25], "name": "run-1", "note": None, "flags": (True, False), "dtype": torch.float64,
           "nan": float("nan"), "pair": (torch.tensor([1]), 2)}
     path = tmp_path / "ck.safetensors"
-    torch.save(ck, path)
+    save_safetensors(ck, path)
     back = torch.load(path)
     assert set(back) == set(ck)
     assert isinstance(back["model"], collections.OrderedDict) and list(back["model"]) == list(ck["model"])
@@ -87,7 +87,7 @@ def test_nested_checkpoint_round_trip(tmp_path):
 
 def test_file_objects(tmp_path):
     buf = io.BytesIO()
-    torch.save({"x": torch.arange(3)}, buf)
+    save_safetensors({"x": torch.arange(3)}, buf)
     buf.seek(0)
     assert torch.load(buf)["x"].tolist() == [0, 1, 2]
 
@@ -95,9 +95,9 @@ def test_file_objects(tmp_path):
 def test_unsupported_values_are_refused(tmp_path):
     path = tmp_path / "x.safetensors"
     with pytest.raises(TypeError, match="got object at cfg"):
-        torch.save({"cfg": object()}, path)
+        save_safetensors({"cfg": object()}, path)
     with pytest.raises(ValueError, match="same key 'a.b'"):
-        torch.save({"a": {"b": torch.zeros(1)}, "a.b": torch.zeros(1)}, path)
+        save_safetensors({"a": {"b": torch.zeros(1)}, "a.b": torch.zeros(1)}, path)
     assert not path.exists()
     assert os.listdir(tmp_path) == []       # no temporary file left behind
 
@@ -108,20 +108,22 @@ def test_missing_file():
 
 
 @pytest.mark.parametrize("damage,match", [
-    (lambda raw: raw[:5], "fewer than the 8-byte header"),
+    (lambda raw: raw[:5], "not a valid checkpoint"),
     (lambda raw: raw[:20], "truncated"),
     (lambda raw: raw[:-3], "truncated"),
     (lambda raw: raw + b"xx", "cover .* bytes of data but the file holds"),
-    (lambda raw: b"", "fewer than the 8-byte header"),
-    (lambda raw: raw[:8] + b"[" + raw[9:], "not valid JSON"),
+    (lambda raw: b"", "the file is empty"),
+    (lambda raw: raw[:8] + b"[" + raw[9:], "not a valid checkpoint"),
+    (lambda raw: raw[:9] + b"\xff" + raw[10:], "not valid JSON"),
     (lambda raw: raw[:12] + b"\xff" + raw[13:], "not valid JSON"),
-    (lambda raw: b"PK\x03\x04" + raw[4:], "not a valid safetensors checkpoint"),
-    (lambda raw: b"PK\x03\x04\x14\x00\x00\x00" + raw[8:], "header length field"),
-    (lambda raw: b"\x80\x02}q\x00.", "fewer than the 8-byte header"),
+    (lambda raw: b"PK\x03\x04" + raw[4:], "not a valid zip checkpoint"),
+    (lambda raw: raw[:8] + b"x" + raw[9:], "not a valid checkpoint"),
+    (lambda raw: b"\x80\x02}q\x00.", "Invalid magic number"),
+    (lambda raw: struct.pack("<Q", 2 ** 40) + raw[8:], "not a valid checkpoint"),
 ])
 def test_corrupt_files_raise_a_clear_error(tmp_path, damage, match):
     path = tmp_path / "m.safetensors"
-    torch.save(_state_dict(), path)
+    save_safetensors(_state_dict(), path)
     path.write_bytes(damage(path.read_bytes()))
     with pytest.raises(CheckpointError, match=match) as info:
         torch.load(path)
@@ -139,7 +141,7 @@ def test_inconsistent_header_is_rejected(tmp_path):
 
 def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
     path = tmp_path / "model.safetensors"
-    torch.save({"v": torch.tensor([1.0])}, path)
+    save_safetensors({"v": torch.tensor([1.0])}, path)
     old = path.read_bytes()
 
     def fail(src, dst):
@@ -147,7 +149,7 @@ def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
-        torch.save({"v": torch.tensor([2.0])}, path)
+        save_safetensors({"v": torch.tensor([2.0])}, path)
     monkeypatch.undo()
     assert path.read_bytes() == old
     assert os.listdir(tmp_path) == ["model.safetensors"]
@@ -156,12 +158,12 @@ def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch):
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions")
 def test_unwritable_directory_keeps_the_old_file(tmp_path):
     path = tmp_path / "model.safetensors"
-    torch.save({"v": torch.tensor([1.0])}, path)
+    save_safetensors({"v": torch.tensor([1.0])}, path)
     old = path.read_bytes()
     os.chmod(tmp_path, 0o555)
     try:
         with pytest.raises(PermissionError):
-            torch.save({"v": torch.tensor([2.0])}, path)
+            save_safetensors({"v": torch.tensor([2.0])}, path)
     finally:
         os.chmod(tmp_path, 0o755)
     assert path.read_bytes() == old
@@ -169,12 +171,12 @@ def test_unwritable_directory_keeps_the_old_file(tmp_path):
 
 def test_directory_that_does_not_exist(tmp_path):
     with pytest.raises(FileNotFoundError):
-        torch.save({"v": torch.tensor([1.0])}, tmp_path / "missing" / "model.safetensors")
+        save_safetensors({"v": torch.tensor([1.0])}, tmp_path / "missing" / "model.safetensors")
 
 
 def test_saved_file_gets_normal_permissions(tmp_path):
     path = tmp_path / "model.safetensors"
-    torch.save({"v": torch.tensor([1.0])}, path)
+    save_safetensors({"v": torch.tensor([1.0])}, path)
     mask = os.umask(0)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
@@ -186,14 +188,14 @@ def test_safetensors_reads_ours(tmp_path):
     st = pytest.importorskip("safetensors.numpy")
     sd = _state_dict()
     path = tmp_path / "ours.safetensors"
-    torch.save(sd, path)
+    save_safetensors(sd, path)
     theirs = st.load_file(str(path))
     assert set(theirs) == set(sd)
     for k, v in sd.items():
         assert theirs[k].shape == tuple(v.shape)
         np.testing.assert_array_equal(theirs[k], v.numpy())
     nested = tmp_path / "nested.safetensors"
-    torch.save({"model": {"w": torch.ones(2)}, "step": 5}, nested)
+    save_safetensors({"model": {"w": torch.ones(2)}, "step": 5}, nested)
     assert list(st.load_file(str(nested))) == ["model.w"]
 
 
@@ -217,7 +219,7 @@ def test_half_precision_files_load_as_16_bit_tensors(tmp_path):
     st.save_file({"h": np.array([1.5, -2.0], np.float16)}, str(path))
     back = torch.load(path)
     assert back["h"].dtype is torch.float16 and back["h"].tolist() == [1.5, -2.0]
-    torch.save({"h": back["h"], "b": back["h"].bfloat16()}, tmp_path / "ours.safetensors")
+    save_safetensors({"h": back["h"], "b": back["h"].bfloat16()}, tmp_path / "ours.safetensors")
     again = torch.load(tmp_path / "ours.safetensors")
     assert again["h"].dtype is torch.float16 and again["b"].dtype is torch.bfloat16
     assert again["b"].tolist() == [1.5, -2.0]
@@ -229,7 +231,7 @@ def test_safetensors_torch_reads_ours_when_installed(tmp_path):
         pytest.skip("'torch' resolves to reftorch")
     st = pytest.importorskip("safetensors.torch")
     path = tmp_path / "ours.safetensors"
-    torch.save(_state_dict(), path)
+    save_safetensors(_state_dict(), path)
     theirs = st.load_file(str(path))
     np.testing.assert_array_equal(theirs["layer.weight"].numpy(), _state_dict()["layer.weight"].numpy())
 
@@ -240,7 +242,7 @@ def test_safetensors_torch_reads_ours_when_installed(tmp_path):
 
 def _saved_on_cuda():
     """A checkpoint as reftorch writes it for {"w": <cuda tensor>, "n": <cpu tensor>}, made without a GPU."""
-    from reftorch import serialization
+    from reftorch import _safetensors as serialization
     tensors = {"w": torch.tensor([1.5, -2.0]), "n": torch.tensor(3)}
     meta = {"format": "pt", "reftorch.devices": json.dumps({"w": "cuda:0"})}
     return serialization._encode(tensors, meta)
@@ -248,7 +250,7 @@ def _saved_on_cuda():
 
 def test_cpu_checkpoints_carry_no_device_metadata():
     buf = io.BytesIO()
-    torch.save({"w": torch.ones(2)}, buf)
+    save_safetensors({"w": torch.ones(2)}, buf)
     (n,) = struct.unpack("<Q", buf.getvalue()[:8])
     assert json.loads(buf.getvalue()[8:8 + n])["__metadata__"] == {"format": "pt"}
 
@@ -285,7 +287,7 @@ def test_map_location_names_are_checked_and_corrupt_device_metadata_is_named(tmp
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="CUDA"):
             torch.load(io.BytesIO(buf), map_location="cuda")
-    from reftorch import serialization
+    from reftorch import _safetensors as serialization
     bad = serialization._encode({"w": torch.ones(1)}, {"format": "pt", "reftorch.devices": "[1, 2"})
     path = tmp_path / "bad.safetensors"
     path.write_bytes(bad)

@@ -528,14 +528,24 @@ def _consts(a):
             yield from _consts(e)
 
 
+def _recompiled(module, fullgraph, dynamic):
+    return CompiledModule(module, fullgraph=fullgraph, dynamic=dynamic)
+
+
 class CompiledModule:
     """A module whose forward is compiled; everything else (parameters, state_dict, train/eval,
     attributes) is the original module's."""
 
     def __init__(self, module, *, fullgraph=False, dynamic=False):
         object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_options", (fullgraph, dynamic))
         object.__setattr__(self, "_compiled_forward", CompiledFunction(
             module.forward, fullgraph=fullgraph, dynamic=dynamic, guard_extra=lambda: module.training))
+
+    def __reduce__(self):
+        # pickled (reftorch.save) as the module it wraps and its options: no traces or kernels travel, the
+        # loaded copy compiles again on first call
+        return (_recompiled, (self._orig_mod, *self._options))
 
     def __call__(self, *args, **kwargs):
         return self._compiled_forward(*args, **kwargs)
