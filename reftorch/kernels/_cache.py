@@ -51,7 +51,8 @@ CACHE = CACHE_DIR is not None
 # set through Numba's own NUMBA_CPU_FEATURES / NUMBA_CPU_NAME are left alone.
 
 def _prefer_512_bit_vectors():
-    if os.environ.get("REFTORCH_VECTOR_WIDTH", "512") != "512" or numba.config.CPU_FEATURES is not None             or numba.config.CPU_NAME is not None:
+    if os.environ.get("REFTORCH_VECTOR_WIDTH", "512") != "512" or numba.config.CPU_FEATURES is not None \
+            or numba.config.CPU_NAME is not None:
         return
     try:
         from numba.core.codegen import get_host_cpu_features
