@@ -484,6 +484,17 @@ def emit_module(ops, fused):
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 
+KERNELS_INIT = HEADER + '''"""Generated from reftorch/ops.yaml by `python -m codegen`."""
+
+
+def cache_stats():
+    """The kernel cache of this process: {"dir": its directory or None, "repaired": how many damaged cache
+    files were found, removed and recompiled, "repaired_files": their paths} (reftorch/kernels/_cache.py)."""
+    from ._cache import cache_stats     # here, not at the top: importing _cache imports Numba
+    return cache_stats()
+'''
+
+
 def cache_module():
     """reftorch/kernels/_cache.py: codegen/templates/cache.py copied verbatim under the generated-file header."""
     with open(os.path.join(TEMPLATES, "cache.py")) as f:
