@@ -17,6 +17,7 @@ from . import _layout as L
 from . import _reference
 from . import _cuda_dispatch as _cuda_d
 from . import _half
+from . import _threads
 from . import _autocast
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
@@ -254,7 +255,6 @@ BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orde
 PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
 THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
               (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-_pool = None
 
 
 def _parallel(n):
@@ -275,14 +275,11 @@ def _chunks(n, align=4096):
 
 def _in_threads(run, ranges):
     """run(lo, hi) for every range: all but the first in the pool, the first in this thread."""
-    global _pool
     if len(ranges) == 1:
         run(*ranges[0])
         return
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="reftorch")
-    futures = [_pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
+    pool = _threads.pool("reftorch", THREADS - 1)     # reftorch/_threads.py: a fresh one in a forked child
+    futures = [pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
     run(*ranges[0])
     for f in futures:
         f.result()
