@@ -18,6 +18,7 @@ from . import _reference
 from . import _cuda_dispatch as _cuda_d
 from . import _half
 from . import _threads
+from . import _alloc
 from . import _autocast
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
@@ -196,7 +197,11 @@ def new_tensor(arr, dtype):
 
 def empty(shape, dtype, strides=None):
     n = L.numel(shape)
-    return Tensor._make(Storage(np.empty(n, dtype.np)), 0, tuple(shape), strides or L.contiguous_strides(shape), dtype)
+    try:
+        data = np.empty(n, dtype.np)
+    except (ValueError, MemoryError):   # too big for any memory: PyTorch's error (reftorch/_alloc.py)
+        raise _alloc.error(shape, dtype.itemsize) from None
+    return Tensor._make(Storage(data), 0, tuple(shape), strides or L.contiguous_strides(shape), dtype)
 
 
 def promoted(spec, ts):
@@ -1179,8 +1184,8 @@ class ReductionCall:
         self.out_shape = _reduced_shape(x._shape, dims, bool(kw.get("keepdim", False)))
         self.M = L.numel(self.out_shape)
         self.K = L.numel(tuple(x._shape[d] for d in dims))
-        if self.K == 0 and spec.identity is None and self.M > 0:
-            raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+        if self.K == 0 and spec.identity is None and self.M > 0:    # no identity: nothing to give an empty slice
+            raise RuntimeError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
                              "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
                 IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
         self.x, self.xin, self.kw, self.dims, self.out_dtype = x, xin, kw, dims, out_dtype
