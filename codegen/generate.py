@@ -10,8 +10,8 @@ def generate(registry_path, text=None):
     ops = load(registry_path, text)
     deriv_src, fused, saves = emit_autograd.emit(ops)
     return {
-        "reftorch/kernels/__init__.py": emit_cpu.HEADER + '"""Generated from reftorch/ops.yaml by `python -m codegen`."""\n',
-        "reftorch/kernels/_cache.py": emit_cpu.CACHE_MODULE,
+        "reftorch/kernels/__init__.py": emit_cpu.KERNELS_INIT,
+        "reftorch/kernels/_cache.py": emit_cpu.cache_module(),
         "reftorch/kernels/cpu.py": emit_cpu.emit_module(ops, fused),
         "reftorch/kernels/cuda.py": emit_cuda.emit_module(ops, fused),
         "reftorch/kernels/cpu_half.py": emit_cpu_half.emit_half_module(ops, fused),

@@ -184,18 +184,52 @@ class Op:
 
 # ---------------------------------------------------------------- YAML with line numbers
 
-def _to_python(node):
-    """Compose-node -> Python values, mappings becoming (dict, {key: line}) pairs."""
+def _to_python(node, field=None):
+    """Compose-node -> Python values, mappings becoming (dict, {key: line}) pairs. `field` is the op field the
+    node sits under (for errors): a node the safe loader cannot construct (a `!!python/name:` tag, say)
+    raises _BadScalar, which load() turns into a RegistryError naming the op and the field."""
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise _BadScalar(field, node.start_mark.line + 1, f"could not determine a constructor for the tag {node.tag!r}")
     if isinstance(node, yaml.MappingNode):
         out, lines = {}, {}
         for k, v in node.value:
             key = k.value
-            out[key] = _to_python(v)
+            out[key] = _to_python(v, key)
             lines[key] = k.start_mark.line + 1
         return _Mapping(out, lines, node.start_mark.line + 1)
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(v) for v in node.value]
-    return _SCALAR_LOADER.construct_object(node, deep=True)
+        return [_to_python(v, field) for v in node.value]
+    try:
+        return _SCALAR_LOADER.construct_object(node, deep=True)
+    except yaml.YAMLError as err:
+        raise _BadScalar(field, node.start_mark.line + 1, getattr(err, "problem", None) or str(err)) from None
+
+
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+class _BadScalar(Exception):
+    def __init__(self, field, line, problem):
+        super().__init__(problem)
+        self.field, self.line, self.problem = field, line, problem
+
+
+def _entry_name(node):
+    """The `name:` of an op entry node, read without constructing anything else."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == "name" and isinstance(v, yaml.ScalarNode) \
+                    and v.tag == "tag:yaml.org,2002:str":
+                return v.value
+    return "<unnamed>"
+
+
+def _entry(node, path):
+    try:
+        return _to_python(node)
+    except _BadScalar as err:
+        where = f"field '{err.field}'" if err.field is not None else "a key"
+        raise RegistryError(f"{path}:{err.line}: op '{_entry_name(node)}', {where}: {err.problem}") from None
 
 
 _SCALAR_LOADER = yaml.SafeLoader("")
@@ -552,7 +586,7 @@ def load(path="reftorch/ops.yaml", text=None):
         return ()
     if not isinstance(root, yaml.SequenceNode):
         raise RegistryError(f"{path}: the registry must be a list of op entries")
-    raws = [_to_python(n) for n in root.value]
+    raws = [_entry(n, path) for n in root.value]
     # only well-formed names count here: a malformed one is reported by parse_op with its op and field
     names = {r.get("name") for r in raws if isinstance(r, dict) and isinstance(r.get("name"), str)}
     aliases = set()

@@ -8,6 +8,7 @@ import numpy as np
 
 from ._layout import contiguous_array as _contig
 
+from . import _alloc
 from . import _dtype as D
 from . import _layout as L
 from ._device import as_device
@@ -131,19 +132,25 @@ def _dt(dtype, default=None):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None):
     shape = _shape(size)
     dt = _dt(dtype)
-    return _finish(np.empty(shape, dt.np), dt, device, requires_grad)
+    with _alloc.sized(shape, dt.itemsize):      # PyTorch's errors for sizes no memory holds (reftorch/_alloc.py)
+        arr = np.empty(shape, dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
-    return _finish(np.zeros(shape, dt.np), dt, device, requires_grad)
+    with _alloc.sized(shape, dt.itemsize):
+        arr = np.zeros(shape, dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
-    return _finish(np.ones(shape, dt.np), dt, device, requires_grad)
+    with _alloc.sized(shape, dt.itemsize):
+        arr = np.ones(shape, dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -151,7 +158,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(fill_value))
-    return _finish(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
+    with _alloc.sized(shape, dt.itemsize):
+        arr = np.full(shape, fill_value, dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
@@ -187,13 +196,16 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         dt = D.as_dtype(dtype)
     n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    arr = (vals[0] + np.arange(n, dtype=np.float64 if dt.category == 2 else np.int64) * vals[2])
+    with _alloc.sized((n,), dt.itemsize):
+        arr = (vals[0] + np.arange(n, dtype=np.float64 if dt.category == 2 else np.int64) * vals[2])
     return _finish(arr.astype(dt.np), dt, device, requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
-    return _finish(np.linspace(float(start), float(end), int(steps)).astype(dt.np), dt, device, requires_grad)
+    with _alloc.sized((int(steps),), dt.itemsize):
+        arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -204,7 +216,9 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
-    return _finish(np.eye(n, m if m is not None else n, dtype=dt.np), dt, device, requires_grad)
+    with _alloc.sized((n, m if m is not None else n), dt.itemsize):
+        arr = np.eye(n, m if m is not None else n, dtype=dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 # ----------------------------------------------------------------------------- random
@@ -278,7 +292,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     if _on_cuda(device):
         from ._cuda_random import uniform
         return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np), dt, device, requires_grad)
+    with _alloc.sized(_shape(size), dt.itemsize):
+        arr = _rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
@@ -288,7 +304,9 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     if _on_cuda(device):
         from ._cuda_random import normal as _cuda_normal
         return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).standard_normal(_shape(size)).astype(dt.np), dt, device, requires_grad)
+    with _alloc.sized(_shape(size), dt.itemsize):
+        arr = _rng(generator).standard_normal(_shape(size)).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -300,8 +318,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if _on_cuda(device):
         from ._cuda_random import integers
         return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np), dt, device,
-                   requires_grad)
+    with _alloc.sized(_shape((tuple(size),)), dt.itemsize):
+        arr = _rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):

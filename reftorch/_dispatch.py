@@ -17,6 +17,8 @@ from . import _layout as L
 from . import _reference
 from . import _cuda_dispatch as _cuda_d
 from . import _half
+from . import _threads
+from . import _alloc
 from . import _autocast
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
@@ -195,7 +197,11 @@ def new_tensor(arr, dtype):
 
 def empty(shape, dtype, strides=None):
     n = L.numel(shape)
-    return Tensor._make(Storage(np.empty(n, dtype.np)), 0, tuple(shape), strides or L.contiguous_strides(shape), dtype)
+    try:
+        data = np.empty(n, dtype.np)
+    except (ValueError, MemoryError):   # too big for any memory: PyTorch's error (reftorch/_alloc.py)
+        raise _alloc.error(shape, dtype.itemsize) from None
+    return Tensor._make(Storage(data), 0, tuple(shape), strides or L.contiguous_strides(shape), dtype)
 
 
 def promoted(spec, ts):
@@ -254,7 +260,6 @@ BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orde
 PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
 THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
               (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-_pool = None
 
 
 def _parallel(n):
@@ -275,14 +280,11 @@ def _chunks(n, align=4096):
 
 def _in_threads(run, ranges):
     """run(lo, hi) for every range: all but the first in the pool, the first in this thread."""
-    global _pool
     if len(ranges) == 1:
         run(*ranges[0])
         return
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="reftorch")
-    futures = [_pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
+    pool = _threads.pool("reftorch", THREADS - 1)     # reftorch/_threads.py: a fresh one in a forked child
+    futures = [pool.submit(run, lo, hi) for lo, hi in ranges[1:]]
     run(*ranges[0])
     for f in futures:
         f.result()
@@ -1182,8 +1184,8 @@ class ReductionCall:
         self.out_shape = _reduced_shape(x._shape, dims, bool(kw.get("keepdim", False)))
         self.M = L.numel(self.out_shape)
         self.K = L.numel(tuple(x._shape[d] for d in dims))
-        if self.K == 0 and spec.identity is None and self.M > 0:
-            raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+        if self.K == 0 and spec.identity is None and self.M > 0:    # no identity: nothing to give an empty slice
+            raise RuntimeError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0. "
                              "Specify the reduction dim with the 'dim' argument.") if kw.get("dim") is None else \
                 IndexError(f"{spec.name}(): Expected reduction dim {dims[0]} to have non-zero size.")
         self.x, self.xin, self.kw, self.dims, self.out_dtype = x, xin, kw, dims, out_dtype

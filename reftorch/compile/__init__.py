@@ -58,6 +58,7 @@ import os
 import numpy as np
 
 from .. import _dispatch
+from .. import _threads
 from .. import _layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
@@ -245,26 +246,22 @@ def _n_threads():
 
 
 _PAR_MIN_V = None
-_POOL = None
 
 
 def _threaded(kernel, outs, arrays, scalars, n):
     """The contiguous kernel (compiled nogil) over equal chunks, one per thread: elementwise, so chunks are
     independent, and no parallel=True variant needs compiling (that costs seconds at the first call).
     Serial when the machine is busy (see below)."""
-    global _POOL
     t = max(1, min(_n_threads(), n // max(_PAR_MIN_V // 2, 1)))
     # the eager kernels' load test (_dispatch._parallel): threads only while the 1-minute load average leaves
     # a core free -- a chunk waiting for a core another process holds stalls the whole call
     if t < 2 or not _dispatch._parallel(max(n, _dispatch.PARALLEL_MIN)):
         kernel(*outs, *arrays, *scalars)
         return
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
-        _POOL = ThreadPoolExecutor(max_workers=_n_threads(), thread_name_prefix="reftorch-compile")
+    pool = _threads.pool("reftorch-compile", _n_threads())     # reftorch/_threads.py: fresh in a forked child
     step = -(-n // t)
     step += -step % 16          # chunk edges on cache-line multiples
-    futs = [_POOL.submit(kernel, *[o[s:s + step] for o in outs], *[a[s:s + step] for a in arrays], *scalars)
+    futs = [pool.submit(kernel, *[o[s:s + step] for o in outs], *[a[s:s + step] for a in arrays], *scalars)
             for s in range(step, n, step)]
     kernel(*[o[:step] for o in outs], *[a[:step] for a in arrays], *scalars)   # the first chunk on this thread
     for f in futs:

@@ -6,6 +6,7 @@
 probe once: NUMBA_CACHE_DIR if set, else a per-user directory, else the package directory; when
 none is writable, kernels compile uncached (slower first calls, never an import error).
 """
+import logging
 import os
 import tempfile
 import threading
@@ -43,6 +44,79 @@ if CACHE_DIR is not None:
 CACHE = CACHE_DIR is not None
 
 
+# A damaged cache repairs itself. A crash or a full disk while Numba writes a cache entry, or a copy cut short,
+# leaves index (.nbi) or data (.nbc) files that are empty, zero-filled or truncated; Numba unpickles them on
+# every load and raises (UnpicklingError, EOFError, ...) from the op that asked for the kernel, in every process,
+# until someone deletes the directory. Here such a file counts as absent: it is removed, the kernel compiles,
+# and Numba's save writes a fresh entry in its place. Each repair is logged (a warning on the "reftorch.kernels"
+# logger) and counted in cache_stats().
+
+_log = logging.getLogger("reftorch.kernels")
+_STATS_LOCK = threading.Lock()
+_REPAIRED = []      # (path, error) of each damaged cache file found in this process
+
+
+def cache_stats():
+    """This process's kernel cache: its directory (None: kernels compile uncached), and the damaged cache
+    files it found, removed and recompiled ("repaired", their count, and "repaired_files", their paths)."""
+    with _STATS_LOCK:
+        files = [path for path, _ in _REPAIRED]
+    return {"dir": CACHE_DIR, "repaired": len(files), "repaired_files": files}
+
+
+def _repaired(path, err):
+    with _STATS_LOCK:
+        _REPAIRED.append((path, f"{type(err).__name__}: {err}"))
+    _log.warning("reftorch: kernel cache file %s was damaged (%s: %s); recompiling it", path, type(err).__name__, err)
+    try:
+        os.remove(path)     # so that the save after the compile writes it afresh (and nothing counts it twice)
+    except OSError:
+        pass
+
+
+def _self_repairing_cache():
+    try:
+        from numba.core import caching
+    except ImportError:
+        return
+    files = caching.IndexDataCacheFile
+    load_index, load_data = files._load_index, files._load_data
+    if getattr(load_index, "reftorch", False):
+        return
+
+    def _load_index(self):
+        try:
+            return load_index(self)
+        except Exception as err:    # noqa: BLE001 -- whatever a damaged pickle raises: the index is rebuilt
+            _repaired(self._index_path, err)
+            return {}
+
+    def _load_data(self, name):
+        try:
+            return load_data(self, name)
+        except FileNotFoundError:
+            raise                   # Numba's own case: the index names a file removed meanwhile
+        except Exception as err:    # noqa: BLE001 -- as above; None makes Numba compile and save the entry
+            _repaired(self._data_path(name), err)
+            return None
+
+    rebuild_entry = caching.Cache._load_overload
+
+    def _load_overload(self, sig, target_context):
+        try:
+            return rebuild_entry(self, sig, target_context)
+        except Exception as err:    # noqa: BLE001 -- an entry that unpickles but does not rebuild: its index goes,
+            _repaired(self._cache_file._index_path, err)    # and the save after the compile writes both afresh
+            return None
+
+    _load_index.reftorch = _load_data.reftorch = _load_overload.reftorch = True
+    files._load_index, files._load_data = _load_index, _load_data
+    caching.Cache._load_overload = _load_overload
+
+
+_self_repairing_cache()
+
+
 # Vector width. On CPUs with AVX-512 LLVM's default tuning prefers 256-bit vectors (older Skylake parts
 # lower their clock for 512-bit instructions). On the project's machine (Emerald Rapids) 512-bit vectors
 # make the float32 exp, tanh, sigmoid and log kernels 1.3-1.6x faster (benches/compare.py measures them
@@ -51,7 +125,8 @@ CACHE = CACHE_DIR is not None
 # set through Numba's own NUMBA_CPU_FEATURES / NUMBA_CPU_NAME are left alone.
 
 def _prefer_512_bit_vectors():
-    if os.environ.get("REFTORCH_VECTOR_WIDTH", "512") != "512" or numba.config.CPU_FEATURES is not None             or numba.config.CPU_NAME is not None:
+    if os.environ.get("REFTORCH_VECTOR_WIDTH", "512") != "512" or numba.config.CPU_FEATURES is not None \
+            or numba.config.CPU_NAME is not None:
         return
     try:
         from numba.core.codegen import get_host_cpu_features
@@ -161,8 +236,10 @@ def _cached_runtime():
         try:
             with open(path, "rb") as f:
                 return codegen.unserialize_library(pickle.load(f))
-        except Exception:   # noqa: BLE001 -- absent, unreadable or from elsewhere: compile it
+        except FileNotFoundError:
             pass
+        except Exception as err:   # noqa: BLE001 -- damaged, unreadable or from elsewhere: compile it
+            _repaired(path, err)
         try:
             ir_mod, library = nrtdynmod.create_nrt_module(ctx)
             library.enable_object_caching()

@@ -146,6 +146,15 @@ def seed_worker(base_seed, worker_id):
     return seed
 
 
+def one_thread():
+    """A worker's kernels and BLAS run on one thread, as PyTorch's workers do (torch.set_num_threads(1)):
+    num_workers processes already share the cores, and a pool per worker would oversubscribe them."""
+    from ... import _blas, _dispatch    # here, as in seed_worker: reftorch is fully imported by now
+    _dispatch.THREADS = 1
+    if _blas.set_threads is not None:
+        _blas.set_threads(1)
+
+
 def _pickled(data, worker_id):
     """Pickle here rather than in the queue's feeder thread, so that a batch that cannot be pickled
     is reported to the main process instead of being dropped."""
@@ -160,6 +169,7 @@ def worker_loop(iterable, dataset, index_queue, data_queue, auto_collation, coll
     """Fetch the batches the main process asks for until it sends None."""
     global _worker_info
     try:
+        one_thread()
         seed = seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
         init_error = None
