@@ -154,7 +154,7 @@ def max(F, self, dim=None, keepdim=False, *, other=None):
         return F.maximum(self, dim if other is None else other)
     if dim is None:
         if self.numel() == 0:
-            raise IndexError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
         return F.amax(self)
     indices = F.argmax(self, dim, True)
     values = F.gather(self, dim, indices)
@@ -477,7 +477,7 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
         return F.minimum(self, dim if other is None else other)
     if dim is None:
         if self.numel() == 0:
-            raise IndexError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
         return F.amin(self)
     indices = F.argmin(self, dim, True)
     values = F.gather(self, dim, indices)
