@@ -466,6 +466,96 @@ SPECS = {
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
+    'lgamma': {'name': 'lgamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.gammaln(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'digamma': {'name': 'digamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.digamma(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'erfinv': {'name': 'erfinv', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.erfinv(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'i0': {'name': 'i0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sinc': {'name': 'sinc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sinc(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_erfcx': {'name': 'special_erfcx', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.erfcx(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_ndtr': {'name': 'special_ndtr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.ndtr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_ndtri': {'name': 'special_ndtri', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.ndtri(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_log_ndtr': {'name': 'special_log_ndtr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.log_ndtr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i0e': {'name': 'special_i0e', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i1': {'name': 'special_i1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i1e': {'name': 'special_i1e', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_entr': {'name': 'special_entr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.entr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_j0': {'name': 'special_bessel_j0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.j0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_j1': {'name': 'special_bessel_j1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.j1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_y0': {'name': 'special_bessel_y0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.y0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_y1': {'name': 'special_bessel_y1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.y1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_i0': {'name': 'special_modified_bessel_i0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_i1': {'name': 'special_modified_bessel_i1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_k0': {'name': 'special_modified_bessel_k0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_k1': {'name': 'special_modified_bessel_k1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_scaled_modified_bessel_k0': {'name': 'special_scaled_modified_bessel_k0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k0e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_scaled_modified_bessel_k1': {'name': 'special_scaled_modified_bessel_k1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k1e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_airy_ai': {'name': 'special_airy_ai', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.airy(np.asarray(x, np.float64))[0]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_spherical_bessel_j0': {'name': 'special_spherical_bessel_j0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.spherical_jn(0, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'xlogy': {'name': 'xlogy', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, y: __import__('scipy').special.xlogy(np.asarray(x, np.float64), np.asarray(y, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_xlog1py': {'name': 'special_xlog1py', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, y: __import__('scipy').special.xlog1py(np.asarray(x, np.float64), np.asarray(y, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_zeta': {'name': 'special_zeta', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, q: __import__('scipy').special.zeta(np.asarray(x, np.float64), np.asarray(q, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'igamma': {'name': 'igamma', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, x: __import__('scipy').special.gammainc(np.asarray(a, np.float64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'igammac': {'name': 'igammac', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, x: __import__('scipy').special.gammaincc(np.asarray(a, np.float64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_t': {'name': 'special_chebyshev_polynomial_t', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyt(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_u': {'name': 'special_chebyshev_polynomial_u', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_v': {'name': 'special_chebyshev_polynomial_v', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64)) - __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_w': {'name': 'special_chebyshev_polynomial_w', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64)) + __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_t': {'name': 'special_shifted_chebyshev_polynomial_t', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyt(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_u': {'name': 'special_shifted_chebyshev_polynomial_u', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_v': {'name': 'special_shifted_chebyshev_polynomial_v', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1) - __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_w': {'name': 'special_shifted_chebyshev_polynomial_w', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1) + __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_hermite_polynomial_h': {'name': 'special_hermite_polynomial_h', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_hermite(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_hermite_polynomial_he': {'name': 'special_hermite_polynomial_he', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_hermitenorm(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_laguerre_polynomial_l': {'name': 'special_laguerre_polynomial_l', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_laguerre(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_legendre_polynomial_p': {'name': 'special_legendre_polynomial_p', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_legendre(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('n', 'self'), 'kernel_args': ('n',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n=1: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2573,3 +2663,373 @@ def _log_softmax_backward(grad_output, output, dim):
 
     ops.yaml: _log_softmax_backward"""
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
+
+
+def lgamma(self):
+    """log|Gamma(x)| (torch.special.gammaln); +inf at the poles 0, -1, -2 ...
+
+    ops.yaml: lgamma"""
+    return _rt.call('lgamma', (self, ), ())
+
+
+def lgamma_(self):
+    """In-place lgamma: writes the result into self."""
+    return _rt.call_inplace('lgamma', (self, ), ())
+
+
+def digamma(self):
+    """psi(x) = Gamma'(x) / Gamma(x) (torch.special.digamma, psi); -inf at +0, +inf at -0, NaN at negative integers.
+
+    ops.yaml: digamma"""
+    return _rt.call('digamma', (self, ), ())
+
+
+def digamma_(self):
+    """In-place digamma: writes the result into self."""
+    return _rt.call_inplace('digamma', (self, ), ())
+
+
+def erfinv(self):
+    """Inverse error function on [-1, 1]; +-1 give +-inf.
+
+    ops.yaml: erfinv"""
+    return _rt.call('erfinv', (self, ), ())
+
+
+def erfinv_(self):
+    """In-place erfinv: writes the result into self."""
+    return _rt.call_inplace('erfinv', (self, ), ())
+
+
+def i0(self):
+    """Modified Bessel function of the first kind, order 0 (torch.special.i0).
+
+    ops.yaml: i0"""
+    return _rt.call('i0', (self, ), ())
+
+
+def i0_(self):
+    """In-place i0: writes the result into self."""
+    return _rt.call_inplace('i0', (self, ), ())
+
+
+def sinc(self):
+    """Normalized sinc, sin(pi x) / (pi x), 1 at 0.
+
+    ops.yaml: sinc"""
+    return _rt.call('sinc', (self, ), ())
+
+
+def sinc_(self):
+    """In-place sinc: writes the result into self."""
+    return _rt.call_inplace('sinc', (self, ), ())
+
+
+def special_erfcx(self):
+    """Scaled complementary error function exp(x^2) erfc(x).
+
+    ops.yaml: special_erfcx"""
+    return _rt.call('special_erfcx', (self, ), ())
+
+
+def special_ndtr(self):
+    """Standard normal cumulative distribution function.
+
+    ops.yaml: special_ndtr"""
+    return _rt.call('special_ndtr', (self, ), ())
+
+
+def special_ndtri(self):
+    """Standard normal quantile (the inverse of ndtr); 0 and 1 give -inf and inf.
+
+    ops.yaml: special_ndtri"""
+    return _rt.call('special_ndtri', (self, ), ())
+
+
+def special_log_ndtr(self):
+    """Log of the standard normal CDF, accurate in both tails.
+
+    ops.yaml: special_log_ndtr"""
+    return _rt.call('special_log_ndtr', (self, ), ())
+
+
+def special_i0e(self):
+    """Exponentially scaled I0: exp(-|x|) I0(x).
+
+    ops.yaml: special_i0e"""
+    return _rt.call('special_i0e', (self, ), ())
+
+
+def special_i1(self):
+    """Modified Bessel function of the first kind, order 1.
+
+    ops.yaml: special_i1"""
+    return _rt.call('special_i1', (self, ), ())
+
+
+def special_i1e(self):
+    """Exponentially scaled I1: exp(-|x|) I1(x).
+
+    ops.yaml: special_i1e"""
+    return _rt.call('special_i1e', (self, ), ())
+
+
+def special_entr(self):
+    """Elementwise entropy -x log x; 0 at 0 and -inf for x < 0.
+
+    ops.yaml: special_entr"""
+    return _rt.call('special_entr', (self, ), ())
+
+
+def special_bessel_j0(self):
+    """Bessel function of the first kind, order 0. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_j0"""
+    return _rt.call('special_bessel_j0', (self, ), ())
+
+
+def special_bessel_j1(self):
+    """Bessel function of the first kind, order 1. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_j1"""
+    return _rt.call('special_bessel_j1', (self, ), ())
+
+
+def special_bessel_y0(self):
+    """Bessel function of the second kind, order 0; -inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_y0"""
+    return _rt.call('special_bessel_y0', (self, ), ())
+
+
+def special_bessel_y1(self):
+    """Bessel function of the second kind, order 1; -inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_y1"""
+    return _rt.call('special_bessel_y1', (self, ), ())
+
+
+def special_modified_bessel_i0(self):
+    """Modified Bessel function of the first kind, order 0. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_i0"""
+    return _rt.call('special_modified_bessel_i0', (self, ), ())
+
+
+def special_modified_bessel_i1(self):
+    """Modified Bessel function of the first kind, order 1. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_i1"""
+    return _rt.call('special_modified_bessel_i1', (self, ), ())
+
+
+def special_modified_bessel_k0(self):
+    """Modified Bessel function of the second kind, order 0; inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_k0"""
+    return _rt.call('special_modified_bessel_k0', (self, ), ())
+
+
+def special_modified_bessel_k1(self):
+    """Modified Bessel function of the second kind, order 1; inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_k1"""
+    return _rt.call('special_modified_bessel_k1', (self, ), ())
+
+
+def special_scaled_modified_bessel_k0(self):
+    """exp(x) K0(x). Not differentiable, as in torch.
+
+    ops.yaml: special_scaled_modified_bessel_k0"""
+    return _rt.call('special_scaled_modified_bessel_k0', (self, ), ())
+
+
+def special_scaled_modified_bessel_k1(self):
+    """exp(x) K1(x). Not differentiable, as in torch.
+
+    ops.yaml: special_scaled_modified_bessel_k1"""
+    return _rt.call('special_scaled_modified_bessel_k1', (self, ), ())
+
+
+def special_airy_ai(self):
+    """Airy function Ai(x). Not differentiable, as in torch.
+
+    ops.yaml: special_airy_ai"""
+    return _rt.call('special_airy_ai', (self, ), ())
+
+
+def special_spherical_bessel_j0(self):
+    """Spherical Bessel function of the first kind, order 0: sin(x) / x. Not differentiable, as in torch.
+
+    ops.yaml: special_spherical_bessel_j0"""
+    return _rt.call('special_spherical_bessel_j0', (self, ), ())
+
+
+def xlogy(self, other):
+    """self * log(other), 0 where self == 0 unless other is NaN (torch.special.xlogy).
+
+    ops.yaml: xlogy"""
+    return _rt.call('xlogy', (self, other, ), ())
+
+
+def xlogy_(self, other):
+    """In-place xlogy: writes the result into self."""
+    return _rt.call_inplace('xlogy', (self, other, ), ())
+
+
+def special_xlog1py(self, other):
+    """self * log1p(other), 0 where self == 0 unless other is NaN.
+
+    ops.yaml: special_xlog1py"""
+    return _rt.call('special_xlog1py', (self, other, ), ())
+
+
+def special_zeta(self, other):
+    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (torch has no derivative for self).
+
+    ops.yaml: special_zeta"""
+    return _rt.call('special_zeta', (self, other, ), ())
+
+
+def igamma(self, other):
+    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only, as torch.
+
+    ops.yaml: igamma"""
+    return _rt.call('igamma', (self, other, ), ())
+
+
+def igamma_(self, other):
+    """In-place igamma: writes the result into self."""
+    return _rt.call_inplace('igamma', (self, other, ), ())
+
+
+def igammac(self, other):
+    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only.
+
+    ops.yaml: igammac"""
+    return _rt.call('igammac', (self, other, ), ())
+
+
+def igammac_(self, other):
+    """In-place igammac: writes the result into self."""
+    return _rt.call_inplace('igammac', (self, other, ), ())
+
+
+def special_chebyshev_polynomial_t(self, n):
+    """Chebyshev polynomial of the first kind T_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_t"""
+    return _rt.call('special_chebyshev_polynomial_t', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_u(self, n):
+    """Chebyshev polynomial of the second kind U_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_u"""
+    return _rt.call('special_chebyshev_polynomial_u', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_v(self, n):
+    """Chebyshev polynomial of the third kind V_n(x) = U_n(x) - U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_v"""
+    return _rt.call('special_chebyshev_polynomial_v', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_w(self, n):
+    """Chebyshev polynomial of the fourth kind W_n(x) = U_n(x) + U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_w"""
+    return _rt.call('special_chebyshev_polynomial_w', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_t(self, n):
+    """Shifted Chebyshev polynomial T*_n(x) = T_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_t"""
+    return _rt.call('special_shifted_chebyshev_polynomial_t', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_u(self, n):
+    """Shifted Chebyshev polynomial U*_n(x) = U_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_u"""
+    return _rt.call('special_shifted_chebyshev_polynomial_u', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_v(self, n):
+    """Shifted Chebyshev polynomial V*_n(x) = V_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_v"""
+    return _rt.call('special_shifted_chebyshev_polynomial_v', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_w(self, n):
+    """Shifted Chebyshev polynomial W*_n(x) = W_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_w"""
+    return _rt.call('special_shifted_chebyshev_polynomial_w', (self, n, ), ())
+
+
+def special_hermite_polynomial_h(self, n):
+    """Physicists' Hermite polynomial H_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_hermite_polynomial_h"""
+    return _rt.call('special_hermite_polynomial_h', (self, n, ), ())
+
+
+def special_hermite_polynomial_he(self, n):
+    """Probabilists' Hermite polynomial He_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_hermite_polynomial_he"""
+    return _rt.call('special_hermite_polynomial_he', (self, n, ), ())
+
+
+def special_laguerre_polynomial_l(self, n):
+    """Laguerre polynomial L_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_laguerre_polynomial_l"""
+    return _rt.call('special_laguerre_polynomial_l', (self, n, ), ())
+
+
+def special_legendre_polynomial_p(self, n):
+    """Legendre polynomial P_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_legendre_polynomial_p"""
+    return _rt.call('special_legendre_polynomial_p', (self, n, ), ())
+
+
+def _polygamma(self, n):
+    """The kernel of polygamma with self first (torch.polygamma takes n first).
+
+    ops.yaml: _polygamma"""
+    return _rt.call('_polygamma', (self, ), (n, ))
+
+
+def _polygamma_(self, n):
+    """In-place _polygamma: writes the result into self."""
+    return _rt.call_inplace('_polygamma', (self, ), (n, ))
+
+
+def polygamma(n, self):
+    """The n-th derivative of digamma (torch.special.polygamma); also the method Tensor.polygamma(n).
+
+    ops.yaml: polygamma"""
+    return _rt.composite('polygamma', n, self)
+
+
+def polygamma_(n, self):
+    """In-place polygamma: writes the result into self."""
+    return _rt.composite_inplace('polygamma', n, self)
+
+
+def mvlgamma(self, p):
+    """Multivariate log-gamma sum_j lgamma(x - j/2) + p(p-1)/4 log(pi) (torch.special.multigammaln).
+
+    ops.yaml: mvlgamma"""
+    return _rt.composite('mvlgamma', self, p)
+
+
+def mvlgamma_(self, p):
+    """In-place mvlgamma: writes the result into self."""
+    return _rt.composite_inplace('mvlgamma', self, p)

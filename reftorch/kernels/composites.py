@@ -484,3 +484,24 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def polygamma(F, n, self):
+    # ops.yaml: polygamma
+    if F.is_tensor(n) and (not F.is_tensor(self)):
+        n, self = (self, n)
+    if n < 0:
+        raise RuntimeError('polygamma(n, x) does not support negative n.')
+    return F._polygamma(self, n)
+
+
+def mvlgamma(F, self, p):
+    # ops.yaml: mvlgamma
+    if p < 1:
+        raise RuntimeError('p has to be greater than or equal to 1')
+    if not F.is_floating(self):
+        self = self.to(F.default_float())
+    out = F.lgamma(self)
+    for j in range(1, p):
+        out = out + F.lgamma(self - 0.5 * j)
+    return out + p * (p - 1) / 4 * math.log(math.pi)
