@@ -258,16 +258,16 @@ _SQRT1_2 = 0.7071067811865476
 def zeta(x, q):
     # Hurwitz zeta sum_k (k + q)^-x: the first terms summed until k + q > 9, the tail by Euler-Maclaurin.
     # x < 1 is NaN and x == 1 a pole; q <= 0 integer is a pole, q < 0 needs an integer x (torch.special.zeta).
-    x = float(x)
-    q = float(q)
+    x = np.float64(x)
+    q = np.float64(q)
     if x == 1.0:
         return inf
     if x < 1.0:
         return nan
     if q <= 0.0:
-        if q == np.floor(q):
+        if q == floor(q):
             return inf
-        if x != np.floor(x):
+        if x != floor(x):
             return nan
     s = q ** -x
     a = q
@@ -324,15 +324,15 @@ def _digamma_pos(x):
 def digamma(x):
     # torch.digamma: +-0 give -+inf, negative integers and -inf NaN; x < 0 by the reflection
     # psi(x) = psi(1 - x) - pi / tan(pi * frac(x))
-    x = float(x)
+    x = np.float64(x)
     if x == 0.0:
-        return -inf if not np.signbit(x) else inf
+        return -inf if not signbit(x) else inf
     if x != x or x == inf:
         return x
     if x < 0.0:
-        if x == np.floor(x):
+        if x == floor(x):
             return nan
-        r = x - np.trunc(x)
+        r = x - trunc(x)
         return _digamma_pos(1.0 - x) - pi / tan(pi * r)
     return _digamma_pos(x)
 
@@ -342,7 +342,7 @@ def polygamma(n, x):
     # torch.polygamma: digamma for n == 0; trigamma by zeta(2, x) with the reflection
     # psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x) for x < 0.5 (huge, not inf, near negative integers, as torch);
     # n >= 2 as (-1)^(n+1) n! zeta(n + 1, x)
-    x = float(x)
+    x = np.float64(x)
     if n == 0:
         return digamma(x)
     if n == 1:
@@ -391,7 +391,7 @@ def _erfc_tail_inv(q):
 def erfinv(x):
     # torch.erfinv: +-1 give +-inf, |x| > 1 NaN. |x| <= 0.5 by Halley steps on erf; beyond, on erfc(y) = 1 - |x|
     # (exact there), which keeps the relative accuracy near +-1
-    x = float(x)
+    x = np.float64(x)
     if x != x or x < -1.0 or x > 1.0:
         return nan
     a = abs(x)
@@ -413,7 +413,7 @@ def erfinv(x):
 def ndtri(p):
     # torch.special.ndtri: the standard normal quantile, sqrt(2) * erfcinv(2 (1 - p)) mirrored at p = 0.5;
     # 0 and 1 give -inf and inf, p outside [0, 1] NaN
-    p = float(p)
+    p = np.float64(p)
     if p != p or p < 0.0 or p > 1.0:
         return nan
     if p == 0.0:
@@ -431,7 +431,7 @@ def ndtri(p):
 def erfcx(x):
     # exp(x^2) erfc(x): directly (exp(x^2) from x^2 as a sum of two doubles) up to x = 26, beyond by the continued
     # fraction of erfc, evaluated from its tail (a dozen terms are exact there)
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if x < 26.0:
@@ -454,7 +454,7 @@ def erfcx(x):
 @njit(error_model="numpy")
 def ndtr(x):
     # the standard normal CDF, 0.5 erfc(-x / sqrt 2): near 0 through erf, in the tails through erfc
-    z = float(x) * _SQRT1_2
+    z = np.float64(x) * _SQRT1_2
     if abs(z) < _SQRT1_2:
         return 0.5 + 0.5 * erf(z)
     y = 0.5 * erfc(abs(z))
@@ -464,7 +464,7 @@ def ndtr(x):
 @njit(error_model="numpy")
 def log_ndtr(x):
     # log of the normal CDF: below -1 as log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 (no underflow), else log1p(-Q)
-    x = float(x)
+    x = np.float64(x)
     t = x * _SQRT1_2
     if x < -1.0:
         return log(erfcx(-t) / 2.0) - t * t
@@ -557,8 +557,8 @@ def _gammaincc_small_a(a, x):
 def gammainc(a, x):
     # torch.special.gammainc, the regularized lower incomplete gamma P(a, x): NaN for a < 0 or x < 0; a == 0
     # gives 1 (x > 0), x == 0 gives 0, x == inf gives 1
-    a = float(a)
-    x = float(x)
+    a = np.float64(a)
+    x = np.float64(x)
     if a != a or x != x or a < 0.0 or x < 0.0:
         return nan
     if a == 0.0:
@@ -577,8 +577,8 @@ def gammainc(a, x):
 @njit(error_model="numpy")
 def gammaincc(a, x):
     # torch.special.gammaincc, Q(a, x) = 1 - P(a, x), each side computed directly where it is small
-    a = float(a)
-    x = float(x)
+    a = np.float64(a)
+    x = np.float64(x)
     if a != a or x != x or a < 0.0 or x < 0.0:
         return nan
     if a == 0.0:
@@ -630,7 +630,7 @@ def _bessel_i_asym(x, nu):
 def bessel_i(x, nu, scaled):
     # torch.special.i0/i1 (nu = 0, 1) and i0e/i1e (scaled: times exp(-|x|)); I0 is even, I1 odd;
     # +-inf give NaN unscaled and 0 scaled, as torch
-    x = float(x)
+    x = np.float64(x)
     a = abs(x)
     if a == inf:
         return (0.0 if nu == 0 or x > 0 else -0.0) if scaled else nan
@@ -656,7 +656,7 @@ def bessel_i(x, nu, scaled):
 def bessel_k(x, nu, scaled):
     # torch.special.modified_bessel_k0/k1 (nu = 0, 1), scaled_*: times exp(x). x <= 1 by the series of
     # A&S 9.6.11 around I_nu, beyond by Steed's continued fraction (Temme's CF2) for K_0 and K_1 together
-    x = float(x)
+    x = np.float64(x)
     if x != x or x < 0.0:
         return nan
     if x == 0.0:
@@ -837,7 +837,7 @@ def _bessel_jy_miller(x, nu):
 @njit(error_model="numpy")
 def bessel_jy(x, nu, want_y):
     # torch.special.bessel_j0/j1/y0/y1: J0 even and J1 odd; Y of x < 0 is NaN, of 0 -inf; +-inf give NaN, as torch
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if want_y:
@@ -864,7 +864,7 @@ def bessel_jy(x, nu, want_y):
 @njit(error_model="numpy")
 def spherical_bessel_j0(x):
     # sin(x) / x; its Taylor series near 0, where the quotient loses digits; +-inf give 0
-    x = float(x)
+    x = np.float64(x)
     if abs(x) == inf:
         return 0.0
     if abs(x) < 0.5:
@@ -902,11 +902,11 @@ def airy_ai(x):
     # torch.special.airy_ai. |x| <= 10: the Taylor series of Ai'' = x Ai at the nearest centre (|h| <= 1/4);
     # beyond, the asymptotic series in zeta = (2/3)|x|^(3/2) (decaying for x > 0, oscillating for x < 0).
     # +-inf give NaN, as torch
-    x = float(x)
+    x = np.float64(x)
     if x != x or abs(x) == inf:
         return nan
     if abs(x) <= 10.0:
-        i = int(np.floor(2.0 * x + 0.5))
+        i = int(floor(2.0 * x + 0.5))
         c = 0.5 * i
         h = x - c
         a0 = _AIRY_TAB[2 * (i + 20)]
@@ -965,7 +965,7 @@ def xlogy(x, y):
         return nan
     if x == 0:
         return 0.0
-    return x * log(float(y))
+    return x * log(np.float64(y))
 
 
 @njit(inline="always")
@@ -975,13 +975,13 @@ def xlog1py(x, y):
         return nan
     if x == 0:
         return 0.0
-    return x * log1p(float(y))
+    return x * log1p(np.float64(y))
 
 
 @njit(inline="always")
 def entr(x):
     # torch.special.entr: -x log x; 0 at 0, -inf below
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if x > 0.0:
@@ -994,7 +994,7 @@ def entr(x):
 @njit(inline="always")
 def sinc(x):
     # torch.sinc: sin(pi x) / (pi x), 1 at 0
-    x = float(x)
+    x = np.float64(x)
     if x == 0.0:
         return 1.0
     y = pi * x
@@ -1008,7 +1008,7 @@ def sinc(x):
 @njit(error_model="numpy")
 def cheb_t(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1029,7 +1029,7 @@ def cheb_t(x, n):
 @njit(error_model="numpy")
 def cheb_u(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1053,7 +1053,7 @@ def cheb_u(x, n):
 @njit(error_model="numpy")
 def cheb_v(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1079,7 +1079,7 @@ def cheb_v(x, n):
 @njit(error_model="numpy")
 def cheb_w(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1108,7 +1108,7 @@ def cheb_w(x, n):
 def shifted_cheb(x, n, kind):
     # T*, U*, V*, W* (kind 0..3): the polynomial at 2x - 1, with torch's closed values at x = 0 and x = 1
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if x == 1.0:
@@ -1132,7 +1132,7 @@ def shifted_cheb(x, n, kind):
 @njit(error_model="numpy")
 def hermite_h(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if n == 0:
@@ -1149,7 +1149,7 @@ def hermite_h(x, n):
 @njit(error_model="numpy")
 def hermite_he(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if n == 0:
@@ -1166,7 +1166,7 @@ def hermite_he(x, n):
 @njit(error_model="numpy")
 def laguerre_l(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if x == 0.0 or n == 0:
@@ -1183,7 +1183,7 @@ def laguerre_l(x, n):
 @njit(error_model="numpy")
 def legendre_p(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:

@@ -550,9 +550,9 @@ SPECS = {
 
     'special_legendre_polynomial_p': {'name': 'special_legendre_polynomial_p', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_legendre(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('n', 'self'), 'kernel_args': ('n',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n=1: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('order', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('order', 'self'), 'kernel_args': ('order',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, order=1: __import__('scipy').special.polygamma(order, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -2999,16 +2999,16 @@ def special_legendre_polynomial_p(self, n):
     return _rt.call('special_legendre_polynomial_p', (self, n, ), ())
 
 
-def _polygamma(self, n):
-    """The kernel of polygamma with self first (torch.polygamma takes n first).
+def _polygamma(self, order):
+    """The kernel of polygamma with self first (torch.polygamma takes n first); its scalar is not named n, a name the strided kernel's loop uses.
 
     ops.yaml: _polygamma"""
-    return _rt.call('_polygamma', (self, ), (n, ))
+    return _rt.call('_polygamma', (self, ), (order, ))
 
 
-def _polygamma_(self, n):
+def _polygamma_(self, order):
     """In-place _polygamma: writes the result into self."""
-    return _rt.call_inplace('_polygamma', (self, ), (n, ))
+    return _rt.call_inplace('_polygamma', (self, ), (order, ))
 
 
 def polygamma(n, self):
@@ -3016,11 +3016,6 @@ def polygamma(n, self):
 
     ops.yaml: polygamma"""
     return _rt.composite('polygamma', n, self)
-
-
-def polygamma_(n, self):
-    """In-place polygamma: writes the result into self."""
-    return _rt.composite_inplace('polygamma', n, self)
 
 
 def mvlgamma(self, p):

@@ -273,16 +273,16 @@ _SQRT1_2 = 0.7071067811865476
 def zeta(x, q):
     # Hurwitz zeta sum_k (k + q)^-x: the first terms summed until k + q > 9, the tail by Euler-Maclaurin.
     # x < 1 is NaN and x == 1 a pole; q <= 0 integer is a pole, q < 0 needs an integer x (torch.special.zeta).
-    x = float(x)
-    q = float(q)
+    x = np.float64(x)
+    q = np.float64(q)
     if x == 1.0:
         return inf
     if x < 1.0:
         return nan
     if q <= 0.0:
-        if q == np.floor(q):
+        if q == floor(q):
             return inf
-        if x != np.floor(x):
+        if x != floor(x):
             return nan
     s = q ** -x
     a = q
@@ -339,15 +339,15 @@ def _digamma_pos(x):
 def digamma(x):
     # torch.digamma: +-0 give -+inf, negative integers and -inf NaN; x < 0 by the reflection
     # psi(x) = psi(1 - x) - pi / tan(pi * frac(x))
-    x = float(x)
+    x = np.float64(x)
     if x == 0.0:
-        return -inf if not np.signbit(x) else inf
+        return -inf if not signbit(x) else inf
     if x != x or x == inf:
         return x
     if x < 0.0:
-        if x == np.floor(x):
+        if x == floor(x):
             return nan
-        r = x - np.trunc(x)
+        r = x - trunc(x)
         return _digamma_pos(1.0 - x) - pi / tan(pi * r)
     return _digamma_pos(x)
 
@@ -357,7 +357,7 @@ def polygamma(n, x):
     # torch.polygamma: digamma for n == 0; trigamma by zeta(2, x) with the reflection
     # psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x) for x < 0.5 (huge, not inf, near negative integers, as torch);
     # n >= 2 as (-1)^(n+1) n! zeta(n + 1, x)
-    x = float(x)
+    x = np.float64(x)
     if n == 0:
         return digamma(x)
     if n == 1:
@@ -406,7 +406,7 @@ def _erfc_tail_inv(q):
 def erfinv(x):
     # torch.erfinv: +-1 give +-inf, |x| > 1 NaN. |x| <= 0.5 by Halley steps on erf; beyond, on erfc(y) = 1 - |x|
     # (exact there), which keeps the relative accuracy near +-1
-    x = float(x)
+    x = np.float64(x)
     if x != x or x < -1.0 or x > 1.0:
         return nan
     a = abs(x)
@@ -428,7 +428,7 @@ def erfinv(x):
 def ndtri(p):
     # torch.special.ndtri: the standard normal quantile, sqrt(2) * erfcinv(2 (1 - p)) mirrored at p = 0.5;
     # 0 and 1 give -inf and inf, p outside [0, 1] NaN
-    p = float(p)
+    p = np.float64(p)
     if p != p or p < 0.0 or p > 1.0:
         return nan
     if p == 0.0:
@@ -446,7 +446,7 @@ def ndtri(p):
 def erfcx(x):
     # exp(x^2) erfc(x): directly (exp(x^2) from x^2 as a sum of two doubles) up to x = 26, beyond by the continued
     # fraction of erfc, evaluated from its tail (a dozen terms are exact there)
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if x < 26.0:
@@ -469,7 +469,7 @@ def erfcx(x):
 @njit(error_model="numpy")
 def ndtr(x):
     # the standard normal CDF, 0.5 erfc(-x / sqrt 2): near 0 through erf, in the tails through erfc
-    z = float(x) * _SQRT1_2
+    z = np.float64(x) * _SQRT1_2
     if abs(z) < _SQRT1_2:
         return 0.5 + 0.5 * erf(z)
     y = 0.5 * erfc(abs(z))
@@ -479,7 +479,7 @@ def ndtr(x):
 @njit(error_model="numpy")
 def log_ndtr(x):
     # log of the normal CDF: below -1 as log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 (no underflow), else log1p(-Q)
-    x = float(x)
+    x = np.float64(x)
     t = x * _SQRT1_2
     if x < -1.0:
         return log(erfcx(-t) / 2.0) - t * t
@@ -572,8 +572,8 @@ def _gammaincc_small_a(a, x):
 def gammainc(a, x):
     # torch.special.gammainc, the regularized lower incomplete gamma P(a, x): NaN for a < 0 or x < 0; a == 0
     # gives 1 (x > 0), x == 0 gives 0, x == inf gives 1
-    a = float(a)
-    x = float(x)
+    a = np.float64(a)
+    x = np.float64(x)
     if a != a or x != x or a < 0.0 or x < 0.0:
         return nan
     if a == 0.0:
@@ -592,8 +592,8 @@ def gammainc(a, x):
 @njit(error_model="numpy")
 def gammaincc(a, x):
     # torch.special.gammaincc, Q(a, x) = 1 - P(a, x), each side computed directly where it is small
-    a = float(a)
-    x = float(x)
+    a = np.float64(a)
+    x = np.float64(x)
     if a != a or x != x or a < 0.0 or x < 0.0:
         return nan
     if a == 0.0:
@@ -645,7 +645,7 @@ def _bessel_i_asym(x, nu):
 def bessel_i(x, nu, scaled):
     # torch.special.i0/i1 (nu = 0, 1) and i0e/i1e (scaled: times exp(-|x|)); I0 is even, I1 odd;
     # +-inf give NaN unscaled and 0 scaled, as torch
-    x = float(x)
+    x = np.float64(x)
     a = abs(x)
     if a == inf:
         return (0.0 if nu == 0 or x > 0 else -0.0) if scaled else nan
@@ -671,7 +671,7 @@ def bessel_i(x, nu, scaled):
 def bessel_k(x, nu, scaled):
     # torch.special.modified_bessel_k0/k1 (nu = 0, 1), scaled_*: times exp(x). x <= 1 by the series of
     # A&S 9.6.11 around I_nu, beyond by Steed's continued fraction (Temme's CF2) for K_0 and K_1 together
-    x = float(x)
+    x = np.float64(x)
     if x != x or x < 0.0:
         return nan
     if x == 0.0:
@@ -852,7 +852,7 @@ def _bessel_jy_miller(x, nu):
 @njit(error_model="numpy")
 def bessel_jy(x, nu, want_y):
     # torch.special.bessel_j0/j1/y0/y1: J0 even and J1 odd; Y of x < 0 is NaN, of 0 -inf; +-inf give NaN, as torch
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if want_y:
@@ -879,7 +879,7 @@ def bessel_jy(x, nu, want_y):
 @njit(error_model="numpy")
 def spherical_bessel_j0(x):
     # sin(x) / x; its Taylor series near 0, where the quotient loses digits; +-inf give 0
-    x = float(x)
+    x = np.float64(x)
     if abs(x) == inf:
         return 0.0
     if abs(x) < 0.5:
@@ -917,11 +917,11 @@ def airy_ai(x):
     # torch.special.airy_ai. |x| <= 10: the Taylor series of Ai'' = x Ai at the nearest centre (|h| <= 1/4);
     # beyond, the asymptotic series in zeta = (2/3)|x|^(3/2) (decaying for x > 0, oscillating for x < 0).
     # +-inf give NaN, as torch
-    x = float(x)
+    x = np.float64(x)
     if x != x or abs(x) == inf:
         return nan
     if abs(x) <= 10.0:
-        i = int(np.floor(2.0 * x + 0.5))
+        i = int(floor(2.0 * x + 0.5))
         c = 0.5 * i
         h = x - c
         a0 = _AIRY_TAB[2 * (i + 20)]
@@ -980,7 +980,7 @@ def xlogy(x, y):
         return nan
     if x == 0:
         return 0.0
-    return x * log(float(y))
+    return x * log(np.float64(y))
 
 
 @njit(inline="always")
@@ -990,13 +990,13 @@ def xlog1py(x, y):
         return nan
     if x == 0:
         return 0.0
-    return x * log1p(float(y))
+    return x * log1p(np.float64(y))
 
 
 @njit(inline="always")
 def entr(x):
     # torch.special.entr: -x log x; 0 at 0, -inf below
-    x = float(x)
+    x = np.float64(x)
     if x != x:
         return x
     if x > 0.0:
@@ -1009,7 +1009,7 @@ def entr(x):
 @njit(inline="always")
 def sinc(x):
     # torch.sinc: sin(pi x) / (pi x), 1 at 0
-    x = float(x)
+    x = np.float64(x)
     if x == 0.0:
         return 1.0
     y = pi * x
@@ -1023,7 +1023,7 @@ def sinc(x):
 @njit(error_model="numpy")
 def cheb_t(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1044,7 +1044,7 @@ def cheb_t(x, n):
 @njit(error_model="numpy")
 def cheb_u(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1068,7 +1068,7 @@ def cheb_u(x, n):
 @njit(error_model="numpy")
 def cheb_v(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1094,7 +1094,7 @@ def cheb_v(x, n):
 @njit(error_model="numpy")
 def cheb_w(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -1123,7 +1123,7 @@ def cheb_w(x, n):
 def shifted_cheb(x, n, kind):
     # T*, U*, V*, W* (kind 0..3): the polynomial at 2x - 1, with torch's closed values at x = 0 and x = 1
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if x == 1.0:
@@ -1147,7 +1147,7 @@ def shifted_cheb(x, n, kind):
 @njit(error_model="numpy")
 def hermite_h(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if n == 0:
@@ -1164,7 +1164,7 @@ def hermite_h(x, n):
 @njit(error_model="numpy")
 def hermite_he(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if n == 0:
@@ -1181,7 +1181,7 @@ def hermite_he(x, n):
 @njit(error_model="numpy")
 def laguerre_l(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if x == 0.0 or n == 0:
@@ -1198,7 +1198,7 @@ def laguerre_l(x, n):
 @njit(error_model="numpy")
 def legendre_p(x, n):
     n = int(n)
-    x = float(x)
+    x = np.float64(x)
     if n < 0:
         return 0.0
     if abs(x) == 1.0:
@@ -13849,8 +13849,8 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 @njit(inline="always")
 def _s_lgamma(self):
-    # ops.yaml: lgamma -- lgamma(float(self))
-    return lgamma(float(self))
+    # ops.yaml: lgamma -- lgamma(np.float64(self))
+    return lgamma(np.float64(self))
 
 
 @njit(inline="always")
@@ -13860,14 +13860,14 @@ def _s_lgamma_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_f16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(float(self)) [f16]
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_lgamma_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(float(self)) [f16]
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -13906,14 +13906,14 @@ def _s_lgamma_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_bf16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(float(self)) [bf16]
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_lgamma_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(float(self)) [bf16]
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18372,26 +18372,26 @@ def special_legendre_polynomial_p_bf16_strided(shape, out, o_off, o_st, a0, a0_o
 
 
 @njit(inline="always")
-def _s__polygamma(self, n):
-    # ops.yaml: _polygamma -- polygamma(n, self)
-    return polygamma(n, self)
+def _s__polygamma(self, order):
+    # ops.yaml: _polygamma -- polygamma(order, self)
+    return polygamma(order, self)
 
 
 @njit(inline="always")
-def _s__polygamma_f16(self, n):
-    return f32_to_f16(_s__polygamma(f16_to_f32(self), n))
+def _s__polygamma_f16(self, order):
+    return f32_to_f16(_s__polygamma(f16_to_f32(self), order))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _polygamma_f16_contig(out, a0, n):
-    # ops.yaml: _polygamma -- polygamma(n, self) [f16]
+def _polygamma_f16_contig(out, a0, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [f16]
     for i in range(out.shape[0]):
-        out[i] = _s__polygamma_f16(a0[i], n)
+        out[i] = _s__polygamma_f16(a0[i], order)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, n):
-    # ops.yaml: _polygamma -- polygamma(n, self) [f16]
+def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18406,10 +18406,10 @@ def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, n):
     for _ in range(outer):
         if so == 1 and s0 == 1:
             for i in range(n):
-                out[po + i] = _s__polygamma_f16(a0[p0 + i], n)
+                out[po + i] = _s__polygamma_f16(a0[p0 + i], order)
         else:
             for i in range(n):
-                out[po + i * so] = _s__polygamma_f16(a0[p0 + i * s0], n)
+                out[po + i * so] = _s__polygamma_f16(a0[p0 + i * s0], order)
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -18424,20 +18424,20 @@ def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, n):
 
 
 @njit(inline="always")
-def _s__polygamma_bf16(self, n):
-    return f32_to_bf16(_s__polygamma(bf16_to_f32(self), n))
+def _s__polygamma_bf16(self, order):
+    return f32_to_bf16(_s__polygamma(bf16_to_f32(self), order))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _polygamma_bf16_contig(out, a0, n):
-    # ops.yaml: _polygamma -- polygamma(n, self) [bf16]
+def _polygamma_bf16_contig(out, a0, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [bf16]
     for i in range(out.shape[0]):
-        out[i] = _s__polygamma_bf16(a0[i], n)
+        out[i] = _s__polygamma_bf16(a0[i], order)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, n):
-    # ops.yaml: _polygamma -- polygamma(n, self) [bf16]
+def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18452,10 +18452,10 @@ def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, n):
     for _ in range(outer):
         if so == 1 and s0 == 1:
             for i in range(n):
-                out[po + i] = _s__polygamma_bf16(a0[p0 + i], n)
+                out[po + i] = _s__polygamma_bf16(a0[p0 + i], order)
         else:
             for i in range(n):
-                out[po + i * so] = _s__polygamma_bf16(a0[p0 + i * s0], n)
+                out[po + i * so] = _s__polygamma_bf16(a0[p0 + i * s0], order)
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -34320,26 +34320,26 @@ def _bw_igammac_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
 
 
 @njit(inline="always")
-def _s__bw__polygamma_self(grad, self, n):
-    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, n + 1)
-    return grad * _s__polygamma(self, n + 1)
+def _s__bw__polygamma_self(grad, self, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1)
+    return grad * _s__polygamma(self, order + 1)
 
 
 @njit(inline="always")
-def _s__bw__polygamma_self_f16(grad, self, n):
-    return f32_to_f16(_s__bw__polygamma_self(f16_to_f32(grad), f16_to_f32(self), n))
+def _s__bw__polygamma_self_f16(grad, self, order):
+    return f32_to_f16(_s__bw__polygamma_self(f16_to_f32(grad), f16_to_f32(self), order))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw__polygamma_self_f16_contig(out, a0, a1, n):
-    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, n + 1) [f16]
+def _bw__polygamma_self_f16_contig(out, a0, a1, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [f16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw__polygamma_self_f16(a0[i], a1[i], n)
+        out[i] = _s__bw__polygamma_self_f16(a0[i], a1[i], order)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, n):
-    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, n + 1) [f16]
+def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -34356,18 +34356,18 @@ def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_f16(a0[p0 + i], a1[p1 + i], n)
+                out[po + i] = _s__bw__polygamma_self_f16(a0[p0 + i], a1[p1 + i], order)
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_f16(a0[p0 + i], v1, n)
+                out[po + i] = _s__bw__polygamma_self_f16(a0[p0 + i], v1, order)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_f16(v0, a1[p1 + i], n)
+                out[po + i] = _s__bw__polygamma_self_f16(v0, a1[p1 + i], order)
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw__polygamma_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], n)
+                out[po + i * so] = _s__bw__polygamma_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], order)
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -34384,20 +34384,20 @@ def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
 
 
 @njit(inline="always")
-def _s__bw__polygamma_self_bf16(grad, self, n):
-    return f32_to_bf16(_s__bw__polygamma_self(bf16_to_f32(grad), bf16_to_f32(self), n))
+def _s__bw__polygamma_self_bf16(grad, self, order):
+    return f32_to_bf16(_s__bw__polygamma_self(bf16_to_f32(grad), bf16_to_f32(self), order))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw__polygamma_self_bf16_contig(out, a0, a1, n):
-    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, n + 1) [bf16]
+def _bw__polygamma_self_bf16_contig(out, a0, a1, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [bf16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw__polygamma_self_bf16(a0[i], a1[i], n)
+        out[i] = _s__bw__polygamma_self_bf16(a0[i], a1[i], order)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, n):
-    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, n + 1) [bf16]
+def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -34414,18 +34414,18 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_bf16(a0[p0 + i], a1[p1 + i], n)
+                out[po + i] = _s__bw__polygamma_self_bf16(a0[p0 + i], a1[p1 + i], order)
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_bf16(a0[p0 + i], v1, n)
+                out[po + i] = _s__bw__polygamma_self_bf16(a0[p0 + i], v1, order)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw__polygamma_self_bf16(v0, a1[p1 + i], n)
+                out[po + i] = _s__bw__polygamma_self_bf16(v0, a1[p1 + i], order)
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw__polygamma_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], n)
+                out[po + i * so] = _s__bw__polygamma_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], order)
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)

@@ -2150,10 +2150,10 @@ def igammac_backward(F, grads, saved, needs, fused):
 def _polygamma_backward(F, grads, saved, needs, fused):
     # ops.yaml: _polygamma
     grad = grads[0]
-    n = saved['n']
+    order = saved['order']
     self = saved['self']
     g = [None] * 1
-    # self: grad * _polygamma(self, n + 1)
+    # self: grad * _polygamma(self, order + 1)
     if needs[0]:
-        g[0] = F._fused('_bw__polygamma_self', (grad, self,), (n, )) if fused else grad * F._polygamma(self, n + 1)
+        g[0] = F._fused('_bw__polygamma_self', (grad, self,), (order, )) if fused else grad * F._polygamma(self, order + 1)
     return g
