@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -352,6 +353,16 @@ SCALAR_FUNCS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "as
                 "e", "nearbyint", "signbit", "sign", "fmin", "fmax", "floordiv", "pymod", "isint", "rshift",
                 "lshift", "cast_like", "round_half_even", "True", "False", "None", "math", "np", "logaddexp",
                 "divtrunc", "cfmod", "tpow", "round_decimals", "logit", "clamp3"}
+
+
+def _prelude_helpers():
+    """The public helper functions of codegen/templates/prelude.py: a scalar expression may call any of them."""
+    with open(os.path.join(os.path.dirname(__file__), "templates", "prelude.py")) as f:
+        tree = ast.parse(f.read())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+
+
+SCALAR_FUNCS |= _prelude_helpers()
 
 
 def parse_op(raw, path, registered_names) -> Op:

@@ -76,6 +76,7 @@ def where(condition, input=None, other=None):
 
 
 from ._formula_helpers import return_types  # noqa: E402
+from . import special  # noqa: E402  (torch.special: binds names of the functions above)
 
 
 def result_type(a, b):

@@ -267,6 +267,980 @@ def rshift(a, b):
     return np.int64(a) >> s
 
 
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1892437580.3183792, 74724249600.0,
+           -2950130727918.164, 116467828143500.67, -4597978722407473.0, 1.8152105401943546e+17,
+           -7.166165256175667e+18)
+
+
+_PSI_B = (0.08333333333333333, -0.008333333333333333, 0.003968253968253968, -0.004166666666666667,
+          0.007575757575757576, -0.021092796092796094, 0.08333333333333333, -0.4432598039215686)
+
+
+_PSI_X0_HI = 1.4616321449683622
+
+
+_PSI_X0_LO = 9.549995429965697e-17
+
+
+_PSI_ROOT = (0.9676722454476212, -0.4427631689835921, 0.258499760955651, -0.16394270544240652,
+             0.10782405069126237, -0.07219956125645471, 0.04880428816414311, -0.03316112647484736,
+             0.022597648232218104, -0.01542476590494896, 0.010538791616612175, -0.007204534386356869,
+             0.004926781395729853, -0.003369801655439328, 0.002305126326734928, -0.0015769367714301972,
+             0.0010788252019162967, -0.0007380709389960052, 0.000504953265834602, -0.0003454680251063077,
+             0.00023635601564027053, -0.00016170622091974803, 0.0001106337276874741)
+
+
+_EULER_GAMMA = 0.5772156649015329
+
+
+_SQRT_PI = 1.7724538509055160
+
+
+_SQRT_2PI = 2.5066282746310002
+
+
+_SQRT1_2 = 0.7071067811865476
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def zeta(x, q):
+    # Hurwitz zeta sum_k (k + q)^-x: the first terms summed until k + q > 9, the tail by Euler-Maclaurin.
+    # x < 1 is NaN and x == 1 a pole; q <= 0 integer is a pole, q < 0 needs an integer x (torch.special.zeta).
+    x = np.float64(x)
+    q = np.float64(q)
+    if x == 1.0:
+        return inf
+    if x < 1.0:
+        return nan
+    if q <= 0.0:
+        if q == floor(q):
+            return inf
+        if x != floor(x):
+            return nan
+    s = q ** -x
+    a = q
+    b = 0.0
+    i = 0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -x
+        s += b
+        if abs(b / s) < 1.1102230246251565e-16:
+            return s
+    w = a
+    s += b * w / (x - 1.0)
+    s -= 0.5 * b
+    fac = 1.0
+    k = 0.0
+    for j in range(12):
+        fac *= x + k
+        b /= w
+        t = fac * b / _ZETA_A[j]
+        s += t
+        if abs(t / s) < 1.1102230246251565e-16:
+            break
+        k += 1.0
+        fac *= x + k
+        b /= w
+        k += 1.0
+    return s
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _digamma_pos(x):
+    # x > 0: the Taylor series at the positive root near it, else the recurrence up to x >= 10 and the
+    # asymptotic series
+    if abs(x - _PSI_X0_HI) < 0.25:
+        h = (x - _PSI_X0_HI) - _PSI_X0_LO
+        s = 0.0
+        for j in range(22, -1, -1):
+            s = s * h + _PSI_ROOT[j]
+        return s * h
+    r = 0.0
+    while x < 10.0:
+        r -= 1.0 / x
+        x += 1.0
+    z = 1.0 / (x * x)
+    p = 0.0
+    for j in range(7, -1, -1):
+        p = p * z + _PSI_B[j]
+    return r + log(x) - 0.5 / x - p * z
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def digamma(x):
+    # torch.digamma: +-0 give -+inf, negative integers and -inf NaN; x < 0 by the reflection
+    # psi(x) = psi(1 - x) - pi / tan(pi * frac(x))
+    x = np.float64(x)
+    if x == 0.0:
+        return -inf if not signbit(x) else inf
+    if x != x or x == inf:
+        return x
+    if x < 0.0:
+        if x == floor(x):
+            return nan
+        r = x - trunc(x)
+        return _digamma_pos(1.0 - x) - pi / tan(pi * r)
+    return _digamma_pos(x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def polygamma(n, x):
+    # torch.polygamma: digamma for n == 0; trigamma by zeta(2, x) with the reflection
+    # psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x) for x < 0.5 (huge, not inf, near negative integers, as torch);
+    # n >= 2 as (-1)^(n+1) n! zeta(n + 1, x)
+    x = np.float64(x)
+    if n == 0:
+        return digamma(x)
+    if n == 1:
+        if x == inf:
+            return 0.0
+        if x < 0.5:
+            s = sin(pi * x)
+            return (pi * pi) / (s * s) - zeta(2.0, 1.0 - x)
+        return zeta(2.0, x)
+    f = 1.0
+    for k in range(2, n + 1):
+        f *= k
+    if n % 2 == 0:
+        f = -f
+    return f * zeta(n + 1.0, x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _erfc_tail_inv(q):
+    # y > 0 with erfc(y) = q for 0 < q <= 1: a first guess from the asymptotic erfc(y) ~ exp(-y^2) / (y sqrt(pi)),
+    # then Newton on log(erfc(y)) - log(q) (through erfcx, so that nothing underflows)
+    lq = log(q)
+    if q > 0.3:
+        y = 0.8862269254527580 * (1.0 - q)       # erfinv's Taylor start near 0
+        for _ in range(40):
+            f = erfc(y) - q
+            d = -1.1283791670955126 * exp(-y * y)
+            step = f / d
+            y -= step / (1.0 + y * step)        # Halley's correction (erfc'' / erfc' = -2y)
+            if abs(step) <= 1e-17 * abs(y) + 1e-300:
+                break
+        return y
+    t = sqrt(-lq)
+    y = t - (log(t) + 0.5723649429247001) / (2.0 * t) if t > 1.0 else 0.5
+    for _ in range(60):
+        c = erfcx(y)
+        g = log(c) - y * y - lq
+        step = g * c / -1.1283791670955126      # g / g', g' = -2 / (sqrt(pi) erfcx(y))
+        y -= step
+        if abs(step) <= 2e-16 * y:
+            break
+    return y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def erfinv(x):
+    # torch.erfinv: +-1 give +-inf, |x| > 1 NaN. |x| <= 0.5 by Halley steps on erf; beyond, on erfc(y) = 1 - |x|
+    # (exact there), which keeps the relative accuracy near +-1
+    x = np.float64(x)
+    if x != x or x < -1.0 or x > 1.0:
+        return nan
+    a = abs(x)
+    if a == 1.0:
+        return copysign(inf, x)
+    if a <= 0.5:
+        y = x * (0.8862269254527580 + 0.2320136665346544 * x * x)
+        for _ in range(20):
+            f = erf(y) - x
+            step = f / (1.1283791670955126 * exp(-y * y))
+            y -= step / (1.0 + y * step)
+            if abs(step) <= 1e-17 * abs(y) + 1e-308:
+                break
+        return y
+    return copysign(_erfc_tail_inv(1.0 - a), x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def ndtri(p):
+    # torch.special.ndtri: the standard normal quantile, sqrt(2) * erfcinv(2 (1 - p)) mirrored at p = 0.5;
+    # 0 and 1 give -inf and inf, p outside [0, 1] NaN
+    p = np.float64(p)
+    if p != p or p < 0.0 or p > 1.0:
+        return nan
+    if p == 0.0:
+        return -inf
+    if p == 1.0:
+        return inf
+    if 0.25 <= p <= 0.75:
+        return 1.4142135623730951 * erfinv(2.0 * p - 1.0)     # 2p - 1 exact here; erf keeps y's relative accuracy
+    if p < 0.5:
+        return -1.4142135623730951 * _erfc_tail_inv(2.0 * p)
+    return 1.4142135623730951 * _erfc_tail_inv(2.0 * (1.0 - p))
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def erfcx(x):
+    # exp(x^2) erfc(x): directly (exp(x^2) from x^2 as a sum of two doubles) up to x = 26, beyond by the continued
+    # fraction of erfc, evaluated from its tail (a dozen terms are exact there)
+    x = np.float64(x)
+    if x != x:
+        return x
+    if x < 26.0:
+        if x < -26.7:
+            return inf
+        c = 134217729.0 * x
+        xh = c - (c - x)
+        xl = x - xh
+        x2 = x * x
+        err = ((xh * xh - x2) + 2.0 * xh * xl) + xl * xl
+        return exp(x2) * (1.0 + err) * erfc(x)
+    if x == inf:
+        return 0.0
+    f = x
+    for k in range(12, 0, -1):
+        f = x + (0.5 * k) / f
+    return 1.0 / (_SQRT_PI * f)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def ndtr(x):
+    # the standard normal CDF, 0.5 erfc(-x / sqrt 2): near 0 through erf, in the tails through erfc
+    z = np.float64(x) * _SQRT1_2
+    if abs(z) < _SQRT1_2:
+        return 0.5 + 0.5 * erf(z)
+    y = 0.5 * erfc(abs(z))
+    return 1.0 - y if z > 0 else y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def log_ndtr(x):
+    # log of the normal CDF: below -1 as log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 (no underflow), else log1p(-Q)
+    x = np.float64(x)
+    t = x * _SQRT1_2
+    if x < -1.0:
+        return log(erfcx(-t) / 2.0) - t * t
+    return log1p(-erfc(t) / 2.0)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _gamma_prefix(a, x):
+    # x^a e^-x / Gamma(a), by logarithms
+    return exp(a * log(x) - x - lgamma(a))
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _gammainc_series(a, x):
+    # P(a, x) = x^a e^-x / Gamma(a + 1) * sum x^k / ((a+1)...(a+k))
+    s = 1.0
+    t = 1.0
+    ak = a
+    for _ in range(2000):
+        ak += 1.0
+        t *= x / ak
+        s += t
+        if t < s * 1.1102230246251565e-16:
+            break
+    return _gamma_prefix(a, x) * s / a
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _gammaincc_cf(a, x):
+    # Q(a, x) by the Legendre continued fraction (modified Lentz), for x > a + 1
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 2000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        if abs(d) < tiny:
+            d = tiny
+        c = b + an / c
+        if abs(c) < tiny:
+            c = tiny
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1.1102230246251565e-16:
+            break
+    return _gamma_prefix(a, x) * h
+
+
+_LGAMMA1P = (0.8224670334241132, -0.40068563438653143, 0.27058080842778454, -0.20738555102867398,
+             0.1695571769974082, -0.1440498967688461, 0.12550966952474304, -0.11133426586956469,
+             0.1000994575127818, -0.09095401714582904, 0.083353840546109, -0.0769325164113522,
+             0.07143294629536133, -0.06666870588242046, 0.06250095514121304, -0.058823978658684585,
+             0.055555767627403614, -0.05263167937961666, 0.05000004769810169, -0.047619070330142226,
+             0.04545455629320467, -0.04347826605304026, 0.04166666915034121, -0.04000000119214014,
+             0.03846153903467518, -0.037037037312989324, 0.035714285847333355, -0.034482758684919304)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _lgamma1p(a):
+    # lgamma(1 + a) without rounding 1 + a first: its Taylor series for |a| <= 0.25
+    if abs(a) > 0.25:
+        return lgamma(1.0 + a)
+    s = 0.0
+    for j in range(27, -1, -1):
+        s = s * a + _LGAMMA1P[j]
+    return a * (s * a - _EULER_GAMMA)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _gammaincc_small_a(a, x):
+    # Q(a, x) for a <= 1, x < a + 1, where 1 - P cancels: Q = -expm1(a log x - lgamma(a + 1))
+    # - x^a / Gamma(a) sum_k>=1 (-x)^k / (k! (a + k))
+    s = 0.0
+    t = 1.0
+    for k in range(1, 200):
+        t *= -x / k
+        term = t / (a + k)
+        s += term
+        if abs(term) < 1e-17 * abs(s):
+            break
+    return -expm1(a * log(x) - _lgamma1p(a)) - exp(a * log(x) - lgamma(a)) * s
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def gammainc(a, x):
+    # torch.special.gammainc, the regularized lower incomplete gamma P(a, x): NaN for a < 0 or x < 0; a == 0
+    # gives 1 (x > 0), x == 0 gives 0, x == inf gives 1
+    a = np.float64(a)
+    x = np.float64(x)
+    if a != a or x != x or a < 0.0 or x < 0.0:
+        return nan
+    if a == 0.0:
+        return 1.0 if x > 0.0 else nan
+    if x == 0.0:
+        return 0.0
+    if x == inf:
+        return 1.0
+    if a == inf:
+        return nan if x == inf else 0.0
+    if x < a + 1.0:
+        return _gammainc_series(a, x)
+    return 1.0 - _gammaincc_cf(a, x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def gammaincc(a, x):
+    # torch.special.gammaincc, Q(a, x) = 1 - P(a, x), each side computed directly where it is small
+    a = np.float64(a)
+    x = np.float64(x)
+    if a != a or x != x or a < 0.0 or x < 0.0:
+        return nan
+    if a == 0.0:
+        return 0.0 if x > 0.0 else nan
+    if x == 0.0:
+        return 1.0
+    if x == inf:
+        return 0.0
+    if a == inf:
+        return 1.0
+    if x < a + 1.0:
+        if a <= 1.0:
+            return _gammaincc_small_a(a, x)
+        return 1.0 - _gammainc_series(a, x)
+    return _gammaincc_cf(a, x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _bessel_i_series(x, nu):
+    # I_nu(x) / (x/2)^nu = sum (x^2/4)^k / (k! (k+nu)!) for nu = 0, 1: positive terms, no cancellation
+    q = 0.25 * x * x
+    t = 1.0
+    for k in range(1, nu + 1):
+        t /= k
+    s = t
+    for k in range(1, 500):
+        t *= q / (k * (k + nu))
+        s += t
+        if t < s * 1.1102230246251565e-17:
+            break
+    return s
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _bessel_i_asym(x, nu):
+    # I_nu(x) e^-x sqrt(2 pi x) ~ sum_k (-1)^k prod_j (4nu^2 - (2j-1)^2) / (k! (8x)^k), for x > 20
+    mu = 4.0 * nu * nu
+    t = 1.0
+    s = 1.0
+    for k in range(1, 60):
+        t *= -(mu - (2 * k - 1) ** 2) / (k * 8.0 * x)
+        s += t
+        if abs(t) < abs(s) * 1.1102230246251565e-17:
+            break
+    return s / sqrt(2.0 * pi * x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def bessel_i(x, nu, scaled):
+    # torch.special.i0/i1 (nu = 0, 1) and i0e/i1e (scaled: times exp(-|x|)); I0 is even, I1 odd;
+    # +-inf give NaN unscaled and 0 scaled, as torch
+    x = np.float64(x)
+    a = abs(x)
+    if a == inf:
+        return (0.0 if nu == 0 or x > 0 else -0.0) if scaled else nan
+    if a > 20.0:
+        r = _bessel_i_asym(a, nu)
+        if not scaled:
+            h = exp(0.5 * a)              # e^a in two halves: I0 overflows later than e^a does
+            r = r * h * h
+    else:
+        r = _bessel_i_series(a, nu)
+        if nu == 1:
+            r *= 0.5 * a
+        if scaled:
+            r *= exp(-a)
+    if nu == 1 and x < 0:
+        return -r
+    if nu == 1 and x == 0:
+        return x                          # keeps the sign of zero
+    return r
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def bessel_k(x, nu, scaled):
+    # torch.special.modified_bessel_k0/k1 (nu = 0, 1), scaled_*: times exp(x). x <= 1 by the series of
+    # A&S 9.6.11 around I_nu, beyond by Steed's continued fraction (Temme's CF2) for K_0 and K_1 together
+    x = np.float64(x)
+    if x != x or x < 0.0:
+        return nan
+    if x == 0.0:
+        return inf
+    if x == inf:
+        return 0.0
+    if x <= 1.0:
+        q = 0.25 * x * x
+        lg = log(0.5 * x)
+        if nu == 0:
+            t = 1.0
+            h = 0.0
+            s = 0.0
+            for k in range(1, 60):
+                t *= q / (k * k)
+                h += 1.0 / k
+                s += t * h
+                if t * h < 1e-17 * abs(s):
+                    break
+            r = -(lg + _EULER_GAMMA) * _bessel_i_series(x, 0) + s
+        else:
+            t = 1.0
+            h = -_EULER_GAMMA          # psi(k+1) + psi(k+2), from psi(1) + psi(2) = 1 - 2 gamma
+            p = 1.0 - 2.0 * _EULER_GAMMA
+            s = p
+            for k in range(1, 60):
+                t *= q / (k * (k + 1))
+                p += 1.0 / k + 1.0 / (k + 1)
+                s += t * p
+                if t * p < 1e-17 * abs(s):
+                    break
+            r = 1.0 / x + lg * 0.5 * x * _bessel_i_series(x, 1) - 0.25 * x * s
+        return r * exp(x) if scaled else r
+    b = 2.0 * (1.0 + x)
+    d = 1.0 / b
+    h = d
+    delh = d
+    q1 = 0.0
+    q2 = 1.0
+    a1 = 0.25
+    q = a1
+    c = a1
+    a = -a1
+    s = 1.0 + q * delh
+    for i in range(2, 500):
+        a -= 2.0 * (i - 1)
+        c = -a * c / i
+        qnew = (q1 - b * q2) / a
+        q1 = q2
+        q2 = qnew
+        q += c * qnew
+        b += 2.0
+        d = 1.0 / (b + a * d)
+        delh = (b * d - 1.0) * delh
+        h += delh
+        dels = q * delh
+        s += dels
+        if abs(dels / s) < 1e-17:
+            break
+    k0 = sqrt(pi / (2.0 * x)) / s
+    if not scaled:
+        k0 *= exp(-x)
+    if nu == 0:
+        return k0
+    return k0 * (x + 0.5 - a1 * h) / x
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _bessel_jy_hankel(x, nu):
+    # (J_nu, Y_nu) for x >= 25 from Hankel's expansion: sqrt(2/(pi x)) (P cos chi - Q sin chi) and
+    # (P sin chi + Q cos chi), chi = x - (nu/2 + 1/4) pi, written with sin x and cos x (accurate for large x)
+    mu = 4.0 * nu * nu
+    t = 1.0
+    p = 1.0
+    qq = 0.0
+    for k in range(1, 80):
+        t_new = t * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x)
+        if abs(t_new) > abs(t):
+            break
+        t = t_new
+        m = k % 4
+        if m == 0:
+            p += t
+        elif m == 1:
+            qq += t
+        elif m == 2:
+            p -= t
+        else:
+            qq -= t
+        if abs(t) < 1e-17:
+            break
+    sx = sin(x)
+    cx = cos(x)
+    if nu == 0:
+        cc = (cx + sx) * _SQRT1_2       # cos(x - pi/4)
+        ss = (sx - cx) * _SQRT1_2       # sin(x - pi/4)
+    else:
+        cc = (sx - cx) * _SQRT1_2       # cos(x - 3pi/4)
+        ss = -(sx + cx) * _SQRT1_2      # sin(x - 3pi/4)
+    f = sqrt(2.0 / (pi * x))
+    return f * (p * cc - qq * ss), f * (p * ss + qq * cc)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _bessel_jy_small(x, nu):
+    # (J_nu, Y_nu) for 0 < x < 1 by their power series (A&S 9.1.10, 9.1.11)
+    q = -0.25 * x * x
+    lg = log(0.5 * x)
+    t = 1.0 if nu == 0 else 0.5 * x
+    j = t
+    ps = -2.0 * _EULER_GAMMA if nu == 0 else 1.0 - 2.0 * _EULER_GAMMA    # psi(k+1) + psi(k+nu+1) at k = 0
+    ys = t * ps
+    for k in range(1, 40):
+        t *= q / (k * (k + nu))
+        ps += 1.0 / k + 1.0 / (k + nu)
+        j += t
+        ys += t * ps
+        if abs(t) < 1e-17 * abs(j):
+            break
+    y = (2.0 / pi) * lg * j - ys / pi
+    if nu == 1:
+        y -= 2.0 / (pi * x)
+    return j, y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def _bessel_jy_miller(x, nu):
+    # (J_nu, Y_nu) for 1 <= x < 25: J_n by Miller's backward recurrence, normalised by J0 + 2 sum J_2k = 1,
+    # and Y from Neumann's series Y0 = (2/pi)(log(x/2) + gamma) J0 - (4/pi) sum (-1)^k J_2k / k and its derivative
+    n = 2 * ((int(x) + 40 + int(4.0 * sqrt(x))) // 2)
+    jp1 = 0.0
+    jn = 1e-30
+    norm = 0.0
+    s0 = 0.0        # sum (-1)^k J_2k / k
+    s1 = 0.0        # sum (-1)^k (J_2k-1 - J_2k+1) / k
+    j0 = 0.0
+    j1 = 0.0
+    jodd_above = 0.0   # J_{2k+1} while stepping through J_2k
+    for m in range(n, 0, -1):
+        jm1 = (2.0 * m / x) * jn - jp1      # J_{m-1}
+        jp1 = jn
+        jn = jm1
+        k = m - 1                           # jn is J_k now
+        if k % 2 == 0:
+            if k > 0:
+                norm += 2.0 * jn
+                sg = 1.0 if (k // 2) % 2 == 0 else -1.0
+                s0 += sg * jn / (k // 2)
+                jodd_above = jp1            # J_{k+1}
+            else:
+                norm += jn
+        else:
+            kk = (k + 1) // 2               # J_k = J_{2kk-1}: closes the term (J_2kk-1 - J_2kk+1) / kk
+            sg = 1.0 if kk % 2 == 0 else -1.0
+            s1 += sg * (jn - jodd_above) / kk
+        if abs(jn) > 1e250:
+            jn *= 1e-250
+            jp1 *= 1e-250
+            norm *= 1e-250
+            s0 *= 1e-250
+            s1 *= 1e-250
+            jodd_above *= 1e-250
+            j1 *= 1e-250
+        if k == 1:
+            j1 = jn
+        if k == 0:
+            j0 = jn
+    j0 /= norm
+    j1 /= norm
+    s0 /= norm
+    s1 /= norm
+    lg = log(0.5 * x) + _EULER_GAMMA
+    if nu == 0:
+        return j0, (2.0 / pi) * lg * j0 - (4.0 / pi) * s0
+    return j1, -(2.0 / pi) * j0 / x + (2.0 / pi) * lg * j1 + (2.0 / pi) * s1
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def bessel_jy(x, nu, want_y):
+    # torch.special.bessel_j0/j1/y0/y1: J0 even and J1 odd; Y of x < 0 is NaN, of 0 -inf; +-inf give NaN, as torch
+    x = np.float64(x)
+    if x != x:
+        return x
+    if want_y:
+        if x < 0.0:
+            return nan
+        if x == 0.0:
+            return -inf
+    a = abs(x)
+    if a == inf:
+        return nan
+    if a == 0.0:
+        return 1.0 if nu == 0 else x
+    if a < 1.0:
+        j, y = _bessel_jy_small(a, nu)
+    elif a < 25.0:
+        j, y = _bessel_jy_miller(a, nu)
+    else:
+        j, y = _bessel_jy_hankel(a, nu)
+    if want_y:
+        return y
+    return -j if (nu == 1 and x < 0) else j
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def spherical_bessel_j0(x):
+    # sin(x) / x; its Taylor series near 0, where the quotient loses digits; +-inf give 0
+    x = np.float64(x)
+    if abs(x) == inf:
+        return 0.0
+    if abs(x) < 0.5:
+        z = x * x
+        return 1.0 - z / 6.0 * (1.0 - z / 20.0 * (1.0 - z / 42.0 * (1.0 - z / 72.0 * (1.0 - z / 110.0 * (1.0 - z / 156.0)))))
+    return sin(x) / x
+
+
+_AIRY_TAB = (0.04024123848644319, 0.99626504413279, 0.3191032477191282, -0.10809531881187123,
+             -0.022133721547341403, -0.9756639809263316, -0.33029023763020887, -0.03231334828463914,
+             -0.0527050503563862, 0.9355609381983065, 0.3217757163806479, 0.3188095066985546,
+             0.18428083525050565, -0.7710081684101265, -0.2380203019971158, -0.6749524925132022,
+             -0.3291451736298231, 0.3459354872813429, 0.017781541276574976, 0.8641972177713984,
+             0.35076100902411433, 0.32719281855444315, 0.2921527810559595, -0.5233625323157477,
+             -0.07026553294928951, -0.7906285753685813, -0.37553382314043193, -0.34344343345404815,
+             -0.37881429367765806, 0.3145837692165988, -0.11232506769296609, 0.6788527342647943,
+             0.22740742820168558, 0.618259020741691, 0.4642565777488694, 0.3091869672024104,
+             0.5355608832923521, -0.01016056711664521, 0.4757280916105396, -0.20408167033954738,
+             0.3550280538878172, -0.2588194037928068, 0.23169360648083348, -0.2249105326646839,
+             0.13529241631288141, -0.1591474412967932, 0.07174949700810541, -0.09738201284230132,
+             0.03492413042327438, -0.05309038443365363, 0.01572592338047049, -0.026250881035903232,
+             0.006591139357460719, -0.011912976705951319, 0.002584098786989635, -0.005004413967952583,
+             0.0009515638512048018, -0.001958640950204179, 0.00033025032351430896, -0.0007178665675575089,
+             0.00010834442813607442, -0.0002474138908684625, 3.368531190859981e-05, -8.046339130556515e-05,
+             9.947694360252889e-06, -2.4765200397034955e-05, 2.7958823432049136e-06, -7.231931466601793e-06,
+             7.492128863997167e-07, -2.008150894738792e-06, 1.9172560675134309e-07, -5.312713959720545e-07,
+             4.6922076160992316e-08, -1.3414392979067865e-07, 1.0997009755195506e-08, -3.237725440447602e-08,
+             2.47116843087249e-09, -7.480641389658946e-09, 5.330263704617492e-10, -1.6566394593740667e-09,
+             1.1047532552898686e-10, -3.5206336767389237e-10)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def airy_ai(x):
+    # torch.special.airy_ai. |x| <= 10: the Taylor series of Ai'' = x Ai at the nearest centre (|h| <= 1/4);
+    # beyond, the asymptotic series in zeta = (2/3)|x|^(3/2) (decaying for x > 0, oscillating for x < 0).
+    # +-inf give NaN, as torch
+    x = np.float64(x)
+    if x != x or abs(x) == inf:
+        return nan
+    if abs(x) <= 10.0:
+        i = int(floor(2.0 * x + 0.5))
+        c = 0.5 * i
+        h = x - c
+        a0 = _AIRY_TAB[2 * (i + 20)]
+        a1 = _AIRY_TAB[2 * (i + 20) + 1]
+        a2 = 0.5 * c * a0
+        s = a0 + h * (a1 + h * a2)
+        p0 = a0             # a_{m-1}, a_m, a_{m+1} of the Taylor coefficients, m = 1 first
+        p1 = a1
+        p2 = a2
+        hp = h * h * h
+        for m in range(1, 40):          # |h| <= 1/4: 40 terms reach 1e-24 (some coefficients vanish at c == 0)
+            an = (c * p1 + p0) / ((m + 2) * (m + 1))    # a_{m+2}, from Ai'' = x Ai
+            p0 = p1
+            p1 = p2
+            p2 = an
+            s += an * hp
+            hp *= h
+        return s
+    a = abs(x)
+    z = (2.0 / 3.0) * a * sqrt(a)
+    r4 = sqrt(sqrt(a))
+    if x > 0.0:
+        t = 1.0
+        s = 1.0
+        for k in range(1, 40):
+            t *= -(6 * k - 5) * (6 * k - 3) * (6 * k - 1) / ((2 * k - 1) * 216.0 * k * z)
+            s += t
+            if abs(t) < 1e-17:
+                break
+        return exp(-z) * s / (2.0 * _SQRT_PI * r4)
+    t = 1.0
+    pe = 1.0
+    po = 0.0
+    for k in range(1, 40):
+        t *= (6 * k - 5) * (6 * k - 3) * (6 * k - 1) / ((2 * k - 1) * 216.0 * k * z)
+        m = k % 4
+        if m == 0:
+            pe += t
+        elif m == 1:
+            po += t
+        elif m == 2:
+            pe -= t
+        else:
+            po -= t
+        if abs(t) < 1e-17:
+            break
+    sz = sin(z)
+    cz = cos(z)
+    return ((sz + cz) * _SQRT1_2 * pe - (cz - sz) * _SQRT1_2 * po) / (_SQRT_PI * r4)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def xlogy(x, y):
+    # torch.xlogy: 0 where x == 0 (y not NaN), NaN where y is NaN
+    if y != y:
+        return nan
+    if x == 0:
+        return 0.0
+    return x * log(np.float64(y))
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def xlog1py(x, y):
+    # torch.special.xlog1py: x * log1p(y), 0 where x == 0 (y not NaN)
+    if y != y:
+        return nan
+    if x == 0:
+        return 0.0
+    return x * log1p(np.float64(y))
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def entr(x):
+    # torch.special.entr: -x log x; 0 at 0, -inf below
+    x = np.float64(x)
+    if x != x:
+        return x
+    if x > 0.0:
+        return -x * log(x)
+    if x == 0.0:
+        return 0.0
+    return -inf
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def sinc(x):
+    # torch.sinc: sin(pi x) / (pi x), 1 at 0
+    x = np.float64(x)
+    if x == 0.0:
+        return 1.0
+    y = pi * x
+    return sin(y) / y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cheb_t(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if abs(x) == 1.0:
+        return 1.0 if (x > 0 or n % 2 == 0) else -1.0
+    if n > 6 and abs(x) < 1.0:
+        return cos(n * acos(x))
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x
+    for _ in range(2, n + 1):
+        r = (x + x) * q - p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cheb_u(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if abs(x) == 1.0:
+        return n + 1.0 if (x > 0 or n % 2 == 0) else -(n + 1.0)
+    if n > 8 and abs(x) < 1.0:
+        t = acos(x)
+        if sin(t) != 0.0:
+            return sin((n + 1) * t) / sin(t)
+        return (n + 1) * cos((n + 1) * t)
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x + x
+    for _ in range(2, n + 1):
+        r = (x + x) * q - p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cheb_v(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if abs(x) == 1.0:
+        if x > 0:
+            return 1.0
+        return n + n + 1.0 if n % 2 == 0 else -(n + n + 1.0)
+    if n > 8 and abs(x) < 1.0:
+        t = acos(x)
+        if sin(t / 2) != 1.0:
+            return cos((n + 0.5) * t) / cos(t / 2)
+        return 1.0 if n % 2 == 0 else -1.0
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x + x - 1.0
+    for _ in range(2, n + 1):
+        r = (x + x) * q - p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cheb_w(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if abs(x) == 1.0:
+        if x > 0:
+            return n + n + 1.0
+        return 1.0 if n % 2 == 0 else -1.0
+    if n > 8 and abs(x) < 1.0:
+        t = acos(x)
+        if cos(t / 2) != 1.0:
+            return sin((n + 0.5) * t) / sin(t / 2)
+        if x > 0:
+            return n + n + 1.0
+        return 1.0 if n % 2 == 0 else -1.0
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x + x + 1.0
+    for _ in range(2, n + 1):
+        r = (x + x) * q - p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def shifted_cheb(x, n, kind):
+    # T*, U*, V*, W* (kind 0..3): the polynomial at 2x - 1, with torch's closed values at x = 0 and x = 1
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if x == 1.0:
+        return 1.0 if kind == 0 or kind == 2 else (n + 1.0 if kind == 1 else n + n + 1.0)
+    if x == 0.0:
+        odd = n % 2 != 0
+        if kind == 0 or kind == 3:
+            return -1.0 if odd else 1.0
+        m = n + 1.0 if kind == 1 else n + n + 1.0
+        return -m if odd else m
+    y = x + x - 1.0
+    if kind == 0:
+        return cheb_t(y, n)
+    if kind == 1:
+        return cheb_u(y, n)
+    if kind == 2:
+        return cheb_v(y, n)
+    return cheb_w(y, n)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def hermite_h(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x + x
+    for k in range(2, n + n, 2):
+        r = (x + x) * q - k * p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def hermite_he(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x
+    for k in range(1, n):
+        r = x * q - k * p
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def laguerre_l(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if x == 0.0 or n == 0:
+        return 1.0
+    p = 1.0
+    q = 1.0 - x
+    for k in range(1, n):
+        r = ((k + k + (1.0 - x)) * q - k * p) / (k + 1)
+        p = q
+        q = r
+    return q
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def legendre_p(x, n):
+    n = int(n)
+    x = np.float64(x)
+    if n < 0:
+        return 0.0
+    if abs(x) == 1.0:
+        return 1.0 if (x > 0 or n % 2 == 0) else -1.0
+    if n == 0:
+        return 1.0
+    p = 1.0
+    q = x
+    for k in range(1, n):
+        r = ((k + k + 1) * x * q - k * p) / (k + 1)
+        p = q
+        q = r
+    return q
+
+
 # ---------------------------------------------------------------- float16 / bfloat16 on CUDA (DESIGN §5)
 # 16-bit cuda tensors are uint16 device arrays of bit patterns; the kernels load them to float32, compute
 # in float32 and store with round-to-nearest-even. The conversions are the integer ones of
@@ -7162,6 +8136,2998 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
         out[po] = _s__adam_param_bf16(a0[p0], a1[p1], a2[p2], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_lgamma(self):
+    # ops.yaml: lgamma -- lgamma(np.float64(self))
+    return lgamma(np.float64(self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s_lgamma_f16(self):
+    return f32_to_f16(_s_lgamma(f16_to_f32(self)))
+
+
+@cuda.jit
+def lgamma_f16_contig(out, a0):
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_lgamma_f16(a0[i])
+
+
+@cuda.jit
+def lgamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_lgamma_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_lgamma_bf16(self):
+    return f32_to_bf16(_s_lgamma(bf16_to_f32(self)))
+
+
+@cuda.jit
+def lgamma_bf16_contig(out, a0):
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_lgamma_bf16(a0[i])
+
+
+@cuda.jit
+def lgamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_lgamma_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_digamma(self):
+    # ops.yaml: digamma -- digamma(self)
+    return digamma(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_digamma_f16(self):
+    return f32_to_f16(_s_digamma(f16_to_f32(self)))
+
+
+@cuda.jit
+def digamma_f16_contig(out, a0):
+    # ops.yaml: digamma -- digamma(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_digamma_f16(a0[i])
+
+
+@cuda.jit
+def digamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: digamma -- digamma(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_digamma_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_digamma_bf16(self):
+    return f32_to_bf16(_s_digamma(bf16_to_f32(self)))
+
+
+@cuda.jit
+def digamma_bf16_contig(out, a0):
+    # ops.yaml: digamma -- digamma(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_digamma_bf16(a0[i])
+
+
+@cuda.jit
+def digamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: digamma -- digamma(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_digamma_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_erfinv(self):
+    # ops.yaml: erfinv -- erfinv(self)
+    return erfinv(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_erfinv_f16(self):
+    return f32_to_f16(_s_erfinv(f16_to_f32(self)))
+
+
+@cuda.jit
+def erfinv_f16_contig(out, a0):
+    # ops.yaml: erfinv -- erfinv(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_erfinv_f16(a0[i])
+
+
+@cuda.jit
+def erfinv_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: erfinv -- erfinv(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_erfinv_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_erfinv_bf16(self):
+    return f32_to_bf16(_s_erfinv(bf16_to_f32(self)))
+
+
+@cuda.jit
+def erfinv_bf16_contig(out, a0):
+    # ops.yaml: erfinv -- erfinv(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_erfinv_bf16(a0[i])
+
+
+@cuda.jit
+def erfinv_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: erfinv -- erfinv(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_erfinv_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_i0(self):
+    # ops.yaml: i0 -- bessel_i(self, 0, False)
+    return bessel_i(self, 0, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_i0_f16(self):
+    return f32_to_f16(_s_i0(f16_to_f32(self)))
+
+
+@cuda.jit
+def i0_f16_contig(out, a0):
+    # ops.yaml: i0 -- bessel_i(self, 0, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_i0_f16(a0[i])
+
+
+@cuda.jit
+def i0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: i0 -- bessel_i(self, 0, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_i0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_i0_bf16(self):
+    return f32_to_bf16(_s_i0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def i0_bf16_contig(out, a0):
+    # ops.yaml: i0 -- bessel_i(self, 0, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_i0_bf16(a0[i])
+
+
+@cuda.jit
+def i0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: i0 -- bessel_i(self, 0, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_i0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sinc(self):
+    # ops.yaml: sinc -- sinc(self)
+    return sinc(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sinc_f16(self):
+    return f32_to_f16(_s_sinc(f16_to_f32(self)))
+
+
+@cuda.jit
+def sinc_f16_contig(out, a0):
+    # ops.yaml: sinc -- sinc(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sinc_f16(a0[i])
+
+
+@cuda.jit
+def sinc_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sinc -- sinc(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sinc_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sinc_bf16(self):
+    return f32_to_bf16(_s_sinc(bf16_to_f32(self)))
+
+
+@cuda.jit
+def sinc_bf16_contig(out, a0):
+    # ops.yaml: sinc -- sinc(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sinc_bf16(a0[i])
+
+
+@cuda.jit
+def sinc_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sinc -- sinc(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sinc_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_erfcx(self):
+    # ops.yaml: special_erfcx -- erfcx(self)
+    return erfcx(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_erfcx_f16(self):
+    return f32_to_f16(_s_special_erfcx(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_erfcx_f16_contig(out, a0):
+    # ops.yaml: special_erfcx -- erfcx(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_erfcx_f16(a0[i])
+
+
+@cuda.jit
+def special_erfcx_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_erfcx -- erfcx(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_erfcx_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_erfcx_bf16(self):
+    return f32_to_bf16(_s_special_erfcx(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_erfcx_bf16_contig(out, a0):
+    # ops.yaml: special_erfcx -- erfcx(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_erfcx_bf16(a0[i])
+
+
+@cuda.jit
+def special_erfcx_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_erfcx -- erfcx(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_erfcx_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtr(self):
+    # ops.yaml: special_ndtr -- ndtr(self)
+    return ndtr(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtr_f16(self):
+    return f32_to_f16(_s_special_ndtr(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_ndtr_f16_contig(out, a0):
+    # ops.yaml: special_ndtr -- ndtr(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_ndtr_f16(a0[i])
+
+
+@cuda.jit
+def special_ndtr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_ndtr -- ndtr(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_ndtr_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtr_bf16(self):
+    return f32_to_bf16(_s_special_ndtr(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_ndtr_bf16_contig(out, a0):
+    # ops.yaml: special_ndtr -- ndtr(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_ndtr_bf16(a0[i])
+
+
+@cuda.jit
+def special_ndtr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_ndtr -- ndtr(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_ndtr_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtri(self):
+    # ops.yaml: special_ndtri -- ndtri(self)
+    return ndtri(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtri_f16(self):
+    return f32_to_f16(_s_special_ndtri(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_ndtri_f16_contig(out, a0):
+    # ops.yaml: special_ndtri -- ndtri(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_ndtri_f16(a0[i])
+
+
+@cuda.jit
+def special_ndtri_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_ndtri -- ndtri(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_ndtri_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_ndtri_bf16(self):
+    return f32_to_bf16(_s_special_ndtri(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_ndtri_bf16_contig(out, a0):
+    # ops.yaml: special_ndtri -- ndtri(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_ndtri_bf16(a0[i])
+
+
+@cuda.jit
+def special_ndtri_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_ndtri -- ndtri(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_ndtri_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_log_ndtr(self):
+    # ops.yaml: special_log_ndtr -- log_ndtr(self)
+    return log_ndtr(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_log_ndtr_f16(self):
+    return f32_to_f16(_s_special_log_ndtr(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_log_ndtr_f16_contig(out, a0):
+    # ops.yaml: special_log_ndtr -- log_ndtr(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_log_ndtr_f16(a0[i])
+
+
+@cuda.jit
+def special_log_ndtr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_log_ndtr -- log_ndtr(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_log_ndtr_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_log_ndtr_bf16(self):
+    return f32_to_bf16(_s_special_log_ndtr(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_log_ndtr_bf16_contig(out, a0):
+    # ops.yaml: special_log_ndtr -- log_ndtr(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_log_ndtr_bf16(a0[i])
+
+
+@cuda.jit
+def special_log_ndtr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_log_ndtr -- log_ndtr(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_log_ndtr_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i0e(self):
+    # ops.yaml: special_i0e -- bessel_i(self, 0, True)
+    return bessel_i(self, 0, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i0e_f16(self):
+    return f32_to_f16(_s_special_i0e(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_i0e_f16_contig(out, a0):
+    # ops.yaml: special_i0e -- bessel_i(self, 0, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i0e_f16(a0[i])
+
+
+@cuda.jit
+def special_i0e_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i0e -- bessel_i(self, 0, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i0e_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i0e_bf16(self):
+    return f32_to_bf16(_s_special_i0e(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_i0e_bf16_contig(out, a0):
+    # ops.yaml: special_i0e -- bessel_i(self, 0, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i0e_bf16(a0[i])
+
+
+@cuda.jit
+def special_i0e_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i0e -- bessel_i(self, 0, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i0e_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1(self):
+    # ops.yaml: special_i1 -- bessel_i(self, 1, False)
+    return bessel_i(self, 1, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1_f16(self):
+    return f32_to_f16(_s_special_i1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_i1_f16_contig(out, a0):
+    # ops.yaml: special_i1 -- bessel_i(self, 1, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i1_f16(a0[i])
+
+
+@cuda.jit
+def special_i1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i1 -- bessel_i(self, 1, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1_bf16(self):
+    return f32_to_bf16(_s_special_i1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_i1_bf16_contig(out, a0):
+    # ops.yaml: special_i1 -- bessel_i(self, 1, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i1_bf16(a0[i])
+
+
+@cuda.jit
+def special_i1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i1 -- bessel_i(self, 1, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1e(self):
+    # ops.yaml: special_i1e -- bessel_i(self, 1, True)
+    return bessel_i(self, 1, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1e_f16(self):
+    return f32_to_f16(_s_special_i1e(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_i1e_f16_contig(out, a0):
+    # ops.yaml: special_i1e -- bessel_i(self, 1, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i1e_f16(a0[i])
+
+
+@cuda.jit
+def special_i1e_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i1e -- bessel_i(self, 1, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i1e_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_i1e_bf16(self):
+    return f32_to_bf16(_s_special_i1e(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_i1e_bf16_contig(out, a0):
+    # ops.yaml: special_i1e -- bessel_i(self, 1, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_i1e_bf16(a0[i])
+
+
+@cuda.jit
+def special_i1e_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_i1e -- bessel_i(self, 1, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_i1e_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_entr(self):
+    # ops.yaml: special_entr -- entr(self)
+    return entr(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_entr_f16(self):
+    return f32_to_f16(_s_special_entr(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_entr_f16_contig(out, a0):
+    # ops.yaml: special_entr -- entr(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_entr_f16(a0[i])
+
+
+@cuda.jit
+def special_entr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_entr -- entr(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_entr_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_entr_bf16(self):
+    return f32_to_bf16(_s_special_entr(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_entr_bf16_contig(out, a0):
+    # ops.yaml: special_entr -- entr(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_entr_bf16(a0[i])
+
+
+@cuda.jit
+def special_entr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_entr -- entr(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_entr_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j0(self):
+    # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False)
+    return bessel_jy(self, 0, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j0_f16(self):
+    return f32_to_f16(_s_special_bessel_j0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_j0_f16_contig(out, a0):
+    # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_j0_f16(a0[i])
+
+
+@cuda.jit
+def special_bessel_j0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_j0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j0_bf16(self):
+    return f32_to_bf16(_s_special_bessel_j0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_j0_bf16_contig(out, a0):
+    # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_j0_bf16(a0[i])
+
+
+@cuda.jit
+def special_bessel_j0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_j0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j1(self):
+    # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False)
+    return bessel_jy(self, 1, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j1_f16(self):
+    return f32_to_f16(_s_special_bessel_j1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_j1_f16_contig(out, a0):
+    # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_j1_f16(a0[i])
+
+
+@cuda.jit
+def special_bessel_j1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_j1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_j1_bf16(self):
+    return f32_to_bf16(_s_special_bessel_j1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_j1_bf16_contig(out, a0):
+    # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_j1_bf16(a0[i])
+
+
+@cuda.jit
+def special_bessel_j1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_j1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y0(self):
+    # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True)
+    return bessel_jy(self, 0, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y0_f16(self):
+    return f32_to_f16(_s_special_bessel_y0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_y0_f16_contig(out, a0):
+    # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_y0_f16(a0[i])
+
+
+@cuda.jit
+def special_bessel_y0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_y0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y0_bf16(self):
+    return f32_to_bf16(_s_special_bessel_y0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_y0_bf16_contig(out, a0):
+    # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_y0_bf16(a0[i])
+
+
+@cuda.jit
+def special_bessel_y0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_y0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y1(self):
+    # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True)
+    return bessel_jy(self, 1, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y1_f16(self):
+    return f32_to_f16(_s_special_bessel_y1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_y1_f16_contig(out, a0):
+    # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_y1_f16(a0[i])
+
+
+@cuda.jit
+def special_bessel_y1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_y1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_bessel_y1_bf16(self):
+    return f32_to_bf16(_s_special_bessel_y1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_bessel_y1_bf16_contig(out, a0):
+    # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_bessel_y1_bf16(a0[i])
+
+
+@cuda.jit
+def special_bessel_y1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_bessel_y1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i0(self):
+    # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False)
+    return bessel_i(self, 0, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i0_f16(self):
+    return f32_to_f16(_s_special_modified_bessel_i0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_i0_f16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_i0_f16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_i0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_i0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i0_bf16(self):
+    return f32_to_bf16(_s_special_modified_bessel_i0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_i0_bf16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_i0_bf16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_i0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_i0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i1(self):
+    # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False)
+    return bessel_i(self, 1, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i1_f16(self):
+    return f32_to_f16(_s_special_modified_bessel_i1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_i1_f16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_i1_f16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_i1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_i1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_i1_bf16(self):
+    return f32_to_bf16(_s_special_modified_bessel_i1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_i1_bf16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_i1_bf16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_i1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_i1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k0(self):
+    # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False)
+    return bessel_k(self, 0, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k0_f16(self):
+    return f32_to_f16(_s_special_modified_bessel_k0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_k0_f16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_k0_f16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_k0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_k0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k0_bf16(self):
+    return f32_to_bf16(_s_special_modified_bessel_k0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_k0_bf16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_k0_bf16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_k0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_k0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k1(self):
+    # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False)
+    return bessel_k(self, 1, False)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k1_f16(self):
+    return f32_to_f16(_s_special_modified_bessel_k1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_k1_f16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_k1_f16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_k1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_k1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_modified_bessel_k1_bf16(self):
+    return f32_to_bf16(_s_special_modified_bessel_k1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_modified_bessel_k1_bf16_contig(out, a0):
+    # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_modified_bessel_k1_bf16(a0[i])
+
+
+@cuda.jit
+def special_modified_bessel_k1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_modified_bessel_k1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k0(self):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True)
+    return bessel_k(self, 0, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k0_f16(self):
+    return f32_to_f16(_s_special_scaled_modified_bessel_k0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k0_f16_contig(out, a0):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_scaled_modified_bessel_k0_f16(a0[i])
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_scaled_modified_bessel_k0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k0_bf16(self):
+    return f32_to_bf16(_s_special_scaled_modified_bessel_k0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k0_bf16_contig(out, a0):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_scaled_modified_bessel_k0_bf16(a0[i])
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_scaled_modified_bessel_k0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k1(self):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True)
+    return bessel_k(self, 1, True)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k1_f16(self):
+    return f32_to_f16(_s_special_scaled_modified_bessel_k1(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k1_f16_contig(out, a0):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_scaled_modified_bessel_k1_f16(a0[i])
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_scaled_modified_bessel_k1_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_scaled_modified_bessel_k1_bf16(self):
+    return f32_to_bf16(_s_special_scaled_modified_bessel_k1(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k1_bf16_contig(out, a0):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_scaled_modified_bessel_k1_bf16(a0[i])
+
+
+@cuda.jit
+def special_scaled_modified_bessel_k1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_scaled_modified_bessel_k1_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_airy_ai(self):
+    # ops.yaml: special_airy_ai -- airy_ai(self)
+    return airy_ai(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_airy_ai_f16(self):
+    return f32_to_f16(_s_special_airy_ai(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_airy_ai_f16_contig(out, a0):
+    # ops.yaml: special_airy_ai -- airy_ai(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_airy_ai_f16(a0[i])
+
+
+@cuda.jit
+def special_airy_ai_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_airy_ai -- airy_ai(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_airy_ai_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_airy_ai_bf16(self):
+    return f32_to_bf16(_s_special_airy_ai(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_airy_ai_bf16_contig(out, a0):
+    # ops.yaml: special_airy_ai -- airy_ai(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_airy_ai_bf16(a0[i])
+
+
+@cuda.jit
+def special_airy_ai_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_airy_ai -- airy_ai(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_airy_ai_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_spherical_bessel_j0(self):
+    # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self)
+    return spherical_bessel_j0(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_spherical_bessel_j0_f16(self):
+    return f32_to_f16(_s_special_spherical_bessel_j0(f16_to_f32(self)))
+
+
+@cuda.jit
+def special_spherical_bessel_j0_f16_contig(out, a0):
+    # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_spherical_bessel_j0_f16(a0[i])
+
+
+@cuda.jit
+def special_spherical_bessel_j0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_spherical_bessel_j0_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_spherical_bessel_j0_bf16(self):
+    return f32_to_bf16(_s_special_spherical_bessel_j0(bf16_to_f32(self)))
+
+
+@cuda.jit
+def special_spherical_bessel_j0_bf16_contig(out, a0):
+    # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_spherical_bessel_j0_bf16(a0[i])
+
+
+@cuda.jit
+def special_spherical_bessel_j0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_special_spherical_bessel_j0_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_xlogy(self, other):
+    # ops.yaml: xlogy -- xlogy(self, other)
+    return xlogy(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_xlogy_f16(self, other):
+    return f32_to_f16(_s_xlogy(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def xlogy_f16_contig(out, a0, a1):
+    # ops.yaml: xlogy -- xlogy(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_xlogy_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def xlogy_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: xlogy -- xlogy(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_xlogy_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_xlogy_bf16(self, other):
+    return f32_to_bf16(_s_xlogy(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def xlogy_bf16_contig(out, a0, a1):
+    # ops.yaml: xlogy -- xlogy(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_xlogy_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def xlogy_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: xlogy -- xlogy(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_xlogy_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_xlog1py(self, other):
+    # ops.yaml: special_xlog1py -- xlog1py(self, other)
+    return xlog1py(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_xlog1py_f16(self, other):
+    return f32_to_f16(_s_special_xlog1py(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def special_xlog1py_f16_contig(out, a0, a1):
+    # ops.yaml: special_xlog1py -- xlog1py(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_xlog1py_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_xlog1py_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_xlog1py -- xlog1py(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_xlog1py_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_xlog1py_bf16(self, other):
+    return f32_to_bf16(_s_special_xlog1py(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def special_xlog1py_bf16_contig(out, a0, a1):
+    # ops.yaml: special_xlog1py -- xlog1py(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_xlog1py_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_xlog1py_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_xlog1py -- xlog1py(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_xlog1py_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_zeta(self, other):
+    # ops.yaml: special_zeta -- zeta(self, other)
+    return zeta(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_zeta_f16(self, other):
+    return f32_to_f16(_s_special_zeta(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def special_zeta_f16_contig(out, a0, a1):
+    # ops.yaml: special_zeta -- zeta(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_zeta_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_zeta_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_zeta -- zeta(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_zeta_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_zeta_bf16(self, other):
+    return f32_to_bf16(_s_special_zeta(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def special_zeta_bf16_contig(out, a0, a1):
+    # ops.yaml: special_zeta -- zeta(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_zeta_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_zeta_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_zeta -- zeta(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_zeta_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igamma(self, other):
+    # ops.yaml: igamma -- gammainc(self, other)
+    return gammainc(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igamma_f16(self, other):
+    return f32_to_f16(_s_igamma(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def igamma_f16_contig(out, a0, a1):
+    # ops.yaml: igamma -- gammainc(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_igamma_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def igamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: igamma -- gammainc(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_igamma_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igamma_bf16(self, other):
+    return f32_to_bf16(_s_igamma(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def igamma_bf16_contig(out, a0, a1):
+    # ops.yaml: igamma -- gammainc(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_igamma_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def igamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: igamma -- gammainc(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_igamma_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igammac(self, other):
+    # ops.yaml: igammac -- gammaincc(self, other)
+    return gammaincc(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igammac_f16(self, other):
+    return f32_to_f16(_s_igammac(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def igammac_f16_contig(out, a0, a1):
+    # ops.yaml: igammac -- gammaincc(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_igammac_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def igammac_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: igammac -- gammaincc(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_igammac_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_igammac_bf16(self, other):
+    return f32_to_bf16(_s_igammac(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def igammac_bf16_contig(out, a0, a1):
+    # ops.yaml: igammac -- gammaincc(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_igammac_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def igammac_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: igammac -- gammaincc(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_igammac_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_t(self, n):
+    # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n)
+    return cheb_t(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_t_f16(self, n):
+    return f32_to_f16(_s_special_chebyshev_polynomial_t(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_t_f16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_t_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_t_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_t_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_t_bf16(self, n):
+    return f32_to_bf16(_s_special_chebyshev_polynomial_t(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_t_bf16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_t_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_t_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_t_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_u(self, n):
+    # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n)
+    return cheb_u(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_u_f16(self, n):
+    return f32_to_f16(_s_special_chebyshev_polynomial_u(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_u_f16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_u_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_u_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_u_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_u_bf16(self, n):
+    return f32_to_bf16(_s_special_chebyshev_polynomial_u(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_u_bf16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_u_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_u_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_u_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_v(self, n):
+    # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n)
+    return cheb_v(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_v_f16(self, n):
+    return f32_to_f16(_s_special_chebyshev_polynomial_v(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_v_f16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_v_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_v_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_v_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_v_bf16(self, n):
+    return f32_to_bf16(_s_special_chebyshev_polynomial_v(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_v_bf16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_v_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_v_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_v_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_w(self, n):
+    # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n)
+    return cheb_w(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_w_f16(self, n):
+    return f32_to_f16(_s_special_chebyshev_polynomial_w(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_w_f16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_w_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_w_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_w_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_chebyshev_polynomial_w_bf16(self, n):
+    return f32_to_bf16(_s_special_chebyshev_polynomial_w(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_chebyshev_polynomial_w_bf16_contig(out, a0, a1):
+    # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_chebyshev_polynomial_w_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_chebyshev_polynomial_w_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_chebyshev_polynomial_w_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_t(self, n):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0)
+    return shifted_cheb(self, n, 0)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_t_f16(self, n):
+    return f32_to_f16(_s_special_shifted_chebyshev_polynomial_t(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_t_f16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_t_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_t_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_t_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_t_bf16(self, n):
+    return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_t(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_t_bf16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_t_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_t_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_t_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_u(self, n):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1)
+    return shifted_cheb(self, n, 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_u_f16(self, n):
+    return f32_to_f16(_s_special_shifted_chebyshev_polynomial_u(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_u_f16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_u_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_u_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_u_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_u_bf16(self, n):
+    return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_u(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_u_bf16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_u_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_u_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_u_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_v(self, n):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2)
+    return shifted_cheb(self, n, 2)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_v_f16(self, n):
+    return f32_to_f16(_s_special_shifted_chebyshev_polynomial_v(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_v_f16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_v_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_v_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_v_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_v_bf16(self, n):
+    return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_v(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_v_bf16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_v_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_v_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_v_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_w(self, n):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3)
+    return shifted_cheb(self, n, 3)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_w_f16(self, n):
+    return f32_to_f16(_s_special_shifted_chebyshev_polynomial_w(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_w_f16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_w_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_w_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_w_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_shifted_chebyshev_polynomial_w_bf16(self, n):
+    return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_w(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_w_bf16_contig(out, a0, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_shifted_chebyshev_polynomial_w_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_shifted_chebyshev_polynomial_w_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_shifted_chebyshev_polynomial_w_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_h(self, n):
+    # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n)
+    return hermite_h(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_h_f16(self, n):
+    return f32_to_f16(_s_special_hermite_polynomial_h(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_hermite_polynomial_h_f16_contig(out, a0, a1):
+    # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_hermite_polynomial_h_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_hermite_polynomial_h_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_hermite_polynomial_h_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_h_bf16(self, n):
+    return f32_to_bf16(_s_special_hermite_polynomial_h(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_hermite_polynomial_h_bf16_contig(out, a0, a1):
+    # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_hermite_polynomial_h_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_hermite_polynomial_h_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_hermite_polynomial_h_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_he(self, n):
+    # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n)
+    return hermite_he(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_he_f16(self, n):
+    return f32_to_f16(_s_special_hermite_polynomial_he(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_hermite_polynomial_he_f16_contig(out, a0, a1):
+    # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_hermite_polynomial_he_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_hermite_polynomial_he_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_hermite_polynomial_he_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_hermite_polynomial_he_bf16(self, n):
+    return f32_to_bf16(_s_special_hermite_polynomial_he(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_hermite_polynomial_he_bf16_contig(out, a0, a1):
+    # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_hermite_polynomial_he_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_hermite_polynomial_he_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_hermite_polynomial_he_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_laguerre_polynomial_l(self, n):
+    # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n)
+    return laguerre_l(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_laguerre_polynomial_l_f16(self, n):
+    return f32_to_f16(_s_special_laguerre_polynomial_l(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_laguerre_polynomial_l_f16_contig(out, a0, a1):
+    # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_laguerre_polynomial_l_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_laguerre_polynomial_l_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_laguerre_polynomial_l_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_laguerre_polynomial_l_bf16(self, n):
+    return f32_to_bf16(_s_special_laguerre_polynomial_l(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_laguerre_polynomial_l_bf16_contig(out, a0, a1):
+    # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_laguerre_polynomial_l_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_laguerre_polynomial_l_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_laguerre_polynomial_l_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_legendre_polynomial_p(self, n):
+    # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n)
+    return legendre_p(self, n)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_legendre_polynomial_p_f16(self, n):
+    return f32_to_f16(_s_special_legendre_polynomial_p(f16_to_f32(self), f16_to_f32(n)))
+
+
+@cuda.jit
+def special_legendre_polynomial_p_f16_contig(out, a0, a1):
+    # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_legendre_polynomial_p_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_legendre_polynomial_p_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_legendre_polynomial_p_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_special_legendre_polynomial_p_bf16(self, n):
+    return f32_to_bf16(_s_special_legendre_polynomial_p(bf16_to_f32(self), bf16_to_f32(n)))
+
+
+@cuda.jit
+def special_legendre_polynomial_p_bf16_contig(out, a0, a1):
+    # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_special_legendre_polynomial_p_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def special_legendre_polynomial_p_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_special_legendre_polynomial_p_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__polygamma(self, order):
+    # ops.yaml: _polygamma -- polygamma(order, self)
+    return polygamma(order, self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__polygamma_f16(self, order):
+    return f32_to_f16(_s__polygamma(f16_to_f32(self), order))
+
+
+@cuda.jit
+def _polygamma_f16_contig(out, a0, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__polygamma_f16(a0[i], order)
+
+
+@cuda.jit
+def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__polygamma_f16(a0[p0], order)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__polygamma_bf16(self, order):
+    return f32_to_bf16(_s__polygamma(bf16_to_f32(self), order))
+
+
+@cuda.jit
+def _polygamma_bf16_contig(out, a0, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__polygamma_bf16(a0[i], order)
+
+
+@cuda.jit
+def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
+    # ops.yaml: _polygamma -- polygamma(order, self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__polygamma_bf16(a0[p0], order)
 
 
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
@@ -14323,6 +18289,1494 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
         out[po] = _s__bw_addcdiv_tensor2_bf16(a0[p0], a1[p1], a2[p2], value)
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw_lgamma_self(grad, self):
+    # ops.yaml: lgamma backward for self -- grad * digamma(self)
+    return grad * _s_digamma(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_lgamma_self_f16(grad, self):
+    return f32_to_f16(_s__bw_lgamma_self(f16_to_f32(grad), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_lgamma_self_f16_contig(out, a0, a1):
+    # ops.yaml: lgamma backward for self -- grad * digamma(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_lgamma_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_lgamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lgamma backward for self -- grad * digamma(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_lgamma_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_lgamma_self_bf16(grad, self):
+    return f32_to_bf16(_s__bw_lgamma_self(bf16_to_f32(grad), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_lgamma_self_bf16_contig(out, a0, a1):
+    # ops.yaml: lgamma backward for self -- grad * digamma(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_lgamma_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_lgamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lgamma backward for self -- grad * digamma(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_lgamma_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_digamma_self(grad, self):
+    # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1)
+    return grad * _s__polygamma(self, 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_digamma_self_f16(grad, self):
+    return f32_to_f16(_s__bw_digamma_self(f16_to_f32(grad), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_digamma_self_f16_contig(out, a0, a1):
+    # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_digamma_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_digamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_digamma_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_digamma_self_bf16(grad, self):
+    return f32_to_bf16(_s__bw_digamma_self(bf16_to_f32(grad), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_digamma_self_bf16_contig(out, a0, a1):
+    # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_digamma_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_digamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_digamma_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_erfinv_self(grad, result):
+    # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result)
+    return grad * 0.886226925452758 * _s_exp(result * result)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_erfinv_self_f16(grad, result):
+    return f32_to_f16(_s__bw_erfinv_self(f16_to_f32(grad), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_erfinv_self_f16_contig(out, a0, a1):
+    # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_erfinv_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_erfinv_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_erfinv_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_erfinv_self_bf16(grad, result):
+    return f32_to_bf16(_s__bw_erfinv_self(bf16_to_f32(grad), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_erfinv_self_bf16_contig(out, a0, a1):
+    # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_erfinv_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_erfinv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_erfinv_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_i0_self(grad, self):
+    # ops.yaml: i0 backward for self -- grad * special_i1(self)
+    return grad * _s_special_i1(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_i0_self_f16(grad, self):
+    return f32_to_f16(_s__bw_i0_self(f16_to_f32(grad), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_i0_self_f16_contig(out, a0, a1):
+    # ops.yaml: i0 backward for self -- grad * special_i1(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_i0_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_i0_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: i0 backward for self -- grad * special_i1(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_i0_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_i0_self_bf16(grad, self):
+    return f32_to_bf16(_s__bw_i0_self(bf16_to_f32(grad), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_i0_self_bf16_contig(out, a0, a1):
+    # ops.yaml: i0 backward for self -- grad * special_i1(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_i0_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_i0_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: i0 backward for self -- grad * special_i1(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_i0_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_erfcx_self(grad, self, result):
+    # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126)
+    return grad * (2 * self * result - 1.1283791670955126)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_erfcx_self_f16(grad, self, result):
+    return f32_to_f16(_s__bw_special_erfcx_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_erfcx_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_erfcx_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_erfcx_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_erfcx_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_erfcx_self_bf16(grad, self, result):
+    return f32_to_bf16(_s__bw_special_erfcx_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_erfcx_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_erfcx_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_erfcx_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_erfcx_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtr_self(grad, self):
+    # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self)
+    return grad * 0.3989422804014327 * _s_exp(-0.5 * self * self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtr_self_f16(grad, self):
+    return f32_to_f16(_s__bw_special_ndtr_self(f16_to_f32(grad), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_ndtr_self_f16_contig(out, a0, a1):
+    # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_ndtr_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_ndtr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_ndtr_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtr_self_bf16(grad, self):
+    return f32_to_bf16(_s__bw_special_ndtr_self(bf16_to_f32(grad), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_ndtr_self_bf16_contig(out, a0, a1):
+    # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_ndtr_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_ndtr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_ndtr_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtri_self(grad, result):
+    # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result)
+    return grad * 2.5066282746310002 * _s_exp(0.5 * result * result)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtri_self_f16(grad, result):
+    return f32_to_f16(_s__bw_special_ndtri_self(f16_to_f32(grad), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_ndtri_self_f16_contig(out, a0, a1):
+    # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_ndtri_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_ndtri_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_ndtri_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_ndtri_self_bf16(grad, result):
+    return f32_to_bf16(_s__bw_special_ndtri_self(bf16_to_f32(grad), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_ndtri_self_bf16_contig(out, a0, a1):
+    # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_ndtri_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_ndtri_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_ndtri_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_log_ndtr_self(grad, result, self):
+    # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self))
+    return grad * 0.3989422804014327 * _s_exp(-(result + 0.5 * self * self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_log_ndtr_self_f16(grad, result, self):
+    return f32_to_f16(_s__bw_special_log_ndtr_self(f16_to_f32(grad), f16_to_f32(result), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_log_ndtr_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_log_ndtr_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_log_ndtr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_log_ndtr_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_log_ndtr_self_bf16(grad, result, self):
+    return f32_to_bf16(_s__bw_special_log_ndtr_self(bf16_to_f32(grad), bf16_to_f32(result), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_log_ndtr_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_log_ndtr_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_log_ndtr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_log_ndtr_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i0e_self(grad, self, result):
+    # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result)
+    return grad * (_s_special_i1e(self) - _s_sign(self) * result)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i0e_self_f16(grad, self, result):
+    return f32_to_f16(_s__bw_special_i0e_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i0e_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i0e_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i0e_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i0e_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i0e_self_bf16(grad, self, result):
+    return f32_to_bf16(_s__bw_special_i0e_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i0e_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i0e_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i0e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i0e_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1_self(grad, self, result):
+    # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1_self_f16(grad, self, result):
+    return f32_to_f16(_s__bw_special_i1_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i1_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i1_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i1_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i1_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1_self_bf16(grad, self, result):
+    return f32_to_bf16(_s__bw_special_i1_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i1_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i1_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i1_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1e_self(grad, self, result):
+    # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1e_self_f16(grad, self, result):
+    return f32_to_f16(_s__bw_special_i1e_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i1e_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self))) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i1e_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i1e_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self))) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i1e_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_i1e_self_bf16(grad, self, result):
+    return f32_to_bf16(_s__bw_special_i1e_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw_special_i1e_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self))) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_i1e_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_i1e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self))) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_i1e_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_entr_self(grad, self):
+    # ops.yaml: special_entr backward for self -- grad * -(1 + log(self))
+    return grad * -(1 + _s_log(self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_entr_self_f16(grad, self):
+    return f32_to_f16(_s__bw_special_entr_self(f16_to_f32(grad), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_entr_self_f16_contig(out, a0, a1):
+    # ops.yaml: special_entr backward for self -- grad * -(1 + log(self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_entr_self_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_entr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_entr backward for self -- grad * -(1 + log(self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_entr_self_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_entr_self_bf16(grad, self):
+    return f32_to_bf16(_s__bw_special_entr_self(bf16_to_f32(grad), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_special_entr_self_bf16_contig(out, a0, a1):
+    # ops.yaml: special_entr backward for self -- grad * -(1 + log(self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_entr_self_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_special_entr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: special_entr backward for self -- grad * -(1 + log(self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_special_entr_self_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_self(grad, self, other):
+    # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other)
+    return grad * _s_xlogy(self != 0, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_self_f16(grad, self, other):
+    return f32_to_f16(_s__bw_xlogy_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_xlogy_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_xlogy_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_xlogy_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_xlogy_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_self_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_xlogy_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_xlogy_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_xlogy_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_xlogy_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_xlogy_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_other(grad, self, other):
+    # ops.yaml: xlogy backward for other -- grad * self / other
+    return grad * self / other
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_xlogy_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_xlogy_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: xlogy backward for other -- grad * self / other [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_xlogy_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_xlogy_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: xlogy backward for other -- grad * self / other [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_xlogy_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_xlogy_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_xlogy_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_xlogy_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: xlogy backward for other -- grad * self / other [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_xlogy_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_xlogy_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: xlogy backward for other -- grad * self / other [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_xlogy_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_self(grad, self, other):
+    # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other)
+    return grad * _s_special_xlog1py(self != 0, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_self_f16(grad, self, other):
+    return f32_to_f16(_s__bw_special_xlog1py_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_xlog1py_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_xlog1py_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_xlog1py_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_xlog1py_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_self_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_special_xlog1py_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_xlog1py_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_xlog1py_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_xlog1py_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_xlog1py_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_other(grad, self, other):
+    # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
+    return grad * self / (other + 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_special_xlog1py_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_xlog1py_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_xlog1py_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_xlog1py_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_xlog1py_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_xlog1py_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_special_xlog1py_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_xlog1py_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_xlog1py_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_xlog1py_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_xlog1py_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_zeta_other(grad, self, other):
+    # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other)
+    return grad * -self * _s_special_zeta(self + 1.0, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_zeta_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_special_zeta_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_zeta_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_zeta_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_zeta_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_zeta_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_special_zeta_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_special_zeta_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_special_zeta_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_special_zeta_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_special_zeta_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_special_zeta_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igamma_other(grad, self, other):
+    # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self))
+    return grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igamma_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_igamma_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_igamma_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_igamma_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_igamma_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_igamma_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igamma_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_igamma_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_igamma_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_igamma_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_igamma_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_igamma_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igammac_other(grad, self, other):
+    # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self))
+    return -grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igammac_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_igammac_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_igammac_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_igammac_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_igammac_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_igammac_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_igammac_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_igammac_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_igammac_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_igammac_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_igammac_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_igammac_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__polygamma_self(grad, self, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1)
+    return grad * _s__polygamma(self, order + 1)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__polygamma_self_f16(grad, self, order):
+    return f32_to_f16(_s__bw__polygamma_self(f16_to_f32(grad), f16_to_f32(self), order))
+
+
+@cuda.jit
+def _bw__polygamma_self_f16_contig(out, a0, a1, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__polygamma_self_f16(a0[i], a1[i], order)
+
+
+@cuda.jit
+def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__polygamma_self_f16(a0[p0], a1[p1], order)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__polygamma_self_bf16(grad, self, order):
+    return f32_to_bf16(_s__bw__polygamma_self(bf16_to_f32(grad), bf16_to_f32(self), order))
+
+
+@cuda.jit
+def _bw__polygamma_self_bf16_contig(out, a0, a1, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__polygamma_self_bf16(a0[i], a1[i], order)
+
+
+@cuda.jit
+def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, order):
+    # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__polygamma_self_bf16(a0[p0], a1[p1], order)
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -15893,6 +21347,68 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
+    'lgamma': dict(kind='elementwise', op='lgamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'digamma': dict(kind='elementwise', op='digamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'erfinv': dict(kind='elementwise', op='erfinv', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'i0': dict(kind='elementwise', op='i0', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'sinc': dict(kind='elementwise', op='sinc', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_erfcx': dict(kind='elementwise', op='special_erfcx', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_ndtr': dict(kind='elementwise', op='special_ndtr', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_ndtri': dict(kind='elementwise', op='special_ndtri', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_log_ndtr': dict(kind='elementwise', op='special_log_ndtr', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_i0e': dict(kind='elementwise', op='special_i0e', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_i1': dict(kind='elementwise', op='special_i1', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_i1e': dict(kind='elementwise', op='special_i1e', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_entr': dict(kind='elementwise', op='special_entr', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_bessel_j0': dict(kind='elementwise', op='special_bessel_j0', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_bessel_j1': dict(kind='elementwise', op='special_bessel_j1', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_bessel_y0': dict(kind='elementwise', op='special_bessel_y0', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_bessel_y1': dict(kind='elementwise', op='special_bessel_y1', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_modified_bessel_i0': dict(kind='elementwise', op='special_modified_bessel_i0', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_modified_bessel_i1': dict(kind='elementwise', op='special_modified_bessel_i1', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_modified_bessel_k0': dict(kind='elementwise', op='special_modified_bessel_k0', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_modified_bessel_k1': dict(kind='elementwise', op='special_modified_bessel_k1', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_scaled_modified_bessel_k0': dict(kind='elementwise', op='special_scaled_modified_bessel_k0', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_scaled_modified_bessel_k1': dict(kind='elementwise', op='special_scaled_modified_bessel_k1', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_airy_ai': dict(kind='elementwise', op='special_airy_ai', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'special_spherical_bessel_j0': dict(kind='elementwise', op='special_spherical_bessel_j0', tensors=('self',), scalars=(),
+        kernels=('contig', 'strided')),
+    'xlogy': dict(kind='elementwise', op='xlogy', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'special_xlog1py': dict(kind='elementwise', op='special_xlog1py', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'special_zeta': dict(kind='elementwise', op='special_zeta', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'igamma': dict(kind='elementwise', op='igamma', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'igammac': dict(kind='elementwise', op='igammac', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'special_chebyshev_polynomial_t': dict(kind='elementwise', op='special_chebyshev_polynomial_t', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_chebyshev_polynomial_u': dict(kind='elementwise', op='special_chebyshev_polynomial_u', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_chebyshev_polynomial_v': dict(kind='elementwise', op='special_chebyshev_polynomial_v', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_chebyshev_polynomial_w': dict(kind='elementwise', op='special_chebyshev_polynomial_w', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_shifted_chebyshev_polynomial_t': dict(kind='elementwise', op='special_shifted_chebyshev_polynomial_t', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_shifted_chebyshev_polynomial_u': dict(kind='elementwise', op='special_shifted_chebyshev_polynomial_u', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_shifted_chebyshev_polynomial_v': dict(kind='elementwise', op='special_shifted_chebyshev_polynomial_v', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_shifted_chebyshev_polynomial_w': dict(kind='elementwise', op='special_shifted_chebyshev_polynomial_w', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_hermite_polynomial_h': dict(kind='elementwise', op='special_hermite_polynomial_h', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_hermite_polynomial_he': dict(kind='elementwise', op='special_hermite_polynomial_he', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_laguerre_polynomial_l': dict(kind='elementwise', op='special_laguerre_polynomial_l', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    'special_legendre_polynomial_p': dict(kind='elementwise', op='special_legendre_polynomial_p', tensors=('self', 'n'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_polygamma': dict(kind='elementwise', op='_polygamma', tensors=('self',), scalars=('order',), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -16021,6 +21537,39 @@ KERNELS = {
     '_bw_addcdiv_tensor1': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_bw_lgamma_self': dict(kind='elementwise', op='lgamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_digamma_self': dict(kind='elementwise', op='digamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_erfinv_self': dict(kind='elementwise', op='erfinv', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_i0_self': dict(kind='elementwise', op='i0', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_special_erfcx_self': dict(kind='elementwise', op='special_erfcx', tensors=('grad', 'self', 'result'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_ndtr_self': dict(kind='elementwise', op='special_ndtr', tensors=('grad', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_ndtri_self': dict(kind='elementwise', op='special_ndtri', tensors=('grad', 'result'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_log_ndtr_self': dict(kind='elementwise', op='special_log_ndtr', tensors=('grad', 'result', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_i0e_self': dict(kind='elementwise', op='special_i0e', tensors=('grad', 'self', 'result'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_i1_self': dict(kind='elementwise', op='special_i1', tensors=('grad', 'self', 'result'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_i1e_self': dict(kind='elementwise', op='special_i1e', tensors=('grad', 'self', 'result'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_entr_self': dict(kind='elementwise', op='special_entr', tensors=('grad', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_xlogy_self': dict(kind='elementwise', op='xlogy', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_xlogy_other': dict(kind='elementwise', op='xlogy', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_special_xlog1py_self': dict(kind='elementwise', op='special_xlog1py', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_xlog1py_other': dict(kind='elementwise', op='special_xlog1py', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_special_zeta_other': dict(kind='elementwise', op='special_zeta', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_igamma_other': dict(kind='elementwise', op='igamma', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_igammac_other': dict(kind='elementwise', op='igammac', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw__polygamma_self': dict(kind='elementwise', op='_polygamma', tensors=('grad', 'self'), scalars=('order',),
         kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
