@@ -8,6 +8,9 @@
 _rt = None  # the dispatcher, bound by reftorch/__init__.py
 
 
+_REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)
+
+
 SPECS = {
 
     'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
@@ -469,10 +472,12 @@ SPECS = {
 }
 
 
-def neg(self):
+def neg(self, *, out=None):
     """Negation, -x.
 
     ops.yaml: neg"""
+    if out is not None:
+        return _rt.call_out('neg', out, neg, self)
     return _rt.call('neg', (self, ), ())
 
 
@@ -485,10 +490,12 @@ negative = neg
 negative_ = neg_
 
 
-def abs(self):
+def abs(self, *, out=None):
     """Absolute value; the gradient at 0 is 0.
 
     ops.yaml: abs"""
+    if out is not None:
+        return _rt.call_out('abs', out, abs, self)
     return _rt.call('abs', (self, ), ())
 
 
@@ -501,10 +508,12 @@ absolute = abs
 absolute_ = abs_
 
 
-def sign(self):
+def sign(self, *, out=None):
     """-1, 0 or 1 by the sign of x; NaN gives 0, as in PyTorch.
 
     ops.yaml: sign"""
+    if out is not None:
+        return _rt.call_out('sign', out, sign, self)
     return _rt.call('sign', (self, ), ())
 
 
@@ -517,10 +526,12 @@ sgn = sign
 sgn_ = sign_
 
 
-def exp(self):
+def exp(self, *, out=None):
     """e to the power x.
 
     ops.yaml: exp"""
+    if out is not None:
+        return _rt.call_out('exp', out, exp, self)
     return _rt.call('exp', (self, ), ())
 
 
@@ -529,10 +540,12 @@ def exp_(self):
     return _rt.call_inplace('exp', (self, ), ())
 
 
-def log(self):
+def log(self, *, out=None):
     """Natural logarithm.
 
     ops.yaml: log"""
+    if out is not None:
+        return _rt.call_out('log', out, log, self)
     return _rt.call('log', (self, ), ())
 
 
@@ -541,10 +554,12 @@ def log_(self):
     return _rt.call_inplace('log', (self, ), ())
 
 
-def sqrt(self):
+def sqrt(self, *, out=None):
     """Square root.
 
     ops.yaml: sqrt"""
+    if out is not None:
+        return _rt.call_out('sqrt', out, sqrt, self)
     return _rt.call('sqrt', (self, ), ())
 
 
@@ -553,10 +568,12 @@ def sqrt_(self):
     return _rt.call_inplace('sqrt', (self, ), ())
 
 
-def tanh(self):
+def tanh(self, *, out=None):
     """Hyperbolic tangent.
 
     ops.yaml: tanh"""
+    if out is not None:
+        return _rt.call_out('tanh', out, tanh, self)
     return _rt.call('tanh', (self, ), ())
 
 
@@ -565,10 +582,12 @@ def tanh_(self):
     return _rt.call_inplace('tanh', (self, ), ())
 
 
-def sigmoid(self):
+def sigmoid(self, *, out=None):
     """Logistic sigmoid 1 / (1 + exp(-x)).
 
     ops.yaml: sigmoid"""
+    if out is not None:
+        return _rt.call_out('sigmoid', out, sigmoid, self)
     return _rt.call('sigmoid', (self, ), ())
 
 
@@ -577,10 +596,12 @@ def sigmoid_(self):
     return _rt.call_inplace('sigmoid', (self, ), ())
 
 
-def relu(self):
+def relu(self, *, out=None):
     """max(x, 0) (NaN stays NaN); the gradient at 0 is 0.
 
     ops.yaml: relu"""
+    if out is not None:
+        return _rt.call_out('relu', out, relu, self)
     return _rt.call('relu', (self, ), ())
 
 
@@ -589,10 +610,12 @@ def relu_(self):
     return _rt.call_inplace('relu', (self, ), ())
 
 
-def add(self, other, *, alpha=1):
+def add(self, other, *, alpha=1, out=None):
     """self + alpha * other, broadcasting.
 
     ops.yaml: add"""
+    if out is not None:
+        return _rt.call_out('add', out, add, self, other, alpha=alpha)
     return _rt.call('add', (self, other, ), (alpha, ))
 
 
@@ -601,10 +624,12 @@ def add_(self, other, *, alpha=1):
     return _rt.call_inplace('add', (self, other, ), (alpha, ))
 
 
-def sub(self, other, *, alpha=1):
+def sub(self, other, *, alpha=1, out=None):
     """self - alpha * other, broadcasting.
 
     ops.yaml: sub"""
+    if out is not None:
+        return _rt.call_out('sub', out, sub, self, other, alpha=alpha)
     return _rt.call('sub', (self, other, ), (alpha, ))
 
 
@@ -617,10 +642,12 @@ subtract = sub
 subtract_ = sub_
 
 
-def mul(self, other):
+def mul(self, other, *, out=None):
     """Elementwise product.
 
     ops.yaml: mul"""
+    if out is not None:
+        return _rt.call_out('mul', out, mul, self, other)
     return _rt.call('mul', (self, other, ), ())
 
 
@@ -645,10 +672,12 @@ def _div_(self, other):
     return _rt.call_inplace('_div', (self, other, ), ())
 
 
-def pow(self, exponent):
+def pow(self, exponent, *, out=None):
     """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer exponent gives 0 (1 and -1 keep their powers); the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
 
     ops.yaml: pow"""
+    if out is not None:
+        return _rt.call_out('pow', out, pow, self, exponent)
     return _rt.call('pow', (self, exponent, ), ())
 
 
@@ -657,17 +686,21 @@ def pow_(self, exponent):
     return _rt.call_inplace('pow', (self, exponent, ), ())
 
 
-def maximum(self, other):
+def maximum(self, other, *, out=None):
     """Elementwise maximum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: maximum"""
+    if out is not None:
+        return _rt.call_out('maximum', out, maximum, self, other)
     return _rt.call('maximum', (self, other, ), ())
 
 
-def eq(self, other):
+def eq(self, other, *, out=None):
     """self == other elementwise.
 
     ops.yaml: eq"""
+    if out is not None:
+        return _rt.call_out('eq', out, eq, self, other)
     return _rt.call('eq', (self, other, ), ())
 
 
@@ -676,10 +709,12 @@ def eq_(self, other):
     return _rt.call_inplace('eq', (self, other, ), ())
 
 
-def gt(self, other):
+def gt(self, other, *, out=None):
     """self > other elementwise.
 
     ops.yaml: gt"""
+    if out is not None:
+        return _rt.call_out('gt', out, gt, self, other)
     return _rt.call('gt', (self, other, ), ())
 
 
@@ -692,59 +727,87 @@ greater = gt
 greater_ = gt_
 
 
-def where(condition, self, other):
+def where(condition, self, other, *, out=None):
     """Picks self where condition holds, other elsewhere; the untaken branch gets zero gradient.
 
     ops.yaml: where"""
+    if out is not None:
+        return _rt.call_out('where', out, where, condition, self, other)
     return _rt.call('where', (condition, self, other, ), ())
 
 
-def sum(self, dim=None, keepdim=False, *, dtype=None):
+def sum(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Sum over dim (all dims when None); float32 accumulates in float64.
 
     ops.yaml: sum"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('sum', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('sum', out, sum, self, dim, keepdim, dtype=dtype)
     return _rt.call('sum', (self, ), (dim, keepdim, dtype, ))
 
 
-def amax(self, dim=None, keepdim=False):
+def amax(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Maximum over dim; ties split the gradient evenly.
 
     ops.yaml: amax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('amax', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('amax', out, amax, self, dim, keepdim)
     return _rt.call('amax', (self, ), (dim, keepdim, ))
 
 
-def argmax(self, dim=None, keepdim=False):
+def argmax(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Index of the first maximum over dim (NaN counts as the maximum).
 
     ops.yaml: argmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argmax', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('argmax', out, argmax, self, dim, keepdim)
     return _rt.call('argmax', (self, ), (dim, keepdim, ))
 
 
-def cumsum(self, dim, *, dtype=None):
+def cumsum(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED, out=None):
     """Running sum along dim.
 
     ops.yaml: cumsum"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumsum', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumsum', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cumsum', out, cumsum, self, dim, dtype=dtype)
     return _rt.call('cumsum', (self, ), (dim, dtype, ))
 
 
-def matmul(self, other):
+def matmul(self, other, *, out=None):
     """Matrix product with NumPy's rules for 1-D and batched operands (BLAS through numpy.matmul).
 
     ops.yaml: matmul"""
+    if out is not None:
+        return _rt.call_out('matmul', out, matmul, self, other)
     return _rt.call('matmul', (self, other, ), ())
 
 
-def flip(self, dims):
+def flip(self, dims, *, out=None):
     """Reverses the order along dims (a copy, as in PyTorch).
 
     ops.yaml: flip"""
+    if out is not None:
+        return _rt.call_out('flip', out, flip, self, dims)
     return _rt.call('flip', (self, ), (dims, ))
 
 
-def mean(self, dim=None, keepdim=False, *, dtype=None):
+def mean(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Mean over dim.
 
     ops.yaml: mean"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('mean', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('mean', out, mean, self, dim, keepdim, dtype=dtype)
     return _rt.composite('mean', self, dim, keepdim, dtype=dtype)
 
 
@@ -803,24 +866,32 @@ def reshape(self, shape):
     return _rt.call('reshape', (self, ), (shape, ))
 
 
-def unsqueeze(self, dim):
+def unsqueeze(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """Inserts a size-1 dim.
 
     ops.yaml: unsqueeze"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsqueeze', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('unsqueeze', ('dim', dim))
     return _rt.call('unsqueeze', (self, ), (dim, ))
 
 
-def squeeze(self, dim=None):
+def squeeze(self, dim=None, *, axis=_REQUIRED):
     """Removes size-1 dims.
 
     ops.yaml: squeeze"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('squeeze', dim, None, axis)
     return _rt.call('squeeze', (self, ), (dim, ))
 
 
-def clone(self, *, memory_format=None):
+def clone(self, *, memory_format=None, out=None):
     """A copy with its own storage (contiguous).
 
     ops.yaml: clone"""
+    if out is not None:
+        return _rt.call_out('clone', out, clone, self, memory_format=memory_format)
     return _rt.call('clone', (self, ), (memory_format, ))
 
 
@@ -831,10 +902,14 @@ def flatten(self, start_dim=0, end_dim=-1):
     return _rt.call('flatten', (self, ), (start_dim, end_dim, ))
 
 
-def unflatten(self, dim, sizes):
+def unflatten(self, dim=_REQUIRED, sizes=_REQUIRED, *, axis=_REQUIRED):
     """Splits dim into sizes (one of them may be -1); always a view.
 
     ops.yaml: unflatten"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unflatten', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or sizes is _REQUIRED:
+        _rt.missing_arguments('unflatten', ('dim', dim), ('sizes', sizes))
     return _rt.call('unflatten', (self, ), (dim, sizes, ))
 
 
@@ -855,24 +930,34 @@ def movedim(self, source, destination):
 moveaxis = movedim
 
 
-def select(self, dim, index):
+def select(self, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED):
     """The slice at index along dim, that dim removed (a view).
 
     ops.yaml: select"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select', ('dim', dim), ('index', index))
     return _rt.call('select', (self, ), (dim, index, ))
 
 
-def slice_dim(self, dim=0, start=None, end=None, step=1):
+def slice_dim(self, dim=0, start=None, end=None, step=1, *, axis=_REQUIRED):
     """x[..., start:end:step, ...] along one dim (a view; the step must be positive). Used by indexing.
 
     ops.yaml: slice_dim"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_dim', dim, 0, axis)
     return _rt.call('slice_dim', (self, ), (dim, start, end, step, ))
 
 
-def narrow(self, dim, start, length):
+def narrow(self, dim=_REQUIRED, start=_REQUIRED, length=_REQUIRED, *, axis=_REQUIRED):
     """length elements from start along dim (a view).
 
     ops.yaml: narrow"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('narrow', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or start is _REQUIRED or length is _REQUIRED:
+        _rt.missing_arguments('narrow', ('dim', dim), ('start', start), ('length', length))
     return _rt.call('narrow', (self, ), (dim, start, length, ))
 
 
@@ -897,17 +982,25 @@ def as_strided(self, size, stride, storage_offset=None):
     return _rt.call('as_strided', (self, ), (size, stride, storage_offset, ))
 
 
-def select_backward(grad_output, input_sizes, dim, index):
+def select_backward(grad_output, input_sizes, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of select (helper); its own derivative is select, so double backward works.
 
     ops.yaml: select_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select_backward', ('dim', dim), ('index', index))
     return _rt.call('select_backward', (grad_output, ), (input_sizes, dim, index, ))
 
 
-def slice_backward(grad_output, input_sizes, dim, start, end, step):
+def slice_backward(grad_output, input_sizes, dim=_REQUIRED, start=_REQUIRED, end=_REQUIRED, step=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of slice_dim and narrow (helper).
 
     ops.yaml: slice_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or start is _REQUIRED or end is _REQUIRED or step is _REQUIRED:
+        _rt.missing_arguments('slice_backward', ('dim', dim), ('start', start), ('end', end), ('step', step))
     return _rt.call('slice_backward', (grad_output, ), (input_sizes, dim, start, end, step, ))
 
 
@@ -932,24 +1025,36 @@ def as_strided_backward(grad_output, size, stride, storage_offset, in_size, in_s
     return _rt.call('as_strided_backward', (grad_output, ), (size, stride, storage_offset, in_size, in_stride, in_offset, adjoint, ))
 
 
-def unbind(self, dim=0):
+def unbind(self, dim=0, *, axis=_REQUIRED, out=None):
     """The slices along dim, as a tuple of views.
 
     ops.yaml: unbind"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unbind', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unbind', out, unbind, self, dim)
     return _rt.composite('unbind', self, dim)
 
 
-def split(self, split_size_or_sections, dim=0):
+def split(self, split_size_or_sections, dim=0, *, axis=_REQUIRED, out=None):
     """Views of split_size_or_sections elements along dim (an int, the last piece smaller; or a list of sizes).
 
     ops.yaml: split"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('split', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('split', out, split, self, split_size_or_sections, dim)
     return _rt.composite('split', self, split_size_or_sections, dim)
 
 
-def chunk(self, chunks, dim=0):
+def chunk(self, chunks, dim=0, *, axis=_REQUIRED, out=None):
     """At most chunks views of equal size (the last smaller) along dim.
 
     ops.yaml: chunk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('chunk', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('chunk', out, chunk, self, chunks, dim)
     return _rt.composite('chunk', self, chunks, dim)
 
 
@@ -960,17 +1065,21 @@ def index(self, indices):
     return _rt.call('index', (self, ), (indices, ))
 
 
-def index_put(self, indices, values, accumulate=False):
+def index_put(self, indices, values, accumulate=False, *, out=None):
     """A copy of self with values written (or added, accumulate=True, duplicates adding up) at indices, a tuple of integer or bool tensors (None takes a dim whole); values broadcast to the indexed shape.
 
     ops.yaml: index_put"""
+    if out is not None:
+        return _rt.call_out('index_put', out, index_put, self, indices, values, accumulate)
     return _rt.call('index_put', (self, values, ), (indices, accumulate, ))
 
 
-def gelu(self, *, approximate="none"):
+def gelu(self, *, approximate="none", out=None):
     """Gaussian error linear unit x * Phi(x); approximate="tanh" uses the tanh approximation.
 
     ops.yaml: gelu"""
+    if out is not None:
+        return _rt.call_out('gelu', out, gelu, self, approximate=approximate)
     return _rt.composite('gelu', self, approximate=approximate)
 
 
@@ -995,129 +1104,165 @@ def gelu_tanh(self):
     return _rt.call('gelu_tanh', (self, ), ())
 
 
-def silu(self):
+def silu(self, *, out=None):
     """Sigmoid linear unit (swish) x * sigmoid(x).
 
     ops.yaml: silu"""
+    if out is not None:
+        return _rt.call_out('silu', out, silu, self)
     return _rt.call('silu', (self, ), ())
 
 
-def mish(self):
+def mish(self, *, out=None):
     """Mish x * tanh(softplus(x)).
 
     ops.yaml: mish"""
+    if out is not None:
+        return _rt.call_out('mish', out, mish, self)
     return _rt.call('mish', (self, ), ())
 
 
-def softplus(self, beta=1.0, threshold=20.0):
+def softplus(self, beta=1.0, threshold=20.0, *, out=None):
     """log(1 + exp(beta * x)) / beta, linear above threshold.
 
     ops.yaml: softplus"""
+    if out is not None:
+        return _rt.call_out('softplus', out, softplus, self, beta, threshold)
     return _rt.call('softplus', (self, ), (beta, threshold, ))
 
 
-def elu(self, alpha=1.0, scale=1.0, input_scale=1.0):
+def elu(self, alpha=1.0, scale=1.0, input_scale=1.0, *, out=None):
     """Exponential linear unit; selu and celu are elu with fixed constants.
 
     ops.yaml: elu"""
+    if out is not None:
+        return _rt.call_out('elu', out, elu, self, alpha, scale, input_scale)
     return _rt.call('elu', (self, ), (alpha, scale, input_scale, ))
 
 
-def selu(self):
+def selu(self, *, out=None):
     """Scaled ELU with the self-normalising constants.
 
     ops.yaml: selu"""
+    if out is not None:
+        return _rt.call_out('selu', out, selu, self)
     return _rt.composite('selu', self)
 
 
-def celu(self, alpha=1.0):
+def celu(self, alpha=1.0, *, out=None):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
     ops.yaml: celu"""
+    if out is not None:
+        return _rt.call_out('celu', out, celu, self, alpha)
     return _rt.composite('celu', self, alpha)
 
 
-def leaky_relu(self, negative_slope=0.01):
+def leaky_relu(self, negative_slope=0.01, *, out=None):
     """x for x > 0, negative_slope * x otherwise.
 
     ops.yaml: leaky_relu"""
+    if out is not None:
+        return _rt.call_out('leaky_relu', out, leaky_relu, self, negative_slope)
     return _rt.call('leaky_relu', (self, ), (negative_slope, ))
 
 
-def hardtanh(self, min_val=-1.0, max_val=1.0):
+def hardtanh(self, min_val=-1.0, max_val=1.0, *, out=None):
     """x clamped to [min_val, max_val]; the gradient is zero at and beyond the bounds.
 
     ops.yaml: hardtanh"""
+    if out is not None:
+        return _rt.call_out('hardtanh', out, hardtanh, self, min_val, max_val)
     return _rt.call('hardtanh', (self, ), (min_val, max_val, ))
 
 
-def relu6(self):
+def relu6(self, *, out=None):
     """min(max(x, 0), 6).
 
     ops.yaml: relu6"""
+    if out is not None:
+        return _rt.call_out('relu6', out, relu6, self)
     return _rt.composite('relu6', self)
 
 
-def hardsigmoid(self):
+def hardsigmoid(self, *, out=None):
     """Piecewise-linear sigmoid relu6(x + 3) / 6.
 
     ops.yaml: hardsigmoid"""
+    if out is not None:
+        return _rt.call_out('hardsigmoid', out, hardsigmoid, self)
     return _rt.call('hardsigmoid', (self, ), ())
 
 
-def hardswish(self):
+def hardswish(self, *, out=None):
     """x * relu6(x + 3) / 6.
 
     ops.yaml: hardswish"""
+    if out is not None:
+        return _rt.call_out('hardswish', out, hardswish, self)
     return _rt.call('hardswish', (self, ), ())
 
 
-def logsigmoid(self):
+def logsigmoid(self, *, out=None):
     """log(sigmoid(x)), computed without overflow.
 
     ops.yaml: logsigmoid"""
+    if out is not None:
+        return _rt.call_out('logsigmoid', out, logsigmoid, self)
     return _rt.call('logsigmoid', (self, ), ())
 
 
-def softsign(self):
+def softsign(self, *, out=None):
     """x / (1 + |x|).
 
     ops.yaml: softsign"""
+    if out is not None:
+        return _rt.call_out('softsign', out, softsign, self)
     return _rt.composite('softsign', self)
 
 
-def tanhshrink(self):
+def tanhshrink(self, *, out=None):
     """x - tanh(x).
 
     ops.yaml: tanhshrink"""
+    if out is not None:
+        return _rt.call_out('tanhshrink', out, tanhshrink, self)
     return _rt.composite('tanhshrink', self)
 
 
-def hardshrink(self, lambd=0.5):
+def hardshrink(self, lambd=0.5, *, out=None):
     """x where |x| > lambd, 0 elsewhere.
 
     ops.yaml: hardshrink"""
+    if out is not None:
+        return _rt.call_out('hardshrink', out, hardshrink, self, lambd)
     return _rt.call('hardshrink', (self, ), (lambd, ))
 
 
-def softshrink(self, lambd=0.5):
+def softshrink(self, lambd=0.5, *, out=None):
     """Shrinks x towards 0 by lambd, 0 inside [-lambd, lambd].
 
     ops.yaml: softshrink"""
+    if out is not None:
+        return _rt.call_out('softshrink', out, softshrink, self, lambd)
     return _rt.call('softshrink', (self, ), (lambd, ))
 
 
-def threshold(self, threshold, value):
+def threshold(self, threshold, value, *, out=None):
     """value where x <= threshold, x elsewhere (NaN stays NaN).
 
     ops.yaml: threshold"""
+    if out is not None:
+        return _rt.call_out('threshold', out, threshold, self, threshold, value)
     return _rt.call('threshold', (self, ), (threshold, value, ))
 
 
-def prelu(self, weight):
+def prelu(self, weight, *, out=None):
     """x for x > 0, weight * x otherwise (weight broadcasts, one slope per channel in nn.PReLU).
 
     ops.yaml: prelu"""
+    if out is not None:
+        return _rt.call_out('prelu', out, prelu, self, weight)
     return _rt.call('prelu', (self, weight, ), ())
 
 
@@ -1128,254 +1273,388 @@ def bce_loss_elementwise(self, target):
     return _rt.call('bce_loss_elementwise', (self, target, ), ())
 
 
-def im2col(self, kernel_size, dilation, padding, stride, pad_value=0.0):
+def im2col(self, kernel_size, dilation, padding, stride, pad_value=0.0, *, out=None):
     """Sliding blocks of a (N, C, *spatial) input as columns (N, C * prod(kernel_size), blocks), the im2col of convolution (F.unfold); padding is one value per spatial dim or a (before, after) pair per dim. Tested in tests/test_nn*.py (its arguments must describe valid windows, which the fuzzer cannot draw).
 
     ops.yaml: im2col"""
+    if out is not None:
+        return _rt.call_out('im2col', out, im2col, self, kernel_size, dilation, padding, stride, pad_value)
     return _rt.call('im2col', (self, ), (kernel_size, dilation, padding, stride, pad_value, ))
 
 
-def col2im(self, output_size, kernel_size, dilation, padding, stride):
+def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out=None):
     """Sums columns (N, C * prod(kernel_size), blocks) back into a (N, C, *output_size) tensor, overlapping blocks adding up: the adjoint of im2col (F.fold, the gradient of convolution). Tested in tests/test_nn*.py.
 
     ops.yaml: col2im"""
+    if out is not None:
+        return _rt.call_out('col2im', out, col2im, self, output_size, kernel_size, dilation, padding, stride)
     return _rt.call('col2im', (self, ), (output_size, kernel_size, dilation, padding, stride, ))
 
 
-def prod(self, dim=None, keepdim=False, *, dtype=None):
+def prod(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Product over dim (all dims when None); the gradient is exact where inputs are zero.
 
     ops.yaml: prod"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('prod', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('prod', out, prod, self, dim, keepdim, dtype=dtype)
     return _rt.call('prod', (self, ), (dim, keepdim, dtype, ))
 
 
-def prod_backward(grad, self, result, dim, keepdim):
+def prod_backward(grad, self, result, dim=_REQUIRED, keepdim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of prod: result / x without zeros; with zeros the products of the elements before and after each one (exclusive cumprods), exact and differentiable again.
 
     ops.yaml: prod_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('prod_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or keepdim is _REQUIRED:
+        _rt.missing_arguments('prod_backward', ('dim', dim), ('keepdim', keepdim))
     return _rt.composite('prod_backward', grad, self, result, dim, keepdim)
 
 
-def amin(self, dim=None, keepdim=False):
+def amin(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Minimum over dim; ties split the gradient evenly.
 
     ops.yaml: amin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('amin', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('amin', out, amin, self, dim, keepdim)
     return _rt.call('amin', (self, ), (dim, keepdim, ))
 
 
-def argmin(self, dim=None, keepdim=False):
+def argmin(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Index of the first minimum over dim (NaN counts as the minimum).
 
     ops.yaml: argmin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argmin', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('argmin', out, argmin, self, dim, keepdim)
     return _rt.call('argmin', (self, ), (dim, keepdim, ))
 
 
-def max(self, dim=None, keepdim=False, *, other=None):
+def max(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
     """max(x): the largest element (ties split the gradient); max(x, dim): (values, indices), the gradient going to the index; max(x, other): maximum.
 
     ops.yaml: max"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('max', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('max', out, max, self, dim, keepdim, other=other)
     return _rt.composite('max', self, dim, keepdim, other=other)
 
 
-def all(self, dim=None, keepdim=False):
+def all(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Whether every element over dim is non-zero.
 
     ops.yaml: all"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('all', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('all', out, all, self, dim, keepdim)
     return _rt.call('all', (self, ), (dim, keepdim, ))
 
 
-def any(self, dim=None, keepdim=False):
+def any(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Whether some element over dim is non-zero.
 
     ops.yaml: any"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('any', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('any', out, any, self, dim, keepdim)
     return _rt.call('any', (self, ), (dim, keepdim, ))
 
 
-def count_nonzero(self, dim=None):
+def count_nonzero(self, dim=None, *, axis=_REQUIRED, out=None):
     """Number of non-zero elements over dim (all dims when None).
 
     ops.yaml: count_nonzero"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('count_nonzero', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('count_nonzero', out, count_nonzero, self, dim)
     return _rt.call('count_nonzero', (self, ), (dim, ))
 
 
-def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
     """Variance over dim with Bessel's correction (correction=1; unbiased=False means 0).
 
     ops.yaml: var"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('var', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('var', out, var, self, dim, unbiased, keepdim, correction=correction)
     return _rt.composite('var', self, dim, unbiased, keepdim, correction=correction)
 
 
-def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
     """Standard deviation over dim, sqrt(var).
 
     ops.yaml: std"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('std', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('std', out, std, self, dim, unbiased, keepdim, correction=correction)
     return _rt.composite('std', self, dim, unbiased, keepdim, correction=correction)
 
 
-def logsumexp(self, dim, keepdim=False):
+def logsumexp(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED, out=None):
     """log(sum(exp(x))) over dim, computed stably (the max is subtracted first).
 
     ops.yaml: logsumexp"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logsumexp', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logsumexp', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('logsumexp', out, logsumexp, self, dim, keepdim)
     return _rt.composite('logsumexp', self, dim, keepdim)
 
 
-def linalg_vector_norm(self, ord=2, dim=None, keepdim=False):
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, axis=_REQUIRED):
     """The vector p-norm over dim (all dims when None), sum(|x|^ord)^(1/ord); ord may be inf, -inf or 0.
 
     ops.yaml: linalg_vector_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_vector_norm', dim, None, axis)
     return _rt.call('linalg_vector_norm', (self, ), (ord, dim, keepdim, ))
 
 
-def norm_backward(grad, self, result, ord, dim, keepdim):
+def norm_backward(grad, self, result, ord, dim=_REQUIRED, keepdim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of the vector norm (zero where the norm is zero; inf norms split ties evenly).
 
     ops.yaml: norm_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('norm_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or keepdim is _REQUIRED:
+        _rt.missing_arguments('norm_backward', ('dim', dim), ('keepdim', keepdim))
     return _rt.composite('norm_backward', grad, self, result, ord, dim, keepdim)
 
 
-def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None, *, axis=_REQUIRED, out=None):
     """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf).
 
     ops.yaml: norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('norm', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('norm', out, norm, self, p, dim, keepdim, dtype)
     return _rt.composite('norm', self, p, dim, keepdim, dtype)
 
 
-def cumprod(self, dim, *, dtype=None):
+def cumprod(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED, out=None):
     """Running product along dim; the gradient is exact where inputs are zero.
 
     ops.yaml: cumprod"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumprod', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumprod', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cumprod', out, cumprod, self, dim, dtype=dtype)
     return _rt.call('cumprod', (self, ), (dim, dtype, ))
 
 
-def cumprod_backward(grad, self, result, dim):
+def cumprod_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of cumprod: before the first zero sum_j>=i grad_j out_j / x_i; at it, the running product with that zero taken as one; after it, zero (an O(n^2) form when the backward is itself recorded).
 
     ops.yaml: cumprod_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumprod_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumprod_backward', ('dim', dim))
     return _rt.composite('cumprod_backward', grad, self, result, dim)
 
 
-def logcumsumexp(self, dim):
+def logcumsumexp(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """log(cumsum(exp(x))) along dim, computed stably.
 
     ops.yaml: logcumsumexp"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logcumsumexp', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logcumsumexp', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('logcumsumexp', out, logcumsumexp, self, dim)
     return _rt.call('logcumsumexp', (self, ), (dim, ))
 
 
-def logcumsumexp_backward(grad, self, result, dim):
+def logcumsumexp_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of logcumsumexp in log space (positive and negative parts of grad apart), stable for large inputs.
 
     ops.yaml: logcumsumexp_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logcumsumexp_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logcumsumexp_backward', ('dim', dim))
     return _rt.composite('logcumsumexp_backward', grad, self, result, dim)
 
 
-def _cummax(self, dim):
+def _cummax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """(running maximum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
 
     ops.yaml: _cummax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_cummax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_cummax', ('dim', dim))
     return _rt.call('_cummax', (self, ), (dim, ))
 
 
-def _cummin(self, dim):
+def _cummin(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """(running minimum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
 
     ops.yaml: _cummin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_cummin', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_cummin', ('dim', dim))
     return _rt.call('_cummin', (self, ), (dim, ))
 
 
-def cummax(self, dim):
+def cummax(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """(values, indices) of the running maximum along dim; the gradient goes to the index.
 
     ops.yaml: cummax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cummax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cummax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cummax', out, cummax, self, dim)
     return _rt.composite('cummax', self, dim)
 
 
-def cummin(self, dim):
+def cummin(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """(values, indices) of the running minimum along dim; the gradient goes to the index.
 
     ops.yaml: cummin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cummin', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cummin', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cummin', out, cummin, self, dim)
     return _rt.composite('cummin', self, dim)
 
 
-def _softmax(self, dim):
+def _softmax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """exp(x) / sum(exp(x)) along dim, the max subtracted first.
 
     ops.yaml: _softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_softmax', ('dim', dim))
     return _rt.call('_softmax', (self, ), (dim, ))
 
 
-def _log_softmax(self, dim):
+def _log_softmax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """x - logsumexp(x) along dim, the max subtracted first.
 
     ops.yaml: _log_softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_log_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_log_softmax', ('dim', dim))
     return _rt.call('_log_softmax', (self, ), (dim, ))
 
 
-def softmax(self, dim, dtype=None):
+def softmax(self, dim=_REQUIRED, dtype=None, *, axis=_REQUIRED, out=None):
     """Softmax along dim (numerically stable); dtype casts the input first.
 
     ops.yaml: softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('softmax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('softmax', out, softmax, self, dim, dtype)
     return _rt.composite('softmax', self, dim, dtype)
 
 
-def log_softmax(self, dim, dtype=None):
+def log_softmax(self, dim=_REQUIRED, dtype=None, *, axis=_REQUIRED, out=None):
     """Log of softmax along dim (numerically stable); dtype casts the input first.
 
     ops.yaml: log_softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('log_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('log_softmax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('log_softmax', out, log_softmax, self, dim, dtype)
     return _rt.composite('log_softmax', self, dim, dtype)
 
 
-def mm(self, mat2):
+def mm(self, mat2, *, out=None):
     """Matrix product of two matrices.
 
     ops.yaml: mm"""
+    if out is not None:
+        return _rt.call_out('mm', out, mm, self, mat2)
     return _rt.call('mm', (self, mat2, ), ())
 
 
-def bmm(self, mat2):
+def bmm(self, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors.
 
     ops.yaml: bmm"""
+    if out is not None:
+        return _rt.call_out('bmm', out, bmm, self, mat2)
     return _rt.call('bmm', (self, mat2, ), ())
 
 
-def mv(self, vec):
+def mv(self, vec, *, out=None):
     """Matrix-vector product.
 
     ops.yaml: mv"""
+    if out is not None:
+        return _rt.call_out('mv', out, mv, self, vec)
     return _rt.call('mv', (self, vec, ), ())
 
 
-def dot(self, tensor):
+def dot(self, tensor, *, out=None):
     """Inner product of two 1-D tensors.
 
     ops.yaml: dot"""
+    if out is not None:
+        return _rt.call_out('dot', out, dot, self, tensor)
     return _rt.call('dot', (self, tensor, ), ())
 
 
 vdot = dot
 
 
-def outer(self, vec2):
+def outer(self, vec2, *, out=None):
     """Outer product of two 1-D tensors.
 
     ops.yaml: outer"""
+    if out is not None:
+        return _rt.call_out('outer', out, outer, self, vec2)
     return _rt.call('outer', (self, vec2, ), ())
 
 
 ger = outer
 
 
-def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * (mat1 @ mat2); with beta=0 self is ignored (NaN in it does not propagate).
 
     ops.yaml: addmm"""
+    if out is not None:
+        return _rt.call_out('addmm', out, addmm, self, mat1, mat2, beta=beta, alpha=alpha)
     return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
     ops.yaml: baddbmm"""
+    if out is not None:
+        return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -1386,10 +1665,12 @@ def _einsum(operands, equation):
     return _rt.call('_einsum', tuple(operands), (equation, ))
 
 
-def einsum(equation, *operands):
+def einsum(equation, *operands, out=None):
     """Einstein summation: einsum('ij,jk->ik', a, b); implicit output, '...' and repeated indices as in PyTorch. Not fuzzed (operand shapes follow the equation); tests/test_reductions_movement.py covers it.
 
     ops.yaml: einsum"""
+    if out is not None:
+        return _rt.call_out('einsum', out, einsum, equation, *operands)
     return _rt.composite('einsum', equation, *operands)
 
 
@@ -1400,10 +1681,12 @@ def einsum_backward(grad, equation, operands):
     return _rt.composite('einsum_backward', grad, equation, operands)
 
 
-def pad(self, pad, mode="constant", value=None):
+def pad(self, pad, mode="constant", value=None, *, out=None):
     """Pads the last dims (pad lists (left, right) from the last dim backwards, as nn.functional.pad); mode constant (value, negative pads crop), reflect, replicate or circular.
 
     ops.yaml: pad"""
+    if out is not None:
+        return _rt.call_out('pad', out, pad, self, pad, mode, value)
     return _rt.call('pad', (self, ), (pad, mode, value, ))
 
 
@@ -1414,10 +1697,14 @@ def pad_backward(grad, shape, pads, mode):
     return _rt.composite('pad_backward', grad, shape, pads, mode)
 
 
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, axis=_REQUIRED, out=None):
     """Joins tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch).
 
     ops.yaml: cat"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cat', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('cat', out, cat, tensors, dim)
     return _rt.call('cat', tuple(tensors), (dim, ))
 
 
@@ -1427,24 +1714,34 @@ concat = cat
 concatenate = cat
 
 
-def cat_backward(grad, shapes, dim):
+def cat_backward(grad, shapes, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of cat, one slice of grad (a negative pad) per input.
 
     ops.yaml: cat_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cat_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cat_backward', ('dim', dim))
     return _rt.composite('cat_backward', grad, shapes, dim)
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, axis=_REQUIRED, out=None):
     """Joins equal-shaped tensors along a new dim.
 
     ops.yaml: stack"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('stack', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('stack', out, stack, tensors, dim)
     return _rt.composite('stack', tensors, dim)
 
 
-def roll(self, shifts, dims=None):
+def roll(self, shifts, dims=None, *, out=None):
     """Rotates elements along dims by shifts (the flattened tensor when dims is None).
 
     ops.yaml: roll"""
+    if out is not None:
+        return _rt.call_out('roll', out, roll, self, shifts, dims)
     return _rt.call('roll', (self, ), (shifts, dims, ))
 
 
@@ -1462,24 +1759,38 @@ def repeat_backward(grad, shape, repeats):
     return _rt.composite('repeat_backward', grad, shape, repeats)
 
 
-def tile(self, dims):
+def tile(self, dims, *, out=None):
     """Repeats the tensor dims[i] times along each dim (dims padded with leading ones).
 
     ops.yaml: tile"""
+    if out is not None:
+        return _rt.call_out('tile', out, tile, self, dims)
     return _rt.composite('tile', self, dims)
 
 
-def gather(self, dim, index, *, sparse_grad=False):
+def gather(self, dim=_REQUIRED, index=_REQUIRED, *, sparse_grad=False, axis=_REQUIRED, out=None):
     """out[i][j] = self[index[i][j]][j] for dim=0 (and so on); the gradient adds back into the gathered places.
 
     ops.yaml: gather"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('gather', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('gather', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('gather', out, gather, self, dim, index, sparse_grad=sparse_grad)
     return _rt.call('gather', (self, index, ), (dim, sparse_grad, ))
 
 
-def scatter_add(self, dim, index, src):
+def scatter_add(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with src added at index along dim (duplicates accumulate).
 
     ops.yaml: scatter_add"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter_add', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED:
+        _rt.missing_arguments('scatter_add', ('dim', dim), ('index', index), ('src', src))
+    if out is not None:
+        return _rt.call_out('scatter_add', out, scatter_add, self, dim, index, src)
     return _rt.call('scatter_add', (self, index, src, ), (dim, ))
 
 
@@ -1488,10 +1799,16 @@ def scatter_add_(self, dim, index, src):
     return _rt.composite_inplace('scatter_add', self, dim, index, src)
 
 
-def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+def scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduce=None, axis=_REQUIRED, out=None):
     """self with src (a tensor, or value) written at index along dim: out[index[i][j]][j] = src[i][j] for dim=0. reduce='add'/'multiply' combine instead (no gradient then).
 
     ops.yaml: scatter"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('scatter', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('scatter', out, scatter, self, dim, index, src, value=value, reduce=reduce)
     return _rt.call('scatter', (self, index, src, ), (dim, value, reduce, ))
 
 
@@ -1507,17 +1824,29 @@ def pad_to(self, shape):
     return _rt.composite('pad_to', self, shape)
 
 
-def index_select(self, dim, index):
+def index_select(self, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED, out=None):
     """The slices of self at index (a 1-D integer tensor) along dim.
 
     ops.yaml: index_select"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_select', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('index_select', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('index_select', out, index_select, self, dim, index)
     return _rt.call('index_select', (self, index, ), (dim, ))
 
 
-def index_add(self, dim, index, source, *, alpha=1):
+def index_add(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, *, alpha=1, axis=_REQUIRED, out=None):
     """self with alpha * source added at the slices index along dim (repeated indices accumulate).
 
     ops.yaml: index_add"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_add', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or source is _REQUIRED:
+        _rt.missing_arguments('index_add', ('dim', dim), ('index', index), ('source', source))
+    if out is not None:
+        return _rt.call_out('index_add', out, index_add, self, dim, index, source, alpha=alpha)
     return _rt.call('index_add', (self, index, source, ), (dim, alpha, ))
 
 
@@ -1526,10 +1855,12 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return _rt.composite_inplace('index_add', self, dim, index, source, alpha=alpha)
 
 
-def masked_fill(self, mask, value):
+def masked_fill(self, mask, value, *, out=None):
     """self with value (a number or 0-d tensor, cast to self's dtype) where mask is True.
 
     ops.yaml: masked_fill"""
+    if out is not None:
+        return _rt.call_out('masked_fill', out, masked_fill, self, mask, value)
     return _rt.call('masked_fill', (self, mask, ), (value, ))
 
 
@@ -1538,17 +1869,21 @@ def masked_fill_(self, mask, value):
     return _rt.composite_inplace('masked_fill', self, mask, value)
 
 
-def masked_select(self, mask):
+def masked_select(self, mask, *, out=None):
     """The elements of self where mask (broadcast) is True, as a 1-D tensor.
 
     ops.yaml: masked_select"""
+    if out is not None:
+        return _rt.call_out('masked_select', out, masked_select, self, mask)
     return _rt.call('masked_select', (self, mask, ), ())
 
 
-def masked_scatter(self, mask, source):
+def masked_scatter(self, mask, source, *, out=None):
     """self with the leading elements of source copied, in order, where mask is True.
 
     ops.yaml: masked_scatter"""
+    if out is not None:
+        return _rt.call_out('masked_scatter', out, masked_scatter, self, mask, source)
     return _rt.call('masked_scatter', (self, mask, source, ), ())
 
 
@@ -1564,115 +1899,155 @@ def masked_scatter_backward(grad, mask, shape):
     return _rt.composite('masked_scatter_backward', grad, mask, shape)
 
 
-def take(self, index):
+def take(self, index, *, out=None):
     """self's elements at index into the flattened tensor (negative indices count from the end); index's shape.
 
     ops.yaml: take"""
+    if out is not None:
+        return _rt.call_out('take', out, take, self, index)
     return _rt.call('take', (self, index, ), ())
 
 
-def put(self, index, source, accumulate=False):
+def put(self, index, source, accumulate=False, *, out=None):
     """self with source written (or added, accumulate=True) at index into the flattened tensor. Not fuzzed: source must have index's size, which no shape rule draws; tests/test_reductions_movement.py covers it.
 
     ops.yaml: put"""
+    if out is not None:
+        return _rt.call_out('put', out, put, self, index, source, accumulate)
     return _rt.call('put', (self, index, source, ), (accumulate, ))
 
 
-def _sort(self, dim=-1, descending=False, stable=False):
+def _sort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED):
     """(values, indices) sorted along dim, stably; NaN sorts as the largest value.
 
     ops.yaml: _sort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_sort', dim, -1, axis)
     return _rt.call('_sort', (self, ), (dim, descending, stable, ))
 
 
-def sort(self, dim=-1, descending=False, stable=False):
+def sort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED, out=None):
     """(values, indices) sorted along dim (stable; descending=True for largest first); the gradient follows the indices.
 
     ops.yaml: sort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('sort', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('sort', out, sort, self, dim, descending, stable)
     return _rt.composite('sort', self, dim, descending, stable)
 
 
-def argsort(self, dim=-1, descending=False, stable=False):
+def argsort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED, out=None):
     """The indices that sort self along dim (stable).
 
     ops.yaml: argsort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argsort', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('argsort', out, argsort, self, dim, descending, stable)
     return _rt.composite('argsort', self, dim, descending, stable)
 
 
-def _topk(self, k, dim=-1, largest=True, sorted=True):
+def _topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED):
     """(values, indices) of the k largest (or smallest) elements along dim, in order.
 
     ops.yaml: _topk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_topk', dim, -1, axis)
     return _rt.call('_topk', (self, ), (k, dim, largest, sorted, ))
 
 
-def topk(self, k, dim=-1, largest=True, sorted=True):
+def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED, out=None):
     """(values, indices) of the k largest elements along dim (largest=False for the smallest).
 
     ops.yaml: topk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('topk', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('topk', out, topk, self, k, dim, largest, sorted)
     return _rt.composite('topk', self, k, dim, largest, sorted)
 
 
-def _unique(self, sorted=True, dim=None):
+def _unique(self, sorted=True, dim=None, *, axis=_REQUIRED):
     """(sorted unique values, inverse indices, counts) of self, or of its slices along dim.
 
     ops.yaml: _unique"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_unique', dim, None, axis)
     return _rt.call('_unique', (self, ), (sorted, dim, ))
 
 
-def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None, *, axis=_REQUIRED, out=None):
     """The sorted unique elements (or slices along dim); return_inverse / return_counts add those tensors.
 
     ops.yaml: unique"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unique', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('unique', out, unique, self, sorted, return_inverse, return_counts, dim)
     return _rt.composite('unique', self, sorted, return_inverse, return_counts, dim)
 
 
-def nonzero(self, *, as_tuple=False):
+def nonzero(self, *, as_tuple=False, out=None):
     """Indices of the non-zero elements: an (n, ndim) tensor, or with as_tuple=True one 1-D tensor per dim (the one-argument where(condition)).
 
     ops.yaml: nonzero"""
+    if out is not None:
+        return _rt.call_out('nonzero', out, nonzero, self, as_tuple=as_tuple)
     return _rt.call('nonzero', (self, ), (as_tuple, ))
 
 
-def argwhere(self):
+def argwhere(self, *, out=None):
     """Indices of the non-zero elements, an (n, ndim) tensor (nonzero).
 
     ops.yaml: argwhere"""
+    if out is not None:
+        return _rt.call_out('argwhere', out, argwhere, self)
     return _rt.composite('argwhere', self)
 
 
-def tril(self, diagonal=0):
+def tril(self, diagonal=0, *, out=None):
     """The lower triangle (on and below the diagonal-th diagonal) of the last two dims, zeros above.
 
     ops.yaml: tril"""
+    if out is not None:
+        return _rt.call_out('tril', out, tril, self, diagonal)
     return _rt.call('tril', (self, ), (diagonal, ))
 
 
-def triu(self, diagonal=0):
+def triu(self, diagonal=0, *, out=None):
     """The upper triangle (on and above the diagonal-th diagonal) of the last two dims, zeros below.
 
     ops.yaml: triu"""
+    if out is not None:
+        return _rt.call_out('triu', out, triu, self, diagonal)
     return _rt.call('triu', (self, ), (diagonal, ))
 
 
-def one_hot(self, num_classes=-1):
+def one_hot(self, num_classes=-1, *, out=None):
     """(…, num_classes) int64 tensor with a 1 at each index (num_classes=-1 takes max + 1).
 
     ops.yaml: one_hot"""
+    if out is not None:
+        return _rt.call_out('one_hot', out, one_hot, self, num_classes)
     return _rt.call('one_hot', (self, ), (num_classes, ))
 
 
-def bincount(self, weights=None, minlength=0):
+def bincount(self, weights=None, minlength=0, *, out=None):
     """Counts of each non-negative integer in a 1-D tensor (sums of weights with weights), at least minlength long.
 
     ops.yaml: bincount"""
+    if out is not None:
+        return _rt.call_out('bincount', out, bincount, self, weights, minlength)
     return _rt.call('bincount', (self, weights, ), (minlength, ))
 
 
-def exp2(self):
+def exp2(self, *, out=None):
     """2 to the power x.
 
     ops.yaml: exp2"""
+    if out is not None:
+        return _rt.call_out('exp2', out, exp2, self)
     return _rt.call('exp2', (self, ), ())
 
 
@@ -1681,10 +2056,12 @@ def exp2_(self):
     return _rt.call_inplace('exp2', (self, ), ())
 
 
-def expm1(self):
+def expm1(self, *, out=None):
     """exp(x) - 1, accurate near 0.
 
     ops.yaml: expm1"""
+    if out is not None:
+        return _rt.call_out('expm1', out, expm1, self)
     return _rt.call('expm1', (self, ), ())
 
 
@@ -1693,10 +2070,12 @@ def expm1_(self):
     return _rt.call_inplace('expm1', (self, ), ())
 
 
-def log2(self):
+def log2(self, *, out=None):
     """Base-2 logarithm.
 
     ops.yaml: log2"""
+    if out is not None:
+        return _rt.call_out('log2', out, log2, self)
     return _rt.call('log2', (self, ), ())
 
 
@@ -1705,10 +2084,12 @@ def log2_(self):
     return _rt.call_inplace('log2', (self, ), ())
 
 
-def log10(self):
+def log10(self, *, out=None):
     """Base-10 logarithm.
 
     ops.yaml: log10"""
+    if out is not None:
+        return _rt.call_out('log10', out, log10, self)
     return _rt.call('log10', (self, ), ())
 
 
@@ -1717,10 +2098,12 @@ def log10_(self):
     return _rt.call_inplace('log10', (self, ), ())
 
 
-def log1p(self):
+def log1p(self, *, out=None):
     """log(1 + x), accurate near 0.
 
     ops.yaml: log1p"""
+    if out is not None:
+        return _rt.call_out('log1p', out, log1p, self)
     return _rt.call('log1p', (self, ), ())
 
 
@@ -1729,10 +2112,12 @@ def log1p_(self):
     return _rt.call_inplace('log1p', (self, ), ())
 
 
-def rsqrt(self):
+def rsqrt(self, *, out=None):
     """1 / sqrt(x).
 
     ops.yaml: rsqrt"""
+    if out is not None:
+        return _rt.call_out('rsqrt', out, rsqrt, self)
     return _rt.call('rsqrt', (self, ), ())
 
 
@@ -1741,10 +2126,12 @@ def rsqrt_(self):
     return _rt.call_inplace('rsqrt', (self, ), ())
 
 
-def reciprocal(self):
+def reciprocal(self, *, out=None):
     """1 / x; integers give the default float dtype.
 
     ops.yaml: reciprocal"""
+    if out is not None:
+        return _rt.call_out('reciprocal', out, reciprocal, self)
     return _rt.call('reciprocal', (self, ), ())
 
 
@@ -1753,10 +2140,12 @@ def reciprocal_(self):
     return _rt.call_inplace('reciprocal', (self, ), ())
 
 
-def square(self):
+def square(self, *, out=None):
     """x * x, as pow(x, 2) (so a bool tensor squares to int64, as in PyTorch).
 
     ops.yaml: square"""
+    if out is not None:
+        return _rt.call_out('square', out, square, self)
     return _rt.composite('square', self)
 
 
@@ -1765,10 +2154,12 @@ def square_(self):
     return _rt.composite_inplace('square', self)
 
 
-def sin(self):
+def sin(self, *, out=None):
     """Sine.
 
     ops.yaml: sin"""
+    if out is not None:
+        return _rt.call_out('sin', out, sin, self)
     return _rt.call('sin', (self, ), ())
 
 
@@ -1777,10 +2168,12 @@ def sin_(self):
     return _rt.call_inplace('sin', (self, ), ())
 
 
-def cos(self):
+def cos(self, *, out=None):
     """Cosine.
 
     ops.yaml: cos"""
+    if out is not None:
+        return _rt.call_out('cos', out, cos, self)
     return _rt.call('cos', (self, ), ())
 
 
@@ -1789,10 +2182,12 @@ def cos_(self):
     return _rt.call_inplace('cos', (self, ), ())
 
 
-def tan(self):
+def tan(self, *, out=None):
     """Tangent.
 
     ops.yaml: tan"""
+    if out is not None:
+        return _rt.call_out('tan', out, tan, self)
     return _rt.call('tan', (self, ), ())
 
 
@@ -1801,10 +2196,12 @@ def tan_(self):
     return _rt.call_inplace('tan', (self, ), ())
 
 
-def asin(self):
+def asin(self, *, out=None):
     """Inverse sine (NaN outside [-1, 1]).
 
     ops.yaml: asin"""
+    if out is not None:
+        return _rt.call_out('asin', out, asin, self)
     return _rt.call('asin', (self, ), ())
 
 
@@ -1817,10 +2214,12 @@ arcsin = asin
 arcsin_ = asin_
 
 
-def acos(self):
+def acos(self, *, out=None):
     """Inverse cosine (NaN outside [-1, 1]).
 
     ops.yaml: acos"""
+    if out is not None:
+        return _rt.call_out('acos', out, acos, self)
     return _rt.call('acos', (self, ), ())
 
 
@@ -1833,10 +2232,12 @@ arccos = acos
 arccos_ = acos_
 
 
-def atan(self):
+def atan(self, *, out=None):
     """Inverse tangent.
 
     ops.yaml: atan"""
+    if out is not None:
+        return _rt.call_out('atan', out, atan, self)
     return _rt.call('atan', (self, ), ())
 
 
@@ -1849,10 +2250,12 @@ arctan = atan
 arctan_ = atan_
 
 
-def sinh(self):
+def sinh(self, *, out=None):
     """Hyperbolic sine.
 
     ops.yaml: sinh"""
+    if out is not None:
+        return _rt.call_out('sinh', out, sinh, self)
     return _rt.call('sinh', (self, ), ())
 
 
@@ -1861,10 +2264,12 @@ def sinh_(self):
     return _rt.call_inplace('sinh', (self, ), ())
 
 
-def cosh(self):
+def cosh(self, *, out=None):
     """Hyperbolic cosine.
 
     ops.yaml: cosh"""
+    if out is not None:
+        return _rt.call_out('cosh', out, cosh, self)
     return _rt.call('cosh', (self, ), ())
 
 
@@ -1873,10 +2278,12 @@ def cosh_(self):
     return _rt.call_inplace('cosh', (self, ), ())
 
 
-def asinh(self):
+def asinh(self, *, out=None):
     """Inverse hyperbolic sine.
 
     ops.yaml: asinh"""
+    if out is not None:
+        return _rt.call_out('asinh', out, asinh, self)
     return _rt.call('asinh', (self, ), ())
 
 
@@ -1889,10 +2296,12 @@ arcsinh = asinh
 arcsinh_ = asinh_
 
 
-def acosh(self):
+def acosh(self, *, out=None):
     """Inverse hyperbolic cosine (NaN below 1).
 
     ops.yaml: acosh"""
+    if out is not None:
+        return _rt.call_out('acosh', out, acosh, self)
     return _rt.call('acosh', (self, ), ())
 
 
@@ -1905,10 +2314,12 @@ arccosh = acosh
 arccosh_ = acosh_
 
 
-def atanh(self):
+def atanh(self, *, out=None):
     """Inverse hyperbolic tangent (NaN outside [-1, 1], infinite at +-1).
 
     ops.yaml: atanh"""
+    if out is not None:
+        return _rt.call_out('atanh', out, atanh, self)
     return _rt.call('atanh', (self, ), ())
 
 
@@ -1921,10 +2332,12 @@ arctanh = atanh
 arctanh_ = atanh_
 
 
-def logit(self, eps=None):
+def logit(self, eps=None, *, out=None):
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given; the gradient is NaN outside [0, 1] (eps None) or 0 outside [eps, 1 - eps], as in PyTorch.
 
     ops.yaml: logit"""
+    if out is not None:
+        return _rt.call_out('logit', out, logit, self, eps)
     return _rt.call('logit', (self, ), (eps, ))
 
 
@@ -1933,10 +2346,12 @@ def logit_(self, eps=None):
     return _rt.call_inplace('logit', (self, ), (eps, ))
 
 
-def erf(self):
+def erf(self, *, out=None):
     """Gauss error function.
 
     ops.yaml: erf"""
+    if out is not None:
+        return _rt.call_out('erf', out, erf, self)
     return _rt.call('erf', (self, ), ())
 
 
@@ -1945,10 +2360,12 @@ def erf_(self):
     return _rt.call_inplace('erf', (self, ), ())
 
 
-def erfc(self):
+def erfc(self, *, out=None):
     """Complementary error function 1 - erf(x), accurate for large x.
 
     ops.yaml: erfc"""
+    if out is not None:
+        return _rt.call_out('erfc', out, erfc, self)
     return _rt.call('erfc', (self, ), ())
 
 
@@ -1957,10 +2374,12 @@ def erfc_(self):
     return _rt.call_inplace('erfc', (self, ), ())
 
 
-def floor(self):
+def floor(self, *, out=None):
     """Largest integer <= x (integers unchanged); the gradient is 0.
 
     ops.yaml: floor"""
+    if out is not None:
+        return _rt.call_out('floor', out, floor, self)
     return _rt.call('floor', (self, ), ())
 
 
@@ -1969,10 +2388,12 @@ def floor_(self):
     return _rt.call_inplace('floor', (self, ), ())
 
 
-def ceil(self):
+def ceil(self, *, out=None):
     """Smallest integer >= x (integers unchanged); the gradient is 0.
 
     ops.yaml: ceil"""
+    if out is not None:
+        return _rt.call_out('ceil', out, ceil, self)
     return _rt.call('ceil', (self, ), ())
 
 
@@ -1981,10 +2402,12 @@ def ceil_(self):
     return _rt.call_inplace('ceil', (self, ), ())
 
 
-def trunc(self):
+def trunc(self, *, out=None):
     """x rounded toward zero (integers unchanged); the gradient is 0.
 
     ops.yaml: trunc"""
+    if out is not None:
+        return _rt.call_out('trunc', out, trunc, self)
     return _rt.call('trunc', (self, ), ())
 
 
@@ -1997,10 +2420,12 @@ fix = trunc
 fix_ = trunc_
 
 
-def round(self, *, decimals=0):
+def round(self, *, decimals=0, out=None):
     """Rounds half to even, at the given number of decimals (negative -> tens, hundreds...); the gradient is 0.
 
     ops.yaml: round"""
+    if out is not None:
+        return _rt.call_out('round', out, round, self, decimals=decimals)
     return _rt.call('round', (self, ), (decimals, ))
 
 
@@ -2009,10 +2434,12 @@ def round_(self, *, decimals=0):
     return _rt.call_inplace('round', (self, ), (decimals, ))
 
 
-def frac(self):
+def frac(self, *, out=None):
     """Fractional part x - trunc(x), with the sign of x.
 
     ops.yaml: frac"""
+    if out is not None:
+        return _rt.call_out('frac', out, frac, self)
     return _rt.call('frac', (self, ), ())
 
 
@@ -2021,31 +2448,39 @@ def frac_(self):
     return _rt.call_inplace('frac', (self, ), ())
 
 
-def isnan(self):
+def isnan(self, *, out=None):
     """True where x is NaN.
 
     ops.yaml: isnan"""
+    if out is not None:
+        return _rt.call_out('isnan', out, isnan, self)
     return _rt.call('isnan', (self, ), ())
 
 
-def isinf(self):
+def isinf(self, *, out=None):
     """True where x is +inf or -inf.
 
     ops.yaml: isinf"""
+    if out is not None:
+        return _rt.call_out('isinf', out, isinf, self)
     return _rt.call('isinf', (self, ), ())
 
 
-def isfinite(self):
+def isfinite(self, *, out=None):
     """True where x is neither NaN nor infinite.
 
     ops.yaml: isfinite"""
+    if out is not None:
+        return _rt.call_out('isfinite', out, isfinite, self)
     return _rt.call('isfinite', (self, ), ())
 
 
-def logical_not(self):
+def logical_not(self, *, out=None):
     """True where x is zero (NaN counts as true, so gives false).
 
     ops.yaml: logical_not"""
+    if out is not None:
+        return _rt.call_out('logical_not', out, logical_not, self)
     return _rt.call('logical_not', (self, ), ())
 
 
@@ -2054,10 +2489,12 @@ def logical_not_(self):
     return _rt.call_inplace('logical_not', (self, ), ())
 
 
-def bitwise_not(self):
+def bitwise_not(self, *, out=None):
     """Bitwise NOT (~x); logical NOT for bool tensors.
 
     ops.yaml: bitwise_not"""
+    if out is not None:
+        return _rt.call_out('bitwise_not', out, bitwise_not, self)
     return _rt.call('bitwise_not', (self, ), ())
 
 
@@ -2066,10 +2503,12 @@ def bitwise_not_(self):
     return _rt.call_inplace('bitwise_not', (self, ), ())
 
 
-def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out=None):
     """NaN replaced by nan, +inf by posinf and -inf by neginf (by default 0, and the largest and lowest finite values of the dtype); integer and bool tensors come back as a copy. The gradient passes where x is finite.
 
     ops.yaml: nan_to_num"""
+    if out is not None:
+        return _rt.call_out('nan_to_num', out, nan_to_num, self, nan, posinf, neginf)
     return _rt.composite('nan_to_num', self, nan, posinf, neginf)
 
 
@@ -2085,10 +2524,12 @@ def _nan_to_num(self, nan, posinf, neginf):
     return _rt.call('_nan_to_num', (self, ), (nan, posinf, neginf, ))
 
 
-def div(self, other, *, rounding_mode=None):
+def div(self, other, *, rounding_mode=None, out=None):
     """self / other: true division (integers give the default float dtype), or rounded toward zero (rounding_mode="trunc") or down (rounding_mode="floor") in the inputs' dtype; rounded quotients have a zero gradient.
 
     ops.yaml: div"""
+    if out is not None:
+        return _rt.call_out('div', out, div, self, other, rounding_mode=rounding_mode)
     return _rt.composite('div', self, other, rounding_mode=rounding_mode)
 
 
@@ -2112,10 +2553,12 @@ def _div_trunc(self, other):
     return _rt.call('_div_trunc', (self, other, ), ())
 
 
-def floor_divide(self, other):
+def floor_divide(self, other, *, out=None):
     """Division rounded down (Python's //; floats as PyTorch's fmod-based div_floor, so 1 // 0.1 is 9); integer division by zero raises; the gradient is 0.
 
     ops.yaml: floor_divide"""
+    if out is not None:
+        return _rt.call_out('floor_divide', out, floor_divide, self, other)
     return _rt.call('floor_divide', (self, other, ), ())
 
 
@@ -2124,10 +2567,12 @@ def floor_divide_(self, other):
     return _rt.call_inplace('floor_divide', (self, other, ), ())
 
 
-def remainder(self, other):
+def remainder(self, other, *, out=None):
     """Remainder with the sign of the divisor (Python's %); integer division by zero raises.
 
     ops.yaml: remainder"""
+    if out is not None:
+        return _rt.call_out('remainder', out, remainder, self, other)
     return _rt.call('remainder', (self, other, ), ())
 
 
@@ -2136,10 +2581,12 @@ def remainder_(self, other):
     return _rt.call_inplace('remainder', (self, other, ), ())
 
 
-def fmod(self, other):
+def fmod(self, other, *, out=None):
     """Remainder with the sign of the dividend (C's fmod); integer division by zero raises.
 
     ops.yaml: fmod"""
+    if out is not None:
+        return _rt.call_out('fmod', out, fmod, self, other)
     return _rt.call('fmod', (self, other, ), ())
 
 
@@ -2148,10 +2595,12 @@ def fmod_(self, other):
     return _rt.call_inplace('fmod', (self, other, ), ())
 
 
-def atan2(self, other):
+def atan2(self, other, *, out=None):
     """The angle of the point (other, self), in [-pi, pi].
 
     ops.yaml: atan2"""
+    if out is not None:
+        return _rt.call_out('atan2', out, atan2, self, other)
     return _rt.call('atan2', (self, other, ), ())
 
 
@@ -2164,31 +2613,39 @@ arctan2 = atan2
 arctan2_ = atan2_
 
 
-def minimum(self, other):
+def minimum(self, other, *, out=None):
     """Elementwise minimum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: minimum"""
+    if out is not None:
+        return _rt.call_out('minimum', out, minimum, self, other)
     return _rt.call('minimum', (self, other, ), ())
 
 
-def fmax(self, other):
+def fmax(self, other, *, out=None):
     """Elementwise maximum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmax"""
+    if out is not None:
+        return _rt.call_out('fmax', out, fmax, self, other)
     return _rt.call('fmax', (self, other, ), ())
 
 
-def fmin(self, other):
+def fmin(self, other, *, out=None):
     """Elementwise minimum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmin"""
+    if out is not None:
+        return _rt.call_out('fmin', out, fmin, self, other)
     return _rt.call('fmin', (self, other, ), ())
 
 
-def hypot(self, other):
+def hypot(self, other, *, out=None):
     """sqrt(self**2 + other**2) without overflow.
 
     ops.yaml: hypot"""
+    if out is not None:
+        return _rt.call_out('hypot', out, hypot, self, other)
     return _rt.call('hypot', (self, other, ), ())
 
 
@@ -2197,17 +2654,21 @@ def hypot_(self, other):
     return _rt.call_inplace('hypot', (self, other, ), ())
 
 
-def logaddexp(self, other):
+def logaddexp(self, other, *, out=None):
     """log(exp(self) + exp(other)) without overflow.
 
     ops.yaml: logaddexp"""
+    if out is not None:
+        return _rt.call_out('logaddexp', out, logaddexp, self, other)
     return _rt.call('logaddexp', (self, other, ), ())
 
 
-def copysign(self, other):
+def copysign(self, other, *, out=None):
     """The magnitude of self with the sign of other (-0.0 counts as negative); floats result.
 
     ops.yaml: copysign"""
+    if out is not None:
+        return _rt.call_out('copysign', out, copysign, self, other)
     return _rt.call('copysign', (self, other, ), ())
 
 
@@ -2216,10 +2677,12 @@ def copysign_(self, other):
     return _rt.call_inplace('copysign', (self, other, ), ())
 
 
-def ne(self, other):
+def ne(self, other, *, out=None):
     """self != other elementwise (NaN != NaN).
 
     ops.yaml: ne"""
+    if out is not None:
+        return _rt.call_out('ne', out, ne, self, other)
     return _rt.call('ne', (self, other, ), ())
 
 
@@ -2232,10 +2695,12 @@ not_equal = ne
 not_equal_ = ne_
 
 
-def lt(self, other):
+def lt(self, other, *, out=None):
     """self < other elementwise.
 
     ops.yaml: lt"""
+    if out is not None:
+        return _rt.call_out('lt', out, lt, self, other)
     return _rt.call('lt', (self, other, ), ())
 
 
@@ -2248,10 +2713,12 @@ less = lt
 less_ = lt_
 
 
-def le(self, other):
+def le(self, other, *, out=None):
     """self <= other elementwise.
 
     ops.yaml: le"""
+    if out is not None:
+        return _rt.call_out('le', out, le, self, other)
     return _rt.call('le', (self, other, ), ())
 
 
@@ -2264,10 +2731,12 @@ less_equal = le
 less_equal_ = le_
 
 
-def ge(self, other):
+def ge(self, other, *, out=None):
     """self >= other elementwise.
 
     ops.yaml: ge"""
+    if out is not None:
+        return _rt.call_out('ge', out, ge, self, other)
     return _rt.call('ge', (self, other, ), ())
 
 
@@ -2280,10 +2749,12 @@ greater_equal = ge
 greater_equal_ = ge_
 
 
-def logical_and(self, other):
+def logical_and(self, other, *, out=None):
     """True where both are non-zero.
 
     ops.yaml: logical_and"""
+    if out is not None:
+        return _rt.call_out('logical_and', out, logical_and, self, other)
     return _rt.call('logical_and', (self, other, ), ())
 
 
@@ -2292,10 +2763,12 @@ def logical_and_(self, other):
     return _rt.call_inplace('logical_and', (self, other, ), ())
 
 
-def logical_or(self, other):
+def logical_or(self, other, *, out=None):
     """True where either is non-zero.
 
     ops.yaml: logical_or"""
+    if out is not None:
+        return _rt.call_out('logical_or', out, logical_or, self, other)
     return _rt.call('logical_or', (self, other, ), ())
 
 
@@ -2304,10 +2777,12 @@ def logical_or_(self, other):
     return _rt.call_inplace('logical_or', (self, other, ), ())
 
 
-def logical_xor(self, other):
+def logical_xor(self, other, *, out=None):
     """True where exactly one is non-zero.
 
     ops.yaml: logical_xor"""
+    if out is not None:
+        return _rt.call_out('logical_xor', out, logical_xor, self, other)
     return _rt.call('logical_xor', (self, other, ), ())
 
 
@@ -2316,10 +2791,12 @@ def logical_xor_(self, other):
     return _rt.call_inplace('logical_xor', (self, other, ), ())
 
 
-def bitwise_and(self, other):
+def bitwise_and(self, other, *, out=None):
     """Bitwise AND (&); logical AND for bool tensors.
 
     ops.yaml: bitwise_and"""
+    if out is not None:
+        return _rt.call_out('bitwise_and', out, bitwise_and, self, other)
     return _rt.call('bitwise_and', (self, other, ), ())
 
 
@@ -2328,10 +2805,12 @@ def bitwise_and_(self, other):
     return _rt.call_inplace('bitwise_and', (self, other, ), ())
 
 
-def bitwise_or(self, other):
+def bitwise_or(self, other, *, out=None):
     """Bitwise OR (|); logical OR for bool tensors.
 
     ops.yaml: bitwise_or"""
+    if out is not None:
+        return _rt.call_out('bitwise_or', out, bitwise_or, self, other)
     return _rt.call('bitwise_or', (self, other, ), ())
 
 
@@ -2340,10 +2819,12 @@ def bitwise_or_(self, other):
     return _rt.call_inplace('bitwise_or', (self, other, ), ())
 
 
-def bitwise_xor(self, other):
+def bitwise_xor(self, other, *, out=None):
     """Bitwise XOR (^); logical XOR for bool tensors.
 
     ops.yaml: bitwise_xor"""
+    if out is not None:
+        return _rt.call_out('bitwise_xor', out, bitwise_xor, self, other)
     return _rt.call('bitwise_xor', (self, other, ), ())
 
 
@@ -2352,10 +2833,12 @@ def bitwise_xor_(self, other):
     return _rt.call_inplace('bitwise_xor', (self, other, ), ())
 
 
-def bitwise_left_shift(self, other):
+def bitwise_left_shift(self, other, *, out=None):
     """self << other, wrapping in the dtype; shifts by a negative amount or the dtype's width or more give 0.
 
     ops.yaml: bitwise_left_shift"""
+    if out is not None:
+        return _rt.call_out('bitwise_left_shift', out, bitwise_left_shift, self, other)
     return _rt.call('bitwise_left_shift', (self, other, ), ())
 
 
@@ -2364,10 +2847,12 @@ def bitwise_left_shift_(self, other):
     return _rt.call_inplace('bitwise_left_shift', (self, other, ), ())
 
 
-def bitwise_right_shift(self, other):
+def bitwise_right_shift(self, other, *, out=None):
     """self >> other (arithmetic); shifts by a negative amount or past the dtype's width fill with the sign.
 
     ops.yaml: bitwise_right_shift"""
+    if out is not None:
+        return _rt.call_out('bitwise_right_shift', out, bitwise_right_shift, self, other)
     return _rt.call('bitwise_right_shift', (self, other, ), ())
 
 
@@ -2376,10 +2861,12 @@ def bitwise_right_shift_(self, other):
     return _rt.call_inplace('bitwise_right_shift', (self, other, ), ())
 
 
-def clamp(self, min=None, max=None):
+def clamp(self, min=None, max=None, *, out=None):
     """min(max(x, min), max), the bounds tensors or numbers (one may be None); NaN in any operand gives NaN; where min > max every element becomes max.
 
     ops.yaml: clamp"""
+    if out is not None:
+        return _rt.call_out('clamp', out, clamp, self, min, max)
     return _rt.composite('clamp', self, min, max)
 
 
@@ -2392,10 +2879,12 @@ clip = clamp
 clip_ = clamp_
 
 
-def clamp_min(self, min):
+def clamp_min(self, min, *, out=None):
     """max(x, min), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_min"""
+    if out is not None:
+        return _rt.call_out('clamp_min', out, clamp_min, self, min)
     return _rt.call('clamp_min', (self, min, ), ())
 
 
@@ -2404,10 +2893,12 @@ def clamp_min_(self, min):
     return _rt.call_inplace('clamp_min', (self, min, ), ())
 
 
-def clamp_max(self, max):
+def clamp_max(self, max, *, out=None):
     """min(x, max), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_max"""
+    if out is not None:
+        return _rt.call_out('clamp_max', out, clamp_max, self, max)
     return _rt.call('clamp_max', (self, max, ), ())
 
 
@@ -2423,10 +2914,12 @@ def _clamp(self, min, max):
     return _rt.call('_clamp', (self, min, max, ), ())
 
 
-def lerp(self, end, weight):
+def lerp(self, end, weight, *, out=None):
     """self + weight * (end - self), weight a tensor or a number (evaluated from end when weight >= 0.5, as PyTorch).
 
     ops.yaml: lerp"""
+    if out is not None:
+        return _rt.call_out('lerp', out, lerp, self, end, weight)
     return _rt.call('lerp', (self, end, weight, ), ())
 
 
@@ -2435,10 +2928,12 @@ def lerp_(self, end, weight):
     return _rt.call_inplace('lerp', (self, end, weight, ), ())
 
 
-def addcmul(self, tensor1, tensor2, *, value=1):
+def addcmul(self, tensor1, tensor2, *, value=1, out=None):
     """self + value * tensor1 * tensor2.
 
     ops.yaml: addcmul"""
+    if out is not None:
+        return _rt.call_out('addcmul', out, addcmul, self, tensor1, tensor2, value=value)
     return _rt.call('addcmul', (self, tensor1, tensor2, ), (value, ))
 
 
@@ -2447,10 +2942,12 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     return _rt.call_inplace('addcmul', (self, tensor1, tensor2, ), (value, ))
 
 
-def addcdiv(self, tensor1, tensor2, *, value=1):
+def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
     """self + value * tensor1 / tensor2 (floating point only, as in PyTorch).
 
     ops.yaml: addcdiv"""
+    if out is not None:
+        return _rt.call_out('addcdiv', out, addcdiv, self, tensor1, tensor2, value=value)
     return _rt.call('addcdiv', (self, tensor1, tensor2, ), (value, ))
 
 
@@ -2459,17 +2956,27 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     return _rt.call_inplace('addcdiv', (self, tensor1, tensor2, ), (value, ))
 
 
-def min(self, dim=None, keepdim=False, *, other=None):
+def min(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
     """min(x): the smallest element (ties split the gradient); min(x, dim): (values, indices), the gradient going to the index; min(x, other): minimum.
 
     ops.yaml: min"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('min', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('min', out, min, self, dim, keepdim, other=other)
     return _rt.composite('min', self, dim, keepdim, other=other)
 
 
-def index_fill(self, dim, index, value):
+def index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with value (a number or 0-d tensor) written at the slices index along dim.
 
     ops.yaml: index_fill"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_fill', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or value is _REQUIRED:
+        _rt.missing_arguments('index_fill', ('dim', dim), ('index', index), ('value', value))
+    if out is not None:
+        return _rt.call_out('index_fill', out, index_fill, self, dim, index, value)
     return _rt.call('index_fill', (self, index, ), (dim, value, ))
 
 
@@ -2478,10 +2985,16 @@ def index_fill_(self, dim, index, value):
     return _rt.composite_inplace('index_fill', self, dim, index, value)
 
 
-def index_copy(self, dim, index, source):
+def index_copy(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with the slices of source copied to the positions index along dim (indices should be distinct).
 
     ops.yaml: index_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_copy', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or source is _REQUIRED:
+        _rt.missing_arguments('index_copy', ('dim', dim), ('index', index), ('source', source))
+    if out is not None:
+        return _rt.call_out('index_copy', out, index_copy, self, dim, index, source)
     return _rt.call('index_copy', (self, index, source, ), (dim, ))
 
 
@@ -2568,8 +3081,12 @@ def _foreach_add_(self, scalar):
     return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))
 
 
-def _log_softmax_backward(grad_output, output, dim):
+def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of _log_softmax: grad_output - exp(output) * sum(grad_output) along dim.
 
     ops.yaml: _log_softmax_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_log_softmax_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_log_softmax_backward', ('dim', dim))
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
