@@ -343,3 +343,22 @@ def test_deterministic_algorithms():
         assert torch.are_deterministic_algorithms_enabled() and torch.get_deterministic_debug_mode() == 2
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+def test_meta_layers_forward():
+    x = torch.empty(4, 3, 8, 8, device="meta")
+    with torch.device("meta"):
+        bn, drop, pool = nn.BatchNorm2d(3), nn.Dropout(0.5), nn.MaxPool2d(2)
+        mha, gru = nn.MultiheadAttention(8, 2, batch_first=True), nn.GRU(8, 4, batch_first=True)
+    assert geometry(bn(x))[:2] == ((4, 3, 8, 8), torch.float32)
+    assert geometry(drop(x))[:2] == ((4, 3, 8, 8), torch.float32)
+    assert geometry(pool(x))[:2] == ((4, 3, 4, 4), torch.float32)
+    assert geometry(nn.functional.interpolate(x, scale_factor=2))[:2] == ((4, 3, 16, 16), torch.float32)
+    q = torch.empty(2, 5, 8, device="meta")
+    assert geometry(mha(q, q, q)[0])[:2] == ((2, 5, 8), torch.float32)
+    assert geometry(gru(q)[0])[:2] == ((2, 5, 4), torch.float32)
+    loss = nn.functional.cross_entropy(torch.empty(4, 5, device="meta"), torch.empty(4, dtype=torch.long,
+                                                                                      device="meta"))
+    assert geometry(loss) == ((), torch.float32, (), "meta")
+    assert geometry(torch.einsum("bchw,bchw->b", x, x)) == ((4,), torch.float32, (1,), "meta")
+    assert geometry(x.bfloat16().sum(1)) == ((4, 8, 8), torch.bfloat16, (64, 8, 1), "meta")
