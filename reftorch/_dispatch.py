@@ -20,6 +20,7 @@ from . import _cuda_dispatch as _cuda_d
 from . import _meta
 from . import _half
 from . import _autocast
+from ._device import CPU
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
@@ -181,7 +182,7 @@ def as_tensor_arg(x, dtype=None):
     if isinstance(x, (bool, int, float, np.number, np.bool_)):
         if dtype is None and isinstance(x, (float, np.floating)):
             dtype = D.float64       # a wrapped number keeps double precision (only its category promotes)
-        t = scalar_tensor(x, dtype)
+        t = scalar_tensor(x, dtype, CPU)        # (on cpu whatever the default device: a number mixes anywhere)
         t._wrapped = True
         return t
     if isinstance(x, np.ndarray):
