@@ -45,6 +45,12 @@ def empty(shape, dtype, strides=None):
     return Tensor._make(Storage(_placeholder(n, dtype.np)), 0, shape, strides, dtype, META)
 
 
+def rebuild(shape, strides, dtype_name, requires_grad):
+    """A meta tensor from its pickle (Tensor.__reduce_ex__)."""
+    t = empty(shape, D.as_dtype(dtype_name), strides)
+    return t.requires_grad_(True) if requires_grad else t
+
+
 def like(t, dtype=None):
     return empty(t._shape, dtype or t.dtype)
 

@@ -247,6 +247,9 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         from ._creation import _rebuild
+        if self.device.type == "meta":      # its geometry is all there is
+            from ._meta import rebuild
+            return (rebuild, (self._shape, self._strides, self.dtype.name, self.requires_grad))
         if self.device.type != "cpu":       # unpickled onto the same device
             return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
         return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))

@@ -362,3 +362,15 @@ def test_meta_layers_forward():
     assert geometry(loss) == ((), torch.float32, (), "meta")
     assert geometry(torch.einsum("bchw,bchw->b", x, x)) == ((4,), torch.float32, (1,), "meta")
     assert geometry(x.bfloat16().sum(1)) == ((4, 8, 8), torch.bfloat16, (64, 8, 1), "meta")
+
+
+def test_meta_pickles_and_deep_copies():
+    import copy
+    import pickle
+    m = torch.empty(2, 3, device="meta", requires_grad=True).t()
+    r = pickle.loads(pickle.dumps(m))
+    assert geometry(r) == ((3, 2), torch.float32, (1, 3), "meta") and r.requires_grad
+    with torch.device("meta"):
+        lin = nn.Linear(3, 2)
+    c = copy.deepcopy(lin)
+    assert c.weight.device.type == "meta" and type(c.weight).__name__ == "Parameter"
