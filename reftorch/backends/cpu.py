@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 
-import numba
-
 
 def get_cpu_capability():
     """"AVX512", "AVX2" or "DEFAULT", as PyTorch names them on x86; "DEFAULT" elsewhere."""
+    import numba    # (asked here: `import reftorch` leaves Numba to the first op, benches/startup.py)
     features = numba.config.CPU_FEATURES
     if features is None:
         try:
