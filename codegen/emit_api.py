@@ -86,16 +86,70 @@ def _call(op):
     return t, f"({''.join(x + ', ' for x in others)})"
 
 
+# PyTorch's keyword forms, given to every op by its signature (not per op):
+# - `axis=` wherever an argument is named `dim` (PyTorch's argument parser takes axis as dim's alias). A `dim`
+#   without a default, and the positional arguments after it, default to _REQUIRED so that `x.cumsum(axis=0)`
+#   parses; the wrapper then raises Python's "missing argument" error itself when one stays _REQUIRED.
+# - `out=` on every function that computes a new tensor (not views, in-place variants, foreach updates, or the
+#   internal `_` ops): the result is computed by the same wrapper and written into `out` by the runtime
+#   (_rt.call_out: PyTorch's autograd, dtype and resize rules). The default path pays one `is None` test.
+OUT_KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite")
+
+
+def _takes_out(op):
+    return op.variants.function and op.kind in OUT_KINDS and not op.name.startswith("_") and \
+        "out" not in op.signature.names
+
+
+def _keyword_forms(op):
+    """(python signature, prologue lines) of the op's wrapper with axis= and out= added."""
+    args = op.signature.args
+    names = op.signature.names
+    has_axis = "dim" in names and "axis" not in names and not any(a.varargs for a in args)
+    parts, star, required, after_dim = [], False, [], False
+    for a in args:
+        if a.varargs:
+            parts.append(f"*{a.name}")
+            star = True
+            continue
+        if a.kwonly and not star:
+            parts.append("*")
+            star = True
+        after_dim = after_dim or (has_axis and a.name == "dim")
+        default = a.default
+        if default is None and after_dim and not a.kwonly:
+            default = "_REQUIRED"
+            required.append(a.name)
+        parts.append(a.name if default is None else f"{a.name}={default}")
+    extra = (["axis=_REQUIRED"] if has_axis else []) + (["out=None"] if _takes_out(op) else [])
+    if extra and not star:
+        parts.append("*")
+    parts += extra
+    lines = []
+    if has_axis:
+        dim_default = next(a.default for a in args if a.name == "dim")
+        unset = "_REQUIRED" if dim_default is None else dim_default
+        lines.append(f"    if axis is not _REQUIRED:\n        dim = _rt.dim_alias({op.name!r}, dim, {unset}, axis)")
+    if required:
+        test = " or ".join(f"{n} is _REQUIRED" for n in required)
+        given = ", ".join(f"({n!r}, {n})" for n in required)
+        lines.append(f"    if {test}:\n        _rt.missing_arguments({op.name!r}, {given})")
+    return ", ".join(parts), lines
+
+
 def emit_api(ops, saves):
     out = [HEADER, '"""One function per op of ops.yaml with its real signature; the runtime does the rest."""\n',
-           "_rt = None  # the dispatcher, bound by reftorch/__init__.py\n", "SPECS = {"]
+           "_rt = None  # the dispatcher, bound by reftorch/__init__.py\n",
+           "_REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)\n", "SPECS = {"]
     out += [_spec_literal(op, saves) for op in ops]
     out.append("}\n")
     for op in ops:
-        sig = op.signature.python()
+        sig, prologue = _keyword_forms(op)
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
         names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
                           for a in op.signature.args)
+        if _takes_out(op):
+            prologue.append(f"    if out is not None:\n        return _rt.call_out({op.name!r}, out, {op.name}, {names})")
         if op.kind == "composite":
             body = f"    return _rt.composite({op.name!r}, {names})"
         elif op.kind == "foreach":     # every tensor argument a list: the runtime takes them as they are
@@ -106,7 +160,9 @@ def emit_api(ops, saves):
         else:
             t, s = _call(op)
             body = f"    return _rt.call({op.name!r}, {t}, {s})"
+        body = "\n".join(prologue + [body])
         out.append(f"def {op.name}({sig}):\n    \"\"\"{doc}\n\n    ops.yaml: {op.name}\"\"\"\n{body}\n")
+        sig = op.signature.python()
         if op.variants.inplace:
             if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"

@@ -99,3 +99,12 @@ amp.legacy.install(__import__("sys").modules[__name__])   # reftorch.cuda.amp, r
 
 from . import _startup  # noqa: E402
 _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a background thread (reftorch/_startup.py)
+
+# devices, back-end flags and threads (issue 16 point 3): the default device, torch.backends, torch.accelerator
+from ._device import set_default_device, get_default_device  # noqa: E402
+from ._dispatch import set_num_threads, get_num_threads  # noqa: E402
+from ._config import (set_num_interop_threads, get_num_interop_threads, set_float32_matmul_precision,  # noqa: E402
+                      get_float32_matmul_precision, use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+                      is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                      get_deterministic_debug_mode)
+from . import backends, accelerator  # noqa: E402

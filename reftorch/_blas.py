@@ -44,6 +44,12 @@ _found = _find()
 set_threads, get_threads = _found if _found is not None else (None, None)
 
 
+def set_max_threads(n):
+    """The BLAS's thread count for the products that may use several (reftorch.set_num_threads)."""
+    if set_threads is not None:
+        set_threads(n)
+
+
 def _run(n_elements, fn, *args, **kw):
     """fn(*args, **kw), on one BLAS thread when its inputs hold fewer than SMALL elements and BLAS has more."""
     if set_threads is None or n_elements >= SMALL:

@@ -12,12 +12,15 @@ from . import _alloc
 from . import _dtype as D
 from . import _layout as L
 from ._device import as_device
+from . import _meta
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 
 
 def _finish(arr, dtype, device=None, requires_grad=False):
     dev = as_device(device)
+    if dev.type == "meta":      # the geometry only (reftorch/_meta.py)
+        return _meta.empty(arr.shape, dtype).requires_grad_(requires_grad)
     arr = _contig(arr)
     if dev.type == "cuda":
         from ._cuda_dispatch import from_host
@@ -381,6 +384,8 @@ def _copy_tensor(t, keep_graph=True):
     if keep_graph and grad_mode.state.enabled and t.requires_grad:
         from . import _functional as F
         return F.clone(t)
+    if t.device.type == "meta":
+        return _meta.like(t)
     if t.device.type == "cuda":
         from ._cuda_dispatch import clone
         return clone(t)

@@ -494,7 +494,7 @@ def scan(spec, tensors, scalars):
     dtype = kw.get("dtype")
     xin = cast(x, D.as_dtype(dtype)) if dtype is not None else x
     spec.check_dtype(xin.dtype)
-    out_dtype = D.int64 if (spec.accumulate == "wide" and xin.dtype.category < 2) else xin.dtype
+    out_dtype = D.int64 if (spec.accumulate == "wide" and xin.dtype.category < 2 and dtype is None) else xin.dtype
     acc_dtype = _acc_dtype(spec, xin.dtype)
     if x.ndim == 0:
         xin = _flat(clone(xin)._storage.data, (1,), xin.dtype, dev)

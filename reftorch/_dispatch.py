@@ -7,6 +7,7 @@ autograd node. Per-op knowledge comes only from the spec and the generated kerne
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -16,10 +17,12 @@ from . import _dtype as D
 from . import _layout as L
 from . import _reference
 from . import _cuda_dispatch as _cuda_d
+from . import _meta
 from . import _half
 from . import _threads
 from . import _alloc
 from . import _autocast
+from ._device import CPU
 from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
@@ -181,7 +184,7 @@ def as_tensor_arg(x, dtype=None):
     if isinstance(x, (bool, int, float, np.number, np.bool_)):
         if dtype is None and isinstance(x, (float, np.floating)):
             dtype = D.float64       # a wrapped number keeps double precision (only its category promotes)
-        t = scalar_tensor(x, dtype)
+        t = scalar_tensor(x, dtype, CPU)        # (on cpu whatever the default device: a number mixes anywhere)
         t._wrapped = True
         return t
     if isinstance(x, np.ndarray):
@@ -260,6 +263,25 @@ BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orde
 PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
 THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
               (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def set_num_threads(n):
+    """The threads reftorch's kernels use (this one and THREADS - 1 in the pool) and the BLAS's threads for large
+    products; small products stay on one BLAS thread (reftorch/_blas.py)."""
+    global THREADS, _pool
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    if n != THREADS and _pool is not None:
+        _pool.shutdown(wait=False)      # the next parallel op starts a pool of the new size
+        _pool = None
+    THREADS = n
+    _blas.set_max_threads(n)
+
+
+def get_num_threads():
+    return THREADS
 
 
 def _parallel(n):
@@ -377,9 +399,21 @@ def _result_layout(shape, ts):
     return None
 
 
+def _off_cpu(tensors):
+    """The back end of the arguments' device when one is off the cpu: reftorch/_meta.py for meta (geometry, no
+    data), reftorch/_cuda_dispatch.py for cuda; None on cpu. Only asked once such a tensor exists (_cuda_d.used)."""
+    if _meta.used and _meta.find(tensors):
+        return _meta
+    if _cuda_d.find(tensors):
+        return _cuda_d
+    return None
+
+
 def elementwise(spec, tensors, scalars):
-    if _cuda_d.used and _cuda_d.find(tensors):      # an argument on cuda: reftorch/_cuda_dispatch.py
-        return _cuda_d.elementwise(spec, tensors, scalars)
+    if _cuda_d.used:        # an argument on cuda or meta: its back end
+        be = _off_cpu(tensors)
+        if be is not None:
+            return be.elementwise(spec, tensors, scalars)
     if spec.plans is not None:
         plan = _plan_for(spec, tensors)
         if plan is not None:
@@ -888,7 +922,7 @@ def call_inplace(name, tensors, scalars):
 
 def _inplace(spec, tensors, scalars):
     self = tensors[0]
-    if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _cuda_d.find(tensors)):
+    if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _off_cpu(tensors)):
         plan = _plan_for(spec, tensors)
         if plan is not None and plan.out is self.dtype:
             done = _fast_inplace(spec, plan, self, tensors, scalars)
@@ -930,8 +964,9 @@ def _inplace_general(spec, tensors, scalars):
     self = tensors[0]
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
-    if _cuda_d.used and _cuda_d.find(tensors):
-        return _cuda_d.inplace(spec, tensors, scalars)
+    be = _off_cpu(tensors) if _cuda_d.used else None
+    if be is not None:
+        return be.inplace(spec, tensors, scalars)
     ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
     compute, out_dtype = _result_dtypes(spec, ts)
     if not _can_cast(out_dtype, self.dtype):
@@ -1087,8 +1122,9 @@ class _ReductionPlan:
 
 
 def reduction(spec, tensors, scalars):
-    if _cuda_d.used and _cuda_d.find(tensors):
-        return _cuda_d.reduction(spec, tensors, scalars)
+    be = _off_cpu(tensors) if _cuda_d.used else None
+    if be is not None:
+        return be.reduction(spec, tensors, scalars)
     x = tensors[0]
     if isinstance(x, Tensor) and len(scalars) == len(spec.scalar_names) <= 3:
         key = [spec, x.dtype, x._shape, x._strides]
@@ -1177,8 +1213,8 @@ class ReductionCall:
         elif spec.result == "float" and xin.dtype.category < 2:
             out_dtype = D.defaults.float
             xin = cast(xin, out_dtype)
-        elif spec.accumulate == "wide" and xin.dtype.category < 2:
-            out_dtype = D.int64
+        elif spec.accumulate == "wide" and xin.dtype.category < 2 and dtype is None:
+            out_dtype = D.int64     # (with dtype=, the result is that dtype: int8 sums wrap, as in PyTorch)
         else:
             out_dtype = xin.dtype
         self.out_shape = _reduced_shape(x._shape, dims, bool(kw.get("keepdim", False)))
@@ -1243,8 +1279,9 @@ def _identity(src, dtype):
 
 
 def argreduction(spec, tensors, scalars):
-    if _cuda_d.used and _cuda_d.find(tensors):
-        return _cuda_d.argreduction(spec, tensors, scalars)
+    be = _off_cpu(tensors) if _cuda_d.used else None
+    if be is not None:
+        return be.argreduction(spec, tensors, scalars)
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     spec.check_dtype(x.dtype)
@@ -1275,15 +1312,16 @@ def argreduction(spec, tensors, scalars):
 
 
 def scan(spec, tensors, scalars):
-    if _cuda_d.used and _cuda_d.find(tensors):
-        return _cuda_d.scan(spec, tensors, scalars)
+    be = _off_cpu(tensors) if _cuda_d.used else None
+    if be is not None:
+        return be.scan(spec, tensors, scalars)
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     d = L.wrap_dim(kw["dim"], x.ndim)
     dtype = kw.get("dtype")
     xin = _cast(x, D.as_dtype(dtype)) if dtype is not None else x
     spec.check_dtype(xin.dtype)
-    out_dtype = D.int64 if (spec.accumulate == "wide" and xin.dtype.category < 2) else xin.dtype
+    out_dtype = D.int64 if (spec.accumulate == "wide" and xin.dtype.category < 2 and dtype is None) else xin.dtype
     acc_dtype = _acc_dtype(spec, xin.dtype)
     if x.ndim == 0:
         xin = xin.reshape(1)
@@ -1333,8 +1371,12 @@ _array_plans = {}       # spec -> _new_array_plan(spec)
 
 
 def array(spec, tensors, scalars):
-    if _cuda_d.used and any(isinstance(t, Tensor) and t.device.type == "cuda" for t in tensors):
-        return _cuda_d.array(spec, tensors, scalars)
+    if _cuda_d.used:        # an argument on meta or cuda: its back end (index tensors may stay on cpu)
+        types = {t.device.type for t in tensors if isinstance(t, Tensor)}
+        if "meta" in types:
+            return _meta.array(spec, tensors, scalars)
+        if "cuda" in types:
+            return _cuda_d.array(spec, tensors, scalars)
     plan = _array_plans.get(spec)
     if plan is None:
         plan = _array_plans[spec] = _new_array_plan(spec)
@@ -1494,7 +1536,8 @@ def view(spec, tensors, scalars):
     storage = x._storage
     if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
         from ._creation import _copy_tensor
-        storage, strides, off = _copy_tensor(x, keep_graph=False)._storage, L.contiguous_strides(shape), 0
+        copy = _meta.like(x) if x.device.type == "meta" else _copy_tensor(x, keep_graph=False)
+        storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
     elif L.storage_extent(shape, strides, off) > storage.data.shape[0]:
         raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {off}, and "
                            f"itemsize {x.dtype.itemsize} requiring a storage size of "
@@ -1548,6 +1591,66 @@ def composite_inplace(name, self, *args, **kwargs):
                            f"shape [{', '.join(map(str, res._shape))}]")
     check_no_internal_overlap(self)
     return self.copy_(res)
+
+
+# ---------------------------------------------------------------------------- keyword forms (codegen/emit_api.py)
+
+def dim_alias(name, dim, unset, axis):
+    """`axis=`, PyTorch's alias of `dim`: the dim to use (dim itself must not be given as well)."""
+    if not (dim is unset or (dim.__class__ is int and dim == unset)):
+        raise TypeError(f"{name}() got an unexpected keyword argument 'axis'")
+    return axis
+
+
+def missing_arguments(name, *given):
+    """Python's error for the required arguments a wrapper with axis= left unset (_REQUIRED)."""
+    missing = [n for n, v in given if v is _api._REQUIRED]
+    raise TypeError(f"{name}() missing {len(missing)} required positional arguments: "   # (PyTorch's plural)
+                    + ", ".join(f'"{n}"' for n in missing))
+
+
+def call_out(name, out, fn, *args, **kwargs):
+    """fn(*args, **kwargs) written into `out` (a tensor, or a tuple of them for an op with several results), by
+    PyTorch's rules: no autograd through out=, the result dtype must cast to out's without changing category,
+    an out of another shape is resized (with PyTorch's warning unless it was empty). Returns out."""
+    tensors = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (tuple, list)) else []
+    for a in (*args, *kwargs.values()):
+        tensors += [a] if isinstance(a, Tensor) else [x for x in a if isinstance(x, Tensor)] \
+            if isinstance(a, (tuple, list)) else []
+    if grad_mode.state.enabled and any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
+    res = fn(*args, **kwargs)
+    many = isinstance(res, tuple)
+    outs = tuple(out) if many and isinstance(out, (tuple, list)) else (out,) if not many else None
+    if outs is None or any(not isinstance(o, Tensor) for o in outs) or len(outs) != (len(res) if many else 1):
+        what = "tuple of Tensors" if many else "Tensor"
+        raise TypeError(f"{name}(): argument 'out' must be {what}, not {type(out).__name__}" if outs is None or not
+                        all(isinstance(o, Tensor) for o in outs) else
+                        f"{name}(): argument 'out' must be a tuple of {len(res)} Tensors, not {len(outs)}")
+    results = res if many else (res,)
+    for r, o in zip(results, outs):
+        if not _can_cast(r.dtype, o.dtype):
+            raise RuntimeError(f"result type {r.dtype.short} can't be cast to the desired output type {o.dtype.short}")
+    for r, o in zip(results, outs):
+        _write_out(r, o)
+    return res.__class__(*outs) if many and hasattr(res, "_fields") else tuple(outs) if many else out
+
+
+def _write_out(r, o):
+    """r's values into o, resized to r's shape first when it has another (PyTorch's resize_output)."""
+    if o._shape != r._shape:
+        if o.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(o._shape)}, "
+                          f"which does not match the required output shape {list(r._shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=4)
+        fresh = empty(r._shape, o.dtype) if o.device.type == "cpu" else _meta.empty(r._shape, o.dtype) \
+            if o.device.type == "meta" else _cuda_d.empty(r._shape, o.dtype, o.device)
+        o._storage, o._offset, o._shape, o._strides = fresh._storage, 0, fresh._shape, fresh._strides
+    with grad_mode.no_grad():
+        o.copy_(r)
 
 
 def call(name, tensors, scalars):

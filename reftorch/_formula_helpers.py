@@ -84,16 +84,22 @@ def is_tensor(x):
 
 def device_of(*args):
     """The device for the new tensors of a composite body (the generator passes its tensor arguments): the first
-    cuda one's, else None (the default device); cpu tensors beside it are 0-d ones or raise in the op anyway."""
+    one off the cpu (cuda, meta), else cpu when there are tensors (a composite is an op: `with device("meta")`
+    changes its caller's factories, not its own helpers), else None (the default device); cpu tensors beside a
+    cuda one are 0-d ones or raise in the op anyway."""
     from . import _cuda_dispatch
-    if not _cuda_dispatch.used:
+    from ._device import CPU, get_default_device
+    if not _cuda_dispatch.used and get_default_device() is CPU:
         return None
     from ._tensor import Tensor
+    found = None
     for a in args:
         for x in (a if isinstance(a, (list, tuple)) else (a,)):
-            if isinstance(x, Tensor) and x.device.type != "cpu":
-                return x.device
-    return None
+            if isinstance(x, Tensor):
+                if x.device.type != "cpu":
+                    return x.device
+                found = CPU
+    return found
 
 
 def lowest(dtype):

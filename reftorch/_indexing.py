@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _functional as F
+from ._device import CPU
 from ._tensor import Tensor
 from .autograd import grad_mode
 
@@ -301,7 +302,7 @@ def _write_recorded(self, index, value, vshape, accumulate):
     from ._creation import arange
     from ._methods import _assign_with_history
     with grad_mode.no_grad():
-        ix = _apply(arange(self.numel(), dtype=D.int64).reshape(self._shape), index)
+        ix = _apply(arange(self.numel(), dtype=D.int64, device=CPU).reshape(self._shape), index)   # host positions
         positions = F.index(ix.view, tuple(ix.indices)) if ix.indices else ix.view
     if isinstance(value, Tensor):
         value = value.to(self.dtype).reshape(vshape)

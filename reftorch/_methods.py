@@ -12,6 +12,7 @@ from . import _half
 from . import _indexing
 from . import _layout as L
 from ._device import as_device
+from . import _meta
 from ._tensor import Tensor
 from .autograd import grad_mode
 
@@ -164,6 +165,8 @@ def _to(self, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if device is not None and device != self.device:
+        if "meta" in (device.type, self.device.type):
+            return _meta.move(self, device, dtype)      # geometry only; off meta: PyTorch's error
         from ._cuda_dispatch import move      # a copy to the other device (differentiable)
         return move(self, device, dtype)
     if dtype is None or dtype is self.dtype:
@@ -175,9 +178,9 @@ def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
-    if self.device.type == "cuda":
+    if self.device.type != "cpu":
         from ._cuda_dispatch import clone
-        out = clone(self, dtype)
+        out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
         if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
             record(spec, (self,), (), (out,))
         return out
@@ -234,7 +237,10 @@ def _copy_(self, src, non_blocking=False):
     check_inplace(self)
     check_no_internal_overlap(self)
     if src.device != self.device:
-        src = src.to(self.device)       # copy_ moves between devices, as in PyTorch
+        src = src.to(self.device)       # copy_ moves between devices, as in PyTorch (off meta: its error)
+    if self.device.type == "meta" and not (grad_mode.state.enabled and (src.requires_grad or self.requires_grad)):
+        self._storage.version += 1      # nothing to write
+        return self
     if grad_mode.state.enabled and (src.requires_grad or self.requires_grad):
         new = F.expand(src.to(self.dtype), self._shape)
         _assign_with_history(self, new)
@@ -258,7 +264,7 @@ def _assign_with_history(self, new):
     if self.device.type == "cuda":
         from ._cuda_dispatch import clone, copy_into
         copy_into(self, clone(new))
-    else:
+    elif self.device.type != "meta":
         val = new._array()
         if np.may_share_memory(val, self._storage.data):
             val = val.copy()
@@ -279,6 +285,9 @@ def _fill_(self, value):
         value = value.item()
     if grad_mode.state.enabled and self.requires_grad:
         _assign_with_history(self, F.full(self._shape, value, dtype=self.dtype, device=self.device) * 1.0 + 0 * self)
+        return self
+    if self.device.type == "meta":
+        self._storage.version += 1
         return self
     if self.device.type == "cuda":
         from ._cuda_dispatch import write

@@ -129,6 +129,8 @@ def _render(arr, fmt, indent, summarize):
 
 
 def tensor_repr(t):
+    if t.device.type == "meta":     # no values to show: PyTorch prints the geometry
+        return _meta_repr(t)
     arr = t._array()
     prefix = "tensor("
     summarize = _summarized(arr)
@@ -150,3 +152,14 @@ def tensor_repr(t):
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return prefix + body + "".join(", " + s for s in suffixes) + ")"
+
+
+def _meta_repr(t):
+    suffixes = ["device='meta'", f"size={tuple(t._shape)}"]
+    if t.dtype is not D.defaults.float:
+        suffixes.append(f"dtype={t.dtype!r}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return "tensor(..., " + ", ".join(suffixes) + ")"

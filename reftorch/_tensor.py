@@ -80,7 +80,9 @@ class Tensor:
 
     def _array(self):
         """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
-        if self.device.type == "cuda":
+        if self.device.type != "cpu":
+            if self.device.type == "meta":
+                raise NotImplementedError("Cannot copy out of meta tensor; no data!")
             from ._cuda_dispatch import host_array
             return host_array(self)
         data = self._storage.data
@@ -139,6 +141,8 @@ class Tensor:
         return self.dtype.itemsize
 
     def data_ptr(self):
+        if self.device.type == "meta":
+            return 0
         if self.device.type == "cuda":
             ptr = getattr(self._storage.data, "device_ctypes_pointer", None)
             base = ptr.value if ptr is not None and ptr.value is not None else id(self._storage.data)
@@ -152,6 +156,10 @@ class Tensor:
     @property
     def is_cuda(self):
         return self.device.type == "cuda"
+
+    @property
+    def is_meta(self):
+        return self.device.type == "meta"
 
     @property
     def layout(self):
@@ -177,7 +185,7 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force=False):
-        if self.device.type == "cuda":
+        if self.device.type != "cpu":
             from ._cuda_dispatch import numpy_error
             raise numpy_error(self)
         if self.requires_grad and not force:
@@ -186,7 +194,7 @@ class Tensor:
         return self._array()
 
     def __array__(self, dtype=None, copy=None):
-        if self.device.type == "cuda":
+        if self.device.type != "cpu":
             from ._cuda_dispatch import numpy_error
             raise numpy_error(self)
         a = self._array()
@@ -195,6 +203,8 @@ class Tensor:
     def item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        if self.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self._array().reshape(-1)[0].item()
 
     def tolist(self):
@@ -237,6 +247,9 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         from ._creation import _rebuild
+        if self.device.type == "meta":      # its geometry is all there is
+            from ._meta import rebuild
+            return (rebuild, (self._shape, self._strides, self.dtype.name, self.requires_grad))
         if self.device.type != "cpu":       # unpickled onto the same device
             return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
         return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))

@@ -241,8 +241,7 @@ def _par_min():
 
 
 def _n_threads():
-    import numba
-    return numba.config.NUMBA_NUM_THREADS
+    return _dispatch.THREADS        # the eager kernels' count (reftorch.set_num_threads)
 
 
 _PAR_MIN_V = None

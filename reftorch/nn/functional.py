@@ -1361,7 +1361,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                          f"{list(target.shape)}")
     if reduction not in ("none", "sum", "mean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if input.device.type == "cpu":
+    if input.device.type in ("cpu", "meta"):      # (meta: the array op's geometry, reftorch/_meta.py)
         if weight is not None and weight.dtype != input.dtype:
             weight = weight.to(input.dtype)
         # one op and its gradient (ops.yaml: _nll_loss): -input[n, target[n]] * weight[target[n]], reduced

@@ -5,6 +5,7 @@ ordered dicts; everything else (state_dict, train/eval, to(), hooks, repr) walks
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
 import reftorch as torch
@@ -499,10 +500,22 @@ class Module:
             if dtype is not None and t.is_floating_point():
                 t = t.to(dtype)
             if device is not None:
-                t = t.to(device)
+                try:
+                    t = t.to(device)
+                except NotImplementedError as e:
+                    if str(e) == "Cannot copy out of meta tensor; no data!":
+                        raise NotImplementedError(f"{e} Please use torch.nn.Module.to_empty() instead of "
+                                                  "torch.nn.Module.to() when moving module from meta to a different "
+                                                  "device.") from None
+                    raise
             return t
 
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse=True):
+        """Moves the parameters and buffers to device without copying their values (they are left uninitialised):
+        how a module built on meta gets storage before its weights are loaded. recurse=False: this module's own."""
+        return self._apply(lambda t: torch.empty_like(t, device=device), recurse=recurse)
 
     def float(self):
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
@@ -672,10 +685,10 @@ class Module:
         errors = []
         for module, name, target, value, key in copies:
             if target is None:
-                staged.append((module, name, None, value))
+                staged.append((module, name, None, value, key))
                 continue
             try:
-                staged.append((module, name, target, value if assign else value.to(target.dtype)))
+                staged.append((module, name, target, value if assign else value.to(target.dtype), key))
             except Exception as ex:  # noqa: BLE001 -- reported like PyTorch does
                 errors.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                               f"{target.size()} and whose dimensions in the checkpoint are {value.size()}, an "
@@ -683,7 +696,7 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict:\n\t" + "\n\t".join(errors))
         with torch.no_grad():
-            for module, name, target, value in staged:
+            for module, name, target, value, key in staged:
                 if target is None:
                     module.set_extra_state(value)
                 elif assign:
@@ -692,6 +705,12 @@ class Module:
                         value.requires_grad_(target.requires_grad)
                     setattr(module, name, value)
                 else:
+                    if target.is_meta and not value.is_meta:
+                        warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                                      "parameter in the current model, which is a no-op. (Did you mean to pass "
+                                      "`assign=True` to assign items in the state dictionary to their corresponding "
+                                      "key in the module instead of copying them in place?)", UserWarning,
+                                      stacklevel=3)
                     target.copy_(value)
 
     # ------------------------------------------------------------------ repr

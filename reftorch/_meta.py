@@ -1,0 +1,219 @@
+"""Tensors on `meta`: a shape, dtype and strides, and no data -- how models are built before their weights exist.
+
+A meta tensor's Storage.data is a read-only placeholder of the storage's length whose elements all share one
+zero (`np.broadcast_to`: one element of memory whatever the length), so view geometry (offsets, strides,
+bounds) works exactly as on cpu and nothing can be written by mistake. The dispatcher's handlers delegate
+here when an argument is on meta (reftorch/_dispatch.py `_off_cpu`); each computes what the cpu handler
+would -- result dtype by promotion, broadcast shape, reduced shape, memory layout, the op's dtype and
+argument errors -- with the same device-independent helpers, then allocates a meta result instead of
+running a kernel, and records the autograd node as usual (backward on meta gives meta gradients).
+
+Array ops (NumPy bodies: matmul, cat, indexing, sort, conv...) have no geometry function of their own: their
+body runs over zero-strided placeholder arrays and only the shapes and dtypes of what it returns are kept.
+A body whose result shape depends on the values (nonzero, unique, masked_select) is found by running it a
+second time over varied values (a temporary array of the input's size), and raises NotImplementedError, as
+PyTorch does for those ops on meta.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _cuda_dispatch as _cuda_d
+from . import _dtype as D
+from . import _layout as L
+from ._device import device
+from ._tensor import Storage, Tensor
+from .autograd import grad_mode
+
+META = device("meta")
+used = False        # set by the first meta tensor; the dispatcher tests _cuda_d.used, which it sets as well
+NO_DATA = "Cannot copy out of meta tensor; no data!"
+
+
+def _placeholder(n, np_dtype, value=0):
+    return np.broadcast_to(np.full(1, value, np_dtype), (n,))
+
+
+def empty(shape, dtype, strides=None):
+    """A meta tensor of this geometry (contiguous unless strides are given)."""
+    global used
+    if not used:
+        used = _cuda_d.used = True      # the dispatcher's "a tensor off the cpu exists" test
+    shape = tuple(shape)
+    strides = tuple(strides) if strides is not None else L.contiguous_strides(shape)
+    n = L.storage_extent(shape, strides, 0) if L.numel(shape) else 0
+    return Tensor._make(Storage(_placeholder(n, dtype.np)), 0, shape, strides, dtype, META)
+
+
+def rebuild(shape, strides, dtype_name, requires_grad):
+    """A meta tensor from its pickle (Tensor.__reduce_ex__)."""
+    t = empty(shape, D.as_dtype(dtype_name), strides)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def like(t, dtype=None):
+    return empty(t._shape, dtype or t.dtype)
+
+
+def find(tensors, lenient=()):
+    """True when an argument is on meta. Raises PyTorch's error when a cpu (or cuda) tensor of one or more dims
+    meets a meta one; 0-d tensors and the arguments at positions in `lenient` (index tensors) may stay elsewhere."""
+    expected = other = None
+    meta = False
+    for i, t in enumerate(tensors):
+        for x in (t if isinstance(t, (list, tuple)) else (t,)):
+            if not isinstance(x, Tensor):
+                continue
+            if x.device.type == "meta":
+                meta = True
+            elif not x._shape or i in lenient:
+                continue
+            if expected is None:
+                expected = x.device
+            elif x.device.type != expected.type and other is None:
+                other = x.device
+    if meta and other is not None:
+        raise RuntimeError(f"Tensor on device {other} is not on the expected device {expected}!")
+    return meta
+
+
+def no_data_error():
+    return NotImplementedError(NO_DATA)
+
+
+# ---------------------------------------------------------------------------- the handlers
+
+def elementwise(spec, tensors, scalars):
+    from ._dispatch import _kernel_scalars, _result_dtypes, _result_layout, as_tensor_arg, record
+    find(tensors)
+    ts = [as_tensor_arg(t) for t in tensors]
+    compute, out_dtype = _result_dtypes(spec, ts)
+    shape = L.broadcast_shapes(*[t._shape for t in ts])
+    _kernel_scalars(spec, scalars, compute)        # the scalar arguments' errors (alpha, bounds) as on cpu
+    layout = None if "memory_format" in spec.arg_types else _result_layout(shape, ts)
+    out = empty(shape, out_dtype, layout)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, ts, scalars, (out,))
+    return out
+
+
+def inplace(spec, tensors, scalars):
+    from ._dispatch import (_can_cast, _kernel_scalars, _result_dtypes, as_tensor_arg, check_inplace,
+                            check_no_internal_overlap, record)
+    self = tensors[0]
+    find(tensors)
+    if self.device.type != "meta":
+        other = next(t.device for t in tensors if isinstance(t, Tensor) and t.device.type == "meta")
+        raise RuntimeError(f"Tensor on device {other} is not on the expected device {self.device}!")
+    ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
+    compute, out_dtype = _result_dtypes(spec, ts)
+    if not _can_cast(out_dtype, self.dtype):
+        raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
+                           f"{self.dtype.short}")
+    shape = L.broadcast_shapes(*[t._shape for t in ts])
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, shape))}]")
+    check_inplace(self)
+    check_no_internal_overlap(self)
+    _kernel_scalars(spec, scalars, compute)
+    self._storage.version += 1
+    if spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts):
+        record(spec, ts, scalars, (self,), inplace=True)
+    return self
+
+
+def cast(t, dtype):
+    return t if t.dtype is dtype else like(t, dtype)
+
+
+def reduction(spec, tensors, scalars):
+    from ._dispatch import ReductionCall, as_tensor_arg, record
+    x = as_tensor_arg(tensors[0])
+    r = ReductionCall(spec, x, scalars, cast)      # dims, result dtype and shape, the empty-input errors
+    out = empty(r.out_shape, r.out_dtype)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, (x,), scalars, (out,))
+    return out
+
+
+def argreduction(spec, tensors, scalars):
+    from ._dispatch import _reduced_shape, as_tensor_arg
+    x = as_tensor_arg(tensors[0])
+    kw = dict(zip(spec.scalar_names, scalars))
+    spec.check_dtype(x.dtype)
+    dim, keepdim = kw.get("dim"), bool(kw.get("keepdim", False))
+    if dim is None:
+        out_shape, K = (tuple(1 for _ in x._shape) if keepdim else ()), x.numel()
+    else:
+        d = L.wrap_dim(dim, x.ndim)
+        out_shape = _reduced_shape(x._shape, (d,) if x.ndim else (), keepdim)
+        K = x._shape[d] if x.ndim else 1
+    if K == 0:
+        raise IndexError(f"{spec.name}(): Expected reduction dim to be specified for input.numel() == 0.") \
+            if dim is None else IndexError(f"{spec.name}(): Expected reduction dim {d} to have non-zero size.")
+    return empty(out_shape, D.int64)
+
+
+def scan(spec, tensors, scalars):
+    from ._dispatch import as_tensor_arg, record
+    x = as_tensor_arg(tensors[0])
+    kw = dict(zip(spec.scalar_names, scalars))
+    L.wrap_dim(kw["dim"], x.ndim)
+    dtype = kw.get("dtype")
+    xin = cast(x, D.as_dtype(dtype)) if dtype is not None else x
+    spec.check_dtype(xin.dtype)
+    wide = spec.accumulate == "wide" and xin.dtype.category < 2 and dtype is None
+    out = empty(x._shape, D.int64 if wide else xin.dtype)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, (x,), scalars, (out,))
+    return out
+
+
+def array(spec, tensors, scalars):
+    """The op's NumPy body over placeholders (meta tensors) and the real arrays of cpu index tensors: only the
+    geometry of its results is kept. Values never matter, except where the result's shape depends on them."""
+    from ._dispatch import _tensor_names, array as cpu_array, record
+    names = _tensor_names(spec, len(tensors))
+    lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
+    find(tensors, lenient)
+    with grad_mode.no_grad():
+        res = cpu_array(spec, [_probe(t, False) for t in tensors], scalars)
+        outs = res if isinstance(res, tuple) else (res,)
+        try:
+            again = cpu_array(spec, [_probe(t, True) for t in tensors], scalars)
+        except Exception:   # noqa: BLE001 -- such values may be out of range (an index): the first run stands
+            again = res
+    agains = again if isinstance(again, tuple) else (again,)
+    if any(a._shape != b._shape for a, b in zip(outs, agains)):
+        raise NotImplementedError(f"{spec.name}: the shape of its result depends on the values of its input, "
+                                  "which a meta tensor does not have")
+    metas = tuple(empty(o._shape, o.dtype) for o in outs)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, list(tensors), scalars, metas)
+    return metas if isinstance(res, tuple) else metas[0]
+
+
+def _probe(t, varied):
+    """A meta tensor as a cpu tensor of its shape: all zeros in one element of memory (strides 0), or (varied)
+    the values 0, 1, 2, 0, 1, ... that make value-dependent results (nonzero, unique, masks) differ from it."""
+    if not isinstance(t, Tensor) or t.device.type != "meta":
+        return t
+    if not varied:
+        return Tensor._make(Storage(np.zeros(1, t.dtype.np)), 0, t._shape, (0,) * len(t._shape), t.dtype)
+    n = t.numel()
+    data = (np.arange(n) % (2 if t.dtype.category == 0 else 3)).astype(t.dtype.np)
+    return Tensor._make(Storage(data), 0, t._shape, L.contiguous_strides(t._shape), t.dtype)
+
+
+# ---------------------------------------------------------------------------- moves
+
+def move(t, dev, dtype=None):
+    """t onto `dev` from or to meta: onto meta, a tensor of its shape (differentiable like PyTorch's to()); off
+    meta, PyTorch's error (there is nothing to copy)."""
+    if t.device.type == "meta" and dev.type != "meta":
+        raise no_data_error()
+    out = like(t, dtype)
+    if grad_mode.state.enabled and t.requires_grad and out.dtype.is_floating_point:
+        _cuda_d._record_copy(t, out)
+    return out
