@@ -8,6 +8,9 @@
 _rt = None  # the dispatcher, bound by reftorch/__init__.py
 
 
+_REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)
+
+
 SPECS = {
 
     'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
@@ -620,13 +623,105 @@ SPECS = {
 
     'linalg_tensorsolve': {'name': 'linalg_tensorsolve', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('dims', 'int[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, dims=None: np.linalg.tensorsolve(A, B, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'lgamma': {'name': 'lgamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.gammaln(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'digamma': {'name': 'digamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.digamma(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'erfinv': {'name': 'erfinv', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.erfinv(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'i0': {'name': 'i0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sinc': {'name': 'sinc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sinc(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_erfcx': {'name': 'special_erfcx', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.erfcx(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_ndtr': {'name': 'special_ndtr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.ndtr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_ndtri': {'name': 'special_ndtri', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.ndtri(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_log_ndtr': {'name': 'special_log_ndtr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.log_ndtr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i0e': {'name': 'special_i0e', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i1': {'name': 'special_i1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_i1e': {'name': 'special_i1e', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_entr': {'name': 'special_entr', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.entr(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_j0': {'name': 'special_bessel_j0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.j0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_j1': {'name': 'special_bessel_j1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.j1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_y0': {'name': 'special_bessel_y0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.y0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_bessel_y1': {'name': 'special_bessel_y1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.y1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_i0': {'name': 'special_modified_bessel_i0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_i1': {'name': 'special_modified_bessel_i1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_k0': {'name': 'special_modified_bessel_k0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_modified_bessel_k1': {'name': 'special_modified_bessel_k1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k1(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_scaled_modified_bessel_k0': {'name': 'special_scaled_modified_bessel_k0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k0e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_scaled_modified_bessel_k1': {'name': 'special_scaled_modified_bessel_k1', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.k1e(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_airy_ai': {'name': 'special_airy_ai', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.airy(np.asarray(x, np.float64))[0]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_spherical_bessel_j0': {'name': 'special_spherical_bessel_j0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.spherical_jn(0, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'xlogy': {'name': 'xlogy', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, y: __import__('scipy').special.xlogy(np.asarray(x, np.float64), np.asarray(y, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_xlog1py': {'name': 'special_xlog1py', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, y: __import__('scipy').special.xlog1py(np.asarray(x, np.float64), np.asarray(y, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_zeta': {'name': 'special_zeta', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, q: __import__('scipy').special.zeta(np.asarray(x, np.float64), np.asarray(q, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'igamma': {'name': 'igamma', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, x: __import__('scipy').special.gammainc(np.asarray(a, np.float64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'igammac': {'name': 'igammac', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, x: __import__('scipy').special.gammaincc(np.asarray(a, np.float64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_t': {'name': 'special_chebyshev_polynomial_t', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyt(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_u': {'name': 'special_chebyshev_polynomial_u', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_v': {'name': 'special_chebyshev_polynomial_v', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64)) - __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_chebyshev_polynomial_w': {'name': 'special_chebyshev_polynomial_w', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64)) + __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_t': {'name': 'special_shifted_chebyshev_polynomial_t', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyt(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_u': {'name': 'special_shifted_chebyshev_polynomial_u', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_v': {'name': 'special_shifted_chebyshev_polynomial_v', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1) - __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_shifted_chebyshev_polynomial_w': {'name': 'special_shifted_chebyshev_polynomial_w', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64), 2 * np.asarray(x, np.float64) - 1) + __import__('scipy').special.eval_chebyu(np.trunc(np.asarray(n, np.float64)).astype(np.int64) - 1, 2 * np.asarray(x, np.float64) - 1)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_hermite_polynomial_h': {'name': 'special_hermite_polynomial_h', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_hermite(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_hermite_polynomial_he': {'name': 'special_hermite_polynomial_he', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_hermitenorm(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_laguerre_polynomial_l': {'name': 'special_laguerre_polynomial_l', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_laguerre(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'special_legendre_polynomial_p': {'name': 'special_legendre_polynomial_p', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('n', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.eval_legendre(np.trunc(np.asarray(n, np.float64)).astype(np.int64), np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('order', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('order', 'self'), 'kernel_args': ('order',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, order=1: __import__('scipy').special.polygamma(order, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
-def neg(self):
+def neg(self, *, out=None):
     """Negation, -x.
 
     ops.yaml: neg"""
+    if out is not None:
+        return _rt.call_out('neg', out, neg, self)
     return _rt.call('neg', (self, ), ())
 
 
@@ -639,10 +734,12 @@ negative = neg
 negative_ = neg_
 
 
-def abs(self):
+def abs(self, *, out=None):
     """Absolute value; the gradient at 0 is 0.
 
     ops.yaml: abs"""
+    if out is not None:
+        return _rt.call_out('abs', out, abs, self)
     return _rt.call('abs', (self, ), ())
 
 
@@ -655,10 +752,12 @@ absolute = abs
 absolute_ = abs_
 
 
-def sign(self):
+def sign(self, *, out=None):
     """-1, 0 or 1 by the sign of x; NaN gives 0, as in PyTorch.
 
     ops.yaml: sign"""
+    if out is not None:
+        return _rt.call_out('sign', out, sign, self)
     return _rt.call('sign', (self, ), ())
 
 
@@ -671,10 +770,12 @@ sgn = sign
 sgn_ = sign_
 
 
-def exp(self):
+def exp(self, *, out=None):
     """e to the power x.
 
     ops.yaml: exp"""
+    if out is not None:
+        return _rt.call_out('exp', out, exp, self)
     return _rt.call('exp', (self, ), ())
 
 
@@ -683,10 +784,12 @@ def exp_(self):
     return _rt.call_inplace('exp', (self, ), ())
 
 
-def log(self):
+def log(self, *, out=None):
     """Natural logarithm.
 
     ops.yaml: log"""
+    if out is not None:
+        return _rt.call_out('log', out, log, self)
     return _rt.call('log', (self, ), ())
 
 
@@ -695,10 +798,12 @@ def log_(self):
     return _rt.call_inplace('log', (self, ), ())
 
 
-def sqrt(self):
+def sqrt(self, *, out=None):
     """Square root.
 
     ops.yaml: sqrt"""
+    if out is not None:
+        return _rt.call_out('sqrt', out, sqrt, self)
     return _rt.call('sqrt', (self, ), ())
 
 
@@ -707,10 +812,12 @@ def sqrt_(self):
     return _rt.call_inplace('sqrt', (self, ), ())
 
 
-def tanh(self):
+def tanh(self, *, out=None):
     """Hyperbolic tangent.
 
     ops.yaml: tanh"""
+    if out is not None:
+        return _rt.call_out('tanh', out, tanh, self)
     return _rt.call('tanh', (self, ), ())
 
 
@@ -719,10 +826,12 @@ def tanh_(self):
     return _rt.call_inplace('tanh', (self, ), ())
 
 
-def sigmoid(self):
+def sigmoid(self, *, out=None):
     """Logistic sigmoid 1 / (1 + exp(-x)).
 
     ops.yaml: sigmoid"""
+    if out is not None:
+        return _rt.call_out('sigmoid', out, sigmoid, self)
     return _rt.call('sigmoid', (self, ), ())
 
 
@@ -731,10 +840,12 @@ def sigmoid_(self):
     return _rt.call_inplace('sigmoid', (self, ), ())
 
 
-def relu(self):
+def relu(self, *, out=None):
     """max(x, 0) (NaN stays NaN); the gradient at 0 is 0.
 
     ops.yaml: relu"""
+    if out is not None:
+        return _rt.call_out('relu', out, relu, self)
     return _rt.call('relu', (self, ), ())
 
 
@@ -743,10 +854,12 @@ def relu_(self):
     return _rt.call_inplace('relu', (self, ), ())
 
 
-def add(self, other, *, alpha=1):
+def add(self, other, *, alpha=1, out=None):
     """self + alpha * other, broadcasting.
 
     ops.yaml: add"""
+    if out is not None:
+        return _rt.call_out('add', out, add, self, other, alpha=alpha)
     return _rt.call('add', (self, other, ), (alpha, ))
 
 
@@ -755,10 +868,12 @@ def add_(self, other, *, alpha=1):
     return _rt.call_inplace('add', (self, other, ), (alpha, ))
 
 
-def sub(self, other, *, alpha=1):
+def sub(self, other, *, alpha=1, out=None):
     """self - alpha * other, broadcasting.
 
     ops.yaml: sub"""
+    if out is not None:
+        return _rt.call_out('sub', out, sub, self, other, alpha=alpha)
     return _rt.call('sub', (self, other, ), (alpha, ))
 
 
@@ -771,10 +886,12 @@ subtract = sub
 subtract_ = sub_
 
 
-def mul(self, other):
+def mul(self, other, *, out=None):
     """Elementwise product.
 
     ops.yaml: mul"""
+    if out is not None:
+        return _rt.call_out('mul', out, mul, self, other)
     return _rt.call('mul', (self, other, ), ())
 
 
@@ -799,10 +916,12 @@ def _div_(self, other):
     return _rt.call_inplace('_div', (self, other, ), ())
 
 
-def pow(self, exponent):
+def pow(self, exponent, *, out=None):
     """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer exponent gives 0 (1 and -1 keep their powers); the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
 
     ops.yaml: pow"""
+    if out is not None:
+        return _rt.call_out('pow', out, pow, self, exponent)
     return _rt.call('pow', (self, exponent, ), ())
 
 
@@ -811,17 +930,21 @@ def pow_(self, exponent):
     return _rt.call_inplace('pow', (self, exponent, ), ())
 
 
-def maximum(self, other):
+def maximum(self, other, *, out=None):
     """Elementwise maximum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: maximum"""
+    if out is not None:
+        return _rt.call_out('maximum', out, maximum, self, other)
     return _rt.call('maximum', (self, other, ), ())
 
 
-def eq(self, other):
+def eq(self, other, *, out=None):
     """self == other elementwise.
 
     ops.yaml: eq"""
+    if out is not None:
+        return _rt.call_out('eq', out, eq, self, other)
     return _rt.call('eq', (self, other, ), ())
 
 
@@ -830,10 +953,12 @@ def eq_(self, other):
     return _rt.call_inplace('eq', (self, other, ), ())
 
 
-def gt(self, other):
+def gt(self, other, *, out=None):
     """self > other elementwise.
 
     ops.yaml: gt"""
+    if out is not None:
+        return _rt.call_out('gt', out, gt, self, other)
     return _rt.call('gt', (self, other, ), ())
 
 
@@ -846,59 +971,87 @@ greater = gt
 greater_ = gt_
 
 
-def where(condition, self, other):
+def where(condition, self, other, *, out=None):
     """Picks self where condition holds, other elsewhere; the untaken branch gets zero gradient.
 
     ops.yaml: where"""
+    if out is not None:
+        return _rt.call_out('where', out, where, condition, self, other)
     return _rt.call('where', (condition, self, other, ), ())
 
 
-def sum(self, dim=None, keepdim=False, *, dtype=None):
+def sum(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Sum over dim (all dims when None); float32 accumulates in float64.
 
     ops.yaml: sum"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('sum', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('sum', out, sum, self, dim, keepdim, dtype=dtype)
     return _rt.call('sum', (self, ), (dim, keepdim, dtype, ))
 
 
-def amax(self, dim=None, keepdim=False):
+def amax(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Maximum over dim; ties split the gradient evenly.
 
     ops.yaml: amax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('amax', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('amax', out, amax, self, dim, keepdim)
     return _rt.call('amax', (self, ), (dim, keepdim, ))
 
 
-def argmax(self, dim=None, keepdim=False):
+def argmax(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Index of the first maximum over dim (NaN counts as the maximum).
 
     ops.yaml: argmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argmax', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('argmax', out, argmax, self, dim, keepdim)
     return _rt.call('argmax', (self, ), (dim, keepdim, ))
 
 
-def cumsum(self, dim, *, dtype=None):
+def cumsum(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED, out=None):
     """Running sum along dim.
 
     ops.yaml: cumsum"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumsum', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumsum', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cumsum', out, cumsum, self, dim, dtype=dtype)
     return _rt.call('cumsum', (self, ), (dim, dtype, ))
 
 
-def matmul(self, other):
+def matmul(self, other, *, out=None):
     """Matrix product with NumPy's rules for 1-D and batched operands (BLAS through numpy.matmul).
 
     ops.yaml: matmul"""
+    if out is not None:
+        return _rt.call_out('matmul', out, matmul, self, other)
     return _rt.call('matmul', (self, other, ), ())
 
 
-def flip(self, dims):
+def flip(self, dims, *, out=None):
     """Reverses the order along dims (a copy, as in PyTorch).
 
     ops.yaml: flip"""
+    if out is not None:
+        return _rt.call_out('flip', out, flip, self, dims)
     return _rt.call('flip', (self, ), (dims, ))
 
 
-def mean(self, dim=None, keepdim=False, *, dtype=None):
+def mean(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Mean over dim.
 
     ops.yaml: mean"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('mean', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('mean', out, mean, self, dim, keepdim, dtype=dtype)
     return _rt.composite('mean', self, dim, keepdim, dtype=dtype)
 
 
@@ -957,24 +1110,32 @@ def reshape(self, shape):
     return _rt.call('reshape', (self, ), (shape, ))
 
 
-def unsqueeze(self, dim):
+def unsqueeze(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """Inserts a size-1 dim.
 
     ops.yaml: unsqueeze"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsqueeze', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('unsqueeze', ('dim', dim))
     return _rt.call('unsqueeze', (self, ), (dim, ))
 
 
-def squeeze(self, dim=None):
+def squeeze(self, dim=None, *, axis=_REQUIRED):
     """Removes size-1 dims.
 
     ops.yaml: squeeze"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('squeeze', dim, None, axis)
     return _rt.call('squeeze', (self, ), (dim, ))
 
 
-def clone(self, *, memory_format=None):
+def clone(self, *, memory_format=None, out=None):
     """A copy with its own storage (contiguous).
 
     ops.yaml: clone"""
+    if out is not None:
+        return _rt.call_out('clone', out, clone, self, memory_format=memory_format)
     return _rt.call('clone', (self, ), (memory_format, ))
 
 
@@ -985,10 +1146,14 @@ def flatten(self, start_dim=0, end_dim=-1):
     return _rt.call('flatten', (self, ), (start_dim, end_dim, ))
 
 
-def unflatten(self, dim, sizes):
+def unflatten(self, dim=_REQUIRED, sizes=_REQUIRED, *, axis=_REQUIRED):
     """Splits dim into sizes (one of them may be -1); always a view.
 
     ops.yaml: unflatten"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unflatten', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or sizes is _REQUIRED:
+        _rt.missing_arguments('unflatten', ('dim', dim), ('sizes', sizes))
     return _rt.call('unflatten', (self, ), (dim, sizes, ))
 
 
@@ -1009,24 +1174,34 @@ def movedim(self, source, destination):
 moveaxis = movedim
 
 
-def select(self, dim, index):
+def select(self, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED):
     """The slice at index along dim, that dim removed (a view).
 
     ops.yaml: select"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select', ('dim', dim), ('index', index))
     return _rt.call('select', (self, ), (dim, index, ))
 
 
-def slice_dim(self, dim=0, start=None, end=None, step=1):
+def slice_dim(self, dim=0, start=None, end=None, step=1, *, axis=_REQUIRED):
     """x[..., start:end:step, ...] along one dim (a view; the step must be positive). Used by indexing.
 
     ops.yaml: slice_dim"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_dim', dim, 0, axis)
     return _rt.call('slice_dim', (self, ), (dim, start, end, step, ))
 
 
-def narrow(self, dim, start, length):
+def narrow(self, dim=_REQUIRED, start=_REQUIRED, length=_REQUIRED, *, axis=_REQUIRED):
     """length elements from start along dim (a view).
 
     ops.yaml: narrow"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('narrow', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or start is _REQUIRED or length is _REQUIRED:
+        _rt.missing_arguments('narrow', ('dim', dim), ('start', start), ('length', length))
     return _rt.call('narrow', (self, ), (dim, start, length, ))
 
 
@@ -1051,17 +1226,25 @@ def as_strided(self, size, stride, storage_offset=None):
     return _rt.call('as_strided', (self, ), (size, stride, storage_offset, ))
 
 
-def select_backward(grad_output, input_sizes, dim, index):
+def select_backward(grad_output, input_sizes, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of select (helper); its own derivative is select, so double backward works.
 
     ops.yaml: select_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select_backward', ('dim', dim), ('index', index))
     return _rt.call('select_backward', (grad_output, ), (input_sizes, dim, index, ))
 
 
-def slice_backward(grad_output, input_sizes, dim, start, end, step):
+def slice_backward(grad_output, input_sizes, dim=_REQUIRED, start=_REQUIRED, end=_REQUIRED, step=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of slice_dim and narrow (helper).
 
     ops.yaml: slice_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or start is _REQUIRED or end is _REQUIRED or step is _REQUIRED:
+        _rt.missing_arguments('slice_backward', ('dim', dim), ('start', start), ('end', end), ('step', step))
     return _rt.call('slice_backward', (grad_output, ), (input_sizes, dim, start, end, step, ))
 
 
@@ -1086,24 +1269,36 @@ def as_strided_backward(grad_output, size, stride, storage_offset, in_size, in_s
     return _rt.call('as_strided_backward', (grad_output, ), (size, stride, storage_offset, in_size, in_stride, in_offset, adjoint, ))
 
 
-def unbind(self, dim=0):
+def unbind(self, dim=0, *, axis=_REQUIRED, out=None):
     """The slices along dim, as a tuple of views.
 
     ops.yaml: unbind"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unbind', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unbind', out, unbind, self, dim)
     return _rt.composite('unbind', self, dim)
 
 
-def split(self, split_size_or_sections, dim=0):
+def split(self, split_size_or_sections, dim=0, *, axis=_REQUIRED, out=None):
     """Views of split_size_or_sections elements along dim (an int, the last piece smaller; or a list of sizes).
 
     ops.yaml: split"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('split', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('split', out, split, self, split_size_or_sections, dim)
     return _rt.composite('split', self, split_size_or_sections, dim)
 
 
-def chunk(self, chunks, dim=0):
+def chunk(self, chunks, dim=0, *, axis=_REQUIRED, out=None):
     """At most chunks views of equal size (the last smaller) along dim.
 
     ops.yaml: chunk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('chunk', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('chunk', out, chunk, self, chunks, dim)
     return _rt.composite('chunk', self, chunks, dim)
 
 
@@ -1114,17 +1309,21 @@ def index(self, indices):
     return _rt.call('index', (self, ), (indices, ))
 
 
-def index_put(self, indices, values, accumulate=False):
+def index_put(self, indices, values, accumulate=False, *, out=None):
     """A copy of self with values written (or added, accumulate=True, duplicates adding up) at indices, a tuple of integer or bool tensors (None takes a dim whole); values broadcast to the indexed shape.
 
     ops.yaml: index_put"""
+    if out is not None:
+        return _rt.call_out('index_put', out, index_put, self, indices, values, accumulate)
     return _rt.call('index_put', (self, values, ), (indices, accumulate, ))
 
 
-def gelu(self, *, approximate="none"):
+def gelu(self, *, approximate="none", out=None):
     """Gaussian error linear unit x * Phi(x); approximate="tanh" uses the tanh approximation.
 
     ops.yaml: gelu"""
+    if out is not None:
+        return _rt.call_out('gelu', out, gelu, self, approximate=approximate)
     return _rt.composite('gelu', self, approximate=approximate)
 
 
@@ -1149,129 +1348,165 @@ def gelu_tanh(self):
     return _rt.call('gelu_tanh', (self, ), ())
 
 
-def silu(self):
+def silu(self, *, out=None):
     """Sigmoid linear unit (swish) x * sigmoid(x).
 
     ops.yaml: silu"""
+    if out is not None:
+        return _rt.call_out('silu', out, silu, self)
     return _rt.call('silu', (self, ), ())
 
 
-def mish(self):
+def mish(self, *, out=None):
     """Mish x * tanh(softplus(x)).
 
     ops.yaml: mish"""
+    if out is not None:
+        return _rt.call_out('mish', out, mish, self)
     return _rt.call('mish', (self, ), ())
 
 
-def softplus(self, beta=1.0, threshold=20.0):
+def softplus(self, beta=1.0, threshold=20.0, *, out=None):
     """log(1 + exp(beta * x)) / beta, linear above threshold.
 
     ops.yaml: softplus"""
+    if out is not None:
+        return _rt.call_out('softplus', out, softplus, self, beta, threshold)
     return _rt.call('softplus', (self, ), (beta, threshold, ))
 
 
-def elu(self, alpha=1.0, scale=1.0, input_scale=1.0):
+def elu(self, alpha=1.0, scale=1.0, input_scale=1.0, *, out=None):
     """Exponential linear unit; selu and celu are elu with fixed constants.
 
     ops.yaml: elu"""
+    if out is not None:
+        return _rt.call_out('elu', out, elu, self, alpha, scale, input_scale)
     return _rt.call('elu', (self, ), (alpha, scale, input_scale, ))
 
 
-def selu(self):
+def selu(self, *, out=None):
     """Scaled ELU with the self-normalising constants.
 
     ops.yaml: selu"""
+    if out is not None:
+        return _rt.call_out('selu', out, selu, self)
     return _rt.composite('selu', self)
 
 
-def celu(self, alpha=1.0):
+def celu(self, alpha=1.0, *, out=None):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
     ops.yaml: celu"""
+    if out is not None:
+        return _rt.call_out('celu', out, celu, self, alpha)
     return _rt.composite('celu', self, alpha)
 
 
-def leaky_relu(self, negative_slope=0.01):
+def leaky_relu(self, negative_slope=0.01, *, out=None):
     """x for x > 0, negative_slope * x otherwise.
 
     ops.yaml: leaky_relu"""
+    if out is not None:
+        return _rt.call_out('leaky_relu', out, leaky_relu, self, negative_slope)
     return _rt.call('leaky_relu', (self, ), (negative_slope, ))
 
 
-def hardtanh(self, min_val=-1.0, max_val=1.0):
+def hardtanh(self, min_val=-1.0, max_val=1.0, *, out=None):
     """x clamped to [min_val, max_val]; the gradient is zero at and beyond the bounds.
 
     ops.yaml: hardtanh"""
+    if out is not None:
+        return _rt.call_out('hardtanh', out, hardtanh, self, min_val, max_val)
     return _rt.call('hardtanh', (self, ), (min_val, max_val, ))
 
 
-def relu6(self):
+def relu6(self, *, out=None):
     """min(max(x, 0), 6).
 
     ops.yaml: relu6"""
+    if out is not None:
+        return _rt.call_out('relu6', out, relu6, self)
     return _rt.composite('relu6', self)
 
 
-def hardsigmoid(self):
+def hardsigmoid(self, *, out=None):
     """Piecewise-linear sigmoid relu6(x + 3) / 6.
 
     ops.yaml: hardsigmoid"""
+    if out is not None:
+        return _rt.call_out('hardsigmoid', out, hardsigmoid, self)
     return _rt.call('hardsigmoid', (self, ), ())
 
 
-def hardswish(self):
+def hardswish(self, *, out=None):
     """x * relu6(x + 3) / 6.
 
     ops.yaml: hardswish"""
+    if out is not None:
+        return _rt.call_out('hardswish', out, hardswish, self)
     return _rt.call('hardswish', (self, ), ())
 
 
-def logsigmoid(self):
+def logsigmoid(self, *, out=None):
     """log(sigmoid(x)), computed without overflow.
 
     ops.yaml: logsigmoid"""
+    if out is not None:
+        return _rt.call_out('logsigmoid', out, logsigmoid, self)
     return _rt.call('logsigmoid', (self, ), ())
 
 
-def softsign(self):
+def softsign(self, *, out=None):
     """x / (1 + |x|).
 
     ops.yaml: softsign"""
+    if out is not None:
+        return _rt.call_out('softsign', out, softsign, self)
     return _rt.composite('softsign', self)
 
 
-def tanhshrink(self):
+def tanhshrink(self, *, out=None):
     """x - tanh(x).
 
     ops.yaml: tanhshrink"""
+    if out is not None:
+        return _rt.call_out('tanhshrink', out, tanhshrink, self)
     return _rt.composite('tanhshrink', self)
 
 
-def hardshrink(self, lambd=0.5):
+def hardshrink(self, lambd=0.5, *, out=None):
     """x where |x| > lambd, 0 elsewhere.
 
     ops.yaml: hardshrink"""
+    if out is not None:
+        return _rt.call_out('hardshrink', out, hardshrink, self, lambd)
     return _rt.call('hardshrink', (self, ), (lambd, ))
 
 
-def softshrink(self, lambd=0.5):
+def softshrink(self, lambd=0.5, *, out=None):
     """Shrinks x towards 0 by lambd, 0 inside [-lambd, lambd].
 
     ops.yaml: softshrink"""
+    if out is not None:
+        return _rt.call_out('softshrink', out, softshrink, self, lambd)
     return _rt.call('softshrink', (self, ), (lambd, ))
 
 
-def threshold(self, threshold, value):
+def threshold(self, threshold, value, *, out=None):
     """value where x <= threshold, x elsewhere (NaN stays NaN).
 
     ops.yaml: threshold"""
+    if out is not None:
+        return _rt.call_out('threshold', out, threshold, self, threshold, value)
     return _rt.call('threshold', (self, ), (threshold, value, ))
 
 
-def prelu(self, weight):
+def prelu(self, weight, *, out=None):
     """x for x > 0, weight * x otherwise (weight broadcasts, one slope per channel in nn.PReLU).
 
     ops.yaml: prelu"""
+    if out is not None:
+        return _rt.call_out('prelu', out, prelu, self, weight)
     return _rt.call('prelu', (self, weight, ), ())
 
 
@@ -1282,254 +1517,388 @@ def bce_loss_elementwise(self, target):
     return _rt.call('bce_loss_elementwise', (self, target, ), ())
 
 
-def im2col(self, kernel_size, dilation, padding, stride, pad_value=0.0):
+def im2col(self, kernel_size, dilation, padding, stride, pad_value=0.0, *, out=None):
     """Sliding blocks of a (N, C, *spatial) input as columns (N, C * prod(kernel_size), blocks), the im2col of convolution (F.unfold); padding is one value per spatial dim or a (before, after) pair per dim. Tested in tests/test_nn*.py (its arguments must describe valid windows, which the fuzzer cannot draw).
 
     ops.yaml: im2col"""
+    if out is not None:
+        return _rt.call_out('im2col', out, im2col, self, kernel_size, dilation, padding, stride, pad_value)
     return _rt.call('im2col', (self, ), (kernel_size, dilation, padding, stride, pad_value, ))
 
 
-def col2im(self, output_size, kernel_size, dilation, padding, stride):
+def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out=None):
     """Sums columns (N, C * prod(kernel_size), blocks) back into a (N, C, *output_size) tensor, overlapping blocks adding up: the adjoint of im2col (F.fold, the gradient of convolution). Tested in tests/test_nn*.py.
 
     ops.yaml: col2im"""
+    if out is not None:
+        return _rt.call_out('col2im', out, col2im, self, output_size, kernel_size, dilation, padding, stride)
     return _rt.call('col2im', (self, ), (output_size, kernel_size, dilation, padding, stride, ))
 
 
-def prod(self, dim=None, keepdim=False, *, dtype=None):
+def prod(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """Product over dim (all dims when None); the gradient is exact where inputs are zero.
 
     ops.yaml: prod"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('prod', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('prod', out, prod, self, dim, keepdim, dtype=dtype)
     return _rt.call('prod', (self, ), (dim, keepdim, dtype, ))
 
 
-def prod_backward(grad, self, result, dim, keepdim):
+def prod_backward(grad, self, result, dim=_REQUIRED, keepdim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of prod: result / x without zeros; with zeros the products of the elements before and after each one (exclusive cumprods), exact and differentiable again.
 
     ops.yaml: prod_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('prod_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or keepdim is _REQUIRED:
+        _rt.missing_arguments('prod_backward', ('dim', dim), ('keepdim', keepdim))
     return _rt.composite('prod_backward', grad, self, result, dim, keepdim)
 
 
-def amin(self, dim=None, keepdim=False):
+def amin(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Minimum over dim; ties split the gradient evenly.
 
     ops.yaml: amin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('amin', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('amin', out, amin, self, dim, keepdim)
     return _rt.call('amin', (self, ), (dim, keepdim, ))
 
 
-def argmin(self, dim=None, keepdim=False):
+def argmin(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Index of the first minimum over dim (NaN counts as the minimum).
 
     ops.yaml: argmin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argmin', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('argmin', out, argmin, self, dim, keepdim)
     return _rt.call('argmin', (self, ), (dim, keepdim, ))
 
 
-def max(self, dim=None, keepdim=False, *, other=None):
+def max(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
     """max(x): the largest element (ties split the gradient); max(x, dim): (values, indices), the gradient going to the index; max(x, other): maximum.
 
     ops.yaml: max"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('max', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('max', out, max, self, dim, keepdim, other=other)
     return _rt.composite('max', self, dim, keepdim, other=other)
 
 
-def all(self, dim=None, keepdim=False):
+def all(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Whether every element over dim is non-zero.
 
     ops.yaml: all"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('all', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('all', out, all, self, dim, keepdim)
     return _rt.call('all', (self, ), (dim, keepdim, ))
 
 
-def any(self, dim=None, keepdim=False):
+def any(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
     """Whether some element over dim is non-zero.
 
     ops.yaml: any"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('any', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('any', out, any, self, dim, keepdim)
     return _rt.call('any', (self, ), (dim, keepdim, ))
 
 
-def count_nonzero(self, dim=None):
+def count_nonzero(self, dim=None, *, axis=_REQUIRED, out=None):
     """Number of non-zero elements over dim (all dims when None).
 
     ops.yaml: count_nonzero"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('count_nonzero', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('count_nonzero', out, count_nonzero, self, dim)
     return _rt.call('count_nonzero', (self, ), (dim, ))
 
 
-def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
     """Variance over dim with Bessel's correction (correction=1; unbiased=False means 0).
 
     ops.yaml: var"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('var', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('var', out, var, self, dim, unbiased, keepdim, correction=correction)
     return _rt.composite('var', self, dim, unbiased, keepdim, correction=correction)
 
 
-def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
     """Standard deviation over dim, sqrt(var).
 
     ops.yaml: std"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('std', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('std', out, std, self, dim, unbiased, keepdim, correction=correction)
     return _rt.composite('std', self, dim, unbiased, keepdim, correction=correction)
 
 
-def logsumexp(self, dim, keepdim=False):
+def logsumexp(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED, out=None):
     """log(sum(exp(x))) over dim, computed stably (the max is subtracted first).
 
     ops.yaml: logsumexp"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logsumexp', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logsumexp', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('logsumexp', out, logsumexp, self, dim, keepdim)
     return _rt.composite('logsumexp', self, dim, keepdim)
 
 
-def linalg_vector_norm(self, ord=2, dim=None, keepdim=False):
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, axis=_REQUIRED):
     """The vector p-norm over dim (all dims when None), sum(|x|^ord)^(1/ord); ord may be inf, -inf or 0.
 
     ops.yaml: linalg_vector_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_vector_norm', dim, None, axis)
     return _rt.call('linalg_vector_norm', (self, ), (ord, dim, keepdim, ))
 
 
-def norm_backward(grad, self, result, ord, dim, keepdim):
+def norm_backward(grad, self, result, ord, dim=_REQUIRED, keepdim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of the vector norm (zero where the norm is zero; inf norms split ties evenly).
 
     ops.yaml: norm_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('norm_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or keepdim is _REQUIRED:
+        _rt.missing_arguments('norm_backward', ('dim', dim), ('keepdim', keepdim))
     return _rt.composite('norm_backward', grad, self, result, ord, dim, keepdim)
 
 
-def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None, *, axis=_REQUIRED, out=None):
     """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf); p='nuc' (and 'fro' over more than two dims) is linalg.matrix_norm over dim, as torch.norm does.
 
     ops.yaml: norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('norm', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('norm', out, norm, self, p, dim, keepdim, dtype)
     return _rt.composite('norm', self, p, dim, keepdim, dtype)
 
 
-def cumprod(self, dim, *, dtype=None):
+def cumprod(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED, out=None):
     """Running product along dim; the gradient is exact where inputs are zero.
 
     ops.yaml: cumprod"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumprod', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumprod', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cumprod', out, cumprod, self, dim, dtype=dtype)
     return _rt.call('cumprod', (self, ), (dim, dtype, ))
 
 
-def cumprod_backward(grad, self, result, dim):
+def cumprod_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of cumprod: before the first zero sum_j>=i grad_j out_j / x_i; at it, the running product with that zero taken as one; after it, zero (an O(n^2) form when the backward is itself recorded).
 
     ops.yaml: cumprod_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumprod_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumprod_backward', ('dim', dim))
     return _rt.composite('cumprod_backward', grad, self, result, dim)
 
 
-def logcumsumexp(self, dim):
+def logcumsumexp(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """log(cumsum(exp(x))) along dim, computed stably.
 
     ops.yaml: logcumsumexp"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logcumsumexp', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logcumsumexp', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('logcumsumexp', out, logcumsumexp, self, dim)
     return _rt.call('logcumsumexp', (self, ), (dim, ))
 
 
-def logcumsumexp_backward(grad, self, result, dim):
+def logcumsumexp_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of logcumsumexp in log space (positive and negative parts of grad apart), stable for large inputs.
 
     ops.yaml: logcumsumexp_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('logcumsumexp_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('logcumsumexp_backward', ('dim', dim))
     return _rt.composite('logcumsumexp_backward', grad, self, result, dim)
 
 
-def _cummax(self, dim):
+def _cummax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """(running maximum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
 
     ops.yaml: _cummax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_cummax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_cummax', ('dim', dim))
     return _rt.call('_cummax', (self, ), (dim, ))
 
 
-def _cummin(self, dim):
+def _cummin(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """(running minimum, index of it) along dim; NaN propagates; a tie moves the index to the later element.
 
     ops.yaml: _cummin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_cummin', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_cummin', ('dim', dim))
     return _rt.call('_cummin', (self, ), (dim, ))
 
 
-def cummax(self, dim):
+def cummax(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """(values, indices) of the running maximum along dim; the gradient goes to the index.
 
     ops.yaml: cummax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cummax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cummax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cummax', out, cummax, self, dim)
     return _rt.composite('cummax', self, dim)
 
 
-def cummin(self, dim):
+def cummin(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
     """(values, indices) of the running minimum along dim; the gradient goes to the index.
 
     ops.yaml: cummin"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cummin', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cummin', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('cummin', out, cummin, self, dim)
     return _rt.composite('cummin', self, dim)
 
 
-def _softmax(self, dim):
+def _softmax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """exp(x) / sum(exp(x)) along dim, the max subtracted first.
 
     ops.yaml: _softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_softmax', ('dim', dim))
     return _rt.call('_softmax', (self, ), (dim, ))
 
 
-def _log_softmax(self, dim):
+def _log_softmax(self, dim=_REQUIRED, *, axis=_REQUIRED):
     """x - logsumexp(x) along dim, the max subtracted first.
 
     ops.yaml: _log_softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_log_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_log_softmax', ('dim', dim))
     return _rt.call('_log_softmax', (self, ), (dim, ))
 
 
-def softmax(self, dim, dtype=None):
+def softmax(self, dim=_REQUIRED, dtype=None, *, axis=_REQUIRED, out=None):
     """Softmax along dim (numerically stable); dtype casts the input first.
 
     ops.yaml: softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('softmax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('softmax', out, softmax, self, dim, dtype)
     return _rt.composite('softmax', self, dim, dtype)
 
 
-def log_softmax(self, dim, dtype=None):
+def log_softmax(self, dim=_REQUIRED, dtype=None, *, axis=_REQUIRED, out=None):
     """Log of softmax along dim (numerically stable); dtype casts the input first.
 
     ops.yaml: log_softmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('log_softmax', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('log_softmax', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('log_softmax', out, log_softmax, self, dim, dtype)
     return _rt.composite('log_softmax', self, dim, dtype)
 
 
-def mm(self, mat2):
+def mm(self, mat2, *, out=None):
     """Matrix product of two matrices.
 
     ops.yaml: mm"""
+    if out is not None:
+        return _rt.call_out('mm', out, mm, self, mat2)
     return _rt.call('mm', (self, mat2, ), ())
 
 
-def bmm(self, mat2):
+def bmm(self, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors.
 
     ops.yaml: bmm"""
+    if out is not None:
+        return _rt.call_out('bmm', out, bmm, self, mat2)
     return _rt.call('bmm', (self, mat2, ), ())
 
 
-def mv(self, vec):
+def mv(self, vec, *, out=None):
     """Matrix-vector product.
 
     ops.yaml: mv"""
+    if out is not None:
+        return _rt.call_out('mv', out, mv, self, vec)
     return _rt.call('mv', (self, vec, ), ())
 
 
-def dot(self, tensor):
+def dot(self, tensor, *, out=None):
     """Inner product of two 1-D tensors.
 
     ops.yaml: dot"""
+    if out is not None:
+        return _rt.call_out('dot', out, dot, self, tensor)
     return _rt.call('dot', (self, tensor, ), ())
 
 
 vdot = dot
 
 
-def outer(self, vec2):
+def outer(self, vec2, *, out=None):
     """Outer product of two 1-D tensors.
 
     ops.yaml: outer"""
+    if out is not None:
+        return _rt.call_out('outer', out, outer, self, vec2)
     return _rt.call('outer', (self, vec2, ), ())
 
 
 ger = outer
 
 
-def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * (mat1 @ mat2); with beta=0 self is ignored (NaN in it does not propagate).
 
     ops.yaml: addmm"""
+    if out is not None:
+        return _rt.call_out('addmm', out, addmm, self, mat1, mat2, beta=beta, alpha=alpha)
     return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
-def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
     ops.yaml: baddbmm"""
+    if out is not None:
+        return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -1540,10 +1909,12 @@ def _einsum(operands, equation):
     return _rt.call('_einsum', tuple(operands), (equation, ))
 
 
-def einsum(equation, *operands):
+def einsum(equation, *operands, out=None):
     """Einstein summation: einsum('ij,jk->ik', a, b); implicit output, '...' and repeated indices as in PyTorch. Not fuzzed (operand shapes follow the equation); tests/test_reductions_movement.py covers it.
 
     ops.yaml: einsum"""
+    if out is not None:
+        return _rt.call_out('einsum', out, einsum, equation, *operands)
     return _rt.composite('einsum', equation, *operands)
 
 
@@ -1554,10 +1925,12 @@ def einsum_backward(grad, equation, operands):
     return _rt.composite('einsum_backward', grad, equation, operands)
 
 
-def pad(self, pad, mode="constant", value=None):
+def pad(self, pad, mode="constant", value=None, *, out=None):
     """Pads the last dims (pad lists (left, right) from the last dim backwards, as nn.functional.pad); mode constant (value, negative pads crop), reflect, replicate or circular.
 
     ops.yaml: pad"""
+    if out is not None:
+        return _rt.call_out('pad', out, pad, self, pad, mode, value)
     return _rt.call('pad', (self, ), (pad, mode, value, ))
 
 
@@ -1568,10 +1941,14 @@ def pad_backward(grad, shape, pads, mode):
     return _rt.composite('pad_backward', grad, shape, pads, mode)
 
 
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, axis=_REQUIRED, out=None):
     """Joins tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch).
 
     ops.yaml: cat"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cat', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('cat', out, cat, tensors, dim)
     return _rt.call('cat', tuple(tensors), (dim, ))
 
 
@@ -1581,24 +1958,34 @@ concat = cat
 concatenate = cat
 
 
-def cat_backward(grad, shapes, dim):
+def cat_backward(grad, shapes, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of cat, one slice of grad (a negative pad) per input.
 
     ops.yaml: cat_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cat_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cat_backward', ('dim', dim))
     return _rt.composite('cat_backward', grad, shapes, dim)
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, axis=_REQUIRED, out=None):
     """Joins equal-shaped tensors along a new dim.
 
     ops.yaml: stack"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('stack', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('stack', out, stack, tensors, dim)
     return _rt.composite('stack', tensors, dim)
 
 
-def roll(self, shifts, dims=None):
+def roll(self, shifts, dims=None, *, out=None):
     """Rotates elements along dims by shifts (the flattened tensor when dims is None).
 
     ops.yaml: roll"""
+    if out is not None:
+        return _rt.call_out('roll', out, roll, self, shifts, dims)
     return _rt.call('roll', (self, ), (shifts, dims, ))
 
 
@@ -1616,24 +2003,38 @@ def repeat_backward(grad, shape, repeats):
     return _rt.composite('repeat_backward', grad, shape, repeats)
 
 
-def tile(self, dims):
+def tile(self, dims, *, out=None):
     """Repeats the tensor dims[i] times along each dim (dims padded with leading ones).
 
     ops.yaml: tile"""
+    if out is not None:
+        return _rt.call_out('tile', out, tile, self, dims)
     return _rt.composite('tile', self, dims)
 
 
-def gather(self, dim, index, *, sparse_grad=False):
+def gather(self, dim=_REQUIRED, index=_REQUIRED, *, sparse_grad=False, axis=_REQUIRED, out=None):
     """out[i][j] = self[index[i][j]][j] for dim=0 (and so on); the gradient adds back into the gathered places.
 
     ops.yaml: gather"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('gather', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('gather', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('gather', out, gather, self, dim, index, sparse_grad=sparse_grad)
     return _rt.call('gather', (self, index, ), (dim, sparse_grad, ))
 
 
-def scatter_add(self, dim, index, src):
+def scatter_add(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with src added at index along dim (duplicates accumulate).
 
     ops.yaml: scatter_add"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter_add', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED:
+        _rt.missing_arguments('scatter_add', ('dim', dim), ('index', index), ('src', src))
+    if out is not None:
+        return _rt.call_out('scatter_add', out, scatter_add, self, dim, index, src)
     return _rt.call('scatter_add', (self, index, src, ), (dim, ))
 
 
@@ -1642,10 +2043,16 @@ def scatter_add_(self, dim, index, src):
     return _rt.composite_inplace('scatter_add', self, dim, index, src)
 
 
-def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+def scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduce=None, axis=_REQUIRED, out=None):
     """self with src (a tensor, or value) written at index along dim: out[index[i][j]][j] = src[i][j] for dim=0. reduce='add'/'multiply' combine instead (no gradient then).
 
     ops.yaml: scatter"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('scatter', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('scatter', out, scatter, self, dim, index, src, value=value, reduce=reduce)
     return _rt.call('scatter', (self, index, src, ), (dim, value, reduce, ))
 
 
@@ -1661,17 +2068,29 @@ def pad_to(self, shape):
     return _rt.composite('pad_to', self, shape)
 
 
-def index_select(self, dim, index):
+def index_select(self, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED, out=None):
     """The slices of self at index (a 1-D integer tensor) along dim.
 
     ops.yaml: index_select"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_select', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('index_select', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('index_select', out, index_select, self, dim, index)
     return _rt.call('index_select', (self, index, ), (dim, ))
 
 
-def index_add(self, dim, index, source, *, alpha=1):
+def index_add(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, *, alpha=1, axis=_REQUIRED, out=None):
     """self with alpha * source added at the slices index along dim (repeated indices accumulate).
 
     ops.yaml: index_add"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_add', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or source is _REQUIRED:
+        _rt.missing_arguments('index_add', ('dim', dim), ('index', index), ('source', source))
+    if out is not None:
+        return _rt.call_out('index_add', out, index_add, self, dim, index, source, alpha=alpha)
     return _rt.call('index_add', (self, index, source, ), (dim, alpha, ))
 
 
@@ -1680,10 +2099,12 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return _rt.composite_inplace('index_add', self, dim, index, source, alpha=alpha)
 
 
-def masked_fill(self, mask, value):
+def masked_fill(self, mask, value, *, out=None):
     """self with value (a number or 0-d tensor, cast to self's dtype) where mask is True.
 
     ops.yaml: masked_fill"""
+    if out is not None:
+        return _rt.call_out('masked_fill', out, masked_fill, self, mask, value)
     return _rt.call('masked_fill', (self, mask, ), (value, ))
 
 
@@ -1692,17 +2113,21 @@ def masked_fill_(self, mask, value):
     return _rt.composite_inplace('masked_fill', self, mask, value)
 
 
-def masked_select(self, mask):
+def masked_select(self, mask, *, out=None):
     """The elements of self where mask (broadcast) is True, as a 1-D tensor.
 
     ops.yaml: masked_select"""
+    if out is not None:
+        return _rt.call_out('masked_select', out, masked_select, self, mask)
     return _rt.call('masked_select', (self, mask, ), ())
 
 
-def masked_scatter(self, mask, source):
+def masked_scatter(self, mask, source, *, out=None):
     """self with the leading elements of source copied, in order, where mask is True.
 
     ops.yaml: masked_scatter"""
+    if out is not None:
+        return _rt.call_out('masked_scatter', out, masked_scatter, self, mask, source)
     return _rt.call('masked_scatter', (self, mask, source, ), ())
 
 
@@ -1718,115 +2143,155 @@ def masked_scatter_backward(grad, mask, shape):
     return _rt.composite('masked_scatter_backward', grad, mask, shape)
 
 
-def take(self, index):
+def take(self, index, *, out=None):
     """self's elements at index into the flattened tensor (negative indices count from the end); index's shape.
 
     ops.yaml: take"""
+    if out is not None:
+        return _rt.call_out('take', out, take, self, index)
     return _rt.call('take', (self, index, ), ())
 
 
-def put(self, index, source, accumulate=False):
+def put(self, index, source, accumulate=False, *, out=None):
     """self with source written (or added, accumulate=True) at index into the flattened tensor. Not fuzzed: source must have index's size, which no shape rule draws; tests/test_reductions_movement.py covers it.
 
     ops.yaml: put"""
+    if out is not None:
+        return _rt.call_out('put', out, put, self, index, source, accumulate)
     return _rt.call('put', (self, index, source, ), (accumulate, ))
 
 
-def _sort(self, dim=-1, descending=False, stable=False):
+def _sort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED):
     """(values, indices) sorted along dim, stably; NaN sorts as the largest value.
 
     ops.yaml: _sort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_sort', dim, -1, axis)
     return _rt.call('_sort', (self, ), (dim, descending, stable, ))
 
 
-def sort(self, dim=-1, descending=False, stable=False):
+def sort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED, out=None):
     """(values, indices) sorted along dim (stable; descending=True for largest first); the gradient follows the indices.
 
     ops.yaml: sort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('sort', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('sort', out, sort, self, dim, descending, stable)
     return _rt.composite('sort', self, dim, descending, stable)
 
 
-def argsort(self, dim=-1, descending=False, stable=False):
+def argsort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED, out=None):
     """The indices that sort self along dim (stable).
 
     ops.yaml: argsort"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('argsort', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('argsort', out, argsort, self, dim, descending, stable)
     return _rt.composite('argsort', self, dim, descending, stable)
 
 
-def _topk(self, k, dim=-1, largest=True, sorted=True):
+def _topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED):
     """(values, indices) of the k largest (or smallest) elements along dim, in order.
 
     ops.yaml: _topk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_topk', dim, -1, axis)
     return _rt.call('_topk', (self, ), (k, dim, largest, sorted, ))
 
 
-def topk(self, k, dim=-1, largest=True, sorted=True):
+def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED, out=None):
     """(values, indices) of the k largest elements along dim (largest=False for the smallest).
 
     ops.yaml: topk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('topk', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('topk', out, topk, self, k, dim, largest, sorted)
     return _rt.composite('topk', self, k, dim, largest, sorted)
 
 
-def _unique(self, sorted=True, dim=None):
+def _unique(self, sorted=True, dim=None, *, axis=_REQUIRED):
     """(sorted unique values, inverse indices, counts) of self, or of its slices along dim.
 
     ops.yaml: _unique"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_unique', dim, None, axis)
     return _rt.call('_unique', (self, ), (sorted, dim, ))
 
 
-def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None, *, axis=_REQUIRED, out=None):
     """The sorted unique elements (or slices along dim); return_inverse / return_counts add those tensors.
 
     ops.yaml: unique"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unique', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('unique', out, unique, self, sorted, return_inverse, return_counts, dim)
     return _rt.composite('unique', self, sorted, return_inverse, return_counts, dim)
 
 
-def nonzero(self, *, as_tuple=False):
+def nonzero(self, *, as_tuple=False, out=None):
     """Indices of the non-zero elements: an (n, ndim) tensor, or with as_tuple=True one 1-D tensor per dim (the one-argument where(condition)).
 
     ops.yaml: nonzero"""
+    if out is not None:
+        return _rt.call_out('nonzero', out, nonzero, self, as_tuple=as_tuple)
     return _rt.call('nonzero', (self, ), (as_tuple, ))
 
 
-def argwhere(self):
+def argwhere(self, *, out=None):
     """Indices of the non-zero elements, an (n, ndim) tensor (nonzero).
 
     ops.yaml: argwhere"""
+    if out is not None:
+        return _rt.call_out('argwhere', out, argwhere, self)
     return _rt.composite('argwhere', self)
 
 
-def tril(self, diagonal=0):
+def tril(self, diagonal=0, *, out=None):
     """The lower triangle (on and below the diagonal-th diagonal) of the last two dims, zeros above.
 
     ops.yaml: tril"""
+    if out is not None:
+        return _rt.call_out('tril', out, tril, self, diagonal)
     return _rt.call('tril', (self, ), (diagonal, ))
 
 
-def triu(self, diagonal=0):
+def triu(self, diagonal=0, *, out=None):
     """The upper triangle (on and above the diagonal-th diagonal) of the last two dims, zeros below.
 
     ops.yaml: triu"""
+    if out is not None:
+        return _rt.call_out('triu', out, triu, self, diagonal)
     return _rt.call('triu', (self, ), (diagonal, ))
 
 
-def one_hot(self, num_classes=-1):
+def one_hot(self, num_classes=-1, *, out=None):
     """(…, num_classes) int64 tensor with a 1 at each index (num_classes=-1 takes max + 1).
 
     ops.yaml: one_hot"""
+    if out is not None:
+        return _rt.call_out('one_hot', out, one_hot, self, num_classes)
     return _rt.call('one_hot', (self, ), (num_classes, ))
 
 
-def bincount(self, weights=None, minlength=0):
+def bincount(self, weights=None, minlength=0, *, out=None):
     """Counts of each non-negative integer in a 1-D tensor (sums of weights with weights), at least minlength long.
 
     ops.yaml: bincount"""
+    if out is not None:
+        return _rt.call_out('bincount', out, bincount, self, weights, minlength)
     return _rt.call('bincount', (self, weights, ), (minlength, ))
 
 
-def exp2(self):
+def exp2(self, *, out=None):
     """2 to the power x.
 
     ops.yaml: exp2"""
+    if out is not None:
+        return _rt.call_out('exp2', out, exp2, self)
     return _rt.call('exp2', (self, ), ())
 
 
@@ -1835,10 +2300,12 @@ def exp2_(self):
     return _rt.call_inplace('exp2', (self, ), ())
 
 
-def expm1(self):
+def expm1(self, *, out=None):
     """exp(x) - 1, accurate near 0.
 
     ops.yaml: expm1"""
+    if out is not None:
+        return _rt.call_out('expm1', out, expm1, self)
     return _rt.call('expm1', (self, ), ())
 
 
@@ -1847,10 +2314,12 @@ def expm1_(self):
     return _rt.call_inplace('expm1', (self, ), ())
 
 
-def log2(self):
+def log2(self, *, out=None):
     """Base-2 logarithm.
 
     ops.yaml: log2"""
+    if out is not None:
+        return _rt.call_out('log2', out, log2, self)
     return _rt.call('log2', (self, ), ())
 
 
@@ -1859,10 +2328,12 @@ def log2_(self):
     return _rt.call_inplace('log2', (self, ), ())
 
 
-def log10(self):
+def log10(self, *, out=None):
     """Base-10 logarithm.
 
     ops.yaml: log10"""
+    if out is not None:
+        return _rt.call_out('log10', out, log10, self)
     return _rt.call('log10', (self, ), ())
 
 
@@ -1871,10 +2342,12 @@ def log10_(self):
     return _rt.call_inplace('log10', (self, ), ())
 
 
-def log1p(self):
+def log1p(self, *, out=None):
     """log(1 + x), accurate near 0.
 
     ops.yaml: log1p"""
+    if out is not None:
+        return _rt.call_out('log1p', out, log1p, self)
     return _rt.call('log1p', (self, ), ())
 
 
@@ -1883,10 +2356,12 @@ def log1p_(self):
     return _rt.call_inplace('log1p', (self, ), ())
 
 
-def rsqrt(self):
+def rsqrt(self, *, out=None):
     """1 / sqrt(x).
 
     ops.yaml: rsqrt"""
+    if out is not None:
+        return _rt.call_out('rsqrt', out, rsqrt, self)
     return _rt.call('rsqrt', (self, ), ())
 
 
@@ -1895,10 +2370,12 @@ def rsqrt_(self):
     return _rt.call_inplace('rsqrt', (self, ), ())
 
 
-def reciprocal(self):
+def reciprocal(self, *, out=None):
     """1 / x; integers give the default float dtype.
 
     ops.yaml: reciprocal"""
+    if out is not None:
+        return _rt.call_out('reciprocal', out, reciprocal, self)
     return _rt.call('reciprocal', (self, ), ())
 
 
@@ -1907,10 +2384,12 @@ def reciprocal_(self):
     return _rt.call_inplace('reciprocal', (self, ), ())
 
 
-def square(self):
+def square(self, *, out=None):
     """x * x, as pow(x, 2) (so a bool tensor squares to int64, as in PyTorch).
 
     ops.yaml: square"""
+    if out is not None:
+        return _rt.call_out('square', out, square, self)
     return _rt.composite('square', self)
 
 
@@ -1919,10 +2398,12 @@ def square_(self):
     return _rt.composite_inplace('square', self)
 
 
-def sin(self):
+def sin(self, *, out=None):
     """Sine.
 
     ops.yaml: sin"""
+    if out is not None:
+        return _rt.call_out('sin', out, sin, self)
     return _rt.call('sin', (self, ), ())
 
 
@@ -1931,10 +2412,12 @@ def sin_(self):
     return _rt.call_inplace('sin', (self, ), ())
 
 
-def cos(self):
+def cos(self, *, out=None):
     """Cosine.
 
     ops.yaml: cos"""
+    if out is not None:
+        return _rt.call_out('cos', out, cos, self)
     return _rt.call('cos', (self, ), ())
 
 
@@ -1943,10 +2426,12 @@ def cos_(self):
     return _rt.call_inplace('cos', (self, ), ())
 
 
-def tan(self):
+def tan(self, *, out=None):
     """Tangent.
 
     ops.yaml: tan"""
+    if out is not None:
+        return _rt.call_out('tan', out, tan, self)
     return _rt.call('tan', (self, ), ())
 
 
@@ -1955,10 +2440,12 @@ def tan_(self):
     return _rt.call_inplace('tan', (self, ), ())
 
 
-def asin(self):
+def asin(self, *, out=None):
     """Inverse sine (NaN outside [-1, 1]).
 
     ops.yaml: asin"""
+    if out is not None:
+        return _rt.call_out('asin', out, asin, self)
     return _rt.call('asin', (self, ), ())
 
 
@@ -1971,10 +2458,12 @@ arcsin = asin
 arcsin_ = asin_
 
 
-def acos(self):
+def acos(self, *, out=None):
     """Inverse cosine (NaN outside [-1, 1]).
 
     ops.yaml: acos"""
+    if out is not None:
+        return _rt.call_out('acos', out, acos, self)
     return _rt.call('acos', (self, ), ())
 
 
@@ -1987,10 +2476,12 @@ arccos = acos
 arccos_ = acos_
 
 
-def atan(self):
+def atan(self, *, out=None):
     """Inverse tangent.
 
     ops.yaml: atan"""
+    if out is not None:
+        return _rt.call_out('atan', out, atan, self)
     return _rt.call('atan', (self, ), ())
 
 
@@ -2003,10 +2494,12 @@ arctan = atan
 arctan_ = atan_
 
 
-def sinh(self):
+def sinh(self, *, out=None):
     """Hyperbolic sine.
 
     ops.yaml: sinh"""
+    if out is not None:
+        return _rt.call_out('sinh', out, sinh, self)
     return _rt.call('sinh', (self, ), ())
 
 
@@ -2015,10 +2508,12 @@ def sinh_(self):
     return _rt.call_inplace('sinh', (self, ), ())
 
 
-def cosh(self):
+def cosh(self, *, out=None):
     """Hyperbolic cosine.
 
     ops.yaml: cosh"""
+    if out is not None:
+        return _rt.call_out('cosh', out, cosh, self)
     return _rt.call('cosh', (self, ), ())
 
 
@@ -2027,10 +2522,12 @@ def cosh_(self):
     return _rt.call_inplace('cosh', (self, ), ())
 
 
-def asinh(self):
+def asinh(self, *, out=None):
     """Inverse hyperbolic sine.
 
     ops.yaml: asinh"""
+    if out is not None:
+        return _rt.call_out('asinh', out, asinh, self)
     return _rt.call('asinh', (self, ), ())
 
 
@@ -2043,10 +2540,12 @@ arcsinh = asinh
 arcsinh_ = asinh_
 
 
-def acosh(self):
+def acosh(self, *, out=None):
     """Inverse hyperbolic cosine (NaN below 1).
 
     ops.yaml: acosh"""
+    if out is not None:
+        return _rt.call_out('acosh', out, acosh, self)
     return _rt.call('acosh', (self, ), ())
 
 
@@ -2059,10 +2558,12 @@ arccosh = acosh
 arccosh_ = acosh_
 
 
-def atanh(self):
+def atanh(self, *, out=None):
     """Inverse hyperbolic tangent (NaN outside [-1, 1], infinite at +-1).
 
     ops.yaml: atanh"""
+    if out is not None:
+        return _rt.call_out('atanh', out, atanh, self)
     return _rt.call('atanh', (self, ), ())
 
 
@@ -2075,10 +2576,12 @@ arctanh = atanh
 arctanh_ = atanh_
 
 
-def logit(self, eps=None):
+def logit(self, eps=None, *, out=None):
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given; the gradient is NaN outside [0, 1] (eps None) or 0 outside [eps, 1 - eps], as in PyTorch.
 
     ops.yaml: logit"""
+    if out is not None:
+        return _rt.call_out('logit', out, logit, self, eps)
     return _rt.call('logit', (self, ), (eps, ))
 
 
@@ -2087,10 +2590,12 @@ def logit_(self, eps=None):
     return _rt.call_inplace('logit', (self, ), (eps, ))
 
 
-def erf(self):
+def erf(self, *, out=None):
     """Gauss error function.
 
     ops.yaml: erf"""
+    if out is not None:
+        return _rt.call_out('erf', out, erf, self)
     return _rt.call('erf', (self, ), ())
 
 
@@ -2099,10 +2604,12 @@ def erf_(self):
     return _rt.call_inplace('erf', (self, ), ())
 
 
-def erfc(self):
+def erfc(self, *, out=None):
     """Complementary error function 1 - erf(x), accurate for large x.
 
     ops.yaml: erfc"""
+    if out is not None:
+        return _rt.call_out('erfc', out, erfc, self)
     return _rt.call('erfc', (self, ), ())
 
 
@@ -2111,10 +2618,12 @@ def erfc_(self):
     return _rt.call_inplace('erfc', (self, ), ())
 
 
-def floor(self):
+def floor(self, *, out=None):
     """Largest integer <= x (integers unchanged); the gradient is 0.
 
     ops.yaml: floor"""
+    if out is not None:
+        return _rt.call_out('floor', out, floor, self)
     return _rt.call('floor', (self, ), ())
 
 
@@ -2123,10 +2632,12 @@ def floor_(self):
     return _rt.call_inplace('floor', (self, ), ())
 
 
-def ceil(self):
+def ceil(self, *, out=None):
     """Smallest integer >= x (integers unchanged); the gradient is 0.
 
     ops.yaml: ceil"""
+    if out is not None:
+        return _rt.call_out('ceil', out, ceil, self)
     return _rt.call('ceil', (self, ), ())
 
 
@@ -2135,10 +2646,12 @@ def ceil_(self):
     return _rt.call_inplace('ceil', (self, ), ())
 
 
-def trunc(self):
+def trunc(self, *, out=None):
     """x rounded toward zero (integers unchanged); the gradient is 0.
 
     ops.yaml: trunc"""
+    if out is not None:
+        return _rt.call_out('trunc', out, trunc, self)
     return _rt.call('trunc', (self, ), ())
 
 
@@ -2151,10 +2664,12 @@ fix = trunc
 fix_ = trunc_
 
 
-def round(self, *, decimals=0):
+def round(self, *, decimals=0, out=None):
     """Rounds half to even, at the given number of decimals (negative -> tens, hundreds...); the gradient is 0.
 
     ops.yaml: round"""
+    if out is not None:
+        return _rt.call_out('round', out, round, self, decimals=decimals)
     return _rt.call('round', (self, ), (decimals, ))
 
 
@@ -2163,10 +2678,12 @@ def round_(self, *, decimals=0):
     return _rt.call_inplace('round', (self, ), (decimals, ))
 
 
-def frac(self):
+def frac(self, *, out=None):
     """Fractional part x - trunc(x), with the sign of x.
 
     ops.yaml: frac"""
+    if out is not None:
+        return _rt.call_out('frac', out, frac, self)
     return _rt.call('frac', (self, ), ())
 
 
@@ -2175,31 +2692,39 @@ def frac_(self):
     return _rt.call_inplace('frac', (self, ), ())
 
 
-def isnan(self):
+def isnan(self, *, out=None):
     """True where x is NaN.
 
     ops.yaml: isnan"""
+    if out is not None:
+        return _rt.call_out('isnan', out, isnan, self)
     return _rt.call('isnan', (self, ), ())
 
 
-def isinf(self):
+def isinf(self, *, out=None):
     """True where x is +inf or -inf.
 
     ops.yaml: isinf"""
+    if out is not None:
+        return _rt.call_out('isinf', out, isinf, self)
     return _rt.call('isinf', (self, ), ())
 
 
-def isfinite(self):
+def isfinite(self, *, out=None):
     """True where x is neither NaN nor infinite.
 
     ops.yaml: isfinite"""
+    if out is not None:
+        return _rt.call_out('isfinite', out, isfinite, self)
     return _rt.call('isfinite', (self, ), ())
 
 
-def logical_not(self):
+def logical_not(self, *, out=None):
     """True where x is zero (NaN counts as true, so gives false).
 
     ops.yaml: logical_not"""
+    if out is not None:
+        return _rt.call_out('logical_not', out, logical_not, self)
     return _rt.call('logical_not', (self, ), ())
 
 
@@ -2208,10 +2733,12 @@ def logical_not_(self):
     return _rt.call_inplace('logical_not', (self, ), ())
 
 
-def bitwise_not(self):
+def bitwise_not(self, *, out=None):
     """Bitwise NOT (~x); logical NOT for bool tensors.
 
     ops.yaml: bitwise_not"""
+    if out is not None:
+        return _rt.call_out('bitwise_not', out, bitwise_not, self)
     return _rt.call('bitwise_not', (self, ), ())
 
 
@@ -2220,10 +2747,12 @@ def bitwise_not_(self):
     return _rt.call_inplace('bitwise_not', (self, ), ())
 
 
-def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out=None):
     """NaN replaced by nan, +inf by posinf and -inf by neginf (by default 0, and the largest and lowest finite values of the dtype); integer and bool tensors come back as a copy. The gradient passes where x is finite.
 
     ops.yaml: nan_to_num"""
+    if out is not None:
+        return _rt.call_out('nan_to_num', out, nan_to_num, self, nan, posinf, neginf)
     return _rt.composite('nan_to_num', self, nan, posinf, neginf)
 
 
@@ -2239,10 +2768,12 @@ def _nan_to_num(self, nan, posinf, neginf):
     return _rt.call('_nan_to_num', (self, ), (nan, posinf, neginf, ))
 
 
-def div(self, other, *, rounding_mode=None):
+def div(self, other, *, rounding_mode=None, out=None):
     """self / other: true division (integers give the default float dtype), or rounded toward zero (rounding_mode="trunc") or down (rounding_mode="floor") in the inputs' dtype; rounded quotients have a zero gradient.
 
     ops.yaml: div"""
+    if out is not None:
+        return _rt.call_out('div', out, div, self, other, rounding_mode=rounding_mode)
     return _rt.composite('div', self, other, rounding_mode=rounding_mode)
 
 
@@ -2266,10 +2797,12 @@ def _div_trunc(self, other):
     return _rt.call('_div_trunc', (self, other, ), ())
 
 
-def floor_divide(self, other):
+def floor_divide(self, other, *, out=None):
     """Division rounded down (Python's //; floats as PyTorch's fmod-based div_floor, so 1 // 0.1 is 9); integer division by zero raises; the gradient is 0.
 
     ops.yaml: floor_divide"""
+    if out is not None:
+        return _rt.call_out('floor_divide', out, floor_divide, self, other)
     return _rt.call('floor_divide', (self, other, ), ())
 
 
@@ -2278,10 +2811,12 @@ def floor_divide_(self, other):
     return _rt.call_inplace('floor_divide', (self, other, ), ())
 
 
-def remainder(self, other):
+def remainder(self, other, *, out=None):
     """Remainder with the sign of the divisor (Python's %); integer division by zero raises.
 
     ops.yaml: remainder"""
+    if out is not None:
+        return _rt.call_out('remainder', out, remainder, self, other)
     return _rt.call('remainder', (self, other, ), ())
 
 
@@ -2290,10 +2825,12 @@ def remainder_(self, other):
     return _rt.call_inplace('remainder', (self, other, ), ())
 
 
-def fmod(self, other):
+def fmod(self, other, *, out=None):
     """Remainder with the sign of the dividend (C's fmod); integer division by zero raises.
 
     ops.yaml: fmod"""
+    if out is not None:
+        return _rt.call_out('fmod', out, fmod, self, other)
     return _rt.call('fmod', (self, other, ), ())
 
 
@@ -2302,10 +2839,12 @@ def fmod_(self, other):
     return _rt.call_inplace('fmod', (self, other, ), ())
 
 
-def atan2(self, other):
+def atan2(self, other, *, out=None):
     """The angle of the point (other, self), in [-pi, pi].
 
     ops.yaml: atan2"""
+    if out is not None:
+        return _rt.call_out('atan2', out, atan2, self, other)
     return _rt.call('atan2', (self, other, ), ())
 
 
@@ -2318,31 +2857,39 @@ arctan2 = atan2
 arctan2_ = atan2_
 
 
-def minimum(self, other):
+def minimum(self, other, *, out=None):
     """Elementwise minimum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: minimum"""
+    if out is not None:
+        return _rt.call_out('minimum', out, minimum, self, other)
     return _rt.call('minimum', (self, other, ), ())
 
 
-def fmax(self, other):
+def fmax(self, other, *, out=None):
     """Elementwise maximum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmax"""
+    if out is not None:
+        return _rt.call_out('fmax', out, fmax, self, other)
     return _rt.call('fmax', (self, other, ), ())
 
 
-def fmin(self, other):
+def fmin(self, other, *, out=None):
     """Elementwise minimum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmin"""
+    if out is not None:
+        return _rt.call_out('fmin', out, fmin, self, other)
     return _rt.call('fmin', (self, other, ), ())
 
 
-def hypot(self, other):
+def hypot(self, other, *, out=None):
     """sqrt(self**2 + other**2) without overflow.
 
     ops.yaml: hypot"""
+    if out is not None:
+        return _rt.call_out('hypot', out, hypot, self, other)
     return _rt.call('hypot', (self, other, ), ())
 
 
@@ -2351,17 +2898,21 @@ def hypot_(self, other):
     return _rt.call_inplace('hypot', (self, other, ), ())
 
 
-def logaddexp(self, other):
+def logaddexp(self, other, *, out=None):
     """log(exp(self) + exp(other)) without overflow.
 
     ops.yaml: logaddexp"""
+    if out is not None:
+        return _rt.call_out('logaddexp', out, logaddexp, self, other)
     return _rt.call('logaddexp', (self, other, ), ())
 
 
-def copysign(self, other):
+def copysign(self, other, *, out=None):
     """The magnitude of self with the sign of other (-0.0 counts as negative); floats result.
 
     ops.yaml: copysign"""
+    if out is not None:
+        return _rt.call_out('copysign', out, copysign, self, other)
     return _rt.call('copysign', (self, other, ), ())
 
 
@@ -2370,10 +2921,12 @@ def copysign_(self, other):
     return _rt.call_inplace('copysign', (self, other, ), ())
 
 
-def ne(self, other):
+def ne(self, other, *, out=None):
     """self != other elementwise (NaN != NaN).
 
     ops.yaml: ne"""
+    if out is not None:
+        return _rt.call_out('ne', out, ne, self, other)
     return _rt.call('ne', (self, other, ), ())
 
 
@@ -2386,10 +2939,12 @@ not_equal = ne
 not_equal_ = ne_
 
 
-def lt(self, other):
+def lt(self, other, *, out=None):
     """self < other elementwise.
 
     ops.yaml: lt"""
+    if out is not None:
+        return _rt.call_out('lt', out, lt, self, other)
     return _rt.call('lt', (self, other, ), ())
 
 
@@ -2402,10 +2957,12 @@ less = lt
 less_ = lt_
 
 
-def le(self, other):
+def le(self, other, *, out=None):
     """self <= other elementwise.
 
     ops.yaml: le"""
+    if out is not None:
+        return _rt.call_out('le', out, le, self, other)
     return _rt.call('le', (self, other, ), ())
 
 
@@ -2418,10 +2975,12 @@ less_equal = le
 less_equal_ = le_
 
 
-def ge(self, other):
+def ge(self, other, *, out=None):
     """self >= other elementwise.
 
     ops.yaml: ge"""
+    if out is not None:
+        return _rt.call_out('ge', out, ge, self, other)
     return _rt.call('ge', (self, other, ), ())
 
 
@@ -2434,10 +2993,12 @@ greater_equal = ge
 greater_equal_ = ge_
 
 
-def logical_and(self, other):
+def logical_and(self, other, *, out=None):
     """True where both are non-zero.
 
     ops.yaml: logical_and"""
+    if out is not None:
+        return _rt.call_out('logical_and', out, logical_and, self, other)
     return _rt.call('logical_and', (self, other, ), ())
 
 
@@ -2446,10 +3007,12 @@ def logical_and_(self, other):
     return _rt.call_inplace('logical_and', (self, other, ), ())
 
 
-def logical_or(self, other):
+def logical_or(self, other, *, out=None):
     """True where either is non-zero.
 
     ops.yaml: logical_or"""
+    if out is not None:
+        return _rt.call_out('logical_or', out, logical_or, self, other)
     return _rt.call('logical_or', (self, other, ), ())
 
 
@@ -2458,10 +3021,12 @@ def logical_or_(self, other):
     return _rt.call_inplace('logical_or', (self, other, ), ())
 
 
-def logical_xor(self, other):
+def logical_xor(self, other, *, out=None):
     """True where exactly one is non-zero.
 
     ops.yaml: logical_xor"""
+    if out is not None:
+        return _rt.call_out('logical_xor', out, logical_xor, self, other)
     return _rt.call('logical_xor', (self, other, ), ())
 
 
@@ -2470,10 +3035,12 @@ def logical_xor_(self, other):
     return _rt.call_inplace('logical_xor', (self, other, ), ())
 
 
-def bitwise_and(self, other):
+def bitwise_and(self, other, *, out=None):
     """Bitwise AND (&); logical AND for bool tensors.
 
     ops.yaml: bitwise_and"""
+    if out is not None:
+        return _rt.call_out('bitwise_and', out, bitwise_and, self, other)
     return _rt.call('bitwise_and', (self, other, ), ())
 
 
@@ -2482,10 +3049,12 @@ def bitwise_and_(self, other):
     return _rt.call_inplace('bitwise_and', (self, other, ), ())
 
 
-def bitwise_or(self, other):
+def bitwise_or(self, other, *, out=None):
     """Bitwise OR (|); logical OR for bool tensors.
 
     ops.yaml: bitwise_or"""
+    if out is not None:
+        return _rt.call_out('bitwise_or', out, bitwise_or, self, other)
     return _rt.call('bitwise_or', (self, other, ), ())
 
 
@@ -2494,10 +3063,12 @@ def bitwise_or_(self, other):
     return _rt.call_inplace('bitwise_or', (self, other, ), ())
 
 
-def bitwise_xor(self, other):
+def bitwise_xor(self, other, *, out=None):
     """Bitwise XOR (^); logical XOR for bool tensors.
 
     ops.yaml: bitwise_xor"""
+    if out is not None:
+        return _rt.call_out('bitwise_xor', out, bitwise_xor, self, other)
     return _rt.call('bitwise_xor', (self, other, ), ())
 
 
@@ -2506,10 +3077,12 @@ def bitwise_xor_(self, other):
     return _rt.call_inplace('bitwise_xor', (self, other, ), ())
 
 
-def bitwise_left_shift(self, other):
+def bitwise_left_shift(self, other, *, out=None):
     """self << other, wrapping in the dtype; shifts by a negative amount or the dtype's width or more give 0.
 
     ops.yaml: bitwise_left_shift"""
+    if out is not None:
+        return _rt.call_out('bitwise_left_shift', out, bitwise_left_shift, self, other)
     return _rt.call('bitwise_left_shift', (self, other, ), ())
 
 
@@ -2518,10 +3091,12 @@ def bitwise_left_shift_(self, other):
     return _rt.call_inplace('bitwise_left_shift', (self, other, ), ())
 
 
-def bitwise_right_shift(self, other):
+def bitwise_right_shift(self, other, *, out=None):
     """self >> other (arithmetic); shifts by a negative amount or past the dtype's width fill with the sign.
 
     ops.yaml: bitwise_right_shift"""
+    if out is not None:
+        return _rt.call_out('bitwise_right_shift', out, bitwise_right_shift, self, other)
     return _rt.call('bitwise_right_shift', (self, other, ), ())
 
 
@@ -2530,10 +3105,12 @@ def bitwise_right_shift_(self, other):
     return _rt.call_inplace('bitwise_right_shift', (self, other, ), ())
 
 
-def clamp(self, min=None, max=None):
+def clamp(self, min=None, max=None, *, out=None):
     """min(max(x, min), max), the bounds tensors or numbers (one may be None); NaN in any operand gives NaN; where min > max every element becomes max.
 
     ops.yaml: clamp"""
+    if out is not None:
+        return _rt.call_out('clamp', out, clamp, self, min, max)
     return _rt.composite('clamp', self, min, max)
 
 
@@ -2546,10 +3123,12 @@ clip = clamp
 clip_ = clamp_
 
 
-def clamp_min(self, min):
+def clamp_min(self, min, *, out=None):
     """max(x, min), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_min"""
+    if out is not None:
+        return _rt.call_out('clamp_min', out, clamp_min, self, min)
     return _rt.call('clamp_min', (self, min, ), ())
 
 
@@ -2558,10 +3137,12 @@ def clamp_min_(self, min):
     return _rt.call_inplace('clamp_min', (self, min, ), ())
 
 
-def clamp_max(self, max):
+def clamp_max(self, max, *, out=None):
     """min(x, max), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_max"""
+    if out is not None:
+        return _rt.call_out('clamp_max', out, clamp_max, self, max)
     return _rt.call('clamp_max', (self, max, ), ())
 
 
@@ -2577,10 +3158,12 @@ def _clamp(self, min, max):
     return _rt.call('_clamp', (self, min, max, ), ())
 
 
-def lerp(self, end, weight):
+def lerp(self, end, weight, *, out=None):
     """self + weight * (end - self), weight a tensor or a number (evaluated from end when weight >= 0.5, as PyTorch).
 
     ops.yaml: lerp"""
+    if out is not None:
+        return _rt.call_out('lerp', out, lerp, self, end, weight)
     return _rt.call('lerp', (self, end, weight, ), ())
 
 
@@ -2589,10 +3172,12 @@ def lerp_(self, end, weight):
     return _rt.call_inplace('lerp', (self, end, weight, ), ())
 
 
-def addcmul(self, tensor1, tensor2, *, value=1):
+def addcmul(self, tensor1, tensor2, *, value=1, out=None):
     """self + value * tensor1 * tensor2.
 
     ops.yaml: addcmul"""
+    if out is not None:
+        return _rt.call_out('addcmul', out, addcmul, self, tensor1, tensor2, value=value)
     return _rt.call('addcmul', (self, tensor1, tensor2, ), (value, ))
 
 
@@ -2601,10 +3186,12 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
     return _rt.call_inplace('addcmul', (self, tensor1, tensor2, ), (value, ))
 
 
-def addcdiv(self, tensor1, tensor2, *, value=1):
+def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
     """self + value * tensor1 / tensor2 (floating point only, as in PyTorch).
 
     ops.yaml: addcdiv"""
+    if out is not None:
+        return _rt.call_out('addcdiv', out, addcdiv, self, tensor1, tensor2, value=value)
     return _rt.call('addcdiv', (self, tensor1, tensor2, ), (value, ))
 
 
@@ -2613,17 +3200,27 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     return _rt.call_inplace('addcdiv', (self, tensor1, tensor2, ), (value, ))
 
 
-def min(self, dim=None, keepdim=False, *, other=None):
+def min(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
     """min(x): the smallest element (ties split the gradient); min(x, dim): (values, indices), the gradient going to the index; min(x, other): minimum.
 
     ops.yaml: min"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('min', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('min', out, min, self, dim, keepdim, other=other)
     return _rt.composite('min', self, dim, keepdim, other=other)
 
 
-def index_fill(self, dim, index, value):
+def index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with value (a number or 0-d tensor) written at the slices index along dim.
 
     ops.yaml: index_fill"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_fill', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or value is _REQUIRED:
+        _rt.missing_arguments('index_fill', ('dim', dim), ('index', index), ('value', value))
+    if out is not None:
+        return _rt.call_out('index_fill', out, index_fill, self, dim, index, value)
     return _rt.call('index_fill', (self, index, ), (dim, value, ))
 
 
@@ -2632,10 +3229,16 @@ def index_fill_(self, dim, index, value):
     return _rt.composite_inplace('index_fill', self, dim, index, value)
 
 
-def index_copy(self, dim, index, source):
+def index_copy(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with the slices of source copied to the positions index along dim (indices should be distinct).
 
     ops.yaml: index_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_copy', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or source is _REQUIRED:
+        _rt.missing_arguments('index_copy', ('dim', dim), ('index', index), ('source', source))
+    if out is not None:
+        return _rt.call_out('index_copy', out, index_copy, self, dim, index, source)
     return _rt.call('index_copy', (self, index, source, ), (dim, ))
 
 
@@ -2722,10 +3325,14 @@ def _foreach_add_(self, scalar):
     return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))
 
 
-def _log_softmax_backward(grad_output, output, dim):
+def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):
     """Gradient of _log_softmax: grad_output - exp(output) * sum(grad_output) along dim.
 
     ops.yaml: _log_softmax_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_log_softmax_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_log_softmax_backward', ('dim', dim))
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
 
 
@@ -2736,17 +3343,21 @@ def _linalg_inv_ex(A):
     return _rt.call('_linalg_inv_ex', (A, ), ())
 
 
-def linalg_inv_ex(A, *, check_errors=False):
+def linalg_inv_ex(A, *, check_errors=False, out=None):
     """torch.linalg.inv_ex — the inverse and LAPACK's info code, without raising on singular input.
 
     ops.yaml: linalg_inv_ex"""
+    if out is not None:
+        return _rt.call_out('linalg_inv_ex', out, linalg_inv_ex, A, check_errors=check_errors)
     return _rt.composite('linalg_inv_ex', A, check_errors=check_errors)
 
 
-def linalg_inv(A):
+def linalg_inv(A, *, out=None):
     """torch.linalg.inv (and torch.inverse) — raises torch.linalg.LinAlgError on singular matrices.
 
     ops.yaml: linalg_inv"""
+    if out is not None:
+        return _rt.call_out('linalg_inv', out, linalg_inv, A)
     return _rt.composite('linalg_inv', A)
 
 
@@ -2767,10 +3378,12 @@ def _linalg_det_backward(grad, A, det):
     return _rt.composite('_linalg_det_backward', grad, A, det)
 
 
-def linalg_det(A):
+def linalg_det(A, *, out=None):
     """torch.linalg.det (and torch.det, Tensor.det).
 
     ops.yaml: linalg_det"""
+    if out is not None:
+        return _rt.call_out('linalg_det', out, linalg_det, A)
     return _rt.composite('linalg_det', A)
 
 
@@ -2784,20 +3397,24 @@ def _linalg_slogdet(A):
     return _rt.call('_linalg_slogdet', (A, ), ())
 
 
-def linalg_slogdet(A):
+def linalg_slogdet(A, *, out=None):
     """torch.linalg.slogdet (and torch.slogdet) — (sign, logabsdet) of the determinant.
 
     ops.yaml: linalg_slogdet"""
+    if out is not None:
+        return _rt.call_out('linalg_slogdet', out, linalg_slogdet, A)
     return _rt.composite('linalg_slogdet', A)
 
 
 slogdet = linalg_slogdet
 
 
-def logdet(self):
+def logdet(self, *, out=None):
     """log(det(A)); NaN for a negative determinant, -inf for a singular matrix.
 
     ops.yaml: logdet"""
+    if out is not None:
+        return _rt.call_out('logdet', out, logdet, self)
     return _rt.composite('logdet', self)
 
 
@@ -2815,38 +3432,48 @@ def _cholesky_backward(grad, L, upper):
     return _rt.composite('_cholesky_backward', grad, L, upper)
 
 
-def linalg_cholesky_ex(A, *, upper=False, check_errors=False):
+def linalg_cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """torch.linalg.cholesky_ex — the factor and LAPACK's info code, without raising.
 
     ops.yaml: linalg_cholesky_ex"""
+    if out is not None:
+        return _rt.call_out('linalg_cholesky_ex', out, linalg_cholesky_ex, A, upper=upper, check_errors=check_errors)
     return _rt.composite('linalg_cholesky_ex', A, upper=upper, check_errors=check_errors)
 
 
-def linalg_cholesky(A, *, upper=False):
+def linalg_cholesky(A, *, upper=False, out=None):
     """torch.linalg.cholesky — raises torch.linalg.LinAlgError when A is not positive-definite.
 
     ops.yaml: linalg_cholesky"""
+    if out is not None:
+        return _rt.call_out('linalg_cholesky', out, linalg_cholesky, A, upper=upper)
     return _rt.composite('linalg_cholesky', A, upper=upper)
 
 
-def cholesky(self, upper=False):
+def cholesky(self, upper=False, *, out=None):
     """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning.
 
     ops.yaml: cholesky"""
+    if out is not None:
+        return _rt.call_out('cholesky', out, cholesky, self, upper)
     return _rt.composite('cholesky', self, upper)
 
 
-def cholesky_solve(self, input2, upper=False):
+def cholesky_solve(self, input2, upper=False, *, out=None):
     """X with A X = B from A's Cholesky factor (self is B, input2 the factor L, or U with upper=True).
 
     ops.yaml: cholesky_solve"""
+    if out is not None:
+        return _rt.call_out('cholesky_solve', out, cholesky_solve, self, input2, upper)
     return _rt.composite('cholesky_solve', self, input2, upper)
 
 
-def cholesky_inverse(self, upper=False):
+def cholesky_inverse(self, upper=False, *, out=None):
     """The inverse of A from its Cholesky factor (L, or U with upper=True).
 
     ops.yaml: cholesky_inverse"""
+    if out is not None:
+        return _rt.call_out('cholesky_inverse', out, cholesky_inverse, self, upper)
     return _rt.composite('cholesky_inverse', self, upper)
 
 
@@ -2864,17 +3491,21 @@ def _solve_triangular_grad_a(grad, A, X, upper, left, unitriangular):
     return _rt.composite('_solve_triangular_grad_a', grad, A, X, upper, left, unitriangular)
 
 
-def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+def linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """torch.linalg.solve_triangular — X with A X = B (left=False - X A = B) for triangular A.
 
     ops.yaml: linalg_solve_triangular"""
+    if out is not None:
+        return _rt.call_out('linalg_solve_triangular', out, linalg_solve_triangular, A, B, upper=upper, left=left, unitriangular=unitriangular)
     return _rt.composite('linalg_solve_triangular', A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
-def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """The deprecated torch.triangular_solve — (solution, cloned_coefficient) of A X = self.
 
     ops.yaml: triangular_solve"""
+    if out is not None:
+        return _rt.call_out('triangular_solve', out, triangular_solve, self, A, upper, transpose, unitriangular)
     return _rt.composite('triangular_solve', self, A, upper, transpose, unitriangular)
 
 
@@ -2892,17 +3523,21 @@ def _solve_grad_a(grad, A, B, X, left):
     return _rt.composite('_solve_grad_a', grad, A, B, X, left)
 
 
-def linalg_solve_ex(A, B, *, left=True, check_errors=False):
+def linalg_solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """torch.linalg.solve_ex — the solution and LAPACK's info code, without raising.
 
     ops.yaml: linalg_solve_ex"""
+    if out is not None:
+        return _rt.call_out('linalg_solve_ex', out, linalg_solve_ex, A, B, left=left, check_errors=check_errors)
     return _rt.composite('linalg_solve_ex', A, B, left=left, check_errors=check_errors)
 
 
-def linalg_solve(A, B, *, left=True):
+def linalg_solve(A, B, *, left=True, out=None):
     """torch.linalg.solve — X with A X = B (left=False - X A = B); raises on singular A.
 
     ops.yaml: linalg_solve"""
+    if out is not None:
+        return _rt.call_out('linalg_solve', out, linalg_solve, A, B, left=left)
     return _rt.composite('linalg_solve', A, B, left=left)
 
 
@@ -2927,17 +3562,21 @@ def _lu_backward(gL, gU, P, L, U):
     return _rt.composite('_lu_backward', gL, gU, P, L, U)
 
 
-def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """torch.linalg.lu_factor_ex — packed LU factors, LAPACK's 1-based pivots and info, without raising.
 
     ops.yaml: linalg_lu_factor_ex"""
+    if out is not None:
+        return _rt.call_out('linalg_lu_factor_ex', out, linalg_lu_factor_ex, A, pivot=pivot, check_errors=check_errors)
     return _rt.composite('linalg_lu_factor_ex', A, pivot=pivot, check_errors=check_errors)
 
 
-def linalg_lu_factor(A, *, pivot=True):
+def linalg_lu_factor(A, *, pivot=True, out=None):
     """torch.linalg.lu_factor — (LU, pivots); raises when a pivot is zero.
 
     ops.yaml: linalg_lu_factor"""
+    if out is not None:
+        return _rt.call_out('linalg_lu_factor', out, linalg_lu_factor, A, pivot=pivot)
     return _rt.composite('linalg_lu_factor', A, pivot=pivot)
 
 
@@ -2948,10 +3587,12 @@ def _lu_permutation(LU, pivots):
     return _rt.call('_lu_permutation', (LU, pivots, ), ())
 
 
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed factors and pivots.
 
     ops.yaml: lu_unpack"""
+    if out is not None:
+        return _rt.call_out('lu_unpack', out, lu_unpack, LU_data, LU_pivots, unpack_data, unpack_pivots)
     return _rt.composite('lu_unpack', LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 
@@ -2962,17 +3603,21 @@ def _linalg_lu(A):
     return _rt.call('_linalg_lu', (A, ), ())
 
 
-def linalg_lu(A, *, pivot=True):
+def linalg_lu(A, *, pivot=True, out=None):
     """torch.linalg.lu — (P, L, U) with A = P L U; A may be rectangular.
 
     ops.yaml: linalg_lu"""
+    if out is not None:
+        return _rt.call_out('linalg_lu', out, linalg_lu, A, pivot=pivot)
     return _rt.composite('linalg_lu', A, pivot=pivot)
 
 
-def lu(A, pivot=True, get_infos=False):
+def lu(A, pivot=True, get_infos=False, *, out=None):
     """The deprecated torch.lu — (LU, pivots[, infos]) as linalg.lu_factor(_ex) returns them.
 
     ops.yaml: lu"""
+    if out is not None:
+        return _rt.call_out('lu', out, lu, A, pivot, get_infos)
     return _rt.composite('lu', A, pivot, get_infos)
 
 
@@ -2990,17 +3635,21 @@ def _lu_solve_grad_lu(grad, LU, pivots, X, left, adjoint):
     return _rt.composite('_lu_solve_grad_lu', grad, LU, pivots, X, left, adjoint)
 
 
-def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """torch.linalg.lu_solve — X with A X = B (adjoint - A^T X = B; left=False - X A = B) from lu_factor's output.
 
     ops.yaml: linalg_lu_solve"""
+    if out is not None:
+        return _rt.call_out('linalg_lu_solve', out, linalg_lu_solve, LU, pivots, B, left=left, adjoint=adjoint)
     return _rt.composite('linalg_lu_solve', LU, pivots, B, left=left, adjoint=adjoint)
 
 
-def lu_solve(self, LU_data, LU_pivots):
+def lu_solve(self, LU_data, LU_pivots, *, out=None):
     """The deprecated torch.lu_solve(b, LU_data, LU_pivots).
 
     ops.yaml: lu_solve"""
+    if out is not None:
+        return _rt.call_out('lu_solve', out, lu_solve, self, LU_data, LU_pivots)
     return _rt.composite('lu_solve', self, LU_data, LU_pivots)
 
 
@@ -3011,17 +3660,21 @@ def _linalg_ldl_factor_ex(A):
     return _rt.call('_linalg_ldl_factor_ex', (A, ), ())
 
 
-def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """torch.linalg.ldl_factor_ex — (LD, pivots, info), LAPACK sytrf's compact form, without raising.
 
     ops.yaml: linalg_ldl_factor_ex"""
+    if out is not None:
+        return _rt.call_out('linalg_ldl_factor_ex', out, linalg_ldl_factor_ex, A, hermitian=hermitian, check_errors=check_errors)
     return _rt.composite('linalg_ldl_factor_ex', A, hermitian=hermitian, check_errors=check_errors)
 
 
-def linalg_ldl_factor(A, *, hermitian=False):
+def linalg_ldl_factor(A, *, hermitian=False, out=None):
     """torch.linalg.ldl_factor — (LD, pivots) of a symmetric matrix (Bunch-Kaufman).
 
     ops.yaml: linalg_ldl_factor"""
+    if out is not None:
+        return _rt.call_out('linalg_ldl_factor', out, linalg_ldl_factor, A, hermitian=hermitian)
     return _rt.composite('linalg_ldl_factor', A, hermitian=hermitian)
 
 
@@ -3032,10 +3685,12 @@ def _linalg_ldl_solve(LD, pivots, B):
     return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), ())
 
 
-def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """torch.linalg.ldl_solve — X with A X = B from ldl_factor's output.
 
     ops.yaml: linalg_ldl_solve"""
+    if out is not None:
+        return _rt.call_out('linalg_ldl_solve', out, linalg_ldl_solve, LD, pivots, B, hermitian=hermitian)
     return _rt.composite('linalg_ldl_solve', LD, pivots, B, hermitian=hermitian)
 
 
@@ -3053,17 +3708,21 @@ def _eigh_backward(gL, gV, L, V):
     return _rt.composite('_eigh_backward', gL, gV, L, V)
 
 
-def linalg_eigh(A, UPLO="L"):
+def linalg_eigh(A, UPLO="L", *, out=None):
     """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices.
 
     ops.yaml: linalg_eigh"""
+    if out is not None:
+        return _rt.call_out('linalg_eigh', out, linalg_eigh, A, UPLO)
     return _rt.composite('linalg_eigh', A, UPLO)
 
 
-def linalg_eigvalsh(A, UPLO="L"):
+def linalg_eigvalsh(A, UPLO="L", *, out=None):
     """torch.linalg.eigvalsh — the eigenvalues of symmetric matrices, ascending.
 
     ops.yaml: linalg_eigvalsh"""
+    if out is not None:
+        return _rt.call_out('linalg_eigvalsh', out, linalg_eigvalsh, A, UPLO)
     return _rt.composite('linalg_eigvalsh', A, UPLO)
 
 
@@ -3081,24 +3740,30 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return _rt.composite('_svd_backward', gU, gS, gVh, U, S, Vh)
 
 
-def linalg_svd(A, full_matrices=True, *, driver=None):
+def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """torch.linalg.svd — (U, S, Vh) with A = U diag(S) Vh; the fuzz checks the product, as singular vectors are fixed only up to sign.
 
     ops.yaml: linalg_svd"""
+    if out is not None:
+        return _rt.call_out('linalg_svd', out, linalg_svd, A, full_matrices, driver=driver)
     return _rt.composite('linalg_svd', A, full_matrices, driver=driver)
 
 
-def linalg_svdvals(A, *, driver=None):
+def linalg_svdvals(A, *, driver=None, out=None):
     """torch.linalg.svdvals — the singular values, descending.
 
     ops.yaml: linalg_svdvals"""
+    if out is not None:
+        return _rt.call_out('linalg_svdvals', out, linalg_svdvals, A, driver=driver)
     return _rt.composite('linalg_svdvals', A, driver=driver)
 
 
-def svd(self, some=True, compute_uv=True):
+def svd(self, some=True, compute_uv=True, *, out=None):
     """The deprecated torch.svd — (U, S, V) with A = U diag(S) V^T (V, not Vh); some=False gives the full U and V.
 
     ops.yaml: svd"""
+    if out is not None:
+        return _rt.call_out('svd', out, svd, self, some, compute_uv)
     return _rt.composite('svd', self, some, compute_uv)
 
 
@@ -3123,41 +3788,51 @@ def _qr_backward_square(gQ, gR, Q, R):
     return _rt.composite('_qr_backward_square', gQ, gR, Q, R)
 
 
-def linalg_qr(A, mode="reduced"):
+def linalg_qr(A, mode="reduced", *, out=None):
     """torch.linalg.qr — (Q, R) with A = Q R (Householder, signs as LAPACK's).
 
     ops.yaml: linalg_qr"""
+    if out is not None:
+        return _rt.call_out('linalg_qr', out, linalg_qr, A, mode)
     return _rt.composite('linalg_qr', A, mode)
 
 
-def qr(self, some=True):
+def qr(self, some=True, *, out=None):
     """torch.qr — (Q, R); some=False gives the complete Q.
 
     ops.yaml: qr"""
+    if out is not None:
+        return _rt.call_out('qr', out, qr, self, some)
     return _rt.composite('qr', self, some)
 
 
-def geqrf(self):
+def geqrf(self, *, out=None):
     """LAPACK geqrf's (a, tau) - R on and above the diagonal, the Householder vectors below it.
 
     ops.yaml: geqrf"""
+    if out is not None:
+        return _rt.call_out('geqrf', out, geqrf, self)
     return _rt.call('geqrf', (self, ), ())
 
 
-def linalg_householder_product(A, tau):
+def linalg_householder_product(A, tau, *, out=None):
     """torch.linalg.householder_product (torch.orgqr) - the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T.
 
     ops.yaml: linalg_householder_product"""
+    if out is not None:
+        return _rt.call_out('linalg_householder_product', out, linalg_householder_product, A, tau)
     return _rt.composite('linalg_householder_product', A, tau)
 
 
 orgqr = linalg_householder_product
 
 
-def ormqr(self, input2, input3, left=True, transpose=False):
+def ormqr(self, input2, input3, left=True, transpose=False, *, out=None):
     """Q(or Q^T) times input3 (left) or input3 times it, Q from geqrf's Householder vectors (self) and tau (input2).
 
     ops.yaml: ormqr"""
+    if out is not None:
+        return _rt.call_out('ormqr', out, ormqr, self, input2, input3, left, transpose)
     return _rt.composite('ormqr', self, input2, input3, left, transpose)
 
 
@@ -3175,115 +3850,538 @@ def _matrix_exp_backward(A, grad):
     return _rt.composite('_matrix_exp_backward', A, grad)
 
 
-def linalg_matrix_exp(A):
+def linalg_matrix_exp(A, *, out=None):
     """torch.linalg.matrix_exp (torch.matrix_exp) - the matrix exponential.
 
     ops.yaml: linalg_matrix_exp"""
+    if out is not None:
+        return _rt.call_out('linalg_matrix_exp', out, linalg_matrix_exp, A)
     return _rt.composite('linalg_matrix_exp', A)
 
 
 matrix_exp = linalg_matrix_exp
 
 
-def linalg_matrix_power(A, n):
+def linalg_matrix_power(A, n, *, out=None):
     """torch.linalg.matrix_power (torch.matrix_power) - A to an integer power (negative - of the inverse).
 
     ops.yaml: linalg_matrix_power"""
+    if out is not None:
+        return _rt.call_out('linalg_matrix_power', out, linalg_matrix_power, A, n)
     return _rt.composite('linalg_matrix_power', A, n)
 
 
 matrix_power = linalg_matrix_power
 
 
-def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None):
+def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None, out=None):
     """torch.linalg.pinv (torch.pinverse) - the pseudo-inverse through the SVD; singular values at or below max(atol, rtol * max(S)) count as zero (rtol defaults to eps * max(m, n)).
 
     ops.yaml: linalg_pinv"""
+    if out is not None:
+        return _rt.call_out('linalg_pinv', out, linalg_pinv, A, rtol, hermitian, atol=atol)
     return _rt.composite('linalg_pinv', A, rtol, hermitian, atol=atol)
 
 
 pinverse = linalg_pinv
 
 
-def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+def linalg_matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """torch.linalg.matrix_rank - the number of singular values above max(atol, rtol * max(S)).
 
     ops.yaml: linalg_matrix_rank"""
+    if out is not None:
+        return _rt.call_out('linalg_matrix_rank', out, linalg_matrix_rank, A, tol, hermitian, atol=atol, rtol=rtol)
     return _rt.composite('linalg_matrix_rank', A, tol, hermitian, atol=atol, rtol=rtol)
 
 
-def linalg_lstsq(A, B, rcond=None, *, driver=None):
+def linalg_lstsq(A, B, rcond=None, *, driver=None, out=None):
     """torch.linalg.lstsq - the least-squares solution of A X = B (minimum norm where A is rank-deficient), with residuals, rank and singular values as the driver (default gelsy on cpu) reports them.
 
     ops.yaml: linalg_lstsq"""
+    if out is not None:
+        return _rt.call_out('linalg_lstsq', out, linalg_lstsq, A, B, rcond, driver=driver)
     return _rt.composite('linalg_lstsq', A, B, rcond, driver=driver)
 
 
-def linalg_cond(A, p=None):
+def linalg_cond(A, p=None, *, out=None):
     """torch.linalg.cond - the condition number in the 2-norm (by default), -2, 'fro', 'nuc', inf, -inf, 1 or -1.
 
     ops.yaml: linalg_cond"""
+    if out is not None:
+        return _rt.call_out('linalg_cond', out, linalg_cond, A, p)
     return _rt.composite('linalg_cond', A, p)
 
 
-def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+def linalg_matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """torch.linalg.matrix_norm - 'fro', 'nuc', 2, -2, 1, -1, inf or -inf over two dims.
 
     ops.yaml: linalg_matrix_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_matrix_norm', dim, (-2, -1), axis)
+    if out is not None:
+        return _rt.call_out('linalg_matrix_norm', out, linalg_matrix_norm, A, ord, dim, keepdim, dtype=dtype)
     return _rt.composite('linalg_matrix_norm', A, ord, dim, keepdim, dtype=dtype)
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
     """torch.linalg.norm - a vector norm, or a matrix norm when dim has two entries (or A is 2-D and ord is given).
 
     ops.yaml: linalg_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_norm', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('linalg_norm', out, linalg_norm, A, ord, dim, keepdim, dtype=dtype)
     return _rt.composite('linalg_norm', A, ord, dim, keepdim, dtype=dtype)
 
 
-def linalg_cross(self, other, *, dim=-1):
+def linalg_cross(self, other, *, dim=-1, axis=_REQUIRED, out=None):
     """torch.linalg.cross - the cross product of 3-vectors along dim, broadcasting.
 
     ops.yaml: linalg_cross"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_cross', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('linalg_cross', out, linalg_cross, self, other, dim=dim)
     return _rt.composite('linalg_cross', self, other, dim=dim)
 
 
-def linalg_vecdot(x, y, *, dim=-1):
+def linalg_vecdot(x, y, *, dim=-1, axis=_REQUIRED, out=None):
     """torch.linalg.vecdot - the dot product along dim, broadcasting.
 
     ops.yaml: linalg_vecdot"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('linalg_vecdot', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('linalg_vecdot', out, linalg_vecdot, x, y, dim=dim)
     return _rt.composite('linalg_vecdot', x, y, dim=dim)
 
 
-def linalg_multi_dot(tensors):
+def linalg_multi_dot(tensors, *, out=None):
     """torch.linalg.multi_dot - a chain of matrix products in the cheapest order; the first and last may be vectors.
 
     ops.yaml: linalg_multi_dot"""
+    if out is not None:
+        return _rt.call_out('linalg_multi_dot', out, linalg_multi_dot, tensors)
     return _rt.composite('linalg_multi_dot', tensors)
 
 
-def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1, out=None):
     """torch.linalg.diagonal - diagonal() with the matrix dims (-2, -1) as defaults.
 
     ops.yaml: linalg_diagonal"""
+    if out is not None:
+        return _rt.call_out('linalg_diagonal', out, linalg_diagonal, A, offset=offset, dim1=dim1, dim2=dim2)
     return _rt.composite('linalg_diagonal', A, offset=offset, dim1=dim1, dim2=dim2)
 
 
-def linalg_vander(x, *, N=None):
+def linalg_vander(x, *, N=None, out=None):
     """torch.linalg.vander - powers x^0 ... x^(N-1) of the last dim (N defaults to its size).
 
     ops.yaml: linalg_vander"""
+    if out is not None:
+        return _rt.call_out('linalg_vander', out, linalg_vander, x, N=N)
     return _rt.composite('linalg_vander', x, N=N)
 
 
-def linalg_tensorinv(A, ind=2):
+def linalg_tensorinv(A, ind=2, *, out=None):
     """torch.linalg.tensorinv - the inverse for tensordot over the first ind dims.
 
     ops.yaml: linalg_tensorinv"""
+    if out is not None:
+        return _rt.call_out('linalg_tensorinv', out, linalg_tensorinv, A, ind)
     return _rt.composite('linalg_tensorinv', A, ind)
 
 
-def linalg_tensorsolve(A, B, dims=None):
+def linalg_tensorsolve(A, B, dims=None, *, out=None):
     """torch.linalg.tensorsolve - X with tensordot(A, X, X.ndim) = B.
 
     ops.yaml: linalg_tensorsolve"""
+    if out is not None:
+        return _rt.call_out('linalg_tensorsolve', out, linalg_tensorsolve, A, B, dims)
     return _rt.composite('linalg_tensorsolve', A, B, dims)
+
+
+def lgamma(self, *, out=None):
+    """log|Gamma(x)| (torch.special.gammaln); +inf at the poles 0, -1, -2 ...
+
+    ops.yaml: lgamma"""
+    if out is not None:
+        return _rt.call_out('lgamma', out, lgamma, self)
+    return _rt.call('lgamma', (self, ), ())
+
+
+def lgamma_(self):
+    """In-place lgamma: writes the result into self."""
+    return _rt.call_inplace('lgamma', (self, ), ())
+
+
+def digamma(self, *, out=None):
+    """psi(x) = Gamma'(x) / Gamma(x) (torch.special.digamma, psi); -inf at +0, +inf at -0, NaN at negative integers.
+
+    ops.yaml: digamma"""
+    if out is not None:
+        return _rt.call_out('digamma', out, digamma, self)
+    return _rt.call('digamma', (self, ), ())
+
+
+def digamma_(self):
+    """In-place digamma: writes the result into self."""
+    return _rt.call_inplace('digamma', (self, ), ())
+
+
+def erfinv(self, *, out=None):
+    """Inverse error function on [-1, 1]; +-1 give +-inf.
+
+    ops.yaml: erfinv"""
+    if out is not None:
+        return _rt.call_out('erfinv', out, erfinv, self)
+    return _rt.call('erfinv', (self, ), ())
+
+
+def erfinv_(self):
+    """In-place erfinv: writes the result into self."""
+    return _rt.call_inplace('erfinv', (self, ), ())
+
+
+def i0(self, *, out=None):
+    """Modified Bessel function of the first kind, order 0 (torch.special.i0).
+
+    ops.yaml: i0"""
+    if out is not None:
+        return _rt.call_out('i0', out, i0, self)
+    return _rt.call('i0', (self, ), ())
+
+
+def i0_(self):
+    """In-place i0: writes the result into self."""
+    return _rt.call_inplace('i0', (self, ), ())
+
+
+def sinc(self, *, out=None):
+    """Normalized sinc, sin(pi x) / (pi x), 1 at 0.
+
+    ops.yaml: sinc"""
+    if out is not None:
+        return _rt.call_out('sinc', out, sinc, self)
+    return _rt.call('sinc', (self, ), ())
+
+
+def sinc_(self):
+    """In-place sinc: writes the result into self."""
+    return _rt.call_inplace('sinc', (self, ), ())
+
+
+def special_erfcx(self):
+    """Scaled complementary error function exp(x^2) erfc(x).
+
+    ops.yaml: special_erfcx"""
+    return _rt.call('special_erfcx', (self, ), ())
+
+
+def special_ndtr(self):
+    """Standard normal cumulative distribution function.
+
+    ops.yaml: special_ndtr"""
+    return _rt.call('special_ndtr', (self, ), ())
+
+
+def special_ndtri(self):
+    """Standard normal quantile (the inverse of ndtr); 0 and 1 give -inf and inf.
+
+    ops.yaml: special_ndtri"""
+    return _rt.call('special_ndtri', (self, ), ())
+
+
+def special_log_ndtr(self):
+    """Log of the standard normal CDF, accurate in both tails.
+
+    ops.yaml: special_log_ndtr"""
+    return _rt.call('special_log_ndtr', (self, ), ())
+
+
+def special_i0e(self):
+    """Exponentially scaled I0: exp(-|x|) I0(x).
+
+    ops.yaml: special_i0e"""
+    return _rt.call('special_i0e', (self, ), ())
+
+
+def special_i1(self):
+    """Modified Bessel function of the first kind, order 1.
+
+    ops.yaml: special_i1"""
+    return _rt.call('special_i1', (self, ), ())
+
+
+def special_i1e(self):
+    """Exponentially scaled I1: exp(-|x|) I1(x).
+
+    ops.yaml: special_i1e"""
+    return _rt.call('special_i1e', (self, ), ())
+
+
+def special_entr(self):
+    """Elementwise entropy -x log x; 0 at 0 and -inf for x < 0.
+
+    ops.yaml: special_entr"""
+    return _rt.call('special_entr', (self, ), ())
+
+
+def special_bessel_j0(self):
+    """Bessel function of the first kind, order 0. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_j0"""
+    return _rt.call('special_bessel_j0', (self, ), ())
+
+
+def special_bessel_j1(self):
+    """Bessel function of the first kind, order 1. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_j1"""
+    return _rt.call('special_bessel_j1', (self, ), ())
+
+
+def special_bessel_y0(self):
+    """Bessel function of the second kind, order 0; -inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_y0"""
+    return _rt.call('special_bessel_y0', (self, ), ())
+
+
+def special_bessel_y1(self):
+    """Bessel function of the second kind, order 1; -inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_bessel_y1"""
+    return _rt.call('special_bessel_y1', (self, ), ())
+
+
+def special_modified_bessel_i0(self):
+    """Modified Bessel function of the first kind, order 0. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_i0"""
+    return _rt.call('special_modified_bessel_i0', (self, ), ())
+
+
+def special_modified_bessel_i1(self):
+    """Modified Bessel function of the first kind, order 1. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_i1"""
+    return _rt.call('special_modified_bessel_i1', (self, ), ())
+
+
+def special_modified_bessel_k0(self):
+    """Modified Bessel function of the second kind, order 0; inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_k0"""
+    return _rt.call('special_modified_bessel_k0', (self, ), ())
+
+
+def special_modified_bessel_k1(self):
+    """Modified Bessel function of the second kind, order 1; inf at 0, NaN below. Not differentiable, as in torch.
+
+    ops.yaml: special_modified_bessel_k1"""
+    return _rt.call('special_modified_bessel_k1', (self, ), ())
+
+
+def special_scaled_modified_bessel_k0(self):
+    """exp(x) K0(x). Not differentiable, as in torch.
+
+    ops.yaml: special_scaled_modified_bessel_k0"""
+    return _rt.call('special_scaled_modified_bessel_k0', (self, ), ())
+
+
+def special_scaled_modified_bessel_k1(self):
+    """exp(x) K1(x). Not differentiable, as in torch.
+
+    ops.yaml: special_scaled_modified_bessel_k1"""
+    return _rt.call('special_scaled_modified_bessel_k1', (self, ), ())
+
+
+def special_airy_ai(self):
+    """Airy function Ai(x). Not differentiable, as in torch.
+
+    ops.yaml: special_airy_ai"""
+    return _rt.call('special_airy_ai', (self, ), ())
+
+
+def special_spherical_bessel_j0(self):
+    """Spherical Bessel function of the first kind, order 0: sin(x) / x. Not differentiable, as in torch.
+
+    ops.yaml: special_spherical_bessel_j0"""
+    return _rt.call('special_spherical_bessel_j0', (self, ), ())
+
+
+def xlogy(self, other, *, out=None):
+    """self * log(other), 0 where self == 0 unless other is NaN (torch.special.xlogy).
+
+    ops.yaml: xlogy"""
+    if out is not None:
+        return _rt.call_out('xlogy', out, xlogy, self, other)
+    return _rt.call('xlogy', (self, other, ), ())
+
+
+def xlogy_(self, other):
+    """In-place xlogy: writes the result into self."""
+    return _rt.call_inplace('xlogy', (self, other, ), ())
+
+
+def special_xlog1py(self, other):
+    """self * log1p(other), 0 where self == 0 unless other is NaN.
+
+    ops.yaml: special_xlog1py"""
+    return _rt.call('special_xlog1py', (self, other, ), ())
+
+
+def special_zeta(self, other):
+    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (torch has no derivative for self).
+
+    ops.yaml: special_zeta"""
+    return _rt.call('special_zeta', (self, other, ), ())
+
+
+def igamma(self, other, *, out=None):
+    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only, as torch.
+
+    ops.yaml: igamma"""
+    if out is not None:
+        return _rt.call_out('igamma', out, igamma, self, other)
+    return _rt.call('igamma', (self, other, ), ())
+
+
+def igamma_(self, other):
+    """In-place igamma: writes the result into self."""
+    return _rt.call_inplace('igamma', (self, other, ), ())
+
+
+def igammac(self, other, *, out=None):
+    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only.
+
+    ops.yaml: igammac"""
+    if out is not None:
+        return _rt.call_out('igammac', out, igammac, self, other)
+    return _rt.call('igammac', (self, other, ), ())
+
+
+def igammac_(self, other):
+    """In-place igammac: writes the result into self."""
+    return _rt.call_inplace('igammac', (self, other, ), ())
+
+
+def special_chebyshev_polynomial_t(self, n):
+    """Chebyshev polynomial of the first kind T_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_t"""
+    return _rt.call('special_chebyshev_polynomial_t', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_u(self, n):
+    """Chebyshev polynomial of the second kind U_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_u"""
+    return _rt.call('special_chebyshev_polynomial_u', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_v(self, n):
+    """Chebyshev polynomial of the third kind V_n(x) = U_n(x) - U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_v"""
+    return _rt.call('special_chebyshev_polynomial_v', (self, n, ), ())
+
+
+def special_chebyshev_polynomial_w(self, n):
+    """Chebyshev polynomial of the fourth kind W_n(x) = U_n(x) + U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_chebyshev_polynomial_w"""
+    return _rt.call('special_chebyshev_polynomial_w', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_t(self, n):
+    """Shifted Chebyshev polynomial T*_n(x) = T_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_t"""
+    return _rt.call('special_shifted_chebyshev_polynomial_t', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_u(self, n):
+    """Shifted Chebyshev polynomial U*_n(x) = U_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_u"""
+    return _rt.call('special_shifted_chebyshev_polynomial_u', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_v(self, n):
+    """Shifted Chebyshev polynomial V*_n(x) = V_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_v"""
+    return _rt.call('special_shifted_chebyshev_polynomial_v', (self, n, ), ())
+
+
+def special_shifted_chebyshev_polynomial_w(self, n):
+    """Shifted Chebyshev polynomial W*_n(x) = W_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_shifted_chebyshev_polynomial_w"""
+    return _rt.call('special_shifted_chebyshev_polynomial_w', (self, n, ), ())
+
+
+def special_hermite_polynomial_h(self, n):
+    """Physicists' Hermite polynomial H_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_hermite_polynomial_h"""
+    return _rt.call('special_hermite_polynomial_h', (self, n, ), ())
+
+
+def special_hermite_polynomial_he(self, n):
+    """Probabilists' Hermite polynomial He_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_hermite_polynomial_he"""
+    return _rt.call('special_hermite_polynomial_he', (self, n, ), ())
+
+
+def special_laguerre_polynomial_l(self, n):
+    """Laguerre polynomial L_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_laguerre_polynomial_l"""
+    return _rt.call('special_laguerre_polynomial_l', (self, n, ), ())
+
+
+def special_legendre_polynomial_p(self, n):
+    """Legendre polynomial P_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
+
+    ops.yaml: special_legendre_polynomial_p"""
+    return _rt.call('special_legendre_polynomial_p', (self, n, ), ())
+
+
+def _polygamma(self, order):
+    """The kernel of polygamma with self first (torch.polygamma takes n first); its scalar is not named n, a name the strided kernel's loop uses.
+
+    ops.yaml: _polygamma"""
+    return _rt.call('_polygamma', (self, ), (order, ))
+
+
+def _polygamma_(self, order):
+    """In-place _polygamma: writes the result into self."""
+    return _rt.call_inplace('_polygamma', (self, ), (order, ))
+
+
+def polygamma(n, self, *, out=None):
+    """The n-th derivative of digamma (torch.special.polygamma); also the method Tensor.polygamma(n).
+
+    ops.yaml: polygamma"""
+    if out is not None:
+        return _rt.call_out('polygamma', out, polygamma, n, self)
+    return _rt.composite('polygamma', n, self)
+
+
+def mvlgamma(self, p, *, out=None):
+    """Multivariate log-gamma sum_j lgamma(x - j/2) + p(p-1)/4 log(pi) (torch.special.multigammaln).
+
+    ops.yaml: mvlgamma"""
+    if out is not None:
+        return _rt.call_out('mvlgamma', out, mvlgamma, self, p)
+    return _rt.composite('mvlgamma', self, p)
+
+
+def mvlgamma_(self, p):
+    """In-place mvlgamma: writes the result into self."""
+    return _rt.composite_inplace('mvlgamma', self, p)

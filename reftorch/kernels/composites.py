@@ -1099,3 +1099,24 @@ def linalg_tensorsolve(F, A, B, dims=None):
     if F.numel_of(cols) != rows:
         raise RuntimeError(f'Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == other.numel(), but got {F.numel_of(cols)} != {rows}')
     return F.linalg_solve(A.reshape(rows, rows), B.reshape(rows)).reshape(cols)
+
+
+def polygamma(F, n, self):
+    # ops.yaml: polygamma
+    if F.is_tensor(n) and (not F.is_tensor(self)):
+        n, self = (self, n)
+    if n < 0:
+        raise RuntimeError('polygamma(n, x) does not support negative n.')
+    return F._polygamma(self, n)
+
+
+def mvlgamma(F, self, p):
+    # ops.yaml: mvlgamma
+    if p < 1:
+        raise RuntimeError('p has to be greater than or equal to 1')
+    if not F.is_floating(self):
+        self = self.to(F.default_float())
+    out = F.lgamma(self)
+    for j in range(1, p):
+        out = out + F.lgamma(self - 0.5 * j)
+    return out + p * (p - 1) / 4 * math.log(math.pi)

@@ -2091,3 +2091,229 @@ def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F._matrix_exp_backward(A, grad)
     return g
+
+
+def lgamma_backward(F, grads, saved, needs, fused):
+    # ops.yaml: lgamma
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * digamma(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_lgamma_self', (grad, self,), ()) if fused else grad * F.digamma(self)
+    return g
+
+
+def digamma_backward(F, grads, saved, needs, fused):
+    # ops.yaml: digamma
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * _polygamma(self, 1)
+    if needs[0]:
+        g[0] = F._fused('_bw_digamma_self', (grad, self,), ()) if fused else grad * F._polygamma(self, 1)
+    return g
+
+
+def erfinv_backward(F, grads, saved, needs, fused):
+    # ops.yaml: erfinv
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: grad * 0.886226925452758 * exp(result * result)
+    if needs[0]:
+        g[0] = F._fused('_bw_erfinv_self', (grad, result,), ()) if fused else grad * 0.886226925452758 * F.exp(result * result)
+    return g
+
+
+def i0_backward(F, grads, saved, needs, fused):
+    # ops.yaml: i0
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * special_i1(self)
+    if needs[0]:
+        g[0] = F._fused('_bw_i0_self', (grad, self,), ()) if fused else grad * F.special_i1(self)
+    return g
+
+
+def sinc_backward(F, grads, saved, needs, fused):
+    # ops.yaml: sinc
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: where(self == 0, 0.0, grad * (math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self))
+    if needs[0]:
+        g[0] = F.where(self == 0, 0.0, grad * (math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self))
+    return g
+
+
+def special_erfcx_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_erfcx
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * (2 * self * result - 1.1283791670955126)
+    if needs[0]:
+        g[0] = F._fused('_bw_special_erfcx_self', (grad, self, result,), ()) if fused else grad * (2 * self * result - 1.1283791670955126)
+    return g
+
+
+def special_ndtr_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_ndtr
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * 0.3989422804014327 * exp(-0.5 * self * self)
+    if needs[0]:
+        g[0] = F._fused('_bw_special_ndtr_self', (grad, self,), ()) if fused else grad * 0.3989422804014327 * F.exp(-0.5 * self * self)
+    return g
+
+
+def special_ndtri_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_ndtri
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 1
+    # self: grad * 2.5066282746310002 * exp(0.5 * result * result)
+    if needs[0]:
+        g[0] = F._fused('_bw_special_ndtri_self', (grad, result,), ()) if fused else grad * 2.5066282746310002 * F.exp(0.5 * result * result)
+    return g
+
+
+def special_log_ndtr_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_log_ndtr
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self))
+    if needs[0]:
+        g[0] = F._fused('_bw_special_log_ndtr_self', (grad, result, self,), ()) if fused else grad * 0.3989422804014327 * F.exp(-(result + 0.5 * self * self))
+    return g
+
+
+def special_i0e_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_i0e
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * (special_i1e(self) - sign(self) * result)
+    if needs[0]:
+        g[0] = F._fused('_bw_special_i0e_self', (grad, self, result,), ()) if fused else grad * (F.special_i1e(self) - F.sign(self) * result)
+    return g
+
+
+def special_i1_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_i1
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
+    if needs[0]:
+        g[0] = F._fused('_bw_special_i1_self', (grad, self, result,), ()) if fused else F.where(self == 0, 0.5 * grad, grad * (F.i0(self) - result / self))
+    return g
+
+
+def special_i1e_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_i1e
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
+    if needs[0]:
+        g[0] = F._fused('_bw_special_i1e_self', (grad, self, result,), ()) if fused else F.where(self == 0, 0.5 * grad, grad * (F.special_i0e(self) - result * (F.sign(self) + 1 / self)))
+    return g
+
+
+def special_entr_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_entr
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * -(1 + log(self))
+    if needs[0]:
+        g[0] = F._fused('_bw_special_entr_self', (grad, self,), ()) if fused else grad * -(1 + F.log(self))
+    return g
+
+
+def xlogy_backward(F, grads, saved, needs, fused):
+    # ops.yaml: xlogy
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad * xlogy(self != 0, other)
+    if needs[0]:
+        g[0] = F._fused('_bw_xlogy_self', (grad, self, other,), ()) if fused else grad * F.xlogy(self != 0, other)
+    # other: grad * self / other
+    if needs[1]:
+        g[1] = F._fused('_bw_xlogy_other', (grad, self, other,), ()) if fused else grad * self / other
+    return g
+
+
+def special_xlog1py_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_xlog1py
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad * special_xlog1py(self != 0, other)
+    if needs[0]:
+        g[0] = F._fused('_bw_special_xlog1py_self', (grad, self, other,), ()) if fused else grad * F.special_xlog1py(self != 0, other)
+    # other: grad * self / (other + 1)
+    if needs[1]:
+        g[1] = F._fused('_bw_special_xlog1py_other', (grad, self, other,), ()) if fused else grad * self / (other + 1)
+    return g
+
+
+def special_zeta_backward(F, grads, saved, needs, fused):
+    # ops.yaml: special_zeta
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # other: grad * -self * special_zeta(self + 1.0, other)
+    if needs[1]:
+        g[1] = F._fused('_bw_special_zeta_other', (grad, self, other,), ()) if fused else grad * -self * F.special_zeta(self + 1.0, other)
+    return g
+
+
+def igamma_backward(F, grads, saved, needs, fused):
+    # ops.yaml: igamma
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # other: grad * exp((self - 1) * log(other) - other - lgamma(self))
+    if needs[1]:
+        g[1] = F._fused('_bw_igamma_other', (grad, self, other,), ()) if fused else grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
+    return g
+
+
+def igammac_backward(F, grads, saved, needs, fused):
+    # ops.yaml: igammac
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # other: -grad * exp((self - 1) * log(other) - other - lgamma(self))
+    if needs[1]:
+        g[1] = F._fused('_bw_igammac_other', (grad, self, other,), ()) if fused else -grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
+    return g
+
+
+def _polygamma_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _polygamma
+    grad = grads[0]
+    order = saved['order']
+    self = saved['self']
+    g = [None] * 1
+    # self: grad * _polygamma(self, order + 1)
+    if needs[0]:
+        g[0] = F._fused('_bw__polygamma_self', (grad, self,), (order, )) if fused else grad * F._polygamma(self, order + 1)
+    return g
