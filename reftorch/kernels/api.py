@@ -64,7 +64,7 @@ SPECS = {
 
     'matmul_backward_other': {'name': 'matmul_backward_other', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims'), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims'), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'permute': {'name': 'permute', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dims: np.transpose(x, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -74,9 +74,9 @@ SPECS = {
 
     'reshape': {'name': 'reshape', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, shape: x.reshape(shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -84,7 +84,7 @@ SPECS = {
 
     'unflatten': {'name': 'unflatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('sizes', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, sizes: x.reshape(x.shape[:dim % x.ndim] + tuple(sizes) + x.shape[dim % x.ndim + 1:])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'movedim': {'name': 'movedim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('source', 'int[]', None, False), ('destination', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('destination', 'source'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('moveaxis',), 'ref': 'lambda x, source, destination: np.moveaxis(x, source, destination)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -98,7 +98,7 @@ SPECS = {
 
     'unfold': {'name': 'unfold', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dimension', 'dim', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'self.shape', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dimension, size, step: np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)[(slice(None),) * (dimension % x.ndim) + (slice(None, None, step),)]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'select_backward': {'name': 'select_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -282,7 +282,7 @@ SPECS = {
 
     'take': {'name': 'take', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index: np.take(self, index)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_sort': {'name': '_sort', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -302,9 +302,9 @@ SPECS = {
 
     'argwhere': {'name': 'argwhere', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argwhere', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'one_hot': {'name': 'one_hot', 'kind': 'array', 'args': (('self', 'Index', None, False), ('num_classes', 'int', '-1', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, num_classes=-1: np.eye(num_classes if num_classes >= 0 else self.max() + 1, dtype=np.int64)[self]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -465,6 +465,32 @@ SPECS = {
     '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
+
+    'adjoint': {'name': 'adjoint', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.swapaxes(x, -1, -2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'detach': {'name': 'detach', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.asarray', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'detach_copy': {'name': 'detach_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'alias_copy': {'name': 'alias_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'ravel': {'name': 'ravel', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x.reshape(-1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'broadcast_to': {'name': 'broadcast_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: np.broadcast_to(x, size)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'broadcast_tensors': {'name': 'broadcast_tensors', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: tuple(np.broadcast_arrays(*tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_1d': {'name': 'atleast_1d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_1d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_2d': {'name': 'atleast_2d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_2d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_3d': {'name': 'atleast_3d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_3d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fliplr': {'name': 'fliplr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.fliplr', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'flipud': {'name': 'flipud', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.flipud', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rot90': {'name': 'rot90', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', '1', False), ('dims', 'int[]', '[0,1]', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, k=1, dims=(0, 1): np.rot90(self, k, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
 }
 
@@ -769,10 +795,17 @@ def transpose(self, dim0, dim1):
     return _rt.call('transpose', (self, ), (dim0, dim1, ))
 
 
+def transpose_(self, dim0, dim1):
+    """In-place transpose: writes the result into self."""
+    return _rt.view_inplace('transpose', (self, ), (dim0, dim1, ))
+
+
 swapaxes = transpose
+swapaxes_ = transpose_
 
 
 swapdims = transpose
+swapdims_ = transpose_
 
 
 def permute(self, dims):
@@ -810,11 +843,21 @@ def unsqueeze(self, dim):
     return _rt.call('unsqueeze', (self, ), (dim, ))
 
 
+def unsqueeze_(self, dim):
+    """In-place unsqueeze: writes the result into self."""
+    return _rt.view_inplace('unsqueeze', (self, ), (dim, ))
+
+
 def squeeze(self, dim=None):
     """Removes size-1 dims.
 
     ops.yaml: squeeze"""
     return _rt.call('squeeze', (self, ), (dim, ))
+
+
+def squeeze_(self, dim=None):
+    """In-place squeeze: writes the result into self."""
+    return _rt.view_inplace('squeeze', (self, ), (dim, ))
 
 
 def clone(self, *, memory_format=None):
@@ -843,6 +886,11 @@ def t(self):
 
     ops.yaml: t"""
     return _rt.call('t', (self, ), ())
+
+
+def t_(self):
+    """In-place t: writes the result into self."""
+    return _rt.view_inplace('t', (self, ), ())
 
 
 def movedim(self, source, destination):
@@ -895,6 +943,11 @@ def as_strided(self, size, stride, storage_offset=None):
 
     ops.yaml: as_strided"""
     return _rt.call('as_strided', (self, ), (size, stride, storage_offset, ))
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """In-place as_strided: writes the result into self."""
+    return _rt.view_inplace('as_strided', (self, ), (size, stride, storage_offset, ))
 
 
 def select_backward(grad_output, input_sizes, dim, index):
@@ -1578,6 +1631,11 @@ def put(self, index, source, accumulate=False):
     return _rt.call('put', (self, index, source, ), (accumulate, ))
 
 
+def put_(self, index, source, accumulate=False):
+    """In-place put: writes the result into self."""
+    return _rt.composite_inplace('put', self, index, source, accumulate)
+
+
 def _sort(self, dim=-1, descending=False, stable=False):
     """(values, indices) sorted along dim, stably; NaN sorts as the largest value.
 
@@ -1648,11 +1706,21 @@ def tril(self, diagonal=0):
     return _rt.call('tril', (self, ), (diagonal, ))
 
 
+def tril_(self, diagonal=0):
+    """In-place tril: writes the result into self."""
+    return _rt.composite_inplace('tril', self, diagonal)
+
+
 def triu(self, diagonal=0):
     """The upper triangle (on and above the diagonal-th diagonal) of the last two dims, zeros below.
 
     ops.yaml: triu"""
     return _rt.call('triu', (self, ), (diagonal, ))
+
+
+def triu_(self, diagonal=0):
+    """In-place triu: writes the result into self."""
+    return _rt.composite_inplace('triu', self, diagonal)
 
 
 def one_hot(self, num_classes=-1):
@@ -2573,3 +2641,94 @@ def _log_softmax_backward(grad_output, output, dim):
 
     ops.yaml: _log_softmax_backward"""
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
+
+
+def adjoint(self):
+    """The conjugate transpose of the last two dims, a view (a transpose here, with no complex dtypes).
+
+    ops.yaml: adjoint"""
+    return _rt.call('adjoint', (self, ), ())
+
+
+def detach(self):
+    """self's data without its history (torch.detach; shares storage and version counter).
+
+    ops.yaml: detach"""
+    return _rt.composite('detach', self)
+
+
+def detach_copy(self):
+    """A contiguous copy of detach(self).
+
+    ops.yaml: detach_copy"""
+    return _rt.composite('detach_copy', self)
+
+
+def alias_copy(self):
+    """A contiguous copy of self (the copy variant of an alias).
+
+    ops.yaml: alias_copy"""
+    return _rt.composite('alias_copy', self)
+
+
+def ravel(self):
+    """self flattened to 1-D; a view when self is contiguous, else a copy.
+
+    ops.yaml: ravel"""
+    return _rt.composite('ravel', self)
+
+
+def broadcast_to(self, size):
+    """self broadcast to size (-1 keeps a dim), a view with stride 0 along the broadcast dims (expand).
+
+    ops.yaml: broadcast_to"""
+    return _rt.composite('broadcast_to', self, size)
+
+
+def broadcast_tensors(*tensors):
+    """The tensors broadcast to one shape, as views (expand).
+
+    ops.yaml: broadcast_tensors"""
+    return _rt.composite('broadcast_tensors', *tensors)
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least one dim (0-d ones become 1-D views); one tensor in, one out, else a tuple.
+
+    ops.yaml: atleast_1d"""
+    return _rt.composite('atleast_1d', *tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least two dims (views; a 1-D one gets a leading dim).
+
+    ops.yaml: atleast_2d"""
+    return _rt.composite('atleast_2d', *tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least three dims (views; (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)).
+
+    ops.yaml: atleast_3d"""
+    return _rt.composite('atleast_3d', *tensors)
+
+
+def fliplr(self):
+    """Reverses dim 1 (a copy).
+
+    ops.yaml: fliplr"""
+    return _rt.composite('fliplr', self)
+
+
+def flipud(self):
+    """Reverses dim 0 (a copy).
+
+    ops.yaml: flipud"""
+    return _rt.composite('flipud', self)
+
+
+def rot90(self, k=1, dims=[0,1]):
+    """Rotates by 90 degrees k times in the plane of dims, from the first dim towards the second.
+
+    ops.yaml: rot90"""
+    return _rt.composite('rot90', self, k, dims)

@@ -484,3 +484,99 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def detach(F, self):
+    # ops.yaml: detach
+    return self.detach()
+
+
+def detach_copy(F, self):
+    # ops.yaml: detach_copy
+    return F.clone(self.detach())
+
+
+def alias_copy(F, self):
+    # ops.yaml: alias_copy
+    return F.clone(self)
+
+
+def ravel(F, self):
+    # ops.yaml: ravel
+    return F.reshape(self, (-1,))
+
+
+def broadcast_to(F, self, size):
+    # ops.yaml: broadcast_to
+    return F.expand(self, tuple(size))
+
+
+def broadcast_tensors(F, *tensors):
+    # ops.yaml: broadcast_tensors
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    shape = F.common_shape(*[tuple(t.shape) for t in ts])
+    return tuple((F.expand(t, shape) for t in ts))
+
+
+def atleast_1d(F, *tensors):
+    # ops.yaml: atleast_1d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = tuple((F.reshape(t, (1,)) if t.ndim == 0 else t for t in ts))
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else out
+
+
+def atleast_2d(F, *tensors):
+    # ops.yaml: atleast_2d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = tuple((F.reshape(t, (1, 1)) if t.ndim == 0 else F.unsqueeze(t, 0) if t.ndim == 1 else t for t in ts))
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else out
+
+
+def atleast_3d(F, *tensors):
+    # ops.yaml: atleast_3d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = []
+    for t in ts:
+        if t.ndim == 0:
+            t = F.reshape(t, (1, 1, 1))
+        elif t.ndim == 1:
+            t = F.unsqueeze(F.unsqueeze(t, 0), -1)
+        elif t.ndim == 2:
+            t = F.unsqueeze(t, -1)
+        out.append(t)
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else tuple(out)
+
+
+def fliplr(F, self):
+    # ops.yaml: fliplr
+    if self.ndim < 2:
+        raise RuntimeError('Input must be >= 2-d.')
+    return F.flip(self, (1,))
+
+
+def flipud(F, self):
+    # ops.yaml: flipud
+    if self.ndim < 1:
+        raise RuntimeError('Input must be >= 1-d.')
+    return F.flip(self, (0,))
+
+
+def rot90(F, self, k=1, dims=[0,1]):
+    # ops.yaml: rot90
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f'expected total rotation dims == 2, but got dims = {len(dims)}')
+    if self.ndim < 2:
+        raise RuntimeError(f'expected total dims >= 2, but got total dims = {self.ndim}')
+    for d in dims:
+        F.normalize_dims(d, self.ndim)
+    if dims[0] == dims[1] or F.abs(dims[0] - dims[1]) == self.ndim:
+        raise RuntimeError(f'expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}')
+    k = k % 4
+    if k == 1:
+        return F.transpose(F.flip(self, (dims[1],)), dims[0], dims[1])
+    if k == 2:
+        return F.flip(self, dims)
+    if k == 3:
+        return F.transpose(F.flip(self, (dims[0],)), dims[0], dims[1])
+    return F.clone(self)

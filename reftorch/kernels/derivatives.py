@@ -1931,3 +1931,13 @@ def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     if needs[1]:
         g[1] = -grad * F.exp(output) * F.sum(grad_output, dim, True)
     return g
+
+
+def adjoint_backward(F, grads, saved, needs, fused):
+    # ops.yaml: adjoint
+    grad = grads[0]
+    g = [None] * 1
+    # self: adjoint(grad)
+    if needs[0]:
+        g[0] = F.adjoint(grad)
+    return g
