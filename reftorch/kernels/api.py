@@ -492,6 +492,26 @@ SPECS = {
 
     'rot90': {'name': 'rot90', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', '1', False), ('dims', 'int[]', '[0,1]', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, k=1, dims=(0, 1): np.rot90(self, k, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_scatter_strided': {'name': '_scatter_strided', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('size', 'src.shape', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'as_strided_scatter': {'name': 'as_strided_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagonal_scatter': {'name': 'diagonal_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'select_scatter': {'name': 'select_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_scatter': {'name': 'slice_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diag': {'name': 'diag', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.diag(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diag_embed': {'name': 'diag_embed', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'int', '-2', False), ('dim2', 'int', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, offset=0, dim1=-2, dim2=-1: np.stack([np.diag(r, offset) for r in self.reshape(-1, self.shape[-1])]).reshape(self.shape[:-1] + (self.shape[-1] + abs(offset),) * 2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagflat': {'name': 'diagflat', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, offset=0: np.diagflat(self, offset)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'trace': {'name': 'trace', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.trace(self, dtype=np.int64 if self.dtype.kind in 'iu' else self.dtype) if self.ndim == 2 else (_ for _ in ()).throw(ValueError('not a matrix'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2732,3 +2752,78 @@ def rot90(self, k=1, dims=[0,1]):
 
     ops.yaml: rot90"""
     return _rt.composite('rot90', self, k, dims)
+
+
+def _scatter_strided(self, src, size, stride, storage_offset):
+    """A row-major copy of self with src written into its elements at (size, stride, storage_offset) of that copy (helper of the *_scatter ops).
+
+    ops.yaml: _scatter_strided"""
+    return _rt.call('_scatter_strided', (self, src, ), (size, stride, storage_offset, ))
+
+
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    """A copy of self (in self's order of strides, as PyTorch's clone) whose as_strided(size, stride, storage_offset) view holds src. Not fuzzed: src must have the view's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: as_strided_scatter"""
+    return _rt.composite('as_strided_scatter', self, src, size, stride, storage_offset)
+
+
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+    """A copy of self with src as its diagonal (offset, dim1, dim2), the inverse of diagonal. Not fuzzed: src must have the diagonal's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: diagonal_scatter"""
+    return _rt.composite('diagonal_scatter', self, src, offset, dim1, dim2)
+
+
+def select_scatter(self, src, dim, index):
+    """A copy of self with src as its slice at index along dim. Not fuzzed: src must have the slice's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: select_scatter"""
+    return _rt.composite('select_scatter', self, src, dim, index)
+
+
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    """A copy of self with src as its slice start:end:step along dim. Not fuzzed: src must have the slice's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: slice_scatter"""
+    return _rt.composite('slice_scatter', self, src, dim, start, end, step)
+
+
+def diag(self, diagonal=0):
+    """A 1-D tensor as the diagonal-th diagonal of a square matrix, or a copy of a matrix's diagonal-th diagonal.
+
+    ops.yaml: diag"""
+    return _rt.composite('diag', self, diagonal)
+
+
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    """Each last-dim vector of self as the offset diagonal of a matrix in dims dim1, dim2 of the result (zeros elsewhere).
+
+    ops.yaml: diag_embed"""
+    return _rt.composite('diag_embed', self, offset, dim1, dim2)
+
+
+def diagflat(self, offset=0):
+    """self flattened as the offset diagonal of a square matrix.
+
+    ops.yaml: diagflat"""
+    return _rt.composite('diagflat', self, offset)
+
+
+def trace(self):
+    """Sum of the main diagonal of a matrix (integers sum to int64).
+
+    ops.yaml: trace"""
+    return _rt.composite('trace', self)
+
+
+def fill_diagonal(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_ — writes fill_value on the main diagonal (wrap=True restarts it below a tall matrix's square top).
+
+    ops.yaml: fill_diagonal"""
+    return _rt.call('fill_diagonal', (self, ), (fill_value, wrap, ))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """In-place fill_diagonal: writes the result into self."""
+    return _rt.composite_inplace('fill_diagonal', self, fill_value, wrap)

@@ -698,3 +698,30 @@ def _log_softmax_backward_forward(grad_output, output, dim):
     if grad_output.ndim == 0:
         return grad_output - np.exp(output) * grad_output
     return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)
+
+
+def _scatter_strided_forward(self, src, size, stride, storage_offset):
+    # ops.yaml: _scatter_strided
+    out = np.array(self, order="C")
+    flat = out.reshape(-1)
+    size, stride = tuple(size), tuple(stride)
+    if tuple(src.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(size)}")
+    if 0 not in size and storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) >= flat.shape[0]:
+        raise RuntimeError(f"as_strided_scatter: size {list(size)}, stride {list(stride)} and storage offset "
+                           f"{storage_offset} reach outside a tensor of {flat.shape[0]} elements")
+    view = np.lib.stride_tricks.as_strided(flat[storage_offset:], size, [s * flat.itemsize for s in stride])
+    view[...] = src
+    return out
+
+
+def fill_diagonal_forward(self, fill_value, wrap=False):
+    # ops.yaml: fill_diagonal
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    out = np.array(self)
+    np.fill_diagonal(out, fill_value, wrap)
+    return out

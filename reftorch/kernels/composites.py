@@ -580,3 +580,69 @@ def rot90(F, self, k=1, dims=[0,1]):
     if k == 3:
         return F.transpose(F.flip(self, (dims[0],)), dims[0], dims[1])
     return F.clone(self)
+
+
+def as_strided_scatter(F, self, src, size, stride, storage_offset=None):
+    # ops.yaml: as_strided_scatter
+    order = sorted(range(self.ndim), key=lambda d: -self.stride()[d])
+    dense = F.permute(self, order)
+    out = F._scatter_strided(dense, src.to(self.dtype), size, stride, 0 if storage_offset is None else storage_offset)
+    return F.permute(out, F.invert_permutation(order))
+
+
+def diagonal_scatter(F, self, src, offset=0, dim1=0, dim2=1):
+    # ops.yaml: diagonal_scatter
+    v = F.diagonal(F.empty(tuple(self.shape), device=F.device_of(self, src)), offset, dim1, dim2)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def select_scatter(F, self, src, dim, index):
+    # ops.yaml: select_scatter
+    v = F.select(F.empty(tuple(self.shape), device=F.device_of(self, src)), dim, index)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def slice_scatter(F, self, src, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_scatter
+    if step <= 0:
+        raise RuntimeError('slice step must be positive')
+    v = F.slice_dim(F.empty(tuple(self.shape), device=F.device_of(self, src)), dim, start, end, step)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def diag(F, self, diagonal=0):
+    # ops.yaml: diag
+    if self.ndim == 1:
+        n = self.shape[0] + F.abs(diagonal)
+        return F.diagonal_scatter(F.zeros((n, n), dtype=self.dtype, device=F.device_of(self)), self, diagonal)
+    if self.ndim == 2:
+        return F.clone(self.diagonal(diagonal))
+    raise RuntimeError(f'diag(): Supports 1D or 2D tensors. Got {self.ndim}D')
+
+
+def diag_embed(F, self, offset=0, dim1=-2, dim2=-1):
+    # ops.yaml: diag_embed
+    nd = self.ndim + 1
+    d1, d2 = (F.normalize_dims(dim1, nd)[0], F.normalize_dims(dim2, nd)[0])
+    if d1 == d2:
+        raise RuntimeError(f'diagonal dimensions cannot be identical {dim1}, {dim2}')
+    n = self.shape[-1] + F.abs(offset)
+    shape = list(self.shape[:-1])
+    lo, hi = (d1, d2) if d1 < d2 else (d2, d1)
+    shape.insert(lo, n)
+    shape.insert(hi, n)
+    return F.diagonal_scatter(F.zeros(tuple(shape), dtype=self.dtype, device=F.device_of(self)), self, offset, d1, d2)
+
+
+def diagflat(F, self, offset=0):
+    # ops.yaml: diagflat
+    return F.diag(F.reshape(self, (-1,)), offset)
+
+
+def trace(F, self):
+    # ops.yaml: trace
+    if self.ndim != 2:
+        raise RuntimeError(f'trace: expected a matrix, but got tensor with dim {self.ndim}')
+    if self.dtype.category == 0:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+    return F.sum(self.diagonal())

@@ -1941,3 +1941,31 @@ def adjoint_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F.adjoint(grad)
     return g
+
+
+def _scatter_strided_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _scatter_strided
+    grad = grads[0]
+    size = saved['size']
+    src_shape = saved['src.shape']
+    storage_offset = saved['storage_offset']
+    stride = saved['stride']
+    g = [None] * 2
+    # self: _scatter_strided(grad, zeros(src.shape, dtype=grad.dtype), size, stride, storage_offset)
+    if needs[0]:
+        g[0] = F._scatter_strided(grad, F.zeros(src_shape, dtype=grad.dtype, device=grad.device), size, stride, storage_offset)
+    # src: clone(grad).as_strided(size, stride, storage_offset)
+    if needs[1]:
+        g[1] = F.clone(grad).as_strided(size, stride, storage_offset)
+    return g
+
+
+def fill_diagonal_backward(F, grads, saved, needs, fused):
+    # ops.yaml: fill_diagonal
+    grad = grads[0]
+    wrap = saved['wrap']
+    g = [None] * 1
+    # self: fill_diagonal(grad, 0, wrap)
+    if needs[0]:
+        g[0] = F.fill_diagonal(grad, 0, wrap)
+    return g
