@@ -512,6 +512,64 @@ SPECS = {
 
     'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'hstack': {'name': 'hstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.hstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'vstack': {'name': 'vstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('row_stack',), 'ref': 'lambda tensors: np.vstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dstack': {'name': 'dstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.dstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'column_stack': {'name': 'column_stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.column_stack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'tensor_split': {'name': 'tensor_split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections, dim=0: tuple(np.array_split(self, indices_or_sections, axis=dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'hsplit': {'name': 'hsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.hsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'vsplit': {'name': 'vsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.vsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dsplit': {'name': 'dsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.dsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_with_sizes': {'name': 'split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_split': {'name': 'unsafe_split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_split_with_sizes': {'name': 'unsafe_split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_chunk': {'name': 'unsafe_chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sum_to_size': {'name': 'sum_to_size', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, size: np.sum(self, axis=tuple(range(self.ndim - len(size))) + tuple(self.ndim - len(size) + i for i, s in enumerate(size) if s == 1 and self.shape[self.ndim - len(size) + i] != 1), keepdims=False).reshape(size) if self.shape != tuple(size) else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'narrow_copy': {'name': 'narrow_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('start', 'int', None, False), ('length', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, length: np.take(x, np.arange(length) + (start % x.shape[dim] if start < 0 else start), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'as_strided_copy': {'name': 'as_strided_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride]).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagonal_copy': {'name': 'diagonal_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'expand_copy': {'name': 'expand_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('implicit', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, implicit=False: np.broadcast_to(x, size).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'permute_copy': {'name': 'permute_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dims: np.transpose(x, dims).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'select_copy': {'name': 'select_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, index: np.take(x, index, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_copy': {'name': 'slice_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0, start=None, end=None, step=1: x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)].copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'squeeze_copy': {'name': 'squeeze_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1)).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    't_copy': {'name': 't_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x).copy() if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'transpose_copy': {'name': 'transpose_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unfold_copy': {'name': 'unfold_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dimension', 'dim', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dimension, size, step: np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)[(slice(None),) * (dimension % x.ndim) + (slice(None, None, step),)].copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsqueeze_copy': {'name': 'unsqueeze_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_copy': {'name': 'view_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: x.reshape(size).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_copy': {'name': 'split_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_with_sizes_copy': {'name': 'split_with_sizes_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unbind_copy': {'name': 'unbind_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2827,3 +2885,209 @@ def fill_diagonal(self, fill_value, wrap=False):
 def fill_diagonal_(self, fill_value, wrap=False):
     """In-place fill_diagonal: writes the result into self."""
     return _rt.composite_inplace('fill_diagonal', self, fill_value, wrap)
+
+
+def hstack(tensors):
+    """Joins tensors column-wise (along dim 1, or dim 0 for 1-D tensors), 0-d ones taken as 1-D.
+
+    ops.yaml: hstack"""
+    return _rt.composite('hstack', tensors)
+
+
+def vstack(tensors):
+    """Joins tensors row-wise (along dim 0 of their atleast_2d views).
+
+    ops.yaml: vstack"""
+    return _rt.composite('vstack', tensors)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Joins tensors depth-wise (along dim 2 of their atleast_3d views).
+
+    ops.yaml: dstack"""
+    return _rt.composite('dstack', tensors)
+
+
+def column_stack(tensors):
+    """Joins tensors as columns (0-d and 1-D tensors become (n, 1) columns), then hstack.
+
+    ops.yaml: column_stack"""
+    return _rt.composite('column_stack', tensors)
+
+
+def tensor_split(self, indices_or_sections, dim=0):
+    """Views of self along dim: n pieces of sizes differing by at most one (the first ones larger), or the pieces between the given indices (a list, or an int64 tensor: 0-d for n, 1-D for indices).
+
+    ops.yaml: tensor_split"""
+    return _rt.composite('tensor_split', self, indices_or_sections, dim)
+
+
+def hsplit(self, indices_or_sections):
+    """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide that dim.
+
+    ops.yaml: hsplit"""
+    return _rt.composite('hsplit', self, indices_or_sections)
+
+
+def vsplit(self, indices_or_sections):
+    """tensor_split along dim 0 of a tensor with at least 2 dims; an int must divide that dim.
+
+    ops.yaml: vsplit"""
+    return _rt.composite('vsplit', self, indices_or_sections)
+
+
+def dsplit(self, indices_or_sections):
+    """tensor_split along dim 2 of a tensor with at least 3 dims; an int must divide that dim.
+
+    ops.yaml: dsplit"""
+    return _rt.composite('dsplit', self, indices_or_sections)
+
+
+def split_with_sizes(self, split_sizes, dim=0):
+    """Views of the given sizes along dim (they must add up to its size).
+
+    ops.yaml: split_with_sizes"""
+    return _rt.composite('split_with_sizes', self, split_sizes, dim)
+
+
+def unsafe_split(self, split_size, dim=0):
+    """split (views; PyTorch leaves them out of autograd's view tracking, which reftorch keeps).
+
+    ops.yaml: unsafe_split"""
+    return _rt.composite('unsafe_split', self, split_size, dim)
+
+
+def unsafe_split_with_sizes(self, split_sizes, dim=0):
+    """split_with_sizes (views, as unsafe_split).
+
+    ops.yaml: unsafe_split_with_sizes"""
+    return _rt.composite('unsafe_split_with_sizes', self, split_sizes, dim)
+
+
+def unsafe_chunk(self, chunks, dim=0):
+    """chunk (views, as unsafe_split).
+
+    ops.yaml: unsafe_chunk"""
+    return _rt.composite('unsafe_chunk', self, chunks, dim)
+
+
+def sum_to_size(self, size):
+    """Tensor.sum_to_size — self summed down to size, a shape it broadcasts from (self itself when equal).
+
+    ops.yaml: sum_to_size"""
+    return _rt.composite('sum_to_size', self, size)
+
+
+def narrow_copy(self, dim, start, length):
+    """A contiguous copy of narrow(self, dim, start, length).
+
+    ops.yaml: narrow_copy"""
+    return _rt.composite('narrow_copy', self, dim, start, length)
+
+
+def as_strided_copy(self, size, stride, storage_offset=None):
+    """A contiguous copy of as_strided(...).
+
+    ops.yaml: as_strided_copy"""
+    return _rt.composite('as_strided_copy', self, size, stride, storage_offset)
+
+
+def diagonal_copy(self, offset=0, dim1=0, dim2=1):
+    """A contiguous copy of diagonal(...).
+
+    ops.yaml: diagonal_copy"""
+    return _rt.composite('diagonal_copy', self, offset, dim1, dim2)
+
+
+def expand_copy(self, size, *, implicit=False):
+    """A contiguous copy of expand(...).
+
+    ops.yaml: expand_copy"""
+    return _rt.composite('expand_copy', self, size, implicit=implicit)
+
+
+def permute_copy(self, dims):
+    """A contiguous copy of permute(...).
+
+    ops.yaml: permute_copy"""
+    return _rt.composite('permute_copy', self, dims)
+
+
+def select_copy(self, dim, index):
+    """A contiguous copy of select(...).
+
+    ops.yaml: select_copy"""
+    return _rt.composite('select_copy', self, dim, index)
+
+
+def slice_copy(self, dim=0, start=None, end=None, step=1):
+    """A contiguous copy of the slice start:end:step along dim.
+
+    ops.yaml: slice_copy"""
+    return _rt.composite('slice_copy', self, dim, start, end, step)
+
+
+def squeeze_copy(self, dim=None):
+    """A contiguous copy of squeeze(...).
+
+    ops.yaml: squeeze_copy"""
+    return _rt.composite('squeeze_copy', self, dim)
+
+
+def t_copy(self):
+    """A contiguous copy of t(...).
+
+    ops.yaml: t_copy"""
+    return _rt.composite('t_copy', self)
+
+
+def transpose_copy(self, dim0, dim1):
+    """A contiguous copy of transpose(...).
+
+    ops.yaml: transpose_copy"""
+    return _rt.composite('transpose_copy', self, dim0, dim1)
+
+
+def unfold_copy(self, dimension, size, step):
+    """A contiguous copy of unfold(...).
+
+    ops.yaml: unfold_copy"""
+    return _rt.composite('unfold_copy', self, dimension, size, step)
+
+
+def unsqueeze_copy(self, dim):
+    """A contiguous copy of unsqueeze(...).
+
+    ops.yaml: unsqueeze_copy"""
+    return _rt.composite('unsqueeze_copy', self, dim)
+
+
+def view_copy(self, size):
+    """A contiguous copy of view(self, size); any strides will do, the copy needs no view.
+
+    ops.yaml: view_copy"""
+    return _rt.composite('view_copy', self, size)
+
+
+def split_copy(self, split_size, dim=0):
+    """Contiguous copies of the views of split(...).
+
+    ops.yaml: split_copy"""
+    return _rt.composite('split_copy', self, split_size, dim)
+
+
+def split_with_sizes_copy(self, split_sizes, dim=0):
+    """Contiguous copies of the views of split_with_sizes(...).
+
+    ops.yaml: split_with_sizes_copy"""
+    return _rt.composite('split_with_sizes_copy', self, split_sizes, dim)
+
+
+def unbind_copy(self, dim=0):
+    """Contiguous copies of the views of unbind(...).
+
+    ops.yaml: unbind_copy"""
+    return _rt.composite('unbind_copy', self, dim)

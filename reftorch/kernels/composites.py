@@ -646,3 +646,203 @@ def trace(F, self):
     if self.dtype.category == 0:
         raise NotImplementedError('"trace" not implemented for \'Bool\'')
     return F.sum(self.diagonal())
+
+
+def hstack(F, tensors):
+    # ops.yaml: hstack
+    if len(tensors) == 0:
+        raise RuntimeError('hstack expects a non-empty TensorList')
+    ts = F.atleast_1d(list(tensors))
+    return F.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(F, tensors):
+    # ops.yaml: vstack
+    if len(tensors) == 0:
+        raise RuntimeError('vstack expects a non-empty TensorList')
+    return F.cat(F.atleast_2d(list(tensors)), 0)
+
+
+def dstack(F, tensors):
+    # ops.yaml: dstack
+    if len(tensors) == 0:
+        raise RuntimeError('dstack expects a non-empty TensorList')
+    return F.cat(F.atleast_3d(list(tensors)), 2)
+
+
+def column_stack(F, tensors):
+    # ops.yaml: column_stack
+    if len(tensors) == 0:
+        raise RuntimeError('column_stack expects a non-empty TensorList')
+    return F.hstack([F.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors])
+
+
+def tensor_split(F, self, indices_or_sections, dim=0):
+    # ops.yaml: tensor_split
+    if self.ndim == 0:
+        raise RuntimeError('tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    cut = indices_or_sections
+    if F.is_tensor(cut):
+        if cut.dtype.is_floating_point or cut.dtype.category == 0 or cut.dtype.itemsize != 8:
+            raise RuntimeError(f'tensor_split expected tensor_indices_or_sections to have dtype of long, but got {cut.dtype.short}')
+        if cut.ndim > 1:
+            raise RuntimeError(f'tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor, but got a tensor with {cut.ndim} dims')
+        cut = cut.tolist()
+    if isinstance(cut, (list, tuple)):
+        bounds = [0] + [int(i) for i in cut] + [None]
+        return tuple((F.slice_dim(self, d, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)))
+    n = int(cut)
+    if n <= 0:
+        raise RuntimeError(f'number of sections must be larger than 0, got {n}')
+    size = self.shape[d]
+    pieces, start = ([], 0)
+    for i in range(n):
+        length = size // n + (1 if i < size % n else 0)
+        pieces.append(F.narrow(self, d, start, length))
+        start += length
+    return tuple(pieces)
+
+
+def hsplit(F, self, indices_or_sections):
+    # ops.yaml: hsplit
+    if self.ndim == 0:
+        raise RuntimeError('torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions!')
+    d = 0 if self.ndim == 1 else 1
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[d] % n:
+            raise RuntimeError(f'torch.hsplit attempted to split along dimension {d}, but the size of the dimension {self.shape[d]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, d)
+
+
+def vsplit(F, self, indices_or_sections):
+    # ops.yaml: vsplit
+    if self.ndim < 2:
+        raise RuntimeError(f'torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with {self.ndim} dimensions!')
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[0] % n:
+            raise RuntimeError(f'torch.vsplit attempted to split along dimension 0, but the size of the dimension {self.shape[0]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, 0)
+
+
+def dsplit(F, self, indices_or_sections):
+    # ops.yaml: dsplit
+    if self.ndim < 3:
+        raise RuntimeError(f'torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {self.ndim} dimensions!')
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[2] % n:
+            raise RuntimeError(f'torch.dsplit attempted to split along dimension 2, but the size of the dimension {self.shape[2]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, 2)
+
+
+def split_with_sizes(F, self, split_sizes, dim=0):
+    # ops.yaml: split_with_sizes
+    return F.split(self, list(split_sizes), dim)
+
+
+def unsafe_split(F, self, split_size, dim=0):
+    # ops.yaml: unsafe_split
+    return F.split(self, split_size, dim)
+
+
+def unsafe_split_with_sizes(F, self, split_sizes, dim=0):
+    # ops.yaml: unsafe_split_with_sizes
+    return F.split(self, list(split_sizes), dim)
+
+
+def unsafe_chunk(F, self, chunks, dim=0):
+    # ops.yaml: unsafe_chunk
+    return F.chunk(self, chunks, dim)
+
+
+def sum_to_size(F, self, size):
+    # ops.yaml: sum_to_size
+    size = tuple(size)
+    n = len(size)
+    bad = [i for i, s in enumerate(size) if s != 1 and s != self.shape[self.ndim - n + i]] if n <= self.ndim else [0]
+    if bad:
+        raise RuntimeError(f'size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.')
+    return F.sum_to(self, size)
+
+
+def narrow_copy(F, self, dim, start, length):
+    # ops.yaml: narrow_copy
+    return F.clone(F.narrow(self, dim, start, length))
+
+
+def as_strided_copy(F, self, size, stride, storage_offset=None):
+    # ops.yaml: as_strided_copy
+    return F.clone(F.as_strided(self, size, stride, storage_offset))
+
+
+def diagonal_copy(F, self, offset=0, dim1=0, dim2=1):
+    # ops.yaml: diagonal_copy
+    return F.clone(F.diagonal(self, offset, dim1, dim2))
+
+
+def expand_copy(F, self, size, *, implicit=False):
+    # ops.yaml: expand_copy
+    return F.clone(F.expand(self, size))
+
+
+def permute_copy(F, self, dims):
+    # ops.yaml: permute_copy
+    return F.clone(F.permute(self, dims))
+
+
+def select_copy(F, self, dim, index):
+    # ops.yaml: select_copy
+    return F.clone(F.select(self, dim, index))
+
+
+def slice_copy(F, self, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_copy
+    return F.clone(F.slice_dim(self, dim, start, end, step))
+
+
+def squeeze_copy(F, self, dim=None):
+    # ops.yaml: squeeze_copy
+    return F.clone(F.squeeze(self, dim))
+
+
+def t_copy(F, self):
+    # ops.yaml: t_copy
+    return F.clone(F.t(self))
+
+
+def transpose_copy(F, self, dim0, dim1):
+    # ops.yaml: transpose_copy
+    return F.clone(F.transpose(self, dim0, dim1))
+
+
+def unfold_copy(F, self, dimension, size, step):
+    # ops.yaml: unfold_copy
+    return F.clone(F.unfold(self, dimension, size, step))
+
+
+def unsqueeze_copy(F, self, dim):
+    # ops.yaml: unsqueeze_copy
+    return F.clone(F.unsqueeze(self, dim))
+
+
+def view_copy(F, self, size):
+    # ops.yaml: view_copy
+    return F.clone(F.reshape(self, size))
+
+
+def split_copy(F, self, split_size, dim=0):
+    # ops.yaml: split_copy
+    return tuple((F.clone(t) for t in F.split(self, split_size, dim)))
+
+
+def split_with_sizes_copy(F, self, split_sizes, dim=0):
+    # ops.yaml: split_with_sizes_copy
+    return tuple((F.clone(t) for t in F.split(self, list(split_sizes), dim)))
+
+
+def unbind_copy(F, self, dim=0):
+    # ops.yaml: unbind_copy
+    return tuple((F.clone(t) for t in F.unbind(self, dim)))
