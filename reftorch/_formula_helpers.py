@@ -3,6 +3,8 @@
 They are shape arithmetic and broadcast plumbing shared by many formulas, not per-op code."""
 from __future__ import annotations
 
+import warnings
+
 from . import _layout as L
 from ._tensor import Size
 
@@ -238,3 +240,9 @@ def broadcast_shapes(*shapes):
                                    f"argument at index {i} had {s}; but expected shape should be broadcastable "
                                    f"to {common}")
     return Size(common)
+
+
+def warn_user(message, category=UserWarning):
+    """A warning a composite body gives (meshgrid without indexing=, cross without dim=), attributed to the
+    user's line: above it sit the generated wrapper, the dispatcher's composite() and the body."""
+    warnings.warn(message, category, stacklevel=5)

@@ -570,6 +570,28 @@ SPECS = {
 
     'unbind_copy': {'name': 'unbind_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'meshgrid': {'name': 'meshgrid', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('indexing', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors, indexing=None: tuple(np.meshgrid(*tensors, indexing=indexing or 'ij'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cartesian_prod': {'name': 'cartesian_prod', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors: np.stack([g.reshape(-1) for g in np.meshgrid(*tensors, indexing='ij')], 1) if len(tensors) > 1 else tensors[0]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'combinations': {'name': 'combinations', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('r', 'int', '2', False), ('with_replacement', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, r=2, with_replacement=False: np.array(list((__import__('itertools').combinations_with_replacement if with_replacement else __import__('itertools').combinations)(self.tolist(), r)), dtype=self.dtype).reshape(-1, r)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'block_diag': {'name': 'block_diag', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors: __import__('scipy.linalg', fromlist=['x']).block_diag(*tensors)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_repeat_interleave_index': {'name': '_repeat_interleave_index', 'kind': 'array', 'args': (('repeats', 'Index', None, False), ('output_size', 'int?', 'None', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'repeat_interleave': {'name': 'repeat_interleave', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('repeats', 'any', 'None', False), ('dim', 'dim?', 'None', False), ('output_size', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats=None, dim=None, output_size=None: np.repeat(self, repeats, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'take_along_dim': {'name': 'take_along_dim', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices, dim=None: np.take_along_axis(self, indices, dim) if dim is not None else np.take_along_axis(self.reshape(-1), indices.reshape(-1), 0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unravel_index': {'name': 'unravel_index', 'kind': 'composite', 'args': (('indices', 'Tensor', None, False), ('shape', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda indices, shape: tuple(np.unravel_index(indices, shape))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_unique_consecutive': {'name': '_unique_consecutive', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unique_consecutive': {'name': 'unique_consecutive', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('return_inverse', 'bool', 'False', False), ('return_counts', 'bool', 'False', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, return_inverse=False, return_counts=False, dim=None: (lambda x: (lambda keep: (lambda v, inv, c: (v,) + ((inv.reshape(self.shape),) if return_inverse else ()) + ((c,) if return_counts else ()))(x[keep], np.cumsum(keep) - 1, np.diff(np.append(np.flatnonzero(keep), x.size))))(np.concatenate([[True], x[1:] != x[:-1]]) if x.size else np.zeros(0, bool)))(self.reshape(-1)) if return_inverse or return_counts else (lambda x: x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x)(self.reshape(-1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nonzero_static': {'name': 'nonzero_static', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('size', 'int', None, True), ('fill_value', 'int', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, size, fill_value=-1: np.concatenate([np.argwhere(self)[:size], np.full((max(size - len(np.argwhere(self)), 0), self.ndim), fill_value)]).astype(np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3091,3 +3113,80 @@ def unbind_copy(self, dim=0):
 
     ops.yaml: unbind_copy"""
     return _rt.composite('unbind_copy', self, dim)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids of 1-D tensors, as expanded views: indexing='ij' (matrix) or 'xy' (Cartesian, the first two swapped); without indexing PyTorch's warning and 'ij'. Not fuzzed (1-D inputs of one dtype); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: meshgrid"""
+    return _rt.composite('meshgrid', *tensors, indexing=indexing)
+
+
+def cartesian_prod(*tensors):
+    """The Cartesian product of 1-D tensors, one row per combination (itertools.product order). Not fuzzed (1-D inputs); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: cartesian_prod"""
+    return _rt.composite('cartesian_prod', *tensors)
+
+
+def combinations(self, r=2, with_replacement=False):
+    """The r-element combinations of a 1-D tensor's elements, one per row, in itertools order (with_replacement for itertools.combinations_with_replacement). Not fuzzed (1-D inputs); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: combinations"""
+    return _rt.composite('combinations', self, r, with_replacement)
+
+
+def block_diag(*tensors):
+    """The tensors (0-d as 1x1, 1-D as one row) along the diagonal of a zero matrix, their dtypes promoted. Not fuzzed (scipy's block_diag is its reference and no test dependency); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: block_diag"""
+    return _rt.composite('block_diag', *tensors)
+
+
+def _repeat_interleave_index(repeats, output_size=None):
+    """Each position i repeated repeats[i] times (repeat_interleave of a repeats tensor alone; helper).
+
+    ops.yaml: _repeat_interleave_index"""
+    return _rt.call('_repeat_interleave_index', (repeats, ), (output_size, ))
+
+
+def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+    """Repeats each element (each slice along dim; the flattened tensor without dim) repeats times, an int or a tensor of one count per slice; repeat_interleave(repeats) alone gives the indices 0, 0, 1, ... so repeated.
+
+    ops.yaml: repeat_interleave"""
+    return _rt.composite('repeat_interleave', self, repeats, dim, output_size=output_size)
+
+
+def take_along_dim(self, indices, dim=None):
+    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis. Not fuzzed (index values must lie in range); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: take_along_dim"""
+    return _rt.composite('take_along_dim', self, indices, dim)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in a tensor of the given shape of flat indices (negative ones count from the end), one int64 tensor per dim. Not fuzzed (indices must lie in range); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: unravel_index"""
+    return _rt.composite('unravel_index', indices, shape)
+
+
+def _unique_consecutive(self, dim=None):
+    """(values, inverse, counts) of the runs of equal consecutive elements (or slices along dim).
+
+    ops.yaml: _unique_consecutive"""
+    return _rt.call('_unique_consecutive', (self, ), (dim, ))
+
+
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    """Collapses runs of equal consecutive elements (or slices along dim); return_inverse / return_counts add those tensors.
+
+    ops.yaml: unique_consecutive"""
+    return _rt.composite('unique_consecutive', self, return_inverse, return_counts, dim)
+
+
+def nonzero_static(self, *, size, fill_value=-1):
+    """nonzero(self) with exactly size rows, cut short or filled with fill_value (a shape known in advance).
+
+    ops.yaml: nonzero_static"""
+    return _rt.call('nonzero_static', (self, ), (size, fill_value, ))

@@ -725,3 +725,41 @@ def fill_diagonal_forward(self, fill_value, wrap=False):
     out = np.array(self)
     np.fill_diagonal(out, fill_value, wrap)
     return out
+
+
+def _repeat_interleave_index_forward(repeats, output_size=None):
+    # ops.yaml: _repeat_interleave_index
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.size and repeats.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    out = np.repeat(np.arange(repeats.shape[0], dtype=np.int64), repeats)
+    if output_size is not None and output_size != out.shape[0]:
+        raise RuntimeError("allocated size does not match required size")
+    return out
+
+
+def _unique_consecutive_forward(self, dim=None):
+    # ops.yaml: _unique_consecutive
+    x = self.reshape(-1) if dim is None else np.moveaxis(self, dim, 0)
+    rows = x.reshape(x.shape[0], math.prod(x.shape[1:]))
+    change = np.ones(rows.shape[0], bool)
+    if rows.shape[0] > 1:
+        change[1:] = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else False
+    starts = np.flatnonzero(change)
+    values = x[starts]
+    inverse = (np.cumsum(change) - 1).astype(np.int64)
+    counts = np.diff(np.append(starts, rows.shape[0])).astype(np.int64)
+    if dim is None:
+        return values, inverse.reshape(self.shape), counts
+    return np.moveaxis(values, 0, dim), inverse, counts
+
+
+def nonzero_static_forward(self, *, size, fill_value=-1):
+    # ops.yaml: nonzero_static
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(self).astype(np.int64)[:size]
+    out = np.full((size, self.ndim), fill_value, np.int64)
+    out[:found.shape[0]] = found
+    return out

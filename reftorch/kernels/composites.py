@@ -846,3 +846,154 @@ def split_with_sizes_copy(F, self, split_sizes, dim=0):
 def unbind_copy(F, self, dim=0):
     # ops.yaml: unbind_copy
     return tuple((F.clone(t) for t in F.unbind(self, dim)))
+
+
+def meshgrid(F, *tensors, indexing=None):
+    # ops.yaml: meshgrid
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    if indexing is None:
+        F.warn_user('torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.')
+        indexing = 'ij'
+    if len(ts) == 0:
+        raise RuntimeError('meshgrid expects a non-empty TensorList')
+    if indexing not in ('ij', 'xy'):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in ts:
+        if t.ndim > 1:
+            raise RuntimeError(f'torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}')
+        if t.dtype != ts[0].dtype:
+            raise RuntimeError('meshgrid expects all tensors to have the same dtype')
+    swap = indexing == 'xy' and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = (ts[1], ts[0])
+    shape = tuple((t.numel() for t in ts))
+    grids = []
+    for i, t in enumerate(ts):
+        grids.append(F.expand(F.reshape(t, tuple((-1 if j == i else 1 for j in range(len(ts))))), shape))
+    if swap:
+        grids[0], grids[1] = (grids[1], grids[0])
+    return tuple(grids)
+
+
+def cartesian_prod(F, *tensors):
+    # ops.yaml: cartesian_prod
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    for t in ts:
+        if t.ndim != 1:
+            raise RuntimeError(f'Expect a 1D vector, but got shape {list(t.shape)}')
+    if len(ts) == 1:
+        return ts[0]
+    return F.stack([F.reshape(g, (-1,)) for g in F.meshgrid(ts, indexing='ij')], 1)
+
+
+def combinations(F, self, r=2, with_replacement=False):
+    # ops.yaml: combinations
+    if self.ndim != 1:
+        raise RuntimeError(f'Expect a 1D vector, but got shape {list(self.shape)}')
+    if r < 0:
+        raise RuntimeError(f'Expect a non-negative number, but got {r}')
+    if r == 0:
+        return F.empty((0,), dtype=self.dtype, device=F.device_of(self))
+    n = self.numel()
+    grids = F.meshgrid([self] * r, indexing='ij')
+    where = F.meshgrid([F.arange(n, device=F.device_of(self))] * r, indexing='ij')
+    mask = F.ones(tuple([n] * r), dtype=where[0].dtype, device=F.device_of(self)) > 0
+    for a, b in zip(where[:-1], where[1:]):
+        mask = F.logical_and(mask, a <= b if with_replacement else a < b)
+    return F.stack([F.masked_select(g, mask) for g in grids], 1)
+
+
+def block_diag(F, *tensors):
+    # ops.yaml: block_diag
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    if len(ts) == 0:
+        return F.empty((1, 0), device=F.device_of(tensors))
+    mats = []
+    for i, t in enumerate(ts):
+        if t.ndim > 2:
+            raise RuntimeError(f'torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {t.ndim} dimensions')
+        mats.append(F.reshape(t, (1, 1)) if t.ndim == 0 else F.reshape(t, (1, -1)) if t.ndim == 1 else t)
+    cols = 0
+    for m in mats:
+        cols += m.shape[1]
+    rows, start = ([], 0)
+    for m in mats:
+        rows.append(F.pad(m, (start, cols - start - m.shape[1])))
+        start += m.shape[1]
+    return F.cat(rows, 0)
+
+
+def repeat_interleave(F, self, repeats=None, dim=None, *, output_size=None):
+    # ops.yaml: repeat_interleave
+    r = self if repeats is None else repeats
+    if F.is_tensor(r) and (r.dtype.is_floating_point or r.dtype.category == 0):
+        raise NotImplementedError(f""""repeat_interleave_cpu" not implemented for '{r.dtype.short}'""")
+    if repeats is None:
+        return F._repeat_interleave_index(self, output_size)
+    x = F.reshape(self, (-1,)) if dim is None else self
+    d = 0 if dim is None else F.normalize_dims(dim, self.ndim)[0]
+    n = x.shape[d] if x.ndim else 1
+    if F.is_tensor(r) and r.ndim > 1:
+        raise RuntimeError('repeats must be 0-dim or 1-dim tensor')
+    if F.is_tensor(r) and r.numel() != 1:
+        if r.numel() != n:
+            raise RuntimeError(f'repeats must have the same size as input along dim, but got repeats.size(0) = {r.numel()} and input.size({d}) = {n}')
+        index = F._repeat_interleave_index(r, output_size)
+    else:
+        k = int(r.item()) if F.is_tensor(r) else int(r)
+        if k < 0:
+            raise RuntimeError('Repeats must be non-negative')
+        if output_size is not None and output_size != n * k:
+            raise RuntimeError(f'repeat_interleave: Invalid output_size, expected {n * k} but got {output_size}')
+        index = F._repeat_interleave_index(F.full((n,), k, device=F.device_of(self)))
+    return F.index_select(x, d, index)
+
+
+def take_along_dim(F, self, indices, dim=None):
+    # ops.yaml: take_along_dim
+    if indices.dtype.is_floating_point or indices.dtype.category == 0:
+        raise RuntimeError('gather(): Expected dtype int32/int64 for index')
+    if indices.dtype.itemsize != 8:
+        raise RuntimeError(f'torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype.short}')
+    if dim is None:
+        return F.gather(F.reshape(self, (-1,)), 0, F.reshape(indices, (-1,)))
+    if self.ndim != indices.ndim:
+        raise RuntimeError(f'torch.take_along_dim(): input and indices should have the same number of dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} dimensions for indices')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    at = list(self.shape)
+    at[d] = indices.shape[d]
+    index = F.expand(indices, F.common_shape(tuple(at), tuple(indices.shape)))
+    at = list(indices.shape)
+    at[d] = self.shape[d]
+    return F.gather(F.expand(self, F.common_shape(tuple(at), tuple(self.shape))), d, index)
+
+
+def unravel_index(F, indices, shape):
+    # ops.yaml: unravel_index
+    if not F.is_tensor(indices):
+        raise TypeError(f"unravel_index(): argument 'indices' must be Tensor, not {type(indices).__name__}")
+    if indices.dtype.is_floating_point or indices.dtype.category == 0:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if [s for s in shape if s < 0]:
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    coefs, acc = ([], 1)
+    for s in reversed(shape):
+        coefs.insert(0, acc)
+        acc *= s
+    if 0 in shape:
+        raise RuntimeError('ZeroDivisionError')
+    flat = F.floor_divide(F.unsqueeze(indices, -1), F.tensor(coefs, device=F.device_of(indices))) % F.tensor(list(shape), device=F.device_of(indices))
+    return F.unbind(flat, -1)
+
+
+def unique_consecutive(F, self, return_inverse=False, return_counts=False, dim=None):
+    # ops.yaml: unique_consecutive
+    values, inverse, counts = F._unique_consecutive(self, dim)
+    if return_inverse and return_counts:
+        return (values, inverse, counts)
+    if return_inverse:
+        return (values, inverse)
+    if return_counts:
+        return (values, counts)
+    return values
