@@ -54,7 +54,7 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
-           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape", "warn_user",
+           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape", "warn_once",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}

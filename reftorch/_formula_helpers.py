@@ -242,7 +242,14 @@ def broadcast_shapes(*shapes):
     return Size(common)
 
 
-def warn_user(message, category=UserWarning):
-    """A warning a composite body gives (meshgrid without indexing=, cross without dim=), attributed to the
-    user's line: above it sit the generated wrapper, the dispatcher's composite() and the body."""
+def warn_once(message, category=UserWarning):
+    """A warning a composite body gives once per process, as PyTorch's TORCH_WARN_ONCE (meshgrid without
+    indexing=, chain_matmul), attributed to the user's line: above it sit the generated wrapper, the
+    dispatcher's composite() and the body."""
+    if message in _warned:
+        return
+    _warned.add(message)
     warnings.warn(message, category, stacklevel=5)
+
+
+_warned = set()     # messages warn_once has given

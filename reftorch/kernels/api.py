@@ -232,9 +232,9 @@ SPECS = {
 
     'outer': {'name': 'outer', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec2', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec2'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('ger',), 'ref': 'np.outer', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
 
-    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
 
     '_einsum': {'name': '_einsum', 'kind': 'array', 'args': (('operands', 'Tensor[]', None, False), ('equation', 'str', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('equation', 'operands'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
@@ -591,6 +591,20 @@ SPECS = {
     'unique_consecutive': {'name': 'unique_consecutive', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('return_inverse', 'bool', 'False', False), ('return_counts', 'bool', 'False', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, return_inverse=False, return_counts=False, dim=None: (lambda x: (lambda keep: (lambda v, inv, c: (v,) + ((inv.reshape(self.shape),) if return_inverse else ()) + ((c,) if return_counts else ()))(x[keep], np.cumsum(keep) - 1, np.diff(np.append(np.flatnonzero(keep), x.size))))(np.concatenate([[True], x[1:] != x[:-1]]) if x.size else np.zeros(0, bool)))(self.reshape(-1)) if return_inverse or return_counts else (lambda x: x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x)(self.reshape(-1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'nonzero_static': {'name': 'nonzero_static', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('size', 'int', None, True), ('fill_value', 'int', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, size, fill_value=-1: np.concatenate([np.argwhere(self)[:size], np.full((max(size - len(np.argwhere(self)), 0), self.ndim), fill_value)]).astype(np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'addmv': {'name': 'addmv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat', 'Tensor', None, False), ('vec', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat, vec, beta=1, alpha=1: beta * self + alpha * (mat @ vec)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'addr': {'name': 'addr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('vec1', 'Tensor', None, False), ('vec2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, vec1, vec2, beta=1, alpha=1: beta * self + alpha * np.outer(vec1, vec2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'addbmm': {'name': 'addbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * np.matmul(batch1, batch2).sum(0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'chain_matmul': {'name': 'chain_matmul', 'kind': 'composite', 'args': (('matrices', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda matrices: np.linalg.multi_dot(matrices) if len(matrices) > 1 else matrices[0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'tensordot': {'name': 'tensordot', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dims', 'any', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dims=2: np.tensordot(self, other, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'inner': {'name': 'inner', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.inner', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'kron': {'name': 'kron', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.kron', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
 }
 
@@ -1525,11 +1539,21 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm: writes the result into self."""
+    return _rt.composite_inplace('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
+
+
 def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
     ops.yaml: baddbmm"""
     return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place baddbmm: writes the result into self."""
+    return _rt.composite_inplace('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def _einsum(operands, equation):
@@ -3190,3 +3214,67 @@ def nonzero_static(self, *, size, fill_value=-1):
 
     ops.yaml: nonzero_static"""
     return _rt.call('nonzero_static', (self, ), (size, fill_value, ))
+
+
+def addmv(self, mat, vec, *, beta=1, alpha=1):
+    """beta * self + alpha * (mat @ vec) (self broadcasts to the product's length; beta=0 ignores it).
+
+    ops.yaml: addmv"""
+    return _rt.composite('addmv', self, mat, vec, beta=beta, alpha=alpha)
+
+
+def addmv_(self, mat, vec, *, beta=1, alpha=1):
+    """In-place addmv: writes the result into self."""
+    return _rt.composite_inplace('addmv', self, mat, vec, beta=beta, alpha=alpha)
+
+
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    """beta * self + alpha * outer(vec1, vec2), self broadcasting to the product (for bool tensors the ands of them, or'ed). Not fuzzed (self must broadcast to the outer product's shape); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: addr"""
+    return _rt.composite('addr', self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    """In-place addr: writes the result into self."""
+    return _rt.composite_inplace('addr', self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    """beta * self + alpha * the sum over the batch of batch1[i] @ batch2[i]. Not fuzzed (self must broadcast to the product's shape, which no shape rule draws); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: addbmm"""
+    return _rt.composite('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place addbmm: writes the result into self."""
+    return _rt.composite_inplace('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def chain_matmul(*matrices):
+    """The product of the 2-D matrices, left to right (deprecated in PyTorch for linalg.multi_dot, with its warning). Not fuzzed (the shapes must chain); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: chain_matmul"""
+    return _rt.composite('chain_matmul', *matrices)
+
+
+def tensordot(self, other, dims=2):
+    """Sums the products of self and other over dims: an int n (self's last n dims against other's first n) or a pair of dim lists.
+
+    ops.yaml: tensordot"""
+    return _rt.composite('tensordot', self, other, dims)
+
+
+def inner(self, other):
+    """Sums of products over the last dim of both (a number times a tensor when one is 0-d).
+
+    ops.yaml: inner"""
+    return _rt.composite('inner', self, other)
+
+
+def kron(self, other):
+    """The Kronecker product (each element of self times the whole of other, in blocks).
+
+    ops.yaml: kron"""
+    return _rt.composite('kron', self, other)

@@ -852,7 +852,7 @@ def meshgrid(F, *tensors, indexing=None):
     # ops.yaml: meshgrid
     ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
     if indexing is None:
-        F.warn_user('torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.')
+        F.warn_once('torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.')
         indexing = 'ij'
     if len(ts) == 0:
         raise RuntimeError('meshgrid expects a non-empty TensorList')
@@ -997,3 +997,121 @@ def unique_consecutive(F, self, return_inverse=False, return_counts=False, dim=N
     if return_counts:
         return (values, counts)
     return values
+
+
+def addmv(F, self, mat, vec, *, beta=1, alpha=1):
+    # ops.yaml: addmv
+    if not self.dtype == mat.dtype == vec.dtype:
+        raise RuntimeError(f'addmv input tensors must have the same dtype, but got {self.dtype.short}, {mat.dtype.short}, and {vec.dtype.short}')
+    if mat.ndim == 2 and vec.ndim == 1:
+        n = mat.shape[0]
+        if self.ndim > 1 or (self.ndim == 1 and self.shape[0] not in (1, n)) or mat.shape[1] != vec.shape[0]:
+            raise RuntimeError(f'size mismatch, got input ({(self.shape[0] if self.ndim == 1 else n)}), mat ({n}x{mat.shape[1]}), vec ({vec.shape[0]})')
+    p = F.mv(mat, vec)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return F.expand(p, (p.shape[0],))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype else out.to(p.dtype)
+
+
+def addr(F, self, vec1, vec2, *, beta=1, alpha=1):
+    # ops.yaml: addr
+    for name, v in (('vec1', vec1), ('vec2', vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f'addr: Expected 1-D argument {name}, but got {v.ndim}-D')
+    p = F.outer(vec1, vec2)
+    for name, v in (('beta', beta), ('alpha', alpha)):
+        if not p.dtype.is_floating_point and (not self.dtype.is_floating_point) and isinstance(v, float):
+            raise RuntimeError(f'For integral input tensors, argument {name} must not be a floating point number.')
+    if p.dtype.category == 0 and self.dtype.category == 0:
+        return F.logical_or(F.logical_and(self, bool(beta)), F.logical_and(p, bool(alpha)))
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p + F.zeros(tuple(self.shape), dtype=p.dtype, device=F.device_of(self, vec1, vec2))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype or p.dtype.category < out.dtype.category else out.to(p.dtype)
+
+
+def addbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
+    # ops.yaml: addbmm
+    if batch1.ndim == 3 and batch2.ndim == 3 and (batch1.shape[0] != batch2.shape[0]):
+        raise RuntimeError(f'batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and {batch2.shape[0]}')
+    p = F.sum(F.bmm(batch1, batch2), 0)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p + F.zeros(tuple(self.shape), dtype=p.dtype, device=F.device_of(self, batch1, batch2))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype else out.to(p.dtype)
+
+
+def chain_matmul(F, *matrices):
+    # ops.yaml: chain_matmul
+    F.warn_once('torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple parameters.')
+    if len(matrices) == 0:
+        raise RuntimeError('chain_matmul(): Expected one or more matrices')
+    for m in matrices:
+        if m.ndim != 2:
+            raise RuntimeError(f'Tensor dimension is {m.ndim}, expected 2 instead.')
+    if len(matrices) == 1:
+        return F.clone(matrices[0])
+    for i in range(len(matrices) - 1):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            raise RuntimeError(f'multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} and {list(matrices[i + 1].shape)} cannot be multiplied')
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = F.mm(out, m)
+    return out
+
+
+def tensordot(F, self, other, dims=2):
+    # ops.yaml: tensordot
+    if F.is_tensor(dims):
+        dims = dims.item() if dims.ndim == 0 else dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f'tensordot expects dims >= 0, but got dims={dims}')
+        if dims > self.ndim or dims > other.ndim:
+            raise RuntimeError(f'tensordot expects dims < ndim_a or ndim_b, but got dims={dims}')
+        da, db = (list(range(-dims, 0)), list(range(dims)))
+    else:
+        da, db = [[d] if isinstance(d, int) else list(d) for d in dims]
+    if len(da) != len(db):
+        raise RuntimeError('both dimension lists should have same length')
+    if self.dtype != other.dtype:
+        raise RuntimeError('both inputs should have same dtype')
+    for x, y in zip(da, db):
+        if self.shape[x] != other.shape[y]:
+            raise RuntimeError(f'contracted dimensions need to match, but first has size {self.shape[x]} in dim {x} and second has size {other.shape[y]} in dim {y}')
+    wa = [F.normalize_dims(d, self.ndim)[0] for d in da]
+    wb = [F.normalize_dims(d, other.ndim)[0] for d in db]
+    fa = [d for d in range(self.ndim) if d not in wa]
+    fb = [d for d in range(other.ndim) if d not in wb]
+    k = math.prod([self.shape[d] for d in wa])
+    a = F.reshape(F.permute(self, fa + wa), (math.prod([self.shape[d] for d in fa]), k))
+    b = F.reshape(F.permute(other, wb + fb), (k, math.prod([other.shape[d] for d in fb])))
+    return F.reshape(F.mm(a, b), tuple((self.shape[d] for d in fa)) + tuple((other.shape[d] for d in fb)))
+
+
+def inner(F, self, other):
+    # ops.yaml: inner
+    if self.ndim == 0 or other.ndim == 0:
+        return self * other
+    if self.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f'inner() the last dimension must match on both input tensors but got shapes {list(self.shape)} and {list(other.shape)}')
+    return F.tensordot(self, other, ([-1], [-1]))
+
+
+def kron(F, self, other):
+    # ops.yaml: kron
+    nd = self.ndim if self.ndim > other.ndim else other.ndim
+    a = (1,) * (nd - self.ndim) + tuple(self.shape)
+    b = (1,) * (nd - other.ndim) + tuple(other.shape)
+    left, right = ([], [])
+    for x, y in zip(a, b):
+        left += [x, 1]
+        right += [1, y]
+    return F.reshape(F.reshape(self, tuple(left)) * F.reshape(other, tuple(right)), tuple((x * y for x, y in zip(a, b))))
