@@ -606,6 +606,18 @@ SPECS = {
 
     'kron': {'name': 'kron', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.kron', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_cross': {'name': '_cross', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cross': {'name': 'cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=None: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_scatter_reduce': {'name': '_scatter_reduce', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'include_self', 'index', 'reduce', 'result', 'self', 'src'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'scatter_reduce': {'name': 'scatter_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src, dim, reduce, include_self=True: (lambda out, idx: (lambda at: ((out.__setitem__(at, {'sum': 0, 'prod': 1, 'amax': -np.inf, 'amin': np.inf}[reduce]) if not include_self else None), {'sum': np.add, 'prod': np.multiply, 'amax': np.maximum, 'amin': np.minimum}[reduce].at(out, at, np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out.reshape(self.shape))[-1])(tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim))))(np.array(np.atleast_1d(self)), np.atleast_1d(index))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'scatter_reduce_backward': {'name': 'scatter_reduce_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'index_reduce': {'name': 'index_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, reduce, include_self=True: np.asarray(self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3278,3 +3290,55 @@ def kron(self, other):
 
     ops.yaml: kron"""
     return _rt.composite('kron', self, other)
+
+
+def _cross(self, other, dim):
+    """The cross product along dim of two tensors of one shape whose dim has size 3 (helper of cross).
+
+    ops.yaml: _cross"""
+    return _rt.call('_cross', (self, other, ), (dim, ))
+
+
+def cross(self, other, dim=None):
+    """The cross product of 3-vectors along dim (without dim, the first dim of size 3, with PyTorch's deprecation warning); the inputs broadcast. Not fuzzed (dim must have size 3); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: cross"""
+    return _rt.composite('cross', self, other, dim)
+
+
+def _scatter_reduce(self, dim, index, src, reduce, include_self=True):
+    """scatter_reduce's kernel (after its argument checks).
+
+    ops.yaml: _scatter_reduce"""
+    return _rt.call('_scatter_reduce', (self, index, src, ), (dim, reduce, include_self, ))
+
+
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """self with src reduced into it at index along dim (as scatter_add's positions): reduce is sum, prod, mean, amax or amin, over src's values and self's own unless include_self=False; ties in amax/amin share the gradient.
+
+    ops.yaml: scatter_reduce"""
+    return _rt.composite('scatter_reduce', self, dim, index, src, reduce, include_self=include_self)
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place scatter_reduce: writes the result into self."""
+    return _rt.composite_inplace('scatter_reduce', self, dim, index, src, reduce, include_self=include_self)
+
+
+def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result):
+    """Gradients of scatter_reduce for self and src (PyTorch's rules: prod handles zeros through the product of the other factors, amax/amin share among ties, mean divides by the count).
+
+    ops.yaml: scatter_reduce_backward"""
+    return _rt.composite('scatter_reduce_backward', grad, self, dim, index, src, reduce, include_self, result)
+
+
+def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """self with the slices of source reduced into its slices at index along dim (prod, mean, amax or amin, with self's own values unless include_self=False). Not fuzzed (its reference is scatter_reduce's); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: index_reduce"""
+    return _rt.composite('index_reduce', self, dim, index, source, reduce, include_self=include_self)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place index_reduce: writes the result into self."""
+    return _rt.composite_inplace('index_reduce', self, dim, index, source, reduce, include_self=include_self)

@@ -763,3 +763,46 @@ def nonzero_static_forward(self, *, size, fill_value=-1):
     out = np.full((size, self.ndim), fill_value, np.int64)
     out[:found.shape[0]] = found
     return out
+
+
+def _cross_forward(self, other, dim):
+    # ops.yaml: _cross
+    return np.cross(self, other, axis=dim)
+
+
+def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
+    # ops.yaml: _scatter_reduce
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    idx = index.reshape(1) if index.ndim == 0 else index
+    s = src.reshape(1) if src.ndim == 0 else src
+    if not (idx.ndim == x.ndim == s.ndim):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(x.ndim):
+        if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(self.shape)} "
+                               f"apart from dimension {dim} and to be no larger size than src {list(src.shape)}")
+    bad = idx[(idx < 0) | (idx >= x.shape[dim])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    at = list(np.indices(idx.shape, sparse=True))
+    at[dim] = idx
+    at = tuple(at)
+    v = s[tuple(slice(0, n) for n in idx.shape)]
+    big = np.inf if x.dtype.kind == "f" else (True if x.dtype.kind == "b" else np.iinfo(x.dtype).max)
+    small = -np.inf if x.dtype.kind == "f" else (False if x.dtype.kind == "b" else np.iinfo(x.dtype).min)
+    start = {"sum": 0, "mean": 0, "prod": 1, "amax": small, "amin": big}[reduce]
+    if not include_self:
+        x[at] = start
+    if reduce == "mean":
+        count = np.full(x.shape, 1 if include_self else 0, np.int64)
+        np.add.at(count, at, 1)
+        np.add.at(x, at, v)
+        done = count > 0
+        if x.dtype.kind == "f":
+            x[done] = x[done] / count[done]
+        else:
+            x[done] = np.floor_divide(x[done], count[done])
+        return out
+    {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(x, at, v)
+    return out

@@ -1115,3 +1115,87 @@ def kron(F, self, other):
         left += [x, 1]
         right += [1, y]
     return F.reshape(F.reshape(self, tuple(left)) * F.reshape(other, tuple(right)), tuple((x * y for x, y in zip(a, b))))
+
+
+def cross(F, self, other, dim=None):
+    # ops.yaml: cross
+    if self.ndim != other.ndim:
+        raise RuntimeError('linalg.cross: inputs must have the same number of dimensions.')
+    if self.dtype != other.dtype:
+        raise RuntimeError(f'expected scalar type {self.dtype.short} but found {other.dtype.short}')
+    if self.dtype.category == 0:
+        raise NotImplementedError('"cross" not implemented for \'Bool\'')
+    if dim is None:
+        F.warn_once('Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree with that of linalg.cross in a future release.')
+        found = [d for d in range(self.ndim) if self.shape[d] == 3]
+        if not found:
+            raise RuntimeError('no dimension of size 3 in input')
+        d = found[0]
+    else:
+        d = F.normalize_dims(dim, self.ndim)[0]
+    if self.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f'linalg.cross: inputs dimension {d} must have length 3. Got {self.shape[d]} and {other.shape[d]}')
+    shape = F.common_shape(tuple(self.shape), tuple(other.shape))
+    return F._cross(F.expand(self, shape), F.expand(other, shape), d)
+
+
+def scatter_reduce(F, self, dim, index, src, reduce, *, include_self=True):
+    # ops.yaml: scatter_reduce
+    reduce = {'max': 'amax', 'min': 'amin'}.get(reduce, reduce)
+    if reduce not in ('sum', 'prod', 'mean', 'amax', 'amin'):
+        raise RuntimeError(f'reduce argument must be either sum, prod, mean, amax or amin, got {reduce}')
+    if self.dtype != src.dtype:
+        raise RuntimeError('scatter(): Expected self.dtype to be equal to src.dtype')
+    return F._scatter_reduce(self, dim, index, src, reduce, include_self)
+
+
+def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self, result):
+    # ops.yaml: scatter_reduce_backward
+    hit = F.scatter(F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, 1.0) > 0
+    g_src = F.gather(grad, dim, index)
+    if reduce == 'sum':
+        g_self = grad if include_self else F.where(hit, 0.0, grad)
+    elif reduce == 'mean':
+        count = F.scatter_add(F.ones(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)) if include_self else F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, F.ones(tuple(index.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)))
+        count = F.where(count == 0, 1.0, count)
+        g_self = grad / count if include_self else F.where(hit, 0.0, grad)
+        g_src = F.gather(grad / count, dim, index)
+    elif reduce == 'prod':
+        nz_self = F.where(self == 0, 1.0, self) if include_self else F.ones(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result))
+        sub = src[tuple((slice(0, n) for n in index.shape))] if src.ndim else src
+        nz_src = F.where(sub == 0, 1.0, sub)
+        zeros_in = F.scatter_add((self == 0).to(grad.dtype) if include_self else F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, (sub == 0).to(grad.dtype))
+        nonzero_prod = F._scatter_reduce(nz_self, dim, index, nz_src, 'prod', True)
+        others = F.where(sub != 0, F.gather(result, dim, index) / nz_src, F.where(F.gather(zeros_in, dim, index) == 1, F.gather(nonzero_prod, dim, index), 0.0))
+        g_src = g_src * others
+        mine = F.where(self != 0, result / nz_self, F.where(zeros_in == 1, nonzero_prod, 0.0))
+        g_self = F.where(hit, grad * mine, grad) if include_self else F.where(hit, 0.0, grad)
+    else:
+        sub = src[tuple((slice(0, n) for n in index.shape))] if src.ndim else src
+        tie_self = self == result
+        tie_src = sub == F.gather(result, dim, index)
+        count = F.scatter_add(tie_self.to(grad.dtype), dim, index, tie_src.to(grad.dtype))
+        count = F.where(count == 0, 1.0, count)
+        g_self = F.where(tie_self, grad / count, 0.0)
+        g_self = g_self if include_self else F.where(hit, 0.0, g_self)
+        g_src = F.where(tie_src, F.gather(grad / count, dim, index), 0.0)
+    return (g_self, F.pad_to(g_src, tuple(src.shape)))
+
+
+def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
+    # ops.yaml: index_reduce
+    F.warn_once('index_reduce() is in beta and the API may change at any time.')
+    if reduce not in ('prod', 'mean', 'amax', 'amin'):
+        raise RuntimeError(f'index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.')
+    if index.ndim > 1:
+        raise IndexError(f'index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: {index.dtype.short} and size: {list(index.shape)}')
+    if self.dtype != source.dtype:
+        raise RuntimeError(f'index_reduce_(): self ({self.dtype.short}) and source ({source.dtype.short}) must have the same scalar type')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    n = source.shape[d] if source.ndim else 1
+    if index.numel() != n:
+        raise RuntimeError(f'index_reduce_(): Number of indices ({index.numel()}) should be equal to source.size(dim): ({n}), for dim: {dim}')
+    if index.numel() and (bool((index < 0).any()) or bool((index >= (self.shape[d] if self.ndim else 1)).any())):
+        raise IndexError('index out of range in self')
+    spread = F.expand(F.reshape(index, tuple((-1 if i == d else 1 for i in range(source.ndim)))), tuple(source.shape))
+    return F._scatter_reduce(self, d, spread, source, reduce, include_self)

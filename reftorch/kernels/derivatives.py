@@ -1969,3 +1969,39 @@ def fill_diagonal_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F.fill_diagonal(grad, 0, wrap)
     return g
+
+
+def _cross_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cross
+    grad = grads[0]
+    dim = saved['dim']
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: _cross(other, grad, dim)
+    if needs[0]:
+        g[0] = F._cross(other, grad, dim)
+    # other: _cross(grad, self, dim)
+    if needs[1]:
+        g[1] = F._cross(grad, self, dim)
+    return g
+
+
+def _scatter_reduce_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _scatter_reduce
+    grad = grads[0]
+    dim = saved['dim']
+    include_self = saved['include_self']
+    index = saved['index']
+    reduce = saved['reduce']
+    result = saved['result']
+    self = saved['self']
+    src = saved['src']
+    g = [None] * 3
+    # self: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+    if needs[0]:
+        g[0] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+    # src: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+    if needs[2]:
+        g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+    return g
