@@ -618,6 +618,14 @@ SPECS = {
 
     'index_reduce': {'name': 'index_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, reduce, include_self=True: np.asarray(self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'msort': {'name': 'msort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.sort(self, axis=0) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_pad_constant': {'name': '_pad_constant', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('widths', 'int[]', None, False), ('value', 'Scalar', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'constant_pad_nd': {'name': 'constant_pad_nd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('value', 'Scalar', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, pad, value=0: np.pad(self, [(0, 0)] * (self.ndim - 1) + [tuple(pad)], constant_values=value)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3342,3 +3350,31 @@ def index_reduce(self, dim, index, source, reduce, *, include_self=True):
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     """In-place index_reduce: writes the result into self."""
     return _rt.composite_inplace('index_reduce', self, dim, index, source, reduce, include_self=include_self)
+
+
+def msort(self):
+    """self sorted along its first dim (sort(self, 0).values).
+
+    ops.yaml: msort"""
+    return _rt.composite('msort', self)
+
+
+def _pad_constant(self, widths, value):
+    """pad in constant mode under another argument name (constant_pad_nd's `pad` argument hides the op).
+
+    ops.yaml: _pad_constant"""
+    return _rt.composite('_pad_constant', self, widths, value)
+
+
+def constant_pad_nd(self, pad, value=0):
+    """The last dims padded (pad pairs from the last dim backwards, negative ones crop) with value (pad in constant mode).
+
+    ops.yaml: constant_pad_nd"""
+    return _rt.composite('constant_pad_nd', self, pad, value)
+
+
+def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+    """A view of self's storage with src's geometry (the inverse of a slice whose base src is; dim, start, end and step name the slice). Not fuzzed (src must be a view of self's storage); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: slice_inverse"""
+    return _rt.composite('slice_inverse', self, src, dim, start, end, step)

@@ -1199,3 +1199,25 @@ def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
         raise IndexError('index out of range in self')
     spread = F.expand(F.reshape(index, tuple((-1 if i == d else 1 for i in range(source.ndim)))), tuple(source.shape))
     return F._scatter_reduce(self, d, spread, source, reduce, include_self)
+
+
+def msort(F, self):
+    # ops.yaml: msort
+    return F.sort(self, 0)[0]
+
+
+def _pad_constant(F, self, widths, value):
+    # ops.yaml: _pad_constant
+    return F.pad(self, widths, 'constant', value)
+
+
+def constant_pad_nd(F, self, pad, value=0):
+    # ops.yaml: constant_pad_nd
+    if len(pad) % 2:
+        raise RuntimeError(f'Length of pad must be even but instead it equals {len(pad)}')
+    return F._pad_constant(self, tuple(pad), value)
+
+
+def slice_inverse(F, self, src, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_inverse
+    return F.as_strided(self, tuple(src.shape), src.stride(), src.storage_offset())
