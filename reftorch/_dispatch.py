@@ -1514,9 +1514,9 @@ def view_inplace(name, tensors, scalars):
     geometry = getattr(L, name + "_", None) or getattr(L, name)     # `t_` words its error as t_()
     shape, strides, off = geometry(self._shape, self._strides, self._offset, *scalars)
     _check_extent(self, shape, strides, off)
+    check_inplace(self)
     tracked = grad_mode.state.enabled and self.requires_grad
     if tracked:
-        check_inplace(self)
         old = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
         old.requires_grad, old.grad_fn, old._output_nr = True, self.grad_fn, self._output_nr
     self._shape, self._strides, self._offset = tuple(shape), tuple(strides), off
