@@ -1511,6 +1511,8 @@ def view_inplace(name, tensors, scalars):
     self = tensors[0]
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
+    if _tracer is not None:     # reftorch.compile: a tensor changing shape in place ends the captured region
+        _tracer.inplace(name)
     geometry = getattr(L, name + "_", None) or getattr(L, name)     # `t_` words its error as t_()
     shape, strides, off = geometry(self._shape, self._strides, self._offset, *scalars)
     _check_extent(self, shape, strides, off)

@@ -582,7 +582,7 @@ SPECS = {
 
     'repeat_interleave': {'name': 'repeat_interleave', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('repeats', 'any', 'None', False), ('dim', 'dim?', 'None', False), ('output_size', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats=None, dim=None, output_size=None: np.repeat(self, repeats, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'take_along_dim': {'name': 'take_along_dim', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices, dim=None: np.take_along_axis(self, indices, dim) if dim is not None else np.take_along_axis(self.reshape(-1), indices.reshape(-1), 0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'take_along_dim': {'name': 'take_along_dim', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices', 'Index', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices, dim=None: np.take_along_axis(self, indices, dim) if dim is not None else np.take_along_axis(self.reshape(-1), indices.reshape(-1), 0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'unravel_index': {'name': 'unravel_index', 'kind': 'composite', 'args': (('indices', 'Tensor', None, False), ('shape', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda indices, shape: tuple(np.unravel_index(indices, shape))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -624,7 +624,7 @@ SPECS = {
 
     'constant_pad_nd': {'name': 'constant_pad_nd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('value', 'Scalar', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, pad, value=0: np.pad(self, [(0, 0)] * (self.ndim - 1) + [tuple(pad)], constant_values=value)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
 }
 
@@ -3202,7 +3202,7 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
 
 
 def take_along_dim(self, indices, dim=None):
-    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis. Not fuzzed (index values must lie in range); tests/test_ops_shape_views.py covers it.
+    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis.
 
     ops.yaml: take_along_dim"""
     return _rt.composite('take_along_dim', self, indices, dim)

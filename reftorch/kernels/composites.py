@@ -951,12 +951,12 @@ def repeat_interleave(F, self, repeats=None, dim=None, *, output_size=None):
 
 def take_along_dim(F, self, indices, dim=None):
     # ops.yaml: take_along_dim
-    if indices.dtype.is_floating_point or indices.dtype.category == 0:
-        raise RuntimeError('gather(): Expected dtype int32/int64 for index')
-    if indices.dtype.itemsize != 8:
-        raise RuntimeError(f'torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype.short}')
     if dim is None:
+        if indices.dtype.is_floating_point or indices.dtype.category == 0:
+            raise RuntimeError('gather(): Expected dtype int32/int64 for index')
         return F.gather(F.reshape(self, (-1,)), 0, F.reshape(indices, (-1,)))
+    if indices.dtype.is_floating_point or indices.dtype.category == 0 or indices.dtype.itemsize != 8:
+        raise RuntimeError(f'torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype.short}')
     if self.ndim != indices.ndim:
         raise RuntimeError(f'torch.take_along_dim(): input and indices should have the same number of dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} dimensions for indices')
     d = F.normalize_dims(dim, self.ndim)[0]
@@ -1185,13 +1185,13 @@ def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self
 def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
     # ops.yaml: index_reduce
     F.warn_once('index_reduce() is in beta and the API may change at any time.')
+    d = F.normalize_dims(dim, self.ndim)[0]
     if reduce not in ('prod', 'mean', 'amax', 'amin'):
         raise RuntimeError(f'index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.')
     if index.ndim > 1:
         raise IndexError(f'index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: {index.dtype.short} and size: {list(index.shape)}')
     if self.dtype != source.dtype:
         raise RuntimeError(f'index_reduce_(): self ({self.dtype.short}) and source ({source.dtype.short}) must have the same scalar type')
-    d = F.normalize_dims(dim, self.ndim)[0]
     n = source.shape[d] if source.ndim else 1
     if index.numel() != n:
         raise RuntimeError(f'index_reduce_(): Number of indices ({index.numel()}) should be equal to source.size(dim): ({n}), for dim: {dim}')
