@@ -166,6 +166,9 @@ def emit_api(ops, saves):
         if op.variants.inplace:
             if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
+            elif op.kind == "view":     # self's own geometry becomes the view's (unsqueeze_, t_, transpose_)
+                t, s = _call(op)
+                call = f"_rt.view_inplace({op.name!r}, {t}, {s})"
             else:
                 t, s = _call(op)
                 call = f"_rt.call_inplace({op.name!r}, {t}, {s})"

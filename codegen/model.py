@@ -57,18 +57,20 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
-           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of",
+           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
+           "warn_once",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
-           "linalg_tolerance", "chain_order_matmul", "warn_once",
+           "linalg_tolerance", "chain_order_matmul",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
 ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
                     "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
                     "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",
-                    "IndexError", "TypeError", "math", "np"}
+                    "IndexError", "TypeError", "math", "np", "UserWarning", "FutureWarning",
+                    "NotImplementedError"}
 
 
 # Modules an array op's NumPy body may use besides np and math: the LAPACK routines NumPy lacks

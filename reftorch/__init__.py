@@ -75,7 +75,7 @@ def where(condition, input=None, other=None):
     return _where3(condition, input, other)
 
 
-from ._formula_helpers import return_types  # noqa: E402
+from ._formula_helpers import return_types, broadcast_shapes  # noqa: E402
 from . import special  # noqa: E402  (torch.special: binds names of the functions above)
 
 

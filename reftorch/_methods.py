@@ -358,6 +358,10 @@ def _flip(self, *dims):
     return F.flip(self, _sizes(dims))
 
 
+def _sum_to_size(self, *size):
+    return F.sum_to_size(self, _sizes(size))
+
+
 def _T(self):
     return F.permute(self, tuple(reversed(range(self.ndim))))
 
@@ -431,7 +435,7 @@ def bind():
             setattr(Tensor, op, _operator(op, name, api))
     for name, value in METHODS.items():
         setattr(Tensor, name, value)
-    extra = {"repeat": _repeat, "tile": _tile, "flip": _flip}
+    extra = {"repeat": _repeat, "tile": _tile, "flip": _flip, "sum_to_size": _sum_to_size}
     for name, fn in extra.items():
         if hasattr(api, name):
             setattr(Tensor, name, fn)
