@@ -513,11 +513,19 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     lead, planes = _pool_input(input, nd, f"max_pool{nd}d")
     in_sizes = tuple(input.shape[-nd:])
     out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
-    cols = torch.im2col(planes, kernel, dilation, pads, stride, -math.inf)        # (P, K, L)
+    floating = input.dtype.is_floating_point
+    if input.dtype == torch.bool:
+        raise NotImplementedError(f"\"max_pool{nd}d\" not implemented for 'Bool'")
+    # the padding never wins: -inf for floats, the dtype's least value for integers
+    low = -math.inf if floating else float(np.iinfo(input.dtype.np).min)
+    cols = torch.im2col(planes, kernel, dilation, pads, stride, low)             # (P, K, L)
     k = cols.shape[1]
     idx = cols.argmax(1, keepdim=True)                                              # first maximum, NaN wins
-    chosen = torch.arange(k, device=idx.device).reshape(1, k, 1) == idx
-    out = torch.where(chosen, cols, 0.0).sum(1)              # the gradient goes to the chosen element only
+    if floating:
+        chosen = torch.arange(k, device=idx.device).reshape(1, k, 1) == idx
+        out = torch.where(chosen, cols, 0.0).sum(1)          # the gradient goes to the chosen element only
+    else:
+        out = cols.gather(1, idx).squeeze(1)                 # exact: integers never pass through a float
     out = out.to(input.dtype).reshape(lead + tuple(out_sizes))
     if not return_indices:
         return out
@@ -887,30 +895,58 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _inplace(input, out) if inplace else out
 
 
-def _feature_dropout(input, p, training, inplace, nd, name):
-    _check_p(p)
-    if input.dim() not in (nd + 1, nd + 2):
-        warnings.warn(f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated; expected "
-                      f"{nd + 1}-D or {nd + 2}-D", stacklevel=3)
+def _feature_noise(input, p, training, inplace):
+    """ATen's feature_dropout: one keep-or-drop draw per (dim 0, dim 1) entry, scaled by 1 / (1 - p)."""
     if not training or p == 0.0:
         return input
-    batched = input.dim() == nd + 2
-    mask_shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
     keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1 else input * 0.0
     return _inplace(input, out) if inplace else out
 
 
+def _feature_dropout(input, p, training, inplace, nd):
+    """dropout{nd}d as PyTorch has it: nd = 1 refuses other ranks, 2 and 3 warn; 1 and 3 give an unbatched
+    input a batch dim, 2 does not (a 3-D input is read as (N, C, L), with PyTorch's warning)."""
+    _check_p(p)
+    name, dim = f"dropout{nd}d", input.dim()
+    if dim not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that "
+                               "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
+                               "a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+        words = {2: "2 spatial dimensions", 3: "3 spatial dimensions"}[nd]
+        warnings.warn(f"{name}: Received a {dim}-D input to {name}, which is deprecated and will result in an error "
+                      "in a future release. To retain the behavior and silence this warning, please use dropout "
+                      f"instead. Note that {name} exists to provide channel-wise dropout on inputs with {words}, a "
+                      f"channel dimension, and an optional batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).",
+                      stacklevel=3)
+    if nd == 2:
+        if dim == 3:
+            warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                          "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                          "This behavior will change in a future release to interpret the input as one without a "
+                          "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                          "please switch to using dropout1d instead.", stacklevel=3)
+        return _feature_noise(input, p, training, inplace)
+    if dim == nd + 2:
+        return _feature_noise(input, p, training, inplace)
+    out = _feature_noise(input.unsqueeze(0), p, training, False).squeeze(0)
+    return _inplace(input, out) if inplace and out is not input else out
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+    return _feature_dropout(input, p, training, inplace, 1)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    return _feature_dropout(input, p, training, inplace, 2)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    return _feature_dropout(input, p, training, inplace, 3)
 
 
 _SELU_ALPHA = 1.6732632423543772
@@ -972,7 +1008,15 @@ def pad(input, pad, mode="constant", value=None):
         for i in range(len(pad) // 2):
             if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.dim() - 1 - i]:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
-    return torch.pad(input, pad, mode, value)
+    if mode == "constant" or min(pad) >= 0:
+        return torch.pad(input, pad, mode, value)
+    # negative padding crops: reflect and replicate pad the whole input and crop after (so a reflection
+    # reads the cropped elements), circular crops first and wraps what is left, as PyTorch does
+    crop = tuple(min(p, 0) for p in pad)
+    grow = tuple(max(p, 0) for p in pad)
+    if mode == "circular":
+        return torch.pad(torch.pad(input, crop), grow, mode)
+    return torch.pad(torch.pad(input, grow, mode), crop)
 
 
 def _index_along(x, dim, positions):
@@ -1118,6 +1162,8 @@ def one_hot(tensor, num_classes=-1):
 # ============================================================================== distances
 
 def _vector_norm(x, p, dim, keepdim=False):
+    if p == 0:              # the number of non-zero entries: constant almost everywhere, no gradient
+        return (x != 0).sum(dim, keepdim=keepdim).to(x.dtype)
     if p == 2:
         sq = (x * x).sum(dim, keepdim=keepdim)
         # d sqrt at 0 is inf; PyTorch's norm gives a zero gradient there, as the where does here
