@@ -1046,13 +1046,48 @@ def _resize_matrix(mode, in_size, out_size, scale, align_corners):
         src = dst * s
     else:
         s = scale if scale is not None else in_size / out_size
-        src = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+        src = (dst + 0.5) * s - 0.5
+        if mode != "bicubic":           # cubic keeps the negative source positions (ATen's cubic=True)
+            src = np.maximum(src, 0.0)
+    if mode == "bicubic":
+        return _cubic_matrix(m, dst, src, in_size)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     i1 = np.minimum(i0 + 1, in_size - 1)
     lam1 = src - i0
     np.add.at(m, (dst, i0), 1.0 - lam1)
     np.add.at(m, (dst, i1), lam1)
     return m
+
+
+def _cubic_matrix(m, dst, src, in_size, a=-0.75):
+    """Keys' cubic convolution (A = -0.75) over the 4 taps around src, taps clamped to the edges, as ATen."""
+    base = np.floor(src)
+    t = src - base
+    weights = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+               ((a + 2) * t - (a + 3)) * t * t + 1,
+               ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+               ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a]
+    for k, w in enumerate(weights):
+        np.add.at(m, (dst, np.clip(base.astype(np.int64) - 1 + k, 0, in_size - 1)), w)
+    return m
+
+
+def _resize_uint8(input, mats):
+    """ATen's uint8 resampling: per resized dim (the last first), int16 fixed-point weights with the most
+    precision bits that fit, a rounding bias, and the result clipped to [0, 255] after each pass."""
+    x = input.cpu().numpy().astype(np.int64)
+    for dim in reversed(range(len(mats))):
+        m = mats[dim]
+        if m is None:
+            continue
+        prec = 0
+        while prec < 22 and int(0.5 + np.abs(m).max() * (1 << (prec + 1))) < (1 << 15):
+            prec += 1
+        w = np.where(m < 0, np.trunc(-0.5 + m * (1 << prec)), np.trunc(0.5 + m * (1 << prec))).astype(np.int64)
+        moved = np.moveaxis(x, 2 + dim, -1)
+        acc = (1 << (prec - 1)) + moved @ w.T
+        x = np.moveaxis(np.clip(acc >> prec, 0, 255), -1, 2 + dim)
+    return torch.from_numpy(np.ascontiguousarray(x.astype(np.uint8))).to(input.device)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -1074,7 +1109,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                       f"{linear_modes[mode] + 2}D input")
         align_corners = bool(align_corners)
     elif mode == "bicubic":
-        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by reftorch")
+        if nd != 2:
+            raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
+        align_corners = bool(align_corners)
     else:
         raise NotImplementedError(f"Input Error: unsupported mode {mode!r}")
     if antialias:
@@ -1098,12 +1135,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
         return adaptive_avg_pool1d(input, out_sizes) if nd == 1 else _adaptive_avg_poolnd(input, out_sizes, nd)
+    mats = [None if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0) else
+            _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners) for i in range(nd)]
+    if input.dtype == torch.uint8 and mode in ("bilinear", "bicubic"):
+        return _resize_uint8(input, mats)
+    if not input.dtype.is_floating_point and mode not in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"\"compute_indices_weights_{'cubic' if mode == 'bicubic' else 'linear'}\" not "
+                                  f"implemented for '{input.dtype.short.replace('Tensor', '')}'")
     out = input
-    for i in range(nd):
-        if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0):
-            continue
-        m = _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners)
-        out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype, device=input.device))
+    for i, m in enumerate(mats):
+        if m is not None:       # weights in the input's dtype, one matrix product per resized dim
+            out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype, device=input.device))
     return out
 
 
