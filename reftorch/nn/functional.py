@@ -1715,3 +1715,194 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.dim() == 1:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
+
+
+# ============================================================================== pooling: indices, unpooling, fractional
+# (issue 16: the pooling names torch.nn.functional has beyond the above)
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 2)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 3)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 3)
+
+
+def _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    if norm_type == math.inf:
+        return _max_poolnd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    if norm_type == -math.inf:
+        return -_max_poolnd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    out = _avg_poolnd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd)
+    k = math.prod(_ntuple(kernel_size, nd, "kernel_size"))
+    return (torch.sign(out) * relu(torch.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size):
+    nd = len(kernel)
+    default = [(input.shape[input.dim() - nd + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(nd)]
+    if output_size is None:
+        return default
+    given, output_size = output_size, list(output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d in range(nd):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{given}" (dim {d} must be between {lo} and {hi})')
+    return [int(s) for s in output_size]
+
+
+def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd):
+    kernel = _ntuple(kernel_size, nd, "kernel_size")
+    stride = kernel if stride is None else _ntuple(stride, nd, "stride")
+    padding = _ntuple(padding, nd, "padding")
+    out_sizes = _unpool_output_size(input, kernel, stride, padding, output_size)
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype.short[:-6]}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a tensor "
+                           f"with {input.dim()} dimensions.")
+    lead = tuple(input.shape[:-nd])
+    n_out = math.prod(out_sizes)
+    flat_idx = indices.reshape(-1, math.prod(input.shape[-nd:]) if input.dim() else 1)
+    idx = flat_idx.cpu().numpy()
+    if idx.size and (idx.min() < 0 or idx.max() >= n_out):
+        bad = int(idx[(idx < 0) | (idx >= n_out)][-1])
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, out_sizes))}{')' if nd < 3 else ''}")
+    vals = input.reshape(flat_idx.shape)
+    out = torch.zeros((vals.shape[0], n_out), dtype=input.dtype, device=input.device).scatter(1, flat_idx, vals)
+    return out.reshape(lead + tuple(out_sizes))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each value written at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _fractional_intervals(sample, in_size, out_size, pool, dtype):
+    """ATen's generate_intervals: window starts from one random sample u in [0, 1), alpha in the input's dtype."""
+    seq = np.zeros(out_size, dtype=np.int64)
+    if out_size > 1:
+        alpha = dtype(in_size - pool) / dtype(out_size - 1)
+        i = np.arange(out_size - 1)
+        seq[:-1] = ((i + dtype(sample)) * alpha).astype(np.int64) - np.int64(dtype(sample) * alpha)
+    if out_size > 0:
+        seq[-1] = in_size - pool
+    return seq
+
+
+def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, nd):
+    name = f"fractional_max_pool{nd}d"
+    kernel = _ntuple(kernel_size, nd, "kernel_size")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = _ntuple_float(output_ratio, nd)
+        output_size = [int(input.shape[input.dim() - nd + i] * ratio[i]) for i in range(nd)]
+    out_sizes = _ntuple(output_size, nd, "output_size")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
+    in_sizes = tuple(input.shape[-nd:])
+    words = ("height", "width") if nd == 2 else ("time", "height", "width")
+    for i in range(nd):
+        if out_sizes[i] + kernel[i] - 1 > in_sizes[i]:
+            raise RuntimeError(f"{name}{'' if nd == 2 else '_out'}(): pool {words[i]} {kernel[i]} too large "
+                               f"relative to input {words[i]} {in_sizes[i]}")
+    batch = 1 if input.dim() == nd + 1 else input.shape[0]
+    channels = input.shape[-nd - 1]
+    if _random_samples is None:
+        _random_samples = torch.rand((batch, channels, nd), dtype=input.dtype, device=input.device)
+    samples = _random_samples.detach().cpu().numpy().astype(np.float64).reshape(batch * channels, nd)
+    # the sample order of ATen: (w, h) for 2-D, (t, h, w) for 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    ftype = np.float32 if input.dtype in (torch.float32, torch.float16, torch.bfloat16) else np.float64
+    n_in, cells, kk = math.prod(in_sizes), math.prod(out_sizes), math.prod(kernel)
+    sel = np.zeros((batch * channels, cells, kk), dtype=np.int64)
+    offs = np.array(list(np.ndindex(*kernel))).T                                   # (nd, K)
+    grid = np.array(list(np.ndindex(*out_sizes))).T                                # (nd, cells)
+    for p in range(batch * channels):
+        starts = [_fractional_intervals(samples[p, order[d]], in_sizes[d], out_sizes[d], kernel[d], ftype)
+                  for d in range(nd)]
+        coord = [starts[d][grid[d]][:, None] + offs[d][None, :] for d in range(nd)]
+        sel[p] = np.ravel_multi_index(coord, in_sizes)
+    planes = input.reshape(batch * channels, n_in)
+    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, -1)).to(input.device))
+    windows = windows.reshape(batch * channels, cells, kk)
+    idx = windows.argmax(-1, keepdim=True)                               # the first maximum, NaN wins
+    chosen = torch.arange(kk, device=idx.device).reshape(1, 1, kk) == idx
+    out = torch.where(chosen, windows, 0.0).sum(-1).to(input.dtype)
+    picked = np.take_along_axis(sel, idx.cpu().numpy(), -1)[..., 0]
+    shape = tuple(input.shape[:-nd]) + tuple(out_sizes)
+    return out.reshape(shape), torch.from_numpy(picked.reshape(shape)).to(input.device)
+
+
+def _ntuple_float(x, n):
+    if isinstance(x, (tuple, list)):
+        return tuple(float(v) for v in x) if len(x) == n else (float(x[0]),) * n
+    return (float(x),) * n
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max pooling over pseudo-random windows (Graham, 2014): one random sample per plane and dim."""
+    out = _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    out = _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return out if return_indices else out[0]
