@@ -1906,3 +1906,190 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
                           _random_samples=None):
     out = _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 3)
     return out if return_indices else out[0]
+
+
+# ============================================================================== sampling grids
+
+def _base_grid(sizes, align_corners, dtype, device):
+    """PyTorch's affine_grid base: (prod(sizes), nd + 1) rows (x, y[, z], 1), x along the last size."""
+    axes = []
+    for s in sizes:
+        if s <= 1:
+            axes.append(np.zeros(max(s, 0)))
+        elif align_corners:
+            axes.append(np.linspace(-1.0, 1.0, s))
+        else:
+            axes.append(np.linspace(-1.0, 1.0, s) * (s - 1) / s)
+    mesh = np.meshgrid(*axes, indexing="ij")
+    cols = [m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sizes))]
+    return torch.tensor(np.stack(cols, -1), dtype=dtype, device=device)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """torch.affine_grid_generator: the (N, *spatial, nd) grid of theta (N, nd, nd + 1) applied to the base grid."""
+    n, spatial = size[0], tuple(size[2:])
+    base = _base_grid(spatial, align_corners, theta.dtype, theta.device)           # (L, nd + 1)
+    grid = torch.matmul(base.unsqueeze(0), theta.transpose(1, 2))                  # (N, L, nd)
+    return grid.reshape((n,) + spatial + (len(spatial),))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (for grid_sample) of a batch of affine matrices theta: (N, 2, 3) or (N, 3, 4)."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given, size = size, [int(s) for s in size]
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {_size_repr(given)}. "
+                             f"Got {theta.shape}.")
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {_size_repr(given)}. "
+                             f"Got {theta.shape}.")
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {_size_repr(given)}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
+                      "of affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {_size_repr(given)}")
+    return affine_grid_generator(theta, size, align_corners)
+
+
+def _size_repr(size):
+    return repr(size) if isinstance(size, torch.Size) else str(size)
+
+
+def _reflect(coord, low2, high2):
+    """ATen's reflect_coordinates: coord folded into [low2 / 2, high2 / 2] (differentiable, flips the slope)."""
+    if low2 == high2:
+        return coord * 0.0
+    low, span = low2 / 2, (high2 - low2) / 2
+    d = torch.abs(coord - low)
+    extra = torch.fmod(d, span)
+    flips = torch.floor(d / span).detach()
+    return torch.where(torch.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    """ATen's compute_coordinates: a pixel coordinate under border / reflection padding (zeros: as is)."""
+    if padding_mode == "border":
+        return torch.clamp(coord, 0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        return torch.clamp(coord, 0, size - 1)
+    return coord
+
+
+def _unnormalize(coord, size, align_corners):
+    return (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+
+
+def _gather_taps(flat, sizes, coords):
+    """flat (N, C, prod(sizes)) read at integer coords (one (N, L) tensor per dim, x last), 0 off the input."""
+    n, c = flat.shape[0], flat.shape[1]
+    inside, index = None, None
+    for size, k in zip(sizes, coords):
+        ok = (k >= 0) & (k <= size - 1)
+        inside = ok if inside is None else inside & ok
+        k = torch.clamp(k, 0, size - 1).to(torch.int64)
+        index = k if index is None else index * size + k
+    vals = flat.gather(2, index.unsqueeze(1).expand(n, c, index.shape[1]))
+    return torch.where(inside.unsqueeze(1), vals, 0.0)
+
+
+def _cubic_weights(t, a=-0.75):
+    w0 = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a
+    w1 = ((a + 2) * t - (a + 3)) * t * t + 1
+    w2 = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1
+    w3 = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a
+    return [w0, w1, w2, w3]
+
+
+def _grid_sample_taps(flat, sizes, pts, mode, padding_mode, align_corners):
+    """The sampled values (N, C, L) at pixel coordinates pts (one (N, L) tensor per dim, in sizes' order)."""
+    nd = len(sizes)
+    if mode == "bicubic":       # taps around the raw coordinate, each tap padded on its own (ATen)
+        base = [torch.floor(p).detach() for p in pts]
+        ty, tx = pts[0] - base[0], pts[1] - base[1]
+        wy, wx = _cubic_weights(ty), _cubic_weights(tx)
+        out = 0.0
+        for i in range(4):
+            for j in range(4):
+                cy = _source_coord(base[0] + (i - 1), sizes[0], padding_mode, align_corners).detach()
+                cx = _source_coord(base[1] + (j - 1), sizes[1], padding_mode, align_corners).detach()
+                out = out + _gather_taps(flat, sizes, [cy, cx]) * (wy[i] * wx[j]).unsqueeze(1)
+        return out
+    pts = [_source_coord(p, s, padding_mode, align_corners) for p, s in zip(pts, sizes)]
+    if mode == "nearest":       # round half to even, as nearbyint; no gradient to the grid
+        return _gather_taps(flat, sizes, [torch.round(p).detach() for p in pts])
+    low = [torch.floor(p).detach() for p in pts]
+    frac = [p - lo for p, lo in zip(pts, low)]
+    out = 0.0
+    for corner in np.ndindex(*(2,) * nd):
+        w = None
+        for d in range(nd):
+            wd = frac[d] if corner[d] else 1 - frac[d]
+            w = wd if w is None else w * wd
+        out = out + _gather_taps(flat, sizes, [low[d] + corner[d] for d in range(nd)]) * w.unsqueeze(1)
+    return out
+
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler: modes and padding modes given as ATen's integers (0 bilinear, 1 nearest, 2 bicubic;
+    0 zeros, 1 border, 2 reflection)."""
+    nd = input.dim() - 2
+    if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    mode, padding = _GRID_MODES[interpolation_mode], _GRID_PADDINGS[padding_mode]
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    n, c, sizes = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    out_sizes = tuple(grid.shape[1:-1])
+    g = grid.to(input.dtype).reshape(n, -1, nd)
+    # grid's last dim is (x, y[, z]): x indexes the last input dim
+    pts = [_unnormalize(g[:, :, nd - 1 - d], sizes[d], align_corners) for d in range(nd)]
+    flat = input.reshape(n, c, -1)
+    out = _grid_sample_taps(flat, sizes, pts, mode, padding, align_corners)
+    return out.reshape((n, c) + out_sizes)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """input (N, C, H, W) or (N, C, D, H, W) sampled at the normalised [-1, 1] coordinates of grid."""
+    if mode not in _GRID_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=2)
+        align_corners = False
+    return grid_sampler(input, grid, _GRID_MODES.index(mode), _GRID_PADDINGS.index(padding_mode), align_corners)
