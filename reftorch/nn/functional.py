@@ -860,6 +860,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     out = _take_rows(weight, input)
+    if scale_grad_by_freq:          # each row's gradient divided by how often its index occurs in input
+        idx = input.cpu().numpy().reshape(-1).astype(np.int64)
+        freq = np.bincount(idx, minlength=num)[idx].reshape(tuple(input.shape) + (1,))
+        out = _grad_scaled(out, torch.from_numpy(1.0 / freq).to(out.device, out.dtype))
     if padding_idx is not None:
         keep = (input != padding_idx).unsqueeze(-1)
         out = torch.where(keep, out, out.detach())
@@ -2093,3 +2097,323 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                       "grid_sample for details.", stacklevel=2)
         align_corners = False
     return grid_sampler(input, grid, _GRID_MODES.index(mode), _GRID_PADDINGS.index(padding_mode), align_corners)
+
+
+# ============================================================================== embedding bags
+
+def _grad_scaled(x, scale):
+    """x in value; its gradient multiplied by scale (scale_grad_by_freq: 1 / the count of each index)."""
+    return x.detach() + (x - x.detach()) * scale
+
+
+def _bag_layout(idx, off, include_last_offset):
+    """(bag of each index or -1 when past the last bag, number of bags) from the offsets of embedding_bag."""
+    n = idx.size
+    if off.size and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {int(off[0])}\n[ torch.LongTensor{{}} ]")
+    if off.size and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{int(off[-1])}")
+    # with include_last_offset the last offset only counts the bags: like ATen on the cpu, the last bag runs on
+    # to the end of the input
+    starts = off[:-1] if include_last_offset else off
+    return np.searchsorted(starts, np.arange(n), side="right") - 1, len(starts)
+
+
+def embedding_bag_aten(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                       per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag: (output, offset2bag, bag_size, max_indices), mode 0 sum, 1 mean, 2 max."""
+    idx = indices.cpu().numpy().reshape(-1).astype(np.int64)
+    num = weight.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        bad = int(idx[(idx < 0) | (idx >= num)][0])
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be {bad}")
+    bag, bags = _bag_layout(idx, offsets.cpu().numpy().reshape(-1).astype(np.int64), include_last_offset)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += num
+    keep = (bag >= 0) & (idx != padding_idx if padding_idx is not None else True)
+    counts = np.bincount(bag[keep], minlength=bags)
+    dev = weight.device
+    rows = torch.index_select(weight, 0, indices.reshape(-1))                     # (n, D)
+    if scale_grad_by_freq:
+        # ATen's cpu backward divides the gradient of the g-th smallest distinct index by the count of the g-th
+        # entry of the sorted indices (not of that index itself); followed here so gradients match PyTorch's
+        counts, uniq = np.bincount(idx, minlength=num), np.unique(idx)
+        row_scale = np.ones(num)
+        row_scale[uniq] = 1.0 / counts[np.sort(idx)[:len(uniq)]]
+        rows = _grad_scaled(rows, torch.from_numpy(row_scale[idx].reshape(-1, 1)).to(dev, weight.dtype))
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    offset2bag = torch.from_numpy(np.where(bag >= 0, bag, 0)).to(dev)
+    bag_size = torch.from_numpy(counts.astype(np.int64)).to(dev)
+    if mode == 2:
+        out, max_indices = _bag_max(weight, rows, idx, bag, keep, counts, bags)
+        return out, offset2bag, bag_size, max_indices
+    scale = keep / np.maximum(counts[np.maximum(bag, 0)], 1) if mode == 1 else keep.astype(np.float64)
+    rows = rows * torch.from_numpy(scale.reshape(-1, 1)).to(dev, weight.dtype)
+    out = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=dev)
+    out = out.index_add(0, torch.from_numpy(np.maximum(bag, 0)).to(dev), rows)
+    if mode == 0:       # ATen leaves these empty (its float32 fast path) or zero for sums
+        zeros = torch.zeros(bags, dtype=torch.int64, device=dev)
+        fast = padding_idx is None and weight.dtype == torch.float32
+        o2b = torch.zeros(0, dtype=torch.int64, device=dev) if fast else offset2bag
+        return out, o2b, zeros, zeros.clone()
+    return out, offset2bag, bag_size, bag_size.clone()
+
+
+def _bag_max(weight, rows, idx, bag, keep, counts, bags):
+    """The largest row of each bag (the first of ties gets the gradient); an empty bag gives zeros."""
+    width = max(int(counts.max()) if counts.size else 0, 1)
+    table = np.full((bags, width), rows.shape[0], dtype=np.int64)       # the -inf sentinel row
+    fill = np.zeros(bags, dtype=np.int64)
+    for pos in np.nonzero(keep)[0]:
+        table[bag[pos], fill[bag[pos]]] = pos
+        fill[bag[pos]] += 1
+    ext = torch.cat([rows, torch.full((1, rows.shape[1]), -math.inf, dtype=rows.dtype, device=rows.device)])
+    vals = torch.index_select(ext, 0, torch.from_numpy(table.reshape(-1)).to(rows.device))
+    vals = vals.reshape(bags, width, rows.shape[1])
+    arg = vals.argmax(1, keepdim=True)                                          # (B, 1, D)
+    chosen = torch.arange(width, device=rows.device).reshape(1, width, 1) == arg
+    out = torch.where(chosen, vals, 0.0).sum(1)
+    nonempty = torch.from_numpy(counts > 0).to(rows.device).reshape(bags, 1)
+    out = torch.where(nonempty, out, 0.0).to(weight.dtype)
+    words = np.append(idx, 0)[np.take_along_axis(table, arg.cpu().numpy()[:, 0, :], 1)]
+    return out, torch.from_numpy(np.where(counts[:, None] > 0, words, 0)).to(rows.device)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows, without materialising the rows of each bag."""
+    if weight.dtype == torch.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = torch.arange(0, input.numel(), input.shape[1], dtype=input.dtype, device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    return embedding_bag_aten(weight, input, offsets, scale_grad_by_freq, modes[mode], sparse, per_sample_weights,
+                              include_last_offset, padding_idx)[0]
+
+
+# ============================================================================== conv_tbc, cdist
+
+def conv_tbc(input, weight, bias, pad=0):
+    """A 1-D convolution over (time, batch, channels) input with a (kernel, in, out) weight."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distances between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R)."""
+    if x1.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if not x1.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.short[:-6]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    # every mode computes the differences directly (the exact form the matrix-product shortcut approximates)
+    return _vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+# ============================================================================== ctc_loss
+
+def _ctc_alpha_beta(lp, target, blank):
+    """Log-space forward and backward variables of CTC over one sequence (lp: (T, C) float64 NumPy)."""
+    ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
+    ext[1::2] = target
+    t_len, s_len = lp.shape[0], len(ext)
+    skip = np.zeros(s_len, dtype=bool)            # s may come from s - 2: a label unlike the one two back
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    alpha = np.full((t_len, s_len), -np.inf)
+    beta = np.full((t_len, s_len), -np.inf)
+    if t_len == 0:
+        return ext, alpha, beta, -np.inf
+    alpha[0, :min(2, s_len)] = lp[0, ext[:min(2, s_len)]]
+    for t in range(1, t_len):
+        a = alpha[t - 1]
+        acc = np.logaddexp(a, np.concatenate([[-np.inf], a[:-1]]))
+        acc = np.where(skip, np.logaddexp(acc, np.concatenate([[-np.inf, -np.inf], a[:-2]])), acc)
+        alpha[t] = acc + lp[t, ext]
+    beta[-1, max(s_len - 2, 0):] = lp[-1, ext[max(s_len - 2, 0):]]
+    skip_back = np.zeros(s_len, dtype=bool)       # s may go to s + 2
+    skip_back[:-2] = skip[2:]
+    for t in range(t_len - 2, -1, -1):
+        b = beta[t + 1]
+        acc = np.logaddexp(b, np.concatenate([b[1:], [-np.inf]]))
+        acc = np.where(skip_back, np.logaddexp(acc, np.concatenate([b[2:], [-np.inf, -np.inf]])), acc)
+        beta[t] = acc + lp[t, ext]
+    ll = np.logaddexp(alpha[-1, -1], alpha[-1, -2]) if s_len > 1 else alpha[-1, -1]
+    return ext, alpha, beta, ll
+
+
+def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
+    """Per-sequence negative log-likelihoods and ATen's gradient of them with respect to log_probs."""
+    t_max, n, c = lp.shape
+    nll = np.zeros(n)
+    grad = np.zeros((t_max, n, c))
+    starts = np.concatenate([[0], np.cumsum(tgt_lens)[:-1]]) if targets.ndim == 1 else None
+    for b in range(n):
+        tl = int(tgt_lens[b])
+        target = targets[starts[b]:starts[b] + tl] if targets.ndim == 1 else targets[b, :tl]
+        il = int(in_lens[b])
+        seq = lp[:il, b]
+        ext, alpha, beta, ll = _ctc_alpha_beta(seq, target, blank)
+        nll[b] = -ll
+        if zero_infinity and np.isinf(nll[b]):
+            nll[b] = 0.0
+            continue
+        # ATen's formula (the gradient through a log_softmax's logits): exp(lp) - posterior of each label
+        ab = alpha + beta
+        lcab = np.full((il, c), -np.inf)
+        for s, label in enumerate(ext):
+            lcab[:, label] = np.logaddexp(lcab[:, label], ab[:, s])
+        with np.errstate(invalid="ignore", over="ignore"):
+            grad[:il, b] = np.exp(seq) - np.exp(lcab + nll[b] - seq)
+    return nll, grad
+
+
+class CtcLoss(torch.autograd.Function):      # its node: CtcLossBackward, as PyTorch's CtcLossBackward0
+    @staticmethod
+    def forward(ctx, log_probs, targets, in_lens, tgt_lens, blank, zero_infinity):
+        lp = log_probs.detach().cpu().numpy().astype(np.float64)
+        nll, grad = _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity)
+        ctx.grad = torch.from_numpy(grad).to(log_probs.device, log_probs.dtype)
+        return torch.from_numpy(nll).to(log_probs.device, log_probs.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return ctx.grad * grad_out.reshape(1, -1, 1), None, None, None, None, None
+
+
+def _lengths(x, name):
+    return np.asarray(x.cpu().numpy() if isinstance(x, _Tensor) else x, dtype=np.int64).reshape(-1)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist Temporal Classification loss of (T, N, C) log-probabilities (or (T, C) unbatched)."""
+    if isinstance(reduction, str):
+        if reduction not in ("none", "mean", "sum"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+    else:
+        reduction = ("none", "mean", "sum")[reduction]
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    in_lens, tgt_lens = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
+    t_max, n, c = log_probs.shape
+    if blank < 0 or blank >= c:
+        raise RuntimeError("blank must be in label range")
+    if len(in_lens) != n:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(in_lens)} and {n}")
+    if len(tgt_lens) != n:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tgt_lens)} and {n}")
+    for b in range(n):
+        if in_lens[b] > t_max:
+            raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {in_lens[b]} "
+                               f"(while checking arguments for ctc_loss_cpu)")
+    tg = targets.cpu().numpy().astype(np.int64)
+    nll = CtcLoss.apply(log_probs, tg, in_lens, tgt_lens, blank, zero_infinity)
+    if reduction == "mean":
+        denom = torch.from_numpy(np.maximum(tgt_lens, 1)).to(nll.device, nll.dtype)
+        return (nll / denom).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll.squeeze(0) if unbatched else nll
+
+
+# ============================================================================== losses beyond the above
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function d (pairwise_distance by default)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+                           f"{negative.dim()}D inputs")
+    distance_function = pairwise_distance if distance_function is None else distance_function
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = torch.minimum(dist_neg, distance_function(positive, negative))
+    loss = torch.clamp_min(margin + dist_pos - dist_neg, 0)
+    return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target); with options, the batch is taken in
+    chunks of options.batch_chunk_size rows so that the whole logits tensor never exists at once."""
+    ignore = -100 if ignore_index is None else ignore_index
+    chunk = getattr(options, "batch_chunk_size", None) if options is not None else None
+    if chunk is None or input.dim() != 2 or reduction not in ("sum", "mean", "none") or label_smoothing \
+            or target.dtype.is_floating_point:
+        logits = linear(input, linear_weight, linear_bias)
+        return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
+                             label_smoothing=label_smoothing)
+    parts = [cross_entropy(linear(input[i:i + chunk], linear_weight, linear_bias), target[i:i + chunk], weight,
+                           ignore_index=ignore, reduction="none" if reduction == "none" else "sum")
+             for i in range(0, input.shape[0], chunk)]
+    if reduction == "none":
+        return torch.cat(parts)
+    total = torch.stack(parts).sum()
+    if reduction == "sum":
+        return total
+    valid = target != ignore
+    if weight is None:
+        return total / valid.sum()
+    return total / torch.where(valid, weight[torch.where(valid, target, 0)], 0.0).sum()
