@@ -2139,9 +2139,9 @@ def embedding_bag_aten(weight, indices, offsets, scale_grad_by_freq=False, mode=
     if scale_grad_by_freq:
         # ATen's cpu backward divides the gradient of the g-th smallest distinct index by the count of the g-th
         # entry of the sorted indices (not of that index itself); followed here so gradients match PyTorch's
-        counts, uniq = np.bincount(idx, minlength=num), np.unique(idx)
+        freq, uniq = np.bincount(idx, minlength=num), np.unique(idx)
         row_scale = np.ones(num)
-        row_scale[uniq] = 1.0 / counts[np.sort(idx)[:len(uniq)]]
+        row_scale[uniq] = 1.0 / freq[np.sort(idx)[:len(uniq)]]
         rows = _grad_scaled(rows, torch.from_numpy(row_scale[idx].reshape(-1, 1)).to(dev, weight.dtype))
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape(-1, 1)
