@@ -1208,8 +1208,8 @@ def one_hot(tensor, num_classes=-1):
 # ============================================================================== distances
 
 def _vector_norm(x, p, dim, keepdim=False):
-    if p == 0:              # the number of non-zero entries: constant almost everywhere, no gradient
-        return (x != 0).sum(dim, keepdim=keepdim).to(x.dtype)
+    if p == 0:              # the number of non-zero entries: constant almost everywhere, a zero gradient
+        return torch.where(x != 0, 1.0, x * 0).sum(dim, keepdim=keepdim)
     if p == 2:
         sq = (x * x).sum(dim, keepdim=keepdim)
         # d sqrt at 0 is inf; PyTorch's norm gives a zero gradient there, as the where does here
