@@ -37,6 +37,13 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    # issue 16: the rest of torch.nn.functional
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "lp_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "embedding_bag",
+    "conv_tbc", "conv3d", "conv_transpose3d", "avg_pool3d", "adaptive_avg_pool3d", "ctc_loss",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy",
 ]
 
 
