@@ -815,7 +815,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
+    x = input.reshape(n, num_groups, (input.numel() // (n * num_groups)) if n else math.prod(input.shape[2:]) *
+                      (c // num_groups))
     mean = x.mean(-1, keepdim=True)
     centered = x - mean
     var = (centered * centered).mean(-1, keepdim=True)
@@ -832,6 +833,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     n, c = input.shape[0], input.shape[1]
+    if input.numel() == 0:          # nothing to normalise: PyTorch returns the empty input's shape
+        return input * 1
     sq = (input * input).reshape(n, 1, c, -1)
     # average over a window of `size` channels around each channel (zero padded)
     pads = (size // 2, (size - 1) // 2)
@@ -1638,7 +1641,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = _reduction_string(size_average, reduce, reduction)
     zeros = input * 0.0
     margin_clamp = torch.relu(margin - input)
-    loss = torch.where(target == 1, input, zeros) + torch.where(target == -1, margin_clamp, zeros)
+    # ATen's form: a target other than +-1 takes both terms
+    loss = torch.where(target != -1, input, zeros) + torch.where(target != 1, margin_clamp, zeros)
     return _reduce(loss, reduction)
 
 
@@ -1686,9 +1690,12 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
-    x = input if input.dim() == 2 else input.unsqueeze(0)
+    x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = target.reshape(-1)
     c = x.shape[1]
+    tv = t.cpu().numpy()
+    if tv.size and (tv.min() < 0 or tv.max() >= c):
+        raise RuntimeError("target out of range")
     x_t = _pick_class(x, t, c).unsqueeze(1)
     z = torch.relu(margin - x_t + x)
     if p == 2:
@@ -1698,17 +1705,19 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     not_target = (torch.arange(c, device=t.device).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
         torch.eq(torch.arange(c, device=t.device).reshape(1, c) == t.unsqueeze(1), False)
     loss = torch.where(not_target, z, 0.0).sum(1) / c
-    if input.dim() == 1:
-        loss = loss.squeeze(0)
+    if input.dim() < 2:             # one sample: the loss takes the target's shape (0-d or (1,))
+        loss = loss.reshape(tuple(target.shape))
     return _reduce(loss, reduction)
 
 
 @_autocast("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
-    x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = (target if target.dim() == 2 else target.unsqueeze(0)).cpu().numpy()
+    x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
+    t = (target if target.dim() == 2 else target.reshape(1, -1)).cpu().numpy()
     n, c = x.shape
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
     is_target = np.zeros((n, c), dtype=bool)
     pairs = np.zeros((n, c, c))                   # (sample, target class j, other class i): how often
     for row in range(n):
@@ -1723,7 +1732,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     pairs *= ~is_target[:, None, :]
     diff = torch.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))     # [n, j, i] = 1 - (x_j - x_i)
     loss = (diff * torch.from_numpy(pairs).to(x.device, x.dtype)).sum((1, 2)) / c
-    if input.dim() == 1:
+    if input.dim() < 2:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
 
