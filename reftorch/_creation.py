@@ -191,13 +191,20 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arr.astype(dt.np), dt, device, requires_grad)
 
 
+def _no_bool(dt, name):
+    if dt is D.bool_:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    _no_bool(dt, "linspace")
     return _finish(np.linspace(float(start), float(end), int(steps)).astype(dt.np), dt, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    _no_bool(dt, "logspace")
     return _finish(np.logspace(float(start), float(end), int(steps), base=base).astype(dt.np), dt, device,
                    requires_grad)
 
