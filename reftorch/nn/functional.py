@@ -523,6 +523,8 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     floating = input.dtype.is_floating_point
     if input.dtype == torch.bool:
         raise NotImplementedError(f"\"max_pool{nd}d\" not implemented for 'Bool'")
+    if nd == 1 and not floating and not return_indices:     # ATen's 1-D kernel takes floats only
+        raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{input.dtype.short}'")
     # the padding never wins: -inf for floats, the dtype's least value for integers
     low = -math.inf if floating else float(np.iinfo(input.dtype.np).min)
     cols = torch.im2col(planes, kernel, dilation, pads, stride, low)             # (P, K, L)
@@ -1809,7 +1811,7 @@ def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd)
     padding = _ntuple(padding, nd, "padding")
     out_sizes = _unpool_output_size(input, kernel, stride, padding, output_size)
     if indices.dtype != torch.int64:
-        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype.short[:-6]}")
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype.short}")
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
                            f"but got indices tensor with shape: {list(indices.shape)}")
@@ -2271,7 +2273,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if not x1.dtype.is_floating_point:
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.short[:-6]}")
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.short}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
@@ -2377,7 +2379,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     for b in range(n):
         if in_lens[b] > t_max:
             raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {in_lens[b]} "
-                               f"(while checking arguments for ctc_loss_cpu)")
+                               f"(while checking arguments for ctc_loss_allocate_outputs)")
     tg = targets.cpu().numpy().astype(np.int64)
     nll = CtcLoss.apply(log_probs, tg, in_lens, tgt_lens, blank, zero_infinity)
     if reduction == "mean":
