@@ -490,16 +490,17 @@ def parse_op(raw, path, registered_names) -> Op:
     for n in in_dtype:
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
-    grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)))
+    grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
               tuple(in_dtype), grad_fn)
 
 
-def _parse_grad_fn(e, kind, value):
+def _parse_grad_fn(e, kind, value, sig):
     """`grad_fn: MmBackward0`, or by the ranks of the tensor inputs (`_` for an absent Tensor?):
-    `grad_fn: {"2,2": MmBackward0, "1,1": DotBackward0, default: MatmulBackward0}`."""
+    `grad_fn: {"2,2": MmBackward0, "1,1": DotBackward0, default: MatmulBackward0}`, or by a non-tensor
+    argument given (not None; its formulas must read it, so the node saves it): `{dim: SumBackward1, ...}`."""
     if value is None:
         return None
     if kind == "composite":
@@ -511,8 +512,10 @@ def _parse_grad_fn(e, kind, value):
     if isinstance(value, str):
         return value
     for key in value:
-        if key != "default" and not re.fullmatch(r"(\d+|_)(,(\d+|_))*", str(key)):
-            e.fail("grad_fn", f"key {key!r}: input ranks such as \"2,2\" (\"_\" for None), or default")
+        scalars = [a.name for a in sig.args if not a.is_tensor]
+        if key != "default" and key not in scalars and not re.fullmatch(r"(\d+|_)(,(\d+|_))*", str(key)):
+            e.fail("grad_fn", f"key {key!r}: input ranks such as \"2,2\" (\"_\" for None), a non-tensor argument "
+                              "name, or default")
     return tuple((str(k), v) for k, v in value.items())
 
 

@@ -423,7 +423,7 @@ def grad_fn_names(torch, F):
             edges(x @ v), edges(v @ v), edges(F.linear(x, w, b))[0], edges(F.linear(x, w))[0],
             edges(F.linear(x.unsqueeze(0), w, b))[0], edges(x.sum()), edges(x.view(12)), edges(x.reshape(12)),
             edges(x.t()), edges(v.expand(3, 4)), edges(x[:, 1:]), edges(x.narrow(1, 0, 2)), edges(F.gelu(x)),
-            edges(x.clamp(0, 1))[0], edges(x.unsqueeze(0).flatten())]
+            edges(x.clamp(0, 1))[0], edges(x.unsqueeze(0).flatten()), edges(x.sum(1)), edges(x.sum((0, 1)))]
 
 
 @case

@@ -241,7 +241,12 @@ class OpNode(Node):
         if names.__class__ is str:
             return names
         ranks = ",".join(str(len(shape)) if dtype is not None else "_" for shape, dtype in self.input_meta)
-        return names.get(ranks) or names.get("default") or f"{_camel(self.op)}Backward0"
+        if ranks in names:
+            return names[ranks]
+        for key, name in names.items():         # keyed by an argument: the name when it was given
+            if self.saved.get(key) is not None:
+                return name
+        return names.get("default") or f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
         F = _F if _F is not None else _functional()
