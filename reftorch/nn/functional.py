@@ -605,15 +605,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    k = _ntuple(kernel_size, 1)[0]
-    return (torch.sign(out) * relu(torch.abs(out))).mul(k).pow(1.0 / norm_type)
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    kh, kw = _ntuple(kernel_size, 2)
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (torch.sign(out) * relu(torch.abs(out))).mul(kh * kw).pow(1.0 / norm_type)
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
 def _adaptive_bounds(in_size, out_size):
