@@ -38,7 +38,7 @@ pixel_shuffle, pixel_unshuffle = F.pixel_shuffle, F.pixel_unshuffle
 rms_norm = F.rms_norm
 grid_sampler, grid_sampler_2d, grid_sampler_3d = F.grid_sampler, F.grid_sampler_2d, F.grid_sampler_3d
 affine_grid_generator = F.affine_grid_generator
-embedding_bag = F.embedding_bag_aten
+embedding_bag = F._embedding_bag
 
 
 def _reduction(r):

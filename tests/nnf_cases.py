@@ -4,6 +4,7 @@ tests/gen_nnf_expected.py) and returns plain values (nested lists, strings for e
 The expected values in tests/nnf_expected.json were computed by running these same cases with PyTorch 2.13
 (`python tests/gen_nnf_expected.py` in an environment with torch); CI runs them on reftorch only."""
 import json
+import warnings
 import zlib
 
 import numpy as np
@@ -332,7 +333,6 @@ def interpolate_uint8_bicubic(torch, F):
 
 @case
 def dropout_ranks(torch, F):
-    import warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         shapes = [list(F.dropout2d(torch.ones(3, 4), 0.5, training=True).shape),

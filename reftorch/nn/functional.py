@@ -2135,7 +2135,7 @@ def _bag_layout(idx, off, include_last_offset):
     return np.searchsorted(starts, np.arange(n), side="right") - 1, len(starts)
 
 
-def embedding_bag_aten(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
                        per_sample_weights=None, include_last_offset=False, padding_idx=None):
     """torch.embedding_bag: (output, offset2bag, bag_size, max_indices), mode 0 sum, 1 mean, 2 max."""
     idx = indices.cpu().numpy().reshape(-1).astype(np.int64)
@@ -2238,7 +2238,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
-    return embedding_bag_aten(weight, input, offsets, scale_grad_by_freq, modes[mode], sparse, per_sample_weights,
+    return _embedding_bag(weight, input, offsets, scale_grad_by_freq, modes[mode], sparse, per_sample_weights,
                               include_last_offset, padding_idx)[0]
 
 
