@@ -160,6 +160,9 @@ def grid_sample_misc(torch, F):
             torch.affine_grid_generator(theta.detach(), [2, 3, 2, 2], True).tolist(),
             _err(lambda: F.grid_sample(x, g, mode="area", align_corners=False)),
             _err(lambda: F.grid_sample(x, g, padding_mode="wrap", align_corners=False)),
+            _err(lambda: F.grid_sample(x.float(), g, align_corners=False)),
+            _err(lambda: F.grid_sample(x, g[..., :1], align_corners=False)),
+            _err(lambda: F.grid_sample(x, g[:1], align_corners=False)),
             _err(lambda: F.grid_sample(x.unsqueeze(2), g.unsqueeze(1).expand(2, 1, 2, 2, 2)[..., :1].expand(
                 2, 1, 2, 2, 3), mode="bicubic", align_corners=False))]
 

@@ -2076,12 +2076,14 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.short} but found {grid.dtype.short}")
     mode, padding = _GRID_MODES[interpolation_mode], _GRID_PADDINGS[padding_mode]
     if mode == "bicubic" and nd != 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     n, c, sizes = input.shape[0], input.shape[1], tuple(input.shape[2:])
     out_sizes = tuple(grid.shape[1:-1])
-    g = grid.to(input.dtype).reshape(n, -1, nd)
+    g = grid.reshape(n, -1, nd)
     # grid's last dim is (x, y[, z]): x indexes the last input dim
     pts = [_unnormalize(g[:, :, nd - 1 - d], sizes[d], align_corners) for d in range(nd)]
     flat = input.reshape(n, c, -1)
