@@ -32,6 +32,10 @@ def matmul_forward(self, other):
 
 def flip_forward(self, dims):
     # ops.yaml: flip
+    wrapped = [d % self.ndim if self.ndim else d for d in dims]
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return np.flip(self, dims) if self.ndim else self.copy()
 
 
@@ -268,7 +272,27 @@ def outer_forward(self, vec2):
 
 def _einsum_forward(operands, equation):
     # ops.yaml: _einsum
-    return np.einsum(equation.replace(" ", ""), *operands, optimize=len(operands) > 1)
+    eq = equation.replace(" ", "")
+    seen = {}
+    for k, (term, x) in enumerate(zip(eq.partition("->")[0].split(","), operands)):
+        labels = term.replace("...", "")
+        if "..." in term:      # the labels after the ellipsis count from the operand's last dim
+            head, _, tail = term.partition("...")
+            sizes = list(x.shape[:len(head)]) + list(x.shape[x.ndim - len(tail):])
+        else:
+            sizes = list(x.shape)
+        mine = {}
+        for lab, n in zip(labels, sizes):
+            if lab in mine and mine[lab] != n:
+                raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} but the sizes don't match, "
+                                   f"{n} != {mine[lab]}")
+            mine[lab] = n
+        for lab, n in mine.items():
+            if lab in seen and n != seen[lab] and 1 not in (n, seen[lab]):
+                raise RuntimeError(f"einsum(): subscript {lab} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {seen[lab]}")
+            seen[lab] = n if lab not in seen or seen[lab] == 1 else seen[lab]
+    return np.einsum(eq, *operands, optimize=len(operands) > 1)
 
 
 def pad_forward(self, pad, mode="constant", value=None):
@@ -326,6 +350,8 @@ def cat_forward(tensors, dim=0):
 def roll_forward(self, shifts, dims=None):
     # ops.yaml: roll
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+        if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         return np.roll(self, shifts)
     s = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
     d = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
