@@ -247,6 +247,21 @@ class LoadedStorage:
         return f"<storage of {len(self)} {self.dtype} on {self.device}>"
 
 
+def storage_id(pid, src, legacy):
+    """(dtype, key, location, numel, view) of a storage persistent id, every field checked."""
+    n = 6 if legacy else 5
+    if type(pid) is not tuple or len(pid) != n:
+        raise src.error(f"a storage id must be a tuple of {n} items, got {type(pid).__name__}")
+    typename, stype, key, location, numel = (x.decode("ascii") if type(x) is bytes else x for x in pid[:5])
+    view = pid[5] if legacy else None
+    if typename != "storage" or type(stype) is not StorageType or type(key) is not str \
+            or type(location) is not str or type(numel) is not int or numel < 0:
+        raise src.error("a storage id must be ('storage', storage type, key, location, element count)")
+    if stype.dtype is None:
+        raise src.error(f"the checkpoint holds a torch.{stype.name}, which reftorch has no dtype for")
+    return stype.dtype, key, location, numel, view
+
+
 def _ints(value, what):
     if type(value) not in (tuple, list, torch.Size) or not all(type(v) is int for v in value):
         raise MalformedData(f"a tensor's {what} must be a tuple of ints, got {type(value).__name__}")

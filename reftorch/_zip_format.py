@@ -12,8 +12,6 @@ import struct
 import zipfile
 import zlib
 
-from ._checkpoint import CheckpointError
-
 ALIGNMENT = 64
 _ZIP64_AT = 0xFFFFFFFF  # sizes and offsets at or past this go to zip64 extra fields
 _MARK = 0xFFFFFFFF      # what the 32-bit field then holds
@@ -188,4 +186,4 @@ def is_zip(head):
     return head[:4] in (b"PK\x03\x04", b"PK\x05\x06")
 
 
-__all__ = ["ZipWriter", "ZipReader", "archive_name", "is_zip", "CheckpointError"]
+__all__ = ["ZipWriter", "ZipReader", "archive_name", "is_zip"]
