@@ -83,6 +83,7 @@ class StorageTable:
     def __init__(self, legacy=False):
         self.legacy = legacy
         self.entries = {}       # id(Storage) -> (key, StorageRef)
+        self.containers = set()     # Module classes noted in a legacy file
 
     def persistent_id(self, ref):
         entry = self.entries.get(id(ref.storage))
@@ -128,7 +129,9 @@ class _TorchPicklerMixin:
     def persistent_id(self, obj):
         if type(obj) is StorageRef:
             return self.storages.persistent_id(obj)
-        if self.storages.legacy and isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        if self.storages.legacy and isinstance(obj, type) and issubclass(obj, torch.nn.Module) \
+                and obj not in self.storages.containers:
+            self.storages.containers.add(obj)       # once: the id itself then pickles the class by name
             return ("module", obj, None, None)      # torch's legacy writer notes container classes
         return None
 

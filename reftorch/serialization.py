@@ -18,6 +18,7 @@ Safetensors: `save_safetensors(obj, f)` writes one (reftorch/_safetensors.py), `
 """
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import pickle
@@ -308,6 +309,21 @@ def _default_restore(storage, location, src):
     raise src.error(f"don't know how to restore data location of a storage (tagged with {location!r:.40})")
 
 
+def _reftorch_counterpart(module, name):
+    """reftorch's class or function for torch's `module.name` (a whole pickled torch Module): the same
+    path under reftorch, or the nearest package above it that exports the name (torch.nn.modules.batchnorm
+    .BatchNorm1d is reftorch.nn.BatchNorm1d)."""
+    parts = ["reftorch"] + module.split(".")[1:]
+    for i in range(len(parts), 0, -1):
+        try:
+            found = getattr(importlib.import_module(".".join(parts[:i])), name, None)
+        except ImportError:
+            continue
+        if found is not None:
+            return found
+    raise pickle.UnpicklingError(f"the checkpoint names {module}.{name}, which reftorch does not have")
+
+
 def _full_unpickler(pickle_module, stream, persistent_load, args):
     class Unpickler(pickle_module.Unpickler):
         def find_class(self, module, name):
@@ -318,11 +334,12 @@ def _full_unpickler(pickle_module, stream, persistent_load, args):
                     raise MalformedData(f"the checkpoint holds {obj.what}, which reftorch does not have")
                 return obj
             if module == "torch" or module.startswith("torch."):       # a torch-pickled object: reftorch's own
-                module = "reftorch" + module[len("torch"):]
+                return _reftorch_counterpart(module, name)
             return super().find_class(module, name)
 
     u = Unpickler(stream, **args)
-    u.persistent_load = persistent_load
+    if persistent_load is not None:
+        u.persistent_load = persistent_load
     return u
 
 

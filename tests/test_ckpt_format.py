@@ -519,3 +519,14 @@ def test_legacy_saves_stream_one_after_another():
         torch.save({"i": torch.tensor(i)}, buf, _use_new_zipfile_serialization=False)
     buf.seek(0)
     assert [torch.load(buf)["i"].item() for _ in range(3)] == [0, 1, 2]
+
+
+def test_whole_module_in_the_legacy_format(tmp_path):
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1))
+    torch.save(model, tmp_path / "m.pt", _use_new_zipfile_serialization=False)
+    back = torch.load(tmp_path / "m.pt", weights_only=False)
+    x = torch.randn(4, 2)
+    model.eval(), back.eval()
+    np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL reftorch\.nn\.modules\.container\.Sequential"):
+        torch.load(tmp_path / "m.pt")
