@@ -145,13 +145,16 @@ def test_map_location_callable_sees_storages_and_locations():
 
 
 def test_a_torch_pickled_module_loads_only_when_asked():
-    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL torch\.nn\.modules\.linear\.Linear "
-                                                     r"was not an allowed global by default"):
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL torch\.nn\.modules\.container\."
+                                                     r"Sequential was not an allowed global by default"):
         torch.load(FIXTURES / "module.pt")
-    m = torch.load(FIXTURES / "module.pt", weights_only=False)
-    assert isinstance(m, nn.Linear) and isinstance(m.weight, nn.Parameter)
-    x = torch.tensor([[1.0, -2.0]])
-    expect = x.numpy() @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+    m = torch.load(FIXTURES / "module.pt", weights_only=False).eval()
+    lin, bn = m[0], m[1]
+    assert isinstance(lin, nn.Linear) and isinstance(bn, nn.BatchNorm1d) and isinstance(lin.weight, nn.Parameter)
+    x = torch.tensor([[1.0, -2.0], [0.5, 3.0]])
+    y = x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy()
+    expect = (y - bn.running_mean.numpy()) / np.sqrt(bn.running_var.numpy() + bn.eps) * bn.weight.detach().numpy() \
+        + bn.bias.detach().numpy()
     np.testing.assert_allclose(m(x).detach().numpy(), expect, rtol=1e-6)
 
 
@@ -497,7 +500,8 @@ def test_get_unsafe_globals_in_checkpoint():
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_system.pt") == ["posix.system"]
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_exec.pt") == ["builtins.exec"]
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "module.pt") == \
-        ["torch.nn.modules.linear.Linear"]
+        ["torch.nn.modules.batchnorm.BatchNorm1d", "torch.nn.modules.container.Sequential",
+         "torch.nn.modules.linear.Linear"]
     with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
         torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "legacy.pt")
 
