@@ -23,7 +23,6 @@ import io
 import os
 import pickle
 import pickletools
-import random
 import struct
 import sys
 import tempfile
@@ -92,8 +91,7 @@ def _zip_writer(obj, pickle_module, protocol, name, no_byteorder):
         for key, data in storages.items():
             z.write_record(f"data/{key}", data)
         z.write_record("version", b"3\n")
-        ident = f"{random.getrandbits(64):020d}{random.getrandbits(64):020d}"     # two 20-digit numbers, as torch's
-        z.write_record(".data/serialization_id", ident.encode())
+        z.write_record(".data/serialization_id", z.serialization_id())
         z.close()
     return write
 

@@ -197,22 +197,31 @@ def _records(raw):
     return z, [i.filename for i in z.infolist()]
 
 
-def test_written_archive_is_byte_identical_to_torchs():
-    """Same tensors, same file name: every record and every byte of the layout as torch 2.13 wrote them
-    (the 40-digit serialization id is random in both)."""
-    theirs = (FIXTURES / "tensors.pt").read_bytes()
-    buf = io.BytesIO()
-    torch.save(_tensors(), buf)
-    zt, names_t = _records(theirs)
-    zr, names_r = _records(buf.getvalue())
-    assert [n.replace("tensors/", "archive/") for n in names_t] == names_r
-    for it, ir in zip(zt.infolist(), zr.infolist()):
-        assert (it.header_offset, it.file_size, it.flag_bits, it.compress_type) == \
-               (ir.header_offset, ir.file_size, ir.flag_bits, ir.compress_type), it.filename
-        if not it.filename.endswith("serialization_id"):
-            assert zt.read(it) == zr.read(ir), it.filename
-    sid_t, sid_r = zt.read("tensors/.data/serialization_id"), zr.read("archive/.data/serialization_id")
-    assert len(sid_t) == len(sid_r) == 40 and sid_r.isdigit()
+def _torch_twin_model():
+    """reftorch's twin of make_torch_checkpoints.model()."""
+    m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    with torch.no_grad():
+        for i, p in enumerate(m.parameters()):
+            p.copy_(torch.arange(p.numel(), dtype=torch.float32).reshape(p.shape) * 0.25 - i)
+    m[1].running_mean.fill_(0.5)
+    m[1].num_batches_tracked.fill_(3)
+    return m
+
+
+@pytest.mark.parametrize("name", ["tensors.pt", "state_dict.pt"])
+def test_written_files_are_byte_identical_to_torchs(tmp_path, name):
+    """The same tensors saved under the same file name: every byte as torch 2.13 wrote it, the archive
+    layout, the pickle, the padding and the serialization id (a hash of the record names and CRCs)."""
+    obj = _tensors() if name == "tensors.pt" else _torch_twin_model().state_dict()
+    torch.save(obj, tmp_path / name)
+    ours, theirs = (tmp_path / name).read_bytes(), (FIXTURES / name).read_bytes()
+    if ours != theirs:      # say where
+        zr, zt = zipfile.ZipFile(io.BytesIO(ours)), zipfile.ZipFile(io.BytesIO(theirs))
+        assert [i.filename for i in zr.infolist()] == [i.filename for i in zt.infolist()]
+        for ir, it in zip(zr.infolist(), zt.infolist()):
+            assert zr.read(ir) == zt.read(it), it.filename
+            assert (ir.header_offset, ir.flag_bits, ir.extra) == (it.header_offset, it.flag_bits, it.extra)
+    assert ours == theirs
 
 
 def _independent_load(raw):
