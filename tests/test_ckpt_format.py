@@ -543,3 +543,17 @@ def test_whole_module_in_the_legacy_format(tmp_path):
     np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL reftorch\.nn\.modules\.container\.Sequential"):
         torch.load(tmp_path / "m.pt")
+
+
+def test_serialization_id_hashes_match_libstdcxx():
+    """Values from g++ (libstdc++): std::hash<std::string>, and the record-name hash torch's writer combines
+    over a std::unordered_set of 3005 names (3000 storages: past eight rehashes)."""
+    from reftorch._zip_format import _hash_combine, _std_hash, _unordered_set_order
+    assert [_std_hash(s) for s in (b"", b"a", b"hello")] == [6142509188972423790, 4993892634952068459,
+                                                             2762169579135187400]
+    names = [b"data.pkl", b".format_version", b".storage_alignment", b"byteorder"] + \
+        [f"data/{i}".encode() for i in range(3000)] + [b"version"]
+    combined = 0
+    for name in _unordered_set_order(names):
+        combined = _hash_combine(combined, _std_hash(name))
+    assert combined == 7460312898770484889
