@@ -557,3 +557,23 @@ def test_serialization_id_hashes_match_libstdcxx():
     for name in _unordered_set_order(names):
         combined = _hash_combine(combined, _std_hash(name))
     assert combined == 7460312898770484889
+
+
+class _TaggedTensor(torch.Tensor):
+    """A Tensor subclass a user would allowlist."""
+
+
+def test_tensor_subclasses_need_an_allowlist_entry():
+    t = torch.arange(3.0)
+    t.__class__ = _TaggedTensor
+    buf = io.BytesIO()
+    torch.save({"t": t}, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL test_ckpt_format._TaggedTensor was not an allowed"):
+        torch.load(buf)
+    with torch.serialization.safe_globals([_TaggedTensor]):
+        buf.seek(0)
+        back = torch.load(buf)["t"]
+    assert type(back) is _TaggedTensor and back.tolist() == [0.0, 1.0, 2.0]
+    buf.seek(0)
+    assert type(torch.load(buf, weights_only=False)["t"]) is _TaggedTensor
