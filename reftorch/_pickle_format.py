@@ -237,14 +237,16 @@ class LoadedStorage:
         device = torch.device(device)
         if device == self.device:
             return self
-        flat = Tensor._make(self.storage, 0, (len(self),), (1,), self.dtype, self.device).to(device)
+        flat = Tensor._make(self.storage, 0, (len(self),), (1,), self.dtype, self.device)
+        flat = flat.to(device, non_blocking=non_blocking)
         return LoadedStorage(flat._storage, self.dtype, flat.device)
 
     def cpu(self):
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+        where = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self.to(where, non_blocking=non_blocking)
 
     def __repr__(self):
         return f"<storage of {len(self)} {self.dtype} on {self.device}>"
