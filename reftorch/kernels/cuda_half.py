@@ -694,8 +694,6 @@ def bessel_i(x, nu, scaled):
             r *= exp(-a)
     if nu == 1 and x < 0:
         return -r
-    if nu == 1 and x == 0:
-        return x                          # keeps the sign of zero
     return r
 
 
