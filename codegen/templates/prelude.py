@@ -343,6 +343,7 @@ def polygamma(n, x):
     # psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x) for x < 0.5 (huge, not inf, near negative integers, as torch);
     # n >= 2 as (-1)^(n+1) n! zeta(n + 1, x)
     x = np.float64(x)
+    n = int(n)
     if n == 0:
         return digamma(x)
     if n == 1:
@@ -647,8 +648,6 @@ def bessel_i(x, nu, scaled):
             r *= exp(-a)
     if nu == 1 and x < 0:
         return -r
-    if nu == 1 and x == 0:
-        return x                          # keeps the sign of zero
     return r
 
 
