@@ -1,0 +1,98 @@
+"""PyTorch's own OpInfo samples that reftorch got wrong (issue 26, its non-nn points), each expectation checked
+against torch 2.13: integer arange/linspace/logspace, Tensor.flip(dims=), Tensor.to's positional flags,
+scatter with a float value on integer and bool tensors, integer baddbmm, random ops' requires_grad, gather
+with an empty index, clamp_min/clamp_max on bool."""
+from __future__ import annotations
+
+import pytest
+
+import reftorch as torch
+
+# (factory, dtype, arguments, torch 2.13's values): integer arange counts from truncated bounds (int64: in
+# integers), linspace/logspace round from the first and second halves as PyTorch's kernels do
+SPACED = [
+    ('arange', 'int64', (0.0, -8.000001, -4.0), [0, -4]),
+    ('arange', 'int64', (0.5, 7.6, 2.5), [0, 2, 4, 6]),
+    ('arange', 'int64', (-1.5, 3, 1.1), [-1, 0, 1, 2]),
+    ('arange', 'int64', (10, 0, -3), [10, 7, 4, 1]),
+    ('arange', 'int64', (0, 100, 7), [0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98]),
+    ('linspace', 'int64', (-3, 7, 50), [-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 7]),
+    ('linspace', 'int64', (0, 10, 7), [0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int64', (-10.5, 10.5, 13), [-10, -8, -6, -5, -3, -1, 0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int64', (3.7, -2.2, 9), [3, 2, 1, 1, 0, 0, 0, -1, -2]),
+    ('linspace', 'int64', (5, 5, 1), [5]),
+    ('linspace', 'int64', (-100, 100, 33), [-100, -93, -87, -81, -75, -68, -62, -56, -50, -43, -37, -31, -25, -18, -12, -6, 0, 6, 12, 18, 25, 31, 37, 43, 50, 56, 62, 68, 75, 81, 87, 93, 100]),
+    ('logspace', 'int64', (0, 3, 50), [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 22, 25, 29, 33, 39, 44, 51, 59, 68, 79, 91, 104, 120, 138, 159, 184, 212, 244, 281, 323, 372, 429, 494, 568, 655, 754, 868, 1000]),
+    ('logspace', 'int64', (-1, 2, 11, 2), [0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 4]),
+    ('logspace', 'int64', (0.5, 2.5, 9), [1, 1, 3, 5, 10, 17, 31, 56, 100]),
+    ('arange', 'int32', (0.0, -8.000001, -4.0), [0, -4, -8]),
+    ('arange', 'int32', (0.5, 7.6, 2.5), [0, 2, 4]),
+    ('arange', 'int32', (-1.5, 3, 1.1), [-1, 0, 1, 2, 3]),
+    ('arange', 'int32', (10, 0, -3), [10, 7, 4, 1]),
+    ('arange', 'int32', (0, 100, 7), [0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98]),
+    ('linspace', 'int32', (-3, 7, 50), [-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 7]),
+    ('linspace', 'int32', (0, 10, 7), [0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int32', (-10.5, 10.5, 13), [-10, -8, -6, -5, -3, -1, 0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int32', (3.7, -2.2, 9), [3, 2, 1, 1, 0, 0, 0, -1, -2]),
+    ('linspace', 'int32', (5, 5, 1), [5]),
+    ('linspace', 'int32', (-100, 100, 33), [-100, -93, -87, -81, -75, -68, -62, -56, -50, -43, -37, -31, -25, -18, -12, -6, 0, 6, 12, 18, 25, 31, 37, 43, 50, 56, 62, 68, 75, 81, 87, 93, 100]),
+    ('logspace', 'int32', (0, 3, 50), [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 22, 25, 29, 33, 39, 44, 51, 59, 68, 79, 91, 104, 120, 138, 159, 184, 212, 244, 281, 323, 372, 429, 494, 568, 655, 754, 868, 1000]),
+    ('logspace', 'int32', (-1, 2, 11, 2), [0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 4]),
+    ('logspace', 'int32', (0.5, 2.5, 9), [1, 1, 3, 5, 10, 17, 31, 56, 100]),
+    ('arange', 'int16', (0.0, -8.000001, -4.0), [0, -4, -8]),
+    ('arange', 'int16', (0.5, 7.6, 2.5), [0, 2, 4]),
+    ('arange', 'int16', (-1.5, 3, 1.1), [-1, 0, 1, 2, 3]),
+    ('arange', 'int16', (10, 0, -3), [10, 7, 4, 1]),
+    ('arange', 'int16', (0, 100, 7), [0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98]),
+    ('linspace', 'int16', (-3, 7, 50), [-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 7]),
+    ('linspace', 'int16', (0, 10, 7), [0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int16', (-10.5, 10.5, 13), [-10, -8, -6, -5, -3, -1, 0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int16', (3.7, -2.2, 9), [3, 2, 1, 1, 0, 0, 0, -1, -2]),
+    ('linspace', 'int16', (5, 5, 1), [5]),
+    ('linspace', 'int16', (-100, 100, 33), [-100, -93, -87, -81, -75, -68, -62, -56, -50, -43, -37, -31, -25, -18, -12, -6, 0, 6, 12, 18, 25, 31, 37, 43, 50, 56, 62, 68, 75, 81, 87, 93, 100]),
+    ('logspace', 'int16', (0, 3, 50), [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 22, 25, 29, 33, 39, 44, 51, 59, 68, 79, 91, 104, 120, 138, 159, 184, 212, 244, 281, 323, 372, 429, 494, 568, 655, 754, 868, 1000]),
+    ('logspace', 'int16', (-1, 2, 11, 2), [0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 4]),
+    ('logspace', 'int16', (0.5, 2.5, 9), [1, 1, 3, 5, 10, 17, 31, 56, 100]),
+    ('arange', 'int8', (0.0, -8.000001, -4.0), [0, -4, -8]),
+    ('arange', 'int8', (0.5, 7.6, 2.5), [0, 2, 4]),
+    ('arange', 'int8', (-1.5, 3, 1.1), [-1, 0, 1, 2, 3]),
+    ('arange', 'int8', (10, 0, -3), [10, 7, 4, 1]),
+    ('arange', 'int8', (0, 100, 7), [0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98]),
+    ('linspace', 'int8', (-3, 7, 50), [-3, -2, -2, -2, -2, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6, 6, 6, 6, 7]),
+    ('linspace', 'int8', (0, 10, 7), [0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int8', (-10.5, 10.5, 13), [-10, -8, -6, -5, -3, -1, 0, 1, 3, 5, 6, 8, 10]),
+    ('linspace', 'int8', (3.7, -2.2, 9), [3, 2, 1, 1, 0, 0, 0, -1, -2]),
+    ('linspace', 'int8', (5, 5, 1), [5]),
+    ('linspace', 'int8', (-100, 100, 33), [-100, -93, -87, -81, -75, -68, -62, -56, -50, -43, -37, -31, -25, -18, -12, -6, 0, 6, 12, 18, 25, 31, 37, 43, 50, 56, 62, 68, 75, 81, 87, 93, 100]),
+    ('logspace', 'int8', (0, 3, 50), [1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 19, 22, 25, 29, 33, 39, 44, 51, 59, 68, 79, 91, 104, 120, -118, -97, -72, -44, -12, 25, 67, 116, -83, -18, 56, -113, -14, 100, -24]),
+    ('logspace', 'int8', (-1, 2, 11, 2), [0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 4]),
+    ('logspace', 'int8', (0.5, 2.5, 9), [1, 1, 3, 5, 10, 17, 31, 56, 100]),
+]
+
+
+@pytest.mark.parametrize("fn, dtype, args, expected", SPACED)
+def test_integer_ranges_as_pytorch(fn, dtype, args, expected):
+    got = getattr(torch, fn)(*args, dtype=getattr(torch, dtype))
+    assert got.dtype is getattr(torch, dtype) and got.tolist() == expected
+
+
+def test_range_tensor_overloads_and_a_zero_integer_step():
+    ref = torch.linspace(-3, 7, 50, dtype=torch.int64).tolist()
+    assert torch.linspace(torch.tensor(-3), torch.tensor(7), 50, dtype=torch.int64).tolist() == ref
+    with pytest.raises(ValueError, match="^step must be nonzero$"):
+        torch.arange(5, -5, -0.5, dtype=torch.int64)          # the step truncates to 0
+    assert torch.arange(5, -5, -0.5, dtype=torch.int32).tolist() == [5] * 20
+
+
+def test_flip_takes_dims_by_keyword():
+    x = torch.arange(4).reshape(2, 2)
+    assert x.flip(dims=(0,)).tolist() == [[2, 3], [0, 1]]
+    assert x.flip(dims=[0, 1]).tolist() == [[3, 2], [1, 0]] == x.flip(0, 1).tolist()
+
+
+def test_to_reads_positional_non_blocking_and_copy():
+    x = torch.ones(2)
+    assert x.to("cpu", torch.float64, True, True).dtype is torch.float64
+    assert x.to(torch.float64, True, True).dtype is torch.float64
+    assert x.to(torch.ones(1, dtype=torch.int32), True, True).dtype is torch.int32
+    assert x.to(torch.float32, False, True) is not x and x.to(torch.float32, False, False) is x
