@@ -376,7 +376,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         s = std._array() if isinstance(std, Tensor) else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         dt = mean.dtype if isinstance(mean, Tensor) else std.dtype
-        return _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+        out = _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+        return _zero_gradient(out, mean, std)
     dt = _dt(dtype)
     return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
                    requires_grad)
@@ -403,7 +404,21 @@ def bernoulli(input, p=None, *, generator=None):
         u = uniform(input._shape, D.float64 if input.dtype is D.float64 else D.float32, input.device)
         return ((u < (input if p is None else p)).to(input.dtype)).detach()
     probs = input._array() if p is None else np.full(input._shape, p)
-    return _finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype)
+    return _zero_gradient(_finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype),
+                          input)
+
+
+def _zero_gradient(out, *inputs):
+    """out, joined to those inputs that require grad with a zero gradient: PyTorch's bernoulli and normal are
+    not reparameterised (their derivatives are zeros), yet their results require grad as any op's do.
+    0 * sign(x) is 0 for every x (NaN and inf included), so the values are the sample's."""
+    if not grad_mode.state.enabled:
+        return out
+    from . import _functional as F      # (here, as _copy_tensor: _functional imports this module)
+    for t in inputs:
+        if isinstance(t, Tensor) and t.requires_grad:
+            out = F.add(out, F.mul(F.sign(t), 0))
+    return out
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -96,3 +96,51 @@ def test_to_reads_positional_non_blocking_and_copy():
     assert x.to(torch.float64, True, True).dtype is torch.float64
     assert x.to(torch.ones(1, dtype=torch.int32), True, True).dtype is torch.int32
     assert x.to(torch.float32, False, True) is not x and x.to(torch.float32, False, False) is x
+
+
+def test_integer_baddbmm_truncates_beta_and_alpha():
+    a = torch.arange(8).reshape(2, 2, 2)
+    b = a + 1
+    out = torch.baddbmm(torch.ones(2, 2, 2, dtype=torch.int64), a, b, beta=0.5, alpha=1.5)
+    assert out.dtype is torch.int64 and out.tolist() == [[[3, 4], [11, 16]], [[55, 64], [79, 92]]]
+    out = torch.baddbmm(torch.ones(2, 2, 2, dtype=torch.int64), a, a, beta=2.7, alpha=-1.5)
+    assert out.tolist() == [[[0, -1], [-4, -9]], [[-44, -53], [-64, -77]]]
+
+
+def test_gather_and_scatter_with_an_empty_index():
+    x = torch.arange(5.0, requires_grad=True)
+    empty = torch.empty(2, 0, dtype=torch.int64)
+    out = torch.gather(x, 0, empty)
+    assert out.shape == (2, 0) and out.dtype is torch.float32
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0] * 5
+    assert torch.zeros(5).scatter_add(0, empty, torch.ones(2, 3)).tolist() == [0.0] * 5
+    assert torch.zeros(5).scatter(0, empty, torch.ones(2, 3)).tolist() == [0.0] * 5
+    assert torch.zeros(5).scatter(0, empty, value=1.0).tolist() == [0.0] * 5
+
+
+def test_random_samples_require_grad_with_zero_gradients():
+    mean, std = torch.zeros(3, requires_grad=True), torch.ones(3, requires_grad=True)
+    out = torch.normal(mean, std)
+    assert out.requires_grad
+    out.sum().backward()
+    assert mean.grad.tolist() == [0.0] * 3 and std.grad.tolist() == [0.0] * 3
+    assert torch.normal(mean, 2.0).requires_grad and torch.normal(1.0, std).requires_grad
+    p = torch.full((3,), 0.5, requires_grad=True)
+    sample = torch.bernoulli(p)
+    assert sample.requires_grad and set(sample.tolist()) <= {0.0, 1.0}
+    sample.sum().backward()
+    assert p.grad.tolist() == [0.0] * 3
+    with torch.no_grad():
+        assert not torch.bernoulli(p).requires_grad
+    inf = torch.normal(torch.tensor([float("inf")], requires_grad=True), torch.ones(1))
+    assert inf.tolist() == [float("inf")]
+
+
+def test_clamp_min_and_clamp_max_on_bool_tensors():
+    b, f = torch.tensor([True, False, True]), torch.tensor([False, True, False])
+    assert torch.clamp_min(b, f).tolist() == [True, True, True]
+    assert torch.clamp_max(b, f).tolist() == [False, False, False]
+    assert torch.clamp_min(b, torch.tensor(True)).dtype is torch.bool
+    assert torch.tensor([True, False, True, True]).unfold(0, 2, 1).tolist() == [[True, False], [False, True],
+                                                                             [True, True]]

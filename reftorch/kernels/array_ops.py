@@ -344,6 +344,8 @@ def repeat_forward(self, repeats):
 
 def gather_forward(self, dim, index, *, sparse_grad=False):
     # ops.yaml: gather
+    if index.size == 0:     # an empty index is not checked against self (PyTorch): an empty result of its shape
+        return np.empty(index.shape, self.dtype)
     x = self.reshape(1) if self.ndim == 0 else self
     idx = index.reshape(1) if index.ndim == 0 else index
     if idx.ndim != x.ndim:
@@ -362,6 +364,8 @@ def gather_forward(self, dim, index, *, sparse_grad=False):
 def scatter_add_forward(self, dim, index, src):
     # ops.yaml: scatter_add
     out = np.array(self)
+    if index.size == 0:     # an empty index writes nothing and is not checked (PyTorch)
+        return out
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
@@ -387,6 +391,8 @@ def scatter_forward(self, dim, index, src=None, *, value=None, reduce=None):
     idx = index.reshape(1) if index.ndim == 0 else index
     if src is None and value is None:
         raise TypeError("scatter() missing 1 required positional argument: 'src' (or keyword 'value')")
+    if index.size == 0:     # an empty index writes nothing and is not checked (PyTorch)
+        return out
     s = np.asarray(value if src is None else src)
     if s.ndim and s.ndim != idx.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")

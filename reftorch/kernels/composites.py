@@ -303,6 +303,8 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
+    if not p.dtype.is_floating_point:
+        alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
         p = p * alpha
     if beta == 0:
