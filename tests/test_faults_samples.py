@@ -144,3 +144,26 @@ def test_clamp_min_and_clamp_max_on_bool_tensors():
     assert torch.clamp_min(b, torch.tensor(True)).dtype is torch.bool
     assert torch.tensor([True, False, True, True]).unfold(0, 2, 1).tolist() == [[True, False], [False, True],
                                                                              [True, True]]
+
+
+def test_a_0d_value_tensor_gets_its_gradient_from_masked_fill_and_index_fill():
+    w = torch.arange(6.0).reshape(2, 3)
+    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    v = torch.tensor(2.5, requires_grad=True)
+    m = torch.tensor([[True, False, True], [False, False, True]])
+    out = x.masked_fill(m, v)
+    (out * w).sum().backward()
+    assert out.tolist() == [[2.5, 1.0, 2.5], [3.0, 4.0, 2.5]]
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [3.0, 4.0, 0.0]] and v.grad.item() == 7.0
+    x.grad = v.grad = None
+    out = x.index_fill(1, torch.tensor([0, 2, 0]), v)          # a repeated index counts once
+    (out * w).sum().backward()
+    assert out.tolist() == [[2.5, 1.0, 2.5], [2.5, 4.0, 2.5]]
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [0.0, 4.0, 0.0]] and v.grad.item() == 10.0
+    v.grad = None
+    y = torch.zeros(2, 3)
+    y.masked_fill_(m, v)
+    assert y.requires_grad
+    y.sum().backward()
+    assert v.grad.item() == 3.0
+    assert torch.zeros(2, 3, dtype=torch.int64).masked_fill(m, torch.tensor(2.7)).tolist() == [[2, 0, 2], [0, 0, 2]]

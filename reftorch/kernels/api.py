@@ -272,7 +272,9 @@ SPECS = {
 
     'index_add': {'name': 'index_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, alpha=1: (lambda out: (np.add.at(np.moveaxis(out.reshape(-1) if self.ndim == 0 else out, dim, 0), np.reshape(index, -1), alpha * np.moveaxis(np.atleast_1d(source), dim, 0)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'add_at_positions'},
 
-    'masked_fill': {'name': 'masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_masked_fill': {'name': '_masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'masked_fill': {'name': 'masked_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'masked_select': {'name': 'masked_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask: np.broadcast_arrays(self, mask)[0][np.broadcast_arrays(self, mask)[1]]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -442,7 +444,9 @@ SPECS = {
 
     'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'index_fill': {'name': 'index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_index_fill': {'name': '_index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'index_fill': {'name': 'index_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'index_copy': {'name': 'index_copy', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros(source.shape, np.int64), source, dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cpu': 'promote'}},
 
@@ -1526,11 +1530,18 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return _rt.composite_inplace('index_add', self, dim, index, source, alpha=alpha)
 
 
+def _masked_fill(self, mask, value):
+    """masked_fill's values and checks (its helper; the gradient to a 0-d value tensor is masked_fill's).
+
+    ops.yaml: _masked_fill"""
+    return _rt.call('_masked_fill', (self, mask, ), (value, ))
+
+
 def masked_fill(self, mask, value):
     """self with value (a number or 0-d tensor, cast to self's dtype) where mask is True.
 
     ops.yaml: masked_fill"""
-    return _rt.call('masked_fill', (self, mask, ), (value, ))
+    return _rt.composite('masked_fill', self, mask, value)
 
 
 def masked_fill_(self, mask, value):
@@ -2466,11 +2477,18 @@ def min(self, dim=None, keepdim=False, *, other=None):
     return _rt.composite('min', self, dim, keepdim, other=other)
 
 
+def _index_fill(self, dim, index, value):
+    """index_fill's values and checks (its helper; the gradient to a 0-d value tensor is index_fill's).
+
+    ops.yaml: _index_fill"""
+    return _rt.call('_index_fill', (self, index, ), (dim, value, ))
+
+
 def index_fill(self, dim, index, value):
     """self with value (a number or 0-d tensor) written at the slices index along dim.
 
     ops.yaml: index_fill"""
-    return _rt.call('index_fill', (self, index, ), (dim, value, ))
+    return _rt.composite('index_fill', self, dim, index, value)
 
 
 def index_fill_(self, dim, index, value):

@@ -453,8 +453,8 @@ def index_add_forward(self, dim, index, source, *, alpha=1):
     return out
 
 
-def masked_fill_forward(self, mask, value):
-    # ops.yaml: masked_fill
+def _masked_fill_forward(self, mask, value):
+    # ops.yaml: _masked_fill
     if mask.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
     if np.ndim(value) != 0:
@@ -602,8 +602,8 @@ def bincount_forward(self, weights=None, minlength=0):
     return out.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)
 
 
-def index_fill_forward(self, dim, index, value):
-    # ops.yaml: index_fill
+def _index_fill_forward(self, dim, index, value):
+    # ops.yaml: _index_fill
     out = np.array(self)
     x = out.reshape(1) if out.ndim == 0 else out
     if index.ndim > 1:

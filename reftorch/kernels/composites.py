@@ -397,6 +397,14 @@ def pad_to(F, self, shape):
     return F.pad(self, tuple(p))
 
 
+def masked_fill(F, self, mask, value):
+    # ops.yaml: masked_fill
+    out = F._masked_fill(self, mask, value)
+    if F.is_tensor(value) and value.requires_grad:
+        return F.where(mask, value.to(out.dtype), out)
+    return out
+
+
 def masked_scatter_backward(F, grad, mask, shape):
     # ops.yaml: masked_scatter_backward
     g = F.masked_select(grad, mask)
@@ -486,3 +494,11 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def index_fill(F, self, dim, index, value):
+    # ops.yaml: index_fill
+    out = F._index_fill(self, dim, index, value)
+    if F.is_tensor(value) and value.requires_grad:
+        return F.where(F._index_fill(F.zeros_like(self, dtype=bool), dim, index, True), value.to(out.dtype), out)
+    return out

@@ -1155,8 +1155,8 @@ def index_add_backward(F, grads, saved, needs, fused):
     return g
 
 
-def masked_fill_backward(F, grads, saved, needs, fused):
-    # ops.yaml: masked_fill
+def _masked_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _masked_fill
     grad = grads[0]
     mask = saved['mask']
     g = [None] * 2
@@ -1828,8 +1828,8 @@ def addcdiv_backward(F, grads, saved, needs, fused):
     return g
 
 
-def index_fill_backward(F, grads, saved, needs, fused):
-    # ops.yaml: index_fill
+def _index_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _index_fill
     grad = grads[0]
     dim = saved['dim']
     index = saved['index']
