@@ -4,6 +4,7 @@ scatter with a float value on integer and bool tensors, integer baddbmm, random 
 with an empty index, clamp_min/clamp_max on bool."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import reftorch as torch
@@ -167,3 +168,28 @@ def test_a_0d_value_tensor_gets_its_gradient_from_masked_fill_and_index_fill():
     y.sum().backward()
     assert v.grad.item() == 3.0
     assert torch.zeros(2, 3, dtype=torch.int64).masked_fill(m, torch.tensor(2.7)).tolist() == [[2, 0, 2], [0, 0, 2]]
+
+
+def test_the_nuclear_norm():
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    assert np.allclose(torch.norm(x, p="nuc", dim=(0, 2)).tolist(), [29.2460, 38.2535, 48.2424], atol=1e-3)
+    assert x.norm(p="nuc", dim=(2, 1), keepdim=True).shape == (2, 1, 1)
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]], dtype=torch.float64, requires_grad=True)
+    torch.norm(a, p="nuc").backward()
+    assert np.allclose(a.grad.tolist(), [[-0.0068, 0.4923], [0.6985, 0.6252], [0.7155, -0.6056]], atol=1e-4)
+    b = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: torch.norm(t, p="nuc", dim=(2, 0), keepdim=True), (b,))
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda: torch.norm(torch.arange(24.0).reshape(2, 3, 4), p="nuc"), "dim must be a 2-tuple. Got 0 1 2"),
+    (lambda: torch.norm(torch.ones(2, 3), p="nuc", dim=1), "dim must be a 2-tuple. Got 1"),
+    (lambda: torch.norm(torch.arange(3.0), p="nuc"), "The input tensor A must have at least 2 dimensions."),
+    (lambda: torch.norm(torch.arange(4).reshape(2, 2), p="nuc"),
+     "Expected a floating point or complex tensor as input. Got Long"),
+    (lambda: torch.norm(torch.ones(2, 2), p="bad"), "Order bad not supported."),
+])
+def test_nuclear_norm_errors(call, msg):
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert str(info.value) == "linalg.matrix_norm: " + msg

@@ -470,6 +470,12 @@ SPECS = {
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
+    '_matrix_dims': {'name': '_matrix_dims', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nuclear_norm': {'name': '_nuclear_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_nuclear_norm_backward': {'name': '_nuclear_norm_backward', 'kind': 'array', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
 }
 
 
@@ -1238,7 +1244,7 @@ def norm_backward(grad, self, result, ord, dim, keepdim):
 
 
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf).
+    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf), or p='nuc' the nuclear norm of matrices.
 
     ops.yaml: norm"""
     return _rt.composite('norm', self, p, dim, keepdim, dtype)
@@ -2591,3 +2597,24 @@ def _log_softmax_backward(grad_output, output, dim):
 
     ops.yaml: _log_softmax_backward"""
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
+
+
+def _matrix_dims(self, dim=None):
+    """The two matrix dims of a matrix norm (all of a 2-D input's by default), checked as PyTorch's linalg.matrix_norm.
+
+    ops.yaml: _matrix_dims"""
+    return _rt.composite('_matrix_dims', self, dim)
+
+
+def _nuclear_norm(self, dim, keepdim=False):
+    """Sum of the singular values of the matrices over dim (a pair of dims); its gradient is U @ Vh.
+
+    ops.yaml: _nuclear_norm"""
+    return _rt.call('_nuclear_norm', (self, ), (dim, keepdim, ))
+
+
+def _nuclear_norm_backward(grad, self, dim, keepdim=False):
+    """Gradient of _nuclear_norm: grad * U @ Vh of each matrix (PyTorch's, for distinct nonzero singular values).
+
+    ops.yaml: _nuclear_norm_backward"""
+    return _rt.call('_nuclear_norm_backward', (grad, self, ), (dim, keepdim, ))

@@ -221,10 +221,12 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
     # ops.yaml: norm
     if dtype is not None:
         self = self.to(dtype)
+    if p == 'nuc':
+        return F._nuclear_norm(self, F._matrix_dims(self, dim), keepdim)
     if p is None or p == 'fro':
         p = 2
     elif isinstance(p, str):
-        raise NotImplementedError(f"norm(): p={p!r} is not supported; use 'fro' or a number")
+        raise RuntimeError(f'linalg.matrix_norm: Order {p} not supported.')
     if not F.is_floating(self):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
@@ -502,3 +504,15 @@ def index_fill(F, self, dim, index, value):
     if F.is_tensor(value) and value.requires_grad:
         return F.where(F._index_fill(F.zeros_like(self, dtype=bool), dim, index, True), value.to(out.dtype), out)
     return out
+
+
+def _matrix_dims(F, self, dim=None):
+    # ops.yaml: _matrix_dims
+    if not F.is_floating(self):
+        raise RuntimeError(f'linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
+    if self.ndim < 2:
+        raise RuntimeError('linalg.matrix_norm: The input tensor A must have at least 2 dimensions.')
+    dims = tuple(range(self.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join((str(d) for d in dims))}")
+    return [d % self.ndim for d in dims]

@@ -1931,3 +1931,16 @@ def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     if needs[1]:
         g[1] = -grad * F.exp(output) * F.sum(grad_output, dim, True)
     return g
+
+
+def _nuclear_norm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nuclear_norm
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    self = saved['self']
+    g = [None] * 1
+    # self: _nuclear_norm_backward(grad, self, dim, keepdim)
+    if needs[0]:
+        g[0] = F._nuclear_norm_backward(grad, self, dim, keepdim)
+    return g
