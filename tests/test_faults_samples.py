@@ -193,3 +193,21 @@ def test_nuclear_norm_errors(call, msg):
     with pytest.raises(RuntimeError) as info:
         call()
     assert str(info.value) == "linalg.matrix_norm: " + msg
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_logaddexp_propagates_nan_past_an_infinity(dtype):
+    inf, nan = float("inf"), float("nan")
+    out = torch.logaddexp(torch.tensor([nan, nan, inf, -inf, 1.0, 0.0], dtype=dtype),
+                          torch.tensor([inf, -inf, nan, nan, nan, -inf], dtype=dtype))
+    assert [v != v for v in out.tolist()] == [True] * 5 + [False] and out.tolist()[5] == 0.0
+
+
+def test_logaddexp_gradients_at_edge_values():
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([0.0, inf, -inf, inf, 1.0], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([0.0, 1.0, -inf, inf, -inf], dtype=torch.float64, requires_grad=True)
+    torch.logaddexp(a, b).sum().backward()
+    same = lambda got, want: all((g != g and w != w) or g == w for g, w in zip(got, want))  # noqa: E731
+    assert same(a.grad.tolist(), [0.5, 1.0, nan, nan, 1.0]), a.grad.tolist()          # torch 2.13's values
+    assert same(b.grad.tolist(), [0.5, 0.0, nan, nan, 0.0]), b.grad.tolist()

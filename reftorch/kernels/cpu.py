@@ -217,7 +217,7 @@ def clamp3(x, lo, hi):
 
 @njit(inline="always")
 def logaddexp(a, b):
-    m = a if a > b else b
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:

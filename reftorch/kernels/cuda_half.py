@@ -183,7 +183,7 @@ def cfmod(a, b):
 
 @cuda.jit(device=True, inline=True)
 def logaddexp(a, b):
-    m = a if a > b else b
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:
