@@ -198,9 +198,25 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dt = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
     else:
         dt = D.as_dtype(dtype)
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    if dt.category == 2:
+        n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+        with _alloc.sized((n,), dt.itemsize):
+            arr = vals[0] + np.arange(n, dtype=np.float64) * vals[2]
+        return _finish(arr.astype(dt.np), dt, device, requires_grad)
+    # integer dtypes, as PyTorch's arange_cpu: start, end and step in int64 (truncated toward zero); the
+    # count from them for int64 (ceil((end - start + step - sign) / step), C's division), in double for the
+    # narrower types
+    xs, xe, xstep = (math.trunc(v) for v in vals)
+    if dt is D.int64:
+        if xstep == 0:      # (narrower dtypes repeat start, as PyTorch's do)
+            raise ValueError("step must be nonzero")
+        sgn = (xstep > 0) - (xstep < 0)
+        num = xe - xs + xstep - sgn
+        n = max(0, abs(num) // abs(xstep) * (1 if (num < 0) == (xstep < 0) else -1))
+    else:
+        n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
     with _alloc.sized((n,), dt.itemsize):
-        arr = (vals[0] + np.arange(n, dtype=np.float64 if dt.category == 2 else np.int64) * vals[2])
+        arr = xs + np.arange(n, dtype=np.int64) * xstep
     return _finish(arr.astype(dt.np), dt, device, requires_grad)
 
 
@@ -209,19 +225,45 @@ def _no_bool(dt, name):
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
 
 
+def _integer_from_double(arr, dt):
+    """A C cast of doubles to an integer dtype: truncation toward zero."""
+    return np.trunc(arr).astype(np.int64).astype(dt.np) if dt.category < 2 and dt is not D.bool_ else arr.astype(dt.np)
+
+
+def _spaced(start, end, steps):
+    """PyTorch's linspace/logspace points for integer dtypes (start and end already truncated to integers):
+    start + step * i over the first half, end - step * (steps - 1 - i) over the second, in double."""
+    i = np.arange(steps, dtype=np.float64)
+    if steps == 1:
+        return np.full(1, start, np.float64)
+    step = (end - start) / (steps - 1)
+    return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     _no_bool(dt, "linspace")
-    with _alloc.sized((int(steps),), dt.itemsize):
-        arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
+    steps = int(steps)
+    with _alloc.sized((steps,), dt.itemsize):
+        if dt.category < 2 and dt is not D.bool_:   # start and end in the dtype first, as PyTorch
+            lo, hi = np.array([math.trunc(float(start)), math.trunc(float(end))]).astype(dt.np)     # wrapped
+            arr = _integer_from_double(_spaced(float(lo), float(hi), steps), dt)
+        else:
+            arr = np.linspace(float(start), float(end), steps).astype(dt.np)
     return _finish(arr, dt, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     _no_bool(dt, "logspace")
-    return _finish(np.logspace(float(start), float(end), int(steps), base=base).astype(dt.np), dt, device,
-                   requires_grad)
+    steps = int(steps)
+    with _alloc.sized((steps,), dt.itemsize):
+        if dt.category < 2 and dt is not D.bool_:
+            arr = _integer_from_double(np.power(float(base), _spaced(float(math.trunc(float(start))),
+                                                                     float(math.trunc(float(end))), steps)), dt)
+        else:
+            arr = np.logspace(float(start), float(end), steps, base=base).astype(dt.np)
+    return _finish(arr, dt, device, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
@@ -344,7 +386,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         s = std._array() if isinstance(std, Tensor) else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         dt = mean.dtype if isinstance(mean, Tensor) else std.dtype
-        return _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+        out = _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+        return _zero_gradient(out, mean, std)
     dt = _dt(dtype)
     return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
                    requires_grad)
@@ -371,7 +414,21 @@ def bernoulli(input, p=None, *, generator=None):
         u = uniform(input._shape, D.float64 if input.dtype is D.float64 else D.float32, input.device)
         return ((u < (input if p is None else p)).to(input.dtype)).detach()
     probs = input._array() if p is None else np.full(input._shape, p)
-    return _finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype)
+    return _zero_gradient(_finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype),
+                          input)
+
+
+def _zero_gradient(out, *inputs):
+    """out, joined to those inputs that require grad with a zero gradient: PyTorch's bernoulli and normal are
+    not reparameterised (their derivatives are zeros), yet their results require grad as any op's do.
+    0 * sign(x) is 0 for every x (NaN and inf included), so the values are the sample's."""
+    if not grad_mode.state.enabled:
+        return out
+    from . import _functional as F      # (here, as _copy_tensor: _functional imports this module)
+    for t in inputs:
+        if isinstance(t, Tensor) and t.requires_grad:
+            out = F.add(out, F.mul(F.sign(t), 0))
+    return out
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -150,7 +150,14 @@ def _register_post_accumulate_grad_hook(self, hook):
 # ------------------------------------------------------------------------------ conversion
 
 def _to(self, *args, **kwargs):
-    dtype, device, copy = None, None, kwargs.pop("copy", False)
+    dtype, device = None, None
+    # to(device, dtype, non_blocking, copy), to(dtype, non_blocking, copy), to(other, non_blocking, copy):
+    # the positional bools after the target are non_blocking and copy
+    flags = [a for a in args if isinstance(a, bool)]
+    args = [a for a in args if not isinstance(a, bool)]
+    if len(flags) > 2:
+        raise TypeError(f"to() takes at most 2 positional bools (non_blocking, copy), got {len(flags)}")
+    copy = kwargs.pop("copy", flags[1] if len(flags) == 2 else False)
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
     for a in list(args) + [kwargs.pop("dtype", None), kwargs.pop("device", None)]:
@@ -354,7 +361,13 @@ def _tile(self, *dims):
     return F.tile(self, _sizes(dims))
 
 
-def _flip(self, *dims):
+def _flip(self, *dims, **kw):
+    if "dims" in kw:        # Tensor.flip(dims=...) as well as flip(0, 1) and flip((0, 1))
+        if dims:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        dims = (kw.pop("dims"),)
+    if kw:
+        raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
     return F.flip(self, _sizes(dims))
 
 

@@ -94,6 +94,8 @@ def floordiv(a, b):
     if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
+        if b == -1:         # the one quotient that overflows: it wraps, INT_MIN // -1 == INT_MIN as in PyTorch
+            return np.int64(0) - np.int64(a)
         return np.int64(a) // np.int64(b)
     return a // b
 
@@ -104,6 +106,8 @@ def divtrunc(a, b):
     if not isinstance(a, (float, np.float32, np.float64)):
         if b == 0:
             raise RuntimeError("ZeroDivisionError")
+        if b == -1:         # wraps, as floordiv's
+            return np.int64(0) - np.int64(a)
         q = np.int64(a) // np.int64(b)
         if q < 0 and q * np.int64(b) != np.int64(a):
             q += 1
@@ -198,7 +202,7 @@ def clamp3(x, lo, hi):
 
 @njit(inline="always")
 def logaddexp(a, b):
-    m = a if a > b else b
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:

@@ -275,7 +275,9 @@ SPECS = {
 
     'index_add': {'name': 'index_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, alpha=1: (lambda out: (np.add.at(np.moveaxis(out.reshape(-1) if self.ndim == 0 else out, dim, 0), np.reshape(index, -1), alpha * np.moveaxis(np.atleast_1d(source), dim, 0)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'add_at_positions'},
 
-    'masked_fill': {'name': 'masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_masked_fill': {'name': '_masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'masked_fill': {'name': 'masked_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'masked_select': {'name': 'masked_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask: np.broadcast_arrays(self, mask)[0][np.broadcast_arrays(self, mask)[1]]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -431,9 +433,9 @@ SPECS = {
 
     'clamp': {'name': 'clamp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor?', 'None', False), ('max', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('clip',), 'ref': 'lambda x, lo=None, hi=None: (lambda y: y if hi is None else np.minimum(y, hi))(x if lo is None else np.maximum(x, lo))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'clamp_min': {'name': 'clamp_min', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.maximum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'clamp_min': {'name': 'clamp_min', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.maximum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'clamp_max': {'name': 'clamp_max', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.minimum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'clamp_max': {'name': 'clamp_max', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.minimum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_clamp': {'name': '_clamp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ClampBackward1'},
 
@@ -445,7 +447,9 @@ SPECS = {
 
     'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'index_fill': {'name': 'index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_index_fill': {'name': '_index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'index_fill': {'name': 'index_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'index_copy': {'name': 'index_copy', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros(source.shape, np.int64), source, dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cpu': 'promote'}},
 
@@ -872,6 +876,12 @@ SPECS = {
     'constant_pad_nd': {'name': 'constant_pad_nd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('value', 'Scalar', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, pad, value=0: np.pad(self, [(0, 0)] * (self.ndim - 1) + [tuple(pad)], constant_values=value)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_matrix_dims': {'name': '_matrix_dims', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nuclear_norm': {'name': '_nuclear_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_nuclear_norm_backward': {'name': '_nuclear_norm_backward', 'kind': 'array', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
 }
 
@@ -1866,7 +1876,7 @@ def norm_backward(grad, self, result, ord, dim=_REQUIRED, keepdim=_REQUIRED, *, 
 
 
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None, *, axis=_REQUIRED, out=None):
-    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf); p='nuc' (and 'fro' over more than two dims) is linalg.matrix_norm over dim, as torch.norm does.
+    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf), or p='nuc' the nuclear norm of matrices.
 
     ops.yaml: norm"""
     if axis is not _REQUIRED:
@@ -2296,13 +2306,20 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return _rt.composite_inplace('index_add', self, dim, index, source, alpha=alpha)
 
 
+def _masked_fill(self, mask, value):
+    """masked_fill's values and checks (its helper; the gradient to a 0-d value tensor is masked_fill's).
+
+    ops.yaml: _masked_fill"""
+    return _rt.call('_masked_fill', (self, mask, ), (value, ))
+
+
 def masked_fill(self, mask, value, *, out=None):
     """self with value (a number or 0-d tensor, cast to self's dtype) where mask is True.
 
     ops.yaml: masked_fill"""
     if out is not None:
         return _rt.call_out('masked_fill', out, masked_fill, self, mask, value)
-    return _rt.call('masked_fill', (self, mask, ), (value, ))
+    return _rt.composite('masked_fill', self, mask, value)
 
 
 def masked_fill_(self, mask, value):
@@ -3423,6 +3440,17 @@ def min(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
     return _rt.composite('min', self, dim, keepdim, other=other)
 
 
+def _index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_REQUIRED):
+    """index_fill's values and checks (its helper; the gradient to a 0-d value tensor is index_fill's).
+
+    ops.yaml: _index_fill"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_index_fill', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or value is _REQUIRED:
+        _rt.missing_arguments('_index_fill', ('dim', dim), ('index', index), ('value', value))
+    return _rt.call('_index_fill', (self, index, ), (dim, value, ))
+
+
 def index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_REQUIRED, out=None):
     """self with value (a number or 0-d tensor) written at the slices index along dim.
 
@@ -3433,7 +3461,7 @@ def index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_R
         _rt.missing_arguments('index_fill', ('dim', dim), ('index', index), ('value', value))
     if out is not None:
         return _rt.call_out('index_fill', out, index_fill, self, dim, index, value)
-    return _rt.call('index_fill', (self, index, ), (dim, value, ))
+    return _rt.composite('index_fill', self, dim, index, value)
 
 
 def index_fill_(self, dim, index, value):
@@ -5400,3 +5428,34 @@ def slice_inverse(self, src, dim=0, start=None, end=None, step=1, *, axis=_REQUI
     if out is not None:
         return _rt.call_out('slice_inverse', out, slice_inverse, self, src, dim, start, end, step)
     return _rt.composite('slice_inverse', self, src, dim, start, end, step)
+
+
+def _matrix_dims(self, dim=None, *, axis=_REQUIRED):
+    """The two matrix dims of a matrix norm (all of a 2-D input's by default), checked as PyTorch's linalg.matrix_norm.
+
+    ops.yaml: _matrix_dims"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_matrix_dims', dim, None, axis)
+    return _rt.composite('_matrix_dims', self, dim)
+
+
+def _nuclear_norm(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED):
+    """Sum of the singular values of the matrices over dim (a pair of dims); its gradient is U @ Vh.
+
+    ops.yaml: _nuclear_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_nuclear_norm', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_nuclear_norm', ('dim', dim))
+    return _rt.call('_nuclear_norm', (self, ), (dim, keepdim, ))
+
+
+def _nuclear_norm_backward(grad, self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED):
+    """Gradient of _nuclear_norm: grad * U @ Vh of each matrix (PyTorch's, for distinct nonzero singular values).
+
+    ops.yaml: _nuclear_norm_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_nuclear_norm_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_nuclear_norm_backward', ('dim', dim))
+    return _rt.call('_nuclear_norm_backward', (grad, self, ), (dim, keepdim, ))

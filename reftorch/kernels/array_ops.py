@@ -372,6 +372,8 @@ def repeat_forward(self, repeats):
 
 def gather_forward(self, dim, index, *, sparse_grad=False):
     # ops.yaml: gather
+    if index.size == 0:     # an empty index is not checked against self (PyTorch): an empty result of its shape
+        return np.empty(index.shape, self.dtype)
     x = self.reshape(1) if self.ndim == 0 else self
     idx = index.reshape(1) if index.ndim == 0 else index
     if idx.ndim != x.ndim:
@@ -390,6 +392,8 @@ def gather_forward(self, dim, index, *, sparse_grad=False):
 def scatter_add_forward(self, dim, index, src):
     # ops.yaml: scatter_add
     out = np.array(self)
+    if index.size == 0:     # an empty index writes nothing and is not checked (PyTorch)
+        return out
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
@@ -415,6 +419,8 @@ def scatter_forward(self, dim, index, src=None, *, value=None, reduce=None):
     idx = index.reshape(1) if index.ndim == 0 else index
     if src is None and value is None:
         raise TypeError("scatter() missing 1 required positional argument: 'src' (or keyword 'value')")
+    if index.size == 0:     # an empty index writes nothing and is not checked (PyTorch)
+        return out
     s = np.asarray(value if src is None else src)
     if s.ndim and s.ndim != idx.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
@@ -475,8 +481,8 @@ def index_add_forward(self, dim, index, source, *, alpha=1):
     return out
 
 
-def masked_fill_forward(self, mask, value):
-    # ops.yaml: masked_fill
+def _masked_fill_forward(self, mask, value):
+    # ops.yaml: _masked_fill
     if mask.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
     if np.ndim(value) != 0:
@@ -624,8 +630,8 @@ def bincount_forward(self, weights=None, minlength=0):
     return out.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)
 
 
-def index_fill_forward(self, dim, index, value):
-    # ops.yaml: index_fill
+def _index_fill_forward(self, dim, index, value):
+    # ops.yaml: _index_fill
     out = np.array(self)
     x = out.reshape(1) if out.ndim == 0 else out
     if index.ndim > 1:
@@ -962,3 +968,18 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
         return out
     {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(x, at, v)
     return out
+
+
+def _nuclear_norm_forward(self, dim, keepdim=False):
+    # ops.yaml: _nuclear_norm
+    s = np.linalg.svd(np.moveaxis(self, dim, (-2, -1)), compute_uv=False)
+    out = np.add.reduce(s, axis=-1).astype(self.dtype)
+    return np.expand_dims(out, tuple(sorted(dim))) if keepdim else out
+
+
+def _nuclear_norm_backward_forward(grad, self, dim, keepdim=False):
+    # ops.yaml: _nuclear_norm_backward
+    u, _, vh = np.linalg.svd(np.moveaxis(self, dim, (-2, -1)), full_matrices=False)
+    g = grad if keepdim else np.expand_dims(grad, tuple(sorted(dim)))
+    g = np.moveaxis(g, dim, (-2, -1))
+    return np.moveaxis(g * (u @ vh), (-2, -1), dim).astype(self.dtype)

@@ -225,6 +225,12 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
         return F.linalg_matrix_norm(self, p, list(range(self.ndim)) if dim is None else dim, keepdim)
     if p is None or p == 'fro':
         p = 2
+    if p == 'nuc':
+        return F._nuclear_norm(self, F._matrix_dims(self, dim), keepdim)
+    if p is None or p == 'fro':
+        p = 2
+    elif isinstance(p, str):
+        raise RuntimeError(f'linalg.matrix_norm: Order {p} not supported.')
     if not F.is_floating(self):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
@@ -303,6 +309,8 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
+    if not p.dtype.is_floating_point:
+        alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
         p = p * alpha
     if beta == 0:
@@ -395,6 +403,14 @@ def pad_to(F, self, shape):
     return F.pad(self, tuple(p))
 
 
+def masked_fill(F, self, mask, value):
+    # ops.yaml: masked_fill
+    out = F._masked_fill(self, mask, value)
+    if F.is_tensor(value) and value.requires_grad:
+        return F.where(mask, value.to(out.dtype), out)
+    return out
+
+
 def masked_scatter_backward(F, grad, mask, shape):
     # ops.yaml: masked_scatter_backward
     g = F.masked_select(grad, mask)
@@ -484,6 +500,14 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def index_fill(F, self, dim, index, value):
+    # ops.yaml: index_fill
+    out = F._index_fill(self, dim, index, value)
+    if F.is_tensor(value) and value.requires_grad:
+        return F.where(F._index_fill(F.zeros_like(self, dtype=bool), dim, index, True), value.to(out.dtype), out)
+    return out
 
 
 def linalg_inv_ex(F, A, *, check_errors=False):
@@ -1858,3 +1882,15 @@ def constant_pad_nd(F, self, pad, value=0):
 def slice_inverse(F, self, src, dim=0, start=None, end=None, step=1):
     # ops.yaml: slice_inverse
     return F.as_strided(self, tuple(src.shape), src.stride(), src.storage_offset())
+
+
+def _matrix_dims(F, self, dim=None):
+    # ops.yaml: _matrix_dims
+    if not F.is_floating(self):
+        raise RuntimeError(f'linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
+    if self.ndim < 2:
+        raise RuntimeError('linalg.matrix_norm: The input tensor A must have at least 2 dimensions.')
+    dims = tuple(range(self.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join((str(d) for d in dims))}")
+    return [d % self.ndim for d in dims]

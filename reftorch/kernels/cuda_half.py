@@ -134,6 +134,8 @@ def floordiv(a, b):
     if isinstance(a, (int, bool)):
         if b == 0:
             return np.int64(0)
+        if b == -1:         # the one quotient that overflows: it wraps, INT_MIN // -1 == INT_MIN as in PyTorch
+            return np.int64(0) - np.int64(a)
         return np.int64(a) // np.int64(b)
     return a // b
 
@@ -144,6 +146,8 @@ def divtrunc(a, b):
     if isinstance(a, (int, bool)):
         if b == 0:
             return np.int64(0)
+        if b == -1:         # wraps, as floordiv's
+            return np.int64(0) - np.int64(a)
         q = np.int64(a) // np.int64(b)
         if q < 0 and q * np.int64(b) != np.int64(a):
             q += 1
@@ -179,7 +183,7 @@ def cfmod(a, b):
 
 @cuda.jit(device=True, inline=True)
 def logaddexp(a, b):
-    m = a if a > b else b
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:

@@ -1155,8 +1155,8 @@ def index_add_backward(F, grads, saved, needs, fused):
     return g
 
 
-def masked_fill_backward(F, grads, saved, needs, fused):
-    # ops.yaml: masked_fill
+def _masked_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _masked_fill
     grad = grads[0]
     mask = saved['mask']
     g = [None] * 2
@@ -1828,8 +1828,8 @@ def addcdiv_backward(F, grads, saved, needs, fused):
     return g
 
 
-def index_fill_backward(F, grads, saved, needs, fused):
-    # ops.yaml: index_fill
+def _index_fill_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _index_fill
     grad = grads[0]
     dim = saved['dim']
     index = saved['index']
@@ -2390,4 +2390,17 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     # src: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
     if needs[2]:
         g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+    return g
+
+
+def _nuclear_norm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nuclear_norm
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    self = saved['self']
+    g = [None] * 1
+    # self: _nuclear_norm_backward(grad, self, dim, keepdim)
+    if needs[0]:
+        g[0] = F._nuclear_norm_backward(grad, self, dim, keepdim)
     return g
