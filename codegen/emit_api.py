@@ -241,4 +241,9 @@ def emit_array_ops(ops):
         params = {a.name for a in op.signature.args}
         out.append(f"def {op.name}_forward({op.signature.python()}):\n    # ops.yaml: {op.name}\n"
                    f"{_body(op.body, params, set(), False)}\n")
+        if _body_is_matmul(op):     # its checks alone: the meta device's geometry (reftorch/_meta.py) needs no product
+            tree = ast.parse(textwrap.dedent(op.body))
+            checks = ast.unparse(ast.Module(body=tree.body[:-1], type_ignores=[])) + "\nreturn None"
+            out.append(f"def {op.name}_checks({op.signature.python()}):\n    # ops.yaml: {op.name}, its checks\n"
+                       f"{_body(checks, params, set(), False)}\n")
     return "\n\n".join(out)

@@ -20,7 +20,7 @@ from .autograd import grad_mode
 def _finish(arr, dtype, device=None, requires_grad=False):
     dev = as_device(device)
     if dev.type == "meta":      # the geometry only (reftorch/_meta.py)
-        return _meta.empty(arr.shape, dtype).requires_grad_(requires_grad)
+        return _on_meta(arr.shape, dtype, requires_grad)
     arr = _contig(arr)
     if dev.type == "cuda":
         from ._cuda_dispatch import from_host
@@ -135,25 +135,43 @@ def _dt(dtype, default=None):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None):
     shape = _shape(size)
     dt = _dt(dtype)
+<<<<<<< HEAD
     with _alloc.sized(shape, dt.itemsize):      # PyTorch's errors for sizes no memory holds (reftorch/_alloc.py)
         arr = np.empty(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
+=======
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    return _finish(np.empty(shape, dt.np), dt, device, requires_grad)
+>>>>>>> surface-b
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
+<<<<<<< HEAD
     with _alloc.sized(shape, dt.itemsize):
         arr = np.zeros(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
+=======
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    return _finish(np.zeros(shape, dt.np), dt, device, requires_grad)
+>>>>>>> surface-b
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
+<<<<<<< HEAD
     with _alloc.sized(shape, dt.itemsize):
         arr = np.ones(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
+=======
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    return _finish(np.ones(shape, dt.np), dt, device, requires_grad)
+>>>>>>> surface-b
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -161,9 +179,15 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(fill_value))
+<<<<<<< HEAD
     with _alloc.sized(shape, dt.itemsize):
         arr = np.full(shape, fill_value, dt.np)
     return _finish(arr, dt, device, requires_grad)
+=======
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    return _finish(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
+>>>>>>> surface-b
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
@@ -341,6 +365,8 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     if dt.category != 2:        # checked before drawing: the generator's state is left as it was
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
+    if _meta_device(device):
+        return _on_meta(_shape(size), dt, requires_grad)
     if _on_cuda(device):
         from ._cuda_random import uniform
         return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
@@ -353,6 +379,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
     if dt.category != 2:
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
+    if _meta_device(device):
+        return _on_meta(_shape(size), dt, requires_grad)
     if _on_cuda(device):
         from ._cuda_random import normal as _cuda_normal
         return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
@@ -367,6 +395,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
     dt = _dt(dtype, D.int64)
+    if _meta_device(device):
+        return _on_meta(_shape((tuple(size),)), dt, requires_grad)
     if _on_cuda(device):
         from ._cuda_random import integers
         return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
@@ -389,6 +419,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         out = _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
         return _zero_gradient(out, mean, std)
     dt = _dt(dtype)
+    if _meta_device(device):
+        return _on_meta(_shape((tuple(size),)), dt, requires_grad)
     return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
                    requires_grad)
 
@@ -454,6 +486,15 @@ def _copy_tensor(t, keep_graph=True):
         from ._cuda_dispatch import clone
         return clone(t)
     return _finish(t._array().copy(), t.dtype)
+
+
+def _meta_device(device):
+    """Whether a factory's tensor goes to meta: the filling ones then draw and fill nothing (as in PyTorch)."""
+    return as_device(device).type == "meta"
+
+
+def _on_meta(shape, dtype, requires_grad):
+    return _meta.empty(shape, dtype).requires_grad_(requires_grad)
 
 
 def _on_cuda(device):

@@ -27,7 +27,7 @@ from . import _layout as L
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 
-used = False     # set once a cuda tensor exists: the dispatcher's fast test
+used = False     # set once a tensor off the cpu exists (cuda here, meta in reftorch/_meta.py): the dispatcher's fast test
 
 
 def _cu():

@@ -24,6 +24,7 @@ from . import _layout as L
 from ._device import device
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
+from .kernels import array_ops as _array_ops
 
 META = device("meta")
 used = False        # set by the first meta tensor; the dispatcher tests _cuda_d.used, which it sets as well
@@ -177,6 +178,18 @@ def array(spec, tensors, scalars):
     names = _tensor_names(spec, len(tensors))
     lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
     find(tensors, lenient)
+    if spec.matmul_body:        # the product's geometry from the matmul rules: no result-sized temporary
+        metas = (_matmul(spec, tensors),)
+        res = metas[0]
+    else:
+        metas, res = _run_body(spec, cpu_array, tensors, scalars)
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, list(tensors), scalars, metas)
+    return metas if isinstance(res, tuple) else metas[0]
+
+
+def _run_body(spec, cpu_array, tensors, scalars):
+    """The body over zero placeholders, then over varied values to catch value-dependent result shapes."""
     with grad_mode.no_grad():
         res = cpu_array(spec, [_probe(t, False) for t in tensors], scalars)
         outs = res if isinstance(res, tuple) else (res,)
@@ -188,10 +201,21 @@ def array(spec, tensors, scalars):
     if any(a._shape != b._shape for a, b in zip(outs, agains)):
         raise NotImplementedError(f"{spec.name}: the shape of its result depends on the values of its input, "
                                   "which a meta tensor does not have")
-    metas = tuple(empty(o._shape, o.dtype) for o in outs)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, list(tensors), scalars, metas)
-    return metas if isinstance(res, tuple) else metas[0]
+    return tuple(empty(o._shape, o.dtype) for o in outs), res
+
+
+def _matmul(spec, tensors):
+    """A matmul-family op (its body: checks, then np.matmul): the body's checks over placeholders raise its errors,
+    then NumPy's matmul rules give the shape (batch dims broadcast, a 1-D operand's dim dropped)."""
+    from ._dispatch import as_tensor_arg, promoted
+    a, b = (as_tensor_arg(t) for t in tensors)
+    dt = promoted(spec, [a, b])
+    spec.check_dtype(dt)
+    getattr(_array_ops, f"{spec.name}_checks")(_probe(a, False)._array(), _probe(b, False)._array())
+    a2 = a._shape if a.ndim > 1 else (1,) + a._shape
+    b2 = b._shape if b.ndim > 1 else b._shape + (1,)
+    batch = L.broadcast_shapes(a2[:-2], b2[:-2])
+    return empty(tuple(batch) + a2[-2:-1] * (a.ndim > 1) + b2[-1:] * (b.ndim > 1), dt)
 
 
 def _probe(t, varied):

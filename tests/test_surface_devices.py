@@ -374,3 +374,15 @@ def test_meta_pickles_and_deep_copies():
         lin = nn.Linear(3, 2)
     c = copy.deepcopy(lin)
     assert c.weight.device.type == "meta" and type(c.weight).__name__ == "Parameter"
+
+
+def test_meta_allocates_nothing():
+    # 2**40 elements: 4 TiB on cpu; on meta only the geometry exists, whatever the factory
+    for make in (torch.empty, torch.zeros, torch.ones, torch.rand, torch.randn):
+        assert geometry(make(1 << 20, 1 << 20, device="meta")) == ((1 << 20, 1 << 20), torch.float32,
+                                                                    (1 << 20, 1), "meta")
+    assert torch.full((1 << 40,), 2.0, device="meta").shape == (1 << 40,)
+    assert torch.randint(0, 5, (1 << 40,), device="meta").dtype == torch.int64
+    with torch.device("meta"):
+        big = nn.Linear(1 << 20, 1 << 20)          # its init (kaiming_uniform_) draws nothing either
+    assert geometry(big.weight.t() @ big.weight)[0] == (1 << 20, 1 << 20)

@@ -30,6 +30,19 @@ def matmul_forward(self, other):
     return np.matmul(self, other)
 
 
+def matmul_checks(self, other):
+    # ops.yaml: matmul, its checks
+    if self.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(f'both arguments to matmul need to be at least 1D, but they are {self.ndim}D and {other.ndim}D')
+    k1, k2 = (self.shape[-1], other.shape[-2 if other.ndim > 1 else -1])
+    if k1 != k2:
+        if self.ndim == 1 and other.ndim == 1:
+            raise RuntimeError(f'inconsistent tensor size, expected tensor [{k1}] and src [{k2}] to have the same number of elements, but got {k1} and {k2} elements respectively')
+        rows = self.size // k1 if self.ndim > 1 and k1 else self.shape[-2] if self.ndim > 1 else 1
+        raise RuntimeError(f'mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and {k2}x{(other.shape[-1] if other.ndim > 1 else 1)})')
+    return None
+
+
 def flip_forward(self, dims):
     # ops.yaml: flip
     wrapped = [d % self.ndim if self.ndim else d for d in dims]
@@ -229,6 +242,17 @@ def mm_forward(self, mat2):
     return np.matmul(self, mat2)
 
 
+def mm_checks(self, mat2):
+    # ops.yaml: mm, its checks
+    if self.ndim != 2:
+        raise RuntimeError('self must be a matrix')
+    if mat2.ndim != 2:
+        raise RuntimeError('mat2 must be a matrix')
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f'mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})')
+    return None
+
+
 def bmm_forward(self, mat2):
     # ops.yaml: bmm
     if self.ndim != 3:
@@ -241,6 +265,17 @@ def bmm_forward(self, mat2):
     return np.matmul(self, mat2)
 
 
+def bmm_checks(self, mat2):
+    # ops.yaml: bmm, its checks
+    if self.ndim != 3:
+        raise RuntimeError('batch1 must be a 3D tensor')
+    if mat2.ndim != 3:
+        raise RuntimeError('batch2 must be a 3D tensor')
+    if mat2.shape[:2] != (self.shape[0], self.shape[2]):
+        raise RuntimeError(f'Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].')
+    return None
+
+
 def mv_forward(self, vec):
     # ops.yaml: mv
     if self.ndim != 2 or vec.ndim != 1:
@@ -249,6 +284,15 @@ def mv_forward(self, vec):
         raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
                            f"vec ({vec.shape[0]})")
     return np.matmul(self, vec)
+
+
+def mv_checks(self, vec):
+    # ops.yaml: mv, its checks
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f'vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}')
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(f'size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), vec ({vec.shape[0]})')
+    return None
 
 
 def dot_forward(self, tensor):
