@@ -135,43 +135,31 @@ def _dt(dtype, default=None):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None):
     shape = _shape(size)
     dt = _dt(dtype)
-<<<<<<< HEAD
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):      # PyTorch's errors for sizes no memory holds (reftorch/_alloc.py)
         arr = np.empty(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
-=======
-    if _meta_device(device):
-        return _on_meta(shape, dt, requires_grad)
-    return _finish(np.empty(shape, dt.np), dt, device, requires_grad)
->>>>>>> surface-b
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
-<<<<<<< HEAD
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.zeros(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
-=======
-    if _meta_device(device):
-        return _on_meta(shape, dt, requires_grad)
-    return _finish(np.zeros(shape, dt.np), dt, device, requires_grad)
->>>>>>> surface-b
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
     shape = _shape(size)
     dt = _dt(dtype)
-<<<<<<< HEAD
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.ones(shape, dt.np)
     return _finish(arr, dt, device, requires_grad)
-=======
-    if _meta_device(device):
-        return _on_meta(shape, dt, requires_grad)
-    return _finish(np.ones(shape, dt.np), dt, device, requires_grad)
->>>>>>> surface-b
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -179,15 +167,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(fill_value))
-<<<<<<< HEAD
+    if _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.full(shape, fill_value, dt.np)
     return _finish(arr, dt, device, requires_grad)
-=======
-    if _meta_device(device):
-        return _on_meta(shape, dt, requires_grad)
-    return _finish(np.full(shape, fill_value, dt.np), dt, device, requires_grad)
->>>>>>> surface-b
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):

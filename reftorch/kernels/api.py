@@ -877,12 +877,6 @@ SPECS = {
 
     'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_matrix_dims': {'name': '_matrix_dims', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
-
-    '_nuclear_norm': {'name': '_nuclear_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
-
-    '_nuclear_norm_backward': {'name': '_nuclear_norm_backward', 'kind': 'array', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'int[]', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
-
 }
 
 
@@ -1876,7 +1870,7 @@ def norm_backward(grad, self, result, ord, dim=_REQUIRED, keepdim=_REQUIRED, *, 
 
 
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None, *, axis=_REQUIRED, out=None):
-    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf), or p='nuc' the nuclear norm of matrices.
+    """The p-norm over dim (p='fro' or 2 by default, any number, inf or -inf); p='nuc' (and 'fro' over more than two dims) is linalg.matrix_norm over dim, as torch.norm does.
 
     ops.yaml: norm"""
     if axis is not _REQUIRED:
@@ -5428,34 +5422,3 @@ def slice_inverse(self, src, dim=0, start=None, end=None, step=1, *, axis=_REQUI
     if out is not None:
         return _rt.call_out('slice_inverse', out, slice_inverse, self, src, dim, start, end, step)
     return _rt.composite('slice_inverse', self, src, dim, start, end, step)
-
-
-def _matrix_dims(self, dim=None, *, axis=_REQUIRED):
-    """The two matrix dims of a matrix norm (all of a 2-D input's by default), checked as PyTorch's linalg.matrix_norm.
-
-    ops.yaml: _matrix_dims"""
-    if axis is not _REQUIRED:
-        dim = _rt.dim_alias('_matrix_dims', dim, None, axis)
-    return _rt.composite('_matrix_dims', self, dim)
-
-
-def _nuclear_norm(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED):
-    """Sum of the singular values of the matrices over dim (a pair of dims); its gradient is U @ Vh.
-
-    ops.yaml: _nuclear_norm"""
-    if axis is not _REQUIRED:
-        dim = _rt.dim_alias('_nuclear_norm', dim, _REQUIRED, axis)
-    if dim is _REQUIRED:
-        _rt.missing_arguments('_nuclear_norm', ('dim', dim))
-    return _rt.call('_nuclear_norm', (self, ), (dim, keepdim, ))
-
-
-def _nuclear_norm_backward(grad, self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED):
-    """Gradient of _nuclear_norm: grad * U @ Vh of each matrix (PyTorch's, for distinct nonzero singular values).
-
-    ops.yaml: _nuclear_norm_backward"""
-    if axis is not _REQUIRED:
-        dim = _rt.dim_alias('_nuclear_norm_backward', dim, _REQUIRED, axis)
-    if dim is _REQUIRED:
-        _rt.missing_arguments('_nuclear_norm_backward', ('dim', dim))
-    return _rt.call('_nuclear_norm_backward', (grad, self, ), (dim, keepdim, ))

@@ -1012,18 +1012,3 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
         return out
     {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(x, at, v)
     return out
-
-
-def _nuclear_norm_forward(self, dim, keepdim=False):
-    # ops.yaml: _nuclear_norm
-    s = np.linalg.svd(np.moveaxis(self, dim, (-2, -1)), compute_uv=False)
-    out = np.add.reduce(s, axis=-1).astype(self.dtype)
-    return np.expand_dims(out, tuple(sorted(dim))) if keepdim else out
-
-
-def _nuclear_norm_backward_forward(grad, self, dim, keepdim=False):
-    # ops.yaml: _nuclear_norm_backward
-    u, _, vh = np.linalg.svd(np.moveaxis(self, dim, (-2, -1)), full_matrices=False)
-    g = grad if keepdim else np.expand_dims(grad, tuple(sorted(dim)))
-    g = np.moveaxis(g, dim, (-2, -1))
-    return np.moveaxis(g * (u @ vh), (-2, -1), dim).astype(self.dtype)

@@ -222,15 +222,10 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         self = self.to(dtype)
     if isinstance(p, str) and (not (p == 'fro' and (dim is None or isinstance(dim, int) or len(dim) <= 2))):
-        return F.linalg_matrix_norm(self, p, list(range(self.ndim)) if dim is None else dim, keepdim)
+        dims = list(range(self.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        return F.linalg_matrix_norm(self, p, dims, keepdim)
     if p is None or p == 'fro':
         p = 2
-    if p == 'nuc':
-        return F._nuclear_norm(self, F._matrix_dims(self, dim), keepdim)
-    if p is None or p == 'fro':
-        p = 2
-    elif isinstance(p, str):
-        raise RuntimeError(f'linalg.matrix_norm: Order {p} not supported.')
     if not F.is_floating(self):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
@@ -1882,15 +1877,3 @@ def constant_pad_nd(F, self, pad, value=0):
 def slice_inverse(F, self, src, dim=0, start=None, end=None, step=1):
     # ops.yaml: slice_inverse
     return F.as_strided(self, tuple(src.shape), src.stride(), src.storage_offset())
-
-
-def _matrix_dims(F, self, dim=None):
-    # ops.yaml: _matrix_dims
-    if not F.is_floating(self):
-        raise RuntimeError(f'linalg.matrix_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
-    if self.ndim < 2:
-        raise RuntimeError('linalg.matrix_norm: The input tensor A must have at least 2 dimensions.')
-    dims = tuple(range(self.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
-    if len(dims) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join((str(d) for d in dims))}")
-    return [d % self.ndim for d in dims]

@@ -2391,16 +2391,3 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     if needs[2]:
         g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
     return g
-
-
-def _nuclear_norm_backward(F, grads, saved, needs, fused):
-    # ops.yaml: _nuclear_norm
-    grad = grads[0]
-    dim = saved['dim']
-    keepdim = saved['keepdim']
-    self = saved['self']
-    g = [None] * 1
-    # self: _nuclear_norm_backward(grad, self, dim, keepdim)
-    if needs[0]:
-        g[0] = F._nuclear_norm_backward(grad, self, dim, keepdim)
-    return g
