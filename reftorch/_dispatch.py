@@ -268,15 +268,12 @@ THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NU
 def set_num_threads(n):
     """The threads reftorch's kernels use (this one and THREADS - 1 in the pool) and the BLAS's threads for large
     products; small products stay on one BLAS thread (reftorch/_blas.py)."""
-    global THREADS, _pool
+    global THREADS
     if not isinstance(n, int) or isinstance(n, bool):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
-    if n != THREADS and _pool is not None:
-        _pool.shutdown(wait=False)      # the next parallel op starts a pool of the new size
-        _pool = None
-    THREADS = n
+    THREADS = n                         # the next parallel op's pool has the new size (reftorch/_threads.py)
     _blas.set_max_threads(n)
 
 
