@@ -466,6 +466,32 @@ SPECS = {
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
+    'deg2rad': {'name': 'deg2rad', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.deg2rad(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rad2deg': {'name': 'rad2deg', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.rad2deg(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'signbit': {'name': 'signbit', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.signbit(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isneginf': {'name': 'isneginf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isneginf(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isposinf': {'name': 'isposinf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isposinf(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isreal': {'name': 'isreal', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isreal(x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'heaviside': {'name': 'heaviside', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('values', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, v: np.heaviside(x, v).astype(np.result_type(x, v)) if np.asarray(x).dtype == np.asarray(v).dtype else (_ for _ in ()).throw(RuntimeError('dtypes'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_heaviside': {'name': '_heaviside', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('values', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, v: np.where(x == 0, v, x > 0).astype(np.result_type(x, v))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'gcd': {'name': 'gcd', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.gcd(np.asarray(a, np.int64), np.asarray(b, np.int64)).astype(np.result_type(a, b))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'lcm': {'name': 'lcm', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.lcm(np.asarray(a, np.int64), np.asarray(b, np.int64)).astype(np.result_type(a, b))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'logaddexp2': {'name': 'logaddexp2', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logaddexp2', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nextafter': {'name': 'nextafter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nextafter': {'name': '_nextafter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2573,3 +2599,124 @@ def _log_softmax_backward(grad_output, output, dim):
 
     ops.yaml: _log_softmax_backward"""
     return _rt.call('_log_softmax_backward', (grad_output, output, ), (dim, ))
+
+
+def deg2rad(self):
+    """Degrees to radians, x * pi / 180 (integers give the default float dtype).
+
+    ops.yaml: deg2rad"""
+    return _rt.composite('deg2rad', self)
+
+
+def deg2rad_(self):
+    """In-place deg2rad: writes the result into self."""
+    return _rt.composite_inplace('deg2rad', self)
+
+
+def rad2deg(self):
+    """Radians to degrees, x * 180 / pi (integers give the default float dtype).
+
+    ops.yaml: rad2deg"""
+    return _rt.composite('rad2deg', self)
+
+
+def rad2deg_(self):
+    """In-place rad2deg: writes the result into self."""
+    return _rt.composite_inplace('rad2deg', self)
+
+
+def signbit(self):
+    """True where the sign bit is set (negative numbers, -0.0 and NaNs with the sign bit).
+
+    ops.yaml: signbit"""
+    return _rt.call('signbit', (self, ), ())
+
+
+def isneginf(self):
+    """True where x is -inf.
+
+    ops.yaml: isneginf"""
+    return _rt.call('isneginf', (self, ), ())
+
+
+def isposinf(self):
+    """True where x is +inf.
+
+    ops.yaml: isposinf"""
+    return _rt.call('isposinf', (self, ), ())
+
+
+def isreal(self):
+    """True everywhere (reftorch has no complex dtypes; every element is real).
+
+    ops.yaml: isreal"""
+    return _rt.composite('isreal', self)
+
+
+def heaviside(self, values):
+    """0 where x < 0 (and NaN), values where x == 0, 1 where x > 0; both tensors of one dtype, as PyTorch asks.
+
+    ops.yaml: heaviside"""
+    return _rt.composite('heaviside', self, values)
+
+
+def heaviside_(self, values):
+    """In-place heaviside: writes the result into self."""
+    return _rt.composite_inplace('heaviside', self, values)
+
+
+def _heaviside(self, values):
+    """The kernel of heaviside (helper).
+
+    ops.yaml: _heaviside"""
+    return _rt.call('_heaviside', (self, values, ), ())
+
+
+def gcd(self, other):
+    """Greatest common divisor of |self| and |other| (0 for two zeros); integers only.
+
+    ops.yaml: gcd"""
+    return _rt.call('gcd', (self, other, ), ())
+
+
+def gcd_(self, other):
+    """In-place gcd: writes the result into self."""
+    return _rt.call_inplace('gcd', (self, other, ), ())
+
+
+def lcm(self, other):
+    """Least common multiple of |self| and |other| (0 when either is 0), wrapping in the integer dtype; integers only.
+
+    ops.yaml: lcm"""
+    return _rt.call('lcm', (self, other, ), ())
+
+
+def lcm_(self, other):
+    """In-place lcm: writes the result into self."""
+    return _rt.call_inplace('lcm', (self, other, ), ())
+
+
+def logaddexp2(self, other):
+    """log2(2**self + 2**other) without overflow.
+
+    ops.yaml: logaddexp2"""
+    return _rt.call('logaddexp2', (self, other, ), ())
+
+
+def nextafter(self, other):
+    """The next floating-point value after self towards other (float32 and float64; the gradient passes to self).
+
+    ops.yaml: nextafter"""
+    return _rt.composite('nextafter', self, other)
+
+
+def nextafter_(self, other):
+    """In-place nextafter: writes the result into self."""
+    return _rt.composite_inplace('nextafter', self, other)
+
+
+def _nextafter(self, other):
+    """The kernel of nextafter (helper).
+
+    ops.yaml: _nextafter"""
+    return _rt.call('_nextafter', (self, other, ), ())

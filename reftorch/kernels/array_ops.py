@@ -698,3 +698,8 @@ def _log_softmax_backward_forward(grad_output, output, dim):
     if grad_output.ndim == 0:
         return grad_output - np.exp(output) * grad_output
     return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)
+
+
+def _nextafter_forward(self, other):
+    # ops.yaml: _nextafter
+    return np.nextafter(self, other)

@@ -484,3 +484,37 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     if not keepdim:
         values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
     return F.return_type('min', values, indices)
+
+
+def deg2rad(F, self):
+    # ops.yaml: deg2rad
+    return self * 0.017453292519943295
+
+
+def rad2deg(F, self):
+    # ops.yaml: rad2deg
+    return self * 57.29577951308232
+
+
+def isreal(F, self):
+    # ops.yaml: isreal
+    return F.ones_like(self, dtype=bool)
+
+
+def heaviside(F, self, values):
+    # ops.yaml: heaviside
+    if not F.is_tensor(values):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if self.dtype != values.dtype:
+        raise RuntimeError('heaviside is not yet implemented for tensors with different dtypes.')
+    return F._heaviside(self, values)
+
+
+def nextafter(F, self, other):
+    # ops.yaml: nextafter
+    if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
+        raise RuntimeError(f""""nextafter" not implemented for '{self.dtype.short}'""")
+    r = F._nextafter(self, other)
+    if r.dtype.itemsize == 2:
+        raise RuntimeError(f""""nextafter" not implemented for '{r.dtype.short}' (float16 and bfloat16 steps are not supported in reftorch)""")
+    return r

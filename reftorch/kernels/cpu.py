@@ -240,6 +240,39 @@ def rshift(a, b):
     return np.int64(a) >> s
 
 
+@njit(inline="always")
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@njit(inline="always")
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@njit(inline="always")
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
+
+
 # Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
@@ -11050,6 +11083,687 @@ def _foreach_add__foreach(l_self, scalar):
             self = a_self[i]
             a_self[i] = self + scalar
             self = a_self[i]
+
+
+@njit(inline="always")
+def _s_signbit(self):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0
+    return copysign(1.0, self) < 0
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_contig(out, a0):
+    # ops.yaml: signbit
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_signbit(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_signbit(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_signbit(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isneginf(self):
+    # ops.yaml: isneginf -- self == -inf
+    return self == -inf
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_contig(out, a0):
+    # ops.yaml: isneginf
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isneginf(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isneginf(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_isneginf(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isposinf(self):
+    # ops.yaml: isposinf -- self == inf
+    return self == inf
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_contig(out, a0):
+    # ops.yaml: isposinf
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isposinf(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isposinf(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_isposinf(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__heaviside(self, values):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
+    return values if self == 0 else (1 if self > 0 else 0)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_contig(out, a0, a1):
+    # ops.yaml: _heaviside
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__heaviside(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__heaviside(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__heaviside(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__heaviside(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__heaviside(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_gcd(self, other):
+    # ops.yaml: gcd -- gcd(self, other)
+    return gcd(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def gcd_contig(out, a0, a1):
+    # ops.yaml: gcd
+    for i in range(out.shape[0]):
+        out[i] = _s_gcd(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def gcd_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gcd
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_gcd(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_gcd(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_gcd(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_gcd(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def gcd_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gcd
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_gcd(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_lcm(self, other):
+    # ops.yaml: lcm -- lcm(self, other)
+    return lcm(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def lcm_contig(out, a0, a1):
+    # ops.yaml: lcm
+    for i in range(out.shape[0]):
+        out[i] = _s_lcm(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def lcm_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lcm
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_lcm(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_lcm(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_lcm(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_lcm(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def lcm_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lcm
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_lcm(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp2(self, other):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other)
+    return logaddexp2(self, other)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_contig(out, a0, a1):
+    # ops.yaml: logaddexp2
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp2(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp2(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_logaddexp2(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
 
 
 @njit(inline="always")
@@ -21987,6 +22701,274 @@ def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
                     q2 = p2 + i * r2
                     for j in range(j0, j1):
                         out[qo + j * co] = _s__bw_addcdiv_tensor2(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2], value)
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self(grad, other, self):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    return grad / (1 + _s_exp2(other - self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    r2 = np.uint64(a2_st[nd - 2])
+    c2 = np.uint64(a2_st[nd - 1])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    q2 = p2 + i * r2
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw_logaddexp2_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other(grad, self, other):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    return grad / (1 + _s_exp2(self - other))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_other(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_other(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    r2 = np.uint64(a2_st[nd - 2])
+    c2 = np.uint64(a2_st[nd - 1])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    q2 = p2 + i * r2
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw_logaddexp2_other(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)

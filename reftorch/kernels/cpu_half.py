@@ -240,6 +240,39 @@ def rshift(a, b):
     return np.int64(a) >> s
 
 
+@njit(inline="always")
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@njit(inline="always")
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@njit(inline="always")
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
+
+
 # Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
@@ -12869,6 +12902,544 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_signbit(self):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0
+    return copysign(1.0, self) < 0
+
+
+@njit(inline="always")
+def _s_signbit_f16(self):
+    return _s_signbit(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_f16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_signbit_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_signbit_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_signbit_bf16(self):
+    return _s_signbit(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_bf16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_signbit_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_signbit_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isneginf(self):
+    # ops.yaml: isneginf -- self == -inf
+    return self == -inf
+
+
+@njit(inline="always")
+def _s_isneginf_f16(self):
+    return _s_isneginf(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_f16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isneginf_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isneginf_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isneginf_bf16(self):
+    return _s_isneginf(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_bf16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isneginf_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isneginf_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isposinf(self):
+    # ops.yaml: isposinf -- self == inf
+    return self == inf
+
+
+@njit(inline="always")
+def _s_isposinf_f16(self):
+    return _s_isposinf(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_f16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isposinf_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isposinf_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isposinf_bf16(self):
+    return _s_isposinf(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_bf16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isposinf_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isposinf_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__heaviside(self, values):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
+    return values if self == 0 else (1 if self > 0 else 0)
+
+
+@njit(inline="always")
+def _s__heaviside_f16(self, values):
+    return f32_to_f16(_s__heaviside(f16_to_f32(self), f16_to_f32(values)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_f16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__heaviside_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__heaviside_bf16(self, values):
+    return f32_to_bf16(_s__heaviside(bf16_to_f32(self), bf16_to_f32(values)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_bf16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__heaviside_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp2(self, other):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other)
+    return logaddexp2(self, other)
+
+
+@njit(inline="always")
+def _s_logaddexp2_f16(self, other):
+    return f32_to_f16(_s_logaddexp2(f16_to_f32(self), f16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_f16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp2_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp2_bf16(self, other):
+    return f32_to_bf16(_s_logaddexp2(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_bf16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp2_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 
@@ -25836,6 +26407,342 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
         else:
             for i in range(n):
                 out[po + i * so] = _s__bw_addcdiv_tensor2_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], value)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self(grad, other, self):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    return grad / (1 + _s_exp2(other - self))
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self_f16(grad, other, self):
+    return f32_to_f16(_s__bw_logaddexp2_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_self_f16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self_bf16(grad, other, self):
+    return f32_to_bf16(_s__bw_logaddexp2_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_self_bf16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other(grad, self, other):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    return grad / (1 + _s_exp2(self - other))
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_logaddexp2_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_other_f16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_other_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_logaddexp2_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_other_bf16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_other_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)

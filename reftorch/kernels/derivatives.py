@@ -1931,3 +1931,31 @@ def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     if needs[1]:
         g[1] = -grad * F.exp(output) * F.sum(grad_output, dim, True)
     return g
+
+
+def logaddexp2_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logaddexp2
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad / (1 + exp2(other - self))
+    if needs[0]:
+        g[0] = F._fused('_bw_logaddexp2_self', (grad, other, self,), ()) if fused else grad / (1 + F.exp2(other - self))
+    # other: grad / (1 + exp2(self - other))
+    if needs[1]:
+        g[1] = F._fused('_bw_logaddexp2_other', (grad, self, other,), ()) if fused else grad / (1 + F.exp2(self - other))
+    return g
+
+
+def _nextafter_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nextafter
+    grad = grads[0]
+    g = [None] * 2
+    # self: grad
+    if needs[0]:
+        g[0] = grad
+    # other: zeros_like(grad)
+    if needs[1]:
+        g[1] = F.zeros_like(grad)
+    return g
