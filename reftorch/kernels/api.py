@@ -492,6 +492,18 @@ SPECS = {
 
     '_nextafter': {'name': '_nextafter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'float_power': {'name': 'float_power', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.power(np.asarray(a, np.float64), np.asarray(b, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'float_power_': {'name': 'float_power_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_frexp': {'name': '_frexp', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'frexp': {'name': 'frexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.frexp(x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'ldexp': {'name': 'ldexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, b: (np.asarray(a, np.float32) if np.asarray(a).dtype.kind in 'biu' and np.asarray(b).dtype.kind in 'biu' else a) * np.exp2(b).astype(np.result_type(a, b) if np.result_type(a, b).kind == 'f' else np.float32)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rsub': {'name': 'rsub', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, alpha=1: b - alpha * a', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2720,3 +2732,50 @@ def _nextafter(self, other):
 
     ops.yaml: _nextafter"""
     return _rt.call('_nextafter', (self, other, ), ())
+
+
+def float_power(self, exponent):
+    """self ** exponent computed in float64 (the result is float64 whatever the inputs; either may be a number).
+
+    ops.yaml: float_power"""
+    return _rt.composite('float_power', self, exponent)
+
+
+def float_power_(self, exponent):
+    """In-place float_power; self must be float64, as in PyTorch (tests/test_ops_math_inplace.py).
+
+    ops.yaml: float_power_"""
+    return _rt.composite('float_power_', self, exponent)
+
+
+def _frexp(self):
+    """(mantissa, exponent) of self, the kernel of frexp (helper).
+
+    ops.yaml: _frexp"""
+    return _rt.call('_frexp', (self, ), ())
+
+
+def frexp(self):
+    """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1); exponent is int32.
+
+    ops.yaml: frexp"""
+    return _rt.composite('frexp', self)
+
+
+def ldexp(self, other):
+    """self * 2**other (integer inputs give the default float dtype).
+
+    ops.yaml: ldexp"""
+    return _rt.composite('ldexp', self, other)
+
+
+def ldexp_(self, other):
+    """In-place ldexp: writes the result into self."""
+    return _rt.composite_inplace('ldexp', self, other)
+
+
+def rsub(self, other, *, alpha=1):
+    """other - alpha * self (sub with its operands swapped).
+
+    ops.yaml: rsub"""
+    return _rt.composite('rsub', self, other, alpha=alpha)

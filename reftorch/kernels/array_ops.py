@@ -703,3 +703,8 @@ def _log_softmax_backward_forward(grad_output, output, dim):
 def _nextafter_forward(self, other):
     # ops.yaml: _nextafter
     return np.nextafter(self, other)
+
+
+def _frexp_forward(self):
+    # ops.yaml: _frexp
+    return np.frexp(self)

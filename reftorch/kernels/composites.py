@@ -518,3 +518,37 @@ def nextafter(F, self, other):
     if r.dtype.itemsize == 2:
         raise RuntimeError(f""""nextafter" not implemented for '{r.dtype.short}' (float16 and bfloat16 steps are not supported in reftorch)""")
     return r
+
+
+def float_power(F, self, exponent):
+    # ops.yaml: float_power
+    if not F.is_tensor(self) and (not F.is_tensor(exponent)):
+        raise TypeError('float_power(): expected a Tensor as self or exponent')
+    return F.pow(self.double() if F.is_tensor(self) else self, exponent.double() if F.is_tensor(exponent) else exponent)
+
+
+def float_power_(F, self, exponent):
+    # ops.yaml: float_power_
+    if self.dtype.short != 'Double':
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype Double")
+    return self.copy_(F.float_power(self, exponent))
+
+
+def frexp(F, self):
+    # ops.yaml: frexp
+    if not F.is_floating(self):
+        raise RuntimeError('torch.frexp() only supports floating-point dtypes')
+    return F.return_type('frexp', *F._frexp(self))
+
+
+def ldexp(F, self, other):
+    # ops.yaml: ldexp
+    if not F.is_floating(self) and (not F.is_floating(other)):
+        self = self.to(F.default_float())
+    scale = F.exp2(other)
+    return self * (scale if F.is_floating(other) else scale.to(self.dtype))
+
+
+def rsub(F, self, other, *, alpha=1):
+    # ops.yaml: rsub
+    return F.sub(other, self, alpha=alpha)

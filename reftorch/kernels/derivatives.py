@@ -1959,3 +1959,13 @@ def _nextafter_backward(F, grads, saved, needs, fused):
     if needs[1]:
         g[1] = F.zeros_like(grad)
     return g
+
+
+def _frexp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _frexp
+    results = saved['results']
+    g = [None] * 1
+    # self: grads[0] / exp2(results[1])
+    if needs[0]:
+        g[0] = grads[0] / F.exp2(results[1])
+    return g
