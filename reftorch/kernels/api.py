@@ -504,6 +504,38 @@ SPECS = {
 
     'rsub': {'name': 'rsub', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, alpha=1: b - alpha * a', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'nansum': {'name': 'nansum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.nansum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanmean': {'name': 'nanmean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.nanmean(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_median_along': {'name': '_median_along', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'median': {'name': 'median', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.quantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanmedian': {'name': 'nanmedian', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.nanquantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' and not np.isnan(self).all() else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_median_all': {'name': '_median_all', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_kthvalue': {'name': '_kthvalue', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'kthvalue': {'name': 'kthvalue', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, k, dim=-1, keepdim=False: (lambda x: (lambda i: (np.take_along_axis(x, i, dim) if keepdim else np.take_along_axis(x, i, dim).squeeze(dim), i if keepdim else i.squeeze(dim)))(np.argsort(x, axis=dim, kind='stable').take([k - 1], axis=dim)))(self) if self.ndim else (self, np.asarray(0))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_mode': {'name': '_mode', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'mode': {'name': 'mode', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'aminmax': {'name': 'aminmax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', True), ('keepdim', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: (np.amin(self, axis=dim, keepdims=keepdim), np.amax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'std_mean': {'name': 'std_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'var_mean': {'name': 'var_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'msort': {'name': 'msort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.sort(x, axis=0, kind='stable') if x.ndim else x", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dist': {'name': 'dist', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('p', 'Scalar', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, p=2: np.sqrt(np.sum((a - b) ** 2))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'renorm': {'name': 'renorm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'Scalar', None, False), ('dim', 'dim', None, False), ('maxnorm', 'Scalar', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, p, dim, maxnorm: x * np.where(np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) > maxnorm, maxnorm / (np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) + 1e-7), 1.0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2779,3 +2811,120 @@ def rsub(self, other, *, alpha=1):
 
     ops.yaml: rsub"""
     return _rt.composite('rsub', self, other, alpha=alpha)
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """Sum over dim with NaN counted as zero (all dims when None).
+
+    ops.yaml: nansum"""
+    return _rt.call('nansum', (self, ), (dim, keepdim, dtype, ))
+
+
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    """Mean over dim of the elements that are not NaN (NaN where all are).
+
+    ops.yaml: nanmean"""
+    return _rt.composite('nanmean', self, dim, keepdim, dtype=dtype)
+
+
+def _median_along(self, dim, ignore_nan):
+    """(lower median, its index) along dim, keeping dim (helper of median and nanmedian).
+
+    ops.yaml: _median_along"""
+    return _rt.call('_median_along', (self, ), (dim, ignore_nan, ))
+
+
+def median(self, dim=None, keepdim=False):
+    """The lower median of all elements (NaN if any is NaN; the gradient shared by the elements equal to it), or (values, indices) along dim, the gradient going to the index.
+
+    ops.yaml: median"""
+    return _rt.composite('median', self, dim, keepdim)
+
+
+def nanmedian(self, dim=None, keepdim=False):
+    """median ignoring NaN (NaN only where every element is).
+
+    ops.yaml: nanmedian"""
+    return _rt.composite('nanmedian', self, dim, keepdim)
+
+
+def _median_all(self, ignore_nan):
+    """The median of all elements, its gradient evenly distributed over the elements equal to it (helper).
+
+    ops.yaml: _median_all"""
+    return _rt.composite('_median_all', self, ignore_nan)
+
+
+def _kthvalue(self, k, dim):
+    """(k-th smallest value, its index) along dim, keeping dim (helper of kthvalue).
+
+    ops.yaml: _kthvalue"""
+    return _rt.call('_kthvalue', (self, ), (k, dim, ))
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    """(values, indices) of the k-th smallest element along dim (k counts from 1; NaN is the largest).
+
+    ops.yaml: kthvalue"""
+    return _rt.composite('kthvalue', self, k, dim, keepdim)
+
+
+def _mode(self, dim):
+    """(most frequent value, its last index) along dim, keeping dim (helper of mode).
+
+    ops.yaml: _mode"""
+    return _rt.call('_mode', (self, ), (dim, ))
+
+
+def mode(self, dim=-1, keepdim=False):
+    """(values, indices) of the most frequent value along dim (the smallest of ties; the index of its last occurrence).
+
+    ops.yaml: mode"""
+    return _rt.composite('mode', self, dim, keepdim)
+
+
+def aminmax(self, *, dim=None, keepdim=False):
+    """(min, max) over dim (a single dim, or all), as one named tuple.
+
+    ops.yaml: aminmax"""
+    return _rt.composite('aminmax', self, dim=dim, keepdim=keepdim)
+
+
+def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dim, with std's correction rules.
+
+    ops.yaml: std_mean"""
+    return _rt.composite('std_mean', self, dim, unbiased, keepdim, correction=correction)
+
+
+def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dim, with var's correction rules.
+
+    ops.yaml: var_mean"""
+    return _rt.composite('var_mean', self, dim, unbiased, keepdim, correction=correction)
+
+
+def msort(self):
+    """self sorted along its first dim (the values of sort(self, 0)).
+
+    ops.yaml: msort"""
+    return _rt.composite('msort', self)
+
+
+def dist(self, other, p=2):
+    """The p-norm of self - other (p may be inf, -inf or 0).
+
+    ops.yaml: dist"""
+    return _rt.composite('dist', self, other, p)
+
+
+def renorm(self, p, dim, maxnorm):
+    """Each slice along dim scaled down to p-norm maxnorm where its norm is larger.
+
+    ops.yaml: renorm"""
+    return _rt.composite('renorm', self, p, dim, maxnorm)
+
+
+def renorm_(self, p, dim, maxnorm):
+    """In-place renorm: writes the result into self."""
+    return _rt.composite_inplace('renorm', self, p, dim, maxnorm)

@@ -708,3 +708,56 @@ def _nextafter_forward(self, other):
 def _frexp_forward(self):
     # ops.yaml: _frexp
     return np.frexp(self)
+
+
+def _median_along_forward(self, dim, ignore_nan):
+    # ops.yaml: _median_along
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if x.shape[-1] == 0:
+        raise IndexError(f"{'nanmedian' if ignore_nan else 'median'}(): Expected reduction dim {dim} to have non-zero "
+                         "size.")
+    order = np.argsort(x, axis=-1, kind="stable")       # NaN last, ties in their order (PyTorch's indices)
+    nans = np.isnan(x).sum(-1, keepdims=True) if x.dtype.kind == "f" else np.zeros(x.shape[:-1] + (1,), np.int64)
+    valid = x.shape[-1] - nans
+    if ignore_nan:
+        k = np.where(valid > 0, (valid - 1) // 2, 0)
+    else:
+        k = np.where(nans > 0, valid, (x.shape[-1] - 1) // 2)
+    idx = np.take_along_axis(order, k, -1)
+    values = np.take_along_axis(x, idx, -1)
+    shape = (1,) * self.ndim if self.ndim == 0 else None
+    values, idx = np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(()).astype(np.int64)
+    return values, idx.astype(np.int64)
+
+
+def _kthvalue_forward(self, k, dim):
+    # ops.yaml: _kthvalue
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if k < 1 or k > x.shape[-1]:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    idx = np.argsort(x, axis=-1, kind="stable")[..., k - 1:k]
+    values = np.take_along_axis(x, idx, -1)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(()).astype(np.int64)
+    return np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim).astype(np.int64)
+
+
+def _mode_forward(self, dim):
+    # ops.yaml: _mode
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if x.shape[-1] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    rows = x.reshape(-1, x.shape[-1])
+    values = np.empty(rows.shape[0], x.dtype)
+    idx = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        u, counts = np.unique(row, return_counts=True, equal_nan=False)     # NaN != NaN: each counts once
+        values[r] = u[np.argmax(counts)]                                  # the smallest of the most frequent
+        hits = np.flatnonzero((row == values[r]) | ((row != row) & (values[r] != values[r])))
+        idx[r] = hits[-1]                                                 # its last position, as PyTorch
+    shape = x.shape[:-1] + (1,)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(())
+    return np.moveaxis(values.reshape(shape), -1, dim), np.moveaxis(idx.reshape(shape), -1, dim)

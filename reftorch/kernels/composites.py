@@ -552,3 +552,117 @@ def ldexp(F, self, other):
 def rsub(F, self, other, *, alpha=1):
     # ops.yaml: rsub
     return F.sub(other, self, alpha=alpha)
+
+
+def nanmean(F, self, dim=None, keepdim=False, *, dtype=None):
+    # ops.yaml: nanmean
+    if not F.is_floating(self):
+        raise RuntimeError(f'nanmean(): expected input to have floating point or complex dtype but got {self.dtype.short}')
+    return F.nansum(self, dim, keepdim, dtype=dtype) / F.sum(F.logical_not(F.isnan(self)), dim, keepdim)
+
+
+def median(F, self, dim=None, keepdim=False):
+    # ops.yaml: median
+    if self.dtype.short == 'Bool':
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
+    if dim is None:
+        return F._median_all(self, False)
+    values, indices = F._median_along(self, dim, False)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('median', values, indices)
+
+
+def nanmedian(F, self, dim=None, keepdim=False):
+    # ops.yaml: nanmedian
+    if self.dtype.short == 'Bool':
+        raise NotImplementedError('"nanmedian_cpu" not implemented for \'Bool\'')
+    if dim is None:
+        return F._median_all(self, True)
+    values, indices = F._median_along(self, dim, True)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('nanmedian', values, indices)
+
+
+def _median_all(F, self, ignore_nan):
+    # ops.yaml: _median_all
+    if self.numel() == 0:
+        return F.full((), math.nan, dtype=self.dtype, device=F.device_of(self))
+    value = F._median_along(self.reshape(-1), 0, ignore_nan)[0].reshape(()).detach()
+    if not F.is_floating(self):
+        return value
+    mask = F.isnan(self) if bool(F.isnan(value)) else self == value
+    share = F.sum(F.where(mask, self, 0.0)) / F.sum(mask)
+    return value + (share - share.detach())
+
+
+def kthvalue(F, self, k, dim=-1, keepdim=False):
+    # ops.yaml: kthvalue
+    values, indices = F._kthvalue(self, k, dim)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('kthvalue', values, indices)
+
+
+def mode(F, self, dim=-1, keepdim=False):
+    # ops.yaml: mode
+    values, indices = F._mode(self, dim)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('mode', values, indices)
+
+
+def aminmax(F, self, *, dim=None, keepdim=False):
+    # ops.yaml: aminmax
+    if dim is not None and (not isinstance(dim, int)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    if dim is None and self.numel() == 0:
+        raise RuntimeError('aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.')
+    if dim is not None and self.ndim and (self.shape[F.normalize_dims(dim, self.ndim)[0]] == 0):
+        raise IndexError(f'aminmax(): Expected reduction dim {dim} to have non-zero size.')
+    if dim is None and keepdim:
+        return F.return_type('aminmax', F.amin(self).reshape((1,) * self.ndim), F.amax(self).reshape((1,) * self.ndim))
+    return F.return_type('aminmax', F.amin(self, dim, keepdim), F.amax(self, dim, keepdim))
+
+
+def std_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: std_mean
+    if isinstance(dim, bool):
+        dim, unbiased = (None, dim)
+    return (F.std(self, dim, unbiased, keepdim, correction=correction), F.mean(self, dim, keepdim))
+
+
+def var_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: var_mean
+    if isinstance(dim, bool):
+        dim, unbiased = (None, dim)
+    return (F.var(self, dim, unbiased, keepdim, correction=correction), F.mean(self, dim, keepdim))
+
+
+def msort(F, self):
+    # ops.yaml: msort
+    return F.sort(self, 0)[0]
+
+
+def dist(F, self, other, p=2):
+    # ops.yaml: dist
+    d = self - other
+    if not F.is_floating(d):
+        raise RuntimeError(f'norm(): input dtype should be either floating point or complex. Got {d.dtype.short} instead.')
+    return F.linalg_vector_norm(d, p)
+
+
+def renorm(F, self, p, dim, maxnorm):
+    # ops.yaml: renorm
+    if p <= 0:
+        raise RuntimeError('renorm: non-positive-norm not supported')
+    if maxnorm < 0:
+        raise RuntimeError(f'renorm: expected maxnorm to be >= 0 but got {maxnorm:g}')
+    if self.ndim <= 1:
+        raise RuntimeError(f'renorm: input needs at least 2 dimensions, got {self.ndim} dimensions')
+    if not F.is_floating(self):
+        raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    norms = F.linalg_vector_norm(self, p, tuple((i for i in range(self.ndim) if i != d)), True)
+    return self * F.where(norms > maxnorm, maxnorm / (norms + 1e-07), 1.0)

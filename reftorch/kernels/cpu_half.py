@@ -13445,6 +13445,186 @@ def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 
 @njit(inline="always")
+def _c_nansum(acc, x):
+    # ops.yaml: nansum -- combine: acc if x != x else acc + x
+    return acc if x != x else acc + x
+
+
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_f16_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = f16_to_f32(x[off + m * sm])
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_nansum(a, f16_to_f32(x[base + k * sk]))
+            acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_nansum(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_nansum(a, f16_to_f32(x[b1 + m]))
+                    a = _c_nansum(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_nansum(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_nansum(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_nansum(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: nansum [f16] -- nansum_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                nansum_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
+
+
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = bf16_to_f32(x[off + m * sm])
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_nansum(a, bf16_to_f32(x[base + k * sk]))
+            acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_nansum(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_nansum(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_nansum(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_nansum(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_nansum(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_nansum(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: nansum [bf16] -- nansum_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                nansum_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad

@@ -8055,6 +8055,26 @@ def logcumsumexp_scan_serial(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@cuda.jit(device=True, inline=True)
+def _c_nansum(acc, x):
+    # ops.yaml: nansum -- combine: acc if x != x else acc + x
+    return acc if x != x else acc + x
+
+
+@cuda.jit
+def nansum_reduce_serial(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum -- one thread per output row: neighbouring threads read neighbouring elements
+    # when the reduced axis is the outer one. (Its partial results cannot be merged: no tree kernel.)
+    for m in range(cuda.grid(1), M, cuda.gridsize(1)):
+        base = off + m * sm
+        a = acc[m]
+        if start == 1:
+            a = x[base]
+        for k in range(start, K):
+            a = _c_nansum(a, x[base + k * sk])
+        acc[m] = a
+
+
 # ---------------------------------------------------------------------- matmul
 
 
@@ -8363,5 +8383,6 @@ KERNELS = {
     'count_nonzero': dict(kind='reduction', op='count_nonzero', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'cumprod': dict(kind='scan', op='cumprod', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
     'logcumsumexp': dict(kind='scan', op='logcumsumexp', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
+    'nansum': dict(kind='reduction', op='nansum', tensors=('self',), scalars=(), kernels=('reduce_serial',)),
     'matmul': dict(kind='matmul', op='matmul', tensors=('self', 'other'), scalars=(), kernels=('tiled',)),
 }

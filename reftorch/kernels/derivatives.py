@@ -1969,3 +1969,52 @@ def _frexp_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = grads[0] / F.exp2(results[1])
     return g
+
+
+def nansum_backward(F, grads, saved, needs, fused):
+    # ops.yaml: nansum
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(isnan(self), 0.0, expand_reduced(grad, self.shape, dim, keepdim))
+    if needs[0]:
+        g[0] = F.where(F.isnan(self), 0.0, F.expand_reduced(grad, self.shape, dim, keepdim))
+    return g
+
+
+def _median_along_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _median_along
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
+
+
+def _kthvalue_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _kthvalue
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
+
+
+def _mode_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _mode
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
