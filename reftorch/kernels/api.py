@@ -536,6 +536,18 @@ SPECS = {
 
     'renorm': {'name': 'renorm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'Scalar', None, False), ('dim', 'dim', None, False), ('maxnorm', 'Scalar', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, p, dim, maxnorm: x * np.where(np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) > maxnorm, maxnorm / (np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) + 1e-7), 1.0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_quantile': {'name': '_quantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', None, False), ('keepdim', 'bool', None, False), ('interpolation', 'str', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'quantile': {'name': 'quantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False), ('interpolation', 'str', '"linear"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, q, dim=None, keepdim=False, interpolation='linear': np.quantile(self, q, axis=dim, keepdims=keepdim, method=interpolation) if self.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanquantile': {'name': 'nanquantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False), ('interpolation', 'str', '"linear"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, q, dim=None, keepdim=False, interpolation='linear': np.nanquantile(self, q, axis=dim, keepdims=keepdim, method=interpolation) if self.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diff': {'name': 'diff', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int', '1', False), ('dim', 'dim', '-1', False), ('prepend', 'Tensor?', 'None', False), ('append', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, prepend=None, append=None, n=1, dim=-1: np.diff(self, n, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cov': {'name': 'cov', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('correction', 'int', '1', True), ('fweights', 'Tensor?', 'None', True), ('aweights', 'Tensor?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, fweights=None, aweights=None, correction=1: np.cov(self, ddof=correction) if self.size else (_ for _ in ()).throw(RuntimeError('shape'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'corrcoef': {'name': 'corrcoef', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.corrcoef(self) if self.size and self.shape[-1] > 1 else (_ for _ in ()).throw(RuntimeError('shape'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2928,3 +2940,45 @@ def renorm(self, p, dim, maxnorm):
 def renorm_(self, p, dim, maxnorm):
     """In-place renorm: writes the result into self."""
     return _rt.composite_inplace('renorm', self, p, dim, maxnorm)
+
+
+def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
+    """quantile and nanquantile (helper), as PyTorch computes them (sort, ranks, gather, lerp).
+
+    ops.yaml: _quantile"""
+    return _rt.composite('_quantile', self, q, dim, keepdim, interpolation, ignore_nan)
+
+
+def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over dim or all elements, interpolation linear, lower, higher, midpoint or nearest; NaN where a NaN is present.
+
+    ops.yaml: quantile"""
+    return _rt.composite('quantile', self, q, dim, keepdim, interpolation=interpolation)
+
+
+def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile ignoring NaN (NaN only where every element is).
+
+    ops.yaml: nanquantile"""
+    return _rt.composite('nanquantile', self, q, dim, keepdim, interpolation=interpolation)
+
+
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim, prepend and append concatenated first (bool tensors give x[i+1] != x[i]).
+
+    ops.yaml: diff"""
+    return _rt.composite('diff', self, n, dim, prepend, append)
+
+
+def cov(self, *, correction=1, fweights=None, aweights=None):
+    """Covariance matrix of the rows (variables) over the columns (observations), with frequency and observation weights.
+
+    ops.yaml: cov"""
+    return _rt.composite('cov', self, correction=correction, fweights=fweights, aweights=aweights)
+
+
+def corrcoef(self):
+    """Pearson correlation coefficients of the rows (cov normalised by the standard deviations, clipped to [-1, 1]).
+
+    ops.yaml: corrcoef"""
+    return _rt.composite('corrcoef', self)

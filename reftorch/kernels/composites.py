@@ -666,3 +666,130 @@ def renorm(F, self, p, dim, maxnorm):
     d = F.normalize_dims(dim, self.ndim)[0]
     norms = F.linalg_vector_norm(self, p, tuple((i for i in range(self.ndim) if i != d)), True)
     return self * F.where(norms > maxnorm, maxnorm / (norms + 1e-07), 1.0)
+
+
+def _quantile(F, self, q, dim, keepdim, interpolation, ignore_nan):
+    # ops.yaml: _quantile
+    if not F.is_floating(self) or self.dtype.itemsize == 2:
+        raise RuntimeError('quantile() input tensor must be either float or double dtype')
+    if self.numel() == 0:
+        raise RuntimeError('quantile() input tensor must be non-empty')
+    scalar_q = not F.is_tensor(q)
+    if scalar_q:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f'quantile() q must be in the range [0, 1] but got {q:g}')
+        q = F.full((1,), q, dtype=self.dtype, device=F.device_of(self))
+    else:
+        if q.ndim > 1:
+            raise RuntimeError('quantile() q must be a scalar or 1D tensor')
+        if q.dtype != self.dtype:
+            raise RuntimeError('quantile() q tensor must be same dtype as the input tensor')
+        if q.numel() and (not bool(F.all(F.logical_and(q >= 0, q <= 1)))):
+            raise RuntimeError('quantile() q values must be in the range [0, 1]')
+    if interpolation not in ('linear', 'lower', 'higher', 'midpoint', 'nearest'):
+        raise RuntimeError(f'quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got {interpolation}')
+    if dim is not None and self.ndim == 0:
+        F.normalize_dims(dim, 1)
+    d = None if dim is None or self.ndim == 0 else F.normalize_dims(dim, self.ndim)[0]
+    rows = self.reshape(-1) if d is None else F.movedim(self, d, -1)
+    s = F.sort(rows, -1)[0]
+    n = s.shape[-1]
+    lead = tuple(s.shape[:-1])
+    qv = q.reshape(-1)
+    if ignore_nan:
+        valid = F.sum(F.logical_not(F.isnan(s)), -1, True)
+        ranks = F.where(valid == 0, float(n - 1), qv * (valid - 1))
+    else:
+        ranks = F.where(F.isnan(s[..., -1:]), float(n - 1), (qv * (n - 1)).expand(lead + (qv.shape[0],)))
+    if interpolation == 'lower':
+        ranks = F.floor(ranks)
+    elif interpolation == 'higher':
+        ranks = F.ceil(ranks)
+    elif interpolation == 'nearest':
+        ranks = F.round(ranks)
+    ranks = ranks.detach()
+    below = ranks.long()
+    out = F.gather(s, -1, below)
+    if interpolation in ('linear', 'midpoint'):
+        weights = ranks - below if interpolation == 'linear' else F.where(ranks > below, 0.5, 0.0).to(s.dtype)
+        out = F.lerp(out, F.gather(s, -1, F.ceil(ranks).long()), weights)
+    out = F.movedim(out, -1, 0)
+    if keepdim and self.ndim:
+        out = out.reshape((qv.shape[0],) + (1,) * self.ndim) if d is None else out.unsqueeze(d + 1)
+    return out.squeeze(0) if scalar_q else out
+
+
+def quantile(F, self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    # ops.yaml: quantile
+    return F._quantile(self, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(F, self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    # ops.yaml: nanquantile
+    return F._quantile(self, q, dim, keepdim, interpolation, True)
+
+
+def diff(F, self, n=1, dim=-1, prepend=None, append=None):
+    # ops.yaml: diff
+    if self.ndim == 0:
+        raise RuntimeError('diff expects input to be at least one-dimensional')
+    if n < 0:
+        raise RuntimeError(f'order must be non-negative but got {n}')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    parts = [t for t in (prepend, self, append) if t is not None]
+    for t in parts:
+        if t.ndim != self.ndim:
+            raise RuntimeError('diff expects prepend or append to be the same dimension as input')
+    x = F.cat(parts, d) if len(parts) > 1 else self
+    for _ in range(n if n < x.shape[d] else x.shape[d]):
+        k = x.shape[d] - 1
+        x = F.ne(F.narrow(x, d, 1, k), F.narrow(x, d, 0, k)) if x.dtype.short == 'Bool' else F.narrow(x, d, 1, k) - F.narrow(x, d, 0, k)
+    return x
+
+
+def cov(F, self, *, correction=1, fweights=None, aweights=None):
+    # ops.yaml: cov
+    if self.ndim > 2:
+        raise RuntimeError(f'cov(): expected input to have two or fewer dimensions but got an input with {self.ndim} dimensions')
+    if self.dtype.short == 'Bool':
+        raise RuntimeError('cov(): bool dtype is not supported for input')
+    x = self.reshape(1, -1) if self.ndim < 2 else self
+    n = x.shape[1]
+    w = None
+    for name, t in (('fweights', fweights), ('aweights', aweights)):
+        if t is None:
+            continue
+        if t.ndim > 1:
+            raise RuntimeError(f'cov(): expected {name} to have one or fewer dimensions but got {name} with {t.ndim} dimensions')
+        if (name == 'fweights') == F.is_floating(t) or t.dtype.short == 'Bool':
+            kind = 'integral' if name == 'fweights' else 'floating point'
+            raise RuntimeError(f'cov(): expected {name} to have {kind} dtype but got {name} with {t.dtype.short} dtype')
+        if t.numel() != n:
+            raise RuntimeError(f'cov(): expected {name} to have the same numel as there are observations in the input but got {t.numel()} != {n}')
+        if n and (not bool(F.amin(t) >= 0)):
+            raise RuntimeError(f'cov(): {name} cannot be negative')
+        w = t if w is None else w * t
+    w_sum = F.sum(w) if w is not None else F.full((), n, dtype=int, device=F.device_of(self, fweights, aweights))
+    if w is not None and (not bool(w_sum != 0)):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = F.sum(x * w if w is not None else x, 1) / w_sum
+    if w is not None and correction != 0 and (aweights is not None):
+        norm_factor = w_sum - correction * F.sum(w * aweights) / w_sum
+    else:
+        norm_factor = w_sum - correction
+    if bool(norm_factor <= 0):
+        __import__('warnings').warn('cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.', UserWarning, stacklevel=3)
+        norm_factor = norm_factor * 0
+    x = x - avg.unsqueeze(1)
+    return (F.mm(x, (x * w if w is not None else x).t()) / norm_factor).squeeze()
+
+
+def corrcoef(F, self):
+    # ops.yaml: corrcoef
+    if self.ndim > 2:
+        raise RuntimeError(f'corrcoef(): expected input to have two or fewer dimensions but got an input with {self.ndim} dimensions')
+    c = F.cov(self)
+    if c.ndim == 0:
+        return c / c
+    sd = F.sqrt(F.diagonal(c))
+    return F.clamp(c / sd.reshape(-1, 1) / sd.reshape(1, -1), -1, 1)
