@@ -548,6 +548,16 @@ SPECS = {
 
     'corrcoef': {'name': 'corrcoef', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.corrcoef(self) if self.size and self.shape[-1] > 1 else (_ for _ in ()).throw(RuntimeError('shape'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'bucketize': {'name': 'bucketize', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('boundaries', 'Tensor', None, False), ('out_int32', 'bool', 'False', True), ('right', 'bool', 'False', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, b, out_int32=False, right=False: np.searchsorted(b, x, side='right' if right else 'left') if np.ndim(b) == 1 else (_ for _ in ()).throw(RuntimeError('dims'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'searchsorted': {'name': 'searchsorted', 'kind': 'array', 'args': (('sorted_sequence', 'Tensor', None, False), ('input', 'Tensor', None, False), ('out_int32', 'bool', 'False', True), ('right', 'bool', 'False', True), ('side', 'str?', 'None', True), ('sorter', 'Index?', 'None', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda s, x, sorter=None, out_int32=False, right=False, side=None: np.searchsorted(np.reshape(s, -1), x) if np.ndim(s) <= 1 else (_ for _ in ()).throw(RuntimeError('dims'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isin': {'name': 'isin', 'kind': 'array', 'args': (('elements', 'Tensor', None, False), ('test_elements', 'Tensor', None, False), ('assume_unique', 'bool', 'False', True), ('invert', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, assume_unique=False, invert=False: np.isin(a, b, invert=invert)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumsum_': {'name': 'cumsum_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumprod_': {'name': 'cumprod_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -2982,3 +2992,38 @@ def corrcoef(self):
 
     ops.yaml: corrcoef"""
     return _rt.composite('corrcoef', self)
+
+
+def bucketize(self, boundaries, *, out_int32=False, right=False):
+    """The index of the bucket of boundaries (1-D, sorted) each element falls in (right=True puts ties in the next bucket).
+
+    ops.yaml: bucketize"""
+    return _rt.call('bucketize', (self, boundaries, ), (out_int32, right, ))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Indices where the elements of input would be inserted into sorted_sequence (sorted along its last dim; an N-D sequence is searched row by row), left or right of equal elements; sorter sorts the sequence first.
+
+    ops.yaml: searchsorted"""
+    return _rt.call('searchsorted', (sorted_sequence, input, sorter, ), (out_int32, right, side, ))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of elements is in test_elements (invert=True for the opposite); either may be a number.
+
+    ops.yaml: isin"""
+    return _rt.call('isin', (elements, test_elements, ), (assume_unique, invert, ))
+
+
+def cumsum_(self, dim, *, dtype=None):
+    """In-place cumsum along dim (dtype, if given, must be self's) (tests/test_ops_math_inplace.py).
+
+    ops.yaml: cumsum_"""
+    return _rt.composite('cumsum_', self, dim, dtype=dtype)
+
+
+def cumprod_(self, dim, *, dtype=None):
+    """In-place cumprod along dim (dtype, if given, must be self's) (tests/test_ops_math_inplace.py).
+
+    ops.yaml: cumprod_"""
+    return _rt.composite('cumprod_', self, dim, dtype=dtype)

@@ -761,3 +761,39 @@ def _mode_forward(self, dim):
     if self.ndim == 0:
         return values.reshape(()), idx.reshape(())
     return np.moveaxis(values.reshape(shape), -1, dim), np.moveaxis(idx.reshape(shape), -1, dim)
+
+
+def bucketize_forward(self, boundaries, *, out_int32=False, right=False):
+    # ops.yaml: bucketize
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    out = np.searchsorted(boundaries, self, side="right" if right else "left")
+    return np.asarray(out, np.int32 if out_int32 else np.int64)
+
+
+def searchsorted_forward(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    # ops.yaml: searchsorted
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left while "
+                           "right was True")
+    how = "right" if right or side == "right" else "left"
+    seq = sorted_sequence if sorter is None else np.take_along_axis(sorted_sequence, sorter, -1)
+    dt = np.int32 if out_int32 else np.int64
+    if seq.ndim <= 1:
+        return np.asarray(np.searchsorted(seq.reshape(-1), input, side=how), dt)
+    if input.shape[:-1] != seq.shape[:-1]:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+                           "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(input.shape)}")
+    rows, vals = seq.reshape(-1, seq.shape[-1]), input.reshape(-1, input.shape[-1])
+    out = np.empty(vals.shape, dt)
+    for i in range(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], vals[i], side=how)
+    return out.reshape(input.shape)
+
+
+def isin_forward(elements, test_elements, *, assume_unique=False, invert=False):
+    # ops.yaml: isin
+    return np.isin(elements, test_elements, assume_unique=assume_unique, invert=invert)

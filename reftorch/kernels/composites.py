@@ -793,3 +793,19 @@ def corrcoef(F, self):
         return c / c
     sd = F.sqrt(F.diagonal(c))
     return F.clamp(c / sd.reshape(-1, 1) / sd.reshape(1, -1), -1, 1)
+
+
+def cumsum_(F, self, dim, *, dtype=None):
+    # ops.yaml: cumsum_
+    if dtype is not None and dtype != self.dtype:
+        names = {'Long': 'long int', 'Int': 'int', 'Short': 'short int', 'Char': 'signed char', 'Byte': 'unsigned char', 'Bool': 'bool', 'Float': 'float', 'Double': 'double', 'Half': 'c10::Half', 'BFloat16': 'c10::BFloat16'}
+        raise RuntimeError(f'Bad in-place call: input tensor dtype {names[self.dtype.short]} and output tensor dtype {names[dtype.short]} should match')
+    return self.copy_(F.cumsum(self, dim))
+
+
+def cumprod_(F, self, dim, *, dtype=None):
+    # ops.yaml: cumprod_
+    if dtype is not None and dtype != self.dtype:
+        names = {'Long': 'long int', 'Int': 'int', 'Short': 'short int', 'Char': 'signed char', 'Byte': 'unsigned char', 'Bool': 'bool', 'Float': 'float', 'Double': 'double', 'Half': 'c10::Half', 'BFloat16': 'c10::BFloat16'}
+        raise RuntimeError(f'Bad in-place call: input tensor dtype {names[self.dtype.short]} and output tensor dtype {names[dtype.short]} should match')
+    return self.copy_(F.cumprod(self, dim))
