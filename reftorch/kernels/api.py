@@ -558,6 +558,18 @@ SPECS = {
 
     'cumprod_': {'name': 'cumprod_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'histc': {'name': 'histc', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('bins', 'int', '100', False), ('min', 'Scalar', '0', False), ('max', 'Scalar', '0', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, bins=100, min=0, max=0: np.histogram(x, bins, (min, max))[0].astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'histogram': {'name': 'histogram', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('bins', 'any', '100', False), ('range', 'any', 'None', True), ('weight', 'Tensor?', 'None', True), ('density', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, weight=None, bins=100, range=None, density=False: np.histogram(x, bins, range=range, weights=weight, density=density) if x.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_histogram': {'name': '_histogram', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('bins', 'any', None, False), ('range', 'any', None, False), ('weight', 'Tensor?', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'trapezoid': {'name': 'trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', 'None', False), ('dx', 'Scalar?', 'None', True), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('trapz',), 'ref': 'lambda y, x=None, dx=None, dim=-1: np.trapezoid(y, dx=1.0 if dx is None else dx, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumulative_trapezoid': {'name': 'cumulative_trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', 'None', False), ('dx', 'Scalar?', 'None', True), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda y, x=None, dx=None, dim=-1: np.cumsum((np.take(y, np.arange(1, y.shape[dim]), dim) + np.take(y, np.arange(y.shape[dim] - 1), dim)) * 0.5 * (1.0 if dx is None else dx), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_trapezoid': {'name': '_trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', None, False), ('dx', 'Scalar?', None, False), ('dim', 'dim', None, False), ('cumulative', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3027,3 +3039,48 @@ def cumprod_(self, dim, *, dtype=None):
 
     ops.yaml: cumprod_"""
     return _rt.composite('cumprod_', self, dim, dtype=dtype)
+
+
+def histc(self, bins=100, min=0, max=0):
+    """Counts of the elements in bins equal-width bins over [min, max] (the data's range when min == max); outside values are ignored.
+
+    ops.yaml: histc"""
+    return _rt.call('histc', (self, ), (bins, min, max, ))
+
+
+def histogram(self, bins=100, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): counts (or weight sums; a density with density=True) of the elements in bins equal-width bins over range (the data's range by default), or in the bins given by a tensor of edges.
+
+    ops.yaml: histogram"""
+    return _rt.composite('histogram', self, bins, range=range, weight=weight, density=density)
+
+
+def _histogram(self, bins, range, weight, density):
+    """The kernel of histogram (helper).
+
+    ops.yaml: _histogram"""
+    return _rt.call('_histogram', (self, weight, ), (bins, range, density, ))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule along dim, with sample points x (1-D or y's shape) or spacing dx (1 by default).
+
+    ops.yaml: trapezoid"""
+    return _rt.composite('trapezoid', y, x, dx=dx, dim=dim)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid rule along dim (one element fewer than y along dim).
+
+    ops.yaml: cumulative_trapezoid"""
+    return _rt.composite('cumulative_trapezoid', y, x, dx=dx, dim=dim)
+
+
+def _trapezoid(y, x, dx, dim, cumulative):
+    """trapezoid and cumulative_trapezoid (helper).
+
+    ops.yaml: _trapezoid"""
+    return _rt.composite('_trapezoid', y, x, dx, dim, cumulative)

@@ -797,3 +797,33 @@ def searchsorted_forward(sorted_sequence, input, *, out_int32=False, right=False
 def isin_forward(elements, test_elements, *, assume_unique=False, invert=False):
     # ops.yaml: isin
     return np.isin(elements, test_elements, assume_unique=assume_unique, invert=invert)
+
+
+def histc_forward(self, bins=100, min=0, max=0):
+    # ops.yaml: histc
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    x = self.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and x.size:
+        lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    return np.histogram(x[(x >= lo) & (x <= hi)], bins, (lo, hi))[0].astype(self.dtype)
+
+
+def _histogram_forward(self, bins, range, weight, density):
+    # ops.yaml: _histogram
+    b = bins if isinstance(bins, int) else np.asarray(bins, np.float64)
+    if isinstance(b, int) and b <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {b} for dimension 0")
+    if weight is not None and weight.shape != self.shape:
+        raise RuntimeError("torch.histogramdd(): if weight tensor is provided it should have the same shape as the "
+                           "input tensor excluding its innermost dimension")
+    hist, edges = np.histogram(self.reshape(-1), b, range=None if range is None else tuple(float(r) for r in range),
+                               weights=None if weight is None else weight.reshape(-1), density=density)
+    return hist.astype(self.dtype), edges.astype(self.dtype)

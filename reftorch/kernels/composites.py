@@ -809,3 +809,44 @@ def cumprod_(F, self, dim, *, dtype=None):
         names = {'Long': 'long int', 'Int': 'int', 'Short': 'short int', 'Char': 'signed char', 'Byte': 'unsigned char', 'Bool': 'bool', 'Float': 'float', 'Double': 'double', 'Half': 'c10::Half', 'BFloat16': 'c10::BFloat16'}
         raise RuntimeError(f'Bad in-place call: input tensor dtype {names[self.dtype.short]} and output tensor dtype {names[dtype.short]} should match')
     return self.copy_(F.cumprod(self, dim))
+
+
+def histogram(F, self, bins=100, *, range=None, weight=None, density=False):
+    # ops.yaml: histogram
+    if not F.is_floating(self):
+        raise NotImplementedError(f""""histogramdd" not implemented for '{self.dtype.short}'""")
+    return F.return_type('histogram', *F._histogram(self, bins, range, weight, density))
+
+
+def trapezoid(F, y, x=None, *, dx=None, dim=-1):
+    # ops.yaml: trapezoid
+    return F._trapezoid(y, x, dx, dim, False)
+
+
+def cumulative_trapezoid(F, y, x=None, *, dx=None, dim=-1):
+    # ops.yaml: cumulative_trapezoid
+    return F._trapezoid(y, x, dx, dim, True)
+
+
+def _trapezoid(F, y, x, dx, dim, cumulative):
+    # ops.yaml: _trapezoid
+    if x is not None and dx is not None:
+        raise TypeError('trapezoid() received an invalid combination of arguments: give x or dx, not both')
+    if y.ndim == 0:
+        raise IndexError(f'Dimension specified as {dim} but tensor has no dimensions')
+    d = F.normalize_dims(dim, y.ndim)[0]
+    n = y.shape[d]
+    if n == 0:
+        return y * 0.5 if cumulative else F.sum(y, d) * 0.5
+    pairs = (F.narrow(y, d, 1, n - 1) + F.narrow(y, d, 0, n - 1)) * 0.5
+    if x is None:
+        area = pairs * (1 if dx is None else dx)
+    else:
+        if x.ndim == 1:
+            if x.shape[0] != n:
+                raise RuntimeError('trapezoid: There must be one `x` value for each sample point')
+            step = F.diff(x).reshape((-1,) + (1,) * (y.ndim - 1 - d))
+        else:
+            step = F.diff(x, dim=d)
+        area = pairs * step
+    return F.cumsum(area, d) if cumulative else F.sum(area, d)
