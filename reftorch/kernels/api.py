@@ -570,6 +570,8 @@ SPECS = {
 
     '_trapezoid': {'name': '_trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', None, False), ('dx', 'Scalar?', None, False), ('dim', 'dim', None, False), ('cumulative', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'gradient': {'name': 'gradient', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('spacing', 'any', '1', True), ('dim', 'any', 'None', True), ('edge_order', 'int', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, spacing=1, dim=None, edge_order=1: tuple(np.atleast_1d(np.gradient(x))) if x.ndim > 1 else (np.gradient(x),)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3084,3 +3086,10 @@ def _trapezoid(y, x, dx, dim, cumulative):
 
     ops.yaml: _trapezoid"""
     return _rt.composite('_trapezoid', y, x, dx, dim, cumulative)
+
+
+def gradient(self, *, spacing=1, dim=None, edge_order=1):
+    """Estimated derivatives along each dim (or the dims given) by central differences, one-sided at the edges (edge_order 1 or 2), with a uniform spacing, one per dim, or coordinate tensors; a tuple.
+
+    ops.yaml: gradient"""
+    return _rt.composite('gradient', self, spacing=spacing, dim=dim, edge_order=edge_order)

@@ -850,3 +850,46 @@ def _trapezoid(F, y, x, dx, dim, cumulative):
             step = F.diff(x, dim=d)
         area = pairs * step
     return F.cumsum(area, d) if cumulative else F.sum(area, d)
+
+
+def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
+    # ops.yaml: gradient
+    if edge_order not in (1, 2):
+        raise RuntimeError('torch.gradient only supports edge_order=1 and edge_order=2.')
+    dims = list(range(self.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [F.normalize_dims(d, self.ndim)[0] for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the same length, but got a spacing argument of length {len(spacing)} and a dim argument of length {len(dims)}.")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    x = self if F.is_floating(self) else self.to(F.default_float())
+    out = []
+    for d, h in zip(dims, steps):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError('torch.gradient expected each dimension size to be at least edge_order+1')
+        at = lambda t, start, length: F.narrow(t, d if t is x else 0, start, length)
+        if not F.is_tensor(h):
+            inner = (at(x, 2, n - 2) - at(x, 0, n - 2)) / (2.0 * h)
+            if edge_order == 1:
+                first, last = ((at(x, 1, 1) - at(x, 0, 1)) / h, (at(x, n - 1, 1) - at(x, n - 2, 1)) / h)
+            else:
+                first = (-1.5 * at(x, 0, 1) + 2 * at(x, 1, 1) - 0.5 * at(x, 2, 1)) / h
+                last = (0.5 * at(x, n - 3, 1) - 2 * at(x, n - 2, 1) + 1.5 * at(x, n - 1, 1)) / h
+            out.append(F.cat([first, inner, last], d))
+            continue
+        dx = F.diff(h.to(x.dtype)).reshape((-1,) + (1,) * (x.ndim - 1 - d))
+        d1, d2 = (at(dx, 0, n - 2), at(dx, 1, n - 2))
+        inner = -d2 / (d1 * (d1 + d2)) * at(x, 0, n - 2) + (d2 - d1) / (d1 * d2) * at(x, 1, n - 2) + d1 / (d2 * (d1 + d2)) * at(x, 2, n - 2)
+        if edge_order == 1:
+            first = (at(x, 1, 1) - at(x, 0, 1)) / at(dx, 0, 1)
+            last = (at(x, n - 1, 1) - at(x, n - 2, 1)) / at(dx, n - 2, 1)
+        else:
+            a1, a2 = (at(dx, 0, 1), at(dx, 1, 1))
+            first = -(2 * a1 + a2) / (a1 * (a1 + a2)) * at(x, 0, 1) + (a1 + a2) / (a1 * a2) * at(x, 1, 1) + -a1 / (a2 * (a1 + a2)) * at(x, 2, 1)
+            b1, b2 = (at(dx, n - 3, 1), at(dx, n - 2, 1))
+            last = b2 / (b1 * (b1 + b2)) * at(x, n - 3, 1) + -(b1 + b2) / (b1 * b2) * at(x, n - 2, 1) + (2 * b2 + b1) / (b2 * (b1 + b2)) * at(x, n - 1, 1)
+        out.append(F.cat([first, inner, last], d))
+    return tuple(out)
