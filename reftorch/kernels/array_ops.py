@@ -737,7 +737,45 @@ def _kthvalue_forward(self, k, dim):
     x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
     if k < 1 or k > x.shape[-1]:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    idx = np.argsort(x, axis=-1, kind="stable")[..., k - 1:k]
+    # PyTorch's quick_select_template (median-of-three quickselect, NaN largest), so that the index of a tied
+    # value is the one PyTorch returns
+    gt = (lambda a, b: (a != a and b == b) or a > b) if x.dtype.kind == "f" else (lambda a, b: a > b)
+    rows = x.reshape(-1, x.shape[-1])
+    idx = np.empty((rows.shape[0], 1), np.int64)
+    for r in range(rows.shape[0]):
+        e = [(v, i) for i, v in enumerate(rows[r])]      # (value, original index), swapped together
+        lo, hi, want = 0, len(e) - 1, k - 1
+        while hi > lo:
+            if hi == lo + 1:
+                if gt(e[lo][0], e[hi][0]):
+                    e[lo], e[hi] = e[hi], e[lo]
+                break
+            mid = lo + (hi - lo) // 2
+            e[mid], e[lo + 1] = e[lo + 1], e[mid]
+            if gt(e[lo + 1][0], e[hi][0]):
+                e[lo + 1], e[hi] = e[hi], e[lo + 1]
+            if gt(e[lo][0], e[hi][0]):
+                e[lo], e[hi] = e[hi], e[lo]
+            if gt(e[lo + 1][0], e[lo][0]):
+                e[lo + 1], e[lo] = e[lo], e[lo + 1]
+            i, j, piv = lo + 1, hi, e[lo][0]
+            while True:
+                i += 1
+                while gt(piv, e[i][0]):
+                    i += 1
+                j -= 1
+                while gt(e[j][0], piv):
+                    j -= 1
+                if j < i:
+                    break
+                e[i], e[j] = e[j], e[i]
+            e[lo], e[j] = e[j], e[lo]
+            if j <= want:
+                lo = i
+            if j >= want:
+                hi = j - 1
+        idx[r, 0] = e[want][1]
+    idx = idx.reshape(x.shape[:-1] + (1,))
     values = np.take_along_axis(x, idx, -1)
     if self.ndim == 0:
         return values.reshape(()), idx.reshape(()).astype(np.int64)
