@@ -41,7 +41,8 @@ def _write(self, values):
     check_inplace(self)
     values = values.detach().to(self.dtype)
     if grad_mode.state.enabled and self.requires_grad:
-        return self.copy_(values)
+        # through where, so the old values get a zero gradient (PyTorch's UniformBackward0...) and the graph goes on
+        return self.copy_(F.where(F.ones_like(self, dtype=D.bool_), values, self))
     with grad_mode.no_grad():
         return self.copy_(values)
 

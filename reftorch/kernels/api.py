@@ -2810,7 +2810,7 @@ def float_power(self, exponent):
 
 
 def float_power_(self, exponent):
-    """In-place float_power; self must be float64, as in PyTorch (tests/test_ops_math_inplace.py).
+    """In-place float_power; self must be float64, as in PyTorch (tests/test_ops_math_values.py).
 
     ops.yaml: float_power_"""
     return _rt.composite('float_power_', self, exponent)
@@ -3030,14 +3030,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 
 
 def cumsum_(self, dim, *, dtype=None):
-    """In-place cumsum along dim (dtype, if given, must be self's) (tests/test_ops_math_inplace.py).
+    """In-place cumsum along dim (dtype, if given, must be self's) (tests/test_ops_math_values.py).
 
     ops.yaml: cumsum_"""
     return _rt.composite('cumsum_', self, dim, dtype=dtype)
 
 
 def cumprod_(self, dim, *, dtype=None):
-    """In-place cumprod along dim (dtype, if given, must be self's) (tests/test_ops_math_inplace.py).
+    """In-place cumprod along dim (dtype, if given, must be self's) (tests/test_ops_math_values.py).
 
     ops.yaml: cumprod_"""
     return _rt.composite('cumprod_', self, dim, dtype=dtype)
