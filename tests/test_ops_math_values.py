@@ -373,6 +373,20 @@ CASES = [
      ('histogram', (('torch.float32', (3,), [0.0, 3.0, 0.0]), ('torch.float32', (4,), [0.0, 1.0, 2.5, 3.0])))),
     ('torch.histogram(torch.tensor([1., 2, 1], dtype=torch.float64), 2)',
      ('histogram', (('torch.float64', (2,), [2.0, 1.0]), ('torch.float64', (3,), [1.0, 1.5, 2.0])))),
+    ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]]), bins=[3, 3], weight=torch.tensor([1., 2., 4., 8.]))',
+     ('histogramdd', (('torch.float32', (3, 3), [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [4.0, 0.0, 8.0]]), ('tuple', (('torch.float32', (4,), [0.0, 0.6666666865348816, 1.3333332538604736, 2.0]), ('torch.float32', (4,), [0.0, 0.6666666865348816, 1.3333332538604736, 2.0])))))),
+    ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]]), bins=2, range=[0., 1., 0., 1.], density=True)',
+     ('histogramdd', (('torch.float32', (2, 2), [[0.0, 2.0], [2.0, 0.0]]), ('tuple', (('torch.float32', (3,), [0.0, 0.5, 1.0]), ('torch.float32', (3,), [0.0, 0.5, 1.0])))))),
+    ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.], [2., 0.], [2., 2.]]), bins=[torch.tensor([0., 1., 2.]), torch.tensor([0., 0.5, 3.])])',
+     ('histogramdd', (('torch.float32', (2, 2), [[0.0, 1.0], [2.0, 1.0]]), ('tuple', (('torch.float32', (3,), [0.0, 1.0, 2.0]), ('torch.float32', (3,), [0.0, 0.5, 3.0])))))),
+    ('torch.histogramdd(torch.tensor([[[0., 1., 3.]], [[1., 0., 3.]]]), bins=2)',
+     ('histogramdd', (('torch.float32', (2, 2, 2), [[[0.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [0.0, 0.0]]]), ('tuple', (('torch.float32', (3,), [0.0, 0.5, 1.0]), ('torch.float32', (3,), [0.0, 0.5, 1.0]), ('torch.float32', (3,), [2.5, 3.0, 3.5])))))),
+    ('torch.histogramdd(torch.tensor([[0, 1], [1, 0]]), bins=2)',
+     ('ERR', 'NotImplementedError', '"histogramdd" not implemented for \'Long\'')),
+    ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.]]), bins=[2, 2, 2])',
+     ('ERR', 'RuntimeError', 'histogramdd: The size of bins must be equal to the innermost dimension of the input.')),
+    ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.]], dtype=torch.float64), bins=3)',
+     ('histogramdd', (('torch.float64', (3, 3), [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]), ('tuple', (('torch.float64', (4,), [0.0, 0.3333333333333333, 0.6666666666666667, 1.0]), ('torch.float64', (4,), [0.0, 0.3333333333333333, 0.6666666666666667, 1.0])))))),
 ]
 
 

@@ -572,6 +572,10 @@ SPECS = {
 
     'gradient': {'name': 'gradient', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('spacing', 'any', '1', True), ('dim', 'any', 'None', True), ('edge_order', 'int', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, spacing=1, dim=None, edge_order=1: tuple(np.atleast_1d(np.gradient(x))) if x.ndim > 1 else (np.gradient(x),)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'histogramdd': {'name': 'histogramdd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('bins', 'any', '10', False), ('range', 'any', 'None', True), ('weight', 'Tensor?', 'None', True), ('density', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_histogramdd_counts': {'name': '_histogramdd_counts', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('edges', 'Tensor[]', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -3093,3 +3097,17 @@ def gradient(self, *, spacing=1, dim=None, edge_order=1):
 
     ops.yaml: gradient"""
     return _rt.composite('gradient', self, spacing=spacing, dim=dim, edge_order=edge_order)
+
+
+def histogramdd(self, bins=10, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the points in the last dim of input: bins a count, one count per dim or edge tensors; range [min0, max0, min1, max1, ...]; weight per point; density normalises.
+
+    ops.yaml: histogramdd"""
+    return _rt.composite('histogramdd', self, bins, range=range, weight=weight, density=density)
+
+
+def _histogramdd_counts(self, weight, edges, density):
+    """The counts of histogramdd in the given edges (helper).
+
+    ops.yaml: _histogramdd_counts"""
+    return _rt.call('_histogramdd_counts', (self, weight, ) + tuple(edges), (density, ))

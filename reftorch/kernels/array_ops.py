@@ -865,3 +865,8 @@ def _histogram_forward(self, bins, range, weight, density):
     hist, edges = np.histogram(self.reshape(-1), b, range=None if range is None else tuple(float(r) for r in range),
                                weights=None if weight is None else weight.reshape(-1), density=density)
     return hist.astype(self.dtype), edges.astype(self.dtype)
+
+
+def _histogramdd_counts_forward(self, weight, edges, density):
+    # ops.yaml: _histogramdd_counts
+    return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)

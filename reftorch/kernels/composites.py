@@ -893,3 +893,29 @@ def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
             last = b2 / (b1 * (b1 + b2)) * at(x, n - 3, 1) + -(b1 + b2) / (b1 * b2) * at(x, n - 2, 1) + (2 * b2 + b1) / (b2 * (b1 + b2)) * at(x, n - 1, 1)
         out.append(F.cat([first, inner, last], d))
     return tuple(out)
+
+
+def histogramdd(F, self, bins=10, *, range=None, weight=None, density=False):
+    # ops.yaml: histogramdd
+    if not F.is_floating(self):
+        raise NotImplementedError(f""""histogramdd" not implemented for '{self.dtype.short}'""")
+    if self.ndim < 2:
+        raise RuntimeError(f'torch.histogramdd(): input tensor should have at least 2 dimensions, but got {self.ndim}')
+    n = self.shape[-1]
+    points = self.reshape(-1, n)
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * n
+    if len(per_dim) != n:
+        raise RuntimeError('histogramdd: The size of bins must be equal to the innermost dimension of the input.')
+    if range is not None and len(range) != 2 * n:
+        raise RuntimeError(f'torch.histogramdd(): for a {n}-dimensional histogram range should have {2 * n} elements, but got {len(range)}')
+    if weight is not None and tuple(weight.shape) != tuple(self.shape[:-1]):
+        raise RuntimeError('torch.histogramdd(): if weight tensor is provided it should have the same shape as the input tensor excluding its innermost dimension')
+    edges = []
+    for d, b in enumerate(per_dim):
+        if F.is_tensor(b):
+            edges.append(b.to(self.dtype))
+        else:
+            col = points[:, d]
+            edges.append(F._histogram(col, b, None if range is None else (range[2 * d], range[2 * d + 1]), None, False)[1])
+    hist = F._histogramdd_counts(points, None if weight is None else weight.reshape(-1), edges, density)
+    return F.return_type('histogramdd', hist, tuple(edges))
