@@ -812,7 +812,7 @@ _file_case("save-failing-midway-keeps-old", (TypeError, ValueError, RuntimeError
 # values for the non-tensor required arguments of ops whose registry test values depend on the input
 _DIM_ARGS = {"unflatten": {"sizes": (1, -1)}, "narrow": {"start": 0, "length": 1}, "select": {"index": 0},
              "unfold": {"size": 1, "step": 1}, "split": {"split_size_or_sections": 1}, "chunk": {"chunks": 2},
-             "topk": {"k": 1}}
+             "topk": {"k": 1}, "renorm": {"p": 2, "maxnorm": 1.0}}
 # ops whose dim indexes the result, one dimension more than the input's
 _EXTRA_DIM = {"stack": 1}
 
