@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._creation import _rng, _finish
+from ._dispatch import check_inplace
 from ._tensor import Tensor
 from . import _functional as F
 from .autograd import grad_mode
@@ -27,7 +28,7 @@ _CPP_NAMES = {"Long": "long int", "Int": "int", "Short": "short int", "Char": "s
 def _draw(self, kind, generator):
     """float64 uniform [0, 1) or standard normal draws of self's shape, on self's device."""
     if self.device.type == "cuda" and generator is None:
-        from . import _cuda_random
+        from . import _cuda_random      # imports numba.cuda: only on the first cuda draw (as _creation.py)
         return (_cuda_random.uniform if kind == "uniform" else _cuda_random.normal)(self._shape, D.float64, self.device)
     rng = _rng(generator)
     arr = rng.random(self._shape) if kind == "uniform" else rng.standard_normal(self._shape)
@@ -37,7 +38,6 @@ def _draw(self, kind, generator):
 def _write(self, values):
     """values (a tensor of self's shape) written into self, as an in-place op: a leaf that requires grad refuses,
     and a non-leaf's gradient through the old values becomes zero (the new values are constants)."""
-    from ._dispatch import check_inplace
     check_inplace(self)
     values = values.detach().to(self.dtype)
     if grad_mode.state.enabled and self.requires_grad:
@@ -47,13 +47,22 @@ def _write(self, values):
         return self.copy_(values)
 
 
+def _from_keyword(name, value, kw):
+    """PyTorch spells the lower bound `from`, a Python keyword: it arrives in **kw; anything else there is a
+    wrong keyword, refused as Python refuses one."""
+    value = kw.pop("from", value)
+    if kw:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return value
+
+
 def _need_float(self, name):
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"\"{name}\" not implemented for '{self.dtype.short}'")
 
 
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
-    from_ = kw.pop("from", from_)
+    from_ = _from_keyword("uniform_", from_, kw)
     _need_float(self, "check_uniform_bounds")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
@@ -128,7 +137,7 @@ def _random_bounds(dtype, from_, to):
 
 def random_(self, from_=0, to=None, *, generator=None, **kw):
     """random_(from, to): integers in [from, to), or from `from` to the dtype's top (2**mantissa for floats)."""
-    from_, to = kw.pop("from", from_), kw.pop("to", to)
+    from_ = _from_keyword("random_", from_, kw)
     low, high = _random_bounds(self.dtype, from_, to)
     if self.device.type == "cuda" and generator is None:
         from . import _cuda_random
