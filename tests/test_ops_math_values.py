@@ -387,6 +387,14 @@ CASES = [
      ('ERR', 'RuntimeError', 'histogramdd: The size of bins must be equal to the innermost dimension of the input.')),
     ('torch.histogramdd(torch.tensor([[0., 1.], [1., 0.]], dtype=torch.float64), bins=3)',
      ('histogramdd', (('torch.float64', (3, 3), [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]), ('tuple', (('torch.float64', (4,), [0.0, 0.3333333333333333, 0.6666666666666667, 1.0]), ('torch.float64', (4,), [0.0, 0.3333333333333333, 0.6666666666666667, 1.0])))))),
+    ("torch.nextafter(torch.tensor([1.0, 0.0, 1.0, -1.0, 2.0 ** -14, 2.0 ** -13, 3 * 2.0 ** -24, 65504.0, float('inf'), float('nan'), 1.5, 2.0], dtype=torch.float16), torch.tensor([2.0, -1.0, 0.0, -5.0, 0.0, 0.0, 1.0, float('inf'), 0.0, 1.0, 1.5, 1.0], dtype=torch.float16))",
+     ('torch.float16', (12,), [1.0009765625, -5.960464477539063e-08, 0.99951171875, -1.0009765625, 6.097555160522461e-05, 0.00012201070785522461, 2.384185791015625e-07, inf, 65504.0, nan, 1.5, 1.9990234375])),
+    ("torch.nextafter(torch.tensor([1.0, 0.0, 1.0, -1.0, 2.0 ** -126, 2.0 ** -125, 2.0, 3.3895313892515355e38, float('inf'), -2.0], dtype=torch.bfloat16), torch.tensor([2.0, -1.0, 0.0, -5.0, 0.0, 0.0, 1.0, float('inf'), 0.0, 0.0], dtype=torch.bfloat16))",
+     ('torch.bfloat16', (10,), [1.0078125, -9.183549615799121e-41, 0.99609375, -1.0078125, 1.1663108012064884e-38, 2.341805152028776e-38, 1.9921875, inf, 3.3895313892515355e+38, -1.9921875])),
+    ('torch.nextafter(torch.tensor([1, 2]), torch.tensor([3.0], dtype=torch.float16))',
+     ('torch.float16', (2,), [1.0009765625, 2.001953125])),
+    ('torch.tensor([1.0, 4.0], dtype=torch.float16).nextafter_(torch.tensor([0.0, 5.0], dtype=torch.float16))',
+     ('torch.float16', (2,), [0.99951171875, 4.00390625])),
 ]
 
 

@@ -490,6 +490,8 @@ SPECS = {
 
     'nextafter': {'name': 'nextafter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_nextafter_16': {'name': '_nextafter_16', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     '_nextafter': {'name': '_nextafter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'float_power': {'name': 'float_power', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.power(np.asarray(a, np.float64), np.asarray(b, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -2788,7 +2790,7 @@ def logaddexp2(self, other):
 
 
 def nextafter(self, other):
-    """The next floating-point value after self towards other (float32 and float64; the gradient passes to self).
+    """The next floating-point value after self towards other (in float16 and bfloat16 too; the gradient passes to self).
 
     ops.yaml: nextafter"""
     return _rt.composite('nextafter', self, other)
@@ -2797,6 +2799,13 @@ def nextafter(self, other):
 def nextafter_(self, other):
     """In-place nextafter: writes the result into self."""
     return _rt.composite_inplace('nextafter', self, other)
+
+
+def _nextafter_16(self, other):
+    """nextafter for the 16-bit floating dtypes (helper).
+
+    ops.yaml: _nextafter_16"""
+    return _rt.composite('_nextafter_16', self, other)
 
 
 def _nextafter(self, other):

@@ -515,9 +515,26 @@ def nextafter(F, self, other):
     if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
         raise RuntimeError(f""""nextafter" not implemented for '{self.dtype.short}'""")
     r = F._nextafter(self, other)
-    if r.dtype.itemsize == 2:
-        raise RuntimeError(f""""nextafter" not implemented for '{r.dtype.short}' (float16 and bfloat16 steps are not supported in reftorch)""")
-    return r
+    if r.dtype.itemsize != 2:
+        return r
+    return F._nextafter_16(self.to(r.dtype), other.to(r.dtype))
+
+
+def _nextafter_16(F, self, other):
+    # ops.yaml: _nextafter_16
+    half = self.dtype.short == 'Half'
+    bits, lowest_e, tiny, big = (11, -13, 2.0 ** (-24), 65504.0) if half else (8, -125, 2.0 ** (-133), 3.3895313892515355e+38)
+    x, y = (self.double(), other.double())
+    m, e = F.frexp(x)
+    e = F.clamp_min(e, lowest_e)
+    ulp = F.pow(2.0, (e - bits).double())
+    inward = F.where(x > 0, y < x, y > x)
+    step = F.where(F.logical_and(F.logical_and(inward, F.abs(m) == 0.5), e > lowest_e), ulp / 2, ulp)
+    out = x + F.where(y > x, step, -step)
+    out = F.where(x == 0, F.where(y > x, tiny, -tiny), out)
+    out = F.where(F.isinf(x), F.where(x > 0, big, -big), out)
+    out = F.where(x == y, y, out)
+    return F.where(F.logical_or(F.isnan(x), F.isnan(y)), math.nan, out).to(self.dtype)
 
 
 def float_power(F, self, exponent):
