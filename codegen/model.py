@@ -356,7 +356,7 @@ SCALAR_FUNCS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "as
                 "exp2", "log2", "log10", "gamma", "lgamma", "rint", "float", "int", "bool", "inf", "nan", "pi",
                 "e", "nearbyint", "signbit", "sign", "fmin", "fmax", "floordiv", "pymod", "isint", "rshift",
                 "lshift", "cast_like", "round_half_even", "True", "False", "None", "math", "np", "logaddexp",
-                "divtrunc", "cfmod", "tpow", "round_decimals", "logit", "clamp3"}
+                "divtrunc", "cfmod", "tpow", "round_decimals", "logit", "clamp3", "gcd", "lcm", "logaddexp2"}
 
 
 def _prelude_helpers():

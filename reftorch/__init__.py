@@ -17,7 +17,7 @@ from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
 from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, ones, full, empty, zeros_like,  # noqa
                         ones_like, full_like, empty_like, arange, linspace, logspace, eye, rand, randn, randint,
-                        randperm, normal, rand_like, randn_like, randint_like, bernoulli, multinomial,
+                        randperm, normal, rand_like, randn_like, randint_like,
                         manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
                         default_generator)
 from ._repr import set_printoptions  # noqa: E402
@@ -31,6 +31,9 @@ from . import testing  # noqa: E402
 from ._reference import set_reference_mode, is_reference_mode_enabled, reference_mode  # noqa: E402,F401
 
 _methods.bind()
+from . import _random  # noqa: E402
+from ._random import bernoulli, multinomial, poisson, binomial  # noqa: E402
+_random.bind()      # the in-place random fillers and Tensor.bernoulli / multinomial
 
 # every op of ops.yaml with `function: true`, and its aliases, at the top level (torch.exp, torch.add ...)
 for _name, _spec in _api.SPECS.items():

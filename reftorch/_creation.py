@@ -424,6 +424,135 @@ def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, devi
                    device=device if device is not None else input.device)
 
 
+# ----------------------------------------------------------------------------- random
+
+class Generator:
+    """A seeded source of random numbers (NumPy's PCG64 underneath)."""
+
+    def __init__(self, device="cpu"):
+        self.device = as_device(device)
+        self._seed = 67280421310721
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self):
+        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        from ._creation import tensor as _t
+        import pickle
+        return _t(list(pickle.dumps(self._rng.bit_generator.state)), dtype=D.uint8)
+
+    def set_state(self, state):
+        import pickle
+        self._rng.bit_generator.state = pickle.loads(bytes(state.tolist()))
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed):
+    default_generator.manual_seed(seed)
+    from . import cuda
+    cuda.manual_seed(seed)      # torch.manual_seed seeds every device
+    return default_generator
+
+
+def seed():
+    return default_generator.seed()
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state):
+    default_generator.set_state(state)
+
+
+def _rng(generator):
+    return (generator or default_generator)._rng
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    dt = _dt(dtype)
+    if dt.category != 2:        # checked before drawing: the generator's state is left as it was
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
+    if _on_cuda(device):
+        from ._cuda_random import uniform
+        return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
+    return _finish(_rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np), dt, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    dt = _dt(dtype)
+    if dt.category != 2:
+        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
+    if _on_cuda(device):
+        from ._cuda_random import normal as _cuda_normal
+        return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
+    return _finish(_rng(generator).standard_normal(_shape(size)).astype(dt.np), dt, device, requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    dt = _dt(dtype, D.int64)
+    if _on_cuda(device):
+        from ._cuda_random import integers
+        return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
+    return _finish(_rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np), dt, device,
+                   requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    dt = _dt(dtype, D.int64)
+    return _finish(_rng(generator).permutation(int(n)).astype(dt.np), dt, device, requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        m = mean._array() if isinstance(mean, Tensor) else mean
+        s = std._array() if isinstance(std, Tensor) else std
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        dt = mean.dtype if isinstance(mean, Tensor) else std.dtype
+        return _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+    dt = _dt(dtype)
+    return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
+                   requires_grad)
+
+
+def rand_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                device=device if device is not None else input.device)
+
+
+def randn_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                 device=device if device is not None else input.device)
+
+
+def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, device=None):
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=device if device is not None else input.device)
+
+
 def bernoulli(input, p=None, *, generator=None):
     if input.device.type == "cuda":
         from ._cuda_random import uniform

@@ -132,8 +132,11 @@ class _ReturnTypes:
     """`torch.return_types`: the named tuples that max/min/sort/topk/cummax/... return."""
 
     def __init__(self):
-        for name in ("max", "min", "sort", "topk", "cummax", "cummin", "kthvalue", "median", "mode", "aminmax"):
-            setattr(self, name, _return_type(name, ("min", "max") if name == "aminmax" else ("values", "indices")))
+        for name in ("max", "min", "sort", "topk", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode"):
+            setattr(self, name, _return_type(name, ("values", "indices")))
+        for name, fields in (("aminmax", ("min", "max")), ("frexp", ("mantissa", "exponent")),
+                             ("histogram", ("hist", "bin_edges")), ("histogramdd", ("hist", "bin_edges"))):
+            setattr(self, name, _return_type(name, fields))
 
 
 return_types = _ReturnTypes()

@@ -817,7 +817,7 @@ _DIM_ARGS = {"unflatten": {"sizes": (1, -1)}, "narrow": {"start": 0, "length": 1
              "topk": {"k": 1}, "split_with_sizes": {"split_sizes": [1, 1]},
              "unsafe_split_with_sizes": {"split_sizes": [1, 1]}, "split_with_sizes_copy": {"split_sizes": [1, 1]},
              "unsafe_chunk": {"chunks": 2}, "repeat_interleave": {"repeats": 2}, "scatter_reduce": {"reduce": "sum"},
-             "index_reduce": {"reduce": "prod"}}
+             "index_reduce": {"reduce": "prod"}, "renorm": {"p": 2, "maxnorm": 1.0}}
 # ops whose dim indexes the result, one dimension more than the input's
 _EXTRA_DIM = {"stack": 1}
 

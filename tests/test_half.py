@@ -261,9 +261,16 @@ def test_pickle_and_save_round_trip(tmp_path):
 SWEEP_KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite")
 
 
+# ops whose result is not a 16-bit float for 16-bit inputs, by PyTorch's definition
+NOT_16_BIT = {"float_power": "computes and returns float64",
+              "quantile": "refuses 16-bit inputs (float and double only), as PyTorch",
+              "nanquantile": "refuses 16-bit inputs (float and double only), as PyTorch"}
+
+
 def _sweep_ops():
     for op in OPS:
-        if op.kind in SWEEP_KINDS and op.test.fuzz and op.test.ref and "float" in op.test.dtypes:
+        if op.kind in SWEEP_KINDS and op.test.fuzz and op.test.ref and "float" in op.test.dtypes and \
+                op.name not in NOT_16_BIT:
             yield op
 
 

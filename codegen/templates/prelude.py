@@ -1200,3 +1200,36 @@ def legendre_p(x, n):
         p = q
         q = r
     return q
+
+
+@njit(inline="always")
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@njit(inline="always")
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@njit(inline="always")
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634

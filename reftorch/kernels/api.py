@@ -877,6 +877,116 @@ SPECS = {
 
     'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'deg2rad': {'name': 'deg2rad', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.deg2rad(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rad2deg': {'name': 'rad2deg', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.rad2deg(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'signbit': {'name': 'signbit', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.signbit(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isneginf': {'name': 'isneginf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isneginf(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isposinf': {'name': 'isposinf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isposinf(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isreal': {'name': 'isreal', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.isreal(x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'heaviside': {'name': 'heaviside', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('values', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, v: np.heaviside(x, v).astype(np.result_type(x, v)) if np.asarray(x).dtype == np.asarray(v).dtype else (_ for _ in ()).throw(RuntimeError('dtypes'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_heaviside': {'name': '_heaviside', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('values', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, v: np.where(x == 0, v, x > 0).astype(np.result_type(x, v))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'gcd': {'name': 'gcd', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.gcd(np.asarray(a, np.int64), np.asarray(b, np.int64)).astype(np.result_type(a, b))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'lcm': {'name': 'lcm', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.lcm(np.asarray(a, np.int64), np.asarray(b, np.int64)).astype(np.result_type(a, b))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'logaddexp2': {'name': 'logaddexp2', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.logaddexp2', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nextafter': {'name': 'nextafter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nextafter_16': {'name': '_nextafter_16', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_nextafter': {'name': '_nextafter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.nextafter', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'float_power': {'name': 'float_power', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.power(np.asarray(a, np.float64), np.asarray(b, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'float_power_': {'name': 'float_power_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_frexp': {'name': '_frexp', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'frexp': {'name': 'frexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.frexp(x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'ldexp': {'name': 'ldexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda a, b: (np.asarray(a, np.float32) if np.asarray(a).dtype.kind in 'biu' and np.asarray(b).dtype.kind in 'biu' else a) * np.exp2(b).astype(np.result_type(a, b) if np.result_type(a, b).kind == 'f' else np.float32)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rsub': {'name': 'rsub', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, alpha=1: b - alpha * a', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nansum': {'name': 'nansum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.nansum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanmean': {'name': 'nanmean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.nanmean(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_median_along': {'name': '_median_along', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'median': {'name': 'median', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.quantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanmedian': {'name': 'nanmedian', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.nanquantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' and not np.isnan(self).all() else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_median_all': {'name': '_median_all', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_kthvalue': {'name': '_kthvalue', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'kthvalue': {'name': 'kthvalue', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_mode': {'name': '_mode', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'mode': {'name': 'mode', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'aminmax': {'name': 'aminmax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', True), ('keepdim', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: (np.amin(self, axis=dim, keepdims=keepdim), np.amax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'std_mean': {'name': 'std_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'var_mean': {'name': 'var_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dist': {'name': 'dist', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('p', 'Scalar', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, p=2: np.sqrt(np.sum((a - b) ** 2))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'renorm': {'name': 'renorm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'Scalar', None, False), ('dim', 'dim', None, False), ('maxnorm', 'Scalar', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, p, dim, maxnorm: x * np.where(np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) > maxnorm, maxnorm / (np.sqrt(np.sum(x * x, axis=tuple(i for i in range(x.ndim) if i != dim % x.ndim), keepdims=True)) + 1e-7), 1.0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_quantile': {'name': '_quantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', None, False), ('keepdim', 'bool', None, False), ('interpolation', 'str', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'quantile': {'name': 'quantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False), ('interpolation', 'str', '"linear"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, q, dim=None, keepdim=False, interpolation='linear': np.quantile(self, q, axis=dim, keepdims=keepdim, method=interpolation) if self.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nanquantile': {'name': 'nanquantile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('q', 'any', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False), ('interpolation', 'str', '"linear"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, q, dim=None, keepdim=False, interpolation='linear': np.nanquantile(self, q, axis=dim, keepdims=keepdim, method=interpolation) if self.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diff': {'name': 'diff', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int', '1', False), ('dim', 'dim', '-1', False), ('prepend', 'Tensor?', 'None', False), ('append', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, prepend=None, append=None, n=1, dim=-1: np.diff(self, n, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cov': {'name': 'cov', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('correction', 'int', '1', True), ('fweights', 'Tensor?', 'None', True), ('aweights', 'Tensor?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, fweights=None, aweights=None, correction=1: np.cov(self, ddof=correction) if self.size else (_ for _ in ()).throw(RuntimeError('shape'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'corrcoef': {'name': 'corrcoef', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.corrcoef(self) if self.size and self.shape[-1] > 1 else (_ for _ in ()).throw(RuntimeError('shape'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'bucketize': {'name': 'bucketize', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('boundaries', 'Tensor', None, False), ('out_int32', 'bool', 'False', True), ('right', 'bool', 'False', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, b, out_int32=False, right=False: np.searchsorted(b, x, side='right' if right else 'left') if np.ndim(b) == 1 else (_ for _ in ()).throw(RuntimeError('dims'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'searchsorted': {'name': 'searchsorted', 'kind': 'array', 'args': (('sorted_sequence', 'Tensor', None, False), ('input', 'Tensor', None, False), ('out_int32', 'bool', 'False', True), ('right', 'bool', 'False', True), ('side', 'str?', 'None', True), ('sorter', 'Index?', 'None', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda s, x, sorter=None, out_int32=False, right=False, side=None: np.searchsorted(np.reshape(s, -1), x) if np.ndim(s) <= 1 else (_ for _ in ()).throw(RuntimeError('dims'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'isin': {'name': 'isin', 'kind': 'array', 'args': (('elements', 'Tensor', None, False), ('test_elements', 'Tensor', None, False), ('assume_unique', 'bool', 'False', True), ('invert', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, assume_unique=False, invert=False: np.isin(a, b, invert=invert)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumsum_': {'name': 'cumsum_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumprod_': {'name': 'cumprod_', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'histc': {'name': 'histc', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('bins', 'int', '100', False), ('min', 'Scalar', '0', False), ('max', 'Scalar', '0', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, bins=100, min=0, max=0: np.histogram(x, bins, (min, max))[0].astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'histogram': {'name': 'histogram', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('bins', 'any', '100', False), ('range', 'any', 'None', True), ('weight', 'Tensor?', 'None', True), ('density', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, weight=None, bins=100, range=None, density=False: np.histogram(x, bins, range=range, weights=weight, density=density) if x.size else (_ for _ in ()).throw(RuntimeError('empty'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_histogram': {'name': '_histogram', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('bins', 'any', None, False), ('range', 'any', None, False), ('weight', 'Tensor?', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'trapezoid': {'name': 'trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', 'None', False), ('dx', 'Scalar?', 'None', True), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('trapz',), 'ref': 'lambda y, x=None, dx=None, dim=-1: np.trapezoid(y, dx=1.0 if dx is None else dx, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cumulative_trapezoid': {'name': 'cumulative_trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', 'None', False), ('dx', 'Scalar?', 'None', True), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda y, x=None, dx=None, dim=-1: np.cumsum((np.take(y, np.arange(1, y.shape[dim]), dim) + np.take(y, np.arange(y.shape[dim] - 1), dim)) * 0.5 * (1.0 if dx is None else dx), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_trapezoid': {'name': '_trapezoid', 'kind': 'composite', 'args': (('y', 'Tensor', None, False), ('x', 'Tensor?', None, False), ('dx', 'Scalar?', None, False), ('dim', 'dim', None, False), ('cumulative', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'gradient': {'name': 'gradient', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('spacing', 'any', '1', True), ('dim', 'any', 'None', True), ('edge_order', 'int', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, spacing=1, dim=None, edge_order=1: tuple(np.atleast_1d(np.gradient(x))) if x.ndim > 1 else (np.gradient(x),)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'histogramdd': {'name': 'histogramdd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('bins', 'any', '10', False), ('range', 'any', 'None', True), ('weight', 'Tensor?', 'None', True), ('density', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_histogramdd_counts': {'name': '_histogramdd_counts', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('edges', 'Tensor[]', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -5422,3 +5532,573 @@ def slice_inverse(self, src, dim=0, start=None, end=None, step=1, *, axis=_REQUI
     if out is not None:
         return _rt.call_out('slice_inverse', out, slice_inverse, self, src, dim, start, end, step)
     return _rt.composite('slice_inverse', self, src, dim, start, end, step)
+
+
+def deg2rad(self, *, out=None):
+    """Degrees to radians, x * pi / 180 (integers give the default float dtype).
+
+    ops.yaml: deg2rad"""
+    if out is not None:
+        return _rt.call_out('deg2rad', out, deg2rad, self)
+    return _rt.composite('deg2rad', self)
+
+
+def deg2rad_(self):
+    """In-place deg2rad: writes the result into self."""
+    return _rt.composite_inplace('deg2rad', self)
+
+
+def rad2deg(self, *, out=None):
+    """Radians to degrees, x * 180 / pi (integers give the default float dtype).
+
+    ops.yaml: rad2deg"""
+    if out is not None:
+        return _rt.call_out('rad2deg', out, rad2deg, self)
+    return _rt.composite('rad2deg', self)
+
+
+def rad2deg_(self):
+    """In-place rad2deg: writes the result into self."""
+    return _rt.composite_inplace('rad2deg', self)
+
+
+def signbit(self, *, out=None):
+    """True where the sign bit is set (negative numbers, -0.0 and NaNs with the sign bit).
+
+    ops.yaml: signbit"""
+    if out is not None:
+        return _rt.call_out('signbit', out, signbit, self)
+    return _rt.call('signbit', (self, ), ())
+
+
+def isneginf(self, *, out=None):
+    """True where x is -inf.
+
+    ops.yaml: isneginf"""
+    if out is not None:
+        return _rt.call_out('isneginf', out, isneginf, self)
+    return _rt.call('isneginf', (self, ), ())
+
+
+def isposinf(self, *, out=None):
+    """True where x is +inf.
+
+    ops.yaml: isposinf"""
+    if out is not None:
+        return _rt.call_out('isposinf', out, isposinf, self)
+    return _rt.call('isposinf', (self, ), ())
+
+
+def isreal(self, *, out=None):
+    """True everywhere (reftorch has no complex dtypes; every element is real).
+
+    ops.yaml: isreal"""
+    if out is not None:
+        return _rt.call_out('isreal', out, isreal, self)
+    return _rt.composite('isreal', self)
+
+
+def heaviside(self, values, *, out=None):
+    """0 where x < 0 (and NaN), values where x == 0, 1 where x > 0; both tensors of one dtype, as PyTorch asks.
+
+    ops.yaml: heaviside"""
+    if out is not None:
+        return _rt.call_out('heaviside', out, heaviside, self, values)
+    return _rt.composite('heaviside', self, values)
+
+
+def heaviside_(self, values):
+    """In-place heaviside: writes the result into self."""
+    return _rt.composite_inplace('heaviside', self, values)
+
+
+def _heaviside(self, values):
+    """The kernel of heaviside (helper).
+
+    ops.yaml: _heaviside"""
+    return _rt.call('_heaviside', (self, values, ), ())
+
+
+def gcd(self, other, *, out=None):
+    """Greatest common divisor of |self| and |other| (0 for two zeros); integers only.
+
+    ops.yaml: gcd"""
+    if out is not None:
+        return _rt.call_out('gcd', out, gcd, self, other)
+    return _rt.call('gcd', (self, other, ), ())
+
+
+def gcd_(self, other):
+    """In-place gcd: writes the result into self."""
+    return _rt.call_inplace('gcd', (self, other, ), ())
+
+
+def lcm(self, other, *, out=None):
+    """Least common multiple of |self| and |other| (0 when either is 0), wrapping in the integer dtype; integers only.
+
+    ops.yaml: lcm"""
+    if out is not None:
+        return _rt.call_out('lcm', out, lcm, self, other)
+    return _rt.call('lcm', (self, other, ), ())
+
+
+def lcm_(self, other):
+    """In-place lcm: writes the result into self."""
+    return _rt.call_inplace('lcm', (self, other, ), ())
+
+
+def logaddexp2(self, other, *, out=None):
+    """log2(2**self + 2**other) without overflow.
+
+    ops.yaml: logaddexp2"""
+    if out is not None:
+        return _rt.call_out('logaddexp2', out, logaddexp2, self, other)
+    return _rt.call('logaddexp2', (self, other, ), ())
+
+
+def nextafter(self, other, *, out=None):
+    """The next floating-point value after self towards other (in float16 and bfloat16 too; the gradient passes to self).
+
+    ops.yaml: nextafter"""
+    if out is not None:
+        return _rt.call_out('nextafter', out, nextafter, self, other)
+    return _rt.composite('nextafter', self, other)
+
+
+def nextafter_(self, other):
+    """In-place nextafter: writes the result into self."""
+    return _rt.composite_inplace('nextafter', self, other)
+
+
+def _nextafter_16(self, other):
+    """nextafter for the 16-bit floating dtypes (helper).
+
+    ops.yaml: _nextafter_16"""
+    return _rt.composite('_nextafter_16', self, other)
+
+
+def _nextafter(self, other):
+    """The kernel of nextafter (helper).
+
+    ops.yaml: _nextafter"""
+    return _rt.call('_nextafter', (self, other, ), ())
+
+
+def float_power(self, exponent, *, out=None):
+    """self ** exponent computed in float64 (the result is float64 whatever the inputs; either may be a number).
+
+    ops.yaml: float_power"""
+    if out is not None:
+        return _rt.call_out('float_power', out, float_power, self, exponent)
+    return _rt.composite('float_power', self, exponent)
+
+
+def float_power_(self, exponent):
+    """In-place float_power; self must be float64, as in PyTorch (tests/test_ops_math_values.py).
+
+    ops.yaml: float_power_"""
+    return _rt.composite('float_power_', self, exponent)
+
+
+def _frexp(self):
+    """(mantissa, exponent) of self, the kernel of frexp (helper).
+
+    ops.yaml: _frexp"""
+    return _rt.call('_frexp', (self, ), ())
+
+
+def frexp(self, *, out=None):
+    """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1); exponent is int32.
+
+    ops.yaml: frexp"""
+    if out is not None:
+        return _rt.call_out('frexp', out, frexp, self)
+    return _rt.composite('frexp', self)
+
+
+def ldexp(self, other, *, out=None):
+    """self * 2**other (integer inputs give the default float dtype).
+
+    ops.yaml: ldexp"""
+    if out is not None:
+        return _rt.call_out('ldexp', out, ldexp, self, other)
+    return _rt.composite('ldexp', self, other)
+
+
+def ldexp_(self, other):
+    """In-place ldexp: writes the result into self."""
+    return _rt.composite_inplace('ldexp', self, other)
+
+
+def rsub(self, other, *, alpha=1, out=None):
+    """other - alpha * self (sub with its operands swapped).
+
+    ops.yaml: rsub"""
+    if out is not None:
+        return _rt.call_out('rsub', out, rsub, self, other, alpha=alpha)
+    return _rt.composite('rsub', self, other, alpha=alpha)
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
+    """Sum over dim with NaN counted as zero (all dims when None).
+
+    ops.yaml: nansum"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('nansum', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('nansum', out, nansum, self, dim, keepdim, dtype=dtype)
+    return _rt.call('nansum', (self, ), (dim, keepdim, dtype, ))
+
+
+def nanmean(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
+    """Mean over dim of the elements that are not NaN (NaN where all are).
+
+    ops.yaml: nanmean"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('nanmean', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('nanmean', out, nanmean, self, dim, keepdim, dtype=dtype)
+    return _rt.composite('nanmean', self, dim, keepdim, dtype=dtype)
+
+
+def _median_along(self, dim=_REQUIRED, ignore_nan=_REQUIRED, *, axis=_REQUIRED):
+    """(lower median, its index) along dim, keeping dim (helper of median and nanmedian).
+
+    ops.yaml: _median_along"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_median_along', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or ignore_nan is _REQUIRED:
+        _rt.missing_arguments('_median_along', ('dim', dim), ('ignore_nan', ignore_nan))
+    return _rt.call('_median_along', (self, ), (dim, ignore_nan, ))
+
+
+def median(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
+    """The lower median of all elements (NaN if any is NaN; the gradient shared by the elements equal to it), or (values, indices) along dim, the gradient going to the index.
+
+    ops.yaml: median"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('median', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('median', out, median, self, dim, keepdim)
+    return _rt.composite('median', self, dim, keepdim)
+
+
+def nanmedian(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
+    """median ignoring NaN (NaN only where every element is).
+
+    ops.yaml: nanmedian"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('nanmedian', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('nanmedian', out, nanmedian, self, dim, keepdim)
+    return _rt.composite('nanmedian', self, dim, keepdim)
+
+
+def _median_all(self, ignore_nan):
+    """The median of all elements, its gradient evenly distributed over the elements equal to it (helper).
+
+    ops.yaml: _median_all"""
+    return _rt.composite('_median_all', self, ignore_nan)
+
+
+def _kthvalue(self, k, dim=_REQUIRED, *, axis=_REQUIRED):
+    """(k-th smallest value, its index) along dim, keeping dim (helper of kthvalue).
+
+    ops.yaml: _kthvalue"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_kthvalue', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_kthvalue', ('dim', dim))
+    return _rt.call('_kthvalue', (self, ), (k, dim, ))
+
+
+def kthvalue(self, k, dim=-1, keepdim=False, *, axis=_REQUIRED, out=None):
+    """(values, indices) of the k-th smallest element along dim (k counts from 1; NaN is the largest).
+
+    ops.yaml: kthvalue"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('kthvalue', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('kthvalue', out, kthvalue, self, k, dim, keepdim)
+    return _rt.composite('kthvalue', self, k, dim, keepdim)
+
+
+def _mode(self, dim=_REQUIRED, *, axis=_REQUIRED):
+    """(most frequent value, its last index) along dim, keeping dim (helper of mode).
+
+    ops.yaml: _mode"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_mode', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_mode', ('dim', dim))
+    return _rt.call('_mode', (self, ), (dim, ))
+
+
+def mode(self, dim=-1, keepdim=False, *, axis=_REQUIRED, out=None):
+    """(values, indices) of the most frequent value along dim (the smallest of ties; the index of its last occurrence).
+
+    ops.yaml: mode"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('mode', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('mode', out, mode, self, dim, keepdim)
+    return _rt.composite('mode', self, dim, keepdim)
+
+
+def aminmax(self, *, dim=None, keepdim=False, axis=_REQUIRED, out=None):
+    """(min, max) over dim (a single dim, or all), as one named tuple.
+
+    ops.yaml: aminmax"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('aminmax', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('aminmax', out, aminmax, self, dim=dim, keepdim=keepdim)
+    return _rt.composite('aminmax', self, dim=dim, keepdim=keepdim)
+
+
+def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
+    """(std, mean) over dim, with std's correction rules.
+
+    ops.yaml: std_mean"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('std_mean', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('std_mean', out, std_mean, self, dim, unbiased, keepdim, correction=correction)
+    return _rt.composite('std_mean', self, dim, unbiased, keepdim, correction=correction)
+
+
+def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
+    """(var, mean) over dim, with var's correction rules.
+
+    ops.yaml: var_mean"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('var_mean', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('var_mean', out, var_mean, self, dim, unbiased, keepdim, correction=correction)
+    return _rt.composite('var_mean', self, dim, unbiased, keepdim, correction=correction)
+
+
+def dist(self, other, p=2, *, out=None):
+    """The p-norm of self - other (p may be inf, -inf or 0).
+
+    ops.yaml: dist"""
+    if out is not None:
+        return _rt.call_out('dist', out, dist, self, other, p)
+    return _rt.composite('dist', self, other, p)
+
+
+def renorm(self, p, dim=_REQUIRED, maxnorm=_REQUIRED, *, axis=_REQUIRED, out=None):
+    """Each slice along dim scaled down to p-norm maxnorm where its norm is larger.
+
+    ops.yaml: renorm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('renorm', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or maxnorm is _REQUIRED:
+        _rt.missing_arguments('renorm', ('dim', dim), ('maxnorm', maxnorm))
+    if out is not None:
+        return _rt.call_out('renorm', out, renorm, self, p, dim, maxnorm)
+    return _rt.composite('renorm', self, p, dim, maxnorm)
+
+
+def renorm_(self, p, dim, maxnorm):
+    """In-place renorm: writes the result into self."""
+    return _rt.composite_inplace('renorm', self, p, dim, maxnorm)
+
+
+def _quantile(self, q, dim=_REQUIRED, keepdim=_REQUIRED, interpolation=_REQUIRED, ignore_nan=_REQUIRED, *, axis=_REQUIRED):
+    """quantile and nanquantile (helper), as PyTorch computes them (sort, ranks, gather, lerp).
+
+    ops.yaml: _quantile"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_quantile', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or keepdim is _REQUIRED or interpolation is _REQUIRED or ignore_nan is _REQUIRED:
+        _rt.missing_arguments('_quantile', ('dim', dim), ('keepdim', keepdim), ('interpolation', interpolation), ('ignore_nan', ignore_nan))
+    return _rt.composite('_quantile', self, q, dim, keepdim, interpolation, ignore_nan)
+
+
+def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear", axis=_REQUIRED, out=None):
+    """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over dim or all elements, interpolation linear, lower, higher, midpoint or nearest; NaN where a NaN is present.
+
+    ops.yaml: quantile"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('quantile', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('quantile', out, quantile, self, q, dim, keepdim, interpolation=interpolation)
+    return _rt.composite('quantile', self, q, dim, keepdim, interpolation=interpolation)
+
+
+def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear", axis=_REQUIRED, out=None):
+    """quantile ignoring NaN (NaN only where every element is).
+
+    ops.yaml: nanquantile"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('nanquantile', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('nanquantile', out, nanquantile, self, q, dim, keepdim, interpolation=interpolation)
+    return _rt.composite('nanquantile', self, q, dim, keepdim, interpolation=interpolation)
+
+
+def diff(self, n=1, dim=-1, prepend=None, append=None, *, axis=_REQUIRED, out=None):
+    """The n-th forward difference along dim, prepend and append concatenated first (bool tensors give x[i+1] != x[i]).
+
+    ops.yaml: diff"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('diff', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('diff', out, diff, self, n, dim, prepend, append)
+    return _rt.composite('diff', self, n, dim, prepend, append)
+
+
+def cov(self, *, correction=1, fweights=None, aweights=None, out=None):
+    """Covariance matrix of the rows (variables) over the columns (observations), with frequency and observation weights.
+
+    ops.yaml: cov"""
+    if out is not None:
+        return _rt.call_out('cov', out, cov, self, correction=correction, fweights=fweights, aweights=aweights)
+    return _rt.composite('cov', self, correction=correction, fweights=fweights, aweights=aweights)
+
+
+def corrcoef(self, *, out=None):
+    """Pearson correlation coefficients of the rows (cov normalised by the standard deviations, clipped to [-1, 1]).
+
+    ops.yaml: corrcoef"""
+    if out is not None:
+        return _rt.call_out('corrcoef', out, corrcoef, self)
+    return _rt.composite('corrcoef', self)
+
+
+def bucketize(self, boundaries, *, out_int32=False, right=False, out=None):
+    """The index of the bucket of boundaries (1-D, sorted) each element falls in (right=True puts ties in the next bucket).
+
+    ops.yaml: bucketize"""
+    if out is not None:
+        return _rt.call_out('bucketize', out, bucketize, self, boundaries, out_int32=out_int32, right=right)
+    return _rt.call('bucketize', (self, boundaries, ), (out_int32, right, ))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """Indices where the elements of input would be inserted into sorted_sequence (sorted along its last dim; an N-D sequence is searched row by row), left or right of equal elements; sorter sorts the sequence first.
+
+    ops.yaml: searchsorted"""
+    if out is not None:
+        return _rt.call_out('searchsorted', out, searchsorted, sorted_sequence, input, out_int32=out_int32, right=right, side=side, sorter=sorter)
+    return _rt.call('searchsorted', (sorted_sequence, input, sorter, ), (out_int32, right, side, ))
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
+    """True where an element of elements is in test_elements (invert=True for the opposite); either may be a number.
+
+    ops.yaml: isin"""
+    if out is not None:
+        return _rt.call_out('isin', out, isin, elements, test_elements, assume_unique=assume_unique, invert=invert)
+    return _rt.call('isin', (elements, test_elements, ), (assume_unique, invert, ))
+
+
+def cumsum_(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED):
+    """In-place cumsum along dim (dtype, if given, must be self's) (tests/test_ops_math_values.py).
+
+    ops.yaml: cumsum_"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumsum_', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumsum_', ('dim', dim))
+    return _rt.composite('cumsum_', self, dim, dtype=dtype)
+
+
+def cumprod_(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED):
+    """In-place cumprod along dim (dtype, if given, must be self's) (tests/test_ops_math_values.py).
+
+    ops.yaml: cumprod_"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumprod_', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('cumprod_', ('dim', dim))
+    return _rt.composite('cumprod_', self, dim, dtype=dtype)
+
+
+def histc(self, bins=100, min=0, max=0, *, out=None):
+    """Counts of the elements in bins equal-width bins over [min, max] (the data's range when min == max); outside values are ignored.
+
+    ops.yaml: histc"""
+    if out is not None:
+        return _rt.call_out('histc', out, histc, self, bins, min, max)
+    return _rt.call('histc', (self, ), (bins, min, max, ))
+
+
+def histogram(self, bins=100, *, range=None, weight=None, density=False, out=None):
+    """(hist, bin_edges): counts (or weight sums; a density with density=True) of the elements in bins equal-width bins over range (the data's range by default), or in the bins given by a tensor of edges.
+
+    ops.yaml: histogram"""
+    if out is not None:
+        return _rt.call_out('histogram', out, histogram, self, bins, range=range, weight=weight, density=density)
+    return _rt.composite('histogram', self, bins, range=range, weight=weight, density=density)
+
+
+def _histogram(self, bins, range, weight, density):
+    """The kernel of histogram (helper).
+
+    ops.yaml: _histogram"""
+    return _rt.call('_histogram', (self, weight, ), (bins, range, density, ))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1, axis=_REQUIRED, out=None):
+    """The trapezoid rule along dim, with sample points x (1-D or y's shape) or spacing dx (1 by default).
+
+    ops.yaml: trapezoid"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('trapezoid', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('trapezoid', out, trapezoid, y, x, dx=dx, dim=dim)
+    return _rt.composite('trapezoid', y, x, dx=dx, dim=dim)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1, axis=_REQUIRED, out=None):
+    """The running trapezoid rule along dim (one element fewer than y along dim).
+
+    ops.yaml: cumulative_trapezoid"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cumulative_trapezoid', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('cumulative_trapezoid', out, cumulative_trapezoid, y, x, dx=dx, dim=dim)
+    return _rt.composite('cumulative_trapezoid', y, x, dx=dx, dim=dim)
+
+
+def _trapezoid(y, x, dx, dim=_REQUIRED, cumulative=_REQUIRED, *, axis=_REQUIRED):
+    """trapezoid and cumulative_trapezoid (helper).
+
+    ops.yaml: _trapezoid"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_trapezoid', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or cumulative is _REQUIRED:
+        _rt.missing_arguments('_trapezoid', ('dim', dim), ('cumulative', cumulative))
+    return _rt.composite('_trapezoid', y, x, dx, dim, cumulative)
+
+
+def gradient(self, *, spacing=1, dim=None, edge_order=1, axis=_REQUIRED, out=None):
+    """Estimated derivatives along each dim (or the dims given) by central differences, one-sided at the edges (edge_order 1 or 2), with a uniform spacing, one per dim, or coordinate tensors; a tuple.
+
+    ops.yaml: gradient"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('gradient', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('gradient', out, gradient, self, spacing=spacing, dim=dim, edge_order=edge_order)
+    return _rt.composite('gradient', self, spacing=spacing, dim=dim, edge_order=edge_order)
+
+
+def histogramdd(self, bins=10, *, range=None, weight=None, density=False, out=None):
+    """(hist, bin_edges) of the points in the last dim of input: bins a count, one count per dim or edge tensors; range [min0, max0, min1, max1, ...]; weight per point; density normalises.
+
+    ops.yaml: histogramdd"""
+    if out is not None:
+        return _rt.call_out('histogramdd', out, histogramdd, self, bins, range=range, weight=weight, density=density)
+    return _rt.composite('histogramdd', self, bins, range=range, weight=weight, density=density)
+
+
+def _histogramdd_counts(self, weight, edges, density):
+    """The counts of histogramdd in the given edges (helper).
+
+    ops.yaml: _histogramdd_counts"""
+    return _rt.call('_histogramdd_counts', (self, weight, ) + tuple(edges), (density, ))

@@ -1012,3 +1012,175 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
         return out
     {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(x, at, v)
     return out
+
+
+def _nextafter_forward(self, other):
+    # ops.yaml: _nextafter
+    return np.nextafter(self, other)
+
+
+def _frexp_forward(self):
+    # ops.yaml: _frexp
+    return np.frexp(self)
+
+
+def _median_along_forward(self, dim, ignore_nan):
+    # ops.yaml: _median_along
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if x.shape[-1] == 0:
+        raise IndexError(f"{'nanmedian' if ignore_nan else 'median'}(): Expected reduction dim {dim} to have non-zero "
+                         "size.")
+    order = np.argsort(x, axis=-1, kind="stable")       # NaN last, ties in their order (PyTorch's indices)
+    nans = np.isnan(x).sum(-1, keepdims=True) if x.dtype.kind == "f" else np.zeros(x.shape[:-1] + (1,), np.int64)
+    valid = x.shape[-1] - nans
+    if ignore_nan:
+        k = np.where(valid > 0, (valid - 1) // 2, 0)
+    else:
+        k = np.where(nans > 0, valid, (x.shape[-1] - 1) // 2)
+    idx = np.take_along_axis(order, k, -1)
+    values = np.take_along_axis(x, idx, -1)
+    shape = (1,) * self.ndim if self.ndim == 0 else None
+    values, idx = np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(()).astype(np.int64)
+    return values, idx.astype(np.int64)
+
+
+def _kthvalue_forward(self, k, dim):
+    # ops.yaml: _kthvalue
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if k < 1 or k > x.shape[-1]:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    # PyTorch's quick_select_template (median-of-three quickselect, NaN largest), so that the index of a tied
+    # value is the one PyTorch returns
+    gt = (lambda a, b: (a != a and b == b) or a > b) if x.dtype.kind == "f" else (lambda a, b: a > b)
+    rows = x.reshape(-1, x.shape[-1])
+    idx = np.empty((rows.shape[0], 1), np.int64)
+    for r in range(rows.shape[0]):
+        e = [(v, i) for i, v in enumerate(rows[r])]      # (value, original index), swapped together
+        lo, hi, want = 0, len(e) - 1, k - 1
+        while hi > lo:
+            if hi == lo + 1:
+                if gt(e[lo][0], e[hi][0]):
+                    e[lo], e[hi] = e[hi], e[lo]
+                break
+            mid = lo + (hi - lo) // 2
+            e[mid], e[lo + 1] = e[lo + 1], e[mid]
+            if gt(e[lo + 1][0], e[hi][0]):
+                e[lo + 1], e[hi] = e[hi], e[lo + 1]
+            if gt(e[lo][0], e[hi][0]):
+                e[lo], e[hi] = e[hi], e[lo]
+            if gt(e[lo + 1][0], e[lo][0]):
+                e[lo + 1], e[lo] = e[lo], e[lo + 1]
+            i, j, piv = lo + 1, hi, e[lo][0]
+            while True:
+                i += 1
+                while gt(piv, e[i][0]):
+                    i += 1
+                j -= 1
+                while gt(e[j][0], piv):
+                    j -= 1
+                if j < i:
+                    break
+                e[i], e[j] = e[j], e[i]
+            e[lo], e[j] = e[j], e[lo]
+            if j <= want:
+                lo = i
+            if j >= want:
+                hi = j - 1
+        idx[r, 0] = e[want][1]
+    idx = idx.reshape(x.shape[:-1] + (1,))
+    values = np.take_along_axis(x, idx, -1)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(()).astype(np.int64)
+    return np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim).astype(np.int64)
+
+
+def _mode_forward(self, dim):
+    # ops.yaml: _mode
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    if x.shape[-1] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    rows = x.reshape(-1, x.shape[-1])
+    values = np.empty(rows.shape[0], x.dtype)
+    idx = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        u, counts = np.unique(row, return_counts=True, equal_nan=False)     # NaN != NaN: each counts once
+        values[r] = u[np.argmax(counts)]                                  # the smallest of the most frequent
+        hits = np.flatnonzero((row == values[r]) | ((row != row) & (values[r] != values[r])))
+        idx[r] = hits[-1]                                                 # its last position, as PyTorch
+    shape = x.shape[:-1] + (1,)
+    if self.ndim == 0:
+        return values.reshape(()), idx.reshape(())
+    return np.moveaxis(values.reshape(shape), -1, dim), np.moveaxis(idx.reshape(shape), -1, dim)
+
+
+def bucketize_forward(self, boundaries, *, out_int32=False, right=False):
+    # ops.yaml: bucketize
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    out = np.searchsorted(boundaries, self, side="right" if right else "left")
+    return np.asarray(out, np.int32 if out_int32 else np.int64)
+
+
+def searchsorted_forward(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    # ops.yaml: searchsorted
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left while "
+                           "right was True")
+    how = "right" if right or side == "right" else "left"
+    seq = sorted_sequence if sorter is None else np.take_along_axis(sorted_sequence, sorter, -1)
+    dt = np.int32 if out_int32 else np.int64
+    if seq.ndim <= 1:
+        return np.asarray(np.searchsorted(seq.reshape(-1), input, side=how), dt)
+    if input.shape[:-1] != seq.shape[:-1]:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
+                           "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(input.shape)}")
+    rows, vals = seq.reshape(-1, seq.shape[-1]), input.reshape(-1, input.shape[-1])
+    out = np.empty(vals.shape, dt)
+    for i in range(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], vals[i], side=how)
+    return out.reshape(input.shape)
+
+
+def isin_forward(elements, test_elements, *, assume_unique=False, invert=False):
+    # ops.yaml: isin
+    return np.isin(elements, test_elements, assume_unique=assume_unique, invert=invert)
+
+
+def histc_forward(self, bins=100, min=0, max=0):
+    # ops.yaml: histc
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    x = self.reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and x.size:
+        lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    return np.histogram(x[(x >= lo) & (x <= hi)], bins, (lo, hi))[0].astype(self.dtype)
+
+
+def _histogram_forward(self, bins, range, weight, density):
+    # ops.yaml: _histogram
+    b = bins if isinstance(bins, int) else np.asarray(bins, np.float64)
+    if isinstance(b, int) and b <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {b} for dimension 0")
+    if weight is not None and weight.shape != self.shape:
+        raise RuntimeError("torch.histogramdd(): if weight tensor is provided it should have the same shape as the "
+                           "input tensor excluding its innermost dimension")
+    hist, edges = np.histogram(self.reshape(-1), b, range=None if range is None else tuple(float(r) for r in range),
+                               weights=None if weight is None else weight.reshape(-1), density=density)
+    return hist.astype(self.dtype), edges.astype(self.dtype)
+
+
+def _histogramdd_counts_forward(self, weight, edges, density):
+    # ops.yaml: _histogramdd_counts
+    return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)

@@ -1877,3 +1877,450 @@ def constant_pad_nd(F, self, pad, value=0):
 def slice_inverse(F, self, src, dim=0, start=None, end=None, step=1):
     # ops.yaml: slice_inverse
     return F.as_strided(self, tuple(src.shape), src.stride(), src.storage_offset())
+
+
+def deg2rad(F, self):
+    # ops.yaml: deg2rad
+    return self * 0.017453292519943295
+
+
+def rad2deg(F, self):
+    # ops.yaml: rad2deg
+    return self * 57.29577951308232
+
+
+def isreal(F, self):
+    # ops.yaml: isreal
+    return F.ones_like(self, dtype=bool)
+
+
+def heaviside(F, self, values):
+    # ops.yaml: heaviside
+    if not F.is_tensor(values):
+        raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if self.dtype != values.dtype:
+        raise RuntimeError('heaviside is not yet implemented for tensors with different dtypes.')
+    return F._heaviside(self, values)
+
+
+def nextafter(F, self, other):
+    # ops.yaml: nextafter
+    if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
+        raise RuntimeError(f""""nextafter" not implemented for '{self.dtype.short}'""")
+    r = F._nextafter(self, other)
+    if r.dtype.itemsize != 2:
+        return r
+    return F._nextafter_16(self.to(r.dtype), other.to(r.dtype))
+
+
+def _nextafter_16(F, self, other):
+    # ops.yaml: _nextafter_16
+    half = self.dtype.short == 'Half'
+    bits, lowest_e, tiny, big = (11, -13, 2.0 ** (-24), 65504.0) if half else (8, -125, 2.0 ** (-133), 3.3895313892515355e+38)
+    x, y = (self.double(), other.double())
+    m, e = F.frexp(x)
+    e = F.clamp_min(e, lowest_e)
+    ulp = F.pow(2.0, (e - bits).double())
+    inward = F.where(x > 0, y < x, y > x)
+    step = F.where(F.logical_and(F.logical_and(inward, F.abs(m) == 0.5), e > lowest_e), ulp / 2, ulp)
+    out = x + F.where(y > x, step, -step)
+    out = F.where(x == 0, F.where(y > x, tiny, -tiny), out)
+    out = F.where(F.isinf(x), F.where(x > 0, big, -big), out)
+    out = F.where(x == y, y, out)
+    return F.where(F.logical_or(F.isnan(x), F.isnan(y)), math.nan, out).to(self.dtype)
+
+
+def float_power(F, self, exponent):
+    # ops.yaml: float_power
+    if not F.is_tensor(self) and (not F.is_tensor(exponent)):
+        raise TypeError('float_power(): expected a Tensor as self or exponent')
+    return F.pow(self.double() if F.is_tensor(self) else self, exponent.double() if F.is_tensor(exponent) else exponent)
+
+
+def float_power_(F, self, exponent):
+    # ops.yaml: float_power_
+    if self.dtype.short != 'Double':
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype Double")
+    return self.copy_(F.float_power(self, exponent))
+
+
+def frexp(F, self):
+    # ops.yaml: frexp
+    if not F.is_floating(self):
+        raise RuntimeError('torch.frexp() only supports floating-point dtypes')
+    return F.return_type('frexp', *F._frexp(self))
+
+
+def ldexp(F, self, other):
+    # ops.yaml: ldexp
+    if not F.is_floating(self) and (not F.is_floating(other)):
+        self = self.to(F.default_float())
+    scale = F.exp2(other)
+    return self * (scale if F.is_floating(other) else scale.to(self.dtype))
+
+
+def rsub(F, self, other, *, alpha=1):
+    # ops.yaml: rsub
+    return F.sub(other, self, alpha=alpha)
+
+
+def nanmean(F, self, dim=None, keepdim=False, *, dtype=None):
+    # ops.yaml: nanmean
+    if not F.is_floating(self):
+        raise RuntimeError(f'nanmean(): expected input to have floating point or complex dtype but got {self.dtype.short}')
+    return F.nansum(self, dim, keepdim, dtype=dtype) / F.sum(F.logical_not(F.isnan(self)), dim, keepdim)
+
+
+def median(F, self, dim=None, keepdim=False):
+    # ops.yaml: median
+    if self.dtype.short == 'Bool':
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
+    if dim is None:
+        return F._median_all(self, False)
+    values, indices = F._median_along(self, dim, False)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('median', values, indices)
+
+
+def nanmedian(F, self, dim=None, keepdim=False):
+    # ops.yaml: nanmedian
+    if self.dtype.short == 'Bool':
+        raise NotImplementedError('"nanmedian_cpu" not implemented for \'Bool\'')
+    if dim is None:
+        return F._median_all(self, True)
+    values, indices = F._median_along(self, dim, True)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('nanmedian', values, indices)
+
+
+def _median_all(F, self, ignore_nan):
+    # ops.yaml: _median_all
+    if self.numel() == 0:
+        return F.full((), math.nan, dtype=self.dtype, device=F.device_of(self))
+    value = F._median_along(self.reshape(-1), 0, ignore_nan)[0].reshape(()).detach()
+    if not F.is_floating(self):
+        return value
+    mask = F.isnan(self) if bool(F.isnan(value)) else self == value
+    share = F.sum(F.where(mask, self, 0.0)) / F.sum(mask)
+    return value + (share - share.detach())
+
+
+def kthvalue(F, self, k, dim=-1, keepdim=False):
+    # ops.yaml: kthvalue
+    values, indices = F._kthvalue(self, k, dim)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('kthvalue', values, indices)
+
+
+def mode(F, self, dim=-1, keepdim=False):
+    # ops.yaml: mode
+    values, indices = F._mode(self, dim)
+    if not keepdim and self.ndim:
+        values, indices = (F.squeeze(values, dim), F.squeeze(indices, dim))
+    return F.return_type('mode', values, indices)
+
+
+def aminmax(F, self, *, dim=None, keepdim=False):
+    # ops.yaml: aminmax
+    if dim is not None and (not isinstance(dim, int)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    if dim is None and self.numel() == 0:
+        raise RuntimeError('aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.')
+    if dim is not None and self.ndim and (self.shape[F.normalize_dims(dim, self.ndim)[0]] == 0):
+        raise IndexError(f'aminmax(): Expected reduction dim {dim} to have non-zero size.')
+    if dim is None and keepdim:
+        return F.return_type('aminmax', F.amin(self).reshape((1,) * self.ndim), F.amax(self).reshape((1,) * self.ndim))
+    return F.return_type('aminmax', F.amin(self, dim, keepdim), F.amax(self, dim, keepdim))
+
+
+def std_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: std_mean
+    if isinstance(dim, bool):
+        dim, unbiased = (None, dim)
+    return (F.std(self, dim, unbiased, keepdim, correction=correction), F.mean(self, dim, keepdim))
+
+
+def var_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    # ops.yaml: var_mean
+    if isinstance(dim, bool):
+        dim, unbiased = (None, dim)
+    return (F.var(self, dim, unbiased, keepdim, correction=correction), F.mean(self, dim, keepdim))
+
+
+def dist(F, self, other, p=2):
+    # ops.yaml: dist
+    d = self - other
+    if not F.is_floating(d):
+        raise RuntimeError(f'norm(): input dtype should be either floating point or complex. Got {d.dtype.short} instead.')
+    return F.linalg_vector_norm(d, p)
+
+
+def renorm(F, self, p, dim, maxnorm):
+    # ops.yaml: renorm
+    if p <= 0:
+        raise RuntimeError('renorm: non-positive-norm not supported')
+    if maxnorm < 0:
+        raise RuntimeError(f'renorm: expected maxnorm to be >= 0 but got {maxnorm:g}')
+    if self.ndim <= 1:
+        raise RuntimeError(f'renorm: input needs at least 2 dimensions, got {self.ndim} dimensions')
+    if not F.is_floating(self):
+        raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    norms = F.linalg_vector_norm(self, p, tuple((i for i in range(self.ndim) if i != d)), True)
+    return self * F.where(norms > maxnorm, maxnorm / (norms + 1e-07), 1.0)
+
+
+def _quantile(F, self, q, dim, keepdim, interpolation, ignore_nan):
+    # ops.yaml: _quantile
+    if not F.is_floating(self) or self.dtype.itemsize == 2:
+        raise RuntimeError('quantile() input tensor must be either float or double dtype')
+    if self.numel() == 0:
+        raise RuntimeError('quantile() input tensor must be non-empty')
+    scalar_q = not F.is_tensor(q)
+    if scalar_q:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f'quantile() q must be in the range [0, 1] but got {q:g}')
+        q = F.full((1,), q, dtype=self.dtype, device=F.device_of(self))
+    else:
+        if q.ndim > 1:
+            raise RuntimeError('quantile() q must be a scalar or 1D tensor')
+        if q.dtype != self.dtype:
+            raise RuntimeError('quantile() q tensor must be same dtype as the input tensor')
+        if q.numel() and (not bool(F.all(F.logical_and(q >= 0, q <= 1)))):
+            raise RuntimeError('quantile() q values must be in the range [0, 1]')
+    if interpolation not in ('linear', 'lower', 'higher', 'midpoint', 'nearest'):
+        raise RuntimeError(f'quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got {interpolation}')
+    if dim is not None and self.ndim == 0:
+        F.normalize_dims(dim, 1)
+    d = None if dim is None or self.ndim == 0 else F.normalize_dims(dim, self.ndim)[0]
+    rows = self.reshape(-1) if d is None else F.movedim(self, d, -1)
+    s = F.sort(rows, -1)[0]
+    n = s.shape[-1]
+    lead = tuple(s.shape[:-1])
+    qv = q.reshape(-1)
+    if ignore_nan:
+        valid = F.sum(F.logical_not(F.isnan(s)), -1, True)
+        ranks = F.where(valid == 0, float(n - 1), qv * (valid - 1))
+    else:
+        ranks = F.where(F.isnan(s[..., -1:]), float(n - 1), (qv * (n - 1)).expand(lead + (qv.shape[0],)))
+    if interpolation == 'lower':
+        ranks = F.floor(ranks)
+    elif interpolation == 'higher':
+        ranks = F.ceil(ranks)
+    elif interpolation == 'nearest':
+        ranks = F.round(ranks)
+    ranks = ranks.detach()
+    below = ranks.long()
+    out = F.gather(s, -1, below)
+    if interpolation in ('linear', 'midpoint'):
+        weights = ranks - below if interpolation == 'linear' else F.where(ranks > below, 0.5, 0.0).to(s.dtype)
+        out = F.lerp(out, F.gather(s, -1, F.ceil(ranks).long()), weights)
+    out = F.movedim(out, -1, 0)
+    if keepdim and self.ndim:
+        out = out.reshape((qv.shape[0],) + (1,) * self.ndim) if d is None else out.unsqueeze(d + 1)
+    return out.squeeze(0) if scalar_q else out
+
+
+def quantile(F, self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    # ops.yaml: quantile
+    return F._quantile(self, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(F, self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    # ops.yaml: nanquantile
+    return F._quantile(self, q, dim, keepdim, interpolation, True)
+
+
+def diff(F, self, n=1, dim=-1, prepend=None, append=None):
+    # ops.yaml: diff
+    if self.ndim == 0:
+        raise RuntimeError('diff expects input to be at least one-dimensional')
+    if n < 0:
+        raise RuntimeError(f'order must be non-negative but got {n}')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    parts = [t for t in (prepend, self, append) if t is not None]
+    for t in parts:
+        if t.ndim != self.ndim:
+            raise RuntimeError('diff expects prepend or append to be the same dimension as input')
+    x = F.cat(parts, d) if len(parts) > 1 else self
+    for _ in range(n if n < x.shape[d] else x.shape[d]):
+        k = x.shape[d] - 1
+        x = F.ne(F.narrow(x, d, 1, k), F.narrow(x, d, 0, k)) if x.dtype.short == 'Bool' else F.narrow(x, d, 1, k) - F.narrow(x, d, 0, k)
+    return x
+
+
+def cov(F, self, *, correction=1, fweights=None, aweights=None):
+    # ops.yaml: cov
+    if self.ndim > 2:
+        raise RuntimeError(f'cov(): expected input to have two or fewer dimensions but got an input with {self.ndim} dimensions')
+    if self.dtype.short == 'Bool':
+        raise RuntimeError('cov(): bool dtype is not supported for input')
+    x = self.reshape(1, -1) if self.ndim < 2 else self
+    n = x.shape[1]
+    w = None
+    for name, t in (('fweights', fweights), ('aweights', aweights)):
+        if t is None:
+            continue
+        if t.ndim > 1:
+            raise RuntimeError(f'cov(): expected {name} to have one or fewer dimensions but got {name} with {t.ndim} dimensions')
+        if (name == 'fweights') == F.is_floating(t) or t.dtype.short == 'Bool':
+            kind = 'integral' if name == 'fweights' else 'floating point'
+            raise RuntimeError(f'cov(): expected {name} to have {kind} dtype but got {name} with {t.dtype.short} dtype')
+        if t.numel() != n:
+            raise RuntimeError(f'cov(): expected {name} to have the same numel as there are observations in the input but got {t.numel()} != {n}')
+        if n and (not bool(F.amin(t) >= 0)):
+            raise RuntimeError(f'cov(): {name} cannot be negative')
+        w = t if w is None else w * t
+    w_sum = F.sum(w) if w is not None else F.full((), n, dtype=int, device=F.device_of(self, fweights, aweights))
+    if w is not None and (not bool(w_sum != 0)):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = F.sum(x * w if w is not None else x, 1) / w_sum
+    if w is not None and correction != 0 and (aweights is not None):
+        norm_factor = w_sum - correction * F.sum(w * aweights) / w_sum
+    else:
+        norm_factor = w_sum - correction
+    if bool(norm_factor <= 0):
+        __import__('warnings').warn('cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.', UserWarning, stacklevel=3)
+        norm_factor = norm_factor * 0
+    x = x - avg.unsqueeze(1)
+    return (F.mm(x, (x * w if w is not None else x).t()) / norm_factor).squeeze()
+
+
+def corrcoef(F, self):
+    # ops.yaml: corrcoef
+    if self.ndim > 2:
+        raise RuntimeError(f'corrcoef(): expected input to have two or fewer dimensions but got an input with {self.ndim} dimensions')
+    c = F.cov(self)
+    if c.ndim == 0:
+        return c / c
+    sd = F.sqrt(F.diagonal(c))
+    return F.clamp(c / sd.reshape(-1, 1) / sd.reshape(1, -1), -1, 1)
+
+
+def cumsum_(F, self, dim, *, dtype=None):
+    # ops.yaml: cumsum_
+    if dtype is not None and dtype != self.dtype:
+        names = {'Long': 'long int', 'Int': 'int', 'Short': 'short int', 'Char': 'signed char', 'Byte': 'unsigned char', 'Bool': 'bool', 'Float': 'float', 'Double': 'double', 'Half': 'c10::Half', 'BFloat16': 'c10::BFloat16'}
+        raise RuntimeError(f'Bad in-place call: input tensor dtype {names[self.dtype.short]} and output tensor dtype {names[dtype.short]} should match')
+    return self.copy_(F.cumsum(self, dim))
+
+
+def cumprod_(F, self, dim, *, dtype=None):
+    # ops.yaml: cumprod_
+    if dtype is not None and dtype != self.dtype:
+        names = {'Long': 'long int', 'Int': 'int', 'Short': 'short int', 'Char': 'signed char', 'Byte': 'unsigned char', 'Bool': 'bool', 'Float': 'float', 'Double': 'double', 'Half': 'c10::Half', 'BFloat16': 'c10::BFloat16'}
+        raise RuntimeError(f'Bad in-place call: input tensor dtype {names[self.dtype.short]} and output tensor dtype {names[dtype.short]} should match')
+    return self.copy_(F.cumprod(self, dim))
+
+
+def histogram(F, self, bins=100, *, range=None, weight=None, density=False):
+    # ops.yaml: histogram
+    if not F.is_floating(self):
+        raise NotImplementedError(f""""histogramdd" not implemented for '{self.dtype.short}'""")
+    return F.return_type('histogram', *F._histogram(self, bins, range, weight, density))
+
+
+def trapezoid(F, y, x=None, *, dx=None, dim=-1):
+    # ops.yaml: trapezoid
+    return F._trapezoid(y, x, dx, dim, False)
+
+
+def cumulative_trapezoid(F, y, x=None, *, dx=None, dim=-1):
+    # ops.yaml: cumulative_trapezoid
+    return F._trapezoid(y, x, dx, dim, True)
+
+
+def _trapezoid(F, y, x, dx, dim, cumulative):
+    # ops.yaml: _trapezoid
+    if x is not None and dx is not None:
+        raise TypeError('trapezoid() received an invalid combination of arguments: give x or dx, not both')
+    if y.ndim == 0:
+        raise IndexError(f'Dimension specified as {dim} but tensor has no dimensions')
+    d = F.normalize_dims(dim, y.ndim)[0]
+    n = y.shape[d]
+    if n == 0:
+        return y * 0.5 if cumulative else F.sum(y, d) * 0.5
+    pairs = (F.narrow(y, d, 1, n - 1) + F.narrow(y, d, 0, n - 1)) * 0.5
+    if x is None:
+        area = pairs * (1 if dx is None else dx)
+    else:
+        if x.ndim == 1:
+            if x.shape[0] != n:
+                raise RuntimeError('trapezoid: There must be one `x` value for each sample point')
+            step = F.diff(x).reshape((-1,) + (1,) * (y.ndim - 1 - d))
+        else:
+            step = F.diff(x, dim=d)
+        area = pairs * step
+    return F.cumsum(area, d) if cumulative else F.sum(area, d)
+
+
+def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
+    # ops.yaml: gradient
+    if edge_order not in (1, 2):
+        raise RuntimeError('torch.gradient only supports edge_order=1 and edge_order=2.')
+    dims = list(range(self.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [F.normalize_dims(d, self.ndim)[0] for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the same length, but got a spacing argument of length {len(spacing)} and a dim argument of length {len(dims)}.")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    x = self if F.is_floating(self) else self.to(F.default_float())
+    out = []
+    for d, h in zip(dims, steps):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError('torch.gradient expected each dimension size to be at least edge_order+1')
+        at = lambda t, start, length: F.narrow(t, d if t is x else 0, start, length)
+        if not F.is_tensor(h):
+            inner = (at(x, 2, n - 2) - at(x, 0, n - 2)) / (2.0 * h)
+            if edge_order == 1:
+                first, last = ((at(x, 1, 1) - at(x, 0, 1)) / h, (at(x, n - 1, 1) - at(x, n - 2, 1)) / h)
+            else:
+                first = (-1.5 * at(x, 0, 1) + 2 * at(x, 1, 1) - 0.5 * at(x, 2, 1)) / h
+                last = (0.5 * at(x, n - 3, 1) - 2 * at(x, n - 2, 1) + 1.5 * at(x, n - 1, 1)) / h
+            out.append(F.cat([first, inner, last], d))
+            continue
+        dx = F.diff(h.to(x.dtype)).reshape((-1,) + (1,) * (x.ndim - 1 - d))
+        d1, d2 = (at(dx, 0, n - 2), at(dx, 1, n - 2))
+        inner = -d2 / (d1 * (d1 + d2)) * at(x, 0, n - 2) + (d2 - d1) / (d1 * d2) * at(x, 1, n - 2) + d1 / (d2 * (d1 + d2)) * at(x, 2, n - 2)
+        if edge_order == 1:
+            first = (at(x, 1, 1) - at(x, 0, 1)) / at(dx, 0, 1)
+            last = (at(x, n - 1, 1) - at(x, n - 2, 1)) / at(dx, n - 2, 1)
+        else:
+            a1, a2 = (at(dx, 0, 1), at(dx, 1, 1))
+            first = -(2 * a1 + a2) / (a1 * (a1 + a2)) * at(x, 0, 1) + (a1 + a2) / (a1 * a2) * at(x, 1, 1) + -a1 / (a2 * (a1 + a2)) * at(x, 2, 1)
+            b1, b2 = (at(dx, n - 3, 1), at(dx, n - 2, 1))
+            last = b2 / (b1 * (b1 + b2)) * at(x, n - 3, 1) + -(b1 + b2) / (b1 * b2) * at(x, n - 2, 1) + (2 * b2 + b1) / (b2 * (b1 + b2)) * at(x, n - 1, 1)
+        out.append(F.cat([first, inner, last], d))
+    return tuple(out)
+
+
+def histogramdd(F, self, bins=10, *, range=None, weight=None, density=False):
+    # ops.yaml: histogramdd
+    if not F.is_floating(self):
+        raise NotImplementedError(f""""histogramdd" not implemented for '{self.dtype.short}'""")
+    if self.ndim < 2:
+        raise RuntimeError(f'torch.histogramdd(): input tensor should have at least 2 dimensions, but got {self.ndim}')
+    n = self.shape[-1]
+    points = self.reshape(-1, n)
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * n
+    if len(per_dim) != n:
+        raise RuntimeError('histogramdd: The size of bins must be equal to the innermost dimension of the input.')
+    if range is not None and len(range) != 2 * n:
+        raise RuntimeError(f'torch.histogramdd(): for a {n}-dimensional histogram range should have {2 * n} elements, but got {len(range)}')
+    if weight is not None and tuple(weight.shape) != tuple(self.shape[:-1]):
+        raise RuntimeError('torch.histogramdd(): if weight tensor is provided it should have the same shape as the input tensor excluding its innermost dimension')
+    edges = []
+    for d, b in enumerate(per_dim):
+        if F.is_tensor(b):
+            edges.append(b.to(self.dtype))
+        else:
+            col = points[:, d]
+            edges.append(F._histogram(col, b, None if range is None else (range[2 * d], range[2 * d + 1]), None, False)[1])
+    hist = F._histogramdd_counts(points, None if weight is None else weight.reshape(-1), edges, density)
+    return F.return_type('histogramdd', hist, tuple(edges))

@@ -1217,6 +1217,39 @@ def legendre_p(x, n):
     return q
 
 
+@njit(inline="always")
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@njit(inline="always")
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@njit(inline="always")
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
+
+
 # Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
@@ -18473,6 +18506,724 @@ def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
 
 
 @njit(inline="always")
+def _s_signbit(self):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0
+    return copysign(1.0, self) < 0
+
+
+@njit(inline="always")
+def _s_signbit_f16(self):
+    return _s_signbit(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_f16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_signbit_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_signbit_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_signbit_bf16(self):
+    return _s_signbit(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_bf16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_signbit_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_signbit_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isneginf(self):
+    # ops.yaml: isneginf -- self == -inf
+    return self == -inf
+
+
+@njit(inline="always")
+def _s_isneginf_f16(self):
+    return _s_isneginf(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_f16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isneginf_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isneginf_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isneginf_bf16(self):
+    return _s_isneginf(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_bf16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isneginf_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isneginf_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isposinf(self):
+    # ops.yaml: isposinf -- self == inf
+    return self == inf
+
+
+@njit(inline="always")
+def _s_isposinf_f16(self):
+    return _s_isposinf(f16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_f16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isposinf_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isposinf_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_isposinf_bf16(self):
+    return _s_isposinf(bf16_to_f32(self))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_bf16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_isposinf_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_isposinf_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__heaviside(self, values):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
+    return values if self == 0 else (1 if self > 0 else 0)
+
+
+@njit(inline="always")
+def _s__heaviside_f16(self, values):
+    return f32_to_f16(_s__heaviside(f16_to_f32(self), f16_to_f32(values)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_f16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__heaviside_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__heaviside_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__heaviside_bf16(self, values):
+    return f32_to_bf16(_s__heaviside(bf16_to_f32(self), bf16_to_f32(values)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_bf16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__heaviside_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__heaviside_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp2(self, other):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other)
+    return logaddexp2(self, other)
+
+
+@njit(inline="always")
+def _s_logaddexp2_f16(self, other):
+    return f32_to_f16(_s_logaddexp2(f16_to_f32(self), f16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_f16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp2_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_logaddexp2_bf16(self, other):
+    return f32_to_bf16(_s_logaddexp2(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_bf16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s_logaddexp2_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_logaddexp2_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _c_nansum(acc, x):
+    # ops.yaml: nansum -- combine: acc if x != x else acc + x
+    return acc if x != x else acc + x
+
+
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_f16_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum [f16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = f16_to_f32(x[off + m * sm])
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_nansum(a, f16_to_f32(x[base + k * sk]))
+            acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_nansum(acc[m], f16_to_f32(x[b0 + m]))
+                    a = _c_nansum(a, f16_to_f32(x[b1 + m]))
+                    a = _c_nansum(a, f16_to_f32(x[b2 + m]))
+                    acc[m] = _c_nansum(a, f16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_nansum(acc[m], f16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_nansum(acc[m], f16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_f16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: nansum [f16] -- nansum_f16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                nansum_f16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
+
+
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum [bf16] -- reduce K elements (stride sk) for each of M outputs (stride sm) into acc.
+    # start == 1: acc is seeded from the first element (a reduction without identity).
+    off = np.uint64(off)
+    M = np.uint64(M)
+    K = np.uint64(K)
+    sm = np.uint64(sm)
+    sk = np.uint64(sk)
+    if start == 1:
+        for m in range(M):
+            acc[m] = bf16_to_f32(x[off + m * sm])
+    k0 = np.uint64(start)
+    if sk <= sm or M == 1:
+        # the reduced axis is the inner one: one running value per output row
+        for m in range(M):
+            base = off + m * sm
+            a = acc[m]
+            for k in range(k0, K):
+                a = _c_nansum(a, bf16_to_f32(x[base + k * sk]))
+            acc[m] = a
+    elif sm == 1:
+        # the reduced axis is the outer one and the kept one contiguous: whole rows into acc (vectorises), in
+        # blocks of OUTER_BLOCK outputs (their acc stays in L1) and 4 rows a pass (a quarter of the acc loads
+        # and stores); each output still combines its elements in order, as one row at a time would
+        B = np.uint64(OUTER_BLOCK)
+        for m0 in range(np.uint64(0), M, B):
+            m1 = min(m0 + B, M)
+            k = k0
+            while k + np.uint64(4) <= K:
+                b0 = off + k * sk
+                b1 = b0 + sk
+                b2 = b1 + sk
+                b3 = b2 + sk
+                for m in range(m0, m1):
+                    a = _c_nansum(acc[m], bf16_to_f32(x[b0 + m]))
+                    a = _c_nansum(a, bf16_to_f32(x[b1 + m]))
+                    a = _c_nansum(a, bf16_to_f32(x[b2 + m]))
+                    acc[m] = _c_nansum(a, bf16_to_f32(x[b3 + m]))
+                k += np.uint64(4)
+            while k < K:
+                b0 = off + k * sk
+                for m in range(m0, m1):
+                    acc[m] = _c_nansum(acc[m], bf16_to_f32(x[b0 + m]))
+                k += np.uint64(1)
+    else:
+        # the reduced axis is the outer one: accumulate whole rows into acc (contiguous writes)
+        for k in range(k0, K):
+            base = off + k * sk
+            for m in range(M):
+                acc[m] = _c_nansum(acc[m], bf16_to_f32(x[base + m * sm]))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def nansum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk, seed, out, start):
+    # ops.yaml: nansum [bf16] -- nansum_bf16_reduce over dims that do not collapse to one kept and one reduced axis
+    # (no copy of x): for each index p in [p0, p1) of the outer kept dims (pshape, pstr; out holds M outputs per
+    # p) and each of the J indices of the outer reduced dims (jshape, jstr), the M x K reduce, OUTER_BLOCK
+    # outputs at a time into an accumulator of seed's dtype (seeded with seed[0] when start == 0) that stays in
+    # cache and is then written (cast) to out
+    B = min(M, OUTER_BLOCK)
+    buf = np.empty(B, seed.dtype)
+    for p in range(p0, p1):
+        po = off
+        q = p
+        for d in range(len(pshape) - 1, -1, -1):
+            po += (q % pshape[d]) * pstr[d]
+            q //= pshape[d]
+        for m0 in range(0, M, B):
+            n = min(B, M - m0)
+            a = buf[:n]
+            if start == 0:
+                a[:] = seed[0]
+            for j in range(J):
+                jo = po + m0 * sm
+                q = j
+                for d in range(len(jshape) - 1, -1, -1):
+                    jo += (q % jshape[d]) * jstr[d]
+                    q //= jshape[d]
+                nansum_bf16_reduce(x, jo, n, sm, K, sk, a, start if j == 0 else 0)
+            o = p * M + m0
+            for i in range(n):
+                out[o + i] = a[i]
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
@@ -34440,6 +35191,342 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             po -= np.uint64(o_st[d]) * np.uint64(shape[d])
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self(grad, other, self):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    return grad / (1 + _s_exp2(other - self))
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self_f16(grad, other, self):
+    return f32_to_f16(_s__bw_logaddexp2_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_self_f16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_f16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_self_bf16(grad, other, self):
+    return f32_to_bf16(_s__bw_logaddexp2_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_self_bf16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_self_bf16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other(grad, self, other):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    return grad / (1 + _s_exp2(self - other))
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_logaddexp2_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_other_f16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_f16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_other_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw_logaddexp2_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_logaddexp2_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw_logaddexp2_other_bf16(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw_logaddexp2_other_bf16(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw_logaddexp2_other_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

@@ -1244,6 +1244,39 @@ def legendre_p(x, n):
     return q
 
 
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
+
+
 BLOCK = 256  # the most threads per block of the reduction and scan kernels
 TILE = 16  # matmul tile edge (TILE x TILE threads per block)
 
@@ -5965,6 +5998,238 @@ def _polygamma_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
         out[po] = _s__polygamma(a0[p0], order)
 
 
+@cuda.jit(device=True, inline=True)
+def _s_signbit(self):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0
+    return copysign(1.0, self) < 0
+
+
+@cuda.jit
+def signbit_contig(out, a0):
+    # ops.yaml: signbit
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_signbit(a0[i])
+
+
+@cuda.jit
+def signbit_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_signbit(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isneginf(self):
+    # ops.yaml: isneginf -- self == -inf
+    return self == -inf
+
+
+@cuda.jit
+def isneginf_contig(out, a0):
+    # ops.yaml: isneginf
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isneginf(a0[i])
+
+
+@cuda.jit
+def isneginf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isneginf(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isposinf(self):
+    # ops.yaml: isposinf -- self == inf
+    return self == inf
+
+
+@cuda.jit
+def isposinf_contig(out, a0):
+    # ops.yaml: isposinf
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isposinf(a0[i])
+
+
+@cuda.jit
+def isposinf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isposinf(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__heaviside(self, values):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
+    return values if self == 0 else (1 if self > 0 else 0)
+
+
+@cuda.jit
+def _heaviside_contig(out, a0, a1):
+    # ops.yaml: _heaviside
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__heaviside(a0[i], a1[i])
+
+
+@cuda.jit
+def _heaviside_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__heaviside(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_gcd(self, other):
+    # ops.yaml: gcd -- gcd(self, other)
+    return gcd(self, other)
+
+
+@cuda.jit
+def gcd_contig(out, a0, a1):
+    # ops.yaml: gcd
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_gcd(a0[i], a1[i])
+
+
+@cuda.jit
+def gcd_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: gcd
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_gcd(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_lcm(self, other):
+    # ops.yaml: lcm -- lcm(self, other)
+    return lcm(self, other)
+
+
+@cuda.jit
+def lcm_contig(out, a0, a1):
+    # ops.yaml: lcm
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_lcm(a0[i], a1[i])
+
+
+@cuda.jit
+def lcm_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: lcm
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_lcm(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_logaddexp2(self, other):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other)
+    return logaddexp2(self, other)
+
+
+@cuda.jit
+def logaddexp2_contig(out, a0, a1):
+    # ops.yaml: logaddexp2
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_logaddexp2(a0[i], a1[i])
+
+
+@cuda.jit
+def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_logaddexp2(a0[p0], a1[p1])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -10054,6 +10319,78 @@ def _bw__polygamma_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
         out[po] = _s__bw__polygamma_self(a0[p0], a1[p1], order)
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_self(grad, other, self):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    return grad / (1 + _s_exp2(other - self))
+
+
+@cuda.jit
+def _bw_logaddexp2_self_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_self(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_self(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_other(grad, self, other):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    return grad / (1 + _s_exp2(self - other))
+
+
+@cuda.jit
+def _bw_logaddexp2_other_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_other(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_other(a0[p0], a1[p1], a2[p2])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -10809,6 +11146,26 @@ def logcumsumexp_scan_serial(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@cuda.jit(device=True, inline=True)
+def _c_nansum(acc, x):
+    # ops.yaml: nansum -- combine: acc if x != x else acc + x
+    return acc if x != x else acc + x
+
+
+@cuda.jit
+def nansum_reduce_serial(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum -- one thread per output row: neighbouring threads read neighbouring elements
+    # when the reduced axis is the outer one. (Its partial results cannot be merged: no tree kernel.)
+    for m in range(cuda.grid(1), M, cuda.gridsize(1)):
+        base = off + m * sm
+        a = acc[m]
+        if start == 1:
+            a = x[base]
+        for k in range(start, K):
+            a = _c_nansum(a, x[base + k * sk])
+        acc[m] = a
+
+
 # ---------------------------------------------------------------------- matmul
 
 
@@ -11027,6 +11384,13 @@ KERNELS = {
     'special_legendre_polynomial_p': dict(kind='elementwise', op='special_legendre_polynomial_p', tensors=('self', 'n'), scalars=(),
         kernels=('contig', 'strided')),
     '_polygamma': dict(kind='elementwise', op='_polygamma', tensors=('self',), scalars=('order',), kernels=('contig', 'strided')),
+    'signbit': dict(kind='elementwise', op='signbit', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'isneginf': dict(kind='elementwise', op='isneginf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'isposinf': dict(kind='elementwise', op='isposinf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    '_heaviside': dict(kind='elementwise', op='_heaviside', tensors=('self', 'values'), scalars=(), kernels=('contig', 'strided')),
+    'gcd': dict(kind='elementwise', op='gcd', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'lcm': dict(kind='elementwise', op='lcm', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -11189,6 +11553,10 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw__polygamma_self': dict(kind='elementwise', op='_polygamma', tensors=('grad', 'self'), scalars=('order',),
         kernels=('contig', 'strided')),
+    '_bw_logaddexp2_self': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'other', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
@@ -11201,5 +11569,6 @@ KERNELS = {
     'count_nonzero': dict(kind='reduction', op='count_nonzero', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'cumprod': dict(kind='scan', op='cumprod', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
     'logcumsumexp': dict(kind='scan', op='logcumsumexp', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
+    'nansum': dict(kind='reduction', op='nansum', tensors=('self',), scalars=(), kernels=('reduce_serial',)),
     'matmul': dict(kind='matmul', op='matmul', tensors=('self', 'other'), scalars=(), kernels=('tiled',)),
 }

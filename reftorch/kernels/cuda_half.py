@@ -1244,6 +1244,39 @@ def legendre_p(x, n):
     return q
 
 
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def gcd(a, b):
+    # torch.gcd: Euclid's algorithm on the absolute values; gcd(0, 0) is 0
+    x = np.int64(a)
+    y = np.int64(b)
+    x = -x if x < 0 else x
+    y = -y if y < 0 else y
+    while x != 0:
+        c = x
+        x = y % x
+        y = c
+    return y
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def lcm(a, b):
+    # torch.lcm: |a / gcd * b| (0 when both are 0), wrapping in the integer type as PyTorch's does
+    g = gcd(a, b)
+    if g == 0:
+        return g
+    r = np.int64(a) // g * np.int64(b)
+    return -r if r < 0 else r
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def logaddexp2(a, b):
+    # torch.logaddexp2: log2(2**a + 2**b) without overflow; equal infinities give themselves
+    if (a == inf and b == inf) or (a == -inf and b == -inf):
+        return a
+    m = b if a < b else a
+    return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
+
+
 # ---------------------------------------------------------------- float16 / bfloat16 on CUDA (DESIGN §5)
 # 16-bit cuda tensors are uint16 device arrays of bit patterns; the kernels load them to float32, compute
 # in float32 and store with round-to-nearest-even. The conversions are the integer ones of
@@ -11133,6 +11166,354 @@ def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
         out[po] = _s__polygamma_bf16(a0[p0], order)
 
 
+@cuda.jit(device=True, inline=True)
+def _s_signbit(self):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0
+    return copysign(1.0, self) < 0
+
+
+@cuda.jit(device=True, inline=True)
+def _s_signbit_f16(self):
+    return _s_signbit(f16_to_f32(self))
+
+
+@cuda.jit
+def signbit_f16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_signbit_f16(a0[i])
+
+
+@cuda.jit
+def signbit_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_signbit_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_signbit_bf16(self):
+    return _s_signbit(bf16_to_f32(self))
+
+
+@cuda.jit
+def signbit_bf16_contig(out, a0):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_signbit_bf16(a0[i])
+
+
+@cuda.jit
+def signbit_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: signbit -- copysign(1.0, self) < 0 [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_signbit_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isneginf(self):
+    # ops.yaml: isneginf -- self == -inf
+    return self == -inf
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isneginf_f16(self):
+    return _s_isneginf(f16_to_f32(self))
+
+
+@cuda.jit
+def isneginf_f16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isneginf_f16(a0[i])
+
+
+@cuda.jit
+def isneginf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isneginf_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isneginf_bf16(self):
+    return _s_isneginf(bf16_to_f32(self))
+
+
+@cuda.jit
+def isneginf_bf16_contig(out, a0):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isneginf_bf16(a0[i])
+
+
+@cuda.jit
+def isneginf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isneginf -- self == -inf [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isneginf_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isposinf(self):
+    # ops.yaml: isposinf -- self == inf
+    return self == inf
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isposinf_f16(self):
+    return _s_isposinf(f16_to_f32(self))
+
+
+@cuda.jit
+def isposinf_f16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isposinf_f16(a0[i])
+
+
+@cuda.jit
+def isposinf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isposinf_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_isposinf_bf16(self):
+    return _s_isposinf(bf16_to_f32(self))
+
+
+@cuda.jit
+def isposinf_bf16_contig(out, a0):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_isposinf_bf16(a0[i])
+
+
+@cuda.jit
+def isposinf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: isposinf -- self == inf [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_isposinf_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__heaviside(self, values):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
+    return values if self == 0 else (1 if self > 0 else 0)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__heaviside_f16(self, values):
+    return f32_to_f16(_s__heaviside(f16_to_f32(self), f16_to_f32(values)))
+
+
+@cuda.jit
+def _heaviside_f16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__heaviside_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _heaviside_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__heaviside_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__heaviside_bf16(self, values):
+    return f32_to_bf16(_s__heaviside(bf16_to_f32(self), bf16_to_f32(values)))
+
+
+@cuda.jit
+def _heaviside_bf16_contig(out, a0, a1):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__heaviside_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _heaviside_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__heaviside_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_logaddexp2(self, other):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other)
+    return logaddexp2(self, other)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_logaddexp2_f16(self, other):
+    return f32_to_f16(_s_logaddexp2(f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def logaddexp2_f16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_logaddexp2_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def logaddexp2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_logaddexp2_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_logaddexp2_bf16(self, other):
+    return f32_to_bf16(_s_logaddexp2(bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def logaddexp2_bf16_contig(out, a0, a1):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_logaddexp2_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: logaddexp2 -- logaddexp2(self, other) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s_logaddexp2_bf16(a0[p0], a1[p1])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -19780,6 +20161,158 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
         out[po] = _s__bw__polygamma_self_bf16(a0[p0], a1[p1], order)
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_self(grad, other, self):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
+    return grad / (1 + _s_exp2(other - self))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_self_f16(grad, other, self):
+    return f32_to_f16(_s__bw_logaddexp2_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_logaddexp2_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_self_bf16(grad, other, self):
+    return f32_to_bf16(_s__bw_logaddexp2_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw_logaddexp2_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_other(grad, self, other):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
+    return grad / (1 + _s_exp2(self - other))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_other_f16(grad, self, other):
+    return f32_to_f16(_s__bw_logaddexp2_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_logaddexp2_other_f16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_other_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_other_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_logaddexp2_other_bf16(grad, self, other):
+    return f32_to_bf16(_s__bw_logaddexp2_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
+
+
+@cuda.jit
+def _bw_logaddexp2_other_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_logaddexp2_other_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw_logaddexp2_other_bf16(a0[p0], a1[p1], a2[p2])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -21175,6 +21708,42 @@ def logcumsumexp_bf16_scan_serial(x, off, M, sm, K, sk, out, acc0):
             out[m * K + k] = a
 
 
+@cuda.jit(device=True, inline=True)
+def _c_nansum(acc, x):
+    # ops.yaml: nansum -- combine: acc if x != x else acc + x
+    return acc if x != x else acc + x
+
+
+@cuda.jit
+def nansum_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum -- one thread per output row: neighbouring threads read neighbouring elements
+    # when the reduced axis is the outer one. (Its partial results cannot be merged: no tree kernel.)
+    for m in range(cuda.grid(1), M, cuda.gridsize(1)):
+        base = off + m * sm
+        a = acc[m]
+        if start == 1:
+            a = f16_to_f32(x[base])
+        for k in range(start, K):
+            a = _c_nansum(a, f16_to_f32(x[base + k * sk]))
+        acc[m] = a
+
+
+
+
+@cuda.jit
+def nansum_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
+    # ops.yaml: nansum -- one thread per output row: neighbouring threads read neighbouring elements
+    # when the reduced axis is the outer one. (Its partial results cannot be merged: no tree kernel.)
+    for m in range(cuda.grid(1), M, cuda.gridsize(1)):
+        base = off + m * sm
+        a = acc[m]
+        if start == 1:
+            a = bf16_to_f32(x[base])
+        for k in range(start, K):
+            a = _c_nansum(a, bf16_to_f32(x[base + k * sk]))
+        acc[m] = a
+
+
 # ---------------------------------------------------------------------- matmul
 
 
@@ -21412,6 +21981,11 @@ KERNELS = {
     'special_legendre_polynomial_p': dict(kind='elementwise', op='special_legendre_polynomial_p', tensors=('self', 'n'), scalars=(),
         kernels=('contig', 'strided')),
     '_polygamma': dict(kind='elementwise', op='_polygamma', tensors=('self',), scalars=('order',), kernels=('contig', 'strided')),
+    'signbit': dict(kind='elementwise', op='signbit', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'isneginf': dict(kind='elementwise', op='isneginf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'isposinf': dict(kind='elementwise', op='isposinf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    '_heaviside': dict(kind='elementwise', op='_heaviside', tensors=('self', 'values'), scalars=(), kernels=('contig', 'strided')),
+    'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -21574,6 +22148,10 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw__polygamma_self': dict(kind='elementwise', op='_polygamma', tensors=('grad', 'self'), scalars=('order',),
         kernels=('contig', 'strided')),
+    '_bw_logaddexp2_self': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'other', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
+        kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
@@ -21586,5 +22164,6 @@ KERNELS = {
     'count_nonzero': dict(kind='reduction', op='count_nonzero', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
     'cumprod': dict(kind='scan', op='cumprod', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
     'logcumsumexp': dict(kind='scan', op='logcumsumexp', tensors=('self',), scalars=(), kernels=('scan', 'scan_serial')),
+    'nansum': dict(kind='reduction', op='nansum', tensors=('self',), scalars=(), kernels=('reduce_serial',)),
     'matmul': dict(kind='matmul', op='matmul', tensors=('self', 'other'), scalars=(), kernels=('tiled',)),
 }

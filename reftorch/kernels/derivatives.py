@@ -2391,3 +2391,90 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     if needs[2]:
         g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
     return g
+
+
+def logaddexp2_backward(F, grads, saved, needs, fused):
+    # ops.yaml: logaddexp2
+    grad = grads[0]
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: grad / (1 + exp2(other - self))
+    if needs[0]:
+        g[0] = F._fused('_bw_logaddexp2_self', (grad, other, self,), ()) if fused else grad / (1 + F.exp2(other - self))
+    # other: grad / (1 + exp2(self - other))
+    if needs[1]:
+        g[1] = F._fused('_bw_logaddexp2_other', (grad, self, other,), ()) if fused else grad / (1 + F.exp2(self - other))
+    return g
+
+
+def _nextafter_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _nextafter
+    grad = grads[0]
+    g = [None] * 2
+    # self: grad
+    if needs[0]:
+        g[0] = grad
+    # other: zeros_like(grad)
+    if needs[1]:
+        g[1] = F.zeros_like(grad)
+    return g
+
+
+def _frexp_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _frexp
+    results = saved['results']
+    g = [None] * 1
+    # self: grads[0] / exp2(results[1])
+    if needs[0]:
+        g[0] = grads[0] / F.exp2(results[1])
+    return g
+
+
+def nansum_backward(F, grads, saved, needs, fused):
+    # ops.yaml: nansum
+    grad = grads[0]
+    dim = saved['dim']
+    keepdim = saved['keepdim']
+    self = saved['self']
+    g = [None] * 1
+    # self: where(isnan(self), 0.0, expand_reduced(grad, self.shape, dim, keepdim))
+    if needs[0]:
+        g[0] = F.where(F.isnan(self), 0.0, F.expand_reduced(grad, self.shape, dim, keepdim))
+    return g
+
+
+def _median_along_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _median_along
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
+
+
+def _kthvalue_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _kthvalue
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
+
+
+def _mode_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _mode
+    dim = saved['dim']
+    results = saved['results']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: scatter_add(zeros(self.shape, dtype=grads[0].dtype), dim, results[1], grads[0])
+    if needs[0]:
+        g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
+    return g
