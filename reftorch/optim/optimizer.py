@@ -7,6 +7,7 @@ layout is PyTorch's: parameters are replaced by their index in the order of the 
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
@@ -242,3 +243,37 @@ def _check_fused(fused):
     if fused:
         raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
                            "devices: ['cuda']; reftorch runs on the cpu")
+
+
+def _use_grad_for_differentiable(step):
+    """Run `step` with autograd on only when the optimizer is `differentiable` (as PyTorch does), so that a
+    differentiable optimizer's update can be backpropagated through; otherwise under no_grad."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        previous = torch.is_grad_enabled()
+        try:
+            torch.set_grad_enabled(bool(self.defaults.get("differentiable", False)))
+            return step(self, *args, **kwargs)
+        finally:
+            torch.set_grad_enabled(previous)
+
+    return wrapper
+
+
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
+
+
+def _check_capturable(tensors, supports_xla=True):
+    """capturable=True keeps step counts on the parameters' device for CUDA graphs; PyTorch refuses it elsewhere."""
+    devices = _CAPTURABLE_DEVICES + (["xla"] if supports_xla else [])
+    if not all(t.device.type in devices for t in tensors):
+        raise AssertionError(f"If capturable=True, params and state_steps must be on supported devices: {devices}.")
+
+
+def _check_lr(lr):
+    if isinstance(lr, torch.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    return lr.item() if isinstance(lr, torch.Tensor) else lr
