@@ -51,7 +51,10 @@ class Adadelta(Optimizer):
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
-                delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+                delta = acc_delta.add(eps).sqrt_()
+                if group["differentiable"]:
+                    delta = delta.clone()       # sqrt_'s backward needs its output unchanged
+                delta.div_(std).mul_(grad)
                 acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
                 p.add_(delta, alpha=-lr)
         return loss

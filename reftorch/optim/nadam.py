@@ -72,7 +72,16 @@ class NAdam(Optimizer):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denom = exp_avg_sq.div(1 - beta2 ** step).sqrt().add_(eps)
+                second = exp_avg_sq.clone() if group["differentiable"] else exp_avg_sq    # (as for exp_avg below)
+                denom = second.div(1 - beta2 ** step).sqrt()
+                if group["differentiable"]:
+                    # out of place, and with the coefficients as tensors, so that autograd records them
+                    denom = denom.add(eps)
+                    p.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+                    # (a clone: reftorch's mul saves both operands, and exp_avg moves in place next step)
+                    p.addcdiv_(exp_avg.clone() * (-lr * mu_next / (1.0 - mu_product * mu_next)), denom)
+                    continue
+                denom.add_(eps)
                 product = mu_product.item()
                 p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - product))
                 p.addcdiv_(exp_avg, denom, value=-lr * mu_next / (1.0 - product * mu_next))

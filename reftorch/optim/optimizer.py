@@ -228,9 +228,11 @@ def _int_key(k):
     return k
 
 
-def _scalar_step():
-    """The `step` counter of a parameter's state: a 0-d float32 tensor, as in PyTorch."""
-    return torch.tensor(0.0, dtype=torch.float32)
+def _scalar_step(fused=False):
+    """The `step` counter of a parameter's state: a 0-d tensor, as in PyTorch (float32, or float64 when that is
+    the default dtype and the optimizer is not fused)."""
+    dtype = torch.float64 if not fused and torch.get_default_dtype() == torch.float64 else torch.float32
+    return torch.tensor(0.0, dtype=dtype)
 
 
 def _bump(step_t):
@@ -239,10 +241,23 @@ def _bump(step_t):
     return step_t.item()
 
 
-def _check_fused(fused):
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _check_fused(fused, foreach=None, differentiable=False):
+    """fused=True picks the single-pass kernels (reftorch's generated ones where it has them; the same
+    update either way); PyTorch refuses it with differentiable or foreach."""
     if fused:
-        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
-                           "devices: ['cuda']; reftorch runs on the cpu")
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p):
+    if not (p.device.type in _FUSED_DEVICES and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
 
 
 def _use_grad_for_differentiable(step):

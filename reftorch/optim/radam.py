@@ -55,12 +55,15 @@ class RAdam(Optimizer):
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
-                corrected = exp_avg / bias_correction1
+                # differentiable: a clone, as reftorch's div saves its operand and exp_avg moves in place next step
+                corrected = (exp_avg.clone() if group["differentiable"] else exp_avg) / bias_correction1
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                    root = exp_avg_sq.sqrt()
+                    root = root.add(eps) if group["differentiable"] else root.add_(eps)
+                    adaptive = (bias_correction2 ** 0.5) / root
                     p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
                 else:
                     p.add_(corrected * lr, alpha=-1.0)
