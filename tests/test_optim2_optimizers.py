@@ -19,7 +19,8 @@ Y = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [-1.0, 2.0]], dtype=np.float32
 
 # torch 2.13 results (side-by-side script: optimizers on a fixed least-squares + quartic problem)
 # each case: optimizer, options, steps, final [weight (2x3) ravelled, bias (2)], the loss step() returned
-TORCH_RUNS = [['SGD', {'lr': 0.05}, 6, [0.4902787, -0.5867371, 0.0921517, 0.9645904, 0.0867995, -0.2667454, 0.2013918, 0.0379004],
+TORCH_RUNS = \
+[['SGD', {'lr': 0.05}, 6, [0.4902787, -0.5867371, 0.0921517, 0.9645904, 0.0867995, -0.2667454, 0.2013918, 0.0379004],
   [4.475617, 3.738354, 3.1843, 2.753944, 2.411272, 2.133095]],
  ['SGD', {'lr': 0.05, 'momentum': 0.9}, 6,
   [0.4361754, 0.1348834, -0.1806832, 0.0384943, -0.2583376, 0.4943443, 0.3536384, 0.4920809],
@@ -144,7 +145,8 @@ TORCH_RUNS = [['SGD', {'lr': 0.05}, 6, [0.4902787, -0.5867371, 0.0921517, 0.9645
   [4.475617, 3.628382, 3.140599, 2.794042, 2.526057, 2.308915]]]
 
 # differentiable=True: the parameter after 3 steps and d(sum p^2)/d(initial weights), torch 2.13
-TORCH_DIFFERENTIABLE = [['SGD', {'lr': 0.1, 'momentum': 0.9, 'nesterov': True, 'weight_decay': 0.1}, [-0.0941653, 0.3119089, -0.038224],
+TORCH_DIFFERENTIABLE = \
+[['SGD', {'lr': 0.1, 'momentum': 0.9, 'nesterov': True, 'weight_decay': 0.1}, [-0.0941653, 0.3119089, -0.038224],
   [-0.019501, 0.028152, -0.01048]],
  ['SGD', {'lr': 0.1, 'maximize': True}, [0.9531222, -2.6993299, 0.4423883], [4.377957, -29.722784, 1.640868]],
  ['Adam', {'lr': 0.1}, [0.2060186, -0.7029895, -0.029585], [0.405257, -1.402855, -0.048965]],

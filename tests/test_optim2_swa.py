@@ -92,7 +92,8 @@ def test_update_bn_restores_momentum_and_mode():
 def test_errors_are_torchs():
     with pytest.raises(AssertionError, match="^Only one of avg_fn and multi_avg_fn should be provided$"):
         sw.AveragedModel(_model(), avg_fn=sw.get_swa_avg_fn(), multi_avg_fn=sw.get_swa_multi_avg_fn())
-    with pytest.raises(ValueError, match=r"^Invalid decay value 1.5 provided. Please provide a value in \[0,1\] range.$"):
+    with pytest.raises(ValueError,
+                       match=r"^Invalid decay value 1.5 provided. Please provide a value in \[0,1\] range.$"):
         sw.get_ema_multi_avg_fn(1.5)
     opt = torch.optim.SGD(_model().parameters(), lr=0.1)
     with pytest.raises(ValueError, match="^anneal_strategy must be one of 'cos' or 'linear', instead got exp$"):

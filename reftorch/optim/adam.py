@@ -68,7 +68,8 @@ class Adam(Optimizer):
                 self._differentiable_step(group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled)
                 continue
             if not amsgrad and group["foreach"] is not False and all(
-                    p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES and (p.grad is None or p.grad.dtype == p.dtype)
+                    p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES
+                    and (p.grad is None or p.grad.dtype == p.dtype)
                     for p in group["params"]):
                 self._multi_tensor_step(group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled)
                 continue
