@@ -317,3 +317,33 @@ def test_warm_restarts_fractional_epochs_hit_the_restart_points():
         sched.step(epoch)
         assert (sched.T_cur, sched.T_i) == (t_cur, t_i)
     assert sched.get_last_lr() == [1.0, 0.5]     # a restart: back to the initial rates
+
+
+# torch 2.13's state_dict keys (the scheduler's attributes less the optimizer)
+STATE_KEYS = {
+    "OneCycleLR_cos": ["_get_lr_called_within_step", "_is_initial", "_last_lr", "_schedule_phases", "_step_count",
+                       "_anneal_func_type", "base_lrs", "cycle_momentum", "last_epoch", "total_steps", "use_beta1"],
+    "SequentialLR": ["_last_lr", "_milestones", "_schedulers", "last_epoch"],
+    "ChainedScheduler": ["_last_lr", "_schedulers"],
+    "CAWR": ["T_0", "T_cur", "T_i", "T_mult", "_get_lr_called_within_step", "_is_initial", "_last_lr", "_step_count",
+             "base_lrs", "eta_min", "last_epoch"],
+}
+
+
+@pytest.mark.parametrize("name", list(STATE_KEYS))
+def test_state_dict_keys_are_torchs(name):
+    state = MAKERS[name](_optimizer()).state_dict()
+    assert set(state) == set(STATE_KEYS[name])
+
+
+def test_reduce_lr_on_plateau_sequence_and_keys_match_torch():
+    opt = _optimizer()
+    sched = S.ReduceLROnPlateau(opt, patience=1, factor=0.5, cooldown=1, threshold=0.1)
+    lrs = []
+    for metric in [1.0, 0.95, 0.94, 0.93, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6]:
+        sched.step(metric)
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == [1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125]     # torch 2.13's
+    assert sorted(sched.state_dict()) == ["_last_lr", "best", "cooldown", "cooldown_counter", "default_min_lr", "eps",
+                                          "factor", "last_epoch", "min_lrs", "mode", "mode_worse", "num_bad_epochs",
+                                          "patience", "threshold", "threshold_mode"]

@@ -350,7 +350,7 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self.anneal_strategy = anneal_strategy
+        self._anneal_func_type = anneal_strategy      # torch's attribute name (state_dicts carry it)
 
         n = float(self.total_steps)
         if three_phase:
@@ -395,7 +395,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):
-        if self.anneal_strategy == "cos":
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -456,7 +456,6 @@ class ReduceLROnPlateau(LRScheduler):
         else:
             self.default_min_lr = min_lr
             self.min_lrs = [min_lr] * len(optimizer.param_groups)
-        self._step_count = 0
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps
