@@ -422,3 +422,20 @@ def test_new_optimizers_keep_accepting_warnings_free_construction():
         warnings.simplefilter("error")
         for cls in ["NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD", "LBFGS", "SparseAdam"]:
             getattr(torch.optim, cls)([_param()])
+
+
+@pytest.mark.parametrize("cls", ["Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+                                 "ASGD"])
+def test_foreach_with_differentiable_raises_torchs_assertion(cls):
+    p = torch.tensor([1.0, 2.0], requires_grad=True).clone()
+    p.grad = torch.ones(2)
+    opt = getattr(torch.optim, cls)([p], foreach=True, differentiable=True)
+    _raises(AssertionError, "_foreach ops don't support autograd", opt.step)
+    assert p.tolist() == [1.0, 2.0]
+
+
+def test_sgd_foreach_with_differentiable_steps():
+    p = torch.tensor([1.0, 2.0], requires_grad=True).clone()
+    p.grad = torch.ones(2)
+    torch.optim.SGD([p], lr=0.5, foreach=True, differentiable=True).step()
+    assert p.tolist() == [0.5, 1.5] and p.grad_fn is not None

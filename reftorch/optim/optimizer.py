@@ -40,6 +40,8 @@ class Optimizer:
     group ({"params": [...], "lr": ...}); options a group leaves out come from `defaults`.
     """
 
+    _foreach_differentiable = False     # whether foreach=True may go with differentiable=True (SGD's may)
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         if isinstance(params, torch.Tensor):
@@ -266,6 +268,10 @@ def _use_grad_for_differentiable(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if not self._foreach_differentiable and any(g.get("foreach") and g.get("differentiable")
+                                                    for g in self.param_groups):
+            # PyTorch's multi-tensor kernels have no derivatives; reftorch refuses the pair as it does
+            raise AssertionError("_foreach ops don't support autograd")
         previous = torch.is_grad_enabled()
         try:
             torch.set_grad_enabled(bool(self.defaults.get("differentiable", False)))

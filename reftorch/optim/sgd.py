@@ -16,6 +16,8 @@ class SGD(Optimizer):
         p <- p - lr * g
     """
 
+    _foreach_differentiable = True
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr < 0.0:
