@@ -439,3 +439,53 @@ def test_sgd_foreach_with_differentiable_steps():
     p.grad = torch.ones(2)
     torch.optim.SGD([p], lr=0.5, foreach=True, differentiable=True).step()
     assert p.tolist() == [0.5, 1.5] and p.grad_fn is not None
+
+
+class _CooGrad:
+    """A stand-in for a sparse COO gradient (reftorch has no sparse tensors yet): what SparseAdam reads."""
+    is_sparse = True
+
+    def __init__(self, rows, values):
+        self.rows, self.values = rows, np.asarray(values, dtype=np.float32)
+
+    def coalesce(self):
+        merged = {}
+        for r, v in zip(self.rows, self.values):
+            merged[r] = merged.get(r, 0) + v
+        rows = sorted(merged)
+        return _CooGrad(rows, [merged[r] for r in rows])
+
+    def _indices(self):
+        return torch.tensor([self.rows])
+
+    def _values(self):
+        return torch.tensor(self.values)
+
+
+class _ParamWithCooGrad:
+    def __init__(self, tensor, grad):
+        self.tensor, self.grad = tensor, grad
+
+    def __getitem__(self, where):
+        return self.tensor[where]
+
+    def __setitem__(self, where, value):
+        self.tensor[where] = value
+
+
+def test_sparse_adam_update_on_the_touched_rows_matches_torch():
+    p = torch.tensor([[0.5, -1.0, 0.25], [1.5, 0.3, -0.7], [0.1, 0.2, 0.3], [-0.4, 0.9, 1.1]])
+    state = {"step": 0, "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+    for rows, vals in [([0, 2], [[1.0, -2.0, 0.5], [0.3, 0.3, -0.1]]),
+                       ([2, 3, 2], [[0.5, 0.5, 0.5], [-1.0, 2.0, 0.0], [0.1, -0.2, 0.4]])]:
+        state["step"] += 1
+        torch.optim.SparseAdam._update(_ParamWithCooGrad(p, _CooGrad(rows, vals)), state, 0.1, 0.9, 0.999, 1e-8,
+                                       False)
+    # torch 2.13 with real sparse_coo_tensor gradients (row 2 listed twice in the second one: summed)
+    np.testing.assert_allclose(p.numpy(), [[0.4, -0.9, 0.15], [1.5, 0.3, -0.7], [-0.09651805, 2.0116568e-07, 0.3334366],
+                                           [-0.32558635, 0.8255863, 1.1]], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state["exp_avg"].numpy(), [[0.1, -0.2, 0.05], [0, 0, 0], [0.087, 0.057, 0.081],
+                                                          [-0.1, 0.2, 0.0]], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(state["exp_avg_sq"].numpy(), [[0.001, 0.004, 0.00025], [0, 0, 0],
+                                                             [0.00044991, 0.00017991, 0.00081999],
+                                                             [0.001, 0.004, 0.0]], rtol=1e-5, atol=1e-9)
