@@ -68,7 +68,8 @@ class RMSprop(Optimizer):
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
-                avg = avg.add_(eps)
+                # out of place when autograd records the step: sqrt's backward needs its output
+                avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
                     buf.mul_(momentum).addcdiv_(grad, avg)
