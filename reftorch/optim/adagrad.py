@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .optimizer import Optimizer, _bump, _check_fused, _scalar_step
+from .optimizer import Optimizer, _bump, _check_fused, _check_fused_param, _use_grad_for_differentiable, _scalar_step
 
 
 class Adagrad(Optimizer):
@@ -27,27 +27,29 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_fused(fused)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
         # Adagrad creates its state up front (PyTorch does too), so state_dict() is complete before a step
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
-                state["step"] = _scalar_step()
+                state["step"] = _scalar_step(group["fused"])
                 state["sum"] = torch.full_like(p, group["initial_accumulator_value"])
 
-    @torch.no_grad()
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._run_closure(closure)
         for group in self.param_groups:
             lr, lr_decay, eps, weight_decay = group["lr"], group["lr_decay"], group["eps"], group["weight_decay"]
             for p, grad in self._params_with_grad(group):
+                if group["fused"]:
+                    _check_fused_param(p)
                 state = self.state[p]
                 if not state:       # a group added by add_param_group after construction
-                    state["step"] = _scalar_step()
+                    state["step"] = _scalar_step(group["fused"])
                     state["sum"] = torch.full_like(p, group["initial_accumulator_value"])
                 if group["maximize"]:
                     grad = -grad
@@ -56,6 +58,7 @@ class Adagrad(Optimizer):
                     grad = grad.add(p, alpha=weight_decay)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state["sum"].addcmul_(grad, grad, value=1)
-                std = state["sum"].sqrt().add_(eps)
+                # out of place when autograd records the step: sqrt's backward needs its output
+                std = state["sum"].sqrt() + eps if group["differentiable"] else state["sum"].sqrt().add_(eps)
                 p.addcdiv_(grad, std, value=-clr)
         return loss

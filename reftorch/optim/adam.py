@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .optimizer import Optimizer, _bump, _check_fused, _scalar_step
+from .optimizer import (Optimizer, _bump, _check_capturable, _check_fused, _check_fused_param, _scalar_step,
+                        _use_grad_for_differentiable)
 
 _FOREACH_DTYPES = (torch.float32, torch.float64)    # the dtypes the multi-tensor step (ops.yaml: _adam_step) takes
 
@@ -34,23 +35,27 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        _check_fused(fused)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
-    def _init_state(self, p, amsgrad):
+    def _init_state(self, p, amsgrad, group):
+        if group["fused"]:
+            _check_fused_param(p)
+        if group["capturable"]:
+            _check_capturable([p])
         state = self.state[p]
         if len(state) == 0:
-            state["step"] = _scalar_step()
+            state["step"] = _scalar_step(group["fused"])
             state["exp_avg"] = torch.zeros_like(p)
             state["exp_avg_sq"] = torch.zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = torch.zeros_like(p)
         return state
 
-    @torch.no_grad()
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._run_closure(closure)
         for group in self.param_groups:
@@ -59,13 +64,17 @@ class Adam(Optimizer):
             maximize, decoupled = bool(group["maximize"]), bool(group["decoupled_weight_decay"])
             lr, eps, weight_decay = float(lr), float(eps), float(weight_decay)
             beta1, beta2 = float(beta1), float(beta2)
+            if group["differentiable"]:
+                self._differentiable_step(group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled)
+                continue
             if not amsgrad and group["foreach"] is not False and all(
-                    p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES and (p.grad is None or p.grad.dtype == p.dtype)
+                    p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES
+                    and (p.grad is None or p.grad.dtype == p.dtype)
                     for p in group["params"]):
                 self._multi_tensor_step(group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled)
                 continue
             for p, grad in self._params_with_grad(group):
-                state = self._init_state(p, amsgrad)
+                state = self._init_state(p, amsgrad, group)
                 step = _bump(state["step"])
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 # three generated kernels (ops.yaml: _adam_*), each one pass over one buffer, in place of a
@@ -82,6 +91,32 @@ class Adam(Optimizer):
                                eps)
         return loss
 
+    def _differentiable_step(self, group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled):
+        """The update op by op with the public Tensor API (the generated kernels have no derivatives), so that
+        autograd records it; the bias corrections are 0-d tensors of the step count, as in PyTorch's."""
+        for p, grad in self._params_with_grad(group):
+            state = self._init_state(p, group["amsgrad"], group)
+            step_t = state["step"]
+            step_t.add_(1)
+            if maximize:
+                grad = -grad
+            if weight_decay != 0:
+                if decoupled:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    grad = grad.add(p, alpha=weight_decay)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step_size_neg = (lr / (1 - beta1 ** step_t)).neg()
+            bias_correction2_sqrt = (1 - beta2 ** step_t).sqrt()
+            second = exp_avg_sq
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"].copy_(torch.maximum(state["max_exp_avg_sq"].clone(), exp_avg_sq))
+                second = state["max_exp_avg_sq"]
+            denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+            p.addcdiv_(exp_avg.clone(), denom)
+
     def _multi_tensor_step(self, group, beta1, beta2, lr, eps, weight_decay, maximize, decoupled):
         """The group's update as one generated kernel call over all its parameters (ops.yaml: _adam_step) per
         step count (they differ only when some parameters missed steps), with the same bits as the loop above."""
@@ -89,7 +124,7 @@ class Adam(Optimizer):
         for p, grad in self._params_with_grad(group):
             params.append(p)
             grads.append(grad)
-            states.append(self._init_state(p, False))
+            states.append(self._init_state(p, False, group))
         steps = [state["step"] for state in states]
         if all(s.dtype is torch.float32 and s.device.type == "cpu" for s in steps):
             torch._foreach_add_(steps, 1.0)     # every step count in one kernel call

@@ -7,6 +7,7 @@ layout is PyTorch's: parameters are replaced by their index in the order of the 
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
@@ -38,6 +39,8 @@ class Optimizer:
     params: an iterable of tensors, of (name, tensor) pairs, or of dicts each defining a parameter
     group ({"params": [...], "lr": ...}); options a group leaves out come from `defaults`.
     """
+
+    _foreach_differentiable = False     # whether foreach=True may go with differentiable=True (SGD's may)
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -227,9 +230,11 @@ def _int_key(k):
     return k
 
 
-def _scalar_step():
-    """The `step` counter of a parameter's state: a 0-d float32 tensor, as in PyTorch."""
-    return torch.tensor(0.0, dtype=torch.float32)
+def _scalar_step(fused=False):
+    """The `step` counter of a parameter's state: a 0-d tensor, as in PyTorch (float32, or float64 when that is
+    the default dtype and the optimizer is not fused)."""
+    dtype = torch.float64 if not fused and torch.get_default_dtype() == torch.float64 else torch.float32
+    return torch.tensor(0.0, dtype=dtype)
 
 
 def _bump(step_t):
@@ -238,7 +243,58 @@ def _bump(step_t):
     return step_t.item()
 
 
-def _check_fused(fused):
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _check_fused(fused, foreach=None, differentiable=False):
+    """fused=True picks the single-pass kernels (reftorch's generated ones where it has them; the same
+    update either way); PyTorch refuses it with differentiable or foreach."""
     if fused:
-        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
-                           "devices: ['cuda']; reftorch runs on the cpu")
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p):
+    if not (p.device.type in _FUSED_DEVICES and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
+def _use_grad_for_differentiable(step):
+    """Run `step` with autograd on only when the optimizer is `differentiable` (as PyTorch does), so that a
+    differentiable optimizer's update can be backpropagated through; otherwise under no_grad."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if not self._foreach_differentiable and any(g.get("foreach") and g.get("differentiable")
+                                                    for g in self.param_groups):
+            # PyTorch's multi-tensor kernels have no derivatives; reftorch refuses the pair as it does
+            raise AssertionError("_foreach ops don't support autograd")
+        previous = torch.is_grad_enabled()
+        try:
+            torch.set_grad_enabled(bool(self.defaults.get("differentiable", False)))
+            return step(self, *args, **kwargs)
+        finally:
+            torch.set_grad_enabled(previous)
+
+    return wrapper
+
+
+_CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone"]
+
+
+def _check_capturable(tensors, supports_xla=True):
+    """capturable=True keeps step counts on the parameters' device for CUDA graphs; PyTorch refuses it elsewhere."""
+    devices = _CAPTURABLE_DEVICES + (["xla"] if supports_xla else [])
+    if not all(t.device.type in devices for t in tensors):
+        raise AssertionError(f"If capturable=True, params and state_steps must be on supported devices: {devices}.")
+
+
+def _check_lr(lr):
+    if isinstance(lr, torch.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    return lr.item() if isinstance(lr, torch.Tensor) else lr

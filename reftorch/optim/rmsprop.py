@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .optimizer import Optimizer, _bump, _scalar_step
+from .optimizer import Optimizer, _bump, _check_capturable, _scalar_step, _use_grad_for_differentiable
 
 
 class RMSprop(Optimizer):
@@ -45,7 +45,7 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = torch.zeros_like(p)
         return state
 
-    @torch.no_grad()
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._run_closure(closure)
         for group in self.param_groups:
@@ -53,6 +53,8 @@ class RMSprop(Optimizer):
             weight_decay, momentum = group["weight_decay"], group["momentum"]
             for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, group)
+                if group["capturable"]:
+                    _check_capturable([p, state["step"]])
                 if group["maximize"]:
                     grad = -grad
                 _bump(state["step"])
@@ -66,7 +68,8 @@ class RMSprop(Optimizer):
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
-                avg = avg.add_(eps)
+                # out of place when autograd records the step: sqrt's backward needs its output
+                avg = avg.add(eps) if group["differentiable"] else avg.add_(eps)
                 if momentum > 0:
                     buf = state["momentum_buffer"]
                     buf.mul_(momentum).addcdiv_(grad, avg)

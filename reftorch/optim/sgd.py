@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .optimizer import Optimizer, _check_fused
+from .optimizer import Optimizer, _check_fused, _check_fused_param, _use_grad_for_differentiable
 
 
 class SGD(Optimizer):
@@ -16,6 +16,8 @@ class SGD(Optimizer):
         p <- p - lr * g
     """
 
+    _foreach_differentiable = True
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr < 0.0:
@@ -26,19 +28,21 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        _check_fused(fused)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
-    @torch.no_grad()
+    @_use_grad_for_differentiable
     def step(self, closure=None):
         loss = self._run_closure(closure)
         for group in self.param_groups:
             lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
             weight_decay, nesterov = group["weight_decay"], group["nesterov"]
             for p, grad in self._params_with_grad(group):
+                if group["fused"]:
+                    _check_fused_param(p)
                 if group["maximize"]:
                     grad = -grad
                 if weight_decay != 0:
