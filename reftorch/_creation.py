@@ -147,8 +147,6 @@ def _convert(values, shape, dt):
     elif dt.category == 0:
         arr = np.array(values, dtype=np.float64).astype(bool)
     else:
-        if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 64 for v in values):
-            raise ValueError("Overflow when unpacking long long")
         with np.errstate(over="ignore"):
             arr = np.array(values, dtype=np.float64).astype(dt.np)
     return arr.reshape(shape)

@@ -31,7 +31,7 @@ def _g(x):
 class finfo:
     """finfo(dtype=default dtype): bits, eps, max, min, tiny (= smallest_normal), resolution, dtype (its name)."""
 
-    __module__ = "torch"
+    __module__ = "reftorch"
 
     def __init__(self, type=None):
         dt = D.get_default_dtype() if type is None else _dtype_of("finfo", type, True)
@@ -65,7 +65,7 @@ class finfo:
 class iinfo:
     """iinfo(dtype): bits, max, min and dtype (its name) of an integer dtype."""
 
-    __module__ = "torch"
+    __module__ = "reftorch"
 
     def __init__(self, type=None):
         dt = _dtype_of("iinfo", type, True)

@@ -30,13 +30,22 @@ def _options(dt):
             f"pinned_memory=false (default), memory_format=(nullopt))")
 
 
+def _describe(x, deep=False):
+    """An argument's type as PyTorch's argument parser names it (torch.dtype, list of [int] ...)."""
+    if isinstance(x, D.dtype):
+        return "torch.dtype"
+    if deep and isinstance(x, (list, tuple)) and x:
+        return f"{type(x).__name__} of [{', '.join(sorted({_describe(y) for y in x}))}]"
+    return type(x).__name__
+
+
 def _invalid(args, kwargs):
-    got = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()]
+    got = [_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()]
     if kwargs:
         why = f"      didn't match because some of the keywords were incorrect: {', '.join(kwargs)}\n"
     else:
         why = ("      didn't match because some of the arguments have invalid types: ("
-               + ", ".join(f"!{type(a).__name__}!" for a in args) + ")\n")
+               + ", ".join(f"!{_describe(a, True)}!" for a in args) + ")\n")
     return TypeError(f"new() received an invalid combination of arguments - got ({', '.join(got)}), but expected "
                      f"one of:\n" + _OVERLOADS.format(why=why))
 
@@ -50,7 +59,12 @@ def legacy_new(dt, device, typed, args, kwargs):
     """The legacy constructor of dtype dt: (), (Tensor other), (*sizes), (Size), (data), with device= only."""
     kwargs = dict(kwargs)
     dev = kwargs.pop("device", None)
-    for name in ("data", "size", "other"):
+    if "size" in kwargs and not args:
+        size = kwargs.pop("size")
+        args = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+        if not args:
+            return C.empty(0, dtype=dt, device=device)
+    for name in ("data", "other"):
         if name in kwargs and not args:
             args = (kwargs.pop(name),)
     if kwargs:
@@ -103,9 +117,12 @@ class tensortype(type):
         return type.__subclasscheck__(cls, sub)
 
 
+tensortype.__module__ = "reftorch"
+
+
 def _typed(name, dt):
     return tensortype(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False, "layout": "torch.strided",
-                                 "__module__": "torch", "__doc__": f"The legacy constructor of {dt} cpu tensors."})
+                                 "__module__": "reftorch", "__doc__": f"The legacy constructor of {dt} cpu tensors."})
 
 
 TYPES = {name: _typed(name, dt) for name, dt in (

@@ -351,7 +351,7 @@ class TypedStorage(UntypedStorage):
 
 
 STORAGE_TYPES = {name.replace("Tensor", "Storage"): type(name.replace("Tensor", "Storage"), (TypedStorage,),
-                                                           {"__module__": "torch"})
+                                                           {"__module__": "reftorch"})
                  for name in _legacy.TYPES}
 
 

@@ -202,7 +202,8 @@ class Tensor:
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if self.numel() == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -250,6 +251,7 @@ class Tensor:
         return t
 
 
+Tensor.__module__ = "reftorch"      # printed as <class 'reftorch.Tensor'>, where programs import it from
 _new = object.__new__
 _set_requires_grad_slot = Tensor.__dict__["requires_grad"].__set__
 
