@@ -109,3 +109,4 @@ from ._methods_misc import FUNCTIONS as _MISC_FUNCTIONS, STORAGE_TYPES as _STORA
 from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
 globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
 globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
+from . import functional, jit, onnx  # noqa: E402  (torch.functional, TorchScript's entry points, ONNX's)

@@ -334,3 +334,5 @@ def _from_tree(node, tensors):
     if kind == "tuple":
         return tuple(_from_tree(v, tensors) for v in value)
     raise ValueError(f"unknown node kind {kind!r}")
+
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals  # noqa: E402,F401

@@ -3,13 +3,28 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .optimizer import Optimizer, _bump, _check_fused, _scalar_step
+from .optimizer import Optimizer, _bump, _scalar_step
 
 _FOREACH_DTYPES = (torch.float32, torch.float64)    # the dtypes the multi-tensor step (ops.yaml: _adam_step) takes
 
 
+_FUSED_DEVICES = ["cpu", "cuda"]
+
+
+def _check_fused_params(params):
+    """fused=True takes floating-point parameters on a device with fused kernels (PyTorch's check and message)."""
+    for p in params:
+        if not (p.device.type in _FUSED_DEVICES and p.dtype.is_floating_point):
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                               f"devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
 class Adam(Optimizer):
     """Adam: adaptive moment estimation (Kingma & Ba, 2014).
+
+    Every step runs generated fused kernels (ops.yaml: _adam_step over a whole group of float32/float64
+    parameters in one call, else _adam_exp_avg, _adam_exp_avg_sq, _adam_param per parameter), so fused=True
+    is accepted as in torch 2.13 and changes nothing: torch's fused cpu step gives the same bits as its default.
 
     Per parameter, at step t with gradient g (negated when maximize):
         p <- p * (1 - lr * weight_decay)            if decoupled_weight_decay (AdamW)
@@ -34,7 +49,11 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        _check_fused(fused)
+        if fused:       # accepted on cpu and cuda, as torch 2.13 does: the step below is reftorch's fused kernels
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
@@ -59,6 +78,8 @@ class Adam(Optimizer):
             maximize, decoupled = bool(group["maximize"]), bool(group["decoupled_weight_decay"])
             lr, eps, weight_decay = float(lr), float(eps), float(weight_decay)
             beta1, beta2 = float(beta1), float(beta2)
+            if group["fused"]:
+                _check_fused_params(group["params"])
             if not amsgrad and group["foreach"] is not False and all(
                     p.device.type == "cpu" and p.dtype in _FOREACH_DTYPES and (p.grad is None or p.grad.dtype == p.dtype)
                     for p in group["params"]):
