@@ -409,8 +409,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError("step must be nonzero")
     default = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
     dt = _out_dtype("arange", dtype, out, default)
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    arr = (vals[0] + np.arange(n, dtype=np.float64 if dt.category == 2 else np.int64) * vals[2])
+    arr = _arange_values(*vals, dt)
+    n = arr.shape[0]
     t = _finish(arr.astype(dt.np), dt, device if out is None else None, requires_grad)
     if out is not None and out.numel() != n and out.numel() > 0:
         warnings.warn(f"The number of elements in the out tensor of shape [{', '.join(map(str, out._shape))}] is "
@@ -420,12 +420,66 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return _into("arange", out, t)
 
 
+def _arange_values(start, end, step, dt):
+    """PyTorch's arange: the length in double (int64: in integers, from the truncated bounds), the values
+    start + i * step in double (integer dtypes: from the truncated start and step)."""
+    for v in (start, end):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {_num(start)} -> {_num(end)}")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if dt.category == 2:
+        n = math.ceil((end - start) / step)
+        return start + np.arange(n, dtype=np.float64) * step
+    xs, xe, xt = int(start), int(end), int(step)        # C++'s casts: toward zero
+    if dt is D.int64:
+        if xt == 0:
+            raise ValueError("step must be nonzero")
+        sgn = (xt > 0) - (xt < 0)
+        q = xe - xs + xt - sgn
+        n = abs(q) // abs(xt) * (1 if (q >= 0) == (xt > 0) else -1)     # C's truncating division
+    else:
+        n = math.ceil((end - start) / step)
+    return xs + np.arange(max(n, 0), dtype=np.int64) * xt
+
+
+def _num(v):
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     dt = _out_dtype("linspace", dtype, out)
-    t = _finish(np.linspace(float(start), float(end), int(steps)).astype(dt.np), dt, device if out is None else None,
-                requires_grad)
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
+    t = _finish(_linspace_values(*vals, dt), dt, device if out is None else None, requires_grad)
     return _into("linspace", out, t)
+
+
+def _linspace_values(start, end, steps, dt):
+    """PyTorch's cpu linspace: step = (end - start) / (steps - 1) in the dtype (double for integers); the first
+    half counts up from start, the second half down from end."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    steps = int(steps)
+    ty = dt.np.type if dt.category == 2 else np.float64
+    s = ty(start) if dt.category == 2 else np.float64(int(start) if dt.category == 1 else start)
+    e = ty(end) if dt.category == 2 else np.float64(end)
+    if steps <= 1:
+        return np.full(steps, s).astype(dt.np)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = (e - s) / ty(steps - 1)
+        half = steps // 2
+        lo = np.arange(half).astype(ty)
+        hi = (steps - 1 - np.arange(half, steps)).astype(ty)
+        wide = _FMA_WIDE.get(ty) if dt.category == 2 else None      # PyTorch's kernel fuses the multiply-add (one rounding): emulated wider
+        if wide is not None:
+            vals = np.concatenate([wide(s) + wide(step) * lo.astype(wide), wide(e) - wide(step) * hi.astype(wide)])
+        else:
+            vals = np.concatenate([s + step * lo, e - step * hi])
+        return vals.astype(dt.np)
+
+
+_FMA_WIDE = {np.float32: np.float64, np.float64: np.longdouble}
 
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
@@ -551,18 +605,19 @@ def _randint_args(args, kw):
     """randint's overloads: (high, size), (low, high, size), any of them by keyword."""
     names = ("low", "high", "size") if len(args) == 3 or "low" in kw or (len(args) == 2 and "size" in kw) \
         else ("high", "size")
-    got = dict(zip(names, args)) if set(kw) <= {"low", "high", "size"} else None
+    got = dict(zip(names, args)) if set(kw) <= {"low", "high", "size"} and len(args) <= 3 else None
     for k in ("low", "high", "size") if got is not None else ():
         if k in kw and kw[k] is not None:
             if k in got or k not in names:
                 got = None
                 break
             got[k] = kw[k]
-    missing = [k for k in names if got is not None and k not in got]
-    if got is not None and missing and len(missing) < len(names) and not args:
-        raise TypeError(f"randint() missing {len(missing)} required positional argument: "
-                        + ", ".join(f'"{m}"' for m in missing))
-    if got is None or missing or len(args) > 3:
+    if got is not None and not args and kw and "high" not in got:
+        raise TypeError('randint() missing 2 required positional argument: "high", "size"')
+    bad = got is None or any(k not in got for k in names) or \
+        any(isinstance(got[k], (tuple, list)) for k in names[:-1]) or \
+        (len(args) == 3 and not isinstance(got["size"], (tuple, list)))
+    if bad:
         types = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kw.items() if v is not None]
         raise TypeError(f"randint() received an invalid combination of arguments - got ({', '.join(types)}), but "
                         f"expected one of:\n" + _RANDINT_OVERLOADS)

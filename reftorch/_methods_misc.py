@@ -219,9 +219,11 @@ def _share_memory_(self):
 
 def _is_shared(self):
     base = self._storage.data
-    while isinstance(base, np.ndarray) and base.base is not None and isinstance(base.base, np.ndarray):
+    while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
-    return isinstance(getattr(base, "base", None), mmap.mmap) or self.device.type == "cuda"
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap) or self.device.type == "cuda"
 
 
 def _pin_memory(self, device=None):
