@@ -121,6 +121,47 @@ def _flatten(x, shape, dim, out, kind):
         _flatten(y, shape, dim + 1, out, kind)
 
 
+_PY_SCALARS = {float, int, bool}
+
+
+def _python_scalars(data):
+    """The set of leaf types when data is a list (or tuple) of Python numbers, or a list of such rows; else None."""
+    if not isinstance(data, (list, tuple)):
+        return None
+    types = set(map(type, data))
+    if types <= _PY_SCALARS:
+        return types
+    if types <= {list, tuple}:
+        leaves = set()
+        for row in data:
+            sub = set(map(type, row))
+            if not sub <= _PY_SCALARS:
+                return None
+            leaves |= sub
+        return leaves
+    return None
+
+
+def _fast_array(data, dt):
+    """np.array of Python numbers in dtype dt when it needs no checks PyTorch makes (None: take the slow path)."""
+    try:
+        if dt.category == 2:
+            return np.array(data, dtype=np.float64).astype(dt.np)
+        arr = np.array(data)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        return None
+    if dt.category == 0:
+        return arr.astype(bool)
+    if arr.dtype.kind == "f":
+        return None                     # float values into an integer dtype: checked on the slow path
+    lo, hi = _int_range(dt)
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        return None
+    return arr.astype(dt.np)
+
+
 def _int_range(dt):
     """The Python values PyTorch's checked conversion lets into an integer dtype (unsigned ones wrap negatives)."""
     info = np.iinfo(dt.np)
@@ -175,6 +216,13 @@ def _from_data(data, dt, device, requires_grad):
         src = D.from_numpy(data.dtype)
         dt = dt or src
         return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)
+    fast = _python_scalars(data)
+    if fast is not None:        # nested lists of Python numbers only: NumPy builds it (ragged data: the walk below)
+        dt = dt or (D.defaults.float if float in fast else D.int64 if int in fast else D.bool_ if fast else
+                    D.defaults.float)
+        arr = _fast_array(data, dt)
+        if arr is not None:
+            return _finish(arr, dt, device, requires_grad)
     if dt is None:
         dt = _infer_dtype(data)
     shape = _sizes(data)
@@ -312,11 +360,14 @@ def _out_dtype(fname, dtype, out, default=None):
     return dt or default or D.defaults.float
 
 
-def _into(fname, out, t):
+def _into(fname, out, t, keep_numel=False):
     """A factory's out=: out is resized to t's shape (keeping its strides when the shape is the same) and
-    takes t's values."""
+    takes t's values. keep_numel (arange, linspace, logspace): an out with as many elements as
+    the result keeps its shape, as in PyTorch."""
     if out is None:
         return t
+    if keep_numel and out.numel() == t.numel():
+        t = t.reshape(out._shape)
     if grad_mode.state.enabled and out.requires_grad:
         raise RuntimeError(f"aten::{fname}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
@@ -417,7 +468,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
                       f"{out.numel()} which does not match the computed number of elements {n}. Note that this may "
                       f"occur as a result of rounding error. The out tensor will be resized to a tensor of shape "
                       f"({n},).", UserWarning, stacklevel=2)
-    return _into("arange", out, t)
+    return _into("arange", out, t, keep_numel=True)
 
 
 def _arange_values(start, end, step, dt):
@@ -452,7 +503,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     dt = _out_dtype("linspace", dtype, out)
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
     t = _finish(_linspace_values(*vals, dt), dt, device if out is None else None, requires_grad)
-    return _into("linspace", out, t)
+    return _into("linspace", out, t, keep_numel=True)
 
 
 def _linspace_values(start, end, steps, dt):
@@ -487,7 +538,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     dt = _out_dtype("logspace", dtype, out)
     t = _finish(np.logspace(float(start), float(end), int(steps), base=base).astype(dt.np), dt,
                 device if out is None else None, requires_grad)
-    return _into("logspace", out, t)
+    return _into("logspace", out, t, keep_numel=True)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
@@ -561,8 +612,24 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
+_RANDOM_OVERLOADS = (
+    " * (tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def _check_one_size(fname, args, size):
+    """rand/randn given a size both ways: PyTorch's parser finds no overload (zeros & co say 'multiple values')."""
+    if args and size is not None:
+        got = [type(a).__name__ for a in args] + [f"size={type(size).__name__}"]
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                        f"expected one of:\n" + _RANDOM_OVERLOADS)
+
+
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
+    _check_one_size("rand", args, size)
     shape = _size_args("rand", args, size)
     dt = _out_dtype("rand", dtype, out)
     if dt.category != 2:        # checked before drawing: the generator's state is left as it was
@@ -577,6 +644,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
 
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
+    _check_one_size("randn", args, size)
     shape = _size_args("randn", args, size)
     dt = _out_dtype("randn", dtype, out)
     if dt.category != 2:

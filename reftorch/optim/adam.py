@@ -12,9 +12,10 @@ _FUSED_DEVICES = ["cpu", "cuda"]
 
 
 def _check_fused_params(params):
-    """fused=True takes floating-point parameters on a device with fused kernels (PyTorch's check and message)."""
+    """fused=True takes floating-point parameters on a device with fused kernels (PyTorch's check and message,
+    made, as there, for the parameters that have a gradient)."""
     for p in params:
-        if not (p.device.type in _FUSED_DEVICES and p.dtype.is_floating_point):
+        if p.grad is not None and not (p.device.type in _FUSED_DEVICES and p.dtype.is_floating_point):
             raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
                                f"devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
 
