@@ -300,15 +300,14 @@ def _dtype_arg(fname, dtype):
     return py
 
 
-def _size_items(fname, size, pos):
+def _size_items(fname, size):
     out = []
     for i, s in enumerate(size):
         if isinstance(s, Tensor) and s.dim() == 0 and not s.dtype.is_floating_point:
             s = int(s)
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-            where = "" if pos else ""
             raise TypeError(f"{fname}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
-                            f"\"type must be tuple of ints,but got {type(s).__name__}\"{where}")
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
@@ -322,32 +321,23 @@ def _size_args(fname, args, size=None):
             raise TypeError(f"{fname}() got multiple values for argument 'size'")
         if not isinstance(size, (tuple, list)):
             raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
-        return _size_items(fname, size, False)
+        return _size_items(fname, size)
     if not args:
         raise TypeError(f'{fname}() missing 1 required positional arguments: "size"')
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return _size_items(fname, args[0], False)
+        return _size_items(fname, args[0])
     if len(args) > 1 and any(isinstance(a, (tuple, list)) for a in args):
         raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
     if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Tensor)):
         raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not {type(args[0]).__name__}")
-    return _size_items(fname, args, True)
-
-
-def _shape(size):
-    """Internal callers' size (varargs or one sequence)."""
-    return _size_args("size", size)
+    return _size_items(fname, args)
 
 
 def _sequence_size(fname, size):
     """A size that must be a sequence (full(size, v), new_full ...)."""
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
-    return _size_items(fname, size, False)
-
-
-def _dt(dtype, default=None):
-    return D.as_dtype(dtype) if dtype is not None else (default or D.defaults.float)
+    return _size_items(fname, size)
 
 
 def _out_dtype(fname, dtype, out, default=None):
@@ -522,7 +512,8 @@ def _linspace_values(start, end, steps, dt):
         half = steps // 2
         lo = np.arange(half).astype(ty)
         hi = (steps - 1 - np.arange(half, steps)).astype(ty)
-        wide = _FMA_WIDE.get(ty) if dt.category == 2 else None      # PyTorch's kernel fuses the multiply-add (one rounding): emulated wider
+        # PyTorch's kernel fuses the multiply-add (one rounding): emulated in a wider type
+        wide = _FMA_WIDE.get(ty) if dt.category == 2 else None
         if wide is not None:
             vals = np.concatenate([wide(s) + wide(step) * lo.astype(wide), wide(e) - wide(step) * hi.astype(wide)])
         else:
@@ -699,7 +690,7 @@ def _randint_args(args, kw):
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"randint(): argument 'size' (position {len(names)}) must be tuple of ints, not "
                         f"{type(size).__name__}")
-    return int(got.get("low", 0)), int(got["high"]), _size_items("randint", size, False)
+    return int(got.get("low", 0)), int(got["high"]), _size_items("randint", size)
 
 
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
