@@ -4,7 +4,10 @@ and sparse queries (identity / False / 0, or PyTorch's error)."""
 from __future__ import annotations
 
 import enum
+import functools
 import mmap
+import operator
+import warnings
 
 import numpy as np
 
@@ -173,6 +176,27 @@ def _resize_(self, *sizes, memory_format=None):
         storage.data = grown            # every view of this storage sees the grown buffer, as in PyTorch
     self._shape, self._strides = shape, strides
     return self
+
+
+def _resize(self, *sizes):
+    """The deprecated out-of-place resize: a differentiable reshape that keeps the number of elements."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _autograd_resize(self, sizes)
+
+
+def _resize_as(self, tensor):
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _autograd_resize(self, tuple(tensor.size()))
+
+
+def _autograd_resize(self, sizes):
+    total = functools.reduce(operator.mul, sizes, 1)
+    if self.numel() != total:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, sizes))} ({total} elements in total), but the "
+                           f"given tensor has a size of {'x'.join(map(str, self._shape))} ({self.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, while preserving the "
+                           "number of elements. ")
+    return F.reshape(self.contiguous(), tuple(sizes))
 
 
 def _resize_as_(self, other, memory_format=None):
@@ -380,7 +404,7 @@ METHODS = {
     "indices": _sparse_only("indices"), "values": _sparse_only("values"),
     "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype),
     "sum_to_size": _sum_to_size,
-    "resize_": _resize_, "resize_as_": _resize_as_, "set_": _set_,
+    "resize_": _resize_, "resize_as_": _resize_as_, "set_": _set_, "resize": _resize, "resize_as": _resize_as,
     "apply_": _apply_, "map_": _map_, "map2_": _map2_, "module_load": _module_load,
     "untyped_storage": lambda self: UntypedStorage(self._storage, self.dtype),
     "storage": lambda self: TypedStorage(self._storage, self.dtype), "storage_type": _storage_type,
@@ -391,6 +415,7 @@ FUNCTIONS = {   # their torch.* forms
     "is_signed": METHODS["is_signed"], "is_neg": METHODS["is_neg"], "resolve_neg": METHODS["resolve_neg"],
     "is_conj": METHODS["is_conj"], "conj": METHODS["conj"], "resolve_conj": METHODS["resolve_conj"],
     "conj_physical": METHODS["conj_physical"], "is_distributed": METHODS["is_distributed"],
+    "is_complex": lambda input: input.is_complex(),
 }
 
 

@@ -637,6 +637,25 @@ def test_shared_memory_and_callbacks():
     assert torch.zeros(2).module_load(torch.ones(2)).tolist() == [1.0, 1.0]
 
 
+def test_deprecated_resize():
+    a = torch.arange(6., requires_grad=True)
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        b = a.resize(2, 3)
+    assert b.shape == (2, 3) and b.requires_grad
+    b.sum().backward()
+    assert a.grad.tolist() == [1.0] * 6
+    with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+        assert a.resize_as(torch.zeros(3, 2)).shape == (3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert torch.arange(6.).view(2, 3).t().resize(6).tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+        with raises(RuntimeError, "requested resize to 4 (4 elements in total), but the given tensor has a size of 6 "
+                                  "(6 elements). autograd's resize can only change the shape of a given tensor, while "
+                                  "preserving the number of elements. "):
+            a.resize(4)
+    assert torch.is_complex(a) is False
+
+
 # ------------------------------------------------------------------------------ point 7: modules
 
 def test_functional_module():
