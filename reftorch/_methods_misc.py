@@ -429,7 +429,11 @@ def positive(input):
 
 
 def check_condition(condition):
-    if isinstance(condition, Tensor) and condition.dtype.category != 0:
+    """where's condition must be bool (uint8 still works, with PyTorch's deprecation warning)."""
+    if isinstance(condition, Tensor) and condition.dtype is D.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                      "future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=3)
+    elif isinstance(condition, Tensor) and condition.dtype.category != 0:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{condition.dtype.short}")
 
