@@ -328,7 +328,7 @@ def _size_args(fname, args, size=None):
         return _size_items(fname, args[0])
     if len(args) > 1 and any(isinstance(a, (tuple, list)) for a in args):
         raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
-    if len(args) == 1 and not isinstance(args[0], (numbers.Integral, Tensor)):
+    if len(args) == 1 and (isinstance(args[0], bool) or not isinstance(args[0], (numbers.Integral, Tensor))):
         raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not {type(args[0]).__name__}")
     return _size_items(fname, args)
 
@@ -610,17 +610,18 @@ _RANDOM_OVERLOADS = (
     "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
 
 
-def _check_one_size(fname, args, size):
-    """rand/randn given a size both ways: PyTorch's parser finds no overload (zeros & co say 'multiple values')."""
-    if args and size is not None:
-        got = [type(a).__name__ for a in args] + [f"size={type(size).__name__}"]
+def _check_one_size(fname, args, size, bare):
+    """rand/randn given a size both ways, or called bare: PyTorch's parser finds no overload (zeros & co say
+    'multiple values' and 'missing')."""
+    if (args and size is not None) or (not args and size is None and bare):
+        got = [type(a).__name__ for a in args] + ([f"size={type(size).__name__}"] if size is not None else [])
         raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
                         f"expected one of:\n" + _RANDOM_OVERLOADS)
 
 
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
-    _check_one_size("rand", args, size)
+    _check_one_size("rand", args, size, bare=dtype is None and out is None and device is None and generator is None)
     shape = _size_args("rand", args, size)
     dt = _out_dtype("rand", dtype, out)
     if dt.category != 2:        # checked before drawing: the generator's state is left as it was
@@ -635,7 +636,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
 
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
-    _check_one_size("randn", args, size)
+    _check_one_size("randn", args, size, bare=dtype is None and out is None and device is None and generator is None)
     shape = _size_args("randn", args, size)
     dt = _out_dtype("randn", dtype, out)
     if dt.category != 2:
