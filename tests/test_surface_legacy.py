@@ -219,6 +219,12 @@ def test_size_errors():
         torch.zeros()
     with raises(TypeError, "full(): argument 'size' (position 1) must be tuple of ints, not int"):
         torch.full(2, 3)
+    with raises(TypeError, "zeros(): argument 'size' (position 1) must be tuple of ints, not bool"):
+        torch.zeros(True)
+    with raises(TypeError, "rand() received an invalid combination of arguments - got (), but expected one of:"):
+        torch.rand()
+    with raises(TypeError, 'randn() missing 1 required positional arguments: "size"'):
+        torch.randn(dtype=torch.float64)
     assert torch.full(size=(2, 3), fill_value=1.5).tolist() == [[1.5] * 3] * 2
     assert torch.zeros([torch.tensor(2), 3]).shape == (2, 3) and torch.zeros(()).shape == ()
 
