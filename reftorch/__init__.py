@@ -22,6 +22,7 @@ from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, one
                         default_generator)
 from ._repr import set_printoptions  # noqa: E402
 from . import _methods  # noqa: E402
+from . import _methods_misc  # noqa: E402
 from . import _functional  # noqa: E402
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
@@ -75,6 +76,7 @@ def where(condition, input=None, other=None):
     """where(condition, input, other) picks elementwise; where(condition) is nonzero(condition, as_tuple=True)."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)  # noqa: F821 -- an op of ops.yaml, bound above
+    _methods_misc.check_condition(condition)
     return _where3(condition, input, other)
 
 
@@ -112,3 +114,14 @@ from ._config import (set_num_interop_threads, get_num_interop_threads, set_floa
                       is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                       get_deterministic_debug_mode)
 from . import backends, accelerator  # noqa: E402
+
+# ---- surface-a (issue 16): legacy types and constructors, creation forms, modules programs import
+from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)              # FloatTensor, LongTensor, ... (reftorch/_legacy.py)
+from ._creation import asarray, empty_strided  # noqa: E402
+from ._finfo import finfo, iinfo  # noqa: E402
+from ._methods_misc import FUNCTIONS as _MISC_FUNCTIONS, STORAGE_TYPES as _STORAGE_TYPES  # noqa: E402
+from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
+globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
+globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
+from . import functional, jit, onnx  # noqa: E402  (torch.functional, TorchScript's entry points, ONNX's)

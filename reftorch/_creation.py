@@ -1,8 +1,10 @@
 """Creation functions: tensor, zeros, arange, rand... and the seeded random generator."""
 from __future__ import annotations
 
+import collections.abc
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -11,13 +13,18 @@ from ._layout import contiguous_array as _contig
 from . import _alloc
 from . import _dtype as D
 from . import _layout as L
-from ._device import as_device
 from . import _meta
+from ._device import as_device
 from ._tensor import Storage, Tensor
 from .autograd import grad_mode
 
 
+_GRAD_DTYPE_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
+
+
 def _finish(arr, dtype, device=None, requires_grad=False):
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError(_GRAD_DTYPE_ERROR)
     dev = as_device(device)
     if dev.type == "meta":      # the geometry only (reftorch/_meta.py)
         return _on_meta(arr.shape, dtype, requires_grad)
@@ -34,68 +41,236 @@ def _finish(arr, dtype, device=None, requires_grad=False):
     return t
 
 
+_SCALAR_ERRORS = {"float": "must be real number, not {}", "bool": "'{}' object cannot be interpreted as an integer",
+                  "int": "'{}' object cannot be interpreted as an integer"}
+
+
+def _is_sequence(x):
+    """What PyTorch's tensor() walks into: sequences (list, tuple, range, deque, Size ...) and arrays."""
+    return isinstance(x, (collections.abc.Sequence, np.ndarray, Tensor)) and not isinstance(x, (str, bytes))
+
+
+def _leaf_dtype(x):
+    """The dtype PyTorch infers for one element: Python numbers by kind, NumPy scalars and tensors their own."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    if isinstance(x, (np.generic, np.ndarray)):
+        return D.from_numpy(x.dtype)
+    if isinstance(x, bool):
+        return D.bool_
+    if isinstance(x, int):
+        return D.int64
+    if isinstance(x, float):
+        return D.defaults.float
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if isinstance(x, complex):
+        raise TypeError("reftorch has no complex dtypes (complex64/complex128 are not supported)")
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
 def _infer_dtype(data):
-    """PyTorch's inference: bools -> bool, ints -> int64, any float -> the default float dtype."""
-    cat = -1
+    """PyTorch's inference: the promotion of every element's dtype; an empty sequence is the default float."""
+    if isinstance(data, (Tensor, np.ndarray, np.generic)) or not _is_sequence(data):
+        return _leaf_dtype(data)
+    result = None
+    for x in data:
+        if isinstance(x, str):
+            raise ValueError("too many dimensions 'str'")
+        d = _infer_dtype(x)
+        result = d if result is None else D.promote_types(result, d)
+    return D.defaults.float if result is None else result
 
-    def walk(x):
-        nonlocal cat
+
+def _sizes(data):
+    """The shape, read off the first element of each level (as PyTorch does)."""
+    shape = []
+    x = data
+    while _is_sequence(x) and not isinstance(x, Tensor):     # a tensor element is a scalar (item())
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            raise TypeError("len() of unsized object")
+        n = len(x)
+        shape.append(n)
+        if len(shape) > 64:
+            raise ValueError(f"too many dimensions '{type(x).__name__}'")
+        if n == 0:
+            break
+        x = x[0]
+    return shape
+
+
+def _flatten(x, shape, dim, out, kind):
+    """Append the leaves of x (which must have shape[dim:]) to out, with PyTorch's errors for ragged data."""
+    if dim == len(shape):
         if isinstance(x, Tensor):
-            cat = max(cat, 3 + x.dtype.category)  # tensors inside lists keep their dtype (see below)
-            return
-        if isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-            return
-        if isinstance(x, np.ndarray):
-            cat = max(cat, 3 + D.from_numpy(x.dtype).category)
-            return
-        cat = max(cat, D.scalar_category(x) if not isinstance(x, complex) else 2)
+            if x.numel() != 1:
+                if x.dtype.category == 1:
+                    raise TypeError("only integer tensors of a single element can be converted to an index")
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            out.append(x.item())
+        elif _is_sequence(x) and not (isinstance(x, np.ndarray) and x.ndim == 0):
+            raise TypeError(_SCALAR_ERRORS[kind].format(type(x).__name__))
+        else:
+            out.append(x.item() if isinstance(x, np.ndarray) else x)
+        return
+    if not _is_sequence(x):
+        raise TypeError("not a sequence")
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        raise TypeError("len() of unsized object")
+    if len(x) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(x)})")
+    if shape[dim] == 0:
+        return
+    for y in x:
+        _flatten(y, shape, dim + 1, out, kind)
 
-    walk(data)
-    return cat
+
+_PY_SCALARS = {float, int, bool}
 
 
-def _to_nested(data):
-    if isinstance(data, Tensor):
-        return data._array()
-    if isinstance(data, (list, tuple)):
-        return [_to_nested(x) for x in data]
-    return data
+def _python_scalars(data):
+    """The set of leaf types when data is a list (or tuple) of Python numbers, or a list of such rows; else None."""
+    if not isinstance(data, (list, tuple)):
+        return None
+    types = set(map(type, data))
+    if types <= _PY_SCALARS:
+        return types
+    if types <= {list, tuple}:
+        leaves = set()
+        for row in data:
+            sub = set(map(type, row))
+            if not sub <= _PY_SCALARS:
+                return None
+            leaves |= sub
+        return leaves
+    return None
+
+
+def _fast_array(data, dt):
+    """np.array of Python numbers in dtype dt when it needs no checks PyTorch makes (None: take the slow path)."""
+    try:
+        if dt.category == 2:
+            return np.array(data, dtype=np.float64).astype(dt.np)
+        arr = np.array(data)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        return None
+    if dt.category == 0:
+        return arr.astype(bool)
+    if arr.dtype.kind == "f":
+        return None                     # float values into an integer dtype: checked on the slow path
+    lo, hi = _int_range(dt)
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        return None
+    return arr.astype(dt.np)
+
+
+def _int_range(dt):
+    """The Python values PyTorch's checked conversion lets into an integer dtype (unsigned ones wrap negatives)."""
+    info = np.iinfo(dt.np)
+    lo = -int(info.max) if info.min == 0 else int(info.min)
+    return lo, int(info.max)
+
+
+def _convert(values, shape, dt):
+    """values (a flat list of Python numbers) as an array of dtype dt, with PyTorch's overflow checks."""
+    if dt.category == 1:
+        if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in values):
+            raise ValueError("Overflow when unpacking long long")
+        arr = np.array(values, dtype=np.float64 if any(isinstance(v, float) for v in values) else np.int64)
+        lo, hi = _int_range(dt)
+        if arr.dtype == np.float64:
+            lo = max(lo, 0) if np.iinfo(dt.np).min == 0 else lo
+            bad = np.isnan(arr) | (arr < lo) | (arr > hi)
+        else:
+            bad = (arr < lo) | (arr > hi)
+        if bad.any():
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+        with np.errstate(invalid="ignore"):
+            arr = arr.astype(np.int64).astype(dt.np) if arr.dtype == np.float64 else arr.astype(dt.np)
+    elif dt.category == 0:
+        arr = np.array(values, dtype=np.float64).astype(bool)
+    else:
+        with np.errstate(over="ignore"):
+            arr = np.array(values, dtype=np.float64).astype(dt.np)
+    return arr.reshape(shape)
+
+
+_COPY_WARNING = ("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                 "sourceTensor.detach().clone().requires_grad_(True), rather than {}(sourceTensor).")
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of data (nested sequences, scalars, NumPy arrays or tensors)."""
+    dt = _dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
-        arr = data._array().copy()
-        dt = D.as_dtype(dtype) if dtype is not None else data.dtype
-        return _finish(arr.astype(dt.np, copy=False), dt, device if device is not None else data.device, requires_grad)
-    if isinstance(data, np.ndarray):
-        dt = D.as_dtype(dtype) if dtype is not None else D.from_numpy(data.dtype)
+        warnings.warn(_COPY_WARNING.format("torch.tensor"), UserWarning, stacklevel=2)
+    return _from_data(data, dt, device, requires_grad)
+
+
+def _from_data(data, dt, device, requires_grad):
+    """tensor()'s conversion (dt None: inferred); new_tensor and the legacy constructors share it."""
+    if isinstance(data, Tensor):
+        arr = data.detach()._array().copy()
+        dt = dt or data.dtype
+        return _finish(arr.astype(dt.np, copy=False), dt, device if device is not None else data.device,
+                       requires_grad)
+    if isinstance(data, (np.ndarray, np.generic)):
+        src = D.from_numpy(data.dtype)
+        dt = dt or src
         return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)
-    if dtype is not None:
-        dt = D.as_dtype(dtype)
-    else:
-        cat = _infer_dtype(data)
-        if cat >= 3:        # tensors or arrays inside: their dtype decides
-            dt = D.from_numpy(np.array(_to_nested(data)).dtype)
-        else:
-            dt = D.defaults.float if cat == -1 else D.scalar_default(cat)
-    try:
-        arr = np.array(_to_nested(data), dtype=dt.np)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"could not create a tensor from {type(data).__name__}: {err}") from None
-    if arr.dtype == object:
-        raise TypeError(f"could not infer a dtype for {data!r}")
-    return _finish(arr, dt, device, requires_grad)
+    fast = _python_scalars(data)
+    if fast is not None:        # nested lists of Python numbers only: NumPy builds it (ragged data: the walk below)
+        dt = dt or (D.defaults.float if float in fast else D.int64 if int in fast else D.bool_ if fast else
+                    D.defaults.float)
+        arr = _fast_array(data, dt)
+        if arr is not None:
+            return _finish(arr, dt, device, requires_grad)
+    if dt is None:
+        dt = _infer_dtype(data)
+    shape = _sizes(data)
+    values = []
+    if 0 not in shape:      # PyTorch stores (and checks) the elements only when there are any
+        _flatten(data, shape, 0, values, ("bool", "int", "float")[dt.category])
+    return _finish(_convert(values, tuple(shape), dt), dt, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
+    dt = _dtype_arg("as_tensor", dtype)
     if isinstance(data, Tensor):
-        return data if dtype is None or D.as_dtype(dtype) is data.dtype else data.to(dtype)
-    if isinstance(data, np.ndarray) and (dtype is None or D.as_dtype(dtype).np == data.dtype):
+        if device is not None and as_device(device) != data.device:
+            return data.to(device, dt)
+        return data if dt is None or dt is data.dtype else data.to(dt)
+    if isinstance(data, np.ndarray) and (dt is None or dt.np == data.dtype) and device is None:
         return from_numpy(data)
-    return tensor(data, dtype=dtype, device=device)
+    return _from_data(data, dt, device, False)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor, sharing memory with a tensor or an array whenever dtype and device allow (copy=None),
+    always copying (copy=True), or never (copy=False: raises when it cannot alias)."""
+    dt = _dtype_arg("asarray", dtype)
+    dev = as_device(device) if device is not None else None
+    if isinstance(obj, Tensor) or isinstance(obj, np.ndarray):
+        src_dt = obj.dtype if isinstance(obj, Tensor) else D.from_numpy(obj.dtype)
+        src_dev = obj.device if isinstance(obj, Tensor) else as_device("cpu")
+        same = (dt is None or dt is src_dt) and (dev is None or dev == src_dev)
+        if copy is False and not same:
+            if dt is not None and dt is not src_dt:
+                raise ValueError(f"can't alias tensor with dtype '{src_dt.short}' into dtype '{dt.short}'.")
+            raise ValueError(f"can't alias tensor on device '{src_dev}' into device '{dev}'.")
+        t = obj if isinstance(obj, Tensor) else from_numpy(obj)
+        if copy or not same:
+            t = t.to(device=dev or src_dev, dtype=dt or src_dt, copy=True)
+        if requires_grad and not t.requires_grad:
+            t.requires_grad_(True)
+        return t
+    if not _is_sequence(obj) and hasattr(obj, "__array__"):
+        return asarray(np.asarray(obj), dtype=dtype, device=device, copy=copy, requires_grad=requires_grad)
+    if copy is False:
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
+    return _from_data(obj, dt, dev, requires_grad)
 
 
 def from_numpy(arr):
@@ -105,73 +280,159 @@ def from_numpy(arr):
     return Tensor._from_array(arr)
 
 
-def scalar_tensor(v, dtype=None, device=None, requires_grad=False):
-    if dtype is None:
-        dt = D.scalar_default(D.scalar_category(v))
-    else:
-        dt = D.as_dtype(dtype)
-    return _finish(np.array(v, dtype=dt.np).reshape(()), dt, device, requires_grad)
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A 0-d tensor holding s, of the default dtype unless told otherwise (as torch.scalar_tensor)."""
+    dt = _dtype_arg("scalar_tensor", dtype) or D.defaults.float
+    if isinstance(s, Tensor):
+        s = s.item()
+    return _finish(np.array(s, dtype=dt.np).reshape(()), dt, device, requires_grad)
 
 
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+def wrapped_scalar(v, dtype=None):
+    """A Python number as the 0-d operand of an op: its dtype from its kind unless given (the dispatcher's)."""
+    dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(v))
+    return _finish(np.array(v, dtype=dt.np).reshape(()), dt, "cpu")   # cpu whatever the default device: a number
+    #                                                                       mixes with tensors of any device
+
+
+def _dtype_arg(fname, dtype):
+    """A dtype argument as PyTorch parses it: a dtype, or Python's float, int, bool (float means float64)."""
+    if dtype is None or isinstance(dtype, D.dtype):
+        return dtype
+    py = {float: D.float64, int: D.int64, bool: D.bool_}.get(dtype) if isinstance(dtype, type) else None
+    if py is None:
+        raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    return py
+
+
+def _size_items(fname, size):
     out = []
-    for s in size:
-        if isinstance(s, Tensor):
+    for i, s in enumerate(size):
+        if isinstance(s, Tensor) and s.dim() == 0 and not s.dtype.is_floating_point:
             s = int(s)
-        if not isinstance(s, numbers.Integral):
-            raise TypeError(f"expected a sequence of integers as size, got {type(s).__name__} {s!r}")
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"{fname}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
     return tuple(out)
 
 
-def _dt(dtype, default=None):
-    return D.as_dtype(dtype) if dtype is not None else (default or D.defaults.float)
+def _size_args(fname, args, size=None):
+    """The size of a factory: varargs ints (zeros(2, 3)), one sequence (zeros((2, 3))) or size=..."""
+    if size is not None:
+        if args:
+            raise TypeError(f"{fname}() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"{fname}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        return _size_items(fname, size)
+    if not args:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "size"')
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return _size_items(fname, args[0])
+    if len(args) > 1 and any(isinstance(a, (tuple, list)) for a in args):
+        raise TypeError(f"{fname}() takes 1 positional argument but {len(args)} were given")
+    if len(args) == 1 and (isinstance(args[0], bool) or not isinstance(args[0], (numbers.Integral, Tensor))):
+        raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not {type(args[0]).__name__}")
+    return _size_items(fname, args)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None):
-    shape = _shape(size)
-    dt = _dt(dtype)
-    if _meta_device(device):
+def _sequence_size(fname, size):
+    """A size that must be a sequence (full(size, v), new_full ...)."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    return _size_items(fname, size)
+
+
+def _out_dtype(fname, dtype, out, default=None):
+    """The dtype a factory makes: dtype=, else out's, else the default; an out of another dtype is an error."""
+    dt = _dtype_arg(fname, dtype)
+    if out is not None:
+        if dt is not None and dt is not out.dtype:
+            raise RuntimeError(f"dtype {dt.short} does not match dtype of out parameter ({out.dtype.short})")
+        return out.dtype
+    return dt or default or D.defaults.float
+
+
+def _into(fname, out, t, keep_numel=False):
+    """A factory's out=: out is resized to t's shape (keeping its strides when the shape is the same) and
+    takes t's values. keep_numel (arange, linspace, logspace): an out with as many elements as
+    the result keeps its shape, as in PyTorch."""
+    if out is None:
+        return t
+    if keep_numel and out.numel() == t.numel():
+        t = t.reshape(out._shape)
+    if grad_mode.state.enabled and out.requires_grad:
+        raise RuntimeError(f"aten::{fname}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    out.resize_(t._shape)
+    with grad_mode.no_grad():
+        out.copy_(t)
+    return out
+
+
+def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None):
+    shape = _size_args("empty", args, size)
+    dt = _out_dtype("empty", dtype, out)
+    if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):      # PyTorch's errors for sizes no memory holds (reftorch/_alloc.py)
         arr = np.empty(shape, dt.np)
+    if out is not None:
+        _into("empty", out, _finish(arr, dt))  # the values are unspecified either way
+        return out
     return _finish(arr, dt, device, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
-    shape = _shape(size)
-    dt = _dt(dtype)
-    if _meta_device(device):
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    shape = _sequence_size("empty_strided", size)
+    strides = tuple(int(s) for s in stride)
+    if len(strides) != len(shape):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    dt = _dtype_arg("empty_strided", dtype) or D.defaults.float
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+    with _alloc.sized((extent,), dt.itemsize):
+        storage = Storage(np.empty(extent, dt.np))
+    t = Tensor._make(storage, 0, shape, strides, dt)
+    if device is not None and as_device(device).type != "cpu":
+        t = t.to(device)
+    return _grad(t, requires_grad)
+
+
+def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    shape = _size_args("zeros", args, size)
+    dt = _out_dtype("zeros", dtype, out)
+    if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.zeros(shape, dt.np)
-    return _finish(arr, dt, device, requires_grad)
+    return _into("zeros", out, _finish(arr, dt, device if out is None else None, requires_grad))
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
-    shape = _shape(size)
-    dt = _dt(dtype)
-    if _meta_device(device):
+def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    shape = _size_args("ones", args, size)
+    dt = _out_dtype("ones", dtype, out)
+    if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.ones(shape, dt.np)
-    return _finish(arr, dt, device, requires_grad)
+    return _into("ones", out, _finish(arr, dt, device if out is None else None, requires_grad))
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    shape = _shape((size,) if isinstance(size, int) else (tuple(size),))
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
+    shape = _sequence_size("full", size)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(fill_value))
-    if _meta_device(device):
+    default = D.scalar_default(D.scalar_category(fill_value))
+    dt = _out_dtype("full", dtype, out, default)
+    if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.full(shape, fill_value, dt.np)
-    return _finish(arr, dt, device, requires_grad)
+    return _into("full", out, _finish(arr, dt, device if out is None else None, requires_grad))
 
 
 def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
@@ -179,106 +440,138 @@ def _like(fn, t, *args, dtype=None, device=None, requires_grad=False, memory_for
               device=device if device is not None else t.device)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(zeros, input, dtype=dtype, requires_grad=requires_grad, device=device)
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+               pin_memory=False):
+    return _like(zeros, input, dtype=_dtype_arg("zeros_like", dtype), requires_grad=requires_grad, device=device)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(ones, input, dtype=dtype, requires_grad=requires_grad, device=device)
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+              pin_memory=False):
+    return _like(ones, input, dtype=_dtype_arg("ones_like", dtype), requires_grad=requires_grad, device=device)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(empty, input, dtype=dtype, requires_grad=requires_grad, device=device)
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+               pin_memory=False):
+    return _like(empty, input, dtype=_dtype_arg("empty_like", dtype), requires_grad=requires_grad, device=device)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
+              pin_memory=False):
+    dt = _dtype_arg("full_like", dtype)
+    return full(input.shape, fill_value, dtype=dt if dt is not None else input.dtype,
                 requires_grad=requires_grad, device=device if device is not None else input.device)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+           pin_memory=False):
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if vals[2] == 0:
         raise RuntimeError("step must be nonzero")
-    if dtype is None:
-        dt = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
-    else:
-        dt = D.as_dtype(dtype)
+    default = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
+    dt = _out_dtype("arange", dtype, out, default)
+    arr = _arange_values(*vals, dt)
+    n = arr.shape[0]
+    t = _finish(arr.astype(dt.np), dt, device if out is None else None, requires_grad)
+    if out is not None and out.numel() != n and out.numel() > 0:
+        warnings.warn(f"The number of elements in the out tensor of shape [{', '.join(map(str, out._shape))}] is "
+                      f"{out.numel()} which does not match the computed number of elements {n}. Note that this may "
+                      f"occur as a result of rounding error. The out tensor will be resized to a tensor of shape "
+                      f"({n},).", UserWarning, stacklevel=2)
+    return _into("arange", out, t, keep_numel=True)
+
+
+def _arange_values(start, end, step, dt):
+    """PyTorch's arange: the length in double (int64: in integers, from the truncated bounds), the values
+    start + i * step in double (integer dtypes: from the truncated start and step)."""
+    for v in (start, end):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {_num(start)} -> {_num(end)}")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dt.category == 2:
-        n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+        n = max(math.ceil((end - start) / step), 0)
         with _alloc.sized((n,), dt.itemsize):
-            arr = vals[0] + np.arange(n, dtype=np.float64) * vals[2]
-        return _finish(arr.astype(dt.np), dt, device, requires_grad)
-    # integer dtypes, as PyTorch's arange_cpu: start, end and step in int64 (truncated toward zero); the
-    # count from them for int64 (ceil((end - start + step - sign) / step), C's division), in double for the
-    # narrower types
-    xs, xe, xstep = (math.trunc(v) for v in vals)
+            return start + np.arange(n, dtype=np.float64) * step
+    xs, xe, xt = int(start), int(end), int(step)        # C++'s casts: toward zero
     if dt is D.int64:
-        if xstep == 0:      # (narrower dtypes repeat start, as PyTorch's do)
+        if xt == 0:
             raise ValueError("step must be nonzero")
-        sgn = (xstep > 0) - (xstep < 0)
-        num = xe - xs + xstep - sgn
-        n = max(0, abs(num) // abs(xstep) * (1 if (num < 0) == (xstep < 0) else -1))
+        sgn = (xt > 0) - (xt < 0)
+        q = xe - xs + xt - sgn
+        n = abs(q) // abs(xt) * (1 if (q >= 0) == (xt > 0) else -1)     # C's truncating division
     else:
-        n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    with _alloc.sized((n,), dt.itemsize):
-        arr = xs + np.arange(n, dtype=np.int64) * xstep
-    return _finish(arr.astype(dt.np), dt, device, requires_grad)
+        n = math.ceil((end - start) / step)
+    with _alloc.sized((max(n, 0),), 8):
+        return xs + np.arange(max(n, 0), dtype=np.int64) * xt
 
 
-def _no_bool(dt, name):
-    if dt is D.bool_:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+def _num(v):
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _integer_from_double(arr, dt):
-    """A C cast of doubles to an integer dtype: truncation toward zero."""
-    return np.trunc(arr).astype(np.int64).astype(dt.np) if dt.category < 2 and dt is not D.bool_ else arr.astype(dt.np)
-
-
-def _spaced(start, end, steps):
-    """PyTorch's linspace/logspace points for integer dtypes (start and end already truncated to integers):
-    start + step * i over the first half, end - step * (steps - 1 - i) over the second, in double."""
-    i = np.arange(steps, dtype=np.float64)
-    if steps == 1:
-        return np.full(1, start, np.float64)
-    step = (end - start) / (steps - 1)
-    return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
-
-
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    dt = _out_dtype("linspace", dtype, out)
     _no_bool(dt, "linspace")
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
+    t = _finish(_linspace_values(*vals, dt), dt, device if out is None else None, requires_grad)
+    return _into("linspace", out, t, keep_numel=True)
+
+
+def _linspace_values(start, end, steps, dt):
+    """PyTorch's cpu linspace: step = (end - start) / (steps - 1) in the dtype (double for integers); the first
+    half counts up from start, the second half down from end."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     steps = int(steps)
-    with _alloc.sized((steps,), dt.itemsize):
-        if dt.category < 2 and dt is not D.bool_:   # start and end in the dtype first, as PyTorch
-            lo, hi = np.array([math.trunc(float(start)), math.trunc(float(end))]).astype(dt.np)     # wrapped
-            arr = _integer_from_double(_spaced(float(lo), float(hi), steps), dt)
+    _alloc.check((steps,), dt.itemsize)
+    ty = dt.np.type if dt.category == 2 else np.float64
+    if dt.category == 2:
+        s, e = ty(start), ty(end)
+    else:               # start and end in the integer dtype first (wrapping), as PyTorch's kernel takes them
+        s, e = (np.float64(v) for v in np.array([math.trunc(float(start)), math.trunc(float(end))]).astype(dt.np))
+    if steps <= 1:
+        return np.full(steps, s).astype(dt.np)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = (e - s) / ty(steps - 1)
+        half = steps // 2
+        lo = np.arange(half).astype(ty)
+        hi = (steps - 1 - np.arange(half, steps)).astype(ty)
+        # PyTorch's kernel fuses the multiply-add (one rounding): emulated in a wider type
+        wide = _FMA_WIDE.get(ty) if dt.category == 2 else None
+        if wide is not None:
+            vals = np.concatenate([wide(s) + wide(step) * lo.astype(wide), wide(e) - wide(step) * hi.astype(wide)])
         else:
-            arr = np.linspace(float(start), float(end), steps).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+            vals = np.concatenate([s + step * lo, e - step * hi])
+        return vals.astype(dt.np)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
+_FMA_WIDE = {np.float32: np.float64, np.float64: np.longdouble}
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    dt = _out_dtype("logspace", dtype, out)
     _no_bool(dt, "logspace")
     steps = int(steps)
     with _alloc.sized((steps,), dt.itemsize):
-        if dt.category < 2 and dt is not D.bool_:
-            arr = _integer_from_double(np.power(float(base), _spaced(float(math.trunc(float(start))),
-                                                                     float(math.trunc(float(end))), steps)), dt)
+        if dt.category < 2:     # integer start and end, PyTorch's two-sided spacing, a C cast of the powers
+            exps = _linspace_values(math.trunc(float(start)), math.trunc(float(end)), steps, D.float64)
+            arr = np.trunc(np.power(float(base), exps)).astype(np.int64).astype(dt.np)
         else:
             arr = np.logspace(float(start), float(end), steps, base=base).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("logspace", out, t, keep_numel=True)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    dt = _out_dtype("eye", dtype, out)
     with _alloc.sized((n, m if m is not None else n), dt.itemsize):
         arr = np.eye(n, m if m is not None else n, dtype=dt.np)
-    return _finish(arr, dt, device, requires_grad)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("eye", out, t)
 
 
 # ----------------------------------------------------------------------------- random
@@ -345,68 +638,146 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
+_RANDOM_OVERLOADS = (
+    " * (tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def _check_one_size(fname, args, size, bare):
+    """rand/randn given a size both ways, or called bare: PyTorch's parser finds no overload (zeros & co say
+    'multiple values' and 'missing')."""
+    if (args and size is not None) or (not args and size is None and bare):
+        got = [type(a).__name__ for a in args] + ([f"size={type(size).__name__}"] if size is not None else [])
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but "
+                        f"expected one of:\n" + _RANDOM_OVERLOADS)
+
+
+def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
+    _check_one_size("rand", args, size, bare=dtype is None and out is None and device is None and generator is None)
+    shape = _size_args("rand", args, size)
+    dt = _out_dtype("rand", dtype, out)
     if dt.category != 2:        # checked before drawing: the generator's state is left as it was
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
-    if _meta_device(device):
-        return _on_meta(_shape(size), dt, requires_grad)
-    if _on_cuda(device):
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
+    if out is None and _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    if _on_cuda(device) and out is None:
         from ._cuda_random import uniform
-        return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
-    with _alloc.sized(_shape(size), dt.itemsize):
-        arr = _rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+        return _grad(uniform(shape, dt, as_device(device)), requires_grad)
+    with _alloc.sized(shape, 8):
+        arr = _rng(generator).random(shape, dtype=np.float64).astype(dt.np)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("rand", out, t)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
+def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False):
+    _check_one_size("randn", args, size, bare=dtype is None and out is None and device is None and generator is None)
+    shape = _size_args("randn", args, size)
+    dt = _out_dtype("randn", dtype, out)
     if dt.category != 2:
-        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
-    if _meta_device(device):
-        return _on_meta(_shape(size), dt, requires_grad)
-    if _on_cuda(device):
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
+    if out is None and _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    if _on_cuda(device) and out is None:
         from ._cuda_random import normal as _cuda_normal
-        return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
-    with _alloc.sized(_shape(size), dt.itemsize):
-        arr = _rng(generator).standard_normal(_shape(size)).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+        return _grad(_cuda_normal(shape, dt, as_device(device)), requires_grad)
+    with _alloc.sized(shape, 8):
+        arr = _rng(generator).standard_normal(shape).astype(dt.np)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("randn", out, t)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing 1 required positional argument: 'size'")
-    dt = _dt(dtype, D.int64)
-    if _meta_device(device):
-        return _on_meta(_shape((tuple(size),)), dt, requires_grad)
-    if _on_cuda(device):
+_RANDINT_OVERLOADS = (
+    " * (int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = None, "
+    "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (int high, tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    " * (int low, int high, tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = "
+    "None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = "
+    "False)\n"
+    " * (int low, int high, tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = "
+    "None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n")
+
+
+def _randint_args(args, kw):
+    """randint's overloads: (high, size), (low, high, size), any of them by keyword."""
+    names = ("low", "high", "size") if len(args) == 3 or "low" in kw or (len(args) == 2 and "size" in kw) \
+        else ("high", "size")
+    got = dict(zip(names, args)) if set(kw) <= {"low", "high", "size"} and len(args) <= 3 else None
+    for k in ("low", "high", "size") if got is not None else ():
+        if k in kw and kw[k] is not None:
+            if k in got or k not in names:
+                got = None
+                break
+            got[k] = kw[k]
+    if got is not None and not args and kw and "high" not in got:
+        raise TypeError('randint() missing 2 required positional argument: "high", "size"')
+    bad = got is None or any(k not in got for k in names) or \
+        any(isinstance(got[k], (tuple, list)) for k in names[:-1]) or \
+        (len(args) == 3 and not isinstance(got["size"], (tuple, list)))
+    if bad:
+        types = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kw.items() if v is not None]
+        raise TypeError(f"randint() received an invalid combination of arguments - got ({', '.join(types)}), but "
+                        f"expected one of:\n" + _RANDINT_OVERLOADS)
+    for i, k in enumerate(names[:-1]):
+        v = got.get(k)
+        if isinstance(v, Tensor) and v.dim() == 0 and v.dtype.category < 2:
+            got[k] = v = int(v)
+        if not isinstance(v, numbers.Integral):
+            raise TypeError(f"randint(): argument '{k}' (position {i + 1}) must be int, not {type(v).__name__}")
+    size = got["size"]
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"randint(): argument 'size' (position {len(names)}) must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return int(got.get("low", 0)), int(got["high"]), _size_items("randint", size)
+
+
+def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+            pin_memory=False, **kw):
+    """randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high)."""
+    low, high, shape = _randint_args(args, kw)
+    dt = _out_dtype("randint", dtype, out, D.int64)
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if requires_grad and not dt.is_floating_point:
+        raise RuntimeError(_GRAD_DTYPE_ERROR)
+    if out is None and _meta_device(device):
+        return _on_meta(shape, dt, requires_grad)
+    if _on_cuda(device) and out is None:
         from ._cuda_random import integers
-        return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
-    with _alloc.sized(_shape((tuple(size),)), dt.itemsize):
-        arr = _rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np)
-    return _finish(arr, dt, device, requires_grad)
+        return _grad(integers(low, high, shape, dt, as_device(device)), requires_grad)
+    with _alloc.sized(shape, 8):
+        arr = _rng(generator).integers(low, high, shape).astype(dt.np)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("randint", out, t)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype, D.int64)
-    return _finish(_rng(generator).permutation(int(n)).astype(dt.np), dt, device, requires_grad)
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+             pin_memory=False):
+    dt = _out_dtype("randperm", dtype, out, D.int64)
+    t = _finish(_rng(generator).permutation(int(n)).astype(dt.np), dt, device if out is None else None,
+                requires_grad)
+    return _into("randperm", out, t)
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False, pin_memory=False):
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._array() if isinstance(mean, Tensor) else mean
         s = std._array() if isinstance(std, Tensor) else std
         shape = np.broadcast_shapes(np.shape(m), np.shape(s))
         dt = mean.dtype if isinstance(mean, Tensor) else std.dtype
-        out = _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
-        return _zero_gradient(out, mean, std)
-    dt = _dt(dtype)
-    if _meta_device(device):
-        return _on_meta(_shape((tuple(size),)), dt, requires_grad)
-    return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
-                   requires_grad)
+        t = _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
+        return _into("normal", out, _zero_gradient(t, mean, std))
+    dt = _out_dtype("normal", dtype, out)
+    if out is None and _meta_device(device):
+        return _on_meta(_sequence_size("normal", size), dt, requires_grad)
+    t = _finish(_rng(generator).normal(mean, std, _sequence_size("normal", size)).astype(dt.np), dt,
+                device if out is None else None, requires_grad)
+    return _into("normal", out, t)
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
@@ -424,143 +795,17 @@ def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, devi
                    device=device if device is not None else input.device)
 
 
-# ----------------------------------------------------------------------------- random
+# ----------------------------------------------------------------------------- internal
 
-class Generator:
-    """A seeded source of random numbers (NumPy's PCG64 underneath)."""
-
-    def __init__(self, device="cpu"):
-        self.device = as_device(device)
-        self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
-
-    def manual_seed(self, seed):
-        self._seed = int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
-        return self
-
-    def seed(self):
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self.manual_seed(s)
-        return s
-
-    def initial_seed(self):
-        return self._seed
-
-    def get_state(self):
-        from ._creation import tensor as _t
-        import pickle
-        return _t(list(pickle.dumps(self._rng.bit_generator.state)), dtype=D.uint8)
-
-    def set_state(self, state):
-        import pickle
-        self._rng.bit_generator.state = pickle.loads(bytes(state.tolist()))
-        return self
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed):
-    default_generator.manual_seed(seed)
-    from . import cuda
-    cuda.manual_seed(seed)      # torch.manual_seed seeds every device
-    return default_generator
-
-
-def seed():
-    return default_generator.seed()
-
-
-def initial_seed():
-    return default_generator.initial_seed()
-
-
-def get_rng_state():
-    return default_generator.get_state()
-
-
-def set_rng_state(state):
-    default_generator.set_state(state)
-
-
-def _rng(generator):
-    return (generator or default_generator)._rng
-
-
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
-    if dt.category != 2:        # checked before drawing: the generator's state is left as it was
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
-    if _on_cuda(device):
-        from ._cuda_random import uniform
-        return _grad(uniform(_shape(size), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).random(_shape(size), dtype=np.float64).astype(dt.np), dt, device, requires_grad)
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype)
-    if dt.category != 2:
-        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
-    if _on_cuda(device):
-        from ._cuda_random import normal as _cuda_normal
-        return _grad(_cuda_normal(_shape(size), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).standard_normal(_shape(size)).astype(dt.np), dt, device, requires_grad)
-
-
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing 1 required positional argument: 'size'")
-    dt = _dt(dtype, D.int64)
-    if _on_cuda(device):
-        from ._cuda_random import integers
-        return _grad(integers(low, high, _shape((tuple(size),)), dt, as_device(device)), requires_grad)
-    return _finish(_rng(generator).integers(low, high, _shape((tuple(size),))).astype(dt.np), dt, device,
-                   requires_grad)
-
-
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    dt = _dt(dtype, D.int64)
-    return _finish(_rng(generator).permutation(int(n)).astype(dt.np), dt, device, requires_grad)
-
-
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        m = mean._array() if isinstance(mean, Tensor) else mean
-        s = std._array() if isinstance(std, Tensor) else std
-        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        dt = mean.dtype if isinstance(mean, Tensor) else std.dtype
-        return _finish((m + s * _rng(generator).standard_normal(shape)).astype(dt.np), dt, device, requires_grad)
-    dt = _dt(dtype)
-    return _finish(_rng(generator).normal(mean, std, _shape((tuple(size),))).astype(dt.np), dt, device,
-                   requires_grad)
-
-
-def rand_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
-    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
-                device=device if device is not None else input.device)
-
-
-def randn_like(input, *, dtype=None, generator=None, requires_grad=False, device=None):
-    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, requires_grad=requires_grad,
-                 device=device if device is not None else input.device)
-
-
-def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, device=None):
-    return randint(low, high, input.shape, dtype=dtype or input.dtype,
-                   device=device if device is not None else input.device)
-
-
-def bernoulli(input, p=None, *, generator=None):
-    if input.device.type == "cuda":
-        from ._cuda_random import uniform
-        u = uniform(input._shape, D.float64 if input.dtype is D.float64 else D.float32, input.device)
-        return ((u < (input if p is None else p)).to(input.dtype)).detach()
-    probs = input._array() if p is None else np.full(input._shape, p)
-    return _zero_gradient(_finish((_rng(generator).random(input._shape) < probs).astype(input.dtype.np), input.dtype),
-                          input)
+def _copy_tensor(t, keep_graph=True):
+    """A contiguous copy; recorded as `clone` when grad mode records (keep_graph)."""
+    if keep_graph and grad_mode.state.enabled and t.requires_grad:
+        from . import _functional as F
+        return F.clone(t)
+    if t.device.type == "cuda":
+        from ._cuda_dispatch import clone
+        return clone(t)
+    return _finish(t._array().copy(), t.dtype)
 
 
 def _zero_gradient(out, *inputs):
@@ -576,29 +821,9 @@ def _zero_gradient(out, *inputs):
     return out
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    p = input._array().astype(np.float64)
-    rows = p.reshape(-1, p.shape[-1])
-    out = []
-    for row in rows:
-        out.append(_rng(generator).choice(len(row), num_samples, replace=replacement, p=row / row.sum()))
-    res = np.array(out).reshape(p.shape[:-1] + (num_samples,))
-    return _finish(res.astype(np.int64), D.int64)
-
-
-# ----------------------------------------------------------------------------- internal
-
-def _copy_tensor(t, keep_graph=True):
-    """A contiguous copy; recorded as `clone` when grad mode records (keep_graph)."""
-    if keep_graph and grad_mode.state.enabled and t.requires_grad:
-        from . import _functional as F
-        return F.clone(t)
-    if t.device.type == "meta":
-        return _meta.like(t)
-    if t.device.type == "cuda":
-        from ._cuda_dispatch import clone
-        return clone(t)
-    return _finish(t._array().copy(), t.dtype)
+def _no_bool(dt, name):
+    if dt is D.bool_:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
 
 
 def _meta_device(device):

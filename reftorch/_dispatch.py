@@ -180,11 +180,11 @@ def as_tensor_arg(x, dtype=None):
     """Python scalars and sequences become tensors; scalars are marked 'wrapped' for promotion."""
     if isinstance(x, Tensor):
         return x
-    from ._creation import tensor as make_tensor, scalar_tensor
+    from ._creation import tensor as make_tensor, wrapped_scalar
     if isinstance(x, (bool, int, float, np.number, np.bool_)):
         if dtype is None and isinstance(x, (float, np.floating)):
             dtype = D.float64       # a wrapped number keeps double precision (only its category promotes)
-        t = scalar_tensor(x, dtype, CPU)        # (on cpu whatever the default device: a number mixes anywhere)
+        t = wrapped_scalar(x, dtype)
         t._wrapped = True
         return t
     if isinstance(x, np.ndarray):

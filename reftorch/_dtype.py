@@ -83,8 +83,10 @@ def get_default_dtype():
 
 
 def set_default_dtype(d):
-    if not isinstance(d, dtype) or not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
     defaults.float = d
 
 

@@ -11,6 +11,8 @@ from . import _functional as F
 from . import _half
 from . import _indexing
 from . import _layout as L
+from . import _legacy
+from . import _methods_misc
 from ._device import as_device
 from . import _meta
 from ._tensor import Tensor
@@ -50,6 +52,8 @@ def _set_requires_grad(self, value):
 
 
 def _requires_grad_(self, requires_grad=True):
+    if requires_grad and not self.dtype.is_floating_point:
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
     _set_requires_grad(self, requires_grad)
     return self
 
@@ -203,22 +207,6 @@ def _convert(self, dtype):
     return out
 
 
-def _type(self, dtype=None):
-    if dtype is None:
-        return f"torch.{_type_name(self)}"
-    if isinstance(dtype, str):
-        name = dtype.split(".")[-1]
-        dtype = {"FloatTensor": D.float32, "DoubleTensor": D.float64, "LongTensor": D.int64,
-                 "IntTensor": D.int32, "BoolTensor": D.bool_, "ByteTensor": D.uint8,
-                 "HalfTensor": D.float16, "BFloat16Tensor": D.bfloat16}[name]
-    return _to(self, dtype)
-
-
-def _type_name(t):
-    from .autograd.graph import _tensor_type
-    return _tensor_type(t)
-
-
 def _contiguous(self, memory_format=None):
     if self.is_contiguous():
         return self
@@ -310,23 +298,6 @@ def _zero_(self):
     return _fill_(self, 0)
 
 
-def _new(fn):
-    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
-                  device=device if device is not None else self.device)
-    return method
-
-
-def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return F.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
-                  device=device if device is not None else self.device)
-
-
-def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return F.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
-                    device=device if device is not None else self.device)
-
-
 # ------------------------------------------------------------------------------ views
 
 def _sizes(size):
@@ -335,9 +306,15 @@ def _sizes(size):
     return tuple(int(s) for s in size)
 
 
-def _view(self, *size):
+def _view(self, *size, dtype=None):
+    if dtype is not None and not size:
+        size = (dtype,)
     if len(size) == 1 and isinstance(size[0], D.dtype):
-        raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        return _methods_misc._view_dtype(self, size[0])      # bit reinterpretation
+    for i, s in enumerate(size):
+        if isinstance(s, D.dtype):
+            raise TypeError(f"view(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got torch.dtype\"")
     return F.view(self, _sizes(size))
 
 
@@ -408,7 +385,8 @@ METHODS = {
     "detach": _detach, "detach_": _detach_, "backward": _backward, "retain_grad": _retain_grad,
     "retains_grad": property(lambda self: self._retains_grad),
     "register_hook": _register_hook, "register_post_accumulate_grad_hook": _register_post_accumulate_grad_hook,
-    "to": _to, "type": _type, "contiguous": _contiguous, "cpu": _cpu, "cuda": _cuda,
+    "to": _to, "type": _legacy.tensor_type, "new": _legacy.tensor_new_method, "contiguous": _contiguous,
+    "cpu": _cpu, "cuda": _cuda,
     "float": lambda self, memory_format=None: _to(self, D.float32),
     "double": lambda self, memory_format=None: _to(self, D.float64),
     "long": lambda self, memory_format=None: _to(self, D.int64),
@@ -421,8 +399,8 @@ METHODS = {
     "bfloat16": lambda self, memory_format=None: _to(self, D.bfloat16),
     "type_as": _type_as,
     "copy_": _copy_, "fill_": _fill_, "zero_": _zero_,
-    "new_zeros": _new(F.zeros), "new_ones": _new(F.ones), "new_empty": _new(F.empty), "new_full": _new_full,
-    "new_tensor": _new_tensor,
+    "new_zeros": _legacy.new_zeros, "new_ones": _legacy.new_ones, "new_empty": _legacy.new_empty,
+    "new_full": _legacy.new_full, "new_tensor": _legacy.new_tensor, "new_empty_strided": _legacy.new_empty_strided,
     "view": _view, "reshape": _reshape, "expand": _expand, "permute": _permute,
     "__getitem__": _indexing.getitem, "__setitem__": _indexing.setitem, "index_put_": _indexing.index_put_,
     "T": property(_T), "mT": property(_mT), "H": property(_T), "mH": property(_mT),
@@ -453,6 +431,11 @@ def bind():
         if hasattr(api, name):
             setattr(Tensor, name, fn)
     Tensor.requires_grad_ = _requires_grad_
+    Tensor.__new__ = staticmethod(_legacy.tensor_new)     # torch.Tensor(data) / Tensor(*sizes) / Tensor()
+    for name, value in _methods_misc.METHODS.items():
+        setattr(Tensor, name, value)
+    for old, new in (("__div__", "__truediv__"), ("__rdiv__", "__rtruediv__"), ("__idiv__", "__itruediv__")):
+        setattr(Tensor, old, getattr(Tensor, new))     # Python 2's names, which PyTorch keeps
 
 
 def _operator(dunder, name, api, commutative=False):

@@ -32,7 +32,7 @@ class Tensor:
                  "__weakref__", "__dict__")
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with reftorch.tensor(...), reftorch.zeros(...) and friends")
+        pass        # Tensor(...) is built by __new__ (reftorch/_legacy.py: PyTorch's legacy constructor)
 
     # ------------------------------------------------------------------ construction (internal)
     @classmethod
@@ -212,7 +212,8 @@ class Tensor:
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if self.numel() == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -263,6 +264,7 @@ class Tensor:
         return t
 
 
+Tensor.__module__ = "reftorch"      # printed as <class 'reftorch.Tensor'>, where programs import it from
 _new = object.__new__
 _set_requires_grad_slot = Tensor.__dict__["requires_grad"].__set__
 

@@ -83,9 +83,9 @@ def test_is_leaf_and_requires_grad():
 
 def test_requires_grad_rejected_on_integers():
     msg = "only Tensors of floating point and complex dtype can require gradients"
-    with pytest.raises(RuntimeError, match=msg):
-        torch.tensor([1, 2]).requires_grad_()
-    with pytest.raises(RuntimeError, match=msg):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+        torch.tensor([1, 2]).requires_grad_()       # torch 2.13's three messages differ in these words
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
         torch.tensor([1, 2], requires_grad=True)
     t = torch.tensor([1, 2])
     with pytest.raises(RuntimeError, match=msg):

@@ -403,7 +403,11 @@ def test_where():
     check(torch.where(c, 1.0, 0.0), [1.0, 0.0, 1.0], torch.float32)
     check(torch.where(c, torch.tensor([1, 2, 3]), 0.5), [1.0, 0.5, 3.0], torch.float32)
     check(torch.where(c[:, None], torch.tensor([1, 2]), torch.tensor([7, 8])), [[1, 2], [7, 8], [1, 2]], torch.int64)
-    check(torch.where(torch.tensor([1, 0, 2]), f64([1.0, 2.0, 3.0]), 0.0), [1.0, 0.0, 3.0])   # a Mask: nonzero is true
+    with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):    # torch 2.13: deprecated
+        check(torch.where(torch.tensor([1, 0, 2], dtype=torch.uint8), f64([1.0, 2.0, 3.0]), 0.0), [1.0, 0.0, 3.0])
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor, but got a tensor with "
+                                           "dtype Long"):
+        torch.where(torch.tensor([1, 0, 2]), f64([1.0, 2.0, 3.0]), 0.0)
 
 
 def test_clamp():

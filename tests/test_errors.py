@@ -529,13 +529,13 @@ def _():
     return (lambda: (x * 2).backward(rt.ones(4))), [x]
 
 
-@case("requires_grad-on-int", RuntimeError, r"only Tensors of floating point and complex dtype can require gradients")
+@case("requires_grad-on-int", RuntimeError, r"only Tensors of floating point dtype can require gradients")
 def _():
     a = T(3, dtype=rt.int64)
     return (lambda: a.requires_grad_()), [a]
 
 
-@case("requires_grad-on-int-factory", RuntimeError, r"only Tensors of floating point and complex dtype can require")
+@case("requires_grad-on-int-factory", RuntimeError, r"Only Tensors of floating point and complex dtype can require")
 def _():
     return (lambda: rt.zeros(3, dtype=rt.int64, requires_grad=True)), []
 

@@ -14,6 +14,7 @@ from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
 from . import function, graph  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
+from .variable import Variable, variable  # noqa: F401
 from .._tensor import Storage, Tensor
 from .._layout import contiguous_strides
 

@@ -63,11 +63,12 @@ from .. import _layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, gradient_edge
+from ..nn import Module
 from . import ir
 from . import step as step_mod
 from .tracer import GraphBreak, Tracer
 
-__all__ = ["compile", "GraphBreak", "CompiledFunction"]
+__all__ = ["compile", "GraphBreak", "CompiledFunction", "OptimizedModule"]
 
 _PAR_MIN = 1 << 20      # elements from which a region runs its threaded loop (memory-bound: ~1M, DESIGN §5)
 
@@ -81,9 +82,8 @@ def compile(model=None, *, fullgraph=False, dynamic=False, backend="numba", mode
     def wrap(obj):
         if disable or backend == "eager":
             return obj
-        from ..nn import Module
         if isinstance(obj, Module):
-            return CompiledModule(obj, fullgraph=fullgraph, dynamic=dynamic)
+            return OptimizedModule(obj, fullgraph=fullgraph, dynamic=dynamic)
         if not callable(obj):
             raise TypeError(f"reftorch.compile: expected a callable or a Module, got {type(obj).__name__}")
         return CompiledFunction(obj, fullgraph=fullgraph, dynamic=dynamic)
@@ -525,15 +525,17 @@ def _consts(a):
 
 
 def _recompiled(module, fullgraph, dynamic):
-    return CompiledModule(module, fullgraph=fullgraph, dynamic=dynamic)
+    return OptimizedModule(module, fullgraph=fullgraph, dynamic=dynamic)
 
 
-class CompiledModule:
-    """A module whose forward is compiled; everything else (parameters, state_dict, train/eval,
-    attributes) is the original module's."""
+class OptimizedModule(Module):
+    """A module whose forward is compiled (torch's OptimizedModule): the original module is its one child,
+    `_orig_mod`, so parameters stay shared, state_dict keys read `_orig_mod.<name>` (and load_state_dict
+    expects them), train/eval reach the original, and other attributes are looked up on it."""
 
     def __init__(self, module, *, fullgraph=False, dynamic=False):
-        object.__setattr__(self, "_orig_mod", module)
+        super().__init__()
+        self._orig_mod = module
         object.__setattr__(self, "_options", (fullgraph, dynamic))
         object.__setattr__(self, "_compiled_forward", CompiledFunction(
             module.forward, fullgraph=fullgraph, dynamic=dynamic, guard_extra=lambda: module.training))
@@ -543,9 +545,6 @@ class CompiledModule:
         # loaded copy compiles again on first call
         return (_recompiled, (self._orig_mod, *self._options))
 
-    def __call__(self, *args, **kwargs):
-        return self._compiled_forward(*args, **kwargs)
-
     def forward(self, *args, **kwargs):
         return self._compiled_forward(*args, **kwargs)
 
@@ -553,10 +552,12 @@ class CompiledModule:
         return self._compiled_forward.kernels(device)
 
     def __getattr__(self, name):
-        return getattr(object.__getattribute__(self, "_orig_mod"), name)
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("__") or "_modules" not in self.__dict__ or "_orig_mod" not in self._modules:
+                raise
+            return getattr(self._modules["_orig_mod"], name)
 
-    def __setattr__(self, name, value):
-        setattr(self._orig_mod, name, value)
 
-    def __repr__(self):
-        return f"CompiledModule({self._orig_mod!r})"
+CompiledModule = OptimizedModule        # the name reftorch used before (issue 16: torch's is OptimizedModule)

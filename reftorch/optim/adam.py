@@ -9,8 +9,24 @@ from .optimizer import (Optimizer, _bump, _check_capturable, _check_fused, _chec
 _FOREACH_DTYPES = (torch.float32, torch.float64)    # the dtypes the multi-tensor step (ops.yaml: _adam_step) takes
 
 
+_FUSED_DEVICES = ["cpu", "cuda"]
+
+
+def _check_fused_params(params):
+    """fused=True takes floating-point parameters on a device with fused kernels (PyTorch's check and message,
+    made, as there, for the parameters that have a gradient)."""
+    for p in params:
+        if p.grad is not None and not (p.device.type in _FUSED_DEVICES and p.dtype.is_floating_point):
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                               f"devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
 class Adam(Optimizer):
     """Adam: adaptive moment estimation (Kingma & Ba, 2014).
+
+    Every step runs generated fused kernels (ops.yaml: _adam_step over a whole group of float32/float64
+    parameters in one call, else _adam_exp_avg, _adam_exp_avg_sq, _adam_param per parameter), so fused=True
+    is accepted as in torch 2.13 and changes nothing: torch's fused cpu step gives the same bits as its default.
 
     Per parameter, at step t with gradient g (negated when maximize):
         p <- p * (1 - lr * weight_decay)            if decoupled_weight_decay (AdamW)

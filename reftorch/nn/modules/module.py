@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 import reftorch as torch
 
 from ..parameter import Buffer, Parameter
+from ...utils.hooks import RemovableHandle
 
 __all__ = ["Module"]
 
@@ -26,25 +27,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by the register_*_hook methods; `remove()` unregisters the hook."""
-    _next_id = itertools.count()
-
-    def __init__(self, *hooks_dicts):
-        self.hooks_dicts = hooks_dicts
-        self.id = next(RemovableHandle._next_id)
-
-    def remove(self):
-        for d in self.hooks_dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _addindent(text, spaces):
