@@ -1367,6 +1367,19 @@ def _new_array_plan(spec):
 _array_plans = {}       # spec -> _new_array_plan(spec)
 
 
+def _forget_plans():
+    """Plans hold result dtypes, and int / int or a float number's category resolve to the default float dtype:
+    set_default_dtype drops them all (a plan is rebuilt on the next call)."""
+    for spec in list(SPECS.values()) + list(_fused_specs.values()):
+        if spec.plans is not None:
+            spec.plans.clear()
+    _reduction_plans.clear()
+    _array_plans.clear()
+
+
+D._on_default_change.append(_forget_plans)
+
+
 def array(spec, tensors, scalars):
     if _cuda_d.used:        # an argument on meta or cuda: its back end (index tensors may stay on cpu)
         types = {t.device.type for t in tensors if isinstance(t, Tensor)}

@@ -82,12 +82,18 @@ def get_default_dtype():
     return defaults.float
 
 
+_on_default_change = []     # callbacks of the layers that cache result dtypes (the dispatcher's plans)
+
+
 def set_default_dtype(d):
     if not isinstance(d, dtype):
         raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
     if not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
-    defaults.float = d
+    if d is not defaults.float:
+        defaults.float = d
+        for forget in _on_default_change:
+            forget()
 
 
 def from_numpy(np_dtype):

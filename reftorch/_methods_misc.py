@@ -541,7 +541,7 @@ def _numpy(self, *, force=False):
     unless force=True (detach().cpu().numpy())."""
     if force:
         return self.detach().cpu()._array()
-    if self.device.type == "cuda":
+    if self.device.type != "cpu":       # cuda and meta: PyTorch's TypeError
         from ._cuda_dispatch import numpy_error
         raise numpy_error(self)
     if self.requires_grad and grad_mode.state.enabled:

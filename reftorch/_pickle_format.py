@@ -347,7 +347,8 @@ def _rebuild_from_type_v2(func, new_type, args, state):
         raise MalformedData(f"_rebuild_from_type_v2: the rebuild gave a {type(ret).__name__}, not a tensor")
     if type(ret) is not new_type:
         ret.__class__ = new_type     # torch's as_subclass: same data, the saved class
-    if getattr(new_type, "__setstate__", None) is not None:
+    own = getattr(new_type, "__setstate__", None)
+    if own is not None and own is not getattr(Tensor, "__setstate__", None):   # a subclass's own, as torch's
         ret.__setstate__(state)
         return ret
     return set_obj_state(ret, state)

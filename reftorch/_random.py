@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
-from ._creation import _rng, _finish
+from ._creation import _rng, _finish, _zero_gradient
 from ._dispatch import check_inplace
 from ._tensor import Tensor
 from . import _functional as F
@@ -159,7 +159,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input.dtype.short}'")
     out = F.empty_like(input) if out is None else out
     with grad_mode.no_grad():
-        return bernoulli_(out, input.detach() if p is None else p, generator=generator)
+        bernoulli_(out, input.detach() if p is None else p, generator=generator)
+    return _zero_gradient(out, input)   # as PyTorch's: the sample requires grad, with a zero gradient
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -783,7 +783,8 @@ def test_fused_adam_accepted(cls):
     q.grad = torch.ones(2, dtype=torch.int64)
     opt = getattr(torch.optim, cls)([q], fused=True)
     with raises(RuntimeError, "`fused=True` requires all the params to be floating point Tensors of supported "
-                              "devices: ['cpu', 'cuda'] but torch.int64 and cpu"):
+                              "devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] but "
+                              "torch.int64 and cpu"):
         opt.step()
 
 

@@ -400,7 +400,7 @@ def pad_to(F, self, shape):
 
 def masked_fill(F, self, mask, value):
     # ops.yaml: masked_fill
-    out = F._masked_fill(self, mask, value)
+    out = F._masked_fill(self, mask, value.detach() if F.is_tensor(value) else value)
     if F.is_tensor(value) and value.requires_grad:
         return F.where(mask, value.to(out.dtype), out)
     return out
@@ -499,7 +499,7 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
 
 def index_fill(F, self, dim, index, value):
     # ops.yaml: index_fill
-    out = F._index_fill(self, dim, index, value)
+    out = F._index_fill(self, dim, index, value.detach() if F.is_tensor(value) else value)
     if F.is_tensor(value) and value.requires_grad:
         return F.where(F._index_fill(F.zeros_like(self, dtype=bool), dim, index, True), value.to(out.dtype), out)
     return out
