@@ -211,3 +211,26 @@ def test_logaddexp_gradients_at_edge_values():
     same = lambda got, want: all((g != g and w != w) or g == w for g, w in zip(got, want))  # noqa: E731
     assert same(a.grad.tolist(), [0.5, 1.0, nan, nan, 1.0]), a.grad.tolist()          # torch 2.13's values
     assert same(b.grad.tolist(), [0.5, 0.0, nan, nan, 0.0]), b.grad.tolist()
+
+
+@pytest.mark.parametrize("dtype, filled", [(torch.int64, 2), (torch.bool, True), (torch.float32, 2.5)], ids=str)
+def test_scatter_a_number_keeps_self_dtype(dtype, filled):
+    i = torch.tensor([[0, 1], [1, 0]])
+    for out in (torch.zeros(2, 2, dtype=dtype).scatter(0, i, 2.5), torch.zeros(2, 2, dtype=dtype).scatter(0, i, value=2.5)):
+        assert out.dtype is dtype and out.tolist() == [[filled, filled], [filled, filled]]
+    x = torch.zeros(2, 2, dtype=dtype)
+    assert x.scatter_(0, i, 2.5) is x and x.tolist() == [[filled, filled], [filled, filled]]
+    assert torch.zeros(2, 2, dtype=dtype).scatter(0, i[:1], 2.5, reduce="add").dtype is dtype
+
+
+def test_scatter_a_tensor_of_another_dtype_is_refused_and_gradients_flow():
+    with pytest.raises(RuntimeError, match=r"^scatter\(\): Expected self.dtype to be equal to src.dtype$"):
+        torch.zeros(2, 2).scatter(0, torch.tensor([[0, 1]]), torch.ones(1, 2, dtype=torch.float64))
+    x = torch.ones(2, 3, requires_grad=True)
+    src = torch.full((1, 3), 2.0, requires_grad=True)
+    out = x.scatter(0, torch.tensor([[1, 0, 1]]), src)
+    (out * torch.arange(6.0).reshape(2, 3)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 2.0], [0.0, 4.0, 0.0]] and src.grad.tolist() == [[3.0, 1.0, 5.0]]
+    x.grad = None
+    x.scatter(0, torch.tensor([[1, 0, 1]]), 7.0).sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]

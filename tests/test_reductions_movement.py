@@ -970,7 +970,7 @@ def test_prod_and_cumprod_gradients_with_zeros_are_exact():
 # ------------------------------------------------------------------------ in-place data movement
 
 INPLACE_MOVEMENT = {
-    "scatter_": (lambda x: x.scatter_(0, torch.tensor([[2, 0, 1, 2]]), torch.ones(1, 4)),
+    "scatter_": (lambda x: x.scatter_(0, torch.tensor([[2, 0, 1, 2]]), torch.ones(1, 4, dtype=x.dtype)),
                  lambda a: (a.__setitem__((np.array([2, 0, 1, 2]), np.arange(4)), 1.0), a)[1]),
     "scatter_add_": (lambda x: x.scatter_add_(1, torch.tensor([[0, 0], [3, 1], [2, 2]]), torch.ones(3, 2)),
                      lambda a: a + np.array([[2, 0, 0, 0], [0, 1, 0, 1], [0, 0, 2, 0]])),
