@@ -97,3 +97,7 @@ amp.legacy.install(__import__("sys").modules[__name__])   # reftorch.cuda.amp, r
 
 from . import _startup  # noqa: E402
 _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a background thread (reftorch/_startup.py)
+
+# ---------------- toolbox (issue 22, branch toolbox): torch.random, utils.checkpoint, hub, multiprocessing
+from . import random  # noqa: E402,F401  (after the library layer: reftorch.random shares _creation's generator)
+from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (torch imports utils.checkpoint with torch)
