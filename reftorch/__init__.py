@@ -101,3 +101,4 @@ _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a backgroun
 # ---------------- toolbox (issue 22, branch toolbox): torch.random, utils.checkpoint, hub, multiprocessing
 from . import random  # noqa: E402,F401  (after the library layer: reftorch.random shares _creation's generator)
 from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (torch imports utils.checkpoint with torch)
+from . import hub  # noqa: E402,F401
