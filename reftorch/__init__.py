@@ -102,3 +102,6 @@ _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a backgroun
 from . import random  # noqa: E402,F401  (after the library layer: reftorch.random shares _creation's generator)
 from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (torch imports utils.checkpoint with torch)
 from . import hub  # noqa: E402,F401
+from . import multiprocessing  # noqa: E402,F401  (registers the shared-memory pickling of tensors, as torch's)
+from .multiprocessing import _shared as _mp_shared  # noqa: E402
+Tensor.share_memory_, Tensor.is_shared = _mp_shared.share_memory_, _mp_shared.is_shared
