@@ -19,7 +19,6 @@ import warnings
 import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
@@ -187,6 +186,7 @@ def _local_source(url):
     """The local file a URL names: a file:// path, else the same file name in the hub cache."""
     parts = urlparse(url)
     if parts.scheme == "file":
+        from urllib.request import url2pathname     # urllib.request (http, ssl, email) only when asked
         return url2pathname(parts.path)
     for folder in (get_dir(), os.path.join(get_dir(), "checkpoints")):
         candidate = os.path.join(folder, os.path.basename(parts.path))

@@ -1,4 +1,6 @@
 """reftorch.multiprocessing: tensors cross processes through shared memory (fork and spawn)."""
+import time
+
 import pytest
 
 import reftorch as torch
@@ -26,6 +28,19 @@ def _fails(rank):
 def _exits(rank):
     import os
     os._exit(3)
+
+
+def _run(fn, args=(), nprocs=1, start_method="fork"):
+    """start_processes joined under a deadline, so a hung child fails the test instead of stalling it."""
+    context = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method=start_method)
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while not context.join(timeout=max(deadline - time.monotonic(), 0.1)):
+            assert time.monotonic() < deadline, "child processes did not finish in time"
+    finally:
+        for p in context.processes:
+            if p.is_alive():
+                p.kill()
 
 
 def _pool_sum(t):
@@ -56,28 +71,27 @@ def test_queue_shares_memory(ctx, strategy, monkeypatch):
 def test_hogwild_shared_before_fork():
     w = torch.zeros(4).share_memory_()
     assert w.is_shared()
-    mp.start_processes(_hogwild, args=(w, 5), nprocs=2, start_method="fork")
+    _run(_hogwild, (w, 5), nprocs=2)
     assert w.tolist() == [10.0] * 4
 
 
 def test_spawn_and_errors():
     w = torch.zeros(3)
-    mp.spawn(_hogwild, args=(w, 2), nprocs=2)
+    _run(_hogwild, (w, 2), nprocs=2, start_method="spawn")
     assert w.tolist() == [4.0] * 3          # the spawn arguments went through shared memory too
     with pytest.raises(mp.ProcessRaisedException, match="boom in rank 1") as err:
-        mp.start_processes(_fails, nprocs=2, start_method="fork")
+        _run(_fails, nprocs=2)
     assert err.value.error_index == 1 and "-- Process 1 terminated with the following error:" in str(err.value)
     with pytest.raises(mp.ProcessExitedException, match="process 0 terminated with exit code 3"):
-        mp.start_processes(_exits, nprocs=1, start_method="fork")
-    context = mp.start_processes(_hogwild, args=(w, 1), nprocs=1, join=False, start_method="fork")
-    while not context.join(TIMEOUT):
-        pass
+        _run(_exits)
+    assert mp.start_processes(_hogwild, args=(w, 1), nprocs=1, start_method="fork") is None   # join=True
     assert w.tolist() == [5.0] * 3
 
 
 def test_pool_simplequeue_and_strategies(ctx):
     with ctx.Pool(2) as pool:
-        assert pool.map(_pool_sum, [torch.ones(3), torch.ones(2)], chunksize=1) == [3.0, 2.0]
+        result = pool.map_async(_pool_sum, [torch.ones(3), torch.ones(2)], chunksize=1)
+        assert result.get(TIMEOUT) == [3.0, 2.0]
     q = mp.SimpleQueue()
     q.put(torch.arange(3.0))
     assert q.get().tolist() == [0.0, 1.0, 2.0]
