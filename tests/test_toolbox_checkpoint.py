@@ -142,3 +142,18 @@ def test_random_module_fork_rng():
     s = torch.random.seed()
     assert torch.random.initial_seed() == s
     assert torch.random.default_generator is torch.default_generator
+
+
+def test_non_reentrant_tensor_kwargs_and_closed_over_non_leaf():
+    w0 = torch.randn(3, requires_grad=True)
+    x = torch.randn(3, requires_grad=True)
+    h = w0 * 2                        # a non-leaf the function closes over (used only inside it)
+    g = w0 * 3                        # a non-leaf passed as a keyword, also used outside
+
+    def f(a, *, b):
+        return (a * b * h).sum()
+
+    loss = checkpoint(f, x, b=g, use_reentrant=False) + g.sum()
+    loss.backward()
+    assert _close(x.grad, g * h)
+    assert _close(w0.grad, 3 * x * h + 2 * x * g + 3)

@@ -11,7 +11,11 @@ the leaves it closes over) become the inputs of one autograd.Function node, and 
 graph -- with every activation it saved -- is dropped. Backward reruns the forward and asks
 autograd.grad for the gradients of those inputs, so kwargs, non-tensor outputs, nested outputs,
 torch.autograd.grad and double backward all work. The memory profile is torch's: only the inputs
-and outputs of the segment stay alive between forward and backward.
+and outputs of the segment stay alive between forward and backward. Unlike torch, a non-leaf tensor
+that the function reaches only through a closure (not an argument) is not a boundary: the walk goes
+on into the graph that made it, and the recomputation backpropagates through that graph itself
+(retain_graph) -- right as long as the outer backward has not freed it first, which happens when the
+same non-leaf is also used outside the checkpoint; pass such tensors as arguments.
 
 Both variants stash the cpu generator's state (and cuda's, when an argument is on cuda) and restore
 it for the recomputation, so dropout draws the same mask twice.
@@ -166,6 +170,19 @@ def _boundary(outputs, arg_copies):
     return found, names
 
 
+def _tensor_arguments(args, kwargs):
+    """The tensors among the positional and keyword arguments (the segment's inputs), in order."""
+    return [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+
+
+def _substitute(args, kwargs, tensors):
+    """args and kwargs with their tensors replaced, in _tensor_arguments' order, by `tensors`."""
+    it = iter(tensors)
+    args = [next(it) if isinstance(a, Tensor) else a for a in args]
+    kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
 def _meta(t, mode):
     return {"shape": t.shape, "dtype": t.dtype, "device": t.device} if mode == "default" else None
 
@@ -183,13 +200,10 @@ class _Segment:
         """The recomputation: fresh leaves for the tensor arguments, or under create_graph the arguments
         themselves (so the gradients it returns are functions of them); closed-over tensors as they are."""
         create_graph = grad_mode.is_grad_enabled()
-        args = list(self.args)
-        copies = []
-        for i, t in zip([i for i, a in enumerate(args) if isinstance(a, Tensor)], inputs[:self.n_args]):
-            args[i] = t if create_graph else t.detach().requires_grad_(t.requires_grad)
-            copies.append(args[i])
+        copies = [t if create_graph else t.detach().requires_grad_(t.requires_grad) for t in inputs[:self.n_args]]
+        args, kwargs = _substitute(self.args, self.kwargs, copies)
         with self.rng.replay(), grad_mode.enable_grad(), self.recompute_context:
-            out = self.function(*args, **self.kwargs)
+            out = self.function(*args, **kwargs)
         flat = []
         _flatten(out, flat)
         return copies, flat
@@ -233,7 +247,8 @@ class _NonReentrant(autograd.Function):
         if pairs:
             wanted = [i for i, t in enumerate(targets) if t.requires_grad]
             got = autograd.grad([o for o, _ in pairs], [targets[i] for i in wanted], [g for _, g in pairs],
-                                allow_unused=True, create_graph=grad_mode.is_grad_enabled())
+                                allow_unused=True, create_graph=grad_mode.is_grad_enabled(),
+                                retain_graph=True)   # a closed-over non-leaf's own graph is still to come
             for i, g in zip(wanted, got):
                 result[i] = g
         return (None, None) + tuple(result)
@@ -241,7 +256,7 @@ class _NonReentrant(autograd.Function):
 
 def _checkpoint_non_reentrant(function, preserve, context_fn, determinism_check, debug, args, kwargs):
     forward_context, recompute_context = context_fn()
-    tensor_args = [a for a in args if isinstance(a, Tensor)]
+    tensor_args = _tensor_arguments(args, kwargs)
     segment = _Segment(function, args, kwargs, _RngStash(preserve, tensor_args), recompute_context,
                        determinism_check, debug)
     segment.n_args = len(tensor_args)
@@ -249,10 +264,9 @@ def _checkpoint_non_reentrant(function, preserve, context_fn, determinism_check,
         with forward_context:
             return function(*args, **kwargs)
     copies = [t.detach().requires_grad_(t.requires_grad) for t in tensor_args]
-    run_args, it = list(args), iter(copies)
-    run_args = [next(it) if isinstance(a, Tensor) else a for a in run_args]
+    run_args, run_kwargs = _substitute(args, kwargs, copies)
     with forward_context:
-        out = function(*run_args, **kwargs)
+        out = function(*run_args, **run_kwargs)
     flat = []
     rebuild = _flatten(out, flat)
     closed_over, segment.forward_ops = _boundary([t for t in flat if t.requires_grad], copies)
