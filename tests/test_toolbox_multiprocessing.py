@@ -111,3 +111,22 @@ def test_non_leaf_refused():
     q.put(p)
     got = q.get()
     assert isinstance(got, torch.nn.Parameter) and got.requires_grad and got.is_shared()
+
+
+def test_file_system_strategy_leaves_nothing(monkeypatch):
+    import glob
+    import os
+    monkeypatch.setattr(mp._shared, "_sharing_strategy", "file_system")
+    before = set(glob.glob(f"/dev/shm/reftorch_{os.getpid()}_*"))
+    q = mp.SimpleQueue()
+    t = torch.ones(3)
+    q.put(t)
+    q.put(t[1:])
+    del t                            # the sender's storage may go before the receiver opens it
+    a, b = q.get(), q.get()
+    b.add_(1)
+    assert a.tolist() == [1.0, 2.0, 2.0]
+    del a, b
+    import gc
+    gc.collect()
+    assert set(glob.glob(f"/dev/shm/reftorch_{os.getpid()}_*")) == before

@@ -2,7 +2,9 @@
 
 share_memory_() moves a storage's bytes into a shared mapping: a memfd (strategy
 'file_descriptor', sent to other processes as a duplicated descriptor) or a file under /dev/shm
-(strategy 'file_system', sent by name and unlinked when the creating process drops the storage).
+(strategy 'file_system': the file is unlinked when the creating process drops the storage, and each
+send is a fresh hard link to it that the receiver unlinks once opened, so nothing is left behind
+in /dev/shm by a message that was received).
 A tensor pickled by multiprocessing's ForkingPickler (every Queue, Pipe and Pool of
 reftorch.multiprocessing or the standard module) is moved into shared memory first and arrives as a
 view of the same pages, so an in-place update in one process is seen by the other (Hogwild). The
@@ -102,13 +104,15 @@ def is_shared(self):
 
 
 def _rebuild_storage(token, handle, name, dtype, count, nbytes):
+    """The receiver's Storage of a shared mapping: a descriptor to take over, or a one-use link to open
+    and unlink (so the sender may drop its storage before the receiver gets here)."""
+    fd = handle.detach() if handle is not None else os.open(name, os.O_RDWR)
+    if name is not None:
+        _unlink(name)
     storage = _received.get(token)
     if storage is not None:
+        os.close(fd)
         return storage
-    if name is not None:
-        fd = os.open(name, os.O_RDWR)
-    else:
-        fd = handle.detach()
     try:
         storage = Storage(_map(fd, dtype, count, nbytes))
     finally:
@@ -140,8 +144,13 @@ def reduce_tensor(t):
     if storage not in _handles:
         share_storage(storage)
     token, fd, name, nbytes = _handles[storage]
-    handle = reduction.DupFd(fd) if fd is not None else None
-    storage_args = (token, handle, name, storage.data.dtype, storage.data.shape[0], nbytes)
+    handle = link = None
+    if fd is not None:
+        handle = reduction.DupFd(fd)       # duplicated now: valid even after this process closes fd
+    else:
+        link = f"{name}.{uuid.uuid4().hex[:8]}"
+        os.link(name, link)                 # the receiver opens and unlinks it
+    storage_args = (token, handle, link, storage.data.dtype, storage.data.shape[0], nbytes)
     return (_rebuild_tensor, (type(t), storage_args, t._offset, t._shape, t._strides, t.dtype, t.requires_grad))
 
 
