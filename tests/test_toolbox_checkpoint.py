@@ -157,3 +157,19 @@ def test_non_reentrant_tensor_kwargs_and_closed_over_non_leaf():
     loss.backward()
     assert _close(x.grad, g * h)
     assert _close(w0.grad, 3 * x * h + 2 * x * g + 3)
+
+
+def test_rng_stash_replays_the_cuda_generator_too():
+    from reftorch import cuda
+    from reftorch.utils.checkpoint import _RngStash
+    cuda.manual_seed(11)
+    stash = _RngStash(False, [])
+    stash.preserve, stash.cuda_devices = True, [0]       # as for an argument on cuda:0
+    stash.cpu_state = torch.get_rng_state()
+    stash.cuda_states = [torch.random.cuda_get_rng_state(0)]
+    first = cuda._counter_state(100)                      # the forward's draw
+    cpu_first = torch.rand(2).tolist()
+    with stash.replay():
+        assert cuda._counter_state(100) == first          # the recomputation draws the same counters
+        assert torch.rand(2).tolist() == cpu_first
+    assert cuda._counter_state(1)[1] == first[1] + 100    # and the generators go on from where they were
