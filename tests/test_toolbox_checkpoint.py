@@ -11,7 +11,7 @@ nn = torch.nn
 
 
 def _close(a, b):
-    return (a - b).abs().max().item() < 1e-6
+    return (a - b).abs().max().item() <= 1e-5 * (1 + b.abs().max().item())
 
 
 @pytest.fixture
@@ -145,6 +145,7 @@ def test_random_module_fork_rng():
 
 
 def test_non_reentrant_tensor_kwargs_and_closed_over_non_leaf():
+    torch.manual_seed(1)
     w0 = torch.randn(3, requires_grad=True)
     x = torch.randn(3, requires_grad=True)
     h = w0 * 2                        # a non-leaf the function closes over (used only inside it)
