@@ -125,3 +125,11 @@ from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
 globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
 globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
 from . import functional, jit, onnx  # noqa: E402  (torch.functional, TorchScript's entry points, ONNX's)
+
+# ---------------- toolbox (issue 22, branch toolbox): torch.random, utils.checkpoint, hub, multiprocessing
+from . import random  # noqa: E402,F401  (after the library layer: reftorch.random shares _creation's generator)
+from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (torch imports utils.checkpoint with torch)
+from . import hub  # noqa: E402,F401
+from . import multiprocessing  # noqa: E402,F401  (registers the shared-memory pickling of tensors, as torch's)
+from .multiprocessing import _shared as _mp_shared  # noqa: E402
+Tensor.share_memory_, Tensor.is_shared = _mp_shared.share_memory_, _mp_shared.is_shared
