@@ -6,3 +6,4 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters  # no
 from . import parametrize, parametrizations  # noqa: F401
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401
+from . import prune  # noqa: F401
