@@ -73,3 +73,83 @@ def test_adaptive_log_softmax_errors():
         m(x, torch.tensor([[0]]))
     with pytest.raises(RuntimeError, match="^Input and target should have the same size in the batch dimension.$"):
         m(x, torch.tensor([0, 1]))
+
+
+# ------------------------------------------------------------------ lazy modules
+
+def test_lazy_linear_uninitialized_then_materialized():
+    from reftorch.nn.parameter import UninitializedParameter, is_lazy
+    m = nn.LazyLinear(4)
+    assert repr(m) == "LazyLinear(in_features=0, out_features=4, bias=True)"
+    assert isinstance(m.weight, UninitializedParameter) and repr(m.weight) == "<UninitializedParameter>"
+    assert is_lazy(m.weight) and m.has_uninitialized_params()
+    assert {k: type(v).__name__ for k, v in m.state_dict().items()} == {"weight": "UninitializedParameter",
+                                                                         "bias": "UninitializedParameter"}
+    with pytest.raises(RuntimeError, match="^Can't access the shape of an uninitialized parameter or buffer"):
+        m.weight.shape
+    y = m(torch.ones(2, 3))
+    assert type(m) is nn.Linear and repr(m) == "Linear(in_features=3, out_features=4, bias=True)"
+    assert tuple(m.weight.shape) == (4, 3) and tuple(y.shape) == (2, 4)
+    assert type(m.weight) is nn.Parameter and len(m._forward_pre_hooks) == 0
+
+
+def test_lazy_linear_load_state_dict_materializes():
+    m = nn.LazyLinear(4)
+    sd = nn.Linear(5, 4).state_dict()
+    m.load_state_dict(sd)
+    assert type(m).__name__ == "LazyLinear" and tuple(m.weight.shape) == (4, 5) and m.in_features == 0
+    m(torch.ones(1, 5))
+    assert type(m) is nn.Linear and m.in_features == 5 and bool((m.weight == sd["weight"]).all())
+
+
+_CONV = [(nn.LazyConv1d, (2, 3, 8), "LazyConv1d(0, 6, kernel_size=(3,), stride=(1,))",
+          "Conv1d(3, 6, kernel_size=(3,), stride=(1,))", (6, 3, 3), (2, 6, 6)),
+         (nn.LazyConv2d, (2, 3, 6, 6), "LazyConv2d(0, 6, kernel_size=(3, 3), stride=(1, 1))",
+          "Conv2d(3, 6, kernel_size=(3, 3), stride=(1, 1))", (6, 3, 3, 3), (2, 6, 4, 4)),
+         (nn.LazyConv3d, (1, 2, 4, 4, 4), "LazyConv3d(0, 6, kernel_size=(3, 3, 3), stride=(1, 1, 1))",
+          "Conv3d(2, 6, kernel_size=(3, 3, 3), stride=(1, 1, 1))", (6, 2, 3, 3, 3), (1, 6, 2, 2, 2)),
+         (nn.LazyConvTranspose1d, (2, 3, 5), "LazyConvTranspose1d(0, 6, kernel_size=(3,), stride=(1,))",
+          "ConvTranspose1d(3, 6, kernel_size=(3,), stride=(1,))", (3, 6, 3), (2, 6, 7)),
+         (nn.LazyConvTranspose2d, (3, 5, 5), "LazyConvTranspose2d(0, 6, kernel_size=(3, 3), stride=(1, 1))",
+          "ConvTranspose2d(3, 6, kernel_size=(3, 3), stride=(1, 1))", (3, 6, 3, 3), (6, 7, 7)),
+         (nn.LazyConvTranspose3d, (1, 2, 3, 3, 3), "LazyConvTranspose3d(0, 6, kernel_size=(3, 3, 3), stride=(1, 1, 1))",
+          "ConvTranspose3d(2, 6, kernel_size=(3, 3, 3), stride=(1, 1, 1))", (2, 6, 3, 3, 3), (1, 6, 5, 5, 5))]
+
+
+@pytest.mark.parametrize("cls,shape,r0,r1,wshape,yshape", _CONV)
+def test_lazy_conv(cls, shape, r0, r1, wshape, yshape):
+    c = cls(6, 3)
+    assert repr(c) == r0
+    y = c(torch.ones(*shape))
+    assert repr(c) == r1 and type(c).__name__ == r1.split("(")[0]
+    assert tuple(c.weight.shape) == wshape and tuple(y.shape) == yshape
+
+
+def test_lazy_conv_errors():
+    with pytest.raises(ValueError, match="^in_channels must be divisible by groups$"):
+        nn.LazyConv2d(4, 3, groups=2)(torch.ones(1, 3, 5, 5))
+    with pytest.raises(RuntimeError, match=r"^Expected 3D \(unbatched\) or 4D \(batched\) input to LazyConv2d, but "
+                                           r"got input of size: torch.Size\(\[5, 5\]\)$"):
+        nn.LazyConv2d(4, 3)(torch.ones(5, 5))
+
+
+_NORM = [(nn.LazyBatchNorm1d, (4, 3), [0.45, 0.55, 0.65]), (nn.LazyBatchNorm2d, (2, 3, 2, 2), [0.75, 1.15, 1.55]),
+         (nn.LazyBatchNorm3d, (2, 3, 1, 2, 2), [0.75, 1.15, 1.55]),
+         (nn.LazyInstanceNorm1d, (2, 3, 4), [0.75, 1.15, 1.55]),
+         (nn.LazyInstanceNorm2d, (2, 3, 2, 2), [0.75, 1.15, 1.55]),
+         (nn.LazyInstanceNorm3d, (2, 3, 2, 2, 2), [1.55, 2.35, 3.15])]
+
+
+@pytest.mark.parametrize("cls,shape,running_mean", _NORM)
+def test_lazy_norm(cls, shape, running_mean):
+    b = cls()
+    name = cls.__name__[4:]
+    # torch's lazy norms (the InstanceNorm ones too) default to affine=True, track_running_stats=True
+    tail = ", eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    assert repr(b) == f"{cls.__name__}(0{tail}"
+    keys = ["bias", "num_batches_tracked", "running_mean", "running_var", "weight"]
+    assert sorted(b.state_dict()) == keys
+    y = b(torch.arange(float(np.prod(shape))).reshape(*shape))
+    assert type(b).__name__ == name and repr(b) == f"{name}(3{tail}" and sorted(b.state_dict()) == keys
+    np.testing.assert_allclose(b.running_mean.tolist(), running_mean, atol=1e-5)
+    assert abs(float(y.sum().detach())) < 1e-4
