@@ -17,6 +17,7 @@ from .activation import (Threshold, ReLU, RReLU, Hardtanh, ReLU6, Sigmoid, Hards
                          Softshrink, MultiheadAttention, PReLU, Softsign, Tanhshrink, Softmin, Softmax, Softmax2d,
                          LogSoftmax)
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from .syncbn import SyncBatchNorm  # noqa: F401
 from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: F401
                    LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
                    LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
