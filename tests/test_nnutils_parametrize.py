@@ -121,7 +121,8 @@ def test_spectral_norm_parametrization():
     m2 = lin(W[:2])
     parametrizations.spectral_norm(m2, n_power_iterations=3, dim=1)
     assert m2.parametrizations.weight[0].dim == 1 and tuple(m2.parametrizations.weight[0]._u.shape) == (3,)
-    with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-2, 1\] but got 2\)$"):
+    with pytest.raises(IndexError,
+                       match=r"^Dimension out of range \(expected to be in range of \[-2, 1\] but got 2\)$"):
         parametrizations.spectral_norm(lin(), dim=2)
     with pytest.raises(ValueError, match="^Expected n_power_iterations to be positive, but got n_power_iterations=0$"):
         parametrizations.spectral_norm(lin(), n_power_iterations=0)

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 import reftorch as torch
 
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
