@@ -130,3 +130,22 @@ def test_clip_grad_value_and_vector_roundtrip():
     assert m.weight.tolist() == [[0, 1], [2, 3]] and m.bias.tolist() == [4, 5]
     with pytest.raises(TypeError, match="^expected torch.Tensor, but got: list$"):
         torch.nn.utils.vector_to_parameters([1.0], m.parameters())
+
+
+def test_pad_sequence_mismatched_trailing_dims_and_side_error():
+    with pytest.raises(RuntimeError, match="^Expected padding_side to be one of left or right, but got mid.$"):
+        pad_sequence([torch.ones(2)], padding_side="mid")
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\) at "
+                                           r"non-singleton dimension 1$"):
+        pad_sequence([torch.ones(2), torch.ones(2, 3)])
+    out = pad_sequence([torch.zeros(1, 3), torch.ones(2, 1)], batch_first=True)   # (2, 1) broadcasts into (2, 3)
+    assert out.tolist() == [[[0, 0, 0], [0, 0, 0]], [[1, 1, 1], [1, 1, 1]]]
+
+
+def test_packed_hidden_size_error_and_lstm_hidden_shape():
+    packed = pack_padded_sequence(torch.ones(3, 2, 4), [3, 2])
+    assert tuple(torch.nn.LSTM(4, 5)(packed)[1][0].shape) == (1, 2, 5)
+    with pytest.raises(RuntimeError, match=r"^Expected hidden size \(1, 2, 5\), got \[1, 3, 5\]$"):
+        torch.nn.GRU(4, 5)(packed, torch.zeros(1, 3, 5))
+    with pytest.raises(RuntimeError, match="^input.size\\(-1\\) must be equal to input_size. Expected 4, got 3$"):
+        torch.nn.GRU(4, 5)(pack_padded_sequence(torch.ones(3, 2, 3), [3, 2]))

@@ -172,10 +172,13 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     longest = max(s.shape[0] for s in sequences)
+    trailing = tuple(sequences[0].shape[1:])
     padded = []
     for s in sequences:
+        if tuple(s.shape[1:]) != trailing:        # torch copies each into (L_i, *trailing of the first)
+            s = _broadcast_into(s, (s.shape[0],) + trailing)
         extra = longest - s.shape[0]
         if extra:
             fill = torch.full((extra,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
@@ -183,6 +186,18 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         padded.append(s)
     out = torch.stack(padded, 0)
     return out if batch_first else out.transpose(0, 1)
+
+
+def _broadcast_into(src, shape):
+    """src broadcast to shape, with the error torch's copy_ gives when it cannot be."""
+    ndim = max(len(shape), src.dim())
+    for k in range(1, ndim + 1):
+        a = shape[-k] if k <= len(shape) else 1
+        b = src.shape[-k] if k <= src.dim() else 1
+        if a != b and b != 1:
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension {ndim - k}")
+    return src.expand(shape)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
