@@ -153,3 +153,27 @@ def test_lazy_norm(cls, shape, running_mean):
     assert type(b).__name__ == name and repr(b) == f"{name}(3{tail}" and sorted(b.state_dict()) == keys
     np.testing.assert_allclose(b.running_mean.tolist(), running_mean, atol=1e-5)
     assert abs(float(y.sum().detach())) < 1e-4
+
+
+def test_lazy_misc_dtype_copy_state_dict_sequential():
+    import copy
+    m = nn.LazyLinear(4, device="cpu", dtype=torch.float64)
+    assert m(torch.ones(2, 3, dtype=torch.float64)).dtype == torch.float64 and m.weight.dtype == torch.float64
+    assert type(copy.deepcopy(nn.LazyLinear(4)).weight).__name__ == "UninitializedParameter"
+    m = nn.LazyLinear(4)
+    m.load_state_dict(nn.LazyLinear(4).state_dict())              # uninitialized into uninitialized
+    assert type(m.weight).__name__ == "UninitializedParameter"
+    with pytest.raises(RuntimeError, match="^Can't access the shape of an uninitialized parameter or buffer"):
+        nn.Linear(3, 4).load_state_dict(nn.LazyLinear(4).state_dict())
+    s = nn.Sequential(nn.LazyLinear(5), nn.ReLU(), nn.LazyLinear(2))
+    s(torch.ones(1, 7))
+    assert repr(s) == ("Sequential(\n  (0): Linear(in_features=7, out_features=5, bias=True)\n  (1): ReLU()\n"
+                       "  (2): Linear(in_features=5, out_features=2, bias=True)\n)")
+    assert sum(p.numel() for p in s.parameters()) == 52
+    b = nn.LazyBatchNorm1d(affine=False, track_running_stats=False)
+    b(torch.ones(4, 3))
+    assert repr(b) == ("BatchNorm1d(0, eps=1e-05, momentum=0.1, affine=False, bias=False, "
+                       "track_running_stats=False)") and sorted(b.state_dict()) == []
+    m = nn.LazyLinear(3, bias=False)
+    m(torch.ones(2, 2))
+    assert m.bias is None and tuple(m.weight.shape) == (3, 2)

@@ -46,6 +46,19 @@ class LazyModuleMixin:
                 with torch.no_grad():
                     param.materialize(state_dict[key].shape)
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # an uninitialized entry loaded into a still-uninitialized tensor copies nothing (torch copies one
+        # empty tensor into another); the base class, which compares shapes, is not shown those entries
+        both_lazy = [prefix + name for name, t in itertools.chain(self._parameters.items(), self._buffers.items())
+                     if t is not None and is_lazy(t) and is_lazy(state_dict.get(prefix + name))]
+        rest = {k: v for k, v in state_dict.items() if k not in both_lazy}
+        n_missing = len(missing_keys)
+        copies = super()._load_from_state_dict(rest, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                               error_msgs)
+        missing_keys[n_missing:] = [k for k in missing_keys[n_missing:] if k not in both_lazy]
+        return copies
+
     def initialize_parameters(self, *args, **kwargs):
         raise NotImplementedError(f"initialize_parameters is not implemented for {self.__class__.__name__}")
 
