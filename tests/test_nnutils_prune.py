@@ -103,3 +103,31 @@ def test_errors_leave_module_intact():
     with pytest.raises(TypeError, match='^Only "unstructured" PRUNING_TYPE supported for the `pruning_method`. '
                                         "Found method <class '.*LnStructured'> of type structured$"):
         prune.global_unstructured([(lin(), "weight")], pruning_method=prune.LnStructured, amount=1, n=1, dim=0)
+
+
+def test_conv_structured_then_unstructured_and_state_dict():
+    c = nn.Conv2d(2, 4, 2)
+    with torch.no_grad():
+        c.weight.copy_(torch.tensor(np.sin(np.arange(32, dtype=np.float32)).reshape(4, 2, 2, 2)))
+    prune.ln_structured(c, "weight", amount=0.5, n=2, dim=0)
+    assert c.weight_mask.sum((1, 2, 3)).tolist() == [0, 8, 0, 8]
+    prune.ln_structured(c, "weight", amount=1, n=1, dim=1)          # over the 2 kept output channels
+    assert c.weight_mask.sum((0, 2, 3)).tolist() == [8, 0] and c.weight_mask.sum((1, 2, 3)).tolist() == [0, 4, 0, 4]
+    prune.l1_unstructured(c, "weight", amount=0.5)                   # half of the 8 still kept
+    expected = [0.0] * 32
+    for i in (8, 11, 24, 27):
+        expected[i] = 1.0
+    assert c.weight_mask.reshape(-1).tolist() == expected
+    c3 = nn.Conv2d(2, 4, 2)
+    prune.identity(c3, "weight")
+    c3.load_state_dict(c.state_dict())
+    assert bool((c3.weight_mask == c.weight_mask).all())
+    x = torch.ones(1, 2, 3, 3)
+    np.testing.assert_allclose(c3(x).detach().numpy(), c(x).detach().numpy())
+    prune.remove(c, "weight")
+    assert sorted(c.state_dict()) == ["bias", "weight"] and int((c.weight == 0).sum()) == 28
+    m = nn.Linear(3, 2)
+    prune.l1_unstructured(m, "weight", amount=0)
+    prune.l1_unstructured(m, "bias", amount=1)
+    assert sorted(m.state_dict()) == ["bias_mask", "bias_orig", "weight_mask", "weight_orig"]
+    assert len(m._forward_pre_hooks) == 2
