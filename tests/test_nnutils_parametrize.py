@@ -233,3 +233,56 @@ def test_legacy_spectral_norm():
     c = nn.ConvTranspose1d(2, 3, 2)
     nn.utils.spectral_norm(c)
     assert tuple(c.weight_u.shape) == (3,) and tuple(c.weight_v.shape) == (4,)
+
+
+_C = np.array([[1.0, -2.0, 0.5], [0.3, 0.7, -1.1]])
+_GRADS = {"matrix_exp": [[0.0, 0.0, 0.0], [-4.64627, 0.0, 0.0], [-3.53052, 4.59366, 0.0]],
+          "cayley": [[0.0, 0.0, 0.0], [-4.6084, 0.0, 0.0], [-3.47542, 4.48408, 0.0]],
+          "householder": [[0.0, 0.0, 0.0], [-0.89237, 0.0, 0.0], [-1.23523, 6.36164, 0.0]]}
+
+
+def _lin64():
+    m = nn.Linear(3, 3).double()
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor(W.astype(np.float64)))
+        m.bias.zero_()
+    return m
+
+
+def _loss(m):
+    x = torch.tensor(np.arange(6, dtype=np.float64).reshape(2, 3))
+    (m(x) * torch.tensor(_C)).sum().backward()
+
+
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder"])
+def test_orthogonal_gradients_match_torch(orthogonal_map):
+    m = _lin64()
+    parametrizations.orthogonal(m, orthogonal_map=orthogonal_map)
+    A = W.astype(np.float64) * 0.3
+    if orthogonal_map == "householder":
+        np.fill_diagonal(A, [-1.0, 1.0, -1.0])                   # the signs the householder map reads
+    with torch.no_grad():
+        m.parametrizations.weight.original.copy_(torch.tensor(A))
+    _loss(m)
+    np.testing.assert_allclose(m.parametrizations.weight.original.grad.numpy(), _GRADS[orthogonal_map], atol=1e-5)
+
+
+def test_spectral_norm_gradients_match_torch():
+    u, v = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    m = _lin64()
+    parametrizations.spectral_norm(m)
+    with torch.no_grad():
+        m.parametrizations.weight[0]._u.copy_(u)
+        m.parametrizations.weight[0]._v.copy_(v)
+    _loss(m)
+    np.testing.assert_allclose(m.parametrizations.weight.original.grad.numpy(),
+                               [[1.08712, -0.10003, 1.93942], [1.25525, 0.6168, -0.29053],
+                                [-2.43964, -1.31723, -2.61477]], atol=1e-5)
+    m = _lin64()
+    nn.utils.spectral_norm(m)
+    with torch.no_grad():
+        m.weight_u.copy_(u)
+        m.weight_v.copy_(v)
+    _loss(m)
+    np.testing.assert_allclose(m.weight_orig.grad.numpy(), [[1.14499, -0.54557, 3.29949], [1.43741, 0.64977, -0.38667],
+                                                            [-2.50244, -1.88478, -3.47514]], atol=1e-5)
