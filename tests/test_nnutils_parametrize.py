@@ -286,3 +286,23 @@ def test_spectral_norm_gradients_match_torch():
     _loss(m)
     np.testing.assert_allclose(m.weight_orig.grad.numpy(), [[1.14499, -0.54557, 3.29949], [1.43741, 0.64977, -0.38667],
                                                             [-2.50244, -1.88478, -3.47514]], atol=1e-5)
+
+
+def test_transfer_parametrizations_and_params():
+    class Double(nn.Module):
+        def forward(self, X):
+            return X * 2
+
+        def right_inverse(self, X):
+            return X / 2
+
+    a = nn.Linear(2, 2)
+    with torch.no_grad():
+        a.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    P.register_parametrization(a, "weight", Double())
+    b = P.transfer_parametrizations_and_params(a, nn.Linear(2, 2))
+    assert type(b).__name__ == "ParametrizedLinear" and P.type_before_parametrizations(b) is nn.Linear
+    assert b.weight.tolist() == [[1, 2], [3, 4]] and sorted(b.state_dict()) == ["bias", "parametrizations.weight.original"]
+    c = P.transfer_parametrizations_and_params(a, nn.Module(), "weight")
+    assert type(c).__name__ == "ParametrizedModule" and c.weight.tolist() == [[1, 2], [3, 4]]
+    assert sorted(c.state_dict()) == ["parametrizations.weight.original"]
