@@ -2,7 +2,7 @@
 
 Written against reftorch's public Tensor API only; the compute of convolution and pooling comes from
 the im2col/col2im ops of ops.yaml, activations from their ops.yaml kernels."""
-from .parameter import Parameter, Buffer  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import functional, init, utils  # noqa: F401

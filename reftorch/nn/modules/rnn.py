@@ -12,6 +12,7 @@ import reftorch as torch
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -240,13 +241,13 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    def _check_input(self, input):
+    def _check_input(self, input, dims=3):
         if input.dtype != self._flat_weights[0].dtype:
             w = self._flat_weights[0].dtype
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w}). Convert input: "
                              f"input.to({w}), or convert model: model.to({input.dtype})")
-        if input.dim() != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        if input.dim() != dims:
+            raise RuntimeError(f"input must have {dims} dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.size(-1)}")
@@ -273,44 +274,109 @@ class RNNBase(Module):
             input = input.transpose(0, 1)
         return input, batched
 
-    def _run(self, input, states):
-        """Runs every layer and direction over the (L, N, F) input. `states[k]` is the initial state of
-        layer/direction k (a tensor, or an (h, c) pair for LSTM). Returns (output, final states)."""
+    def _step(self, xt, state, w_hh, b_hh, w_hr):
+        """One time step of this module's cell; returns (new state, its output h)."""
+        if self.mode == "LSTM":
+            state = _lstm_step(xt, state[0], state[1], w_hh, b_hh, w_hr)
+            return state, state[0]
+        if self.mode == "GRU":
+            state = _gru_step(xt, state, w_hh, b_hh)
+        else:
+            state = _rnn_step(xt, state, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
+        return state, state
+
+    def _direction(self, x_proj, state, weights, reverse):
+        """Runs one direction over the (L, N, 4H) projected input; returns (output (L, N, H), final state)."""
+        steps = x_proj.shape[0]
+        seq = [None] * steps
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            state, seq[t] = self._step(x_proj.select(0, t), state, *weights)
+        out = torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
+        return out, state
+
+    def _direction_packed(self, x_proj, state, weights, reverse, batch_sizes):
+        """As _direction over packed data (sum(batch_sizes), 4H), the way torch runs a PackedSequence:
+        step t sees only its batch_sizes[t] running sequences. Going forward, the state of a sequence
+        that ends is set aside (they are joined back at the end); going backward, the initial state of
+        a sequence joins when it starts."""
+        offsets = [0]
+        for bs in batch_sizes:
+            offsets.append(offsets[-1] + bs)
+        seq = [None] * len(batch_sizes)
+        if not reverse:
+            done = []
+            for t, bs in enumerate(batch_sizes):
+                rows = state_of(state).shape[0]
+                if bs < rows:
+                    done.append(_narrow_state(state, bs, rows - bs))
+                    state = _narrow_state(state, 0, bs)
+                state, seq[t] = self._step(x_proj.narrow(0, offsets[t], bs), state, *weights)
+            done.append(state)
+            final = _cat_states(done[::-1])
+        else:
+            initial = state
+            state = _narrow_state(initial, 0, batch_sizes[-1])
+            for t in range(len(batch_sizes) - 1, -1, -1):
+                bs, rows = batch_sizes[t], state_of(state).shape[0]
+                if bs > rows:
+                    state = _cat_states([state, _narrow_state(initial, rows, bs - rows)])
+                state, seq[t] = self._step(x_proj.narrow(0, offsets[t], bs), state, *weights)
+            final = state
+        return torch.cat(seq, 0), final
+
+    def _run(self, input, states, batch_sizes=None):
+        """Runs every layer and direction over the (L, N, F) input (or packed (sum(batch_sizes), F) data).
+        `states[k]` is the initial state of layer/direction k (a tensor, or an (h, c) pair for LSTM).
+        Returns (output, final states)."""
         d = 2 if self.bidirectional else 1
         names = self._flat_weights_names
         per = len(names) // (self.num_layers * d)
         finals = []
         layer_input = input
-        steps = input.shape[0]
         for layer in range(self.num_layers):
             outs = []
             for direction in range(d):
                 k = layer * d + direction
                 params = [getattr(self, n) for n in names[k * per:(k + 1) * per]]
-                w_ih, w_hh = params[0], params[1]
                 b_ih, b_hh = (params[2], params[3]) if self.bias else (None, None)
-                w_hr = params[-1] if self.proj_size > 0 else None
-                x_proj = F.linear(layer_input, w_ih, b_ih)              # all time steps at once
-                order = range(steps) if direction == 0 else range(steps - 1, -1, -1)
-                state = states[k]
-                seq = [None] * steps
-                for t in order:
-                    xt = x_proj.select(0, t)
-                    if self.mode == "LSTM":
-                        state = _lstm_step(xt, state[0], state[1], w_hh, b_hh, w_hr)
-                        seq[t] = state[0]
-                    elif self.mode == "GRU":
-                        state = _gru_step(xt, state, w_hh, b_hh)
-                        seq[t] = state
-                    else:
-                        state = _rnn_step(xt, state, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
-                        seq[t] = state
+                weights = (params[1], b_hh, params[-1] if self.proj_size > 0 else None)
+                x_proj = F.linear(layer_input, params[0], b_ih)              # all time steps at once
+                if batch_sizes is None:
+                    out, state = self._direction(x_proj, states[k], weights, direction == 1)
+                else:
+                    out, state = self._direction_packed(x_proj, states[k], weights, direction == 1, batch_sizes)
                 finals.append(state)
-                outs.append(torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape)))
+                outs.append(out)
             layer_input = outs[0] if d == 1 else torch.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, finals
+
+    def _forward_packed(self, packed, hx):
+        """Runs a PackedSequence: returns (PackedSequence output, final hidden state(s)), the hidden states
+        in the caller's batch order (torch permutes them by sorted_indices in and unsorted_indices out)."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        self._check_input(data, 2)
+        lstm = self.mode == "LSTM"
+        expected = [self._expected_hidden(sizes[0])] + ([self._expected_hidden(sizes[0], self.hidden_size)]
+                                                        if lstm else [])
+        if hx is None:
+            hx = [torch.zeros(e, dtype=data.dtype, device=data.device) for e in expected]
+        else:
+            hx = list(hx) if lstm else [hx]
+            if sorted_indices is not None:
+                hx = [h.index_select(1, sorted_indices) for h in hx]
+            for i, (h, e) in enumerate(zip(hx, expected)):
+                self._check_hidden(h, e, f"Expected hidden[{i}] size {{}}, got {{}}" if lstm else
+                                   "Expected hidden size {}, got {}")
+        states = list(zip(*(h.unbind(0) for h in hx))) if lstm else list(hx[0].unbind(0))
+        output, finals = self._run(data, states, sizes)
+        hidden = [torch.stack([s[i] for s in finals], 0) for i in range(2)] if lstm else [torch.stack(finals, 0)]
+        if unsorted_indices is not None:
+            hidden = [h.index_select(1, unsorted_indices) for h in hidden]
+        return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), \
+            (tuple(hidden) if lstm else hidden[0])
 
     def _finish(self, output, batched):
         if self.batch_first:
@@ -322,6 +388,18 @@ class RNNBase(Module):
 
 def state_of(state):
     return state[0] if isinstance(state, tuple) else state
+
+
+def _narrow_state(state, start, length):
+    if isinstance(state, tuple):
+        return tuple(s.narrow(0, start, length) for s in state)
+    return state.narrow(0, start, length)
+
+
+def _cat_states(states):
+    if isinstance(states[0], tuple):
+        return tuple(torch.cat(parts, 0) for parts in zip(*states))
+    return torch.cat(states, 0)
 
 
 class RNN(RNNBase):
@@ -344,6 +422,8 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, batched = self._prepare(input, hx, "RNN")
         self._check_input(input)
         batch = input.shape[1]
@@ -370,6 +450,8 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, batched = self._prepare(input, hx, "LSTM")
         self._check_input(input)
         batch = input.shape[1]
@@ -408,6 +490,8 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, batched = self._prepare(input, hx, "GRU")
         self._check_input(input)
         batch = input.shape[1]

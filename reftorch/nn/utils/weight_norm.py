@@ -1,0 +1,69 @@
+"""The legacy weight normalisation hook: weight_g, weight_v parameters and a forward pre-hook that
+recomputes `weight` = g * v / ||v|| before each forward (superseded by parametrizations.weight_norm)."""
+from __future__ import annotations
+
+import warnings
+
+import reftorch as torch
+
+from ..parameter import Parameter
+from .parametrizations import _norm_except_dim, _weight_norm
+
+__all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
+
+
+class WeightNorm:
+    def __init__(self, name, dim):
+        if dim is None:
+            dim = -1
+        self.name = name
+        self.dim = dim
+
+    def compute_weight(self, module):
+        g = getattr(module, self.name + "_g")
+        v = getattr(module, self.name + "_v")
+        return _weight_norm(v, g, self.dim)
+
+    @staticmethod
+    def apply(module, name, dim):
+        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=3)
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm) and hook.name == name:
+                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        if dim is None:
+            dim = -1
+        fn = WeightNorm(name, dim)
+        weight = getattr(module, name)
+        del module._parameters[name]
+        module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, 2, dim).detach()))
+        module.register_parameter(name + "_v", Parameter(weight.detach()))
+        setattr(module, name, fn.compute_weight(module))
+        module.register_forward_pre_hook(fn)
+        return fn
+
+    def remove(self, module):
+        with torch.no_grad():
+            weight = self.compute_weight(module)
+        delattr(module, self.name)
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
+        setattr(module, self.name, Parameter(weight.detach()))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Reparametrizes `name` as g * v / ||v|| (norm over every dim but `dim`; dim=None: over all)."""
+    WeightNorm.apply(module, name, dim)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    for k, hook in module._forward_pre_hooks.items():
+        if isinstance(hook, WeightNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[k]
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")
