@@ -60,6 +60,10 @@ def _spec_literal(op, saves):
         ref=op.test.ref, atol=op.test.atol, rtol=op.test.rtol,
         rejects=op.rejects,
     )
+    if op.variants.commutative:     # reflected operators call op(self, other) (reftorch/_methods.py)
+        fields["commutative"] = True
+    if op.grad_fn is not None:      # PyTorch's name for the node (reftorch/autograd/graph.py OpNode.name)
+        fields["grad_fn"] = op.grad_fn if isinstance(op.grad_fn, str) else dict(op.grad_fn)
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
         fields["autocast"] = op.autocast if isinstance(op.autocast, str) else dict(op.autocast)   # {device: policy}
     if _body_calls_blas(op):        # the runtime runs its small products on one BLAS thread (reftorch/_blas.py)
@@ -166,6 +170,9 @@ def emit_api(ops, saves):
         if op.variants.inplace:
             if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
+            elif op.kind == "view":     # self's own geometry becomes the view's (unsqueeze_, t_, transpose_)
+                t, s = _call(op)
+                call = f"_rt.view_inplace({op.name!r}, {t}, {s})"
             else:
                 t, s = _call(op)
                 call = f"_rt.call_inplace({op.name!r}, {t}, {s})"

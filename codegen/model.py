@@ -23,7 +23,7 @@ RESULT_RULES = ("same", "float", "bool", "int64", "none")
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
-VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases")
+VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
              "hermitian")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
@@ -57,18 +57,20 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 # Metadata helpers the runtime provides to formulas and composite bodies (see reftorch/_formula_helpers).
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
-           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of",
+           "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
+           "warn_once",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
-           "linalg_tolerance", "chain_order_matmul", "warn_once",
+           "linalg_tolerance", "chain_order_matmul",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
 ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
                     "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
                     "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",
-                    "IndexError", "TypeError", "math", "np"}
+                    "IndexError", "TypeError", "math", "np", "UserWarning", "FutureWarning",
+                    "NotImplementedError"}
 
 
 # Modules an array op's NumPy body may use besides np and math: the LAPACK routines NumPy lacks
@@ -135,6 +137,7 @@ class Variants:
     inplace: bool
     operators: tuple
     aliases: tuple
+    commutative: bool = False    # reflected operators (__radd__) keep the tensor first, as PyTorch's do
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ class Op:
     autocast: object = None      # a policy (str) for every device, or ((device, policy), ...) per device
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
+    grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
 
     @property
     def tensor_inputs(self):
@@ -277,7 +281,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype")
+             "scalars_in_dtype", "grad_fn")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -469,7 +473,7 @@ def parse_op(raw, path, registered_names) -> Op:
     first_is_tensor = bool(sig.args) and sig.args[0].is_tensor and sig.args[0].name == "self"
     variants = Variants(ve.pop("function", bool, default=True), ve.pop("method", bool, default=first_is_tensor),
                         ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
-                        tuple(ve.pop("aliases", list, default=[])))
+                        tuple(ve.pop("aliases", list, default=[])), ve.pop("commutative", bool, default=False))
     ve.finish("variants key")
     for key, names in (("operators", variants.operators), ("aliases", variants.aliases)):
         if not all(isinstance(n, str) for n in names):
@@ -548,10 +552,33 @@ def parse_op(raw, path, registered_names) -> Op:
     for n in in_dtype:
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
+    grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
-              tuple(in_dtype))
+              tuple(in_dtype), grad_fn)
+
+
+def _parse_grad_fn(e, kind, value, sig):
+    """`grad_fn: MmBackward0`, or by the ranks of the tensor inputs (`_` for an absent Tensor?):
+    `grad_fn: {"2,2": MmBackward0, "1,1": DotBackward0, default: MatmulBackward0}`, or by a non-tensor
+    argument given (not None; its formulas must read it, so the node saves it): `{dim: SumBackward1, ...}`."""
+    if value is None:
+        return None
+    if kind == "composite":
+        e.fail("grad_fn", "a composite op records the nodes of the ops its body calls, none of its own")
+    names = [value] if isinstance(value, str) else list(value.values())
+    for n in names:
+        if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+", n):
+            e.fail("grad_fn", f"expected a PyTorch node name such as MmBackward0, got {n!r}")
+    if isinstance(value, str):
+        return value
+    for key in value:
+        scalars = [a.name for a in sig.args if not a.is_tensor]
+        if key != "default" and key not in scalars and not re.fullmatch(r"(\d+|_)(,(\d+|_))*", str(key)):
+            e.fail("grad_fn", f"key {key!r}: input ranks such as \"2,2\" (\"_\" for None), a non-tensor argument "
+                              "name, or default")
+    return tuple((str(k), v) for k, v in value.items())
 
 
 def _check_foreach(e, sig, body, registered_names):

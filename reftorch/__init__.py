@@ -75,7 +75,7 @@ def where(condition, input=None, other=None):
     return _where3(condition, input, other)
 
 
-from ._formula_helpers import return_types  # noqa: E402
+from ._formula_helpers import return_types, broadcast_shapes  # noqa: E402
 from . import special  # noqa: E402  (torch.special: binds names of the functions above)
 
 
@@ -87,6 +87,7 @@ def result_type(a, b):
 # the library layer (written against the public API above; imported last)
 from . import nn, optim, utils  # noqa: E402
 from . import linalg  # noqa: E402
+from ._nn_names import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, torch.lstm_cell ...: ATen signatures)
 from .serialization import save, load  # noqa: E402
 from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)
 from . import amp  # noqa: E402

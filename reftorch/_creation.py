@@ -204,8 +204,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arr.astype(dt.np), dt, device, requires_grad)
 
 
+def _no_bool(dt, name):
+    if dt is D.bool_:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    _no_bool(dt, "linspace")
     with _alloc.sized((int(steps),), dt.itemsize):
         arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
     return _finish(arr, dt, device, requires_grad)
@@ -213,6 +219,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     dt = _dt(dtype)
+    _no_bool(dt, "logspace")
     return _finish(np.logspace(float(start), float(end), int(steps), base=base).astype(dt.np), dt, device,
                    requires_grad)
 

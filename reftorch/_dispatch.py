@@ -27,7 +27,7 @@ from ._tensor import Storage, Tensor
 from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, grad_accumulator, gradient_edge
-from .autograd.inplace import note_view, rebase_history
+from .autograd.inplace import note_view, rebase_history, restride_history
 from .autograd.anomaly_mode import record_trace
 from .autograd import anomaly_mode as _anomaly
 from .autograd.graph import _weakref_type
@@ -1538,17 +1538,49 @@ def view(spec, tensors, scalars):
         from ._creation import _copy_tensor
         copy = _meta.like(x) if x.device.type == "meta" else _copy_tensor(x, keep_graph=False)
         storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
-    elif L.storage_extent(shape, strides, off) > storage.data.shape[0]:
-        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {off}, and "
-                           f"itemsize {x.dtype.itemsize} requiring a storage size of "
-                           f"{L.storage_extent(shape, strides, off) * x.dtype.itemsize} are out of bounds for "
-                           f"storage of size {storage.data.shape[0] * x.dtype.itemsize}")
+    else:
+        _check_extent(x, shape, strides, off)
     base = x._base if x._base is not None else x
     out = Tensor._make(storage, off, tuple(shape), tuple(strides), x.dtype, x.device,
                        base if storage is x._storage else None)
     if grad_mode.state.enabled and x.requires_grad:
         record(spec, (x,), scalars, (out,))
     return out
+
+
+def view_inplace(name, tensors, scalars):
+    """The in-place variant of a view op (`unsqueeze_`, `t_`, `transpose_`, `as_strided_`...): self's own
+    shape, strides and offset become the view's, its data untouched; the storage's version moves on, as in
+    PyTorch. Under autograd the view op's node, fed by self's old geometry, becomes self's history."""
+    spec = SPECS[name]
+    self = tensors[0]
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    if _tracer is not None:     # reftorch.compile: a tensor changing shape in place ends the captured region
+        _tracer.inplace(name)
+    geometry = getattr(L, name + "_", None) or getattr(L, name)     # `t_` words its error as t_()
+    shape, strides, off = geometry(self._shape, self._strides, self._offset, *scalars)
+    _check_extent(self, shape, strides, off)
+    check_inplace(self)
+    tracked = grad_mode.state.enabled and self.requires_grad
+    if tracked:
+        old = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+        old.requires_grad, old.grad_fn, old._output_nr = True, self.grad_fn, self._output_nr
+    self._shape, self._strides, self._offset = tuple(shape), tuple(strides), off
+    self._storage.version += 1
+    if tracked:
+        new = Tensor._make(self._storage, off, self._shape, self._strides, self.dtype, self.device)
+        record(spec, (old,), scalars, (new,))
+        restride_history(self, new.grad_fn)
+    return self
+
+
+def _check_extent(x, shape, strides, off):
+    if L.storage_extent(shape, strides, off) > x._storage.data.shape[0]:
+        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {off}, and "
+                           f"itemsize {x.dtype.itemsize} requiring a storage size of "
+                           f"{L.storage_extent(shape, strides, off) * x.dtype.itemsize} are out of bounds for "
+                           f"storage of size {x._storage.data.shape[0] * x.dtype.itemsize}")
 
 
 _F = None     # reftorch._functional, bound on first use (it imports this module)

@@ -3,7 +3,10 @@
 They are shape arithmetic and broadcast plumbing shared by many formulas, not per-op code."""
 from __future__ import annotations
 
+import warnings
+
 from . import _layout as L
+from ._tensor import Size
 
 
 def invert_permutation(dims):
@@ -222,3 +225,44 @@ def einsum_grad_plan(equation, shapes):
         terms = ["".join(out)] + ["".join(ins[i]) for i in others] + [e[2] for e in extras]
         plans.append((",".join(terms) + "->" + "".join(target), others, [e[:2] for e in extras]))
     return plans
+
+
+def common_shape(*shapes):
+    """The shape tensors of these shapes broadcast to, with the error of an op whose operands do not broadcast."""
+    return L.broadcast_shapes(*shapes)
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes: the shape that tensors of these shapes (ints count as 1-D) broadcast to, with
+    PyTorch's errors (those of its Python reference, torch._refs._broadcast_shapes)."""
+    shapes = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
+    for s in shapes:
+        if not isinstance(s, (tuple, list)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+    common = [1] * max((len(s) for s in shapes), default=0)
+    for i, s in enumerate(shapes):
+        for d in range(-1, -1 - len(s), -1):
+            if s[d] == common[d]:
+                continue
+            if common[d] == 1:
+                if s[d] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[d] = s[d]
+            elif s[d] != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {s[d]} at {d}! Mismatching "
+                                   f"argument at index {i} had {s}; but expected shape should be broadcastable "
+                                   f"to {common}")
+    return Size(common)
+
+
+def warn_once(message, category=UserWarning):
+    """A warning a composite body gives once per process, as PyTorch's TORCH_WARN_ONCE (meshgrid without
+    indexing=, chain_matmul), attributed to the user's line: above it sit the generated wrapper, the
+    dispatcher's composite() and the body."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    warnings.warn(message, category, stacklevel=5)
+
+
+_warned = set()     # messages warn_once has given

@@ -235,6 +235,21 @@ def t(shape, strides, offset):
     return tuple(reversed(shape)), tuple(reversed(strides)), offset
 
 
+def t_(shape, strides, offset):
+    """t's geometry for the in-place t_(), whose error names it."""
+    if len(shape) > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {len(shape)}D")
+    return t(shape, strides, offset)
+
+
+def adjoint(shape, strides, offset):
+    """The conjugate transpose of the last two dims; reftorch has no complex dtypes, so a transpose."""
+    if len(shape) < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{len(shape)}-D tensor.")
+    return transpose(shape, strides, offset, -2, -1)
+
+
 def transpose(shape, strides, offset, dim0, dim1):
     n = len(shape)
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)

@@ -4,13 +4,11 @@ PyTorch's linalg functions check their inputs in one order and word their errors
 say it once, so that every composite of the registry's linear-algebra section raises what torch raises."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 __all__ = ["LinAlgError", "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
            "linalg_check_pivot", "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver",
-           "linalg_check_householder", "linalg_tolerance", "chain_order_matmul", "warn_once"]
+           "linalg_check_householder", "linalg_tolerance", "chain_order_matmul"]
 
 
 class LinAlgError(RuntimeError):
@@ -149,13 +147,3 @@ def chain_order_matmul(mats, matmul):
         return matmul(product(i, k), product(k + 1, j))
 
     return product(0, n - 1)
-
-
-_WARNED = set()
-
-
-def warn_once(message):
-    """A deprecation notice shown once per process, as PyTorch's TORCH_WARN_ONCE."""
-    if message not in _WARNED:
-        _WARNED.add(message)
-        warnings.warn(message, UserWarning, stacklevel=3)

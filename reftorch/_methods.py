@@ -358,6 +358,10 @@ def _flip(self, *dims):
     return F.flip(self, _sizes(dims))
 
 
+def _sum_to_size(self, *size):
+    return F.sum_to_size(self, _sizes(size))
+
+
 def _T(self):
     return F.permute(self, tuple(reversed(range(self.ndim))))
 
@@ -428,22 +432,25 @@ def bind():
             for alias in spec["aliases"]:
                 setattr(Tensor, alias + "_", getattr(api, name + "_"))
         for op in spec["operators"]:
-            setattr(Tensor, op, _operator(op, name, api))
+            setattr(Tensor, op, _operator(op, name, api, spec.get("commutative", False)))
     for name, value in METHODS.items():
         setattr(Tensor, name, value)
-    extra = {"repeat": _repeat, "tile": _tile, "flip": _flip}
+    extra = {"repeat": _repeat, "tile": _tile, "flip": _flip, "sum_to_size": _sum_to_size}
     for name, fn in extra.items():
         if hasattr(api, name):
             setattr(Tensor, name, fn)
     Tensor.requires_grad_ = _requires_grad_
 
 
-def _operator(dunder, name, api):
+def _operator(dunder, name, api, commutative=False):
     fn = getattr(api, name)
     if dunder.startswith("__i") and dunder not in ("__invert__", "__index__"):
         inplace = getattr(api, name + "_")
         return lambda self, other: inplace(self, other)
-    if dunder.startswith("__r") and dunder not in ("__rshift__",) or dunder == "__rrshift__":
+    reflects = dunder.startswith("__r") and dunder not in ("__rshift__",) or dunder == "__rrshift__"
+    if reflects and commutative:      # 2 * x is mul(x, 2): the tensor's edge comes first, as in PyTorch
+        return fn
+    if reflects:
         def reflected(self, other):
             return fn(other, self)
         return reflected

@@ -83,6 +83,7 @@ class StorageTable:
     def __init__(self, legacy=False):
         self.legacy = legacy
         self.entries = {}       # id(Storage) -> (key, StorageRef)
+        self.containers = set()     # Module classes noted in a legacy file
 
     def persistent_id(self, ref):
         entry = self.entries.get(id(ref.storage))
@@ -128,7 +129,9 @@ class _TorchPicklerMixin:
     def persistent_id(self, obj):
         if type(obj) is StorageRef:
             return self.storages.persistent_id(obj)
-        if self.storages.legacy and isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        if self.storages.legacy and isinstance(obj, type) and issubclass(obj, torch.nn.Module) \
+                and obj not in self.storages.containers:
+            self.storages.containers.add(obj)       # once: the id itself then pickles the class by name
             return ("module", obj, None, None)      # torch's legacy writer notes container classes
         return None
 
@@ -234,17 +237,34 @@ class LoadedStorage:
         device = torch.device(device)
         if device == self.device:
             return self
-        flat = Tensor._make(self.storage, 0, (len(self),), (1,), self.dtype, self.device).to(device)
+        flat = Tensor._make(self.storage, 0, (len(self),), (1,), self.dtype, self.device)
+        flat = flat.to(device, non_blocking=non_blocking)
         return LoadedStorage(flat._storage, self.dtype, flat.device)
 
     def cpu(self):
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+        where = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self.to(where, non_blocking=non_blocking)
 
     def __repr__(self):
         return f"<storage of {len(self)} {self.dtype} on {self.device}>"
+
+
+def storage_id(pid, src, legacy):
+    """(dtype, key, location, numel, view) of a storage persistent id, every field checked."""
+    n = 6 if legacy else 5
+    if type(pid) is not tuple or len(pid) != n:
+        raise src.error(f"a storage id must be a tuple of {n} items, got {type(pid).__name__}")
+    typename, stype, key, location, numel = (x.decode("ascii") if type(x) is bytes else x for x in pid[:5])
+    view = pid[5] if legacy else None
+    if typename != "storage" or type(stype) is not StorageType or type(key) is not str \
+            or type(location) is not str or type(numel) is not int or numel < 0:
+        raise src.error("a storage id must be ('storage', storage type, key, location, element count)")
+    if stype.dtype is None:
+        raise src.error(f"the checkpoint holds a torch.{stype.name}, which reftorch has no dtype for")
+    return stype.dtype, key, location, numel, view
 
 
 def _ints(value, what):

@@ -8,11 +8,10 @@ size and offset checked against the file before a byte of it is read.
 """
 from __future__ import annotations
 
+import collections
 import struct
 import zipfile
 import zlib
-
-from ._checkpoint import CheckpointError
 
 ALIGNMENT = 64
 _ZIP64_AT = 0xFFFFFFFF  # sizes and offsets at or past this go to zip64 extra fields
@@ -43,6 +42,8 @@ class ZipWriter:
         self._prefix = name + "/"
         self._pos = 0
         self._entries = []      # (name bytes, crc, size, local header offset)
+        self._names = []        # record names (without the folder) in the order written, for the serialization id
+        self._crcs = 0          # the CRC-32s of the non-empty records, combined as torch's writer does
 
     def _write(self, data):
         self._out.write(data)
@@ -68,7 +69,18 @@ class ZipWriter:
         if size:
             fmt = "<IIQQ" if z64 else "<IIII"
             self._write(struct.pack(fmt, 0x08074B50, crc, size, size))
+            self._crcs = _hash_combine(self._crcs, crc)
         self._entries.append((raw_name, crc, size, offset))
+        self._names.append(name.encode("utf-8"))
+
+    def serialization_id(self):
+        """torch's `.data/serialization_id`: a 20-digit combined hash of the names of the records written so
+        far, in the order torch's std::unordered_set holds them, then their combined CRC-32s (20 digits).
+        The same records give the same id, so the same checkpoint gives the same bytes."""
+        names = 0
+        for name in _unordered_set_order(self._names):
+            names = _hash_combine(names, _std_hash(name))
+        return f"{names:020d}{self._crcs:020d}".encode()
 
     def close(self):
         cd_offset = self._pos
@@ -88,6 +100,62 @@ class ZipWriter:
         self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
                                 cd_size if cd_size < _ZIP64_AT else _MARK,
                                 cd_offset if cd_offset < _ZIP64_AT else _MARK, 0))
+
+
+_M64 = (1 << 64) - 1
+
+
+def _hash_combine(seed, value):
+    """c10::hash_combine on 64-bit size_t."""
+    return (seed ^ (value + 0x9E3779B9 + (seed << 6) + (seed >> 2))) & _M64
+
+
+def _std_hash(data, seed=0xC70F6907):
+    """std::hash<std::string> of libstdc++ on 64-bit machines (_Hash_bytes)."""
+    mul = (0xC6A4A793 << 32) + 0x5BD1E995
+
+    def shift_mix(v):
+        return v ^ (v >> 47)
+    aligned = len(data) & ~7
+    h = (seed ^ (len(data) * mul)) & _M64
+    for i in range(0, aligned, 8):
+        h = ((h ^ (shift_mix(int.from_bytes(data[i:i + 8], "little") * mul & _M64) * mul & _M64)) * mul) & _M64
+    if len(data) & 7:
+        h = ((h ^ int.from_bytes(data[aligned:], "little")) * mul) & _M64
+    h = shift_mix(h) * mul & _M64
+    return shift_mix(h)
+
+
+# the bucket counts of a libstdc++ std::unordered_set<std::string> growing one insert at a time (it grows when
+# an insert would pass one element per bucket)
+_BUCKETS = (13, 29, 59, 127, 257, 541, 1109, 2357, 5087, 10273, 20753, 42043, 85229, 172933, 351061, 712697,
+            1447153, 2938679, 5967347, 12117689)
+
+
+def _unordered_set_order(names):
+    """The order libstdc++'s unordered_set iterates `names` (inserted in this order): its single list is a
+    run per bucket, a bucket that gains its first element goes to the front, and an element goes to the
+    front of its bucket's run; a rehash re-inserts the list's elements in list order by the same rule."""
+    order, runs, n_buckets = collections.deque(), {}, 0
+    for count, name in enumerate(names, 1):
+        if count > n_buckets:
+            if count > _BUCKETS[-1]:
+                return sorted(names)       # beyond any checkpoint: an order of our own
+            n_buckets = next(n for n in _BUCKETS if n >= count)
+            items = [item for b in order for item in runs[b]]
+            order, runs = collections.deque(), {}
+            for item in items:
+                _insert(order, runs, item, n_buckets)
+        _insert(order, runs, (name, _std_hash(name)), n_buckets)
+    return [name for b in order for name, _ in runs[b]]
+
+
+def _insert(order, runs, item, n_buckets):
+    b = item[1] % n_buckets
+    if b not in runs:
+        runs[b] = collections.deque()
+        order.appendleft(b)
+    runs[b].appendleft(item)
 
 
 def _zip64_extra(size, offset):
@@ -188,4 +256,4 @@ def is_zip(head):
     return head[:4] in (b"PK\x03\x04", b"PK\x05\x06")
 
 
-__all__ = ["ZipWriter", "ZipReader", "archive_name", "is_zip", "CheckpointError"]
+__all__ = ["ZipWriter", "ZipReader", "archive_name", "is_zip"]

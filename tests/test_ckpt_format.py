@@ -145,13 +145,16 @@ def test_map_location_callable_sees_storages_and_locations():
 
 
 def test_a_torch_pickled_module_loads_only_when_asked():
-    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL torch\.nn\.modules\.linear\.Linear "
-                                                     r"was not an allowed global by default"):
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL torch\.nn\.modules\.container\."
+                                                     r"Sequential was not an allowed global by default"):
         torch.load(FIXTURES / "module.pt")
-    m = torch.load(FIXTURES / "module.pt", weights_only=False)
-    assert isinstance(m, nn.Linear) and isinstance(m.weight, nn.Parameter)
-    x = torch.tensor([[1.0, -2.0]])
-    expect = x.numpy() @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+    m = torch.load(FIXTURES / "module.pt", weights_only=False).eval()
+    lin, bn = m[0], m[1]
+    assert isinstance(lin, nn.Linear) and isinstance(bn, nn.BatchNorm1d) and isinstance(lin.weight, nn.Parameter)
+    x = torch.tensor([[1.0, -2.0], [0.5, 3.0]])
+    y = x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy()
+    expect = (y - bn.running_mean.numpy()) / np.sqrt(bn.running_var.numpy() + bn.eps) * bn.weight.detach().numpy() \
+        + bn.bias.detach().numpy()
     np.testing.assert_allclose(m(x).detach().numpy(), expect, rtol=1e-6)
 
 
@@ -194,22 +197,31 @@ def _records(raw):
     return z, [i.filename for i in z.infolist()]
 
 
-def test_written_archive_is_byte_identical_to_torchs():
-    """Same tensors, same file name: every record and every byte of the layout as torch 2.13 wrote them
-    (the 40-digit serialization id is random in both)."""
-    theirs = (FIXTURES / "tensors.pt").read_bytes()
-    buf = io.BytesIO()
-    torch.save(_tensors(), buf)
-    zt, names_t = _records(theirs)
-    zr, names_r = _records(buf.getvalue())
-    assert [n.replace("tensors/", "archive/") for n in names_t] == names_r
-    for it, ir in zip(zt.infolist(), zr.infolist()):
-        assert (it.header_offset, it.file_size, it.flag_bits, it.compress_type) == \
-               (ir.header_offset, ir.file_size, ir.flag_bits, ir.compress_type), it.filename
-        if not it.filename.endswith("serialization_id"):
-            assert zt.read(it) == zr.read(ir), it.filename
-    sid_t, sid_r = zt.read("tensors/.data/serialization_id"), zr.read("archive/.data/serialization_id")
-    assert len(sid_t) == len(sid_r) == 40 and sid_r.isdigit()
+def _torch_twin_model():
+    """reftorch's twin of make_torch_checkpoints.model()."""
+    m = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+    with torch.no_grad():
+        for i, p in enumerate(m.parameters()):
+            p.copy_(torch.arange(p.numel(), dtype=torch.float32).reshape(p.shape) * 0.25 - i)
+    m[1].running_mean.fill_(0.5)
+    m[1].num_batches_tracked.fill_(3)
+    return m
+
+
+@pytest.mark.parametrize("name", ["tensors.pt", "state_dict.pt"])
+def test_written_files_are_byte_identical_to_torchs(tmp_path, name):
+    """The same tensors saved under the same file name: every byte as torch 2.13 wrote it, the archive
+    layout, the pickle, the padding and the serialization id (a hash of the record names and CRCs)."""
+    obj = _tensors() if name == "tensors.pt" else _torch_twin_model().state_dict()
+    torch.save(obj, tmp_path / name)
+    ours, theirs = (tmp_path / name).read_bytes(), (FIXTURES / name).read_bytes()
+    if ours != theirs:      # say where
+        zr, zt = zipfile.ZipFile(io.BytesIO(ours)), zipfile.ZipFile(io.BytesIO(theirs))
+        assert [i.filename for i in zr.infolist()] == [i.filename for i in zt.infolist()]
+        for ir, it in zip(zr.infolist(), zt.infolist()):
+            assert zr.read(ir) == zt.read(it), it.filename
+            assert (ir.header_offset, ir.flag_bits, ir.extra) == (it.header_offset, it.flag_bits, it.extra)
+    assert ours == theirs
 
 
 def _independent_load(raw):
@@ -497,7 +509,8 @@ def test_get_unsafe_globals_in_checkpoint():
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_system.pt") == ["posix.system"]
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "evil_exec.pt") == ["builtins.exec"]
     assert torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "module.pt") == \
-        ["torch.nn.modules.linear.Linear"]
+        ["torch.nn.modules.batchnorm.BatchNorm1d", "torch.nn.modules.container.Sequential",
+         "torch.nn.modules.linear.Linear"]
     with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
         torch.serialization.get_unsafe_globals_in_checkpoint(FIXTURES / "legacy.pt")
 
@@ -519,3 +532,48 @@ def test_legacy_saves_stream_one_after_another():
         torch.save({"i": torch.tensor(i)}, buf, _use_new_zipfile_serialization=False)
     buf.seek(0)
     assert [torch.load(buf)["i"].item() for _ in range(3)] == [0, 1, 2]
+
+
+def test_whole_module_in_the_legacy_format(tmp_path):
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Linear(3, 1))
+    torch.save(model, tmp_path / "m.pt", _use_new_zipfile_serialization=False)
+    back = torch.load(tmp_path / "m.pt", weights_only=False)
+    x = torch.randn(4, 2)
+    model.eval(), back.eval()
+    np.testing.assert_array_equal(back(x).detach().numpy(), model(x).detach().numpy())
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL reftorch\.nn\.modules\.container\.Sequential"):
+        torch.load(tmp_path / "m.pt")
+
+
+def test_serialization_id_hashes_match_libstdcxx():
+    """Values from g++ (libstdc++): std::hash<std::string>, and the record-name hash torch's writer combines
+    over a std::unordered_set of 3005 names (3000 storages: past eight rehashes)."""
+    from reftorch._zip_format import _hash_combine, _std_hash, _unordered_set_order
+    assert [_std_hash(s) for s in (b"", b"a", b"hello")] == [6142509188972423790, 4993892634952068459,
+                                                             2762169579135187400]
+    names = [b"data.pkl", b".format_version", b".storage_alignment", b"byteorder"] + \
+        [f"data/{i}".encode() for i in range(3000)] + [b"version"]
+    combined = 0
+    for name in _unordered_set_order(names):
+        combined = _hash_combine(combined, _std_hash(name))
+    assert combined == 7460312898770484889
+
+
+class _TaggedTensor(torch.Tensor):
+    """A Tensor subclass a user would allowlist."""
+
+
+def test_tensor_subclasses_need_an_allowlist_entry():
+    t = torch.arange(3.0)
+    t.__class__ = _TaggedTensor
+    buf = io.BytesIO()
+    torch.save({"t": t}, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL test_ckpt_format._TaggedTensor was not an allowed"):
+        torch.load(buf)
+    with torch.serialization.safe_globals([_TaggedTensor]):
+        buf.seek(0)
+        back = torch.load(buf)["t"]
+    assert type(back) is _TaggedTensor and back.tolist() == [0.0, 1.0, 2.0]
+    buf.seek(0)
+    assert type(torch.load(buf, weights_only=False)["t"]) is _TaggedTensor

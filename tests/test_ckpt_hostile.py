@@ -6,9 +6,7 @@ import collections
 import io
 import json
 import os
-import pickle
 import struct
-import zlib
 
 import numpy as np
 import pytest

@@ -814,7 +814,10 @@ _file_case("save-failing-midway-keeps-old", (TypeError, ValueError, RuntimeError
 # values for the non-tensor required arguments of ops whose registry test values depend on the input
 _DIM_ARGS = {"unflatten": {"sizes": (1, -1)}, "narrow": {"start": 0, "length": 1}, "select": {"index": 0},
              "unfold": {"size": 1, "step": 1}, "split": {"split_size_or_sections": 1}, "chunk": {"chunks": 2},
-             "topk": {"k": 1}}
+             "topk": {"k": 1}, "split_with_sizes": {"split_sizes": [1, 1]},
+             "unsafe_split_with_sizes": {"split_sizes": [1, 1]}, "split_with_sizes_copy": {"split_sizes": [1, 1]},
+             "unsafe_chunk": {"chunks": 2}, "repeat_interleave": {"repeats": 2}, "scatter_reduce": {"reduce": "sum"},
+             "index_reduce": {"reduce": "prod"}}
 # ops whose dim indexes the result, one dimension more than the input's
 _EXTRA_DIM = {"stack": 1}
 

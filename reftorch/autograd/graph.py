@@ -19,6 +19,7 @@ import re
 import weakref
 
 from .._tensor import Tensor
+from ..kernels.api import SPECS
 from . import anomaly_mode
 
 NO_EDGE = (None, 0)
@@ -234,7 +235,18 @@ class OpNode(Node):
         self.list_arity = list_arity        # edges per tensor argument, when one is a Tensor[]
 
     def name(self):
-        return f"{_camel(self.op)}Backward0"
+        names = _NODE_NAMES.get(self.op)
+        if names is None:
+            return f"{_camel(self.op)}Backward0"
+        if names.__class__ is str:
+            return names
+        ranks = ",".join(str(len(shape)) if dtype is not None else "_" for shape, dtype in self.input_meta)
+        if ranks in names:
+            return names[ranks]
+        for key, name in names.items():         # keyed by an argument: the name when it was given
+            if self.saved.get(key) is not None:
+                return name
+        return names.get("default") or f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
         F = _F if _F is not None else _functional()
@@ -352,6 +364,10 @@ def _functional():
         from .. import _functional as F
         _F = F
     return _F
+
+
+# PyTorch's node names where they differ from the op's (ops.yaml `grad_fn:`)
+_NODE_NAMES = {name: spec["grad_fn"] for name, spec in SPECS.items() if "grad_fn" in spec}
 
 
 def _camel(name):

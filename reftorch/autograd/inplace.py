@@ -39,6 +39,12 @@ def rebase_history(t, node, output_nr=0):
     _refresh_views(base, skip=t)
 
 
+def restride_history(t, node):
+    """t's geometry changed in place (unsqueeze_, t_, as_strided_): no value changed, in t or in its base, so
+    node (the view op from t's old geometry) simply becomes t's history; its base keeps its own."""
+    _set_history(t, node, 0)
+
+
 def assign_history(t, src):
     """t was overwritten with src's values (copy_, an indexed write): t's history becomes
     CopyBackwards, which hands the whole gradient to src and none to t's old value."""

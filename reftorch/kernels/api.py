@@ -31,11 +31,11 @@ SPECS = {
 
     'relu': {'name': 'relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.maximum(x, 0).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'scalars_in_dtype': ('alpha',)},
+    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'scalars_in_dtype': ('alpha',)},
 
     'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('all', 'bool', 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.'), ('any', 'bool', 'Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')), 'scalars_in_dtype': ('alpha',)},
 
-    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
 
     '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -49,7 +49,7 @@ SPECS = {
 
     'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
+    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}},
 
     'amax': {'name': 'amax', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -57,7 +57,7 @@ SPECS = {
 
     'cumsum': {'name': 'cumsum', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim',), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumsum(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
-    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
+    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2': 'MmBackward0', '2,1': 'MvBackward0', '1,1': 'DotBackward0', '1,2': 'SqueezeBackward4', 'default': 'UnsafeViewBackward0'}, 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
 
     'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.flip(self, dims) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -67,7 +67,7 @@ SPECS = {
 
     'matmul_backward_other': {'name': 'matmul_backward_other', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims'), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'transpose': {'name': 'transpose', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim0', 'dim1'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('swapaxes', 'swapdims'), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'permute': {'name': 'permute', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dims: np.transpose(x, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -75,33 +75,33 @@ SPECS = {
 
     'view': {'name': 'view', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: x.reshape(size)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'reshape': {'name': 'reshape', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, shape: x.reshape(shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'reshape': {'name': 'reshape', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, shape: x.reshape(shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ViewBackward0'},
 
-    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'unsqueeze': {'name': 'unsqueeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'flatten': {'name': 'flatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('start_dim', 'dim', '0', False), ('end_dim', 'dim', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, start_dim=0, end_dim=-1: x.reshape(1) if x.ndim == 0 else (lambda s, e: x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]) if s <= e else (_ for _ in ()).throw(ValueError('start_dim after end_dim')))(start_dim % x.ndim, end_dim % x.ndim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'flatten': {'name': 'flatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('start_dim', 'dim', '0', False), ('end_dim', 'dim', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, start_dim=0, end_dim=-1: x.reshape(1) if x.ndim == 0 else (lambda s, e: x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]) if s <= e else (_ for _ in ()).throw(ValueError('start_dim after end_dim')))(start_dim % x.ndim, end_dim % x.ndim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ViewBackward0'},
 
     'unflatten': {'name': 'unflatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('sizes', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, sizes: x.reshape(x.shape[:dim % x.ndim] + tuple(sizes) + x.shape[dim % x.ndim + 1:])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'movedim': {'name': 'movedim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('source', 'int[]', None, False), ('destination', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('destination', 'source'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('moveaxis',), 'ref': 'lambda x, source, destination: np.moveaxis(x, source, destination)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'select': {'name': 'select', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, index: np.take(x, index, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'slice_dim': {'name': 'slice_dim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'self.shape', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0, start=None, end=None, step=1: x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'slice_dim': {'name': 'slice_dim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'self.shape', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0, start=None, end=None, step=1: x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SliceBackward0'},
 
-    'narrow': {'name': 'narrow', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('start', 'int', None, False), ('length', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'length', 'self.shape', 'start'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, length: np.take(x, np.arange(length) + (start % x.shape[dim] if start < 0 else start), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'narrow': {'name': 'narrow', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('start', 'int', None, False), ('length', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'length', 'self.shape', 'start'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, length: np.take(x, np.arange(length) + (start % x.shape[dim] if start < 0 else start), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SliceBackward0'},
 
     'diagonal': {'name': 'diagonal', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim1', 'dim2', 'offset', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'unfold': {'name': 'unfold', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dimension', 'dim', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'self.shape', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, dimension, size, step: np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)[(slice(None),) * (dimension % x.ndim) + (slice(None, None, step),)]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'select_backward': {'name': 'select_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -125,11 +125,11 @@ SPECS = {
 
     'gelu': {'name': 'gelu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('approximate', 'str', '"none"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'gelu_erf': {'name': 'gelu_erf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'gelu_erf': {'name': 'gelu_erf', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'GeluBackward0'},
 
     'gelu_erf_backward': {'name': 'gelu_erf_backward', 'kind': 'binary', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda g, x: g * (0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'gelu_tanh': {'name': 'gelu_tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'gelu_tanh': {'name': 'gelu_tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'GeluBackward0'},
 
     'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -235,9 +235,9 @@ SPECS = {
 
     'outer': {'name': 'outer', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec2', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec2'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('ger',), 'ref': 'np.outer', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
 
-    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
 
     '_einsum': {'name': '_einsum', 'kind': 'array', 'args': (('operands', 'Tensor[]', None, False), ('equation', 'str', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('equation', 'operands'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
@@ -285,7 +285,7 @@ SPECS = {
 
     'take': {'name': 'take', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index: np.take(self, index)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_sort': {'name': '_sort', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -305,9 +305,9 @@ SPECS = {
 
     'argwhere': {'name': 'argwhere', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argwhere', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'one_hot': {'name': 'one_hot', 'kind': 'array', 'args': (('self', 'Index', None, False), ('num_classes', 'int', '-1', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, num_classes=-1: np.eye(num_classes if num_classes >= 0 else self.max() + 1, dtype=np.int64)[self]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -435,7 +435,7 @@ SPECS = {
 
     'clamp_max': {'name': 'clamp_max', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.minimum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_clamp': {'name': '_clamp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_clamp': {'name': '_clamp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False), ('max', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('max', 'min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ClampBackward1'},
 
     'lerp': {'name': 'lerp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('end', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('end', 'self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, w: np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -461,7 +461,7 @@ SPECS = {
 
     '_nll_loss_backward': {'name': '_nll_loss_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('ignore_index', 'reduction', 'target', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linear': {'name': '_linear', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor', None, False), ('bias', 'Tensor?', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower', 'blas': True},
+    '_linear': {'name': '_linear', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor', None, False), ('bias', 'Tensor?', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2,1': 'AddmmBackward0', '2,2,_': 'MmBackward0', '1,2,_': 'SqueezeBackward4', '2,2,0': 'AddmmBackward0', 'default': 'ViewBackward0'}, 'autocast': 'lower', 'blas': True},
 
     '_linear_weight_grad': {'name': '_linear_weight_grad', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('grad_output', 'input'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
@@ -712,6 +712,166 @@ SPECS = {
     'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'adjoint': {'name': 'adjoint', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.swapaxes(x, -1, -2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'detach': {'name': 'detach', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.asarray', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'detach_copy': {'name': 'detach_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'alias_copy': {'name': 'alias_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'ravel': {'name': 'ravel', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x.reshape(-1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'broadcast_to': {'name': 'broadcast_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: np.broadcast_to(x, size)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'broadcast_tensors': {'name': 'broadcast_tensors', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: tuple(np.broadcast_arrays(*tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_1d': {'name': 'atleast_1d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_1d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_2d': {'name': 'atleast_2d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_2d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'atleast_3d': {'name': 'atleast_3d', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: (lambda r: r[0] if len(r) == 1 else r)(tuple(np.atleast_3d(t) for t in tensors))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fliplr': {'name': 'fliplr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.fliplr', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'flipud': {'name': 'flipud', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.flipud', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'rot90': {'name': 'rot90', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', '1', False), ('dims', 'int[]', '[0,1]', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, k=1, dims=(0, 1): np.rot90(self, k, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_scatter_strided': {'name': '_scatter_strided', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('size', 'src.shape', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'as_strided_scatter': {'name': 'as_strided_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagonal_scatter': {'name': 'diagonal_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'select_scatter': {'name': 'select_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_scatter': {'name': 'slice_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diag': {'name': 'diag', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.diag(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diag_embed': {'name': 'diag_embed', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'int', '-2', False), ('dim2', 'int', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, offset=0, dim1=-2, dim2=-1: np.stack([np.diag(r, offset) for r in self.reshape(-1, self.shape[-1])]).reshape(self.shape[:-1] + (self.shape[-1] + abs(offset),) * 2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagflat': {'name': 'diagflat', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, offset=0: np.diagflat(self, offset)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'trace': {'name': 'trace', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.trace(self, dtype=np.int64 if self.dtype.kind in 'iu' else self.dtype) if self.ndim == 2 else (_ for _ in ()).throw(ValueError('not a matrix'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'hstack': {'name': 'hstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.hstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'vstack': {'name': 'vstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('row_stack',), 'ref': 'lambda tensors: np.vstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dstack': {'name': 'dstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.dstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'column_stack': {'name': 'column_stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.column_stack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'tensor_split': {'name': 'tensor_split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections, dim=0: tuple(np.array_split(self, indices_or_sections, axis=dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'hsplit': {'name': 'hsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.hsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'vsplit': {'name': 'vsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.vsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'dsplit': {'name': 'dsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.dsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_with_sizes': {'name': 'split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_split': {'name': 'unsafe_split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_split_with_sizes': {'name': 'unsafe_split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsafe_chunk': {'name': 'unsafe_chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sum_to_size': {'name': 'sum_to_size', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, size: np.sum(self, axis=tuple(range(self.ndim - len(size))) + tuple(self.ndim - len(size) + i for i, s in enumerate(size) if s == 1 and self.shape[self.ndim - len(size) + i] != 1), keepdims=False).reshape(size) if self.shape != tuple(size) else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'narrow_copy': {'name': 'narrow_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('start', 'int', None, False), ('length', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, start, length: np.take(x, np.arange(length) + (start % x.shape[dim] if start < 0 else start), axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'as_strided_copy': {'name': 'as_strided_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride]).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'diagonal_copy': {'name': 'diagonal_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False), ('dim1', 'dim', '0', False), ('dim2', 'dim', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'expand_copy': {'name': 'expand_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('implicit', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, implicit=False: np.broadcast_to(x, size).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'permute_copy': {'name': 'permute_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dims: np.transpose(x, dims).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'select_copy': {'name': 'select_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, index: np.take(x, index, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_copy': {'name': 'slice_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0, start=None, end=None, step=1: x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)].copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'squeeze_copy': {'name': 'squeeze_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1)).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    't_copy': {'name': 't_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x).copy() if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'transpose_copy': {'name': 'transpose_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim0', 'dim', None, False), ('dim1', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unfold_copy': {'name': 'unfold_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dimension', 'dim', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dimension, size, step: np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)[(slice(None),) * (dimension % x.ndim) + (slice(None, None, step),)].copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unsqueeze_copy': {'name': 'unsqueeze_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim: np.expand_dims(x, dim).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_copy': {'name': 'view_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size: x.reshape(size).copy()', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_copy': {'name': 'split_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'split_with_sizes_copy': {'name': 'split_with_sizes_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unbind_copy': {'name': 'unbind_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'meshgrid': {'name': 'meshgrid', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('indexing', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors, indexing=None: tuple(np.meshgrid(*tensors, indexing=indexing or 'ij'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cartesian_prod': {'name': 'cartesian_prod', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors: np.stack([g.reshape(-1) for g in np.meshgrid(*tensors, indexing='ij')], 1) if len(tensors) > 1 else tensors[0]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'combinations': {'name': 'combinations', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('r', 'int', '2', False), ('with_replacement', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, r=2, with_replacement=False: np.array(list((__import__('itertools').combinations_with_replacement if with_replacement else __import__('itertools').combinations)(self.tolist(), r)), dtype=self.dtype).reshape(-1, r)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'block_diag': {'name': 'block_diag', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda tensors: __import__('scipy.linalg', fromlist=['x']).block_diag(*tensors)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_repeat_interleave_index': {'name': '_repeat_interleave_index', 'kind': 'array', 'args': (('repeats', 'Index', None, False), ('output_size', 'int?', 'None', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'repeat_interleave': {'name': 'repeat_interleave', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('repeats', 'any', 'None', False), ('dim', 'dim?', 'None', False), ('output_size', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats=None, dim=None, output_size=None: np.repeat(self, repeats, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'take_along_dim': {'name': 'take_along_dim', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices', 'Index', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices, dim=None: np.take_along_axis(self, indices, dim) if dim is not None else np.take_along_axis(self.reshape(-1), indices.reshape(-1), 0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unravel_index': {'name': 'unravel_index', 'kind': 'composite', 'args': (('indices', 'Tensor', None, False), ('shape', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda indices, shape: tuple(np.unravel_index(indices, shape))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_unique_consecutive': {'name': '_unique_consecutive', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'unique_consecutive': {'name': 'unique_consecutive', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('return_inverse', 'bool', 'False', False), ('return_counts', 'bool', 'False', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, return_inverse=False, return_counts=False, dim=None: (lambda x: (lambda keep: (lambda v, inv, c: (v,) + ((inv.reshape(self.shape),) if return_inverse else ()) + ((c,) if return_counts else ()))(x[keep], np.cumsum(keep) - 1, np.diff(np.append(np.flatnonzero(keep), x.size))))(np.concatenate([[True], x[1:] != x[:-1]]) if x.size else np.zeros(0, bool)))(self.reshape(-1)) if return_inverse or return_counts else (lambda x: x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x)(self.reshape(-1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nonzero_static': {'name': 'nonzero_static', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('size', 'int', None, True), ('fill_value', 'int', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, size, fill_value=-1: np.concatenate([np.argwhere(self)[:size], np.full((max(size - len(np.argwhere(self)), 0), self.ndim), fill_value)]).astype(np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'addmv': {'name': 'addmv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat', 'Tensor', None, False), ('vec', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat, vec, beta=1, alpha=1: beta * self + alpha * (mat @ vec)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'addr': {'name': 'addr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('vec1', 'Tensor', None, False), ('vec2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, vec1, vec2, beta=1, alpha=1: beta * self + alpha * np.outer(vec1, vec2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'addbmm': {'name': 'addbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * np.matmul(batch1, batch2).sum(0)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'chain_matmul': {'name': 'chain_matmul', 'kind': 'composite', 'args': (('matrices', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda matrices: np.linalg.multi_dot(matrices) if len(matrices) > 1 else matrices[0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'tensordot': {'name': 'tensordot', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dims', 'any', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dims=2: np.tensordot(self, other, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'inner': {'name': 'inner', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.inner', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'kron': {'name': 'kron', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.kron', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_cross': {'name': '_cross', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'cross': {'name': 'cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=None: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_scatter_reduce': {'name': '_scatter_reduce', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'include_self', 'index', 'reduce', 'result', 'self', 'src'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'scatter_reduce': {'name': 'scatter_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src, dim, reduce, include_self=True: (lambda out, idx: (lambda at: ((out.__setitem__(at, {'sum': 0, 'prod': 1, 'amax': -np.inf, 'amin': np.inf}[reduce]) if not include_self else None), {'sum': np.add, 'prod': np.multiply, 'amax': np.maximum, 'amin': np.minimum}[reduce].at(out, at, np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out.reshape(self.shape))[-1])(tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim))))(np.array(np.atleast_1d(self)), np.atleast_1d(index))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'scatter_reduce_backward': {'name': 'scatter_reduce_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'index_reduce': {'name': 'index_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, reduce, include_self=True: np.asarray(self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'msort': {'name': 'msort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.sort(self, axis=0) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_pad_constant': {'name': '_pad_constant', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('widths', 'int[]', None, False), ('value', 'Scalar', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'constant_pad_nd': {'name': 'constant_pad_nd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('value', 'Scalar', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, pad, value=0: np.pad(self, [(0, 0)] * (self.ndim - 1) + [tuple(pad)], constant_values=value)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
 }
 
@@ -1076,10 +1236,17 @@ def transpose(self, dim0, dim1):
     return _rt.call('transpose', (self, ), (dim0, dim1, ))
 
 
+def transpose_(self, dim0, dim1):
+    """In-place transpose: writes the result into self."""
+    return _rt.view_inplace('transpose', (self, ), (dim0, dim1, ))
+
+
 swapaxes = transpose
+swapaxes_ = transpose_
 
 
 swapdims = transpose
+swapdims_ = transpose_
 
 
 def permute(self, dims):
@@ -1121,6 +1288,11 @@ def unsqueeze(self, dim=_REQUIRED, *, axis=_REQUIRED):
     return _rt.call('unsqueeze', (self, ), (dim, ))
 
 
+def unsqueeze_(self, dim):
+    """In-place unsqueeze: writes the result into self."""
+    return _rt.view_inplace('unsqueeze', (self, ), (dim, ))
+
+
 def squeeze(self, dim=None, *, axis=_REQUIRED):
     """Removes size-1 dims.
 
@@ -1128,6 +1300,11 @@ def squeeze(self, dim=None, *, axis=_REQUIRED):
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('squeeze', dim, None, axis)
     return _rt.call('squeeze', (self, ), (dim, ))
+
+
+def squeeze_(self, dim=None):
+    """In-place squeeze: writes the result into self."""
+    return _rt.view_inplace('squeeze', (self, ), (dim, ))
 
 
 def clone(self, *, memory_format=None, out=None):
@@ -1162,6 +1339,11 @@ def t(self):
 
     ops.yaml: t"""
     return _rt.call('t', (self, ), ())
+
+
+def t_(self):
+    """In-place t: writes the result into self."""
+    return _rt.view_inplace('t', (self, ), ())
 
 
 def movedim(self, source, destination):
@@ -1224,6 +1406,11 @@ def as_strided(self, size, stride, storage_offset=None):
 
     ops.yaml: as_strided"""
     return _rt.call('as_strided', (self, ), (size, stride, storage_offset, ))
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """In-place as_strided: writes the result into self."""
+    return _rt.view_inplace('as_strided', (self, ), (size, stride, storage_offset, ))
 
 
 def select_backward(grad_output, input_sizes, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED):
@@ -1893,6 +2080,11 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm: writes the result into self."""
+    return _rt.composite_inplace('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
+
+
 def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
@@ -1900,6 +2092,11 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     if out is not None:
         return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place baddbmm: writes the result into self."""
+    return _rt.composite_inplace('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def _einsum(operands, equation):
@@ -2161,6 +2358,11 @@ def put(self, index, source, accumulate=False, *, out=None):
     return _rt.call('put', (self, index, source, ), (accumulate, ))
 
 
+def put_(self, index, source, accumulate=False):
+    """In-place put: writes the result into self."""
+    return _rt.composite_inplace('put', self, index, source, accumulate)
+
+
 def _sort(self, dim=-1, descending=False, stable=False, *, axis=_REQUIRED):
     """(values, indices) sorted along dim, stably; NaN sorts as the largest value.
 
@@ -2259,6 +2461,11 @@ def tril(self, diagonal=0, *, out=None):
     return _rt.call('tril', (self, ), (diagonal, ))
 
 
+def tril_(self, diagonal=0):
+    """In-place tril: writes the result into self."""
+    return _rt.composite_inplace('tril', self, diagonal)
+
+
 def triu(self, diagonal=0, *, out=None):
     """The upper triangle (on and above the diagonal-th diagonal) of the last two dims, zeros below.
 
@@ -2266,6 +2473,11 @@ def triu(self, diagonal=0, *, out=None):
     if out is not None:
         return _rt.call_out('triu', out, triu, self, diagonal)
     return _rt.call('triu', (self, ), (diagonal, ))
+
+
+def triu_(self, diagonal=0):
+    """In-place triu: writes the result into self."""
+    return _rt.composite_inplace('triu', self, diagonal)
 
 
 def one_hot(self, num_classes=-1, *, out=None):
@@ -4385,3 +4597,806 @@ def mvlgamma(self, p, *, out=None):
 def mvlgamma_(self, p):
     """In-place mvlgamma: writes the result into self."""
     return _rt.composite_inplace('mvlgamma', self, p)
+
+
+def adjoint(self):
+    """The conjugate transpose of the last two dims, a view (a transpose here, with no complex dtypes).
+
+    ops.yaml: adjoint"""
+    return _rt.call('adjoint', (self, ), ())
+
+
+def detach(self, *, out=None):
+    """self's data without its history (torch.detach; shares storage and version counter).
+
+    ops.yaml: detach"""
+    if out is not None:
+        return _rt.call_out('detach', out, detach, self)
+    return _rt.composite('detach', self)
+
+
+def detach_copy(self, *, out=None):
+    """A contiguous copy of detach(self).
+
+    ops.yaml: detach_copy"""
+    if out is not None:
+        return _rt.call_out('detach_copy', out, detach_copy, self)
+    return _rt.composite('detach_copy', self)
+
+
+def alias_copy(self, *, out=None):
+    """A contiguous copy of self (the copy variant of an alias).
+
+    ops.yaml: alias_copy"""
+    if out is not None:
+        return _rt.call_out('alias_copy', out, alias_copy, self)
+    return _rt.composite('alias_copy', self)
+
+
+def ravel(self, *, out=None):
+    """self flattened to 1-D; a view when self is contiguous, else a copy.
+
+    ops.yaml: ravel"""
+    if out is not None:
+        return _rt.call_out('ravel', out, ravel, self)
+    return _rt.composite('ravel', self)
+
+
+def broadcast_to(self, size, *, out=None):
+    """self broadcast to size (-1 keeps a dim), a view with stride 0 along the broadcast dims (expand).
+
+    ops.yaml: broadcast_to"""
+    if out is not None:
+        return _rt.call_out('broadcast_to', out, broadcast_to, self, size)
+    return _rt.composite('broadcast_to', self, size)
+
+
+def broadcast_tensors(*tensors, out=None):
+    """The tensors broadcast to one shape, as views (expand).
+
+    ops.yaml: broadcast_tensors"""
+    if out is not None:
+        return _rt.call_out('broadcast_tensors', out, broadcast_tensors, *tensors)
+    return _rt.composite('broadcast_tensors', *tensors)
+
+
+def atleast_1d(*tensors, out=None):
+    """Each tensor with at least one dim (0-d ones become 1-D views); one tensor in, one out, else a tuple.
+
+    ops.yaml: atleast_1d"""
+    if out is not None:
+        return _rt.call_out('atleast_1d', out, atleast_1d, *tensors)
+    return _rt.composite('atleast_1d', *tensors)
+
+
+def atleast_2d(*tensors, out=None):
+    """Each tensor with at least two dims (views; a 1-D one gets a leading dim).
+
+    ops.yaml: atleast_2d"""
+    if out is not None:
+        return _rt.call_out('atleast_2d', out, atleast_2d, *tensors)
+    return _rt.composite('atleast_2d', *tensors)
+
+
+def atleast_3d(*tensors, out=None):
+    """Each tensor with at least three dims (views; (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)).
+
+    ops.yaml: atleast_3d"""
+    if out is not None:
+        return _rt.call_out('atleast_3d', out, atleast_3d, *tensors)
+    return _rt.composite('atleast_3d', *tensors)
+
+
+def fliplr(self, *, out=None):
+    """Reverses dim 1 (a copy).
+
+    ops.yaml: fliplr"""
+    if out is not None:
+        return _rt.call_out('fliplr', out, fliplr, self)
+    return _rt.composite('fliplr', self)
+
+
+def flipud(self, *, out=None):
+    """Reverses dim 0 (a copy).
+
+    ops.yaml: flipud"""
+    if out is not None:
+        return _rt.call_out('flipud', out, flipud, self)
+    return _rt.composite('flipud', self)
+
+
+def rot90(self, k=1, dims=[0,1], *, out=None):
+    """Rotates by 90 degrees k times in the plane of dims, from the first dim towards the second.
+
+    ops.yaml: rot90"""
+    if out is not None:
+        return _rt.call_out('rot90', out, rot90, self, k, dims)
+    return _rt.composite('rot90', self, k, dims)
+
+
+def _scatter_strided(self, src, size, stride, storage_offset):
+    """A row-major copy of self with src written into its elements at (size, stride, storage_offset) of that copy (helper of the *_scatter ops).
+
+    ops.yaml: _scatter_strided"""
+    return _rt.call('_scatter_strided', (self, src, ), (size, stride, storage_offset, ))
+
+
+def as_strided_scatter(self, src, size, stride, storage_offset=None, *, out=None):
+    """A copy of self (in self's order of strides, as PyTorch's clone) whose as_strided(size, stride, storage_offset) view holds src. Not fuzzed: src must have the view's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: as_strided_scatter"""
+    if out is not None:
+        return _rt.call_out('as_strided_scatter', out, as_strided_scatter, self, src, size, stride, storage_offset)
+    return _rt.composite('as_strided_scatter', self, src, size, stride, storage_offset)
+
+
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1, *, out=None):
+    """A copy of self with src as its diagonal (offset, dim1, dim2), the inverse of diagonal. Not fuzzed: src must have the diagonal's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: diagonal_scatter"""
+    if out is not None:
+        return _rt.call_out('diagonal_scatter', out, diagonal_scatter, self, src, offset, dim1, dim2)
+    return _rt.composite('diagonal_scatter', self, src, offset, dim1, dim2)
+
+
+def select_scatter(self, src, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED, out=None):
+    """A copy of self with src as its slice at index along dim. Not fuzzed: src must have the slice's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: select_scatter"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select_scatter', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select_scatter', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('select_scatter', out, select_scatter, self, src, dim, index)
+    return _rt.composite('select_scatter', self, src, dim, index)
+
+
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1, *, axis=_REQUIRED, out=None):
+    """A copy of self with src as its slice start:end:step along dim. Not fuzzed: src must have the slice's shape; tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: slice_scatter"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_scatter', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('slice_scatter', out, slice_scatter, self, src, dim, start, end, step)
+    return _rt.composite('slice_scatter', self, src, dim, start, end, step)
+
+
+def diag(self, diagonal=0, *, out=None):
+    """A 1-D tensor as the diagonal-th diagonal of a square matrix, or a copy of a matrix's diagonal-th diagonal.
+
+    ops.yaml: diag"""
+    if out is not None:
+        return _rt.call_out('diag', out, diag, self, diagonal)
+    return _rt.composite('diag', self, diagonal)
+
+
+def diag_embed(self, offset=0, dim1=-2, dim2=-1, *, out=None):
+    """Each last-dim vector of self as the offset diagonal of a matrix in dims dim1, dim2 of the result (zeros elsewhere).
+
+    ops.yaml: diag_embed"""
+    if out is not None:
+        return _rt.call_out('diag_embed', out, diag_embed, self, offset, dim1, dim2)
+    return _rt.composite('diag_embed', self, offset, dim1, dim2)
+
+
+def diagflat(self, offset=0, *, out=None):
+    """self flattened as the offset diagonal of a square matrix.
+
+    ops.yaml: diagflat"""
+    if out is not None:
+        return _rt.call_out('diagflat', out, diagflat, self, offset)
+    return _rt.composite('diagflat', self, offset)
+
+
+def trace(self, *, out=None):
+    """Sum of the main diagonal of a matrix (integers sum to int64).
+
+    ops.yaml: trace"""
+    if out is not None:
+        return _rt.call_out('trace', out, trace, self)
+    return _rt.composite('trace', self)
+
+
+def fill_diagonal(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_ — writes fill_value on the main diagonal (wrap=True restarts it below a tall matrix's square top).
+
+    ops.yaml: fill_diagonal"""
+    return _rt.call('fill_diagonal', (self, ), (fill_value, wrap, ))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """In-place fill_diagonal: writes the result into self."""
+    return _rt.composite_inplace('fill_diagonal', self, fill_value, wrap)
+
+
+def hstack(tensors, *, out=None):
+    """Joins tensors column-wise (along dim 1, or dim 0 for 1-D tensors), 0-d ones taken as 1-D.
+
+    ops.yaml: hstack"""
+    if out is not None:
+        return _rt.call_out('hstack', out, hstack, tensors)
+    return _rt.composite('hstack', tensors)
+
+
+def vstack(tensors, *, out=None):
+    """Joins tensors row-wise (along dim 0 of their atleast_2d views).
+
+    ops.yaml: vstack"""
+    if out is not None:
+        return _rt.call_out('vstack', out, vstack, tensors)
+    return _rt.composite('vstack', tensors)
+
+
+row_stack = vstack
+
+
+def dstack(tensors, *, out=None):
+    """Joins tensors depth-wise (along dim 2 of their atleast_3d views).
+
+    ops.yaml: dstack"""
+    if out is not None:
+        return _rt.call_out('dstack', out, dstack, tensors)
+    return _rt.composite('dstack', tensors)
+
+
+def column_stack(tensors, *, out=None):
+    """Joins tensors as columns (0-d and 1-D tensors become (n, 1) columns), then hstack.
+
+    ops.yaml: column_stack"""
+    if out is not None:
+        return _rt.call_out('column_stack', out, column_stack, tensors)
+    return _rt.composite('column_stack', tensors)
+
+
+def tensor_split(self, indices_or_sections, dim=0, *, axis=_REQUIRED, out=None):
+    """Views of self along dim: n pieces of sizes differing by at most one (the first ones larger), or the pieces between the given indices (a list, or an int64 tensor: 0-d for n, 1-D for indices).
+
+    ops.yaml: tensor_split"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('tensor_split', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('tensor_split', out, tensor_split, self, indices_or_sections, dim)
+    return _rt.composite('tensor_split', self, indices_or_sections, dim)
+
+
+def hsplit(self, indices_or_sections, *, out=None):
+    """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide that dim.
+
+    ops.yaml: hsplit"""
+    if out is not None:
+        return _rt.call_out('hsplit', out, hsplit, self, indices_or_sections)
+    return _rt.composite('hsplit', self, indices_or_sections)
+
+
+def vsplit(self, indices_or_sections, *, out=None):
+    """tensor_split along dim 0 of a tensor with at least 2 dims; an int must divide that dim.
+
+    ops.yaml: vsplit"""
+    if out is not None:
+        return _rt.call_out('vsplit', out, vsplit, self, indices_or_sections)
+    return _rt.composite('vsplit', self, indices_or_sections)
+
+
+def dsplit(self, indices_or_sections, *, out=None):
+    """tensor_split along dim 2 of a tensor with at least 3 dims; an int must divide that dim.
+
+    ops.yaml: dsplit"""
+    if out is not None:
+        return _rt.call_out('dsplit', out, dsplit, self, indices_or_sections)
+    return _rt.composite('dsplit', self, indices_or_sections)
+
+
+def split_with_sizes(self, split_sizes, dim=0, *, axis=_REQUIRED, out=None):
+    """Views of the given sizes along dim (they must add up to its size).
+
+    ops.yaml: split_with_sizes"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('split_with_sizes', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('split_with_sizes', out, split_with_sizes, self, split_sizes, dim)
+    return _rt.composite('split_with_sizes', self, split_sizes, dim)
+
+
+def unsafe_split(self, split_size, dim=0, *, axis=_REQUIRED, out=None):
+    """split (views; PyTorch leaves them out of autograd's view tracking, which reftorch keeps).
+
+    ops.yaml: unsafe_split"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsafe_split', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unsafe_split', out, unsafe_split, self, split_size, dim)
+    return _rt.composite('unsafe_split', self, split_size, dim)
+
+
+def unsafe_split_with_sizes(self, split_sizes, dim=0, *, axis=_REQUIRED, out=None):
+    """split_with_sizes (views, as unsafe_split).
+
+    ops.yaml: unsafe_split_with_sizes"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsafe_split_with_sizes', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unsafe_split_with_sizes', out, unsafe_split_with_sizes, self, split_sizes, dim)
+    return _rt.composite('unsafe_split_with_sizes', self, split_sizes, dim)
+
+
+def unsafe_chunk(self, chunks, dim=0, *, axis=_REQUIRED, out=None):
+    """chunk (views, as unsafe_split).
+
+    ops.yaml: unsafe_chunk"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsafe_chunk', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unsafe_chunk', out, unsafe_chunk, self, chunks, dim)
+    return _rt.composite('unsafe_chunk', self, chunks, dim)
+
+
+def sum_to_size(self, size):
+    """Tensor.sum_to_size — self summed down to size, a shape it broadcasts from (self itself when equal).
+
+    ops.yaml: sum_to_size"""
+    return _rt.composite('sum_to_size', self, size)
+
+
+def narrow_copy(self, dim=_REQUIRED, start=_REQUIRED, length=_REQUIRED, *, axis=_REQUIRED, out=None):
+    """A contiguous copy of narrow(self, dim, start, length).
+
+    ops.yaml: narrow_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('narrow_copy', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or start is _REQUIRED or length is _REQUIRED:
+        _rt.missing_arguments('narrow_copy', ('dim', dim), ('start', start), ('length', length))
+    if out is not None:
+        return _rt.call_out('narrow_copy', out, narrow_copy, self, dim, start, length)
+    return _rt.composite('narrow_copy', self, dim, start, length)
+
+
+def as_strided_copy(self, size, stride, storage_offset=None, *, out=None):
+    """A contiguous copy of as_strided(...).
+
+    ops.yaml: as_strided_copy"""
+    if out is not None:
+        return _rt.call_out('as_strided_copy', out, as_strided_copy, self, size, stride, storage_offset)
+    return _rt.composite('as_strided_copy', self, size, stride, storage_offset)
+
+
+def diagonal_copy(self, offset=0, dim1=0, dim2=1, *, out=None):
+    """A contiguous copy of diagonal(...).
+
+    ops.yaml: diagonal_copy"""
+    if out is not None:
+        return _rt.call_out('diagonal_copy', out, diagonal_copy, self, offset, dim1, dim2)
+    return _rt.composite('diagonal_copy', self, offset, dim1, dim2)
+
+
+def expand_copy(self, size, *, implicit=False, out=None):
+    """A contiguous copy of expand(...).
+
+    ops.yaml: expand_copy"""
+    if out is not None:
+        return _rt.call_out('expand_copy', out, expand_copy, self, size, implicit=implicit)
+    return _rt.composite('expand_copy', self, size, implicit=implicit)
+
+
+def permute_copy(self, dims, *, out=None):
+    """A contiguous copy of permute(...).
+
+    ops.yaml: permute_copy"""
+    if out is not None:
+        return _rt.call_out('permute_copy', out, permute_copy, self, dims)
+    return _rt.composite('permute_copy', self, dims)
+
+
+def select_copy(self, dim=_REQUIRED, index=_REQUIRED, *, axis=_REQUIRED, out=None):
+    """A contiguous copy of select(...).
+
+    ops.yaml: select_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('select_copy', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('select_copy', ('dim', dim), ('index', index))
+    if out is not None:
+        return _rt.call_out('select_copy', out, select_copy, self, dim, index)
+    return _rt.composite('select_copy', self, dim, index)
+
+
+def slice_copy(self, dim=0, start=None, end=None, step=1, *, axis=_REQUIRED, out=None):
+    """A contiguous copy of the slice start:end:step along dim.
+
+    ops.yaml: slice_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_copy', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('slice_copy', out, slice_copy, self, dim, start, end, step)
+    return _rt.composite('slice_copy', self, dim, start, end, step)
+
+
+def squeeze_copy(self, dim=None, *, axis=_REQUIRED, out=None):
+    """A contiguous copy of squeeze(...).
+
+    ops.yaml: squeeze_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('squeeze_copy', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('squeeze_copy', out, squeeze_copy, self, dim)
+    return _rt.composite('squeeze_copy', self, dim)
+
+
+def t_copy(self, *, out=None):
+    """A contiguous copy of t(...).
+
+    ops.yaml: t_copy"""
+    if out is not None:
+        return _rt.call_out('t_copy', out, t_copy, self)
+    return _rt.composite('t_copy', self)
+
+
+def transpose_copy(self, dim0, dim1, *, out=None):
+    """A contiguous copy of transpose(...).
+
+    ops.yaml: transpose_copy"""
+    if out is not None:
+        return _rt.call_out('transpose_copy', out, transpose_copy, self, dim0, dim1)
+    return _rt.composite('transpose_copy', self, dim0, dim1)
+
+
+def unfold_copy(self, dimension, size, step, *, out=None):
+    """A contiguous copy of unfold(...).
+
+    ops.yaml: unfold_copy"""
+    if out is not None:
+        return _rt.call_out('unfold_copy', out, unfold_copy, self, dimension, size, step)
+    return _rt.composite('unfold_copy', self, dimension, size, step)
+
+
+def unsqueeze_copy(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
+    """A contiguous copy of unsqueeze(...).
+
+    ops.yaml: unsqueeze_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unsqueeze_copy', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('unsqueeze_copy', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('unsqueeze_copy', out, unsqueeze_copy, self, dim)
+    return _rt.composite('unsqueeze_copy', self, dim)
+
+
+def view_copy(self, size, *, out=None):
+    """A contiguous copy of view(self, size); any strides will do, the copy needs no view.
+
+    ops.yaml: view_copy"""
+    if out is not None:
+        return _rt.call_out('view_copy', out, view_copy, self, size)
+    return _rt.composite('view_copy', self, size)
+
+
+def split_copy(self, split_size, dim=0, *, axis=_REQUIRED, out=None):
+    """Contiguous copies of the views of split(...).
+
+    ops.yaml: split_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('split_copy', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('split_copy', out, split_copy, self, split_size, dim)
+    return _rt.composite('split_copy', self, split_size, dim)
+
+
+def split_with_sizes_copy(self, split_sizes, dim=0, *, axis=_REQUIRED, out=None):
+    """Contiguous copies of the views of split_with_sizes(...).
+
+    ops.yaml: split_with_sizes_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('split_with_sizes_copy', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('split_with_sizes_copy', out, split_with_sizes_copy, self, split_sizes, dim)
+    return _rt.composite('split_with_sizes_copy', self, split_sizes, dim)
+
+
+def unbind_copy(self, dim=0, *, axis=_REQUIRED, out=None):
+    """Contiguous copies of the views of unbind(...).
+
+    ops.yaml: unbind_copy"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unbind_copy', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('unbind_copy', out, unbind_copy, self, dim)
+    return _rt.composite('unbind_copy', self, dim)
+
+
+def meshgrid(*tensors, indexing=None, out=None):
+    """Coordinate grids of 1-D tensors, as expanded views: indexing='ij' (matrix) or 'xy' (Cartesian, the first two swapped); without indexing PyTorch's warning and 'ij'. Not fuzzed (1-D inputs of one dtype); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: meshgrid"""
+    if out is not None:
+        return _rt.call_out('meshgrid', out, meshgrid, *tensors, indexing=indexing)
+    return _rt.composite('meshgrid', *tensors, indexing=indexing)
+
+
+def cartesian_prod(*tensors, out=None):
+    """The Cartesian product of 1-D tensors, one row per combination (itertools.product order). Not fuzzed (1-D inputs); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: cartesian_prod"""
+    if out is not None:
+        return _rt.call_out('cartesian_prod', out, cartesian_prod, *tensors)
+    return _rt.composite('cartesian_prod', *tensors)
+
+
+def combinations(self, r=2, with_replacement=False, *, out=None):
+    """The r-element combinations of a 1-D tensor's elements, one per row, in itertools order (with_replacement for itertools.combinations_with_replacement). Not fuzzed (1-D inputs); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: combinations"""
+    if out is not None:
+        return _rt.call_out('combinations', out, combinations, self, r, with_replacement)
+    return _rt.composite('combinations', self, r, with_replacement)
+
+
+def block_diag(*tensors, out=None):
+    """The tensors (0-d as 1x1, 1-D as one row) along the diagonal of a zero matrix, their dtypes promoted. Not fuzzed (scipy's block_diag is its reference and no test dependency); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: block_diag"""
+    if out is not None:
+        return _rt.call_out('block_diag', out, block_diag, *tensors)
+    return _rt.composite('block_diag', *tensors)
+
+
+def _repeat_interleave_index(repeats, output_size=None):
+    """Each position i repeated repeats[i] times (repeat_interleave of a repeats tensor alone; helper).
+
+    ops.yaml: _repeat_interleave_index"""
+    return _rt.call('_repeat_interleave_index', (repeats, ), (output_size, ))
+
+
+def repeat_interleave(self, repeats=None, dim=None, *, output_size=None, axis=_REQUIRED, out=None):
+    """Repeats each element (each slice along dim; the flattened tensor without dim) repeats times, an int or a tensor of one count per slice; repeat_interleave(repeats) alone gives the indices 0, 0, 1, ... so repeated.
+
+    ops.yaml: repeat_interleave"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('repeat_interleave', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('repeat_interleave', out, repeat_interleave, self, repeats, dim, output_size=output_size)
+    return _rt.composite('repeat_interleave', self, repeats, dim, output_size=output_size)
+
+
+def take_along_dim(self, indices, dim=None, *, axis=_REQUIRED, out=None):
+    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis.
+
+    ops.yaml: take_along_dim"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('take_along_dim', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('take_along_dim', out, take_along_dim, self, indices, dim)
+    return _rt.composite('take_along_dim', self, indices, dim)
+
+
+def unravel_index(indices, shape, *, out=None):
+    """The coordinates in a tensor of the given shape of flat indices (negative ones count from the end), one int64 tensor per dim. Not fuzzed (indices must lie in range); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: unravel_index"""
+    if out is not None:
+        return _rt.call_out('unravel_index', out, unravel_index, indices, shape)
+    return _rt.composite('unravel_index', indices, shape)
+
+
+def _unique_consecutive(self, dim=None, *, axis=_REQUIRED):
+    """(values, inverse, counts) of the runs of equal consecutive elements (or slices along dim).
+
+    ops.yaml: _unique_consecutive"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_unique_consecutive', dim, None, axis)
+    return _rt.call('_unique_consecutive', (self, ), (dim, ))
+
+
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None, *, axis=_REQUIRED, out=None):
+    """Collapses runs of equal consecutive elements (or slices along dim); return_inverse / return_counts add those tensors.
+
+    ops.yaml: unique_consecutive"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('unique_consecutive', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('unique_consecutive', out, unique_consecutive, self, return_inverse, return_counts, dim)
+    return _rt.composite('unique_consecutive', self, return_inverse, return_counts, dim)
+
+
+def nonzero_static(self, *, size, fill_value=-1, out=None):
+    """nonzero(self) with exactly size rows, cut short or filled with fill_value (a shape known in advance).
+
+    ops.yaml: nonzero_static"""
+    if out is not None:
+        return _rt.call_out('nonzero_static', out, nonzero_static, self, size=size, fill_value=fill_value)
+    return _rt.call('nonzero_static', (self, ), (size, fill_value, ))
+
+
+def addmv(self, mat, vec, *, beta=1, alpha=1, out=None):
+    """beta * self + alpha * (mat @ vec) (self broadcasts to the product's length; beta=0 ignores it).
+
+    ops.yaml: addmv"""
+    if out is not None:
+        return _rt.call_out('addmv', out, addmv, self, mat, vec, beta=beta, alpha=alpha)
+    return _rt.composite('addmv', self, mat, vec, beta=beta, alpha=alpha)
+
+
+def addmv_(self, mat, vec, *, beta=1, alpha=1):
+    """In-place addmv: writes the result into self."""
+    return _rt.composite_inplace('addmv', self, mat, vec, beta=beta, alpha=alpha)
+
+
+def addr(self, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """beta * self + alpha * outer(vec1, vec2), self broadcasting to the product (for bool tensors the ands of them, or'ed). Not fuzzed (self must broadcast to the outer product's shape); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: addr"""
+    if out is not None:
+        return _rt.call_out('addr', out, addr, self, vec1, vec2, beta=beta, alpha=alpha)
+    return _rt.composite('addr', self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    """In-place addr: writes the result into self."""
+    return _rt.composite_inplace('addr', self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * self + alpha * the sum over the batch of batch1[i] @ batch2[i]. Not fuzzed (self must broadcast to the product's shape, which no shape rule draws); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: addbmm"""
+    if out is not None:
+        return _rt.call_out('addbmm', out, addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
+    return _rt.composite('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+    """In-place addbmm: writes the result into self."""
+    return _rt.composite_inplace('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+
+
+def chain_matmul(*matrices, out=None):
+    """The product of the 2-D matrices, left to right (deprecated in PyTorch for linalg.multi_dot, with its warning). Not fuzzed (the shapes must chain); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: chain_matmul"""
+    if out is not None:
+        return _rt.call_out('chain_matmul', out, chain_matmul, *matrices)
+    return _rt.composite('chain_matmul', *matrices)
+
+
+def tensordot(self, other, dims=2, *, out=None):
+    """Sums the products of self and other over dims: an int n (self's last n dims against other's first n) or a pair of dim lists.
+
+    ops.yaml: tensordot"""
+    if out is not None:
+        return _rt.call_out('tensordot', out, tensordot, self, other, dims)
+    return _rt.composite('tensordot', self, other, dims)
+
+
+def inner(self, other, *, out=None):
+    """Sums of products over the last dim of both (a number times a tensor when one is 0-d).
+
+    ops.yaml: inner"""
+    if out is not None:
+        return _rt.call_out('inner', out, inner, self, other)
+    return _rt.composite('inner', self, other)
+
+
+def kron(self, other, *, out=None):
+    """The Kronecker product (each element of self times the whole of other, in blocks).
+
+    ops.yaml: kron"""
+    if out is not None:
+        return _rt.call_out('kron', out, kron, self, other)
+    return _rt.composite('kron', self, other)
+
+
+def _cross(self, other, dim=_REQUIRED, *, axis=_REQUIRED):
+    """The cross product along dim of two tensors of one shape whose dim has size 3 (helper of cross).
+
+    ops.yaml: _cross"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_cross', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('_cross', ('dim', dim))
+    return _rt.call('_cross', (self, other, ), (dim, ))
+
+
+def cross(self, other, dim=None, *, axis=_REQUIRED, out=None):
+    """The cross product of 3-vectors along dim (without dim, the first dim of size 3, with PyTorch's deprecation warning); the inputs broadcast. Not fuzzed (dim must have size 3); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: cross"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('cross', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('cross', out, cross, self, other, dim)
+    return _rt.composite('cross', self, other, dim)
+
+
+def _scatter_reduce(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, reduce=_REQUIRED, include_self=True, *, axis=_REQUIRED):
+    """scatter_reduce's kernel (after its argument checks).
+
+    ops.yaml: _scatter_reduce"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_scatter_reduce', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED or reduce is _REQUIRED:
+        _rt.missing_arguments('_scatter_reduce', ('dim', dim), ('index', index), ('src', src), ('reduce', reduce))
+    return _rt.call('_scatter_reduce', (self, index, src, ), (dim, reduce, include_self, ))
+
+
+def scatter_reduce(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, reduce=_REQUIRED, *, include_self=True, axis=_REQUIRED, out=None):
+    """self with src reduced into it at index along dim (as scatter_add's positions): reduce is sum, prod, mean, amax or amin, over src's values and self's own unless include_self=False; ties in amax/amin share the gradient.
+
+    ops.yaml: scatter_reduce"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter_reduce', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED or reduce is _REQUIRED:
+        _rt.missing_arguments('scatter_reduce', ('dim', dim), ('index', index), ('src', src), ('reduce', reduce))
+    if out is not None:
+        return _rt.call_out('scatter_reduce', out, scatter_reduce, self, dim, index, src, reduce, include_self=include_self)
+    return _rt.composite('scatter_reduce', self, dim, index, src, reduce, include_self=include_self)
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place scatter_reduce: writes the result into self."""
+    return _rt.composite_inplace('scatter_reduce', self, dim, index, src, reduce, include_self=include_self)
+
+
+def scatter_reduce_backward(grad, self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, reduce=_REQUIRED, include_self=_REQUIRED, result=_REQUIRED, *, axis=_REQUIRED):
+    """Gradients of scatter_reduce for self and src (PyTorch's rules: prod handles zeros through the product of the other factors, amax/amin share among ties, mean divides by the count).
+
+    ops.yaml: scatter_reduce_backward"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('scatter_reduce_backward', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED or reduce is _REQUIRED or include_self is _REQUIRED or result is _REQUIRED:
+        _rt.missing_arguments('scatter_reduce_backward', ('dim', dim), ('index', index), ('src', src), ('reduce', reduce), ('include_self', include_self), ('result', result))
+    return _rt.composite('scatter_reduce_backward', grad, self, dim, index, src, reduce, include_self, result)
+
+
+def index_reduce(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, reduce=_REQUIRED, *, include_self=True, axis=_REQUIRED, out=None):
+    """self with the slices of source reduced into its slices at index along dim (prod, mean, amax or amin, with self's own values unless include_self=False). Not fuzzed (its reference is scatter_reduce's); tests/test_ops_shape_matmul.py covers it.
+
+    ops.yaml: index_reduce"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('index_reduce', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED or source is _REQUIRED or reduce is _REQUIRED:
+        _rt.missing_arguments('index_reduce', ('dim', dim), ('index', index), ('source', source), ('reduce', reduce))
+    if out is not None:
+        return _rt.call_out('index_reduce', out, index_reduce, self, dim, index, source, reduce, include_self=include_self)
+    return _rt.composite('index_reduce', self, dim, index, source, reduce, include_self=include_self)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """In-place index_reduce: writes the result into self."""
+    return _rt.composite_inplace('index_reduce', self, dim, index, source, reduce, include_self=include_self)
+
+
+def msort(self, *, out=None):
+    """self sorted along its first dim (sort(self, 0).values).
+
+    ops.yaml: msort"""
+    if out is not None:
+        return _rt.call_out('msort', out, msort, self)
+    return _rt.composite('msort', self)
+
+
+def _pad_constant(self, widths, value):
+    """pad in constant mode under another argument name (constant_pad_nd's `pad` argument hides the op).
+
+    ops.yaml: _pad_constant"""
+    return _rt.composite('_pad_constant', self, widths, value)
+
+
+def constant_pad_nd(self, pad, value=0, *, out=None):
+    """The last dims padded (pad pairs from the last dim backwards, negative ones crop) with value (pad in constant mode).
+
+    ops.yaml: constant_pad_nd"""
+    if out is not None:
+        return _rt.call_out('constant_pad_nd', out, constant_pad_nd, self, pad, value)
+    return _rt.composite('constant_pad_nd', self, pad, value)
+
+
+def slice_inverse(self, src, dim=0, start=None, end=None, step=1, *, axis=_REQUIRED, out=None):
+    """A view of self's storage with src's geometry (the inverse of a slice whose base src is; dim, start, end and step name the slice). Not fuzzed (src must be a view of self's storage); tests/test_ops_shape_views.py covers it.
+
+    ops.yaml: slice_inverse"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('slice_inverse', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('slice_inverse', out, slice_inverse, self, src, dim, start, end, step)
+    return _rt.composite('slice_inverse', self, src, dim, start, end, step)

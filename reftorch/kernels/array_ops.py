@@ -32,6 +32,10 @@ def matmul_forward(self, other):
 
 def flip_forward(self, dims):
     # ops.yaml: flip
+    wrapped = [d % self.ndim if self.ndim else d for d in dims]
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return np.flip(self, dims) if self.ndim else self.copy()
 
 
@@ -268,7 +272,27 @@ def outer_forward(self, vec2):
 
 def _einsum_forward(operands, equation):
     # ops.yaml: _einsum
-    return np.einsum(equation.replace(" ", ""), *operands, optimize=len(operands) > 1)
+    eq = equation.replace(" ", "")
+    seen = {}
+    for k, (term, x) in enumerate(zip(eq.partition("->")[0].split(","), operands)):
+        labels = term.replace("...", "")
+        if "..." in term:      # the labels after the ellipsis count from the operand's last dim
+            head, _, tail = term.partition("...")
+            sizes = list(x.shape[:len(head)]) + list(x.shape[x.ndim - len(tail):])
+        else:
+            sizes = list(x.shape)
+        mine = {}
+        for lab, n in zip(labels, sizes):
+            if lab in mine and mine[lab] != n:
+                raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} but the sizes don't match, "
+                                   f"{n} != {mine[lab]}")
+            mine[lab] = n
+        for lab, n in mine.items():
+            if lab in seen and n != seen[lab] and 1 not in (n, seen[lab]):
+                raise RuntimeError(f"einsum(): subscript {lab} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {seen[lab]}")
+            seen[lab] = n if lab not in seen or seen[lab] == 1 else seen[lab]
+    return np.einsum(eq, *operands, optimize=len(operands) > 1)
 
 
 def pad_forward(self, pad, mode="constant", value=None):
@@ -326,6 +350,8 @@ def cat_forward(tensors, dim=0):
 def roll_forward(self, shifts, dims=None):
     # ops.yaml: roll
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
+        if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         return np.roll(self, shifts)
     s = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
     d = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
@@ -828,3 +854,111 @@ def geqrf_forward(self):
 def _linalg_matrix_exp_forward(A):
     # ops.yaml: _linalg_matrix_exp
     return lapack.matrix_exp(A)
+
+
+def _scatter_strided_forward(self, src, size, stride, storage_offset):
+    # ops.yaml: _scatter_strided
+    out = np.array(self, order="C")
+    flat = out.reshape(-1)
+    size, stride = tuple(size), tuple(stride)
+    if tuple(src.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(size)}")
+    if 0 not in size and storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) >= flat.shape[0]:
+        raise RuntimeError(f"as_strided_scatter: size {list(size)}, stride {list(stride)} and storage offset "
+                           f"{storage_offset} reach outside a tensor of {flat.shape[0]} elements")
+    view = np.lib.stride_tricks.as_strided(flat[storage_offset:], size, [s * flat.itemsize for s in stride])
+    view[...] = src
+    return out
+
+
+def fill_diagonal_forward(self, fill_value, wrap=False):
+    # ops.yaml: fill_diagonal
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.ndim > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    out = np.array(self)
+    np.fill_diagonal(out, fill_value, wrap)
+    return out
+
+
+def _repeat_interleave_index_forward(repeats, output_size=None):
+    # ops.yaml: _repeat_interleave_index
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.size and repeats.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    out = np.repeat(np.arange(repeats.shape[0], dtype=np.int64), repeats)
+    if output_size is not None and output_size != out.shape[0]:
+        raise RuntimeError("allocated size does not match required size")
+    return out
+
+
+def _unique_consecutive_forward(self, dim=None):
+    # ops.yaml: _unique_consecutive
+    x = self.reshape(-1) if dim is None else np.moveaxis(self, dim, 0)
+    rows = x.reshape(x.shape[0], math.prod(x.shape[1:]))
+    change = np.ones(rows.shape[0], bool)
+    if rows.shape[0] > 1:
+        change[1:] = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else False
+    starts = np.flatnonzero(change)
+    values = x[starts]
+    inverse = (np.cumsum(change) - 1).astype(np.int64)
+    counts = np.diff(np.append(starts, rows.shape[0])).astype(np.int64)
+    if dim is None:
+        return values, inverse.reshape(self.shape), counts
+    return np.moveaxis(values, 0, dim), inverse, counts
+
+
+def nonzero_static_forward(self, *, size, fill_value=-1):
+    # ops.yaml: nonzero_static
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = np.argwhere(self).astype(np.int64)[:size]
+    out = np.full((size, self.ndim), fill_value, np.int64)
+    out[:found.shape[0]] = found
+    return out
+
+
+def _cross_forward(self, other, dim):
+    # ops.yaml: _cross
+    return np.cross(self, other, axis=dim)
+
+
+def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
+    # ops.yaml: _scatter_reduce
+    out = np.array(self)
+    x = out.reshape(1) if out.ndim == 0 else out
+    idx = index.reshape(1) if index.ndim == 0 else index
+    s = src.reshape(1) if src.ndim == 0 else src
+    if not (idx.ndim == x.ndim == s.ndim):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(x.ndim):
+        if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(self.shape)} "
+                               f"apart from dimension {dim} and to be no larger size than src {list(src.shape)}")
+    bad = idx[(idx < 0) | (idx >= x.shape[dim])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    at = list(np.indices(idx.shape, sparse=True))
+    at[dim] = idx
+    at = tuple(at)
+    v = s[tuple(slice(0, n) for n in idx.shape)]
+    big = np.inf if x.dtype.kind == "f" else (True if x.dtype.kind == "b" else np.iinfo(x.dtype).max)
+    small = -np.inf if x.dtype.kind == "f" else (False if x.dtype.kind == "b" else np.iinfo(x.dtype).min)
+    start = {"sum": 0, "mean": 0, "prod": 1, "amax": small, "amin": big}[reduce]
+    if not include_self:
+        x[at] = start
+    if reduce == "mean":
+        count = np.full(x.shape, 1 if include_self else 0, np.int64)
+        np.add.at(count, at, 1)
+        np.add.at(x, at, v)
+        done = count > 0
+        if x.dtype.kind == "f":
+            x[done] = x[done] / count[done]
+        else:
+            x[done] = np.floor_divide(x[done], count[done])
+        return out
+    {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(x, at, v)
+    return out

@@ -1121,3 +1121,740 @@ def mvlgamma(F, self, p):
     for j in range(1, p):
         out = out + F.lgamma(self - 0.5 * j)
     return out + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def detach(F, self):
+    # ops.yaml: detach
+    return self.detach()
+
+
+def detach_copy(F, self):
+    # ops.yaml: detach_copy
+    return F.clone(self.detach())
+
+
+def alias_copy(F, self):
+    # ops.yaml: alias_copy
+    return F.clone(self)
+
+
+def ravel(F, self):
+    # ops.yaml: ravel
+    return F.reshape(self, (-1,))
+
+
+def broadcast_to(F, self, size):
+    # ops.yaml: broadcast_to
+    return F.expand(self, tuple(size))
+
+
+def broadcast_tensors(F, *tensors):
+    # ops.yaml: broadcast_tensors
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    shape = F.common_shape(*[tuple(t.shape) for t in ts])
+    return tuple((F.expand(t, shape) for t in ts))
+
+
+def atleast_1d(F, *tensors):
+    # ops.yaml: atleast_1d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = tuple((F.reshape(t, (1,)) if t.ndim == 0 else t for t in ts))
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else out
+
+
+def atleast_2d(F, *tensors):
+    # ops.yaml: atleast_2d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = tuple((F.reshape(t, (1, 1)) if t.ndim == 0 else F.unsqueeze(t, 0) if t.ndim == 1 else t for t in ts))
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else out
+
+
+def atleast_3d(F, *tensors):
+    # ops.yaml: atleast_3d
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = []
+    for t in ts:
+        if t.ndim == 0:
+            t = F.reshape(t, (1, 1, 1))
+        elif t.ndim == 1:
+            t = F.unsqueeze(F.unsqueeze(t, 0), -1)
+        elif t.ndim == 2:
+            t = F.unsqueeze(t, -1)
+        out.append(t)
+    return out[0] if len(tensors) == 1 and (not isinstance(tensors[0], (list, tuple))) else tuple(out)
+
+
+def fliplr(F, self):
+    # ops.yaml: fliplr
+    if self.ndim < 2:
+        raise RuntimeError('Input must be >= 2-d.')
+    return F.flip(self, (1,))
+
+
+def flipud(F, self):
+    # ops.yaml: flipud
+    if self.ndim < 1:
+        raise RuntimeError('Input must be >= 1-d.')
+    return F.flip(self, (0,))
+
+
+def rot90(F, self, k=1, dims=[0,1]):
+    # ops.yaml: rot90
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f'expected total rotation dims == 2, but got dims = {len(dims)}')
+    if self.ndim < 2:
+        raise RuntimeError(f'expected total dims >= 2, but got total dims = {self.ndim}')
+    for d in dims:
+        F.normalize_dims(d, self.ndim)
+    if dims[0] == dims[1] or F.abs(dims[0] - dims[1]) == self.ndim:
+        raise RuntimeError(f'expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}')
+    k = k % 4
+    if k == 1:
+        return F.transpose(F.flip(self, (dims[1],)), dims[0], dims[1])
+    if k == 2:
+        return F.flip(self, dims)
+    if k == 3:
+        return F.transpose(F.flip(self, (dims[0],)), dims[0], dims[1])
+    return F.clone(self)
+
+
+def as_strided_scatter(F, self, src, size, stride, storage_offset=None):
+    # ops.yaml: as_strided_scatter
+    order = sorted(range(self.ndim), key=lambda d: -self.stride()[d])
+    dense = F.permute(self, order)
+    out = F._scatter_strided(dense, src.to(self.dtype), size, stride, 0 if storage_offset is None else storage_offset)
+    return F.permute(out, F.invert_permutation(order))
+
+
+def diagonal_scatter(F, self, src, offset=0, dim1=0, dim2=1):
+    # ops.yaml: diagonal_scatter
+    v = F.diagonal(F.empty(tuple(self.shape), device=F.device_of(self, src)), offset, dim1, dim2)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def select_scatter(F, self, src, dim, index):
+    # ops.yaml: select_scatter
+    v = F.select(F.empty(tuple(self.shape), device=F.device_of(self, src)), dim, index)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def slice_scatter(F, self, src, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_scatter
+    if step <= 0:
+        raise RuntimeError('slice step must be positive')
+    v = F.slice_dim(F.empty(tuple(self.shape), device=F.device_of(self, src)), dim, start, end, step)
+    return F._scatter_strided(self, src.to(self.dtype), v.shape, v.stride(), v.storage_offset())
+
+
+def diag(F, self, diagonal=0):
+    # ops.yaml: diag
+    if self.ndim == 1:
+        n = self.shape[0] + F.abs(diagonal)
+        return F.diagonal_scatter(F.zeros((n, n), dtype=self.dtype, device=F.device_of(self)), self, diagonal)
+    if self.ndim == 2:
+        return F.clone(self.diagonal(diagonal))
+    raise RuntimeError(f'diag(): Supports 1D or 2D tensors. Got {self.ndim}D')
+
+
+def diag_embed(F, self, offset=0, dim1=-2, dim2=-1):
+    # ops.yaml: diag_embed
+    nd = self.ndim + 1
+    d1, d2 = (F.normalize_dims(dim1, nd)[0], F.normalize_dims(dim2, nd)[0])
+    if d1 == d2:
+        raise RuntimeError(f'diagonal dimensions cannot be identical {dim1}, {dim2}')
+    n = self.shape[-1] + F.abs(offset)
+    shape = list(self.shape[:-1])
+    lo, hi = (d1, d2) if d1 < d2 else (d2, d1)
+    shape.insert(lo, n)
+    shape.insert(hi, n)
+    return F.diagonal_scatter(F.zeros(tuple(shape), dtype=self.dtype, device=F.device_of(self)), self, offset, d1, d2)
+
+
+def diagflat(F, self, offset=0):
+    # ops.yaml: diagflat
+    return F.diag(F.reshape(self, (-1,)), offset)
+
+
+def trace(F, self):
+    # ops.yaml: trace
+    if self.ndim != 2:
+        raise RuntimeError(f'trace: expected a matrix, but got tensor with dim {self.ndim}')
+    if self.dtype.category == 0:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+    return F.sum(self.diagonal())
+
+
+def hstack(F, tensors):
+    # ops.yaml: hstack
+    if len(tensors) == 0:
+        raise RuntimeError('hstack expects a non-empty TensorList')
+    ts = F.atleast_1d(list(tensors))
+    return F.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(F, tensors):
+    # ops.yaml: vstack
+    if len(tensors) == 0:
+        raise RuntimeError('vstack expects a non-empty TensorList')
+    return F.cat(F.atleast_2d(list(tensors)), 0)
+
+
+def dstack(F, tensors):
+    # ops.yaml: dstack
+    if len(tensors) == 0:
+        raise RuntimeError('dstack expects a non-empty TensorList')
+    return F.cat(F.atleast_3d(list(tensors)), 2)
+
+
+def column_stack(F, tensors):
+    # ops.yaml: column_stack
+    if len(tensors) == 0:
+        raise RuntimeError('column_stack expects a non-empty TensorList')
+    return F.hstack([F.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors])
+
+
+def tensor_split(F, self, indices_or_sections, dim=0):
+    # ops.yaml: tensor_split
+    if self.ndim == 0:
+        raise RuntimeError('tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    cut = indices_or_sections
+    if F.is_tensor(cut):
+        if cut.dtype.is_floating_point or cut.dtype.category == 0 or cut.dtype.itemsize != 8:
+            raise RuntimeError(f'tensor_split expected tensor_indices_or_sections to have dtype of long, but got {cut.dtype.short}')
+        if cut.ndim > 1:
+            raise RuntimeError(f'tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor, but got a tensor with {cut.ndim} dims')
+        cut = cut.tolist()
+    if isinstance(cut, (list, tuple)):
+        bounds = [0] + [int(i) for i in cut] + [None]
+        return tuple((F.slice_dim(self, d, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)))
+    n = int(cut)
+    if n <= 0:
+        raise RuntimeError(f'number of sections must be larger than 0, got {n}')
+    size = self.shape[d]
+    pieces, start = ([], 0)
+    for i in range(n):
+        length = size // n + (1 if i < size % n else 0)
+        pieces.append(F.narrow(self, d, start, length))
+        start += length
+    return tuple(pieces)
+
+
+def hsplit(F, self, indices_or_sections):
+    # ops.yaml: hsplit
+    if self.ndim == 0:
+        raise RuntimeError('torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions!')
+    d = 0 if self.ndim == 1 else 1
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[d] % n:
+            raise RuntimeError(f'torch.hsplit attempted to split along dimension {d}, but the size of the dimension {self.shape[d]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, d)
+
+
+def vsplit(F, self, indices_or_sections):
+    # ops.yaml: vsplit
+    if self.ndim < 2:
+        raise RuntimeError(f'torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with {self.ndim} dimensions!')
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[0] % n:
+            raise RuntimeError(f'torch.vsplit attempted to split along dimension 0, but the size of the dimension {self.shape[0]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, 0)
+
+
+def dsplit(F, self, indices_or_sections):
+    # ops.yaml: dsplit
+    if self.ndim < 3:
+        raise RuntimeError(f'torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {self.ndim} dimensions!')
+    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
+        n = int(indices_or_sections)
+        if n == 0 or self.shape[2] % n:
+            raise RuntimeError(f'torch.dsplit attempted to split along dimension 2, but the size of the dimension {self.shape[2]} is not divisible by the split_size {n}!')
+    return F.tensor_split(self, indices_or_sections, 2)
+
+
+def split_with_sizes(F, self, split_sizes, dim=0):
+    # ops.yaml: split_with_sizes
+    return F.split(self, list(split_sizes), dim)
+
+
+def unsafe_split(F, self, split_size, dim=0):
+    # ops.yaml: unsafe_split
+    return F.split(self, split_size, dim)
+
+
+def unsafe_split_with_sizes(F, self, split_sizes, dim=0):
+    # ops.yaml: unsafe_split_with_sizes
+    return F.split(self, list(split_sizes), dim)
+
+
+def unsafe_chunk(F, self, chunks, dim=0):
+    # ops.yaml: unsafe_chunk
+    return F.chunk(self, chunks, dim)
+
+
+def sum_to_size(F, self, size):
+    # ops.yaml: sum_to_size
+    size = tuple(size)
+    n = len(size)
+    bad = [i for i, s in enumerate(size) if s != 1 and s != self.shape[self.ndim - n + i]] if n <= self.ndim else [0]
+    if bad:
+        raise RuntimeError(f'size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.')
+    return F.sum_to(self, size)
+
+
+def narrow_copy(F, self, dim, start, length):
+    # ops.yaml: narrow_copy
+    return F.clone(F.narrow(self, dim, start, length))
+
+
+def as_strided_copy(F, self, size, stride, storage_offset=None):
+    # ops.yaml: as_strided_copy
+    return F.clone(F.as_strided(self, size, stride, storage_offset))
+
+
+def diagonal_copy(F, self, offset=0, dim1=0, dim2=1):
+    # ops.yaml: diagonal_copy
+    return F.clone(F.diagonal(self, offset, dim1, dim2))
+
+
+def expand_copy(F, self, size, *, implicit=False):
+    # ops.yaml: expand_copy
+    return F.clone(F.expand(self, size))
+
+
+def permute_copy(F, self, dims):
+    # ops.yaml: permute_copy
+    return F.clone(F.permute(self, dims))
+
+
+def select_copy(F, self, dim, index):
+    # ops.yaml: select_copy
+    return F.clone(F.select(self, dim, index))
+
+
+def slice_copy(F, self, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_copy
+    return F.clone(F.slice_dim(self, dim, start, end, step))
+
+
+def squeeze_copy(F, self, dim=None):
+    # ops.yaml: squeeze_copy
+    return F.clone(F.squeeze(self, dim))
+
+
+def t_copy(F, self):
+    # ops.yaml: t_copy
+    return F.clone(F.t(self))
+
+
+def transpose_copy(F, self, dim0, dim1):
+    # ops.yaml: transpose_copy
+    return F.clone(F.transpose(self, dim0, dim1))
+
+
+def unfold_copy(F, self, dimension, size, step):
+    # ops.yaml: unfold_copy
+    return F.clone(F.unfold(self, dimension, size, step))
+
+
+def unsqueeze_copy(F, self, dim):
+    # ops.yaml: unsqueeze_copy
+    return F.clone(F.unsqueeze(self, dim))
+
+
+def view_copy(F, self, size):
+    # ops.yaml: view_copy
+    return F.clone(F.reshape(self, size))
+
+
+def split_copy(F, self, split_size, dim=0):
+    # ops.yaml: split_copy
+    return tuple((F.clone(t) for t in F.split(self, split_size, dim)))
+
+
+def split_with_sizes_copy(F, self, split_sizes, dim=0):
+    # ops.yaml: split_with_sizes_copy
+    return tuple((F.clone(t) for t in F.split(self, list(split_sizes), dim)))
+
+
+def unbind_copy(F, self, dim=0):
+    # ops.yaml: unbind_copy
+    return tuple((F.clone(t) for t in F.unbind(self, dim)))
+
+
+def meshgrid(F, *tensors, indexing=None):
+    # ops.yaml: meshgrid
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    if indexing is None:
+        F.warn_once('torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.')
+        indexing = 'ij'
+    if len(ts) == 0:
+        raise RuntimeError('meshgrid expects a non-empty TensorList')
+    if indexing not in ('ij', 'xy'):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in ts:
+        if t.ndim > 1:
+            raise RuntimeError(f'torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}')
+        if t.dtype != ts[0].dtype:
+            raise RuntimeError('meshgrid expects all tensors to have the same dtype')
+    swap = indexing == 'xy' and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = (ts[1], ts[0])
+    shape = tuple((t.numel() for t in ts))
+    grids = []
+    for i, t in enumerate(ts):
+        grids.append(F.expand(F.reshape(t, tuple((-1 if j == i else 1 for j in range(len(ts))))), shape))
+    if swap:
+        grids[0], grids[1] = (grids[1], grids[0])
+    return tuple(grids)
+
+
+def cartesian_prod(F, *tensors):
+    # ops.yaml: cartesian_prod
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    for t in ts:
+        if t.ndim != 1:
+            raise RuntimeError(f'Expect a 1D vector, but got shape {list(t.shape)}')
+    if len(ts) == 1:
+        return ts[0]
+    return F.stack([F.reshape(g, (-1,)) for g in F.meshgrid(ts, indexing='ij')], 1)
+
+
+def combinations(F, self, r=2, with_replacement=False):
+    # ops.yaml: combinations
+    if self.ndim != 1:
+        raise RuntimeError(f'Expect a 1D vector, but got shape {list(self.shape)}')
+    if r < 0:
+        raise RuntimeError(f'Expect a non-negative number, but got {r}')
+    if r == 0:
+        return F.empty((0,), dtype=self.dtype, device=F.device_of(self))
+    n = self.numel()
+    grids = F.meshgrid([self] * r, indexing='ij')
+    where = F.meshgrid([F.arange(n, device=F.device_of(self))] * r, indexing='ij')
+    mask = F.ones(tuple([n] * r), dtype=where[0].dtype, device=F.device_of(self)) > 0
+    for a, b in zip(where[:-1], where[1:]):
+        mask = F.logical_and(mask, a <= b if with_replacement else a < b)
+    return F.stack([F.masked_select(g, mask) for g in grids], 1)
+
+
+def block_diag(F, *tensors):
+    # ops.yaml: block_diag
+    ts = list(tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)
+    if len(ts) == 0:
+        return F.empty((1, 0), device=F.device_of(tensors))
+    mats = []
+    for i, t in enumerate(ts):
+        if t.ndim > 2:
+            raise RuntimeError(f'torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {t.ndim} dimensions')
+        mats.append(F.reshape(t, (1, 1)) if t.ndim == 0 else F.reshape(t, (1, -1)) if t.ndim == 1 else t)
+    cols = 0
+    for m in mats:
+        cols += m.shape[1]
+    rows, start = ([], 0)
+    for m in mats:
+        rows.append(F.pad(m, (start, cols - start - m.shape[1])))
+        start += m.shape[1]
+    return F.cat(rows, 0)
+
+
+def repeat_interleave(F, self, repeats=None, dim=None, *, output_size=None):
+    # ops.yaml: repeat_interleave
+    r = self if repeats is None else repeats
+    if F.is_tensor(r) and (r.dtype.is_floating_point or r.dtype.category == 0):
+        raise NotImplementedError(f""""repeat_interleave_cpu" not implemented for '{r.dtype.short}'""")
+    if repeats is None:
+        return F._repeat_interleave_index(self, output_size)
+    x = F.reshape(self, (-1,)) if dim is None else self
+    d = 0 if dim is None else F.normalize_dims(dim, self.ndim)[0]
+    n = x.shape[d] if x.ndim else 1
+    if F.is_tensor(r) and r.ndim > 1:
+        raise RuntimeError('repeats must be 0-dim or 1-dim tensor')
+    if F.is_tensor(r) and r.numel() != 1:
+        if r.numel() != n:
+            raise RuntimeError(f'repeats must have the same size as input along dim, but got repeats.size(0) = {r.numel()} and input.size({d}) = {n}')
+        index = F._repeat_interleave_index(r, output_size)
+    else:
+        k = int(r.item()) if F.is_tensor(r) else int(r)
+        if k < 0:
+            raise RuntimeError('Repeats must be non-negative')
+        if output_size is not None and output_size != n * k:
+            raise RuntimeError(f'repeat_interleave: Invalid output_size, expected {n * k} but got {output_size}')
+        index = F._repeat_interleave_index(F.full((n,), k, device=F.device_of(self)))
+    return F.index_select(x, d, index)
+
+
+def take_along_dim(F, self, indices, dim=None):
+    # ops.yaml: take_along_dim
+    if dim is None:
+        if indices.dtype.is_floating_point or indices.dtype.category == 0:
+            raise RuntimeError('gather(): Expected dtype int32/int64 for index')
+        return F.gather(F.reshape(self, (-1,)), 0, F.reshape(indices, (-1,)))
+    if indices.dtype.is_floating_point or indices.dtype.category == 0 or indices.dtype.itemsize != 8:
+        raise RuntimeError(f'torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype.short}')
+    if self.ndim != indices.ndim:
+        raise RuntimeError(f'torch.take_along_dim(): input and indices should have the same number of dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} dimensions for indices')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    at = list(self.shape)
+    at[d] = indices.shape[d]
+    index = F.expand(indices, F.common_shape(tuple(at), tuple(indices.shape)))
+    at = list(indices.shape)
+    at[d] = self.shape[d]
+    return F.gather(F.expand(self, F.common_shape(tuple(at), tuple(self.shape))), d, index)
+
+
+def unravel_index(F, indices, shape):
+    # ops.yaml: unravel_index
+    if not F.is_tensor(indices):
+        raise TypeError(f"unravel_index(): argument 'indices' must be Tensor, not {type(indices).__name__}")
+    if indices.dtype.is_floating_point or indices.dtype.category == 0:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if [s for s in shape if s < 0]:
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    coefs, acc = ([], 1)
+    for s in reversed(shape):
+        coefs.insert(0, acc)
+        acc *= s
+    if 0 in shape:
+        raise RuntimeError('ZeroDivisionError')
+    flat = F.floor_divide(F.unsqueeze(indices, -1), F.tensor(coefs, device=F.device_of(indices))) % F.tensor(list(shape), device=F.device_of(indices))
+    return F.unbind(flat, -1)
+
+
+def unique_consecutive(F, self, return_inverse=False, return_counts=False, dim=None):
+    # ops.yaml: unique_consecutive
+    values, inverse, counts = F._unique_consecutive(self, dim)
+    if return_inverse and return_counts:
+        return (values, inverse, counts)
+    if return_inverse:
+        return (values, inverse)
+    if return_counts:
+        return (values, counts)
+    return values
+
+
+def addmv(F, self, mat, vec, *, beta=1, alpha=1):
+    # ops.yaml: addmv
+    if not self.dtype == mat.dtype == vec.dtype:
+        raise RuntimeError(f'addmv input tensors must have the same dtype, but got {self.dtype.short}, {mat.dtype.short}, and {vec.dtype.short}')
+    if mat.ndim == 2 and vec.ndim == 1:
+        n = mat.shape[0]
+        if self.ndim > 1 or (self.ndim == 1 and self.shape[0] not in (1, n)) or mat.shape[1] != vec.shape[0]:
+            raise RuntimeError(f'size mismatch, got input ({(self.shape[0] if self.ndim == 1 else n)}), mat ({n}x{mat.shape[1]}), vec ({vec.shape[0]})')
+    p = F.mv(mat, vec)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return F.expand(p, (p.shape[0],))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype else out.to(p.dtype)
+
+
+def addr(F, self, vec1, vec2, *, beta=1, alpha=1):
+    # ops.yaml: addr
+    for name, v in (('vec1', vec1), ('vec2', vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f'addr: Expected 1-D argument {name}, but got {v.ndim}-D')
+    p = F.outer(vec1, vec2)
+    for name, v in (('beta', beta), ('alpha', alpha)):
+        if not p.dtype.is_floating_point and (not self.dtype.is_floating_point) and isinstance(v, float):
+            raise RuntimeError(f'For integral input tensors, argument {name} must not be a floating point number.')
+    if p.dtype.category == 0 and self.dtype.category == 0:
+        return F.logical_or(F.logical_and(self, bool(beta)), F.logical_and(p, bool(alpha)))
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p + F.zeros(tuple(self.shape), dtype=p.dtype, device=F.device_of(self, vec1, vec2))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype or p.dtype.category < out.dtype.category else out.to(p.dtype)
+
+
+def addbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
+    # ops.yaml: addbmm
+    if batch1.ndim == 3 and batch2.ndim == 3 and (batch1.shape[0] != batch2.shape[0]):
+        raise RuntimeError(f'batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and {batch2.shape[0]}')
+    p = F.sum(F.bmm(batch1, batch2), 0)
+    if alpha != 1:
+        p = p * alpha
+    if beta == 0:
+        return p + F.zeros(tuple(self.shape), dtype=p.dtype, device=F.device_of(self, batch1, batch2))
+    out = p + (self if beta == 1 else self * beta)
+    return out if out.dtype == p.dtype else out.to(p.dtype)
+
+
+def chain_matmul(F, *matrices):
+    # ops.yaml: chain_matmul
+    F.warn_once('torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple parameters.')
+    if len(matrices) == 0:
+        raise RuntimeError('chain_matmul(): Expected one or more matrices')
+    for m in matrices:
+        if m.ndim != 2:
+            raise RuntimeError(f'Tensor dimension is {m.ndim}, expected 2 instead.')
+    if len(matrices) == 1:
+        return F.clone(matrices[0])
+    for i in range(len(matrices) - 1):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            raise RuntimeError(f'multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} and {list(matrices[i + 1].shape)} cannot be multiplied')
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = F.mm(out, m)
+    return out
+
+
+def tensordot(F, self, other, dims=2):
+    # ops.yaml: tensordot
+    if F.is_tensor(dims):
+        dims = dims.item() if dims.ndim == 0 else dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f'tensordot expects dims >= 0, but got dims={dims}')
+        if dims > self.ndim or dims > other.ndim:
+            raise RuntimeError(f'tensordot expects dims < ndim_a or ndim_b, but got dims={dims}')
+        da, db = (list(range(-dims, 0)), list(range(dims)))
+    else:
+        da, db = [[d] if isinstance(d, int) else list(d) for d in dims]
+    if len(da) != len(db):
+        raise RuntimeError('both dimension lists should have same length')
+    if self.dtype != other.dtype:
+        raise RuntimeError('both inputs should have same dtype')
+    for x, y in zip(da, db):
+        if self.shape[x] != other.shape[y]:
+            raise RuntimeError(f'contracted dimensions need to match, but first has size {self.shape[x]} in dim {x} and second has size {other.shape[y]} in dim {y}')
+    wa = [F.normalize_dims(d, self.ndim)[0] for d in da]
+    wb = [F.normalize_dims(d, other.ndim)[0] for d in db]
+    fa = [d for d in range(self.ndim) if d not in wa]
+    fb = [d for d in range(other.ndim) if d not in wb]
+    k = math.prod([self.shape[d] for d in wa])
+    a = F.reshape(F.permute(self, fa + wa), (math.prod([self.shape[d] for d in fa]), k))
+    b = F.reshape(F.permute(other, wb + fb), (k, math.prod([other.shape[d] for d in fb])))
+    return F.reshape(F.mm(a, b), tuple((self.shape[d] for d in fa)) + tuple((other.shape[d] for d in fb)))
+
+
+def inner(F, self, other):
+    # ops.yaml: inner
+    if self.ndim == 0 or other.ndim == 0:
+        return self * other
+    if self.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f'inner() the last dimension must match on both input tensors but got shapes {list(self.shape)} and {list(other.shape)}')
+    return F.tensordot(self, other, ([-1], [-1]))
+
+
+def kron(F, self, other):
+    # ops.yaml: kron
+    nd = self.ndim if self.ndim > other.ndim else other.ndim
+    a = (1,) * (nd - self.ndim) + tuple(self.shape)
+    b = (1,) * (nd - other.ndim) + tuple(other.shape)
+    left, right = ([], [])
+    for x, y in zip(a, b):
+        left += [x, 1]
+        right += [1, y]
+    return F.reshape(F.reshape(self, tuple(left)) * F.reshape(other, tuple(right)), tuple((x * y for x, y in zip(a, b))))
+
+
+def cross(F, self, other, dim=None):
+    # ops.yaml: cross
+    if self.ndim != other.ndim:
+        raise RuntimeError('linalg.cross: inputs must have the same number of dimensions.')
+    if self.dtype != other.dtype:
+        raise RuntimeError(f'expected scalar type {self.dtype.short} but found {other.dtype.short}')
+    if self.dtype.category == 0:
+        raise NotImplementedError('"cross" not implemented for \'Bool\'')
+    if dim is None:
+        F.warn_once('Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree with that of linalg.cross in a future release.')
+        found = [d for d in range(self.ndim) if self.shape[d] == 3]
+        if not found:
+            raise RuntimeError('no dimension of size 3 in input')
+        d = found[0]
+    else:
+        d = F.normalize_dims(dim, self.ndim)[0]
+    if self.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f'linalg.cross: inputs dimension {d} must have length 3. Got {self.shape[d]} and {other.shape[d]}')
+    shape = F.common_shape(tuple(self.shape), tuple(other.shape))
+    return F._cross(F.expand(self, shape), F.expand(other, shape), d)
+
+
+def scatter_reduce(F, self, dim, index, src, reduce, *, include_self=True):
+    # ops.yaml: scatter_reduce
+    reduce = {'max': 'amax', 'min': 'amin'}.get(reduce, reduce)
+    if reduce not in ('sum', 'prod', 'mean', 'amax', 'amin'):
+        raise RuntimeError(f'reduce argument must be either sum, prod, mean, amax or amin, got {reduce}')
+    if self.dtype != src.dtype:
+        raise RuntimeError('scatter(): Expected self.dtype to be equal to src.dtype')
+    return F._scatter_reduce(self, dim, index, src, reduce, include_self)
+
+
+def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self, result):
+    # ops.yaml: scatter_reduce_backward
+    hit = F.scatter(F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, 1.0) > 0
+    g_src = F.gather(grad, dim, index)
+    if reduce == 'sum':
+        g_self = grad if include_self else F.where(hit, 0.0, grad)
+    elif reduce == 'mean':
+        count = F.scatter_add(F.ones(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)) if include_self else F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, F.ones(tuple(index.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)))
+        count = F.where(count == 0, 1.0, count)
+        g_self = grad / count if include_self else F.where(hit, 0.0, grad)
+        g_src = F.gather(grad / count, dim, index)
+    elif reduce == 'prod':
+        nz_self = F.where(self == 0, 1.0, self) if include_self else F.ones(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result))
+        sub = src[tuple((slice(0, n) for n in index.shape))] if src.ndim else src
+        nz_src = F.where(sub == 0, 1.0, sub)
+        zeros_in = F.scatter_add((self == 0).to(grad.dtype) if include_self else F.zeros(tuple(self.shape), dtype=grad.dtype, device=F.device_of(grad, self, index, src, result)), dim, index, (sub == 0).to(grad.dtype))
+        nonzero_prod = F._scatter_reduce(nz_self, dim, index, nz_src, 'prod', True)
+        others = F.where(sub != 0, F.gather(result, dim, index) / nz_src, F.where(F.gather(zeros_in, dim, index) == 1, F.gather(nonzero_prod, dim, index), 0.0))
+        g_src = g_src * others
+        mine = F.where(self != 0, result / nz_self, F.where(zeros_in == 1, nonzero_prod, 0.0))
+        g_self = F.where(hit, grad * mine, grad) if include_self else F.where(hit, 0.0, grad)
+    else:
+        sub = src[tuple((slice(0, n) for n in index.shape))] if src.ndim else src
+        tie_self = self == result
+        tie_src = sub == F.gather(result, dim, index)
+        count = F.scatter_add(tie_self.to(grad.dtype), dim, index, tie_src.to(grad.dtype))
+        count = F.where(count == 0, 1.0, count)
+        g_self = F.where(tie_self, grad / count, 0.0)
+        g_self = g_self if include_self else F.where(hit, 0.0, g_self)
+        g_src = F.where(tie_src, F.gather(grad / count, dim, index), 0.0)
+    return (g_self, F.pad_to(g_src, tuple(src.shape)))
+
+
+def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
+    # ops.yaml: index_reduce
+    F.warn_once('index_reduce() is in beta and the API may change at any time.')
+    d = F.normalize_dims(dim, self.ndim)[0]
+    if reduce not in ('prod', 'mean', 'amax', 'amin'):
+        raise RuntimeError(f'index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.')
+    if index.ndim > 1:
+        raise IndexError(f'index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: {index.dtype.short} and size: {list(index.shape)}')
+    if self.dtype != source.dtype:
+        raise RuntimeError(f'index_reduce_(): self ({self.dtype.short}) and source ({source.dtype.short}) must have the same scalar type')
+    n = source.shape[d] if source.ndim else 1
+    if index.numel() != n:
+        raise RuntimeError(f'index_reduce_(): Number of indices ({index.numel()}) should be equal to source.size(dim): ({n}), for dim: {dim}')
+    if index.numel() and (bool((index < 0).any()) or bool((index >= (self.shape[d] if self.ndim else 1)).any())):
+        raise IndexError('index out of range in self')
+    spread = F.expand(F.reshape(index, tuple((-1 if i == d else 1 for i in range(source.ndim)))), tuple(source.shape))
+    return F._scatter_reduce(self, d, spread, source, reduce, include_self)
+
+
+def msort(F, self):
+    # ops.yaml: msort
+    return F.sort(self, 0)[0]
+
+
+def _pad_constant(F, self, widths, value):
+    # ops.yaml: _pad_constant
+    return F.pad(self, widths, 'constant', value)
+
+
+def constant_pad_nd(F, self, pad, value=0):
+    # ops.yaml: constant_pad_nd
+    if len(pad) % 2:
+        raise RuntimeError(f'Length of pad must be even but instead it equals {len(pad)}')
+    return F._pad_constant(self, tuple(pad), value)
+
+
+def slice_inverse(F, self, src, dim=0, start=None, end=None, step=1):
+    # ops.yaml: slice_inverse
+    return F.as_strided(self, tuple(src.shape), src.stride(), src.storage_offset())

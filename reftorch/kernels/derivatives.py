@@ -2317,3 +2317,77 @@ def _polygamma_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F._fused('_bw__polygamma_self', (grad, self,), (order, )) if fused else grad * F._polygamma(self, order + 1)
     return g
+
+
+def adjoint_backward(F, grads, saved, needs, fused):
+    # ops.yaml: adjoint
+    grad = grads[0]
+    g = [None] * 1
+    # self: adjoint(grad)
+    if needs[0]:
+        g[0] = F.adjoint(grad)
+    return g
+
+
+def _scatter_strided_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _scatter_strided
+    grad = grads[0]
+    size = saved['size']
+    src_shape = saved['src.shape']
+    storage_offset = saved['storage_offset']
+    stride = saved['stride']
+    g = [None] * 2
+    # self: _scatter_strided(grad, zeros(src.shape, dtype=grad.dtype), size, stride, storage_offset)
+    if needs[0]:
+        g[0] = F._scatter_strided(grad, F.zeros(src_shape, dtype=grad.dtype, device=grad.device), size, stride, storage_offset)
+    # src: clone(grad).as_strided(size, stride, storage_offset)
+    if needs[1]:
+        g[1] = F.clone(grad).as_strided(size, stride, storage_offset)
+    return g
+
+
+def fill_diagonal_backward(F, grads, saved, needs, fused):
+    # ops.yaml: fill_diagonal
+    grad = grads[0]
+    wrap = saved['wrap']
+    g = [None] * 1
+    # self: fill_diagonal(grad, 0, wrap)
+    if needs[0]:
+        g[0] = F.fill_diagonal(grad, 0, wrap)
+    return g
+
+
+def _cross_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cross
+    grad = grads[0]
+    dim = saved['dim']
+    other = saved['other']
+    self = saved['self']
+    g = [None] * 2
+    # self: _cross(other, grad, dim)
+    if needs[0]:
+        g[0] = F._cross(other, grad, dim)
+    # other: _cross(grad, self, dim)
+    if needs[1]:
+        g[1] = F._cross(grad, self, dim)
+    return g
+
+
+def _scatter_reduce_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _scatter_reduce
+    grad = grads[0]
+    dim = saved['dim']
+    include_self = saved['include_self']
+    index = saved['index']
+    reduce = saved['reduce']
+    result = saved['result']
+    self = saved['self']
+    src = saved['src']
+    g = [None] * 3
+    # self: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+    if needs[0]:
+        g[0] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+    # src: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+    if needs[2]:
+        g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+    return g

@@ -37,6 +37,13 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    # issue 16: the rest of torch.nn.functional
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "lp_pool3d",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "embedding_bag",
+    "conv_tbc", "conv3d", "conv_transpose3d", "avg_pool3d", "adaptive_avg_pool3d", "ctc_loss",
+    "triplet_margin_with_distance_loss", "linear_cross_entropy",
 ]
 
 
@@ -513,11 +520,21 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     lead, planes = _pool_input(input, nd, f"max_pool{nd}d")
     in_sizes = tuple(input.shape[-nd:])
     out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
-    cols = torch.im2col(planes, kernel, dilation, pads, stride, -math.inf)        # (P, K, L)
+    floating = input.dtype.is_floating_point
+    if input.dtype == torch.bool:
+        raise NotImplementedError(f"\"max_pool{nd}d\" not implemented for 'Bool'")
+    if nd == 1 and not floating and not return_indices:     # ATen's 1-D kernel takes floats only
+        raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{input.dtype.short}'")
+    # the padding never wins: -inf for floats, the dtype's least value for integers
+    low = -math.inf if floating else float(np.iinfo(input.dtype.np).min)
+    cols = torch.im2col(planes, kernel, dilation, pads, stride, low)             # (P, K, L)
     k = cols.shape[1]
     idx = cols.argmax(1, keepdim=True)                                              # first maximum, NaN wins
-    chosen = torch.arange(k, device=idx.device).reshape(1, k, 1) == idx
-    out = torch.where(chosen, cols, 0.0).sum(1)              # the gradient goes to the chosen element only
+    if floating:
+        chosen = torch.arange(k, device=idx.device).reshape(1, k, 1) == idx
+        out = torch.where(chosen, cols, 0.0).sum(1)          # the gradient goes to the chosen element only
+    else:
+        out = cols.gather(1, idx).squeeze(1)                 # exact: integers never pass through a float
     out = out.to(input.dtype).reshape(lead + tuple(out_sizes))
     if not return_indices:
         return out
@@ -588,15 +605,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    k = _ntuple(kernel_size, 1)[0]
-    return (torch.sign(out) * relu(torch.abs(out))).mul(k).pow(1.0 / norm_type)
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    kh, kw = _ntuple(kernel_size, 2)
-    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    return (torch.sign(out) * relu(torch.abs(out))).mul(kh * kw).pow(1.0 / norm_type)
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
 def _adaptive_bounds(in_size, out_size):
@@ -800,7 +813,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
+    x = input.reshape(n, num_groups, (input.numel() // (n * num_groups)) if n else math.prod(input.shape[2:]) *
+                      (c // num_groups))
     mean = x.mean(-1, keepdim=True)
     centered = x - mean
     var = (centered * centered).mean(-1, keepdim=True)
@@ -817,6 +831,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     n, c = input.shape[0], input.shape[1]
+    if input.numel() == 0:          # nothing to normalise: PyTorch returns the empty input's shape
+        return input * 1
     sq = (input * input).reshape(n, 1, c, -1)
     # average over a window of `size` channels around each channel (zero padded)
     pads = (size // 2, (size - 1) // 2)
@@ -852,6 +868,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     out = _take_rows(weight, input)
+    if scale_grad_by_freq:          # each row's gradient divided by how often its index occurs in input
+        idx = input.cpu().numpy().reshape(-1).astype(np.int64)
+        freq = np.bincount(idx, minlength=num)[idx].reshape(tuple(input.shape) + (1,))
+        out = _grad_scaled(out, torch.from_numpy(1.0 / freq).to(out.device, out.dtype))
     if padding_idx is not None:
         keep = (input != padding_idx).unsqueeze(-1)
         out = torch.where(keep, out, out.detach())
@@ -887,30 +907,58 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return _inplace(input, out) if inplace else out
 
 
-def _feature_dropout(input, p, training, inplace, nd, name):
-    _check_p(p)
-    if input.dim() not in (nd + 1, nd + 2):
-        warnings.warn(f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated; expected "
-                      f"{nd + 1}-D or {nd + 2}-D", stacklevel=3)
+def _feature_noise(input, p, training, inplace):
+    """ATen's feature_dropout: one keep-or-drop draw per (dim 0, dim 1) entry, scaled by 1 / (1 - p)."""
     if not training or p == 0.0:
         return input
-    batched = input.dim() == nd + 2
-    mask_shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * nd
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
     keep = (torch.rand(mask_shape, device=input.device) >= p).to(input.dtype)
     out = input * keep * (1.0 / (1.0 - p)) if p < 1 else input * 0.0
     return _inplace(input, out) if inplace else out
 
 
+def _feature_dropout(input, p, training, inplace, nd):
+    """dropout{nd}d as PyTorch has it: nd = 1 refuses other ranks, 2 and 3 warn; 1 and 3 give an unbatched
+    input a batch dim, 2 does not (a 3-D input is read as (N, C, L), with PyTorch's warning)."""
+    _check_p(p)
+    name, dim = f"dropout{nd}d", input.dim()
+    if dim not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {dim}D input. Note that "
+                               "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
+                               "a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+        words = {2: "2 spatial dimensions", 3: "3 spatial dimensions"}[nd]
+        warnings.warn(f"{name}: Received a {dim}-D input to {name}, which is deprecated and will result in an error "
+                      "in a future release. To retain the behavior and silence this warning, please use dropout "
+                      f"instead. Note that {name} exists to provide channel-wise dropout on inputs with {words}, a "
+                      f"channel dimension, and an optional batch dimension (i.e. {nd + 1}D or {nd + 2}D inputs).",
+                      stacklevel=3)
+    if nd == 2:
+        if dim == 3:
+            warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                          "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                          "This behavior will change in a future release to interpret the input as one without a "
+                          "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                          "please switch to using dropout1d instead.", stacklevel=3)
+        return _feature_noise(input, p, training, inplace)
+    if dim == nd + 2:
+        return _feature_noise(input, p, training, inplace)
+    out = _feature_noise(input.unsqueeze(0), p, training, False).squeeze(0)
+    return _inplace(input, out) if inplace and out is not input else out
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+    return _feature_dropout(input, p, training, inplace, 1)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+    return _feature_dropout(input, p, training, inplace, 2)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+    return _feature_dropout(input, p, training, inplace, 3)
 
 
 _SELU_ALPHA = 1.6732632423543772
@@ -972,7 +1020,15 @@ def pad(input, pad, mode="constant", value=None):
         for i in range(len(pad) // 2):
             if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.dim() - 1 - i]:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
-    return torch.pad(input, pad, mode, value)
+    if mode == "constant" or min(pad) >= 0:
+        return torch.pad(input, pad, mode, value)
+    # negative padding crops: reflect and replicate pad the whole input and crop after (so a reflection
+    # reads the cropped elements), circular crops first and wraps what is left, as PyTorch does
+    crop = tuple(min(p, 0) for p in pad)
+    grow = tuple(max(p, 0) for p in pad)
+    if mode == "circular":
+        return torch.pad(torch.pad(input, crop), grow, mode)
+    return torch.pad(torch.pad(input, grow, mode), crop)
 
 
 def _index_along(x, dim, positions):
@@ -1002,13 +1058,48 @@ def _resize_matrix(mode, in_size, out_size, scale, align_corners):
         src = dst * s
     else:
         s = scale if scale is not None else in_size / out_size
-        src = np.maximum((dst + 0.5) * s - 0.5, 0.0)
+        src = (dst + 0.5) * s - 0.5
+        if mode != "bicubic":           # cubic keeps the negative source positions (ATen's cubic=True)
+            src = np.maximum(src, 0.0)
+    if mode == "bicubic":
+        return _cubic_matrix(m, dst, src, in_size)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
     i1 = np.minimum(i0 + 1, in_size - 1)
     lam1 = src - i0
     np.add.at(m, (dst, i0), 1.0 - lam1)
     np.add.at(m, (dst, i1), lam1)
     return m
+
+
+def _cubic_matrix(m, dst, src, in_size, a=-0.75):
+    """Keys' cubic convolution (A = -0.75) over the 4 taps around src, taps clamped to the edges, as ATen."""
+    base = np.floor(src)
+    t = src - base
+    weights = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+               ((a + 2) * t - (a + 3)) * t * t + 1,
+               ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+               ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a]
+    for k, w in enumerate(weights):
+        np.add.at(m, (dst, np.clip(base.astype(np.int64) - 1 + k, 0, in_size - 1)), w)
+    return m
+
+
+def _resize_uint8(input, mats):
+    """ATen's uint8 resampling: per resized dim (the last first), int16 fixed-point weights with the most
+    precision bits that fit, a rounding bias, and the result clipped to [0, 255] after each pass."""
+    x = input.cpu().numpy().astype(np.int64)
+    for dim in reversed(range(len(mats))):
+        m = mats[dim]
+        if m is None:
+            continue
+        prec = 0
+        while prec < 22 and int(0.5 + np.abs(m).max() * (1 << (prec + 1))) < (1 << 15):
+            prec += 1
+        w = np.where(m < 0, np.trunc(-0.5 + m * (1 << prec)), np.trunc(0.5 + m * (1 << prec))).astype(np.int64)
+        moved = np.moveaxis(x, 2 + dim, -1)
+        acc = (1 << (prec - 1)) + moved @ w.T
+        x = np.moveaxis(np.clip(acc >> prec, 0, 255), -1, 2 + dim)
+    return torch.from_numpy(np.ascontiguousarray(x.astype(np.uint8))).to(input.device)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -1030,7 +1121,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                       f"{linear_modes[mode] + 2}D input")
         align_corners = bool(align_corners)
     elif mode == "bicubic":
-        raise NotImplementedError("interpolate: mode 'bicubic' is not supported by reftorch")
+        if nd != 2:
+            raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
+        align_corners = bool(align_corners)
     else:
         raise NotImplementedError(f"Input Error: unsupported mode {mode!r}")
     if antialias:
@@ -1054,12 +1147,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
         return adaptive_avg_pool1d(input, out_sizes) if nd == 1 else _adaptive_avg_poolnd(input, out_sizes, nd)
+    mats = [None if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0) else
+            _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners) for i in range(nd)]
+    if input.dtype == torch.uint8 and mode in ("bilinear", "bicubic"):
+        return _resize_uint8(input, mats)
+    if not input.dtype.is_floating_point and mode not in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"\"compute_indices_weights_{'cubic' if mode == 'bicubic' else 'linear'}\" not "
+                                  f"implemented for '{input.dtype.short.replace('Tensor', '')}'")
     out = input
-    for i in range(nd):
-        if out_sizes[i] == in_sizes[i] and scales[i] in (None, 1.0):
-            continue
-        m = _resize_matrix(mode, in_sizes[i], out_sizes[i], scales[i], align_corners)
-        out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype, device=input.device))
+    for i, m in enumerate(mats):
+        if m is not None:       # weights in the input's dtype, one matrix product per resized dim
+            out = _along(out, 2 + i, torch.tensor(m, dtype=input.dtype, device=input.device))
     return out
 
 
@@ -1118,6 +1216,8 @@ def one_hot(tensor, num_classes=-1):
 # ============================================================================== distances
 
 def _vector_norm(x, p, dim, keepdim=False):
+    if p == 0:              # the number of non-zero entries: constant almost everywhere, a zero gradient
+        return torch.where(x != 0, 1.0, x * 0).sum(dim, keepdim=keepdim)
     if p == 2:
         sq = (x * x).sum(dim, keepdim=keepdim)
         # d sqrt at 0 is inf; PyTorch's norm gives a zero gradient there, as the where does here
@@ -1539,7 +1639,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = _reduction_string(size_average, reduce, reduction)
     zeros = input * 0.0
     margin_clamp = torch.relu(margin - input)
-    loss = torch.where(target == 1, input, zeros) + torch.where(target == -1, margin_clamp, zeros)
+    # ATen's form: a target other than +-1 takes both terms
+    loss = torch.where(target != -1, input, zeros) + torch.where(target != 1, margin_clamp, zeros)
     return _reduce(loss, reduction)
 
 
@@ -1587,9 +1688,12 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
-    x = input if input.dim() == 2 else input.unsqueeze(0)
+    x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = target.reshape(-1)
     c = x.shape[1]
+    tv = t.cpu().numpy()
+    if tv.size and (tv.min() < 0 or tv.max() >= c):
+        raise RuntimeError("target out of range")
     x_t = _pick_class(x, t, c).unsqueeze(1)
     z = torch.relu(margin - x_t + x)
     if p == 2:
@@ -1599,17 +1703,19 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     not_target = (torch.arange(c, device=t.device).reshape(1, c) != t.unsqueeze(1)) if hasattr(torch, "ne") else \
         torch.eq(torch.arange(c, device=t.device).reshape(1, c) == t.unsqueeze(1), False)
     loss = torch.where(not_target, z, 0.0).sum(1) / c
-    if input.dim() == 1:
-        loss = loss.squeeze(0)
+    if input.dim() < 2:             # one sample: the loss takes the target's shape (0-d or (1,))
+        loss = loss.reshape(tuple(target.shape))
     return _reduce(loss, reduction)
 
 
 @_autocast("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
-    x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = (target if target.dim() == 2 else target.unsqueeze(0)).cpu().numpy()
+    x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
+    t = (target if target.dim() == 2 else target.reshape(1, -1)).cpu().numpy()
     n, c = x.shape
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
     is_target = np.zeros((n, c), dtype=bool)
     pairs = np.zeros((n, c, c))                   # (sample, target class j, other class i): how often
     for row in range(n):
@@ -1624,6 +1730,706 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     pairs *= ~is_target[:, None, :]
     diff = torch.relu(1 - (x.unsqueeze(2) - x.unsqueeze(1)))     # [n, j, i] = 1 - (x_j - x_i)
     loss = (diff * torch.from_numpy(pairs).to(x.device, x.dtype)).sum((1, 2)) / c
-    if input.dim() == 1:
+    if input.dim() < 2:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
+
+
+# ============================================================================== pooling: indices, unpooling, fractional
+# (issue 16: the pooling names torch.nn.functional has beyond the above)
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 2)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, True, 3)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max_poolnd(input, output_size, return_indices, 3)
+
+
+def _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    if norm_type == math.inf:
+        return _max_poolnd(input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    if norm_type == -math.inf:
+        return -_max_poolnd(-input.abs(), kernel_size, stride, 0, 1, ceil_mode, False, nd)
+    out = _avg_poolnd(input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None, nd)
+    k = math.prod(_ntuple(kernel_size, nd, "kernel_size"))
+    return (torch.sign(out) * relu(torch.abs(out))).mul(k).pow(1.0 / norm_type)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size):
+    nd = len(kernel)
+    default = [(input.shape[input.dim() - nd + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(nd)]
+    if output_size is None:
+        return default
+    given, output_size = output_size, list(output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d in range(nd):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{given}" (dim {d} must be between {lo} and {hi})')
+    return [int(s) for s in output_size]
+
+
+def _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, nd):
+    kernel = _ntuple(kernel_size, nd, "kernel_size")
+    stride = kernel if stride is None else _ntuple(stride, nd, "stride")
+    padding = _ntuple(padding, nd, "padding")
+    out_sizes = _unpool_output_size(input, kernel, stride, padding, output_size)
+    if indices.dtype != torch.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype.short}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a tensor "
+                           f"with {input.dim()} dimensions.")
+    lead = tuple(input.shape[:-nd])
+    n_out = math.prod(out_sizes)
+    flat_idx = indices.reshape(-1, math.prod(input.shape[-nd:]) if input.dim() else 1)
+    idx = flat_idx.cpu().numpy()
+    if idx.size and (idx.min() < 0 or idx.max() >= n_out):
+        bad = int(idx[(idx < 0) | (idx >= n_out)][-1])
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, out_sizes))}{')' if nd < 3 else ''}")
+    vals = input.reshape(flat_idx.shape)
+    out = torch.zeros((vals.shape[0], n_out), dtype=input.dtype, device=input.device).scatter(1, flat_idx, vals)
+    return out.reshape(lead + tuple(out_sizes))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each value written at its index, zeros elsewhere."""
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _fractional_intervals(sample, in_size, out_size, pool, dtype):
+    """ATen's generate_intervals: window starts from one random sample u in [0, 1), alpha in the input's dtype."""
+    seq = np.zeros(out_size, dtype=np.int64)
+    if out_size > 1:
+        alpha = dtype(in_size - pool) / dtype(out_size - 1)
+        i = np.arange(out_size - 1)
+        seq[:-1] = ((i + dtype(sample)) * alpha).astype(np.int64) - np.int64(dtype(sample) * alpha)
+    if out_size > 0:
+        seq[-1] = in_size - pool
+    return seq
+
+
+def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, nd):
+    name = f"fractional_max_pool{nd}d"
+    kernel = _ntuple(kernel_size, nd, "kernel_size")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = _ntuple_float(output_ratio, nd)
+        output_size = [int(input.shape[input.dim() - nd + i] * ratio[i]) for i in range(nd)]
+    out_sizes = _ntuple(output_size, nd, "output_size")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
+    in_sizes = tuple(input.shape[-nd:])
+    words = ("height", "width") if nd == 2 else ("time", "height", "width")
+    for i in range(nd):
+        if out_sizes[i] + kernel[i] - 1 > in_sizes[i]:
+            raise RuntimeError(f"{name}{'' if nd == 2 else '_out'}(): pool {words[i]} {kernel[i]} too large "
+                               f"relative to input {words[i]} {in_sizes[i]}")
+    batch = 1 if input.dim() == nd + 1 else input.shape[0]
+    channels = input.shape[-nd - 1]
+    if _random_samples is None:
+        _random_samples = torch.rand((batch, channels, nd), dtype=input.dtype, device=input.device)
+    samples = _random_samples.detach().cpu().numpy().astype(np.float64).reshape(batch * channels, nd)
+    # the sample order of ATen: (w, h) for 2-D, (t, h, w) for 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    ftype = np.float32 if input.dtype in (torch.float32, torch.float16, torch.bfloat16) else np.float64
+    n_in, cells, kk = math.prod(in_sizes), math.prod(out_sizes), math.prod(kernel)
+    sel = np.zeros((batch * channels, cells, kk), dtype=np.int64)
+    offs = np.array(list(np.ndindex(*kernel))).T                                   # (nd, K)
+    grid = np.array(list(np.ndindex(*out_sizes))).T                                # (nd, cells)
+    for p in range(batch * channels):
+        starts = [_fractional_intervals(samples[p, order[d]], in_sizes[d], out_sizes[d], kernel[d], ftype)
+                  for d in range(nd)]
+        coord = [starts[d][grid[d]][:, None] + offs[d][None, :] for d in range(nd)]
+        sel[p] = np.ravel_multi_index(coord, in_sizes)
+    planes = input.reshape(batch * channels, n_in)
+    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, -1)).to(input.device))
+    windows = windows.reshape(batch * channels, cells, kk)
+    idx = windows.argmax(-1, keepdim=True)                               # the first maximum, NaN wins
+    chosen = torch.arange(kk, device=idx.device).reshape(1, 1, kk) == idx
+    out = torch.where(chosen, windows, 0.0).sum(-1).to(input.dtype)
+    picked = np.take_along_axis(sel, idx.cpu().numpy(), -1)[..., 0]
+    shape = tuple(input.shape[:-nd]) + tuple(out_sizes)
+    return out.reshape(shape), torch.from_numpy(picked.reshape(shape)).to(input.device)
+
+
+def _ntuple_float(x, n):
+    if isinstance(x, (tuple, list)):
+        return tuple(float(v) for v in x) if len(x) == n else (float(x[0]),) * n
+    return (float(x),) * n
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max pooling over pseudo-random windows (Graham, 2014): one random sample per plane and dim."""
+    out = _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    return _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    out = _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return out if return_indices else out[0]
+
+
+# ============================================================================== sampling grids
+
+def _base_grid(sizes, align_corners, dtype, device):
+    """PyTorch's affine_grid base: (prod(sizes), nd + 1) rows (x, y[, z], 1), x along the last size."""
+    axes = []
+    for s in sizes:
+        if s <= 1:
+            axes.append(np.zeros(max(s, 0)))
+        elif align_corners:
+            axes.append(np.linspace(-1.0, 1.0, s))
+        else:
+            axes.append(np.linspace(-1.0, 1.0, s) * (s - 1) / s)
+    mesh = np.meshgrid(*axes, indexing="ij")
+    cols = [m.reshape(-1) for m in reversed(mesh)] + [np.ones(math.prod(sizes))]
+    return torch.tensor(np.stack(cols, -1), dtype=dtype, device=device)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """torch.affine_grid_generator: the (N, *spatial, nd) grid of theta (N, nd, nd + 1) applied to the base grid."""
+    n, spatial = size[0], tuple(size[2:])
+    base = _base_grid(spatial, align_corners, theta.dtype, theta.device)           # (L, nd + 1)
+    grid = torch.matmul(base.unsqueeze(0), theta.transpose(1, 2))                  # (N, L, nd)
+    return grid.reshape((n,) + spatial + (len(spatial),))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (for grid_sample) of a batch of affine matrices theta: (N, 2, 3) or (N, 3, 4)."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given, size = size, [int(s) for s in size]
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {_size_repr(given)}. "
+                             f"Got {theta.shape}.")
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {_size_repr(given)}. "
+                             f"Got {theta.shape}.")
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {_size_repr(given)}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
+                      "of affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {_size_repr(given)}")
+    return affine_grid_generator(theta, size, align_corners)
+
+
+def _size_repr(size):
+    return repr(size) if isinstance(size, torch.Size) else str(size)
+
+
+def _reflect(coord, low2, high2):
+    """ATen's reflect_coordinates: coord folded into [low2 / 2, high2 / 2] (differentiable, flips the slope)."""
+    if low2 == high2:
+        return coord * 0.0
+    low, span = low2 / 2, (high2 - low2) / 2
+    d = torch.abs(coord - low)
+    extra = torch.fmod(d, span)
+    flips = torch.floor(d / span).detach()
+    return torch.where(torch.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    """ATen's compute_coordinates: a pixel coordinate under border / reflection padding (zeros: as is)."""
+    if padding_mode == "border":
+        return torch.clamp(coord, 0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        return torch.clamp(coord, 0, size - 1)
+    return coord
+
+
+def _unnormalize(coord, size, align_corners):
+    return (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+
+
+def _gather_taps(flat, sizes, coords):
+    """flat (N, C, prod(sizes)) read at integer coords (one (N, L) tensor per dim, x last), 0 off the input."""
+    n, c = flat.shape[0], flat.shape[1]
+    inside, index = None, None
+    for size, k in zip(sizes, coords):
+        ok = (k >= 0) & (k <= size - 1)
+        inside = ok if inside is None else inside & ok
+        k = torch.clamp(k, 0, size - 1).to(torch.int64)
+        index = k if index is None else index * size + k
+    vals = flat.gather(2, index.unsqueeze(1).expand(n, c, index.shape[1]))
+    return torch.where(inside.unsqueeze(1), vals, 0.0)
+
+
+def _cubic_weights(t, a=-0.75):
+    w0 = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a
+    w1 = ((a + 2) * t - (a + 3)) * t * t + 1
+    w2 = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1
+    w3 = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a
+    return [w0, w1, w2, w3]
+
+
+def _grid_sample_taps(flat, sizes, pts, mode, padding_mode, align_corners):
+    """The sampled values (N, C, L) at pixel coordinates pts (one (N, L) tensor per dim, in sizes' order)."""
+    nd = len(sizes)
+    if mode == "bicubic":       # taps around the raw coordinate, each tap padded on its own (ATen)
+        base = [torch.floor(p).detach() for p in pts]
+        ty, tx = pts[0] - base[0], pts[1] - base[1]
+        wy, wx = _cubic_weights(ty), _cubic_weights(tx)
+        out = 0.0
+        for i in range(4):
+            for j in range(4):
+                cy = _source_coord(base[0] + (i - 1), sizes[0], padding_mode, align_corners).detach()
+                cx = _source_coord(base[1] + (j - 1), sizes[1], padding_mode, align_corners).detach()
+                out = out + _gather_taps(flat, sizes, [cy, cx]) * (wy[i] * wx[j]).unsqueeze(1)
+        return out
+    pts = [_source_coord(p, s, padding_mode, align_corners) for p, s in zip(pts, sizes)]
+    if mode == "nearest":       # round half to even, as nearbyint; no gradient to the grid
+        return _gather_taps(flat, sizes, [torch.round(p).detach() for p in pts])
+    low = [torch.floor(p).detach() for p in pts]
+    frac = [p - lo for p, lo in zip(pts, low)]
+    out = 0.0
+    for corner in np.ndindex(*(2,) * nd):
+        w = None
+        for d in range(nd):
+            wd = frac[d] if corner[d] else 1 - frac[d]
+            w = wd if w is None else w * wd
+        out = out + _gather_taps(flat, sizes, [low[d] + corner[d] for d in range(nd)]) * w.unsqueeze(1)
+    return out
+
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler: modes and padding modes given as ATen's integers (0 bilinear, 1 nearest, 2 bicubic;
+    0 zeros, 1 border, 2 reflection)."""
+    nd = input.dim() - 2
+    if input.dim() not in (4, 5) or grid.dim() != input.dim() or grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.short} but found {grid.dtype.short}")
+    mode, padding = _GRID_MODES[interpolation_mode], _GRID_PADDINGS[padding_mode]
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    n, c, sizes = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    out_sizes = tuple(grid.shape[1:-1])
+    g = grid.reshape(n, -1, nd)
+    # grid's last dim is (x, y[, z]): x indexes the last input dim
+    pts = [_unnormalize(g[:, :, nd - 1 - d], sizes[d], align_corners) for d in range(nd)]
+    flat = input.reshape(n, c, -1)
+    out = _grid_sample_taps(flat, sizes, pts, mode, padding, align_corners)
+    return out.reshape((n, c) + out_sizes)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """input (N, C, H, W) or (N, C, D, H, W) sampled at the normalised [-1, 1] coordinates of grid."""
+    if mode not in _GRID_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=2)
+        align_corners = False
+    return grid_sampler(input, grid, _GRID_MODES.index(mode), _GRID_PADDINGS.index(padding_mode), align_corners)
+
+
+# ============================================================================== embedding bags
+
+def _grad_scaled(x, scale):
+    """x in value; its gradient multiplied by scale (scale_grad_by_freq: 1 / the count of each index)."""
+    return x.detach() + (x - x.detach()) * scale
+
+
+def _bag_layout(idx, off, include_last_offset):
+    """(bag of each index or -1 when past the last bag, number of bags) from the offsets of embedding_bag."""
+    n = idx.size
+    if off.size and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {int(off[0])}\n[ torch.LongTensor{{}} ]")
+    if off.size and off[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{int(off[-1])}")
+    # with include_last_offset the last offset only counts the bags: like ATen on the cpu, the last bag runs on
+    # to the end of the input
+    starts = off[:-1] if include_last_offset else off
+    return np.searchsorted(starts, np.arange(n), side="right") - 1, len(starts)
+
+
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                       per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag: (output, offset2bag, bag_size, max_indices), mode 0 sum, 1 mean, 2 max."""
+    idx = indices.cpu().numpy().reshape(-1).astype(np.int64)
+    num = weight.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        bad = int(idx[(idx < 0) | (idx >= num)][0])
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be {bad}")
+    bag, bags = _bag_layout(idx, offsets.cpu().numpy().reshape(-1).astype(np.int64), include_last_offset)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += num
+    keep = (bag >= 0) & (idx != padding_idx if padding_idx is not None else True)
+    counts = np.bincount(bag[keep], minlength=bags)
+    dev = weight.device
+    rows = torch.index_select(weight, 0, indices.reshape(-1))                     # (n, D)
+    if scale_grad_by_freq:
+        # ATen's cpu backward divides the gradient of the g-th smallest distinct index by the count of the g-th
+        # entry of the sorted indices (not of that index itself); followed here so gradients match PyTorch's
+        freq, uniq = np.bincount(idx, minlength=num), np.unique(idx)
+        row_scale = np.ones(num)
+        row_scale[uniq] = 1.0 / freq[np.sort(idx)[:len(uniq)]]
+        rows = _grad_scaled(rows, torch.from_numpy(row_scale[idx].reshape(-1, 1)).to(dev, weight.dtype))
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.reshape(-1, 1)
+    offset2bag = torch.from_numpy(np.where(bag >= 0, bag, 0)).to(dev)
+    bag_size = torch.from_numpy(counts.astype(np.int64)).to(dev)
+    if mode == 2:
+        out, max_indices = _bag_max(weight, rows, idx, bag, keep, counts, bags)
+        return out, offset2bag, bag_size, max_indices
+    scale = keep / np.maximum(counts[np.maximum(bag, 0)], 1) if mode == 1 else keep.astype(np.float64)
+    rows = rows * torch.from_numpy(scale.reshape(-1, 1)).to(dev, weight.dtype)
+    out = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=dev)
+    out = out.index_add(0, torch.from_numpy(np.maximum(bag, 0)).to(dev), rows)
+    if mode == 0:       # ATen leaves these empty (its float32 fast path) or zero for sums
+        zeros = torch.zeros(bags, dtype=torch.int64, device=dev)
+        fast = padding_idx is None and weight.dtype == torch.float32
+        o2b = torch.zeros(0, dtype=torch.int64, device=dev) if fast else offset2bag
+        return out, o2b, zeros, zeros.clone()
+    return out, offset2bag, bag_size, bag_size.clone()
+
+
+def _bag_max(weight, rows, idx, bag, keep, counts, bags):
+    """The largest row of each bag (the first of ties gets the gradient); an empty bag gives zeros."""
+    width = max(int(counts.max()) if counts.size else 0, 1)
+    table = np.full((bags, width), rows.shape[0], dtype=np.int64)       # the -inf sentinel row
+    fill = np.zeros(bags, dtype=np.int64)
+    for pos in np.nonzero(keep)[0]:
+        table[bag[pos], fill[bag[pos]]] = pos
+        fill[bag[pos]] += 1
+    ext = torch.cat([rows, torch.full((1, rows.shape[1]), -math.inf, dtype=rows.dtype, device=rows.device)])
+    vals = torch.index_select(ext, 0, torch.from_numpy(table.reshape(-1)).to(rows.device))
+    vals = vals.reshape(bags, width, rows.shape[1])
+    arg = vals.argmax(1, keepdim=True)                                          # (B, 1, D)
+    chosen = torch.arange(width, device=rows.device).reshape(1, width, 1) == arg
+    out = torch.where(chosen, vals, 0.0).sum(1)
+    nonempty = torch.from_numpy(counts > 0).to(rows.device).reshape(bags, 1)
+    out = torch.where(nonempty, out, 0.0).to(weight.dtype)
+    words = np.append(idx, 0)[np.take_along_axis(table, arg.cpu().numpy()[:, 0, :], 1)]
+    return out, torch.from_numpy(np.where(counts[:, None] > 0, words, 0)).to(rows.device)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows, without materialising the rows of each bag."""
+    if weight.dtype == torch.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = torch.arange(0, input.numel(), input.shape[1], dtype=input.dtype, device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    return _embedding_bag(weight, input, offsets, scale_grad_by_freq, modes[mode], sparse, per_sample_weights,
+                              include_last_offset, padding_idx)[0]
+
+
+# ============================================================================== conv_tbc, cdist
+
+def conv_tbc(input, weight, bias, pad=0):
+    """A 1-D convolution over (time, batch, channels) input with a (kernel, in, out) weight."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distances between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R)."""
+    if x1.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if not x1.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype.short}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    # every mode computes the differences directly (the exact form the matrix-product shortcut approximates)
+    return _vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+
+
+# ============================================================================== ctc_loss
+
+def _ctc_alpha_beta(lp, target, blank):
+    """Log-space forward and backward variables of CTC over one sequence (lp: (T, C) float64 NumPy)."""
+    ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
+    ext[1::2] = target
+    t_len, s_len = lp.shape[0], len(ext)
+    skip = np.zeros(s_len, dtype=bool)            # s may come from s - 2: a label unlike the one two back
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    alpha = np.full((t_len, s_len), -np.inf)
+    beta = np.full((t_len, s_len), -np.inf)
+    if t_len == 0:
+        return ext, alpha, beta, -np.inf
+    alpha[0, :min(2, s_len)] = lp[0, ext[:min(2, s_len)]]
+    for t in range(1, t_len):
+        a = alpha[t - 1]
+        acc = np.logaddexp(a, np.concatenate([[-np.inf], a[:-1]]))
+        acc = np.where(skip, np.logaddexp(acc, np.concatenate([[-np.inf, -np.inf], a[:-2]])), acc)
+        alpha[t] = acc + lp[t, ext]
+    beta[-1, max(s_len - 2, 0):] = lp[-1, ext[max(s_len - 2, 0):]]
+    skip_back = np.zeros(s_len, dtype=bool)       # s may go to s + 2
+    skip_back[:-2] = skip[2:]
+    for t in range(t_len - 2, -1, -1):
+        b = beta[t + 1]
+        acc = np.logaddexp(b, np.concatenate([b[1:], [-np.inf]]))
+        acc = np.where(skip_back, np.logaddexp(acc, np.concatenate([b[2:], [-np.inf, -np.inf]])), acc)
+        beta[t] = acc + lp[t, ext]
+    ll = np.logaddexp(alpha[-1, -1], alpha[-1, -2]) if s_len > 1 else alpha[-1, -1]
+    return ext, alpha, beta, ll
+
+
+def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
+    """Per-sequence negative log-likelihoods and ATen's gradient of them with respect to log_probs."""
+    t_max, n, c = lp.shape
+    nll = np.zeros(n)
+    grad = np.zeros((t_max, n, c))
+    starts = np.concatenate([[0], np.cumsum(tgt_lens)[:-1]]) if targets.ndim == 1 else None
+    for b in range(n):
+        tl = int(tgt_lens[b])
+        target = targets[starts[b]:starts[b] + tl] if targets.ndim == 1 else targets[b, :tl]
+        il = int(in_lens[b])
+        seq = lp[:il, b]
+        ext, alpha, beta, ll = _ctc_alpha_beta(seq, target, blank)
+        nll[b] = -ll
+        if zero_infinity and np.isinf(nll[b]):
+            nll[b] = 0.0
+            continue
+        # ATen's formula (the gradient through a log_softmax's logits): exp(lp) - posterior of each label
+        ab = alpha + beta
+        lcab = np.full((il, c), -np.inf)
+        for s, label in enumerate(ext):
+            lcab[:, label] = np.logaddexp(lcab[:, label], ab[:, s])
+        with np.errstate(invalid="ignore", over="ignore"):
+            grad[:il, b] = np.exp(seq) - np.exp(lcab + nll[b] - seq)
+    return nll, grad
+
+
+class CtcLoss(torch.autograd.Function):      # its node: CtcLossBackward, as PyTorch's CtcLossBackward0
+    @staticmethod
+    def forward(ctx, log_probs, targets, in_lens, tgt_lens, blank, zero_infinity):
+        lp = log_probs.detach().cpu().numpy().astype(np.float64)
+        nll, grad = _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity)
+        ctx.grad = torch.from_numpy(grad).to(log_probs.device, log_probs.dtype)
+        return torch.from_numpy(nll).to(log_probs.device, log_probs.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return ctx.grad * grad_out.reshape(1, -1, 1), None, None, None, None, None
+
+
+def _lengths(x, name):
+    return np.asarray(x.cpu().numpy() if isinstance(x, _Tensor) else x, dtype=np.int64).reshape(-1)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist Temporal Classification loss of (T, N, C) log-probabilities (or (T, C) unbatched)."""
+    if isinstance(reduction, str):
+        if reduction not in ("none", "mean", "sum"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+    else:
+        reduction = ("none", "mean", "sum")[reduction]
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    in_lens, tgt_lens = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
+    t_max, n, c = log_probs.shape
+    if blank < 0 or blank >= c:
+        raise RuntimeError("blank must be in label range")
+    if len(in_lens) != n:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(in_lens)} and {n}")
+    if len(tgt_lens) != n:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tgt_lens)} and {n}")
+    for b in range(n):
+        if in_lens[b] > t_max:
+            raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value {in_lens[b]} "
+                               f"(while checking arguments for ctc_loss_allocate_outputs)")
+    tg = targets.cpu().numpy().astype(np.int64)
+    nll = CtcLoss.apply(log_probs, tg, in_lens, tgt_lens, blank, zero_infinity)
+    if reduction == "mean":
+        denom = torch.from_numpy(np.maximum(tgt_lens, 1)).to(nll.device, nll.dtype)
+        return (nll / denom).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll.squeeze(0) if unbatched else nll
+
+
+# ============================================================================== losses beyond the above
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function d (pairwise_distance by default)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+                           f"{negative.dim()}D inputs")
+    distance_function = pairwise_distance if distance_function is None else distance_function
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = torch.minimum(dist_neg, distance_function(positive, negative))
+    loss = torch.clamp_min(margin + dist_pos - dist_neg, 0)
+    return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target); with options, the batch is taken in
+    chunks of options.batch_chunk_size rows so that the whole logits tensor never exists at once."""
+    ignore = -100 if ignore_index is None else ignore_index
+    chunk = getattr(options, "batch_chunk_size", None) if options is not None else None
+    if chunk is None or input.dim() != 2 or reduction not in ("sum", "mean", "none") or label_smoothing \
+            or target.dtype.is_floating_point:
+        logits = linear(input, linear_weight, linear_bias)
+        return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
+                             label_smoothing=label_smoothing)
+    parts = [cross_entropy(linear(input[i:i + chunk], linear_weight, linear_bias), target[i:i + chunk], weight,
+                           ignore_index=ignore, reduction="none" if reduction == "none" else "sum")
+             for i in range(0, input.shape[0], chunk)]
+    if reduction == "none":
+        return torch.cat(parts)
+    total = torch.stack(parts).sum()
+    if reduction == "sum":
+        return total
+    valid = target != ignore
+    if weight is None:
+        return total / valid.sum()
+    return total / torch.where(valid, weight[torch.where(valid, target, 0)], 0.0).sum()

@@ -5,8 +5,9 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d",
-           "LPPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -127,6 +128,10 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     _fn = staticmethod(F.adaptive_max_pool2d)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPool):
+    _fn = staticmethod(F.adaptive_max_pool3d)
+
+
 class _LPPoolNd(Module):
     _fn = None
 
@@ -151,3 +156,68 @@ class LPPool1d(_LPPoolNd):
 
 class LPPool2d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    _fn, _nd = None, 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        nd = type(self)._nd
+        self.kernel_size = F._ntuple(kernel_size, nd, "kernel_size")
+        self.stride = F._ntuple(stride if stride is not None else kernel_size, nd, "stride")
+        self.padding = F._ntuple(padding, nd, "padding")
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool1d), 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool3d), 3
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn, _nd = None, 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        nd = type(self)._nd
+        self.kernel_size = F._ntuple(kernel_size, nd, "kernel_size")
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = F._ntuple(output_size, nd, "output_size") if output_size is not None else None
+        self.output_ratio = F._ntuple_float(output_ratio, nd) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                              _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max pooling over pseudo-random windows; _random_samples (N, C, 2) fixes them (a buffer)."""
+    _fn, _nd = staticmethod(F.fractional_max_pool2d), 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _fn, _nd = staticmethod(F.fractional_max_pool3d), 3
