@@ -446,15 +446,6 @@ class Multinomial(Distribution):
         return self.probs * self.total_count
 
     @property
-    def mode(self):
-        """floor(n p), then the remaining counts to the entries with the largest remainders."""
-        expected = self.probs * self.total_count
-        mode = expected.floor()
-        left = (self.total_count - mode.sum(-1, keepdim=True)).long()
-        order = (expected - mode).argsort(-1, descending=True).argsort(-1)
-        return mode + (order < left).to(mode.dtype)
-
-    @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 

@@ -147,8 +147,8 @@ def _kl_exponential_exponential(p, q):
 @register_kl(ExponentialFamily, ExponentialFamily)
 def _kl_expfamily_expfamily(p, q):
     if type(p) is not type(q):
-        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
-                                  "computed using Bregman divergences")
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot"
+                                  "                             be computed using Bregman divergences")  # torch's text
     p_params = [n.detach().requires_grad_() for n in p._natural_params]
     q_params = q._natural_params
     log_norm = p._log_normalizer(*p_params)
@@ -280,6 +280,17 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    total = p.concentration1 + p.concentration0
+    e_beta = p.concentration1 / total
+    var_normal = q.scale.pow(2)
+    t1 = -p.entropy()
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    t3 = (e_beta * (1 - e_beta) / (total + 1) + e_beta.pow(2)) * 0.5
+    return t1 + t2 + (t3 - q.loc * e_beta + q.loc.pow(2) * 0.5) / var_normal
 
 
 @register_kl(Uniform, Normal)
