@@ -267,7 +267,9 @@ SPECS = {
 
     'scatter_add': {'name': 'scatter_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, src, dim: (lambda out, idx: (np.add.at(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out)[1])(np.array(self), np.atleast_1d(index))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'cuda': 'scatter_add_along'},
 
-    'scatter': {'name': 'scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: ((np.add.at if reduce == 'add' else np.multiply.at if reduce == 'multiply' else (lambda a, i, v: a.__setitem__(i, v)))(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(s)[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self, order='C'), np.atleast_1d(index), np.asarray(value if src is None else src))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_scatter': {'name': '_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: ((np.add.at if reduce == 'add' else np.multiply.at if reduce == 'multiply' else (lambda a, i, v: a.__setitem__(i, v)))(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(s)[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self, order='C'), np.atleast_1d(index), np.asarray(value if src is None else src))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'scatter': {'name': 'scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'any', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'pad_to': {'name': 'pad_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -2354,8 +2356,19 @@ def scatter_add_(self, dim, index, src):
     return _rt.composite_inplace('scatter_add', self, dim, index, src)
 
 
+def _scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduce=None, axis=_REQUIRED):
+    """scatter's values and checks (its helper: scatter sorts out its overloads first).
+
+    ops.yaml: _scatter"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('_scatter', dim, _REQUIRED, axis)
+    if dim is _REQUIRED or index is _REQUIRED:
+        _rt.missing_arguments('_scatter', ('dim', dim), ('index', index))
+    return _rt.call('_scatter', (self, index, src, ), (dim, value, reduce, ))
+
+
 def scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduce=None, axis=_REQUIRED, out=None):
-    """self with src (a tensor, or value) written at index along dim: out[index[i][j]][j] = src[i][j] for dim=0. reduce='add'/'multiply' combine instead (no gradient then).
+    """self with src (a tensor, or value) written at index along dim: out[index[i][j]][j] = src[i][j] for dim=0. reduce='add'/'multiply' combine instead (no gradient then); a number value keeps self's dtype.
 
     ops.yaml: scatter"""
     if axis is not _REQUIRED:
@@ -2364,7 +2377,7 @@ def scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduc
         _rt.missing_arguments('scatter', ('dim', dim), ('index', index))
     if out is not None:
         return _rt.call_out('scatter', out, scatter, self, dim, index, src, value=value, reduce=reduce)
-    return _rt.call('scatter', (self, index, src, ), (dim, value, reduce, ))
+    return _rt.composite('scatter', self, dim, index, src, value=value, reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):

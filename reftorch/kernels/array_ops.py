@@ -456,8 +456,8 @@ def scatter_add_forward(self, dim, index, src):
     return out
 
 
-def scatter_forward(self, dim, index, src=None, *, value=None, reduce=None):
-    # ops.yaml: scatter
+def _scatter_forward(self, dim, index, src=None, *, value=None, reduce=None):
+    # ops.yaml: _scatter
     out = np.array(self)
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index

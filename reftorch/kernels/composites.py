@@ -388,6 +388,17 @@ def tile(F, self, dims):
     return F.repeat(self, (1,) * (self.ndim - len(dims)) + dims)
 
 
+def scatter(F, self, dim, index, src=None, *, value=None, reduce=None):
+    # ops.yaml: scatter
+    if src is not None and (not F.is_tensor(src)):
+        src, value = (None, src)
+    if src is None and value is not None:
+        src = F.masked_fill(F.zeros_like(index, dtype=self.dtype), F.ones_like(index, dtype=bool), value)
+    elif src is not None and src.dtype != self.dtype:
+        raise RuntimeError('scatter(): Expected self.dtype to be equal to src.dtype')
+    return F._scatter(self, dim, index, src, reduce=reduce)
+
+
 def pad_to(F, self, shape):
     # ops.yaml: pad_to
     if self.ndim != len(shape) or tuple(self.shape) == tuple(shape):

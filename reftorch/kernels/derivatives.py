@@ -1110,8 +1110,8 @@ def scatter_add_backward(F, grads, saved, needs, fused):
     return g
 
 
-def scatter_backward(F, grads, saved, needs, fused):
-    # ops.yaml: scatter
+def _scatter_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _scatter
     grad = grads[0]
     dim = saved['dim']
     index = saved['index']

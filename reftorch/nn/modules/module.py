@@ -521,7 +521,8 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self):
-        return self
+        """Parameters and buffers moved to shared memory (Hogwild training across processes)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------------ state dict
 
