@@ -541,7 +541,7 @@ SPECS = {
 
     'linalg_lu': {'name': 'linalg_lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True: __import__('scipy.linalg').linalg.lu(A)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'lu': {'name': 'lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', False), ('get_infos', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True, get_infos=False: (lambda f: (f[0], f[1] + 1) + ((np.zeros(A.shape[:-2], np.int32),) if get_infos else ()))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'lu': {'name': 'lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', False), ('get_infos', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True, get_infos=False: (lambda f: (f[0], f[1] + 1) + ((np.zeros(A.shape[:-2], np.int32),) if get_infos else ()))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_linalg_lu_solve': {'name': '_linalg_lu_solve', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('B.shape', 'LU', 'adjoint', 'left', 'pivots', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -614,6 +614,10 @@ SPECS = {
     'linalg_matrix_norm': {'name': 'linalg_matrix_norm', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ord', 'any', '"fro"', False), ('dim', 'any', '(-2, -1)', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, ord='fro', dim=(-2, -1), keepdim=False, dtype=None: np.linalg.norm(A, ord, axis=dim, keepdims=keepdim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_norm': {'name': 'linalg_norm', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ord', 'any', 'None', False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, ord=None, dim=None, keepdim=False, dtype=None: np.linalg.norm(A, ord, axis=dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'nuclear_norm': {'name': 'nuclear_norm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False, dtype=None: np.linalg.norm(self, 'nuc', axis=(-2, -1) if dim is None else dim, keepdims=keepdim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'frobenius_norm': {'name': 'frobenius_norm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', None, False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False, dtype=None: np.sqrt(np.sum(self * self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_cross': {'name': 'linalg_cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=-1: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4290,6 +4294,30 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, axis=_REQUI
     if out is not None:
         return _rt.call_out('linalg_norm', out, linalg_norm, A, ord, dim, keepdim, dtype=dtype)
     return _rt.composite('linalg_norm', A, ord, dim, keepdim, dtype=dtype)
+
+
+def nuclear_norm(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
+    """The deprecated torch.nuclear_norm - the sum of singular values over dim (the last two by default).
+
+    ops.yaml: nuclear_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('nuclear_norm', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('nuclear_norm', out, nuclear_norm, self, dim, keepdim, dtype=dtype)
+    return _rt.composite('nuclear_norm', self, dim, keepdim, dtype=dtype)
+
+
+def frobenius_norm(self, dim=_REQUIRED, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None):
+    """The deprecated torch.frobenius_norm - sqrt of the sum of squares over dim.
+
+    ops.yaml: frobenius_norm"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('frobenius_norm', dim, _REQUIRED, axis)
+    if dim is _REQUIRED:
+        _rt.missing_arguments('frobenius_norm', ('dim', dim))
+    if out is not None:
+        return _rt.call_out('frobenius_norm', out, frobenius_norm, self, dim, keepdim, dtype=dtype)
+    return _rt.composite('frobenius_norm', self, dim, keepdim, dtype=dtype)
 
 
 def linalg_cross(self, other, *, dim=-1, axis=_REQUIRED, out=None):

@@ -1053,6 +1053,22 @@ def linalg_norm(F, A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return F.linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim)
 
 
+def nuclear_norm(F, self, dim=None, keepdim=False, *, dtype=None):
+    # ops.yaml: nuclear_norm
+    F.warn_once("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
+    if isinstance(dim, bool):
+        dim, keepdim = (None, dim)
+    return F.linalg_matrix_norm(self, 'nuc', (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+
+
+def frobenius_norm(F, self, dim, keepdim=False, *, dtype=None):
+    # ops.yaml: frobenius_norm
+    F.warn_once('at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead')
+    if dtype is not None:
+        self = self.to(dtype)
+    return F.linalg_vector_norm(self, 2, dim, keepdim)
+
+
 def linalg_cross(F, self, other, *, dim=-1):
     # ops.yaml: linalg_cross
     if self.ndim != other.ndim:
