@@ -8,11 +8,13 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TIMEOUT_S = 900
+TIMEOUT_S = 1500
+SHARDS = 4      # the simulator's tests in 4 processes (tests/cuda/conftest.py picks each one's share)
 
 
-def test_cuda_kernels_in_the_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=os.pathsep.join(
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_cuda_kernels_in_the_simulator(shard):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", REFTORCH_SIM_SHARD=f"{shard}/{SHARDS}", PYTHONPATH=os.pathsep.join(
         p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
     cmd = [sys.executable, "-m", "pytest", os.path.join("tests", "cuda"), "-o", "addopts=", "-q", "-p", "no:cacheprovider",
            "-W", "ignore::RuntimeWarning"]
