@@ -102,6 +102,8 @@ def linalg_check_lstsq_driver(driver, A):
 
 def linalg_check_householder(A, tau):
     fn = "torch.linalg.householder_product"
+    if A.dtype.is_floating_point and A.dtype.itemsize == 2:
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{A.dtype.short}'")
     if A.ndim < 2:
         raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
     if A.shape[-2] < A.shape[-1]:

@@ -340,7 +340,12 @@ def test_registry_op_in_16_bits(op, name):
         except Exception:
             continue
         s, _ = _to_half(s32, npdt)
-        checked += _check_half(op, s, npdt, name, "(contiguous)")
+        try:
+            checked += _check_half(op, s, npdt, name, "(contiguous)")
+        except NotImplementedError as err:      # torch's refusal of 16-bit inputs (the linalg functions')
+            if f"not implemented for '{'Half' if name == 'float16' else 'BFloat16'}'" not in str(err):
+                raise
+            pytest.skip(f"{op.name} refuses {name} inputs, as PyTorch: {err}")
         if checked >= 2:
             break
     assert checked, f"no sample of {op.name} could be checked in {name}"

@@ -172,7 +172,7 @@ REDUCTIONS = {
     "var": (lambda x, d, k: x.var(d, keepdim=k), lambda a, d, k: np.var(a, d, keepdims=k, ddof=1)),
     "std": (lambda x, d, k: torch.std(x, dim=d, keepdim=k, correction=0),
             lambda a, d, k: np.std(a, d, keepdims=k)),
-    "norm": (lambda x, d, k: x.norm(dim=d, keepdim=k), lambda a, d, k: np.sqrt(np.sum(a * a, d, keepdims=k))),
+    "norm": (lambda x, d, k: x.norm(2, dim=d, keepdim=k), lambda a, d, k: np.sqrt(np.sum(a * a, d, keepdims=k))),
     "logsumexp": (lambda x, d, k: torch.logsumexp(x, d, k),
                   lambda a, d, k: np.log(np.sum(np.exp(a), d, keepdims=k))),
     "count_nonzero": (lambda x, d, k: torch.count_nonzero(x, d), lambda a, d, k: np.count_nonzero(a, d), np.round),

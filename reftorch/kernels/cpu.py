@@ -318,6 +318,16 @@ def zeta(x, q):
     return s
 
 
+@njit(inline="always")
+def log_gamma(x):
+    # lgamma with its poles (0 and the negative integers, and -inf) as +inf on every target: libm's value,
+    # where the CUDA simulator's math.lgamma raises a domain error
+    x = np.float64(x)
+    if x <= 0.0 and x == floor(x):
+        return inf
+    return lgamma(x)
+
+
 @njit(error_model="numpy")
 def _digamma_pos(x):
     # x > 0: the Taylor series at the positive root near it, else the recurrence up to x >= 10 and the
@@ -12064,8 +12074,8 @@ def _foreach_add__foreach(l_self, scalar):
 
 @njit(inline="always")
 def _s_lgamma(self):
-    # ops.yaml: lgamma -- lgamma(np.float64(self))
-    return lgamma(np.float64(self))
+    # ops.yaml: lgamma -- log_gamma(self)
+    return log_gamma(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)

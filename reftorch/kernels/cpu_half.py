@@ -318,6 +318,16 @@ def zeta(x, q):
     return s
 
 
+@njit(inline="always")
+def log_gamma(x):
+    # lgamma with its poles (0 and the negative integers, and -inf) as +inf on every target: libm's value,
+    # where the CUDA simulator's math.lgamma raises a domain error
+    x = np.float64(x)
+    if x <= 0.0 and x == floor(x):
+        return inf
+    return lgamma(x)
+
+
 @njit(error_model="numpy")
 def _digamma_pos(x):
     # x > 0: the Taylor series at the positive root near it, else the recurrence up to x >= 10 and the
@@ -13885,8 +13895,8 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 @njit(inline="always")
 def _s_lgamma(self):
-    # ops.yaml: lgamma -- lgamma(np.float64(self))
-    return lgamma(np.float64(self))
+    # ops.yaml: lgamma -- log_gamma(self)
+    return log_gamma(self)
 
 
 @njit(inline="always")
@@ -13896,14 +13906,14 @@ def _s_lgamma_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_f16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    # ops.yaml: lgamma -- log_gamma(self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_lgamma_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    # ops.yaml: lgamma -- log_gamma(self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -13942,14 +13952,14 @@ def _s_lgamma_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_bf16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    # ops.yaml: lgamma -- log_gamma(self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_lgamma_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    # ops.yaml: lgamma -- log_gamma(self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

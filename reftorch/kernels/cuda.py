@@ -352,6 +352,16 @@ def zeta(x, q):
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def log_gamma(x):
+    # lgamma with its poles (0 and the negative integers, and -inf) as +inf on every target: libm's value,
+    # where the CUDA simulator's math.lgamma raises a domain error
+    x = np.float64(x)
+    if x <= 0.0 and x == floor(x):
+        return inf
+    return lgamma(x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def _digamma_pos(x):
     # x > 0: the Taylor series at the positive root near it, else the recurrence up to x >= 10 and the
     # asymptotic series
@@ -4590,8 +4600,8 @@ def _adam_param_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
 
 @cuda.jit(device=True, inline=True)
 def _s_lgamma(self):
-    # ops.yaml: lgamma -- lgamma(np.float64(self))
-    return lgamma(np.float64(self))
+    # ops.yaml: lgamma -- log_gamma(self)
+    return log_gamma(self)
 
 
 @cuda.jit

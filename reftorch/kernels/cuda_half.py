@@ -352,6 +352,16 @@ def zeta(x, q):
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def log_gamma(x):
+    # lgamma with its poles (0 and the negative integers, and -inf) as +inf on every target: libm's value,
+    # where the CUDA simulator's math.lgamma raises a domain error
+    x = np.float64(x)
+    if x <= 0.0 and x == floor(x):
+        return inf
+    return lgamma(x)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def _digamma_pos(x):
     # x > 0: the Taylor series at the positive root near it, else the recurrence up to x >= 10 and the
     # asymptotic series
@@ -8176,8 +8186,8 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 @cuda.jit(device=True, inline=True)
 def _s_lgamma(self):
-    # ops.yaml: lgamma -- lgamma(np.float64(self))
-    return lgamma(np.float64(self))
+    # ops.yaml: lgamma -- log_gamma(self)
+    return log_gamma(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -8187,14 +8197,14 @@ def _s_lgamma_f16(self):
 
 @cuda.jit
 def lgamma_f16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    # ops.yaml: lgamma -- log_gamma(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_lgamma_f16(a0[i])
 
 
 @cuda.jit
 def lgamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [f16]
+    # ops.yaml: lgamma -- log_gamma(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8218,14 +8228,14 @@ def _s_lgamma_bf16(self):
 
 @cuda.jit
 def lgamma_bf16_contig(out, a0):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    # ops.yaml: lgamma -- log_gamma(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_lgamma_bf16(a0[i])
 
 
 @cuda.jit
 def lgamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: lgamma -- lgamma(np.float64(self)) [bf16]
+    # ops.yaml: lgamma -- log_gamma(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
