@@ -35,7 +35,19 @@ def _enumerate(values, batch_shape, expand):
     return values.expand((-1,) + tuple(batch_shape)) if expand else values
 
 
-class Bernoulli(ExponentialFamily):
+class BinaryParams:
+    """probs and logits of a two-outcome parametrisation: the one not given is computed on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(BinaryParams, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -71,14 +83,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -268,7 +272,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryParams, Distribution):
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True
@@ -309,14 +313,6 @@ class Binomial(Distribution):
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
     @property
     def param_shape(self):
         return self._param.size()
@@ -353,7 +349,7 @@ class Binomial(Distribution):
         return _enumerate(values, self._batch_shape, expand)
 
 
-class Geometric(Distribution):
+class Geometric(BinaryParams, Distribution):
     """The number of failures before the first success, P(k) = (1 - p)^k p."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
@@ -390,14 +386,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
@@ -489,7 +477,7 @@ class Multinomial(Distribution):
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryParams, Distribution):
     """The number of successes before total_count failures, success probability probs."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
                        "logits": constraints.real}
@@ -526,14 +514,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / torch.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

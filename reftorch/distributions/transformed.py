@@ -9,13 +9,12 @@ import reftorch as torch
 
 from . import constraints
 from .continuous import Cauchy, Exponential, Gamma, Normal, Uniform
-from .discrete import Categorical
+from .discrete import BinaryParams, Categorical
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
                          SigmoidTransform, StickBreakingTransform, Transform)
-from .utils import _sum_rightmost, broadcast_all, clamp_probs, euler_constant, finfo, lazy_property, \
-    logits_to_probs, probs_to_logits
+from .utils import _sum_rightmost, broadcast_all, clamp_probs, euler_constant, finfo
 
 __all__ = ["ExpRelaxedCategorical", "Gumbel", "HalfCauchy", "HalfNormal", "InverseGamma", "Kumaraswamy",
            "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "Pareto", "RelaxedBernoulli",
@@ -435,7 +434,7 @@ class InverseGamma(_Transformed):
         return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryParams, Distribution):
     """The logit of a RelaxedBernoulli sample (Maddison et al., 2017; Jang et al., 2017)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
@@ -462,14 +461,6 @@ class LogitRelaxedBernoulli(Distribution):
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
