@@ -9,8 +9,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from .emit_cpu import HEADER
-from .emit_cpu import kernel_scalars
+from .common import HEADER, kernel_scalars
 from .model import ELEMENTWISE, HELPERS
 
 

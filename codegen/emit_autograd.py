@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .emit_cpu import HEADER, kernel_scalars
+from .common import HEADER, kernel_scalars
 from .model import ELEMENTWISE, HELPERS
 
 META_ATTRS = ("shape", "dtype", "ndim", "device")

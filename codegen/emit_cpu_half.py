@@ -10,11 +10,10 @@ with fmt in f16, bf16. Numba compiles each on its first call only.
 """
 from __future__ import annotations
 
-import os
 
-from .emit_cpu import (CACHE_GUARD, HEADER, LAZY_MODULE, TEMPLATES, argreduction_loops, better_fn, combine_fn,
-                       elementwise_kernels, kernel_scalars, prelude, recorded, reduction_loops, scalar_fn, scan_loops,
-                       vmath)
+from .common import CACHE_GUARD, HEADER, LAZY_MODULE, kernel_scalars, prelude, template, vmath
+from .emit_cpu import (argreduction_loops, better_fn, combine_fn, elementwise_kernels, recorded, reduction_loops,
+                       scalar_fn, scan_loops)
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -26,8 +25,7 @@ PROMOTED = ("Tensor", "Tensor?")
 
 
 def half_prelude():
-    with open(os.path.join(TEMPLATES, "half_prelude.py")) as f:
-        return f.read()
+    return template("half_prelude.py")
 
 
 def conversion_kernels():

@@ -22,9 +22,8 @@ geometry once for both devices. No warp shuffles or ballots: the simulator has n
 from __future__ import annotations
 
 import ast
-import os
 
-from .emit_cpu import HEADER, TEMPLATES, kernel_scalars
+from .common import HEADER, kernel_scalars, template
 
 BLOCK = 256   # the most threads per block of the reduction and scan kernels (their shared arrays)
 TILE = 16     # matmul tile edge: TILE x TILE threads per block
@@ -59,10 +58,8 @@ def _bound_names(tree):
 
 def prelude():
     """The CUDA prelude, plus every CPU helper it lacks, copied as a device function."""
-    with open(os.path.join(TEMPLATES, "cuda_prelude.py")) as f:
-        cuda_src = f.read()
-    with open(os.path.join(TEMPLATES, "prelude.py")) as f:
-        cpu_src = f.read()
+    cuda_src = template("cuda_prelude.py")
+    cpu_src = template("prelude.py")
     have = _bound_names(ast.parse(cuda_src))
     cpu_lines = cpu_src.splitlines()
     extra = []

@@ -14,9 +14,8 @@ as device functions, so the CPU and the device round alike (DESIGN §5). Per op 
 from __future__ import annotations
 
 import ast
-import os
 
-from .emit_cpu import HEADER, TEMPLATES, kernel_scalars
+from .common import HEADER, kernel_scalars, template
 from .emit_cpu_half import FORMATS, PROMOTED
 from .emit_cuda import (DEVICE, TILE, BLOCK, argreduction_kernels, elementwise_kernels, prelude, reduction_kernels,
                         reduction_scalars, scalar_fn, scan_kernels, tree_merge, _same, _fused_op)
@@ -28,8 +27,7 @@ CONVERSIONS = ("f16_to_f32_int", "_f16_nan_bits", "f32_to_f16_int", "bf16_to_f32
 def conversions():
     """The integer float16/bfloat16 conversions of templates/half_prelude.py as device functions (one text
     for the CPU's integer path and the device), and the names the kernels call."""
-    with open(os.path.join(TEMPLATES, "half_prelude.py")) as f:
-        src = f.read()
+    src = template("half_prelude.py")
     lines = src.splitlines()
     found = {}
     for node in ast.parse(src).body:
@@ -51,8 +49,7 @@ _U32_MARK = "    pass  # U32_OPS: half_prelude.py's _u32_op and the six operatio
 def _u32_ops():
     """half_prelude.py's 32-bit integer intrinsics (_u32_op and the operations made with it), indented for the
     device branch of cuda_half_prelude.py: one text for the CPU and the device."""
-    with open(os.path.join(TEMPLATES, "half_prelude.py")) as f:
-        src = f.read()
+    src = template("half_prelude.py")
     lines = src.splitlines()
     parts = []
     for node in ast.parse(src).body:
@@ -66,8 +63,7 @@ def _u32_ops():
 
 
 def _template():
-    with open(os.path.join(TEMPLATES, "cuda_half_prelude.py")) as f:
-        src = f.read()
+    src = template("cuda_half_prelude.py")
     if _U32_MARK not in src:
         raise RuntimeError("codegen/templates/cuda_half_prelude.py lacks its U32_OPS line")
     return src.replace(_U32_MARK, _u32_ops())

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
 from . import emit_cpu_half, emit_cuda_half
+from .common import HEADER, template
 from .model import load
 
 
@@ -20,6 +21,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
-        "reftorch/kernels/lapack.py": emit_cpu.HEADER + emit_cpu.template("lapack.py"),
+        "reftorch/kernels/lapack.py": HEADER + template("lapack.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

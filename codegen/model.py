@@ -10,7 +10,8 @@ import ast
 import builtins
 import os
 import re
-from dataclasses import dataclass, field
+import textwrap
+from dataclasses import dataclass
 from typing import Optional
 
 import yaml
@@ -369,7 +370,16 @@ def _prelude_helpers():
 SCALAR_FUNCS |= _prelude_helpers()
 
 
+def _sub_entry(e, raw, known):
+    """An _Entry over a nested mapping (reduce, variants, test): its errors name the op and the nested key."""
+    s = _Entry(raw, e.path)
+    s.name, s.known, s.lines, s.line = e.name, known, getattr(raw, "lines", {}), getattr(raw, "line", 0)
+    return s
+
+
 def parse_op(raw, path, registered_names) -> Op:
+    """One ops.yaml entry -> Op. Each field has its own small parser below, run in the order the fields depend
+    on one another (kind and signature first); unknown fields fail at the end."""
     e = _Entry(raw, path)
     if not isinstance(raw, dict):
         raise RegistryError(f"{path}: every entry must be a mapping, got {raw!r}")
@@ -381,64 +391,9 @@ def parse_op(raw, path, registered_names) -> Op:
     if kind not in KINDS:
         e.fail("kind", f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
     sig = parse_signature(e, e.pop("signature", str, required=True))
-    arg_names = set(sig.names)
-    scalar = e.pop("scalar", str)
-    if kind in ELEMENTWISE:
-        if scalar is None:
-            e.fail("scalar", f"a {kind} op needs a scalar expression")
-        n_in = {"unary": 1, "binary": 2, "ternary": 3}[kind]
-        if len(sig.tensor_args) != n_in:
-            e.fail("signature", f"a {kind} op takes {n_in} Tensor argument(s), found {len(sig.tensor_args)}")
-        unknown = names_in(scalar, e, "scalar") - arg_names - SCALAR_FUNCS
-        if unknown:
-            e.fail("scalar", f"names unknown variable(s) {sorted(unknown)}; it may use the op's arguments "
-                             f"{sorted(arg_names)} and math functions")
-    elif scalar is not None:
-        e.fail("scalar", f"only elementwise ops take a scalar expression, not kind {kind!r}")
-
-    red = e.pop("reduce", dict)
-    reduce = None
-    if kind in ("reduction", "argreduction", "scan"):
-        if red is None:
-            e.fail("reduce", f"a {kind} op needs reduce: {{identity, combine}}")
-        r = _Entry(red, path)
-        r.name, r.known, r.lines, r.line = name, REDUCE_KEYS, getattr(red, "lines", {}), getattr(red, "line", 0)
-        identity = r.pop("identity", (str, int, float))
-        combine = r.pop("combine", str)
-        better = r.pop("better", str)
-        accumulate = r.pop("accumulate", str, default="same")
-        r.finish("reduce key")
-        if kind == "argreduction" and better is None:
-            e.fail("reduce", "an argreduction needs 'better: <expression of x and best>'")
-        if kind != "argreduction" and combine is None:
-            e.fail("reduce", "needs 'combine: <expression of acc and x>'")
-        for f, src in (("combine", combine), ("better", better)):
-            if src is not None:
-                unknown = names_in(src, e, "reduce") - {"acc", "x", "best"} - SCALAR_FUNCS
-                if unknown:
-                    e.fail("reduce", f"{f} names unknown variable(s) {sorted(unknown)}; it may use acc, x, best")
-        if accumulate not in ("same", "wide", "float64", "int64", "bool"):
-            e.fail("reduce", f"unknown accumulate rule {accumulate!r}")
-        reduce = Reduce(None if identity is None else str(identity), combine, better, accumulate)
-    elif red is not None:
-        e.fail("reduce", f"only reduction/argreduction/scan ops take reduce, not kind {kind!r}")
-
-    body = e.pop("body", str)
-    if kind in ("array", "composite", "foreach") and body is None:
-        e.fail("body", f"a {kind} op needs a body")
-    if kind not in ("array", "composite", "foreach") and body is not None:
-        e.fail("body", f"only array, composite and foreach ops take a body, not kind {kind!r}")
-    if kind == "foreach":
-        _check_foreach(e, sig, body, registered_names)
-    elif body is not None:
-        mode = "exec" if "\n" in body.strip() else "eval"
-        allowed = arg_names | registered_names | HELPERS | ALLOWED_BUILTINS | set(dir(builtins))
-        if kind == "array":
-            allowed |= ARRAY_BODY_NAMES
-        unknown = names_in(body, e, "body", mode) - allowed
-        if unknown:
-            e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
-
+    scalar = _parse_scalar(e, kind, sig)
+    reduce = _parse_reduce(e, kind)
+    body = _parse_body(e, kind, sig, registered_names)
     dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(FAMILIES))
     for fam in dtypes:
         if fam not in FAMILIES:
@@ -447,9 +402,95 @@ def parse_op(raw, path, registered_names) -> Op:
     if result not in RESULT_RULES:
         e.fail("result", f"unknown result rule {result!r} (known: {', '.join(RESULT_RULES)})")
     outputs = e.pop("outputs", int, default=1)
+    derivs, differentiable = _parse_derivatives(e, kind, sig, result, registered_names)
+    variants = _parse_variants(e, sig)
+    test = _parse_test(e, kind, sig, dtypes, differentiable)
+    doc = e.pop("doc", str, default="")
+    rejects = _parse_rejects(e)
+    autocast = _parse_autocast(e, kind)
+    cuda_impl = _parse_cuda(e, kind)
+    in_dtype = _parse_scalars_in_dtype(e, kind, sig)
+    grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
+    e.finish()
+    return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
+              differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn)
 
+
+def _parse_scalar(e, kind, sig):
+    """`scalar:` — the elementwise op's expression over its arguments and the prelude's math functions."""
+    scalar = e.pop("scalar", str)
+    if kind not in ELEMENTWISE:
+        if scalar is not None:
+            e.fail("scalar", f"only elementwise ops take a scalar expression, not kind {kind!r}")
+        return None
+    if scalar is None:
+        e.fail("scalar", f"a {kind} op needs a scalar expression")
+    n_in = {"unary": 1, "binary": 2, "ternary": 3}[kind]
+    if len(sig.tensor_args) != n_in:
+        e.fail("signature", f"a {kind} op takes {n_in} Tensor argument(s), found {len(sig.tensor_args)}")
+    arg_names = set(sig.names)
+    unknown = names_in(scalar, e, "scalar") - arg_names - SCALAR_FUNCS
+    if unknown:
+        e.fail("scalar", f"names unknown variable(s) {sorted(unknown)}; it may use the op's arguments "
+                         f"{sorted(arg_names)} and math functions")
+    return scalar
+
+
+def _parse_reduce(e, kind):
+    """`reduce: {identity, combine, better, accumulate}` of reductions, argreductions and scans."""
+    red = e.pop("reduce", dict)
+    if kind not in ("reduction", "argreduction", "scan"):
+        if red is not None:
+            e.fail("reduce", f"only reduction/argreduction/scan ops take reduce, not kind {kind!r}")
+        return None
+    if red is None:
+        e.fail("reduce", f"a {kind} op needs reduce: {{identity, combine}}")
+    r = _sub_entry(e, red, REDUCE_KEYS)
+    identity = r.pop("identity", (str, int, float))
+    combine = r.pop("combine", str)
+    better = r.pop("better", str)
+    accumulate = r.pop("accumulate", str, default="same")
+    r.finish("reduce key")
+    if kind == "argreduction" and better is None:
+        e.fail("reduce", "an argreduction needs 'better: <expression of x and best>'")
+    if kind != "argreduction" and combine is None:
+        e.fail("reduce", "needs 'combine: <expression of acc and x>'")
+    for f, src in (("combine", combine), ("better", better)):
+        if src is not None:
+            unknown = names_in(src, e, "reduce") - {"acc", "x", "best"} - SCALAR_FUNCS
+            if unknown:
+                e.fail("reduce", f"{f} names unknown variable(s) {sorted(unknown)}; it may use acc, x, best")
+    if accumulate not in ("same", "wide", "float64", "int64", "bool"):
+        e.fail("reduce", f"unknown accumulate rule {accumulate!r}")
+    return Reduce(None if identity is None else str(identity), combine, better, accumulate)
+
+
+def _parse_body(e, kind, sig, registered_names):
+    """`body:` — the Python of array, composite and foreach ops, reading only known names."""
+    body = e.pop("body", str)
+    needs = kind in ("array", "composite", "foreach")
+    if needs and body is None:
+        e.fail("body", f"a {kind} op needs a body")
+    if not needs and body is not None:
+        e.fail("body", f"only array, composite and foreach ops take a body, not kind {kind!r}")
+    if kind == "foreach":
+        _check_foreach(e, sig, body, registered_names)
+    elif body is not None:
+        mode = "exec" if "\n" in body.strip() else "eval"
+        allowed = set(sig.names) | registered_names | HELPERS | ALLOWED_BUILTINS | set(dir(builtins))
+        if kind == "array":
+            allowed |= ARRAY_BODY_NAMES
+        unknown = names_in(body, e, "body", mode) - allowed
+        if unknown:
+            e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
+    return body
+
+
+def _parse_derivatives(e, kind, sig, result, registered_names):
+    """`derivatives: {arg: formula}` and `differentiable:`; returns ((arg, formula), ...), differentiable."""
     derivs = e.pop("derivatives", dict, default={})
     differentiable = e.pop("differentiable", bool, default=True)
+    arg_names = set(sig.names)
     formula_ok = arg_names | FORMULA_NAMES | registered_names | HELPERS | ALLOWED_BUILTINS
     for arg, formula in derivs.items():
         if arg not in arg_names:
@@ -466,10 +507,13 @@ def parse_op(raw, path, registered_names) -> Op:
     if kind in ELEMENTWISE + ("reduction", "scan", "array", "view") and differentiable and not derivs \
             and result not in ("bool", "int64"):
         e.fail("derivatives", "a differentiable op needs derivative formulas (or differentiable: false)")
+    return tuple(derivs.items()), differentiable
 
+
+def _parse_variants(e, sig):
+    """`variants:` — which Python forms the op gets (function, method, in-place, operators, aliases)."""
     v = e.pop("variants", dict, default={})
-    ve = _Entry(v, path)
-    ve.name, ve.known, ve.lines, ve.line = name, VARIANT_KEYS, getattr(v, "lines", {}), getattr(v, "line", 0)
+    ve = _sub_entry(e, v, VARIANT_KEYS)
     first_is_tensor = bool(sig.args) and sig.args[0].is_tensor and sig.args[0].name == "self"
     variants = Variants(ve.pop("function", bool, default=True), ve.pop("method", bool, default=first_is_tensor),
                         ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
@@ -478,18 +522,28 @@ def parse_op(raw, path, registered_names) -> Op:
     for key, names in (("operators", variants.operators), ("aliases", variants.aliases)):
         if not all(isinstance(n, str) for n in names):
             ve.fail(key, f"expected a list of names, got {list(names)!r}")
+    return variants
 
-    t = e.pop("test", dict, default={})
-    te = _Entry(t, path)
-    te.name, te.known, te.lines, te.line = name, TEST_KEYS, getattr(t, "lines", {}), getattr(t, "line", 0)
-    ref = te.pop("ref", str)
-    domain = te.pop("domain", dict, default={})
-    grad_domain = te.pop("grad_domain", dict, default={})
-    for dname, dom in (("domain", domain), ("grad_domain", grad_domain)):
+
+def _parse_domains(te, arg_names):
+    """`domain:` / `grad_domain:` of `test:` — {argname: [lo, hi]} for Tensor arguments."""
+    out = []
+    for dname in ("domain", "grad_domain"):
+        dom = te.pop(dname, dict, default={})
         for arg, rng in dom.items():
             if arg not in arg_names or not (isinstance(rng, list) and len(rng) == 2) or \
                     not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in rng):
                 te.fail(dname, f"entry {arg!r}: {rng!r} must be 'argname: [lo, hi]' for a Tensor argument")
+        out.append(tuple((k, float(a), float(b)) for k, (a, b) in dom.items()))
+    return out
+
+
+def _parse_test(e, kind, sig, dtypes, differentiable):
+    """`test:` — how the registry's tests draw inputs and check the op."""
+    te = _sub_entry(e, e.pop("test", dict, default={}), TEST_KEYS)
+    arg_names = set(sig.names)
+    ref = te.pop("ref", str)
+    domain, grad_domain = _parse_domains(te, arg_names)
     test_args = te.pop("args", dict, default={})
     shapes_hint = te.pop("shapes", str)
     if shapes_hint is not None and shapes_hint not in SHAPE_HINTS:
@@ -499,18 +553,21 @@ def parse_op(raw, path, registered_names) -> Op:
         if arg not in arg_names:
             te.fail("args", f"value for {arg!r}, which is not an argument (arguments: {sorted(arg_names)}); "
                             "quote Python values with commas in flow mappings: {dims: \"(0,)\"}")
-    test = TestSpec(ref, tuple((k, float(a), float(b)) for k, (a, b) in domain.items()),
+    test = TestSpec(ref, domain,
                     float(te.pop("atol", (int, float), default=1e-5)), float(te.pop("rtol", (int, float), default=1e-5)),
                     te.pop("gradcheck", bool, default=differentiable),
                     tuple((k, str(val)) for k, val in test_args.items()),
                     tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
-                    shapes_hint, te.pop("fuzz", bool, default=True),
-                    tuple((k, float(a), float(b)) for k, (a, b) in grad_domain.items()),
+                    shapes_hint, te.pop("fuzz", bool, default=True), grad_domain,
                     tuple(te.pop("hermitian", list, default=[])))
     te.finish("test key")
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")
-    doc = e.pop("doc", str, default="")
+    return test
+
+
+def _parse_rejects(e):
+    """`rejects: {"any int": message}` — the error PyTorch raises for inputs of a dtype family."""
     rejects = []
     for key, msg in e.pop("rejects", dict, default={}).items():
         m = re.fullmatch(r"(any|all) (bool|int|float)", str(key))
@@ -518,6 +575,11 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")
         rejects.append((m.group(1), m.group(2), msg))
+    return tuple(rejects)
+
+
+def _parse_autocast(e, kind):
+    """`autocast:` — a policy for every device, or {device: policy}; returns str, ((device, policy), ...) or None."""
     autocast = e.pop("autocast", (str, dict))
     if isinstance(autocast, dict):
         per_device = []
@@ -538,25 +600,30 @@ def parse_op(raw, path, registered_names) -> Op:
                            "mapping per device such as {cpu: lower, cuda: fp32})")
     if autocast is not None and kind == "view":
         e.fail("autocast", "a view never changes dtype; autocast applies to computing ops")
+    return autocast
+
+
+def _parse_cuda(e, kind):
+    """`cuda:` — an array op's device implementation (else its body runs on a host copy)."""
     cuda_impl = e.pop("cuda", str)
     if cuda_impl is not None and kind != "array":
         e.fail("cuda", f"only array ops name a device implementation, not kind {kind!r}")
     if cuda_impl is not None and cuda_impl not in CUDA_IMPLS:
         e.fail("cuda", f"unknown device implementation {cuda_impl!r} (known: {', '.join(CUDA_IMPLS)}; a new one needs "
                        "its function in reftorch/_cuda_dispatch.py IMPLS)")
-    # `scalars_in_dtype: [alpha]`: Scalar arguments that PyTorch's kernel converts to the tensors' dtype before
-    # the math (add/sub's alpha: rounded to float16/bfloat16 for 16-bit tensors, where most kernels keep the
-    # number in float32)
+    return cuda_impl
+
+
+def _parse_scalars_in_dtype(e, kind, sig):
+    """`scalars_in_dtype: [alpha]`: Scalar arguments that PyTorch's kernel converts to the tensors' dtype before
+    the math (add/sub's alpha: rounded to float16/bfloat16 for 16-bit tensors, where most kernels keep the
+    number in float32)."""
     in_dtype = e.pop("scalars_in_dtype", list, default=[])
     scalar_args = {a.name for a in sig.args if a.type in ("Scalar", "Scalar?", "float", "float?")}
     for n in in_dtype:
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
-    grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
-    e.finish()
-    return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
-              tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
-              tuple(in_dtype), grad_fn)
+    return tuple(in_dtype)
 
 
 def _parse_grad_fn(e, kind, value, sig):
@@ -607,7 +674,6 @@ def _check_foreach(e, sig, body, registered_names):
 
 
 def textwrap_dedent(src):
-    import textwrap
     return textwrap.dedent(src).strip()
 
 
