@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
-from . import emit_cpu_half, emit_cuda_half
+from . import emit_cpu_half, emit_cuda_half, emit_views
 from .common import HEADER, template
 from .model import load
 
@@ -22,5 +22,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
         "reftorch/kernels/lapack.py": HEADER + template("lapack.py"),
+        "reftorch/kernels/geometry.py": emit_views.emit_geometry(),
+        "reftorch/kernels/views.py": emit_views.emit_views(ops),
         "docs/ops.md": emit_docs.emit(ops),
     }

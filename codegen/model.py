@@ -179,6 +179,7 @@ class Op:
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
     grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
+    geometry: Optional[str] = None  # view ops: the body computing (shape, strides, offset) of the view
 
     @property
     def tensor_inputs(self):
@@ -282,7 +283,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn")
+             "scalars_in_dtype", "grad_fn", "geometry")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -411,9 +412,10 @@ def parse_op(raw, path, registered_names) -> Op:
     cuda_impl = _parse_cuda(e, kind)
     in_dtype = _parse_scalars_in_dtype(e, kind, sig)
     grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
+    geometry = _parse_geometry(e, kind, sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
-              differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn)
+              differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry)
 
 
 def _parse_scalar(e, kind, sig):
@@ -624,6 +626,49 @@ def _parse_scalars_in_dtype(e, kind, sig):
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     return tuple(in_dtype)
+
+
+# what a view's `geometry:` body reads besides the op's arguments: self's layout, whether the in-place variant
+# (`t_`) calls it (its errors name that variant), and the helpers of codegen/templates/geometry.py
+GEOMETRY_LAYOUT = ("shape", "strides", "offset", "inplace")
+
+
+def geometry_params(op):
+    """The parameters of a view's generated geometry function: self's layout, then the op's other arguments (one
+    named like a layout name -- reshape's shape, diagonal's offset -- is read as <name>_arg in the body)."""
+    args = [a for a in op.signature.args if a.name != "self"]
+    params = [f"{a.name}_arg" if a.name in GEOMETRY_LAYOUT else a.name for a in args]
+    return ["shape", "strides", "offset"] + [p if a.default is None else f"{p}={a.default}"
+                                             for p, a in zip(params, args)] + ["inplace=False"]
+
+
+def _geometry_helpers():
+    with open(os.path.join(os.path.dirname(__file__), "templates", "geometry.py")) as f:
+        tree = ast.parse(f.read())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+
+
+GEOMETRY_HELPERS = _geometry_helpers()
+
+
+def _parse_geometry(e, kind, sig):
+    """`geometry:` — a view op's Python body over self's layout (shape, strides, offset) and its arguments,
+    returning the view's (shape, strides, offset); strides None asks for a contiguous copy (reshape)."""
+    body = e.pop("geometry", str)
+    if kind != "view":
+        if body is not None:
+            e.fail("geometry", f"only view ops take a geometry body, not kind {kind!r}")
+        return None
+    if body is None:
+        e.fail("geometry", "a view op needs a geometry body returning (shape, strides, offset)")
+    if [a.name for a in sig.tensor_args] != ["self"]:
+        e.fail("signature", "a view op takes one Tensor argument, self")
+    params = {p.split("=")[0] for p in geometry_params(Op("", kind, sig, 0))}
+    unknown = names_in(body, e, "geometry", "exec") - params - GEOMETRY_HELPERS - set(dir(builtins))
+    if unknown:
+        e.fail("geometry", f"names unknown variable(s) {sorted(unknown)}; it may use shape, strides, offset, "
+                           f"inplace, the op's arguments and {', '.join(sorted(GEOMETRY_HELPERS))}")
+    return body
 
 
 def _parse_grad_fn(e, kind, value, sig):

@@ -36,6 +36,7 @@ from .kernels import array_ops as _array_ops
 from . import _blas
 from .kernels import composites as _composites
 from .kernels import derivatives as _derivatives
+from .kernels import views as _views
 
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
@@ -111,7 +112,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -131,6 +132,7 @@ class OpSpec:
         self.identity = d["identity"]
         self.accumulate = d["accumulate"]
         self.backward = getattr(_derivatives, f"{self.name}_backward", None)
+        self.geometry = getattr(_views, self.name, None)      # view ops: their ops.yaml `geometry:` body
         kernel_args = d.get("kernel_args", ())
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
@@ -1542,7 +1544,7 @@ def view(spec, tensors, scalars):
     x = tensors[0]
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    shape, strides, off = getattr(L, spec.name)(x._shape, x._strides, x._offset, *scalars)
+    shape, strides, off = spec.geometry(x._shape, x._strides, x._offset, *scalars)
     storage = x._storage
     if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
         from ._creation import _copy_tensor
@@ -1568,8 +1570,7 @@ def view_inplace(name, tensors, scalars):
         raise TypeError(f"{name}_(): expected a Tensor as self")
     if _tracer is not None:     # reftorch.compile: a tensor changing shape in place ends the captured region
         _tracer.inplace(name)
-    geometry = getattr(L, name + "_", None) or getattr(L, name)     # `t_` words its error as t_()
-    shape, strides, off = geometry(self._shape, self._strides, self._offset, *scalars)
+    shape, strides, off = spec.geometry(self._shape, self._strides, self._offset, *scalars, inplace=True)
     _check_extent(self, shape, strides, off)
     check_inplace(self)
     tracked = grad_mode.state.enabled and self.requires_grad

@@ -1,30 +1,20 @@
-"""Strided layout: shapes, strides (in elements), broadcasting, dimension collapsing, view geometry.
+"""Strided layout: shapes, strides (in elements), broadcasting, dimension collapsing.
 
-Pure functions over tuples; nothing here touches data. View ops of ops.yaml (kind: view) find their
-geometry here by name: `<op>(shape, strides, offset, *args) -> (shape, strides, offset)`. Strides of
-None say that no view has that shape (reshape and flatten of incompatible strides): the dispatcher
-then gives the result a contiguous copy. Offsets and strides follow PyTorch's, empty views included.
+Pure functions over tuples; nothing here touches data. The geometry of each view op is its ops.yaml
+`geometry:` body, generated into reftorch/kernels/views.py (the helpers those bodies share, dim wrapping
+and size inference among them, are reftorch/kernels/geometry.py, re-exported here for the runtime).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-
-def contiguous_strides(shape):
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
+from .kernels.geometry import (contiguous_strides, flatten_shape, infer_size, numel, size_tuple,  # noqa: F401
+                               view_strides, wrap_dim, wrap_dims)
+from .kernels.views import expand  # noqa: F401  (broadcasting a tensor to a shape: the expand view's geometry)
 
 
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+
+
 
 
 def is_contiguous(shape, strides):
@@ -40,33 +30,8 @@ def is_contiguous(shape, strides):
     return True
 
 
-def wrap_dim(dim, ndim, op=None):
-    """PyTorch's dim wrapping with its range error; 0-d tensors accept -1 and 0."""
-    try:
-        dim = dim.__index__()
-    except AttributeError:
-        raise TypeError(f"{op + '(): ' if op else ''}dim must be an integer, got {type(dim).__name__}") from None
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim + n if dim < 0 else dim
 
 
-def wrap_dims(dims, ndim, op=None):
-    """A dim, a sequence of dims or None -> sorted tuple of distinct non-negative dims."""
-    if dims is None:
-        return tuple(range(ndim))
-    if isinstance(dims, int) or hasattr(dims, "__index__") and not isinstance(dims, (tuple, list)):
-        dims = (dims,)
-    out = []
-    for d in dims:
-        w = wrap_dim(d, ndim, op)
-        if w in out:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-        out.append(w)
-    if ndim == 0:
-        return ()
-    return tuple(sorted(out))
 
 
 def broadcast_shapes(*shapes):
@@ -128,306 +93,6 @@ def collapse(shape, stride_lists):
     return tuple(new_shape), [tuple(ns) for ns in new_strides]
 
 
-# ----------------------------------------------------------------------- view geometry by op name
-
-def _sizes(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(size[0])
-    return tuple(size)
-
-
-def infer_size(shape, numel_):
-    shape = [int(s) for s in shape]
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
-        if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
-    known = numel([s for s in shape if s != -1])
-    if neg:
-        if known == 0 and numel_ == 0:
-            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
-                               "unspecified dimension size -1 can be any value and is ambiguous")
-        if known == 0 or numel_ % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
-        shape[neg[0]] = numel_ // known
-    elif known != numel_:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
-    return tuple(shape)
-
-
-def view_strides(old_shape, old_strides, new_shape):
-    """Strides for viewing (old_shape, old_strides) as new_shape without a copy, or None (PyTorch's
-    computeStride: split and merge only within runs of dims that are contiguous with each other)."""
-    if numel(old_shape) == 0:
-        return contiguous_strides(new_shape)
-    new_strides = [0] * len(new_shape)
-    view_d = len(new_shape) - 1
-    chunk_base_stride = old_strides[-1] if old_strides else 1
-    tensor_numel, view_numel = 1, 1
-    for tensor_d in range(len(old_shape) - 1, -1, -1):
-        tensor_numel *= old_shape[tensor_d]
-        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
-                             old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
-            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
-                new_strides[view_d] = view_numel * chunk_base_stride
-                view_numel *= new_shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if tensor_d > 0:
-                chunk_base_stride = old_strides[tensor_d - 1]
-                tensor_numel, view_numel = 1, 1
-    if view_d != -1:
-        return None
-    return tuple(new_strides)
-
-
-def view(shape, strides, offset, size):
-    new = infer_size(_sizes(size), numel(shape))
-    st = view_strides(shape, strides, new) if shape else contiguous_strides(new)
-    if st is None:
-        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
-                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return new, st, offset
-
-
-def reshape(shape, strides, offset, size):
-    """view's geometry when the strides allow it; strides None asks the caller for a contiguous copy."""
-    new = infer_size(_sizes(size), numel(shape))
-    st = view_strides(shape, strides, new) if shape else contiguous_strides(new)
-    return new, st, offset
-
-
-def flatten(shape, strides, offset, start_dim=0, end_dim=-1):
-    new = flatten_shape(shape, start_dim, end_dim)
-    if len(shape) and wrap_dim(start_dim, len(shape)) == wrap_dim(end_dim, len(shape)):
-        return shape, strides, offset
-    return reshape(shape, strides, offset, new)
-
-
-def unflatten(shape, strides, offset, dim, sizes):
-    """Splits one dim into `sizes` (one -1 allowed); always a view."""
-    d = wrap_dim(dim, len(shape))
-    sizes = _sizes(sizes)
-    if not sizes:
-        raise RuntimeError("unflatten: sizes must be non-empty")
-    if sum(1 for s in sizes if s == -1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    known = numel([s for s in sizes if s != -1])
-    if -1 in sizes:
-        if known == 0 or shape[d] % known:
-            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
-                               f"({shape[d]}) in the input tensor")
-        sizes = tuple(shape[d] // known if s == -1 else s for s in sizes)
-    elif known != shape[d]:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
-                           f"({shape[d]}) in the input tensor")
-    inner = contiguous_strides(sizes)
-    new_strides = tuple(s * strides[d] for s in inner)
-    return shape[:d] + tuple(sizes) + shape[d + 1:], strides[:d] + new_strides + strides[d + 1:], offset
-
-
-def t(shape, strides, offset):
-    if len(shape) > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(shape)}D")
-    return tuple(reversed(shape)), tuple(reversed(strides)), offset
-
-
-def t_(shape, strides, offset):
-    """t's geometry for the in-place t_(), whose error names it."""
-    if len(shape) > 2:
-        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {len(shape)}D")
-    return t(shape, strides, offset)
-
-
-def adjoint(shape, strides, offset):
-    """The conjugate transpose of the last two dims; reftorch has no complex dtypes, so a transpose."""
-    if len(shape) < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
-                           f"{len(shape)}-D tensor.")
-    return transpose(shape, strides, offset, -2, -1)
-
-
-def transpose(shape, strides, offset, dim0, dim1):
-    n = len(shape)
-    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
-    if n == 0:
-        return shape, strides, offset
-    sh, st = list(shape), list(strides)
-    sh[d0], sh[d1] = sh[d1], sh[d0]
-    st[d0], st[d1] = st[d1], st[d0]
-    return tuple(sh), tuple(st), offset
-
-
-def permute(shape, strides, offset, dims):
-    dims = _sizes(dims)
-    n = len(shape)
-    if len(dims) != n:
-        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
-                           f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
-                           f"len(dims) = {len(dims)}".replace("(sparse_coo)", ""))
-    w = [wrap_dim(d, n) for d in dims]
-    if len(set(w)) != n:
-        raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return tuple(shape[d] for d in w), tuple(strides[d] for d in w), offset
-
-
-def expand(shape, strides, offset, size):
-    size = _sizes(size)
-    if len(size) < len(shape):
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(size)}): the number of sizes "
-                           f"provided ({len(size)}) must be greater or equal to the number of dimensions in the "
-                           f"tensor ({len(shape)})")
-    pad = len(size) - len(shape)
-    new_shape, new_strides = [], []
-    for i, s in enumerate(size):
-        if i < pad:
-            if s < 0:
-                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
-                                   "non-existing dimension 0")
-            new_shape.append(s)
-            new_strides.append(0)
-            continue
-        old, st = shape[i - pad], strides[i - pad]
-        if s == -1:
-            s = old
-        if old == s:
-            new_shape.append(s)
-            new_strides.append(st)
-        elif old == 1:
-            new_shape.append(s)
-            new_strides.append(0)
-        else:
-            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({old}) at "
-                               f"non-singleton dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: "
-                               f"{list(shape)}")
-    return tuple(new_shape), tuple(new_strides), offset
-
-
-def unsqueeze(shape, strides, offset, dim):
-    d = wrap_dim(dim, len(shape) + 1)
-    st = strides[d] * shape[d] if d < len(shape) else 1
-    return shape[:d] + (1,) + shape[d:], strides[:d] + (st,) + strides[d:], offset
-
-
-def squeeze(shape, strides, offset, dim=None):
-    dims = wrap_dims(dim, len(shape)) if dim is not None else tuple(range(len(shape)))
-    keep = [i for i in range(len(shape)) if not (i in dims and shape[i] == 1)]
-    return tuple(shape[i] for i in keep), tuple(strides[i] for i in keep), offset
-
-
-def select(shape, strides, offset, dim, index):
-    if len(shape) == 0:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, len(shape))
-    index = index.__index__()
-    size = shape[d]
-    if not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(shape)} at dimension {d}")
-    index = index + size if index < 0 else index
-    return shape[:d] + shape[d + 1:], strides[:d] + strides[d + 1:], offset + index * strides[d]
-
-
-def slice_dim(shape, strides, offset, dim=0, start=None, end=None, step=1):
-    """One-dim slice start:end:step (Python's clamping; PyTorch's storage offset, even when empty)."""
-    if len(shape) == 0:
-        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, len(shape))
-    if step <= 0:
-        raise ValueError("step must be greater than zero")
-    start, stop, step = slice(start, end, step).indices(shape[d])
-    n = max(0, (stop - start + step - 1) // step)
-    new_shape = shape[:d] + (n,) + shape[d + 1:]
-    new_strides = strides[:d] + (strides[d] * step,) + strides[d + 1:]
-    return new_shape, new_strides, offset + start * strides[d]
-
-
-slice_ = slice_dim
-
-
-def narrow(shape, strides, offset, dim, start, length):
-    if len(shape) == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, len(shape))
-    size = shape[d]
-    start = start.__index__()
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
-    if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
-    if start < 0:
-        start += size
-    if start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return slice_dim(shape, strides, offset, d, start, start + length, 1)
-
-
-def diagonal(shape, strides, offset, offset_=0, dim1=0, dim2=1):
-    n = len(shape)
-    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    if offset_ >= 0:
-        size = max(0, min(shape[d1], shape[d2] - offset_))
-        off = offset + (offset_ * strides[d2] if size else 0)
-    else:
-        size = max(0, min(shape[d1] + offset_, shape[d2]))
-        off = offset + (-offset_ * strides[d1] if size else 0)
-    keep = [i for i in range(n) if i not in (d1, d2)]
-    return (tuple(shape[i] for i in keep) + (size,), tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],),
-            off)
-
-
-def unfold(shape, strides, offset, dimension, size, step):
-    d = wrap_dim(dimension, len(shape))
-    full = shape[d] if shape else 1
-    if size > full:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {full} but size is {size}")
-    if size < 0:
-        raise RuntimeError(f"size is {size} but must be >= 0")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    n = (full - size) // step + 1
-    if not shape:
-        return (size,), (1,), offset
-    return (shape[:d] + (n,) + shape[d + 1:] + (size,), strides[:d] + (strides[d] * step,) + strides[d + 1:]
-            + (strides[d],), offset)
-
-
-def movedim(shape, strides, offset, source, destination):
-    n = len(shape)
-    src = [wrap_dim(s, n) for s in ((source,) if hasattr(source, "__index__") else source)]
-    dst = [wrap_dim(s, n) for s in ((destination,) if hasattr(destination, "__index__") else destination)]
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
-                           f"contain the same number of dims as destination ({list(dst)} dims)")
-    for name, ds in (("source", src), ("destination", dst)):
-        if len(set(ds)) != len(ds):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
-    order = [None] * n
-    for s, d in zip(src, dst):
-        order[d] = s
-    rest = iter(i for i in range(n) if i not in src)
-    order = [o if o is not None else next(rest) for o in order]
-    return permute(shape, strides, offset, order)
-
-
-def as_strided(shape, strides, offset, size, stride, storage_offset=None):
-    size, stride = _sizes(size), _sizes(stride)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    if any(st < 0 for st in stride):
-        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
-                           f"{list(stride)}")
-    if any(s < 0 for s in size):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
-    if storage_offset is not None and storage_offset < 0:
-        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
-    return tuple(size), tuple(stride), offset if storage_offset is None else storage_offset
-
-
 def storage_extent(shape, strides, offset):
     """Elements of storage a view needs: one past its last element (0 for an empty view)."""
     if numel(shape) == 0:
@@ -435,14 +100,6 @@ def storage_extent(shape, strides, offset):
     return offset + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
 
 
-def flatten_shape(shape, start_dim=0, end_dim=-1):
-    n = len(shape)
-    if n == 0:
-        return (1,)
-    s, e = wrap_dim(start_dim, n), wrap_dim(end_dim, n)
-    if s > e:
-        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    return shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
 
 
 def contiguous_array(a):
