@@ -195,6 +195,16 @@ NEW_ENTRY = """
   variants: {inplace: true}
   test: {ref: "lambda x: x ** 3 + 1"}
   doc: x**3 + 1, an op that exists only in this test.
+
+- name: every_other
+  kind: view
+  signature: (Tensor self, dim dim=0)
+  geometry: |
+    d = wrap_dim(dim, len(shape))
+    return shape[:d] + ((shape[d] + 1) // 2,) + shape[d + 1:], strides[:d] + (2 * strides[d],) + strides[d + 1:], offset
+  derivatives: {self: "slice_backward(grad, self.shape, dim, 0, None, 2)"}
+  test: {ref: "lambda x, dim=0: x[(slice(None),) * (dim % x.ndim) + (slice(None, None, 2),)]", shapes: nonscalar}
+  doc: Every other element along dim, a view that exists only in this test.
 """
 
 USE_NEW_OP = """
@@ -213,6 +223,14 @@ w = torch.tensor([1.0, 2.0])
 assert w.cube_plus_one_() is w and w.tolist() == [2.0, 9.0], w
 with torch.reference_mode():
     torch.cube_plus_one(torch.tensor([0.5, -2.0]))
+m = torch.arange(6.0).reshape(3, 2).requires_grad_()
+v = m.every_other()
+assert v.tolist() == [[0.0, 1.0], [4.0, 5.0]] and v.stride() == (4, 1) and v._base is not None, v
+v.sum().backward()
+assert m.grad.tolist() == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]], m.grad
+with torch.no_grad():
+    m[2, 0] = 7.0
+assert v[1, 0].item() == 7.0 and torch.every_other(m, 1).tolist() == [[0.0], [2.0], [7.0]]
 print("new op works")
 """
 
@@ -285,3 +303,30 @@ def test_cuda_implementation_field_is_checked():
     msg = parse_error(GOOD.replace("  dtypes:", "  cuda: tiled_matmul\n  dtypes:"))
     assert_names(msg, "twice", "cuda", 5)
     assert "only array ops" in msg
+
+
+# ------------------------------------------------------------------------------- view geometry
+
+VIEW = """\
+- name: swap01
+  kind: view
+  signature: (Tensor self)
+  geometry: |
+    return shape[1::-1] + shape[2:], {strides}[1::-1] + strides[2:], offset
+  derivatives: {{self: "grad.transpose(0, 1)"}}
+  test: {{ref: "lambda x: np.swapaxes(x, 0, 1)", shapes: matrix}}
+"""
+
+
+def test_a_view_geometry_parses_and_names_its_unknown_variables():
+    assert load("ops.yaml", text=VIEW.format(strides="strides"))[0].geometry.startswith("return shape")
+    msg = parse_error(VIEW.format(strides="stride"))
+    assert_names(msg, "swap01", "geometry", 4)
+    assert "['stride']" in msg, msg
+
+
+def test_a_view_needs_a_geometry_and_only_a_view_takes_one():
+    no_geometry = "\n".join(line for line in VIEW.format(strides="strides").splitlines()
+                            if "geometry" not in line and "return shape" not in line)
+    assert "a view op needs a geometry body" in parse_error(no_geometry)
+    assert "only view ops take a geometry body" in parse_error(GOOD + "  geometry: return shape, strides, offset\n")
