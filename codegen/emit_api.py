@@ -246,3 +246,28 @@ def emit_array_ops(ops):
             out.append(f"def {op.name}_checks({op.signature.python()}):\n    # ops.yaml: {op.name}, its checks\n"
                        f"{_body(checks, params, set(), False)}\n")
     return "\n\n".join(out)
+
+
+RETURN_TYPES_FRAME = '''"""torch.return_types: the named tuples of the ops whose ops.yaml signature names its results
+(`-> (Tensor values, Tensor indices)`), one class per op, printed as PyTorch prints them."""
+from collections import namedtuple
+
+
+def _named(name, fields):
+    def __repr__(self):
+        body = ",\\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"torch.return_types.{name}(\\n{body})"
+
+    cls = type(name, (namedtuple(name, fields),), {"__slots__": (), "__repr__": __repr__,
+                                                    "__module__": __name__})
+    cls.__qualname__ = name
+    return cls
+'''
+
+
+def emit_return_types(ops):
+    out = [HEADER, RETURN_TYPES_FRAME]
+    for op in ops:
+        if op.signature.returns:
+            out.append(f"{op.name} = _named({op.name!r}, {op.signature.returns!r})  # ops.yaml: {op.name}\n")
+    return "\n".join(out)

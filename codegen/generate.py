@@ -21,6 +21,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
+        "reftorch/kernels/return_types.py": emit_api.emit_return_types(ops),
         "reftorch/kernels/lapack.py": HEADER + template("lapack.py"),
         "reftorch/kernels/geometry.py": emit_views.emit_geometry(),
         "reftorch/kernels/views.py": emit_views.emit_views(ops),

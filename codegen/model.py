@@ -99,6 +99,7 @@ class Arg:
 @dataclass(frozen=True)
 class Signature:
     args: tuple
+    returns: tuple = ()      # `-> (Tensor values, Tensor indices)`: the fields of torch.return_types.<op>
 
     @property
     def tensor_args(self):
@@ -286,7 +287,31 @@ OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", 
              "scalars_in_dtype", "grad_fn", "geometry")
 
 
+RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
+
+
+def parse_returns(e: _Entry, text: str):
+    """`(Tensor values, Tensor indices)` after a signature's `->`: the named tuple the op returns
+    (torch.return_types.<op>, as PyTorch's schema names its results)."""
+    s = text.strip()
+    if not (s.startswith("(") and s.endswith(")")):
+        e.fail("signature", f"named returns look like '-> (Tensor values, Tensor indices)', got {text!r}")
+    fields = []
+    for part in _split_top(s[1:-1]):
+        m = re.fullmatch(r"\s*(\S+)\s+([A-Za-z_]\w*)\s*", part)
+        if not m or m.group(1) not in RETURN_TYPES:
+            e.fail("signature", f"cannot parse the named return {part.strip()!r}: expected one of "
+                                f"{', '.join(RETURN_TYPES)} and a field name")
+        if m.group(2) in fields:
+            e.fail("signature", f"named return {m.group(2)!r} appears twice")
+        fields.append(m.group(2))
+    if len(fields) < 2:
+        e.fail("signature", "named returns are for ops returning several results; one result needs no name")
+    return tuple(fields)
+
+
 def parse_signature(e: _Entry, text: str) -> Signature:
+    text, arrow, returns = text.partition("->")
     s = text.strip()
     if not (s.startswith("(") and s.endswith(")")):
         e.fail("signature", f"must look like '(Tensor self, Scalar other, *, int dim=0)', got {text!r}")
@@ -317,7 +342,7 @@ def parse_signature(e: _Entry, text: str) -> Signature:
         seen.add(name)
         args.append(Arg(name, typ, default, kwonly, bool(star)))
         kwonly = kwonly or bool(star)       # arguments after *operands are keyword-only
-    return Signature(tuple(args))
+    return Signature(tuple(args), parse_returns(e, returns) if arrow else ())
 
 
 def _split_top(s):
@@ -485,7 +510,26 @@ def _parse_body(e, kind, sig, registered_names):
         unknown = names_in(body, e, "body", mode) - allowed
         if unknown:
             e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
+        _check_return_types(e, body, sig)
     return body
+
+
+def _check_return_types(e, body, sig):
+    """A body's `return_type("<op>", ...)` builds the named tuple its signature's `-> (...)` declares: the op's own
+    name, with the declared fields (positionally, or by those keywords)."""
+    for node in ast.walk(ast.parse(textwrap.dedent(body))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "return_type"):
+            continue
+        first = node.args[0] if node.args else None
+        if not (isinstance(first, ast.Constant) and first.value == e.name):
+            e.fail("body", f"return_type(...) takes the op's own name first: return_type({e.name!r}, ...)")
+        if not sig.returns:
+            e.fail("signature", f"the body returns return_type({e.name!r}, ...): declare its fields after the "
+                                "signature, e.g. '-> (Tensor values, Tensor indices)'")
+        keys = tuple(k.arg for k in node.keywords)
+        if keys and keys != sig.returns:
+            e.fail("body", f"return_type({e.name!r}, ...) names {list(keys)}; the signature declares "
+                           f"{list(sig.returns)}")
 
 
 def _parse_derivatives(e, kind, sig, result, registered_names):

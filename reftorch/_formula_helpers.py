@@ -7,6 +7,7 @@ import warnings
 
 from . import _layout as L
 from ._tensor import Size
+from .kernels import return_types as _return_types
 
 
 def invert_permutation(dims):
@@ -112,46 +113,16 @@ def lowest(dtype):
     return float(ml_dtypes.finfo(dtype.np).min)
 
 
-# ---------------------------------------------------------------------------- torch.return_types
-
-def _return_type(name, fields):
-    from collections import namedtuple
-
-    base = namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
-        return f"torch.return_types.{name}(\n{body})"
-
-    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "reftorch.return_types"})
-    cls.__qualname__ = name
-    return cls
 
 
-class _ReturnTypes:
-    """`torch.return_types`: the named tuples that max/min/sort/topk/cummax/... return."""
-
-    def __init__(self):
-        for name in ("max", "min", "sort", "topk", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode"):
-            setattr(self, name, _return_type(name, ("values", "indices")))
-        for name, fields in (("aminmax", ("min", "max")), ("frexp", ("mantissa", "exponent")),
-                             ("histogram", ("hist", "bin_edges")), ("histogramdd", ("hist", "bin_edges"))):
-            setattr(self, name, _return_type(name, fields))
-
-
-return_types = _ReturnTypes()
+return_types = _return_types    # torch.return_types: generated from the signatures' `-> (...)` (ops.yaml)
 
 
 def return_type(name, *values, **fields):
-    """`torch.return_types.<name>` for a composite op's results: (values, indices) positionally, or named
-    fields in order (`return_type("linalg_slogdet", sign=s, logabsdet=l)`); a new name becomes a type there."""
-    if not fields:
-        return getattr(return_types, name)(*values)
-    cls = return_types.__dict__.get(name)
-    if cls is None or cls._fields != tuple(fields):
-        cls = _return_type(name, tuple(fields))
-        setattr(return_types, name, cls)
-    return cls(*fields.values())
+    """`torch.return_types.<name>` for a composite op's results, positionally or by its fields (as declared in
+    the op's signature; codegen checks each body's call against it)."""
+    cls = getattr(_return_types, name)
+    return cls(*values) if not fields else cls(**fields)
 
 
 # ---------------------------------------------------------------------------- einsum

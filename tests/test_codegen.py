@@ -330,3 +330,34 @@ def test_a_view_needs_a_geometry_and_only_a_view_takes_one():
                             if "geometry" not in line and "return shape" not in line)
     assert "a view op needs a geometry body" in parse_error(no_geometry)
     assert "only view ops take a geometry body" in parse_error(GOOD + "  geometry: return shape, strides, offset\n")
+
+
+# ------------------------------------------------------------------------------- named returns
+
+PAIR = """\
+- name: pair
+  kind: composite
+  signature: (Tensor self){returns}
+  body: return_type("pair", self, self)
+  test: {{ref: "lambda x: (x, x)"}}
+"""
+
+
+def test_named_returns_are_declared_in_the_signature():
+    op = load("ops.yaml", text=PAIR.format(returns=" -> (Tensor first, Tensor second)"))[0]
+    assert op.signature.returns == ("first", "second")
+    assert "declare its fields after the signature" in parse_error(PAIR.format(returns=""))
+    assert "cannot parse the named return 'int first'" in parse_error(PAIR.format(returns=" -> (int first, Tensor b)"))
+    assert "appears twice" in parse_error(PAIR.format(returns=" -> (Tensor a, Tensor a)"))
+    wrong_name = PAIR.format(returns=" -> (Tensor a, Tensor b)").replace('return_type("pair"', 'return_type("max"')
+    assert "the op's own name first" in parse_error(wrong_name)
+    keywords = PAIR.format(returns=" -> (Tensor a, Tensor b)").replace("self, self)", "b=self, a=self)")
+    assert "names ['b', 'a']; the signature declares ['a', 'b']" in parse_error(keywords)
+
+
+def test_return_types_come_from_the_registry():
+    import reftorch
+    from reftorch.kernels import return_types
+    named = {op.name: op.signature.returns for op in load(REGISTRY) if op.signature.returns}
+    assert {n for n in dir(return_types) if not n.startswith("_") and n != "namedtuple"} == set(named)
+    assert reftorch.return_types.sort._fields == named["sort"] == ("values", "indices")
