@@ -21,7 +21,7 @@ import warnings
 from .._tensor import Tensor
 from ..kernels import api as _api
 from . import engine as _engine
-from .profiler_util import EventList, FunctionEvent, FunctionEventAvg, Interval  # noqa: F401
+from .profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
 __all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent", "FunctionEventAvg"]
 
