@@ -255,6 +255,7 @@ class profile:
                  profile_memory=False, with_stack=False, with_modules=False, use_kineto=False, use_cpu=True,
                  experimental_config=None, acc_events=False, custom_trace_id_callback=None):
         self.enabled = enabled
+        self.entered, self.function_events, self._session = False, None, None
         if not enabled:
             return
         if use_cuda:
@@ -264,9 +265,6 @@ class profile:
         _check_options(use_device, with_flops)
         self.use_device = None
         self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
-        self.entered = False
-        self.function_events = None
-        self._session = None
 
     def __enter__(self):
         if not self.enabled:
