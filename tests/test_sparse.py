@@ -140,3 +140,14 @@ def test_sums_scalars_addition_and_addmm():
     for fn in (torch.addmm, torch.sparse.addmm):
         got = fn(base, s, dense, beta=0.5, alpha=2)
         assert np.allclose(_np(got), 0.5 + 2 * DENSE @ dense.numpy())
+
+
+def test_checkpoints_hold_sparse_tensors_as_torch_writes_them(tmp_path):
+    s = _s()
+    path = tmp_path / "adj.pt"
+    torch.save({"adj": s, "c": s.coalesce()}, path)
+    back = torch.load(path)         # weights-only: torch._utils._rebuild_sparse_tensor is allowed, as in torch
+    assert back["adj"].is_sparse and not back["adj"].is_coalesced() and back["c"].is_coalesced()
+    assert back["adj"]._indices().tolist() == I and np.array_equal(_np(back["adj"]), DENSE)
+    with open(path, "rb") as f:
+        assert b"_rebuild_sparse_tensor" in f.read()
