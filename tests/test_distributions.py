@@ -272,3 +272,19 @@ def test_lkj_cholesky_onion_samples_are_correlation_factors():
     assert np.allclose(off.var(0)[:, :2], want_var, rtol=0.06)
     assert np.allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1)
     assert tuple(d.expand((4, 2)).sample().shape) == (4, 2, 3, 3)
+
+
+def test_wishart_and_lkj_log_prob_gradients_are_torchs():
+    df = t(4., 5.5).requires_grad_()
+    L = torch.tensor([[[1.5, 0.], [0.3, 0.8]], [[1., 0.], [-0.4, 1.2]]], dtype=torch.float64, requires_grad=True)
+    d = D.Wishart(df, scale_tril=L)
+    value = torch.tensor([[2., 0.3], [0.3, 1.]], dtype=torch.float64)
+    (d.log_prob(value).sum() + d.entropy().sum()).backward()
+    _close(df.grad, [-0.1764883378781178, -0.8694536199029838], "d/d df")       # torch 2.13's
+    lower = L.grad.numpy()[..., [0, 1, 1], [0, 0, 1]]     # torch's cholesky_solve also fills the unused upper corner
+    _close(lower, [[-0.05324074074074048, -0.10416666666666663, 0.625],
+                   [-0.19444444444444464, 0.7638888888888888, -1.1805555555555558]], "d/d scale_tril")
+    c = t(0.5, 2.).requires_grad_()
+    corr = torch.tensor([[1., 0.3, -0.2], [0.3, 1., 0.4], [-0.2, 0.4, 1.]], dtype=torch.float64)
+    D.LKJCholesky(3, c).log_prob(torch.linalg.cholesky(corr)).sum().backward()
+    _close(c.grad, [2.201215915834979, 0.30713797140809507], "d/d concentration")
