@@ -130,6 +130,10 @@ def test_stack_memory_and_off_state(tmp_path):
     with torch.autograd.profiler.emit_nvtx(enabled=False):
         pass
     assert off.enabled is False
+    with pytest.warns(UserWarning, match="disabling CUDA profiling"):       # host time only, as torch without CUDA
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as both:
+            torch.ones(2) + 1
+    assert "aten::add" in _names(both)
     unfinished = torch.autograd.profiler.profile()
     with pytest.raises(RuntimeError, match="Profiler didn't finish running"):
         unfinished.key_averages()

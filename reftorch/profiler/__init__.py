@@ -114,10 +114,9 @@ class profile:
             activities.add(ProfilerActivity.CUDA)
         if len(activities) == 0:
             raise AssertionError("No valid profiler activities found")
-        unsupported = activities - supported_activities()
-        if unsupported:
-            raise RuntimeError(f"reftorch's profiler times ops on the host; it has no device activity to record "
-                               f"({', '.join(sorted(a.name for a in unsupported))})")
+        for device in sorted(activities - supported_activities(), key=lambda a: a.value):
+            _recorder.device_dropped(device.name)
+            activities.discard(device)
         _recorder._check_options(None, with_flops)
         self.activities = activities
         self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
