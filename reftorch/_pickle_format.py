@@ -65,6 +65,14 @@ def torch_name(module, name):
     return _NAMES[key]
 
 
+class _LayoutName:
+    """A layout as torch writes it: torch.serialization._get_layout(name)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
 _CLASS_NAMES = {Tensor: ("torch", "Tensor"), Parameter: ("torch.nn.parameter", "Parameter")}
 _LOCATIONS = {}     # one str object per location, so the memo shares it as torch's pickles do
 
@@ -140,12 +148,17 @@ class _TorchPicklerMixin:
             return self._reduce_tensor(obj)
         if type(obj) is torch.Size:
             return (torch_name("torch", "Size"), (tuple(obj),))
+        if type(obj) is _LayoutName:
+            return (torch_name("torch.serialization", "_get_layout"), (obj.name,))
         if type(obj) is torch.device:
             args = (obj.type,) if obj.index is None else (obj.type, obj.index)
             return (torch_name("torch", "device"), args)
         return NotImplemented
 
     def _reduce_tensor(self, t):
+        if t.layout == "torch.sparse_coo":     # torch's form: the layout, then indices, values, size, coalesced
+            return (torch_name("torch._utils", "_rebuild_sparse_tensor"),
+                    (_LayoutName(t.layout), (t._indices(), t._values(), torch.Size(t.shape), t.is_coalesced())))
         hooks = collections.OrderedDict()
         state = _obj_state(t)
         if isinstance(t, Parameter):
@@ -407,9 +420,21 @@ def _absent(what):
 
 
 def _get_layout(name):
-    if name != "torch.strided":
-        raise MalformedData(f"the checkpoint holds layout {name!r}; reftorch has only torch.strided")
-    return torch.strided
+    if name not in ("torch.strided", "torch.sparse_coo"):
+        raise MalformedData(f"the checkpoint holds layout {name!r}; reftorch has torch.strided and torch.sparse_coo")
+    return name
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """A sparse COO tensor from (indices, values, size[, is_coalesced]), its invariants checked as torch's load
+    checks them."""
+    if layout != "torch.sparse_coo" or not isinstance(data, tuple) or len(data) not in (3, 4):
+        raise MalformedData(f"the checkpoint holds a sparse tensor of layout {layout!r}; reftorch has sparse COO only")
+    indices, values, size = data[:3]
+    coalesced = data[3] if len(data) == 4 else None
+    if not (isinstance(indices, Tensor) and isinstance(values, Tensor)):
+        raise MalformedData("_rebuild_sparse_tensor expects index and value tensors")
+    return torch.sparse_coo_tensor(indices, values, size, check_invariants=True, is_coalesced=coalesced)
 
 
 class Absent:
@@ -452,7 +477,8 @@ def _torch_globals():
               _rebuild_parameter_with_state, _rebuild_device_tensor_from_numpy,
               _rebuild_device_tensor_from_cpu_tensor):
         rc[f"torch._utils.{f.__name__}"] = f
-    for fname, what in (("_rebuild_qtensor", "quantized tensors"), ("_rebuild_sparse_tensor", "sparse tensors"),
+    rc["torch._utils._rebuild_sparse_tensor"] = _rebuild_sparse_tensor
+    for fname, what in (("_rebuild_qtensor", "quantized tensors"),
                         ("_rebuild_meta_tensor_no_storage", "meta tensors"),
                         ("_rebuild_nested_tensor", "nested tensors"),
                         ("_rebuild_wrapper_subclass", "wrapper-subclass tensors")):

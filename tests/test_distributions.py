@@ -209,3 +209,82 @@ def test_straight_through_and_relaxed_samples_carry_gradients():
     r = D.RelaxedOneHotCategorical(t(0.5), logits=logits).rsample()
     r[0].backward()
     assert logits.grad is not None and abs(r.sum().item() - 1) < 1e-12
+
+
+def _wishart():
+    return D.Wishart(t(4., 5.5), scale_tril=torch.tensor([[[1.5, 0.], [0.3, 0.8]], [[1., 0.], [-0.4, 1.2]]],
+                                                          dtype=torch.float64))
+
+
+def test_wishart_bartlett_samples_match_moments_and_differentiate():
+    torch.manual_seed(0)
+    d = _wishart()
+    with pytest.warns(UserWarning, match="Singular sample detected."):      # as torch warns on every draw
+        s = d.rsample((20000,))
+    assert tuple(s.shape) == (20000, 2, 2, 2) and bool(d.support.check(s).all())
+    mean, var = d.mean.numpy(), d.variance.numpy()
+    assert np.all(np.abs(s.mean(0).numpy() - mean) < 5 * np.sqrt(var / 20000))
+    assert np.allclose(s.var(0).numpy(), var, rtol=0.08)
+    L = torch.tensor([[1.5, 0.], [0.3, 0.8]], dtype=torch.float64, requires_grad=True)
+    with pytest.warns(UserWarning):
+        D.Wishart(t(4.), scale_tril=L).rsample((3,)).sum().backward()
+    assert L.grad is not None and bool(torch.isfinite(L.grad).all())
+    e = d.expand((3, 2))
+    assert tuple(e.batch_shape) == (3, 2) and np.allclose(e.mean.numpy(), np.broadcast_to(mean, (3, 2, 2, 2)))
+
+
+def test_wishart_and_lkj_arguments_are_checked_as_torch():
+    eye = torch.eye(2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"Value of df=0.5 expected to be greater than ndim - 1 = 1."):
+        D.Wishart(0.5, covariance_matrix=eye)
+    with pytest.warns(UserWarning, match="Low df values detected"):
+        D.Wishart(t(1.5), covariance_matrix=eye)
+    with pytest.raises(AssertionError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+        D.Wishart(t(3.), covariance_matrix=eye, scale_tril=eye)
+    with pytest.raises(ValueError, match="scale_tril must be at least two-dimensional"):
+        D.Wishart(t(3.), covariance_matrix=t(1., 1.))
+    with pytest.raises(ValueError, match=r"Expected parameter covariance_matrix .* to satisfy the constraint "
+                                         r"PositiveDefinite\(\)"):
+        D.Wishart(t(3.), covariance_matrix=-eye, validate_args=True)
+    with pytest.raises(ValueError, match=r"Expected value argument .* to be within the support "
+                                         r"\(PositiveDefinite\(\)\)"):
+        D.Wishart(3., covariance_matrix=eye, validate_args=True).log_prob(-eye)
+    assert D.Wishart(3., covariance_matrix=eye).arg_constraints["df"].lower_bound == 1
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2. Found dim=1."):
+        D.LKJCholesky(1)
+    with pytest.raises(ValueError, match=r"to be within the support \(CorrCholesky\(\)\)"):
+        D.LKJCholesky(3, t(0.5, 2.), validate_args=True).log_prob(torch.eye(3, dtype=torch.float64) * 2)
+    assert not D.LKJCholesky(3).has_rsample
+
+
+def test_lkj_cholesky_onion_samples_are_correlation_factors():
+    torch.manual_seed(1)
+    d = D.LKJCholesky(3, t(0.5, 2.))
+    L = d.sample((20000,))
+    assert tuple(L.shape) == (20000, 2, 3, 3) and bool(d.support.check(L).all())
+    corr = (L @ L.transpose(-2, -1)).numpy()
+    off = corr[..., [1, 2, 2], [0, 0, 1]]
+    eta = np.array([0.5, 2.])[:, None]
+    # torch's onion draws: row k of L is sqrt(y_k) times a uniform direction, y_1 ~ Beta(1/2, eta + 1/2) and
+    # y_2 ~ Beta(3/2, eta), so var r_10 = E y_1 and var r_20 = E y_2 / 2 (torch 2.13 measures the same)
+    want_var = np.hstack([0.5 / (eta + 1), 0.75 / (1.5 + eta)])
+    assert np.all(np.abs(off.mean(0)) < 5 * np.sqrt(0.4 / 20000))
+    assert np.allclose(off.var(0)[:, :2], want_var, rtol=0.06)
+    assert np.allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1)
+    assert tuple(d.expand((4, 2)).sample().shape) == (4, 2, 3, 3)
+
+
+def test_wishart_and_lkj_log_prob_gradients_are_torchs():
+    df = t(4., 5.5).requires_grad_()
+    L = torch.tensor([[[1.5, 0.], [0.3, 0.8]], [[1., 0.], [-0.4, 1.2]]], dtype=torch.float64, requires_grad=True)
+    d = D.Wishart(df, scale_tril=L)
+    value = torch.tensor([[2., 0.3], [0.3, 1.]], dtype=torch.float64)
+    (d.log_prob(value).sum() + d.entropy().sum()).backward()
+    _close(df.grad, [-0.1764883378781178, -0.8694536199029838], "d/d df")       # torch 2.13's
+    lower = L.grad.numpy()[..., [0, 1, 1], [0, 0, 1]]     # torch's cholesky_solve also fills the unused upper corner
+    _close(lower, [[-0.05324074074074048, -0.10416666666666663, 0.625],
+                   [-0.19444444444444464, 0.7638888888888888, -1.1805555555555558]], "d/d scale_tril")
+    c = t(0.5, 2.).requires_grad_()
+    corr = torch.tensor([[1., 0.3, -0.2], [0.3, 1., 0.4], [-0.2, 0.4, 1.]], dtype=torch.float64)
+    D.LKJCholesky(3, c).log_prob(torch.linalg.cholesky(corr)).sum().backward()
+    _close(c.grad, [2.201215915834979, 0.30713797140809507], "d/d concentration")

@@ -13,6 +13,7 @@ from .engine import run_backward as _run_backward
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
 from . import function, graph  # noqa: F401
+from . import profiler, profiler_util  # noqa: F401  (torch.autograd.profiler)
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from .variable import Variable, variable  # noqa: F401
 from .._tensor import Storage, Tensor

@@ -25,6 +25,7 @@ from .graph import AccumulateGrad, gradient_edge
 
 _final_callbacks = []
 _sum_to = None      # reftorch._formula_helpers.sum_to, imported on first use
+_profiler = None    # while torch.profiler records: a context manager per backward node (autograd/profiler.py)
 
 
 def queue_callback(callback):
@@ -77,7 +78,11 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                     for i in captures.get((node, 0), ()):
                         results[i] = grads[0]
                 if inputs is None or (accumulate and (node, 0) in captures):
-                    accumulate_grad(node, grads[0], create_graph, steal=True)
+                    if _profiler is None:
+                        accumulate_grad(node, grads[0], create_graph, steal=True)
+                    else:
+                        with _profiler(node, grads):
+                            accumulate_grad(node, grads[0], create_graph, steal=True)
                 continue
             if node._tensor_pre_hooks or node._retains_grad:
                 grads = _tensor_pre_hooks(node, grads)
@@ -88,7 +93,8 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
             if needed is not None and node not in needed:
                 continue                            # captured only: nothing beyond it is wanted
             edges = node.next_functions
-            if wanted is None and node._pre_hooks is None and node._hooks is None and not anomaly_mode._enabled:
+            if wanted is None and node._pre_hooks is None and node._hooks is None and not anomaly_mode._enabled \
+                    and _profiler is None:
                 # _call without hooks, anomaly checks nor `inputs`: the common training graph
                 for g in grads:
                     if g is not None:
@@ -232,7 +238,11 @@ def _call(node, grads, create_graph, wanted):
         in_grads = [None] * len(node.next_functions)
     else:
         try:
-            in_grads = list(node.apply(grads, create_graph, needs))
+            if _profiler is None:
+                in_grads = list(node.apply(grads, create_graph, needs))
+            else:
+                with _profiler(node, grads):
+                    in_grads = list(node.apply(grads, create_graph, needs))
             if len(in_grads) != len(node.next_functions):
                 raise RuntimeError(f"Function {node.name()} returned an incorrect number of gradients (expected "
                                    f"{len(node.next_functions)}, got {len(in_grads)})")
