@@ -155,7 +155,8 @@ def _agree(entry, a, b):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", default="/work/programs")
-    ap.add_argument("--site", default="/work/programs/site")
+    ap.add_argument("--site", default="/work/programs/site:/work/programs/site2",
+                    help="pip --target directories of the programs' other imports, os.pathsep-separated")
     ap.add_argument("--python", default="/work/benchvenv/bin/python")
     ap.add_argument("--only", nargs="*", help="program ids (default: all)")
     ap.add_argument("--jobs", type=int, default=1)

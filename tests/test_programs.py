@@ -1,0 +1,47 @@
+"""What real PyTorch programs touched (benches/programs.py runs them): the `import torch` shim and the
+small API gaps they found, each against what torch 2.13 does."""
+import os
+import subprocess
+import sys
+
+import reftorch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIM = os.path.join(ROOT, "benches", "torchshim")
+
+_SHIM_CHECK = """
+import sys
+import torch, reftorch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torch.nn import functional as F2
+import torch.optim as optim
+assert torch is reftorch and F is reftorch.nn.functional and F2 is F
+assert sys.modules["torch.nn"] is reftorch.nn and DataLoader is reftorch.utils.data.DataLoader
+assert optim.SGD is reftorch.optim.SGD
+assert reftorch.nn.functional.__spec__.name == "reftorch.nn.functional"   # the module keeps its own spec
+try:
+    import torch.no_such_module
+except ModuleNotFoundError as e:
+    assert "torch.no_such_module" in str(e)
+else:
+    raise AssertionError("a missing submodule imported")
+print("ok")
+"""
+
+
+def test_torch_shim_aliases_reftorch_and_its_submodules():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SHIM, ROOT]), NUMBA_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", _SHIM_CHECK], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_cuda_is_bf16_supported_without_a_gpu():
+    # nanoGPT asks `torch.cuda.is_available() and torch.cuda.is_bf16_supported()`; torch answers False
+    # (both forms) where CUDA is not available
+    if reftorch.cuda.is_available():
+        assert isinstance(reftorch.cuda.is_bf16_supported(), bool)
+        return
+    assert reftorch.cuda.is_bf16_supported() is False
+    assert reftorch.cuda.is_bf16_supported(including_emulation=False) is False
