@@ -45,3 +45,27 @@ def test_cuda_is_bf16_supported_without_a_gpu():
         return
     assert reftorch.cuda.is_bf16_supported() is False
     assert reftorch.cuda.is_bf16_supported(including_emulation=False) is False
+
+
+def test_meta_conv_is_shape_only():
+    # recipes/reasoning_about_shapes: a conv over a (1024, 3, 65536, 65536) meta input gives the output shape
+    # without allocating (the cpu columns would take 192 TiB)
+    conv = reftorch.nn.Conv2d(3, 5, 2, device="meta")
+    out = conv(reftorch.rand(2 ** 10, 3, 2 ** 16, 2 ** 16, device="meta"))
+    assert out.shape == (1024, 5, 65535, 65535) and out.device.type == "meta"
+
+
+def test_meta_conv_matches_cpu_geometry_and_backward():
+    F = reftorch.nn.functional
+    for nd, shape, kw in [(1, (2, 4, 11), dict(stride=2, dilation=2, groups=2)),
+                          (2, (2, 3, 9, 8), dict(stride=(2, 1), dilation=(1, 2))),
+                          (3, (1, 2, 5, 6, 7), dict(stride=1, dilation=1))]:
+        conv = getattr(F, f"conv{nd}d")
+        w_shape = (4, shape[1] // kw.get("groups", 1)) + (3,) * nd
+        cpu = conv(reftorch.rand(shape), reftorch.rand(w_shape), reftorch.rand(4), **kw)
+        x = reftorch.rand(shape, device="meta", requires_grad=True)
+        w = reftorch.rand(w_shape, device="meta", requires_grad=True)
+        meta = conv(x, w, reftorch.rand(4, device="meta"), **kw)
+        assert meta.shape == cpu.shape and meta.stride() == cpu.stride() and meta.dtype == cpu.dtype
+        meta.sum().backward()
+        assert x.grad.shape == x.shape and x.grad.device.type == "meta" and w.grad.shape == w.shape
