@@ -19,6 +19,7 @@ search tool's stored copies; comment-only lines and docstrings may be stripped, 
   tutorials/       pytorch/tutorials: beginner_source/{examples_tensor,examples_autograd,examples_nn,
                    basics,blitz,nlp,introyt}/*.py and recipes_source/recipes/*.py
   examples/        pytorch/examples: word_language_model/{main,model,data,generate}.py,
+                   differentiable_physics/mass_spring.py,
                    time_sequence_prediction/{generate_sine_wave,train}.py, regression/main.py
   nanoGPT/         karpathy/nanoGPT: train.py, model.py, sample.py, configurator.py,
                    data/shakespeare_char/prepare.py
@@ -209,7 +210,8 @@ def _print_row(entry, t, r, verbose):
     if t["rc"] != 0:
         verdict = "TORCH-FAILS"
     fmt = lambda o: f"rc={o['rc']} m={o['metric']!s:<10.10} {o['seconds']:>6}s"  # noqa: E731
-    print(f"{entry['id']:<44} {verdict:<11} torch[{fmt(t)}] reftorch[{fmt(r)}] {r['error'][:120]}", flush=True)
+    errors = r["error"][:120] if t["rc"] == 0 else f"torch: {t['error'][:90]} | reftorch: {r['error'][:90]}"
+    print(f"{entry['id']:<44} {verdict:<11} torch[{fmt(t)}] reftorch[{fmt(r)}] {errors}", flush=True)
     if verbose and verdict == "DIFFER":
         print("    | " + "\n    | ".join(r["output"].strip().splitlines()[-15:]), flush=True)
 
