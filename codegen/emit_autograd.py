@@ -172,12 +172,12 @@ def emit(ops):
            'gradients, saved the values the node kept, needs which inputs want a gradient, and fused whether\n'
            'the fused elementwise kernels may replace the Tensor formulas (create_graph is off).\n"""\n',
            "import math  # formulas may name math (codegen/model.py ALLOWED_BUILTINS)\n"]
-    fused, saves_table = [], {}
+    fused, saves_table, users_table = [], {}, {}
     for op in ops:
         if not op.derivatives:
             continue
         arg_order = [a.name for a in op.signature.args if a.is_tensor or a.type == "Tensor[]"]
-        saves = set()
+        saves, users, formulas = set(), {}, set()
         body = []
         for i, arg in enumerate(arg_order):
             formula = op.formula(arg)
@@ -185,6 +185,9 @@ def emit(ops):
                 continue
             src, s = analyse(op, formula, registry)
             saves |= s
+            for n in s:
+                users.setdefault(n, set()).add(i)
+            formulas.add(i)
             fz = fusable(op, formula, registry)
             body.append(f"    # {arg}: {formula}")
             is_list = op.signature.args[[a.name for a in op.signature.args].index(arg)].type == "Tensor[]"
@@ -209,4 +212,11 @@ def emit(ops):
                *grad_line, *unpack, f"    g = [None] * {len(arg_order)}", *body, "    return g", ""]
         out.append("\n".join(src))
         saves_table[op.name] = tuple(saved_names)
+        partial = {n: tuple(sorted(u)) for n, u in sorted(users.items()) if "." not in n and u != formulas}
+        if partial:
+            users_table[op.name] = partial
+    # the saved tensors only some formulas read, by the arguments whose formulas read them: the engine leaves
+    # them packed when none of those arguments wants a gradient (PyTorch does not save them then), so an
+    # in-place change to such a tensor after the op is not an error (reftorch/autograd/graph.py OpNode.apply)
+    out.append("SAVE_USERS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in users_table.items()) + "}\n")
     return "\n\n".join(out), fused, saves_table

@@ -98,8 +98,8 @@ def as_device(d):
             from ._cuda_dispatch import canonical, check_available
             check_available(dev)
             return canonical(dev)
-        raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
-                           "machine (reftorch.cuda.is_available() is False)")
+        # torch without CUDA raises this from its lazy init, on every way onto the device (an AssertionError)
+        raise AssertionError("Torch not compiled with CUDA enabled")
     return _check_backend(dev)
 
 

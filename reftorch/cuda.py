@@ -88,6 +88,24 @@ def get_device_capability(device=None):
     return tuple(cc) if cc is not None else (0, 0)
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True when the current GPU computes in bfloat16: compute capability 8.0 or more, or, with
+    including_emulation, any device a bfloat16 tensor can be made on; False without a GPU (as PyTorch)."""
+    if not is_available():
+        return False
+    if get_device_capability(current_device())[0] >= 8:
+        return True
+    if not including_emulation:
+        return False
+    from ._creation import empty
+    from ._dtype import bfloat16
+    try:
+        empty(1, dtype=bfloat16, device=f"cuda:{current_device()}")
+    except Exception:  # noqa: BLE001 -- what PyTorch's _check_bf16_tensor_supported asks: can one be made
+        return False
+    return True
+
+
 def synchronize(device=None) -> None:
     """Wait for every kernel launched so far to finish."""
     cuda = _require()

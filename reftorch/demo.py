@@ -306,7 +306,7 @@ def main(argv=None):
         probe = torch.zeros(1, device=device)       # raises when the device is not available
         if probe.device.type != device.type:
             raise RuntimeError(f"a tensor created on {device} ended up on {probe.device}")
-    except RuntimeError as err:
+    except (RuntimeError, AssertionError) as err:     # (torch without CUDA: an AssertionError)
         print(f"error: --device {args.device}: {err}", file=sys.stderr)
         return 2
     if args.distributed:

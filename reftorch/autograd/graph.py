@@ -19,6 +19,7 @@ import re
 import weakref
 
 from .._tensor import Tensor
+from ..kernels import derivatives as _derivatives
 from ..kernels.api import SPECS
 from . import anomaly_mode
 
@@ -254,18 +255,21 @@ class OpNode(Node):
             if g is None:
                 grads = self._materialize(grads)
                 break
+        if needs is None and self.list_arity is None:
+            needs = [e[0] is not None for e in self.next_functions]
+        else:
+            needs = self._arg_needs(self._needs(needs))
+        users = _SAVE_USERS.get(self.op)
         saved = {}
         for key, value in self.saved.items():
-            if value.__class__ is SavedTensor:
+            if users is not None and key in users and not any(needs[i] for i in users[key]):
+                saved[key] = None   # read only by formulas that do not run: not unpacked (nor version-checked)
+            elif value.__class__ is SavedTensor:
                 saved[key] = value.unpack(self)
             elif key == "results" and isinstance(value, list):
                 saved[key] = [s.unpack(self, i) for i, s in enumerate(value)]
             else:
                 saved[key] = _unpack_value(value, self)
-        if needs is None and self.list_arity is None:
-            needs = [e[0] is not None for e in self.next_functions]
-        else:
-            needs = self._arg_needs(self._needs(needs))
         g = self.backward_fn(F, grads, saved, needs, not create_graph)
         return list(g) if self.list_arity is None else self._spread(g)
 
@@ -368,6 +372,7 @@ def _functional():
 
 # PyTorch's node names where they differ from the op's (ops.yaml `grad_fn:`)
 _NODE_NAMES = {name: spec["grad_fn"] for name, spec in SPECS.items() if "grad_fn" in spec}
+_SAVE_USERS = _derivatives.SAVE_USERS     # saved tensor -> the arguments whose formulas read it
 
 
 def _camel(name):

@@ -2478,3 +2478,38 @@ def _mode_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F.scatter_add(F.zeros(self_shape, dtype=grads[0].dtype, device=grads[0].device), dim, results[1], grads[0])
     return g
+
+
+SAVE_USERS = {
+    'add': {'alpha': (1,)},
+    'sub': {'alpha': (1,)},
+    'mul': {'other': (0,), 'self': (1,)},
+    '_div': {'self': (1,)},
+    'pow': {'result': (1,)},
+    'index_put': {'accumulate': (0,)},
+    'gelu_erf_backward': {'grad_output': (1,)},
+    'prelu': {'weight': (0,)},
+    'bce_loss_elementwise': {'target': (0,)},
+    'mm': {'mat2': (0,), 'self': (1,)},
+    'bmm': {'mat2': (0,), 'self': (1,)},
+    'mv': {'self': (1,), 'vec': (0,)},
+    'dot': {'self': (1,), 'tensor': (0,)},
+    'outer': {'self': (1,), 'vec2': (0,)},
+    'scatter_add': {'dim': (2,), 'index': (2,)},
+    'index_add': {'alpha': (2,), 'dim': (2,), 'index': (2,)},
+    'put': {'accumulate': (0,)},
+    'remainder': {'other': (1,), 'self': (1,)},
+    'fmod': {'other': (1,), 'self': (1,)},
+    'hypot': {'other': (1,), 'self': (0,)},
+    'copysign': {'result': (0,), 'self': (0,)},
+    'lerp': {'end': (2,), 'self': (2,), 'weight': (0, 1)},
+    'addcmul': {'tensor1': (2,), 'tensor2': (1,), 'value': (1, 2)},
+    'addcdiv': {'tensor1': (2,), 'tensor2': (1, 2), 'value': (1, 2)},
+    '_linear': {'input': (1,), 'weight': (0,)},
+    '_linear_weight_grad': {'grad_output': (1,), 'input': (0,)},
+    '_log_softmax_backward': {'grad_output': (1,)},
+    '_linalg_solve_triangular': {'result': (0,)},
+    '_linalg_solve_ex': {'B': (0,), 'results': (0,)},
+    '_linalg_lu_solve': {'result': (0,)},
+    '_cross': {'other': (0,), 'self': (1,)},
+}

@@ -342,6 +342,22 @@ def _conv_padding(padding, nd, kernel, dilation, stride):
     return tuple(p for p in _ntuple(padding, nd, "padding") for _ in range(2))
 
 
+def _im2col(input, kernel, dilation, pads, stride):
+    """torch.im2col; on meta, of an unpadded input, as views instead (unfold per spatial dim, strided slices
+    for the dilation, one reshape): a meta tensor runs an array op's NumPy body over placeholders, which would
+    allocate the (N, C*K, L) columns whose shape is all it needs -- the shape-only pass a model is built with
+    (recipes: reasoning_about_shapes) must not cost memory of the input's size."""
+    if input.device.type != "meta" or any(pads):
+        return torch.im2col(input, kernel, dilation, pads, stride)
+    nd = len(kernel)
+    x = input
+    for i in range(nd):
+        x = x.unfold(2 + i, dilation[i] * (kernel[i] - 1) + 1, stride[i])     # (N, C, *blocks, *spans)
+    x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]      # (N, C, *blocks, *kernel)
+    x = x.permute((0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)))
+    return x.reshape(x.shape[0], -1, int(np.prod(x.shape[2 + nd:])))      # (N, C*K, L), as torch.im2col
+
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     name = f"conv{nd}d"
     unbatched = input.dim() == nd + 1
@@ -373,7 +389,7 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
                            f"size: ({' x '.join(map(str, kernel))}). Kernel size can't be greater than actual "
                            "input size")
-    cols = torch.im2col(input, kernel, dilation, pads, stride)            # (N, C*K, L)
+    cols = _im2col(input, kernel, dilation, pads, stride)                 # (N, C*K, L)
     k = int(np.prod(kernel))
     blocks = cols.shape[-1]
     cols = cols.reshape(n, groups, (c // groups) * k, blocks)              # (N, G, C/G*K, L)
