@@ -178,6 +178,7 @@ class Op:
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
     grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
+    forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
 
     @property
     def tensor_inputs(self):
@@ -281,7 +282,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn")
+             "scalars_in_dtype", "grad_fn", "forward")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -553,10 +554,32 @@ def parse_op(raw, path, registered_names) -> Op:
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
+    forward = _parse_forward(e, sig, outputs, registered_names)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
-              tuple(in_dtype), grad_fn)
+              tuple(in_dtype), grad_fn, forward)
+
+
+# ---------------------------------------------------------------- forward: (forward-mode AD, codegen/emit_forward.py)
+
+def _parse_forward(e, sig, outputs, registered_names):
+    """`forward:` -- the tangent of the (single) output as a Tensor expression over the inputs, their tangents
+    `<arg>_t` and `result`, for ops whose JVP is not derived from `derivatives:` (an absent tangent is zeros)."""
+    formula = e.pop("forward", str)
+    if formula is None:
+        return None
+    if outputs != 1:
+        e.fail("forward", "a forward formula gives the tangent of one output; this op has several")
+    names = {a.name for a in sig.args}
+    tangents = {f"{a.name}_t" for a in sig.args if a.is_tensor}
+    unknown = names_in(formula, e, "forward") - (names | tangents | {"result"} | registered_names | HELPERS
+                                                  | ALLOWED_BUILTINS)
+    if unknown:
+        e.fail("forward", f"names unknown variable(s) {sorted(unknown)}")
+    if not (names_in(formula, e, "forward") & tangents):
+        e.fail("forward", f"names no tangent (one of {sorted(tangents)})")
+    return formula
 
 
 def _parse_grad_fn(e, kind, value, sig):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _dispatch
 from . import _dtype as D
 from . import _functional as F
 from . import _half
@@ -204,6 +205,8 @@ def _convert(self, dtype):
         run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
         record(spec, (self,), (), (out,))
+    if _dispatch._forward is not None:      # a transform is on: forward AD's tangent follows, vmap converts
+        return _dispatch._forward.converted(self, out)     # the whole batch (autograd/forward_ad.py, func/_vmap.py)
     return out
 
 

@@ -31,6 +31,9 @@ class Tensor:
                  "grad_fn", "_output_nr", "_retains_grad", "_hooks", "_accum", "_base", "_wrapped", "_name",
                  "__weakref__", "__dict__")
 
+    _fw = None      # forward-mode AD: (generation, tangent) of a dual tensor (reftorch/autograd/forward_ad.py)
+    _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
+
     def __init__(self, *args, **kwargs):
         pass        # Tensor(...) is built by __new__ (reftorch/_legacy.py: PyTorch's legacy constructor)
 
