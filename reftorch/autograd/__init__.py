@@ -105,3 +105,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 from . import forward_ad  # noqa: E402,F401  -- after grad, which it calls (its generic JVP fallback)
+from . import functional  # noqa: E402,F401  -- torch.autograd.functional

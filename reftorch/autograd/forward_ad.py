@@ -29,10 +29,11 @@ __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_du
 class _State:
     level = None            # the open level (0), or None
     generation = 0          # tangents carry the generation of the level they were set at
-    duals = None            # weak set of the tensors given a tangent at the open level
+    duals = None            # {id: weak reference} of the tensors given a tangent at the open level
     dispatch = None         # reftorch._dispatch, bound on first use (it imports the autograd package)
     F = None                # reftorch._functional, likewise
     grad = None             # reftorch.autograd.grad, likewise (this module is imported by the package)
+    empty_strided = None    # reftorch._creation.empty_strided, likewise
 
 
 _state = _State()
@@ -40,9 +41,10 @@ _state = _State()
 
 def _core():
     if _state.dispatch is None:
-        from .. import _dispatch, _functional
+        from .. import _dispatch, _functional, _creation
         from . import grad
         _state.dispatch, _state.F, _state.grad = _dispatch, _functional, grad
+        _state.empty_strided = _creation.empty_strided
     return _state.dispatch
 
 
@@ -56,7 +58,7 @@ def enter_dual_level():
     _Hook.next, d._forward = d._forward, _Hook      # (under a vmap's hook, when one is installed)
     _state.level = 0
     _state.generation += 1
-    _state.duals = weakref.WeakSet()
+    _state.duals = {}
     return 0
 
 
@@ -69,8 +71,10 @@ def exit_dual_level(*, level=None):
     if level != _state.level:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that was created. This is "
                            "not supported.")
-    for t in list(_state.duals):
-        t._fw = None
+    for ref in _state.duals.values():
+        t = ref()
+        if t is not None:
+            t._fw = None
     _state.duals = None
     _state.level = None
     _state.generation += 1
@@ -107,7 +111,7 @@ def tangent_of(t):
 
 def _set_tangent(t, tangent):
     t._fw = (_state.generation, tangent)
-    _state.duals.add(t)
+    _state.duals[id(t)] = weakref.ref(t)      # (by id: a WeakSet would compare tensors with ==)
 
 
 def make_dual(tensor, tangent, *, level=None):
@@ -178,9 +182,11 @@ class _Hook:
         """run(spec, tensors, scalars) -- one native op -- and the tangent of its outputs."""
         run = _below(run)
         tangents = [tangent_of(x) if isinstance(x, Tensor) else None for x in tensors]
+        if all(t is None for t in tangents):        # (not suspended: a vmap below runs its physical ops from the
+            return run(spec, tensors, scalars)      # top of the chain, and they may carry tangents)
         with _suspended():
             out = run(spec, tensors, scalars)
-            if all(t is None for t in tangents) or not spec.differentiable:
+            if not spec.differentiable:
                 return out
             outs = out if isinstance(out, (tuple, list)) else (out,)
             touts = _jvp(spec, list(tensors), scalars, tangents, outs, run)
@@ -259,7 +265,7 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
     elif how == "view":
         x, tx = tensors[0], tangents[0]
         if tx._strides != x._strides:       # the primal's layout, so the view is possible where it is on x
-            tx = F.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
+            tx = _state.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
             t[spec.tensor_args[0]] = tx
     terms = [term for term in fn(F, a, t, outs[0]) if term is not None]
     if not terms:
