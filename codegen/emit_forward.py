@@ -1,4 +1,5 @@
-"""Forward-mode AD: the JVP of each op, from ops.yaml (reftorch/kernels/jvps.py).
+"""Function transforms: the JVP of each op, and its vmap form where it has one, from ops.yaml
+(reftorch/kernels/transforms.py).
 
 Where each op's JVP comes from, in order:
   * `forward:` -- an explicit formula over the inputs, their tangents `<arg>_t` and `result` (matmul, sum...);
@@ -15,6 +16,9 @@ Where each op's JVP comes from, in order:
 Each generated function takes (F, a, t, result): F the functional namespace, a the arguments by name
 (tensors and the other arguments), t the tangents by tensor argument name (None where absent), result
 the primal output. It returns the list of terms whose sum is the output's tangent.
+
+An op's `vmap:` expression becomes <op>_vmap(F, a): the op in terms of ops that vmap batches by kind,
+evaluated on the logical (per-sample) arguments (reftorch/func/_vmap.py), in place of a loop.
 """
 from __future__ import annotations
 
@@ -89,16 +93,24 @@ def _function(op, registry):
     return "\n".join(head + body) + "\n", kind
 
 
+def _vmap_function(op, registry):
+    head = [f"def {op.name}_vmap(F, a):", f"    # vmap: {op.vmap}"]
+    head += [f"    {a.name} = a[{a.name!r}]" for a in op.signature.args]
+    return "\n".join(head + [f"    return {_rewrite(op.vmap, registry, {})}"]) + "\n"
+
+
 def emit(ops):
-    """The text of reftorch/kernels/jvps.py."""
+    """The text of reftorch/kernels/transforms.py."""
     registry = {op.name: op for op in ops}
     for op in ops:
         for alias in op.variants.aliases:
             registry.setdefault(alias, op)
-    out = [HEADER, '"""JVP functions generated from ops.yaml (codegen/emit_forward.py says where each comes from).\n\n'
+    out = [HEADER, '"""JVP and vmap functions generated from ops.yaml (codegen/emit_forward.py says where each comes\n'
+           'from).\n\n'
            'JVPS maps an op to (function, how): how is "forward" (an explicit formula; absent tangents are\n'
            'zeros), "derived" (elementwise: its backward formulas applied to the tangents) or "view" (its own\n'
-           'JVP). Ops not listed take the generic fallback of reftorch/autograd/forward_ad.py.\n"""\n',
+           'JVP). Ops not listed take the generic fallback of reftorch/autograd/forward_ad.py. VMAPS maps an op\n'
+           'to its form under vmap (ops.yaml `vmap:`).\n"""\n',
            "import math  # formulas may name math (codegen/model.py ALLOWED_BUILTINS)\n"]
     table = []
     for op in ops:
@@ -109,4 +121,7 @@ def emit(ops):
         out.append(src)
         table.append(f"    {op.name!r}: ({op.name}_jvp, {kind!r}),")
     out.append("JVPS = {\n" + "\n".join(table) + "\n}\n")
+    vmaps = [op for op in ops if op.vmap is not None]
+    out += [_vmap_function(op, registry) for op in vmaps]
+    out.append("VMAPS = {\n" + "".join(f"    {op.name!r}: {op.name}_vmap,\n" for op in vmaps) + "}\n")
     return "\n\n".join(out)

@@ -17,7 +17,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/cpu_half.py": emit_cpu_half.emit_half_module(ops, fused),
         "reftorch/kernels/cuda_half.py": emit_cuda_half.emit_module(ops, fused),
         "reftorch/kernels/derivatives.py": deriv_src,
-        "reftorch/kernels/jvps.py": emit_forward.emit(ops),
+        "reftorch/kernels/transforms.py": emit_forward.emit(ops),
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),

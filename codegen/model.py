@@ -179,6 +179,7 @@ class Op:
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
     grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
     forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
+    vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
 
     @property
     def tensor_inputs(self):
@@ -282,7 +283,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "forward")
+             "scalars_in_dtype", "grad_fn", "forward", "vmap")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -555,13 +556,14 @@ def parse_op(raw, path, registered_names) -> Op:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
     forward = _parse_forward(e, sig, outputs, registered_names)
+    vmap = _parse_vmap(e, sig, registered_names)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
-              tuple(in_dtype), grad_fn, forward)
+              tuple(in_dtype), grad_fn, forward, vmap)
 
 
-# ---------------------------------------------------------------- forward: (forward-mode AD, codegen/emit_forward.py)
+# ---------------------------------------------------------------- forward: and vmap: (issue 24: function transforms)
 
 def _parse_forward(e, sig, outputs, registered_names):
     """`forward:` -- the tangent of the (single) output as a Tensor expression over the inputs, their tangents
@@ -579,6 +581,19 @@ def _parse_forward(e, sig, outputs, registered_names):
         e.fail("forward", f"names unknown variable(s) {sorted(unknown)}")
     if not (names_in(formula, e, "forward") & tangents):
         e.fail("forward", f"names no tangent (one of {sorted(tangents)})")
+    return formula
+
+
+def _parse_vmap(e, sig, registered_names):
+    """`vmap:` -- the op as a Tensor expression over its arguments and registered ops that vmap batches by
+    kind, used under vmap in place of a loop over the samples (an array op no kind rule covers)."""
+    formula = e.pop("vmap", str)
+    if formula is None:
+        return None
+    unknown = names_in(formula, e, "vmap") - ({a.name for a in sig.args} | registered_names | HELPERS
+                                              | ALLOWED_BUILTINS)
+    if unknown:
+        e.fail("vmap", f"names unknown variable(s) {sorted(unknown)}")
     return formula
 
 

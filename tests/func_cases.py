@@ -169,6 +169,29 @@ def vmap_dims_and_chunks(torch):
     return values([a, b, c])
 
 
+@case
+def xent_per_sample_grads(torch):
+    params, f = _mlp(torch, _rng("mlp"))
+    xs, ys = _t(torch, _rng("xent-xs"), 5, 3), torch.tensor([0, 1, 1, 0, 1])
+    w = torch.tensor([0.3, 1.7], dtype=torch.float64)
+
+    def loss(p, x, y):      # (the ops.yaml `vmap:` forms of _linear and _nll_loss)
+        z = f(p, x).unsqueeze(0)
+        return torch.nn.functional.cross_entropy(z, y.unsqueeze(0)) + \
+            torch.nn.functional.nll_loss(torch.log_softmax(z, 1), y.unsqueeze(0), weight=w, reduction="sum")
+    return values(torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, xs, ys))
+
+
+@case
+def vmap_loop_fallback(torch):
+    x = _t(torch, _rng("loop"), 4, 3, 2)
+    idx = torch.tensor([[1, 0], [2, 2]])
+
+    def f(r):               # flip, gather, movedim: no kind rule, a loop over the samples
+        return torch.gather(r.flip(0), 0, idx).movedim(0, 1) * r.sum()
+    return values([torch.func.vmap(f)(x), torch.func.vmap(torch.func.jacrev(f))(x)])
+
+
 # ------------------------------------------------------------------------------------ forward_ad
 
 @case

@@ -17,7 +17,7 @@ from reftorch.autograd import grad as autograd_grad
 from reftorch.autograd.forward_ad import _fallback, _jvp
 from reftorch._dispatch import SPECS, _call_spec
 from reftorch._tensor import Tensor
-from reftorch.kernels.jvps import JVPS
+from reftorch.kernels.transforms import JVPS
 from registry_samples import OPS
 from test_registry_grad import _seed, _skip_reason, differentiable, prepared
 

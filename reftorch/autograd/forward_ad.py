@@ -4,7 +4,7 @@ A dual tensor is a tensor carrying a tangent at the open dual level (`t._fw = (g
 tangent of a closed level is ignored, and dropped on exit). While a level is open the dispatcher hands
 every op call to `call()` below (its one hook, `_dispatch._forward`): when some input has a tangent, the
 op runs on the primals as usual (recorded for reverse mode as usual), then the output's tangent is
-computed from the op's JVP in reftorch/kernels/jvps.py (generated from ops.yaml by
+computed from the op's JVP in reftorch/kernels/transforms.py (generated from ops.yaml by
 codegen/emit_forward.py) or, for ops with none there, by the generic fallback: the transpose of the VJP,
 
     jvp(t) = d/du < vjp(u), t >     (vjp(u) = the backward of the op at u, taken with create_graph)
@@ -20,7 +20,7 @@ import weakref
 from collections import namedtuple
 
 from .._tensor import Tensor
-from ..kernels.jvps import JVPS
+from ..kernels.transforms import JVPS
 from . import grad_mode
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]

@@ -10,6 +10,7 @@ innermost level runs once on the physical tensors, by the rule of its kind in op
   reduction / scan / argreduction / view, and ops with dim arguments
                              the dim arguments (`dim`, `dim?`, `dim[]?`, a view's `dims`) shifted past
                              the batch dim; a view's target `size` / `shape` gets the batch size in front
+  ops.yaml `vmap:`           the op as an expression over ops batched by kind, run on the logical tensors
   matmul (ops whose body is np.matmul)
                              the batch dim in front of the matrix dims (vectors made matrices and back)
   anything else              a loop over the samples, its results stacked
@@ -26,13 +27,14 @@ import functools
 from .. import _dispatch
 from .. import _functional as F
 from .._tensor import Tensor
-from ..kernels.api import SPECS
+from ..kernels.transforms import VMAPS
 from ._common import depth, finish
 from ._pytree import tree_flatten, tree_unflatten
 
 DIM_TYPES = ("dim", "dim?", "dim[]?")
 DIM_LIST_NAMES = ("dims",)          # int[] arguments that list dims (permute's), by the signatures' convention
 SIZE_NAMES = ("size", "shape")      # int[] arguments of views that give the whole target shape
+RELATIVE_NAMES = ("sizes",)         # int[] arguments of views relative to a dim argument (unflatten's)
 ELEMENTWISE = ("unary", "binary", "ternary")
 DIM_KINDS = ("reduction", "scan", "argreduction", "view")
 
@@ -92,9 +94,14 @@ def _shift_dims(spec, scalars, ndim):
     """The scalar arguments with dims moved past the batch dim, or None when a rule cannot say (dim=None of a
     reduction over a 0-d sample...)."""
     out = list(scalars)
+    view = spec.kind == "view"
     for i, name in enumerate(spec.scalar_names):
         ty, v = spec.arg_types[name], scalars[i] if i < len(scalars) else None
-        if ty in DIM_TYPES or (name in DIM_LIST_NAMES and spec.kind == "view"):
+        if ty.startswith("int[]") and not (view and name in DIM_LIST_NAMES + SIZE_NAMES + RELATIVE_NAMES):
+            return None         # a list relative to every dim (a stride, repeat's sizes...): no rule says how
+        if name == "dim" and ty == "int" and view:      # a new dim's position (unsqueeze): in [-ndim-1, ndim]
+            out[i] = _wrap_dim(v, ndim + 1) + 1
+        elif ty in DIM_TYPES or (name in DIM_LIST_NAMES and view):
             if v is None:
                 if ty != "dim[]?" or ndim == 0:
                     return None
@@ -229,6 +236,11 @@ class _Hook:
         level = _Hook._level(tensors)
         if level is None:
             return _Hook._inner(run)(spec, tensors, scalars)
+        form = VMAPS.get(spec.name)
+        if form is not None:            # ops.yaml `vmap:`: the op in terms of ops batched by kind
+            a = dict(zip(spec.tensor_args, tensors))
+            a.update(zip(spec.scalar_names, scalars))
+            return form(F, a)
         # the physical op goes through the whole chain again: a level outside this one (its tensors may be
         # batched there) and forward AD (their tangents) see it
         inner = _head

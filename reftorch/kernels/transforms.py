@@ -2,11 +2,13 @@
 # Edit the registry and regenerate; `python -m codegen --check` fails when this file is stale.
 
 
-"""JVP functions generated from ops.yaml (codegen/emit_forward.py says where each comes from).
+"""JVP and vmap functions generated from ops.yaml (codegen/emit_forward.py says where each comes
+from).
 
 JVPS maps an op to (function, how): how is "forward" (an explicit formula; absent tangents are
 zeros), "derived" (elementwise: its backward formulas applied to the tangents) or "view" (its own
-JVP). Ops not listed take the generic fallback of reftorch/autograd/forward_ad.py.
+JVP). Ops not listed take the generic fallback of reftorch/autograd/forward_ad.py. VMAPS maps an op
+to its form under vmap (ops.yaml `vmap:`).
 """
 
 
@@ -1499,4 +1501,28 @@ JVPS = {
     '_polygamma': (_polygamma_jvp, 'derived'),
     'adjoint': (adjoint_jvp, 'view'),
     'logaddexp2': (logaddexp2_jvp, 'derived'),
+}
+
+
+def _nll_loss_vmap(F, a):
+    # vmap: _nll_loss_dense(self, target, weight, ignore_index, reduction)
+    self = a['self']
+    target = a['target']
+    weight = a['weight']
+    ignore_index = a['ignore_index']
+    reduction = a['reduction']
+    return F._nll_loss_dense(self, target, weight, ignore_index, reduction)
+
+
+def _linear_vmap(F, a):
+    # vmap: matmul(input, weight.mT) if bias is None else matmul(input, weight.mT) + bias
+    input = a['input']
+    weight = a['weight']
+    bias = a['bias']
+    return F.matmul(input, weight.mT) if bias is None else F.matmul(input, weight.mT) + bias
+
+
+VMAPS = {
+    '_nll_loss': _nll_loss_vmap,
+    '_linear': _linear_vmap,
 }
