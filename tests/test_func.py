@@ -65,6 +65,11 @@ def test_errors_as_torch():
             lambda: vmap(lambda a: a, out_dims=None)(x))
     _raises(RuntimeError, "Only allowed values for randomness are 'error', 'different', or 'same'. Got foo",
             lambda: vmap(lambda a: a, randomness="foo"))
+    _raises(RuntimeError, "vmap: called random operation while in randomness error mode. Please either use the "
+            "'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap",
+            lambda: vmap(lambda a: a + torch.rand(3))(torch.ones(2, 3)))
+    same = vmap(lambda a: a + torch.rand(3), randomness="same")(torch.zeros(2, 3))
+    assert np.array_equal(same[0].numpy(), same[1].numpy())
     fwAD = torch.autograd.forward_ad
     _raises(RuntimeError, "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
             "enter_dual_level() first.", lambda: fwAD.make_dual(x, x))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import _creation
 from .. import _dispatch
 from .. import _functional as F
 from .._tensor import Tensor
@@ -205,6 +206,20 @@ def _wrap_out(level, out):
     return out
 
 
+def _random_draw():
+    """Before a random draw inside vmap: randomness='error' refuses it; 'same' draws one sample's values, shared
+    by the batch (the draw has the logical shape); 'different' would need a draw per sample, which the
+    factories here cannot make."""
+    how = _state.levels[-1].randomness if _state.levels else "same"
+    if how == "error":
+        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
+                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
+                           "of vmap")
+    if how == "different":
+        raise RuntimeError("vmap: randomness='different' is not supported by reftorch's vmap (a draw per sample); "
+                           "use randomness='same' or draw the batch's values outside vmap")
+
+
 def _head(spec, tensors, scalars):
     """One op call from the top of the hook chain, as the dispatcher makes it."""
     h = _dispatch._forward
@@ -381,6 +396,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
     install = not _state.levels      # one hook serves every level (an outer vmap's is in the chain already)
     if install:
         _Hook.next, d._forward = d._forward, _Hook
+        _creation._draw_hook = _random_draw
     _state.levels.append(level)
     try:
         args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
@@ -389,6 +405,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         _state.levels.pop()
         if install:
             d._forward, _Hook.next = _Hook.next, None
+            _creation._draw_hook = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:
