@@ -205,6 +205,22 @@ def forward_ad_mlp(torch):
     return values([p, tangent])
 
 
+@case
+def forward_ad_writes(torch):
+    x, t = _t(torch, _rng("fw-w"), 4), _t(torch, _rng("fw-wt"), 4)
+    fwAD = torch.autograd.forward_ad
+
+    def f(a):               # an indexed write, copy_ and an in-place op: the tangent follows each
+        b = a * 1
+        b[1:3] = a[1:3].sin()
+        c = torch.zeros(4, dtype=torch.float64)
+        c.copy_(a.exp())
+        c.mul_(a)
+        return b * c
+    with fwAD.dual_level():
+        return values(fwAD.unpack_dual(f(fwAD.make_dual(x, t))).tangent)
+
+
 # ------------------------------------------------------------------------------------ autograd.functional
 
 @case

@@ -111,3 +111,35 @@ def test_results_detached_outside_transforms():
     assert g.requires_grad
     (gw,) = torch.autograd.grad(g.sum(), [w])
     assert np.allclose(gw.numpy(), np.cos(x.numpy()))
+
+
+def test_gradcheck_forward_ad():
+    from reftorch.autograd import gradcheck, gradgradcheck
+    from reftorch.autograd.gradcheck import GradcheckError
+    x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    f = lambda a: torch.softmax(a, 1) * a.tanh().sum(0)        # noqa: E731
+    assert gradcheck(f, (x,), check_forward_ad=True, check_backward_ad=False)
+    assert gradgradcheck(f, (x,), check_fwd_over_rev=True, check_rev_over_rev=False)
+
+    class Twice(torch.autograd.Function):       # forward mode takes a Function's jvp, as torch's
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 3                            # wrong on purpose
+    assert gradcheck(Twice.apply, (x,))
+    with pytest.raises(GradcheckError):
+        gradcheck(Twice.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+
+    class NoJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+    _raises(NotImplementedError, "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD.", lambda: gradcheck(NoJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False))

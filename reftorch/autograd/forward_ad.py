@@ -150,6 +150,43 @@ def unpack_dual(tensor, *, level=None):
     return UnpackedDualTensor(primal, tangent)
 
 
+def tangents_of(args):
+    """For autograd.Function: one tangent per argument (zeros for tensors without one, None for the rest), or
+    None when no argument has a tangent at an open level."""
+    if _state.level is None:
+        return None
+    ts = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    if all(t is None for t in ts):
+        return None
+    with _suspended():
+        return [_state.F.zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, ts)]
+
+
+def set_output_tangents(output, tangents):
+    """The tangents an autograd.Function's jvp gave, on its outputs."""
+    outs = output if isinstance(output, tuple) else (output,)
+    tangents = tangents if isinstance(tangents, tuple) else (tangents,)
+    for o, t in zip(outs, tangents):
+        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+            with _suspended():
+                _set_tangent(o, _fit(t, o))
+
+
+class suspended_if:
+    """_suspended when the condition holds (an autograd.Function's forward runs without tangents)."""
+
+    def __init__(self, condition):
+        self.inner = _suspended() if condition else None
+
+    def __enter__(self):
+        if self.inner is not None:
+            self.inner.__enter__()
+
+    def __exit__(self, *exc):
+        if self.inner is not None:
+            self.inner.__exit__(*exc)
+
+
 class _suspended:
     """No tangent propagation inside (tangents are computed by ordinary ops); hooks installed before the
     level (a vmap's) stay."""
@@ -223,6 +260,19 @@ class _Hook:
             with _suspended():
                 _attach(out, _fit(t, out))
         return out
+
+
+    @staticmethod
+    def assigned(self, new):
+        """new's values were written into self (copy_, an indexed write): self's tangent becomes new's."""
+        if _Hook.next is not None:
+            _Hook.next.assigned(self, new)
+        t = tangent_of(new)
+        if t is not None and self.dtype.is_floating_point:
+            with _suspended():
+                _set_tangent(self, _fit(t, self))
+        elif tangent_of(self) is not None:
+            self._fw = None
 
 
 def _attach(o, tangent):

@@ -310,7 +310,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             grad_outputs.append(g.requires_grad_(True))
     tupled_grads = _as_tuple(grad_outputs)
     n_grads = len(tupled_grads)
-    if not check_rev_over_rev:
+    if not (check_rev_over_rev or check_fwd_over_rev):
         return True
 
     def new_func(*args):
@@ -321,7 +321,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         grads = autograd_grad(outs, diff_in, list(gouts), create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
+    # forward over reverse: the backward's Jacobian by forward-mode AD (check_forward_ad of the backward)
     return gradcheck(new_func, tupled + tupled_grads, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
                      fast_mode=fast_mode, masked=masked)

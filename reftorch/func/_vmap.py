@@ -285,6 +285,11 @@ class _Hook:
         return tensors[0]
 
     @staticmethod
+    def assigned(self, new):
+        if _Hook.next is not None:
+            _Hook.next.assigned(self, new)
+
+    @staticmethod
     def converted(src, out):
         hit = _active(src)
         if hit is not None:
