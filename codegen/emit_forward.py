@@ -82,7 +82,8 @@ def _function(op, registry):
         body = [f"    # forward: {op.forward}", f"    return [{_rewrite(op.forward, registry, {})}]"]
     elif kind == "view":
         args = ", ".join(a.name for a in op.signature.args[1:])
-        body = ["    # a view: linear, its own JVP", f"    return [F.{op.name}({tensors[0]}_t{', ' if args else ''}{args})]"]
+        call = f"F.{op.name}({tensors[0]}_t{', ' if args else ''}{args})"
+        body = ["    # a view: linear, its own JVP", f"    return [{call}]"]
     else:
         body = ["    terms = []"]
         for arg, formula in op.derivatives:

@@ -55,6 +55,8 @@ def test_errors_as_torch():
             lambda: grad(lambda x: x.sum())(3.0))
     _raises(RuntimeError, "jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to call "
             "f(*primals).", lambda: jvp(lambda x: x, x, x))
+    _raises(RuntimeError, "jvp(f, primals, tangents, strict=True): The output of f is independent of the inputs. This "
+            "is not allowed with strict=True.", lambda: jvp(lambda a: torch.ones(2), (x,), (x,), strict=True))
     _raises(ValueError, "jacrev: `chunk_size` should be greater than 0.", lambda: jacrev(lambda x: x, chunk_size=0))
     _raises(ValueError, "vmap: Expected all tensors to have the same size in the mapped dimension, got sizes [3, 4] "
             "for the mapped dimension", lambda: vmap(lambda a, b: a + b)(x, torch.randn(4)))

@@ -12,6 +12,7 @@ from .._tensor import Tensor
 from . import forward_ad as fwAD
 from . import grad_mode
 from .engine import run_backward
+from .graph import _functional
 
 
 def _grad(outputs, inputs, grad_outputs, create_graph=False, retain_graph=None):
@@ -68,7 +69,8 @@ def _check_requires_grad(outputs, strict):
     for i, o in enumerate(outputs):
         if not o.requires_grad:
             raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
-                               "must be computed in a differentiable manner from the input when running in strict mode.")
+                               "must be computed in a differentiable manner from the input when running in strict "
+                               "mode.")
 
 
 def _validate_v(v, other, is_other_tuple):
@@ -185,7 +187,7 @@ def _jacobian_reverse(outputs, inputs, create_graph, strict):
 
 
 def _stack_rows(rows, out, x):
-    from .. import _functional as F
+    F = _functional()      # (reftorch._functional: it imports this package)
     if not rows:
         return x.new_zeros(tuple(out._shape) + tuple(x._shape))
     return F.stack(rows).reshape(tuple(out._shape) + tuple(x._shape))
@@ -193,7 +195,7 @@ def _stack_rows(rows, out, x):
 
 def _jacobian_forward(func, inputs):
     """Columns by forward-mode AD: one JVP per input element (a unit tangent)."""
-    from .. import _functional as F
+    F = _functional()      # (reftorch._functional: it imports this package)
     cols = None
     for k, x in enumerate(inputs):
         n = x.numel()

@@ -269,7 +269,7 @@ def hessian(func, argnums=0):
 
 # ------------------------------------------------------------------------------------ forward mode
 
-def _jvp_flat(func, primals, tangents):
+def _jvp_flat(func, primals, tangents, strict=False):
     """(outputs, their tangents, aux-carrying raw output): forward mode when no level is open, else the
     transpose of the VJP (nested forward transforms)."""
     if fwAD._state.level is None:
@@ -280,6 +280,9 @@ def _jvp_flat(func, primals, tangents):
             _only_tensors(outs)
             bottoms = [_bottom(o) for o in outs]
             touts = [fwAD.unpack_dual(b).tangent for b in bottoms]
+            if strict and any(t is None for t in touts):
+                raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the "
+                                   "inputs. This is not allowed with strict=True.")
             touts = [F.zeros_like(o) if t is None else _top(t) for o, t in zip(outs, touts)]
             outs = [_top(fwAD.unpack_dual(b).primal) for b in bottoms]
         return outs, touts, spec, raw
@@ -305,7 +308,7 @@ def _jvp_flat(func, primals, tangents):
 def _only_tensors(outs):
     for o in outs:
         if not isinstance(o, Tensor):
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only tensors, got "
+            raise RuntimeError(f"jvp(f, primals, tangents): expected f(*args) to return only tensors, got "
                                f"unsupported type {type(o)}")
 
 
@@ -340,7 +343,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             return _Aux(out)
         return out
 
-    outs, touts, spec, raw = _jvp_flat(call, p_leaves, t_leaves)
+    outs, touts, spec, raw = _jvp_flat(call, p_leaves, t_leaves, strict)
     result = (tree_unflatten(outs, spec), tree_unflatten(touts, spec))
     return _finish(result + (raw[1],) if has_aux else result)
 
