@@ -145,3 +145,20 @@ def test_gradcheck_forward_ad():
             return a * 2
     _raises(NotImplementedError, "You must implement the jvp function for custom autograd.Function to use it with "
             "forward mode AD.", lambda: gradcheck(NoJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False))
+
+
+def test_forward_and_vmap_fields_parsed_strictly():
+    from codegen.emit_forward import emit, how
+    from codegen.model import RegistryError, load
+    entry = ("- name: twice\n  kind: unary\n  signature: (Tensor self)\n  scalar: self + self\n  dtypes: [float]\n"
+             "  derivatives: {self: grad * 2}\n  test: {ref: \"lambda x: x + x\"}\n")
+    (op,) = load("ops.yaml", text=entry)
+    assert how(op) == "derived" and "terms.append(self_t * 2)" in emit([op])
+    (op,) = load("ops.yaml", text=entry + "  forward: self_t + self_t\n  vmap: self * 2\n")
+    assert how(op) == "forward" and "return [self_t + self_t]" in emit([op]) and "'twice': twice_vmap" in emit([op])
+    for extra, problem in (("  forward: other_t * 2\n", "field 'forward': names unknown variable(s) ['other_t']"),
+                           ("  forward: self * 2\n", "field 'forward': names no tangent (one of ['self_t'])"),
+                           ("  vmap: nope(self)\n", "field 'vmap': names unknown variable(s) ['nope']")):
+        with pytest.raises(RegistryError) as info:
+            load("ops.yaml", text=entry + extra)
+        assert problem in str(info.value)
