@@ -70,6 +70,12 @@ def test_errors_as_torch():
     _raises(RuntimeError, "vmap: called random operation while in randomness error mode. Please either use the "
             "'same' or 'different' randomness flags on vmap or perform the randomness operation out of vmap",
             lambda: vmap(lambda a: a + torch.rand(3))(torch.ones(2, 3)))
+    _raises(RuntimeError, "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+            "calling .item() on a Tensor, please try to rewrite what you're doing with other operations. If error is "
+            "occurring somewhere inside PyTorch internals, please file a bug report.", lambda: vmap(float)(x))
+    _raises(RuntimeError, "vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
+            "flow. We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .",
+            lambda: vmap(lambda a: a if a > 0 else -a)(x))
     same = vmap(lambda a: a + torch.rand(3), randomness="same")(torch.zeros(2, 3))
     assert np.array_equal(same[0].numpy(), same[1].numpy())
     fwAD = torch.autograd.forward_ad

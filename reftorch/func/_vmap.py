@@ -41,10 +41,12 @@ DIM_KINDS = ("reduction", "scan", "argreduction", "view")
 
 
 class _Level:
-    __slots__ = ("id", "size", "randomness")
+    """One vmap call's level; `open` while it runs (a tensor tagged with a closed level is a plain tensor, and
+    Tensor.item() refuses a tagged tensor of an open one, as PyTorch does)."""
+    __slots__ = ("id", "size", "randomness", "open")
 
     def __init__(self, id_, size, randomness):
-        self.id, self.size, self.randomness = id_, size, randomness
+        self.id, self.size, self.randomness, self.open = id_, size, randomness, True
 
 
 class _State:
@@ -58,26 +60,23 @@ _state = _State()
 def _active(x):
     """(level, physical) when x is batched at an open level, else None."""
     tag = x._vmap if isinstance(x, Tensor) else None
-    if tag is None:
+    if tag is None or not tag[0].open:
         return None
-    for lv in _state.levels:
-        if lv.id == tag[0]:
-            return lv, tag[1]
-    return None
+    return tag
 
 
 def wrap(level, physical):
     """The logical tensor of a physical one (its first sample's view, tagged)."""
     p = physical
     t = Tensor._make(p._storage, p._offset, p._shape[1:], p._strides[1:], p.dtype, p.device)
-    t._vmap = (level.id, physical)
+    t._vmap = (level, physical)
     return t
 
 
 def _phys(x, level):
     """x's physical tensor at level (batch dim 0) and whether it is batched there."""
     tag = x._vmap if isinstance(x, Tensor) else None
-    if tag is not None and tag[0] == level.id:
+    if tag is not None and tag[0] is level:
         return tag[1], True
     return x, False
 
@@ -408,13 +407,14 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         out = func(*args, **kwargs)
     finally:
         _state.levels.pop()
+        level.open = False
         if install:
             d._forward, _Hook.next = _Hook.next, None
             _creation._draw_hook = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:
-        if isinstance(o, Tensor) and o._vmap is not None and o._vmap[0] == level.id:
+        if isinstance(o, Tensor) and o._vmap is not None and o._vmap[0] is level:
             phys.append((o._vmap[1], True))
         else:
             phys.append((o, False))
