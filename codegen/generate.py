@@ -1,7 +1,7 @@
 """Registry -> the text of every generated file, keyed by path relative to the repository root."""
 from __future__ import annotations
 
-from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs
+from . import emit_api, emit_autograd, emit_cpu, emit_cuda, emit_docs, emit_forward
 from . import emit_cpu_half, emit_cuda_half, emit_views
 from .common import HEADER, template
 from .model import load
@@ -18,6 +18,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/cpu_half.py": emit_cpu_half.emit_half_module(ops, fused),
         "reftorch/kernels/cuda_half.py": emit_cuda_half.emit_module(ops, fused),
         "reftorch/kernels/derivatives.py": deriv_src,
+        "reftorch/kernels/transforms.py": emit_forward.emit(ops),
         "reftorch/kernels/api.py": emit_api.emit_api(ops, saves),
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),

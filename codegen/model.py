@@ -181,6 +181,8 @@ class Op:
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
     grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
     geometry: Optional[str] = None  # view ops: the body computing (shape, strides, offset) of the view
+    forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
+    vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
 
     @property
     def tensor_inputs(self):
@@ -284,7 +286,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -438,9 +440,12 @@ def parse_op(raw, path, registered_names) -> Op:
     in_dtype = _parse_scalars_in_dtype(e, kind, sig)
     grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
     geometry = _parse_geometry(e, kind, sig)
+    forward = _parse_forward(e, sig, outputs, registered_names)
+    vmap = _parse_vmap(e, sig, registered_names)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
-              differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry)
+              differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
+              forward, vmap)
 
 
 def _parse_scalar(e, kind, sig):
@@ -713,6 +718,40 @@ def _parse_geometry(e, kind, sig):
         e.fail("geometry", f"names unknown variable(s) {sorted(unknown)}; it may use shape, strides, offset, "
                            f"inplace, the op's arguments and {', '.join(sorted(GEOMETRY_HELPERS))}")
     return body
+
+
+# ---------------------------------------------------------------- forward: and vmap: (issue 24: function transforms)
+
+def _parse_forward(e, sig, outputs, registered_names):
+    """`forward:` -- the tangent of the (single) output as a Tensor expression over the inputs, their tangents
+    `<arg>_t` and `result`, for ops whose JVP is not derived from `derivatives:` (an absent tangent is zeros)."""
+    formula = e.pop("forward", str)
+    if formula is None:
+        return None
+    if outputs != 1:
+        e.fail("forward", "a forward formula gives the tangent of one output; this op has several")
+    names = {a.name for a in sig.args}
+    tangents = {f"{a.name}_t" for a in sig.args if a.is_tensor}
+    unknown = names_in(formula, e, "forward") - (names | tangents | {"result"} | registered_names | HELPERS
+                                                  | ALLOWED_BUILTINS)
+    if unknown:
+        e.fail("forward", f"names unknown variable(s) {sorted(unknown)}")
+    if not (names_in(formula, e, "forward") & tangents):
+        e.fail("forward", f"names no tangent (one of {sorted(tangents)})")
+    return formula
+
+
+def _parse_vmap(e, sig, registered_names):
+    """`vmap:` -- the op as a Tensor expression over its arguments and registered ops that vmap batches by
+    kind, used under vmap in place of a loop over the samples (an array op no kind rule covers)."""
+    formula = e.pop("vmap", str)
+    if formula is None:
+        return None
+    unknown = names_in(formula, e, "vmap") - ({a.name for a in sig.args} | registered_names | HELPERS
+                                              | ALLOWED_BUILTINS)
+    if unknown:
+        e.fail("vmap", f"names unknown variable(s) {sorted(unknown)}")
+    return formula
 
 
 def _parse_grad_fn(e, kind, value, sig):

@@ -96,6 +96,8 @@ from . import distributions  # noqa: E402  (torch.distributions, on the public A
 from . import profiler  # noqa: E402  (torch.profiler)
 from . import sparse  # noqa: E402  (torch.sparse: COO tensors)
 sparse.bind(globals())      # torch.sparse_coo_tensor, spmm, and mm / matmul / add / mul / sum taking sparse operands
+from . import func  # noqa: E402  (torch.func: transforms over autograd and forward_ad)
+vmap = func.vmap     # torch.vmap
 from ._nn_names import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, torch.lstm_cell ...: ATen signatures)
 from .serialization import save, load  # noqa: E402
 from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)

@@ -634,7 +634,12 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
+_draw_hook = None       # called before every random draw while vmap is on (reftorch/func/_vmap.py: randomness)
+
+
 def _rng(generator):
+    if _draw_hook is not None:
+        _draw_hook()
     return (generator or default_generator)._rng
 
 

@@ -912,6 +912,13 @@ def _scalar_arg(v, dtype):
 
 def call_inplace(name, tensors, scalars):
     spec = SPECS[name]
+    if _forward is not None:
+        return _forward.call_inplace(spec, tensors, scalars, _call_inplace_spec, _call_spec)
+    return _call_inplace_spec(spec, tensors, scalars)
+
+
+def _call_inplace_spec(spec, tensors, scalars):
+    name = spec.name
     if _tracer is not None:
         _tracer.inplace(name)
     if _reference.enabled:
@@ -1696,14 +1703,23 @@ def _write_out(r, o):
         o.copy_(r)
 
 
+_forward = None     # reftorch/autograd/forward_ad.py's hook while a dual level is open (tangent propagation)
+
+
 def call(name, tensors, scalars):
     spec = SPECS[name]
     if spec.plans is not None and _tracer is None and not _autocast.state.any and not _reference.enabled \
-            and not _cuda_d.used:     # elementwise on cpu, nothing intercepting: the lean path (elementwise())
+            and not _cuda_d.used and _forward is None:     # elementwise on cpu, nothing intercepting: the lean path
         plan = _plan_for(spec, tensors)
         if plan is not None:
             return plan.run(spec, plan, tensors, scalars)
         return _elementwise(spec, tensors, scalars)
+    if _forward is not None:
+        return _forward.call(spec, tensors, scalars, _call_spec)
+    return _call_spec(spec, tensors, scalars)
+
+
+def _call_spec(spec, tensors, scalars):
     if _autocast.state.any and spec.autocast is not None:
         tensors = _autocast.cast(spec.autocast, tensors)
     if _tracer is not None:     # reftorch.compile is recording this call (reftorch/compile/tracer.py)

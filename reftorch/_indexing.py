@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from . import _dispatch
 from . import _dtype as D
 from . import _functional as F
 from ._device import CPU
@@ -249,7 +250,8 @@ def _write(self, index, value, accumulate):
         ix = _apply(self, index, warn_at=3)
     target = ix.shape
     vshape = _value_shape(value, target, bool(ix.indices))
-    if grad_mode.state.enabled and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad):
+    if grad_mode.state.enabled and (self.requires_grad or isinstance(value, Tensor) and value.requires_grad) or \
+            _dispatch._forward is not None:     # (a transform is on: the write as ops, so tangents follow it)
         _check_not_leaf(self, ix.view is not self)
         _write_recorded(self, index, value, vshape, accumulate)
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _dispatch
 from . import _dtype as D
 from . import _functional as F
 from . import _half
@@ -204,6 +205,8 @@ def _convert(self, dtype):
         run_elementwise(spec, [self], [], out)
     if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
         record(spec, (self,), (), (out,))
+    if _dispatch._forward is not None:      # a transform is on: forward AD's tangent follows, vmap converts
+        return _dispatch._forward.converted(self, out)     # the whole batch (autograd/forward_ad.py, func/_vmap.py)
     return out
 
 
@@ -236,8 +239,8 @@ def _copy_(self, src, non_blocking=False):
     if self.device.type == "meta" and not (grad_mode.state.enabled and (src.requires_grad or self.requires_grad)):
         self._storage.version += 1      # nothing to write
         return self
-    if grad_mode.state.enabled and (src.requires_grad or self.requires_grad):
-        new = F.expand(src.to(self.dtype), self._shape)
+    if grad_mode.state.enabled and (src.requires_grad or self.requires_grad) or _dispatch._forward is not None:
+        new = F.expand(src.to(self.dtype), self._shape)     # (also while a transform is on: tangents follow)
         _assign_with_history(self, new)
         return self
     if self.device.type == "cuda":
@@ -268,6 +271,8 @@ def _assign_with_history(self, new):
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
         from .autograd.inplace import assign_history
         assign_history(self, new)
+    if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
+        _dispatch._forward.assigned(self, new)
 
 
 def _fill_(self, value):

@@ -31,6 +31,18 @@ class Tensor:
                  "grad_fn", "_output_nr", "_retains_grad", "_hooks", "_accum", "_base", "_wrapped", "_name",
                  "__weakref__", "__dict__")
 
+    _fw = None      # forward-mode AD: (generation, tangent) of a dual tensor (reftorch/autograd/forward_ad.py)
+    _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
+
+    def _refuse_in_vmap(self, what):
+        if self._vmap is not None and self._vmap[0].open:     # one sample's view of a batch: no single value
+            raise RuntimeError(
+                "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() "
+                "on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring "
+                "somewhere inside PyTorch internals, please file a bug report." if what == "item" else
+                "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't "
+                "support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
+
     def __init__(self, *args, **kwargs):
         pass        # Tensor(...) is built by __new__ (reftorch/_legacy.py: PyTorch's legacy constructor)
 
@@ -201,6 +213,8 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def item(self):
+        if self._vmap is not None:
+            self._refuse_in_vmap("item")
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         if self.device.type == "meta":
@@ -211,6 +225,8 @@ class Tensor:
         return self._array().tolist()
 
     def __bool__(self):
+        if self._vmap is not None:
+            self._refuse_in_vmap("bool")
         if self.numel() != 1:
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if self.numel() == 0 else
                                "Boolean value of Tensor with more than one value is ambiguous")

@@ -103,3 +103,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         result = tuple(F.zeros_like(i) if r is None else r for r, i in zip(result, inputs))
     return result
 
+
+
+from . import forward_ad  # noqa: E402,F401  -- after grad, which it calls (its generic JVP fallback)
+from . import functional  # noqa: E402,F401  -- torch.autograd.functional

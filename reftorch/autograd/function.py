@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 
 from .._tensor import Tensor
-from . import grad_mode
+from . import forward_ad, grad_mode
 from .anomaly_mode import record_trace
 from .graph import Node, SavedTensor, gradient_edge
 
@@ -122,6 +122,11 @@ class Function:
                                   "autograd.Function to use it with backward mode AD.")
 
     @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
+    @staticmethod
     def setup_context(ctx, inputs, output):
         raise NotImplementedError("setup_context is not implemented.")
 
@@ -130,7 +135,8 @@ class Function:
         ctx = cls._backward_cls()
         record = grad_mode.state.enabled and any(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = tuple(record and isinstance(a, Tensor) and a.requires_grad for a in args)
-        with grad_mode.no_grad():
+        tangents = forward_ad.tangents_of(args)     # (None outside a dual level, or with no dual input)
+        with grad_mode.no_grad(), forward_ad.suspended_if(tangents is not None):
             if cls.setup_context is not Function.setup_context:
                 output = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, output)
@@ -138,6 +144,8 @@ class Function:
                 output = cls.forward(ctx, *args, **kwargs)
         for t in ctx.dirty_tensors:
             t._storage.version += 1
+        if tangents is not None:    # forward mode: the output tangents are the Function's jvp (as PyTorch's)
+            forward_ad.set_output_tangents(output, cls.jvp(ctx, *tangents))
         if not record:
             return output
         return _record(ctx, args, output)

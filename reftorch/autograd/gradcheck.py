@@ -149,6 +149,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     tupled = _as_tuple(inputs)
     diff_inputs = _check_inputs(tupled)
     outputs = _as_tuple(func(*tupled))
+    if check_forward_ad and not _forward_check(func, tupled, diff_inputs, outputs, eps, atol, rtol, raise_exception):
+        return False
     if not check_backward_ad:
         return True
     rng = np.random.default_rng(0)
@@ -199,6 +201,44 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             a = analytical[ii]
             if not np.allclose(a, n, rtol=rtol, atol=atol):
                 return _fail(_mismatch(oi, ii, n, a), raise_exception)
+    return True
+
+
+def _jvp_columns(func, tupled, diff_inputs, ii):
+    """The forward-AD Jacobian of every output with respect to diff_inputs[ii]: one JVP per element, the
+    input made dual with a unit tangent. jac[o]: (input numel, output numel), None for non-float outputs."""
+    from . import forward_ad as fwAD
+    t = diff_inputs[ii]
+    cols = None
+    for flat in range(t.numel()):
+        e = np.zeros(t.numel())
+        e[flat] = 1.0
+        with fwAD.dual_level():
+            args = [fwAD.make_dual(x, _to_tensor(e.reshape(t._shape).astype(t.dtype.np))) if x is t else x
+                    for x in tupled]
+            outs = _as_tuple(func(*args))
+            tans = [fwAD.unpack_dual(o).tangent if _is_float_tensor(o) else None for o in outs]
+            vals = [None if not _is_float_tensor(o) else np.zeros(o.numel()) if tg is None else
+                    np.array(tg.detach()._array(), dtype=np.float64).reshape(-1) for o, tg in zip(outs, tans)]
+        if cols is None:
+            cols = [None if v is None else np.zeros((t.numel(), v.size)) for v in vals]
+        for o, v in enumerate(vals):
+            if v is not None:
+                cols[o][flat] = v
+    return cols or []
+
+
+def _forward_check(func, tupled, diff_inputs, outputs, eps, atol, rtol, raise_exception):
+    """check_forward_ad: the Jacobian from forward-mode AD (JVPs of unit tangents) against finite differences."""
+    numerical = _numerical(func, tupled, diff_inputs, eps)
+    for ii, t in enumerate(diff_inputs):
+        for oi, a in enumerate(_jvp_columns(func, tupled, diff_inputs, ii)):
+            if a is None:
+                continue
+            n = numerical[oi][ii] if numerical and numerical[oi][ii] is not None else np.zeros_like(a)
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                return _fail(_mismatch(oi, ii, n, a, "(the analytical Jacobian from forward-mode AD)\n"),
+                             raise_exception)
     return True
 
 
@@ -270,7 +310,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
             grad_outputs.append(g.requires_grad_(True))
     tupled_grads = _as_tuple(grad_outputs)
     n_grads = len(tupled_grads)
-    if not check_rev_over_rev:
+    if not (check_rev_over_rev or check_fwd_over_rev):
         return True
 
     def new_func(*args):
@@ -281,7 +321,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         grads = autograd_grad(outs, diff_in, list(gouts), create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
+    # forward over reverse: the backward's Jacobian by forward-mode AD (check_forward_ad of the backward)
     return gradcheck(new_func, tupled + tupled_grads, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
                      fast_mode=fast_mode, masked=masked)

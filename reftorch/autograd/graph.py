@@ -87,6 +87,8 @@ class SavedTensor:
             raise _version_error(t, self.version, t.grad_fn, t._output_nr)
         if self.is_output:
             out = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
+            if t._fw is not None:       # a forward-AD tangent set on the output (autograd/forward_ad.py)
+                out._fw = t._fw
             if t.dtype.is_floating_point:
                 out.requires_grad = True
                 out.grad_fn = node

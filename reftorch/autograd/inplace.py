@@ -168,13 +168,17 @@ class Gather(Function):
     def backward(ctx, grad):
         return ScatterAdd.apply(grad, ctx.index, ctx.shape), None
 
+    @staticmethod
+    def jvp(ctx, t, _):
+        return Gather.apply(t, ctx.index)        # linear
+
 
 class ScatterAdd(Function):
     """Zeros of `shape` with src added at (row-major) positions `index`."""
 
     @staticmethod
     def forward(ctx, src, index, shape):
-        ctx.index = index
+        ctx.index, ctx.shape = index, shape
         out = np.zeros(int(np.prod(shape, dtype=np.int64)), src.dtype.np)
         np.add.at(out, index.reshape(-1), np.ascontiguousarray(src._array()).reshape(-1))
         return Tensor._from_array(out.reshape(shape), src.dtype)
@@ -182,3 +186,7 @@ class ScatterAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         return Gather.apply(grad, ctx.index), None, None
+
+    @staticmethod
+    def jvp(ctx, t, *_):
+        return ScatterAdd.apply(t, ctx.index, ctx.shape)     # linear

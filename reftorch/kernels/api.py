@@ -993,6 +993,8 @@ SPECS = {
 
     '_histogramdd_counts': {'name': '_histogramdd_counts', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('edges', 'Tensor[]', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_nll_loss_dense': {'name': '_nll_loss_dense', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -6143,3 +6145,10 @@ def _histogramdd_counts(self, weight, edges, density):
 
     ops.yaml: _histogramdd_counts"""
     return _rt.call('_histogramdd_counts', (self, weight, ) + tuple(edges), (density, ))
+
+
+def _nll_loss_dense(self, target, weight, ignore_index, reduction):
+    """_nll_loss by comparison with every class (what vmap runs for it; the bounds of target are not checked).
+
+    ops.yaml: _nll_loss_dense"""
+    return _rt.composite('_nll_loss_dense', self, target, weight, ignore_index, reduction)

@@ -2351,3 +2351,18 @@ def histogramdd(F, self, bins=10, *, range=None, weight=None, density=False):
             edges.append(F._histogram(col, b, None if range is None else (range[2 * d], range[2 * d + 1]), None, False)[1])
     hist = F._histogramdd_counts(points, None if weight is None else weight.reshape(-1), edges, density)
     return F.return_type('histogramdd', hist, tuple(edges))
+
+
+def _nll_loss_dense(F, self, target, weight, ignore_index, reduction):
+    # ops.yaml: _nll_loss_dense
+    shape = (1, self.shape[1]) + (1,) * (self.ndim - 2)
+    hit = F.unsqueeze(target, 1) == F.arange(self.shape[1], device=self.device).reshape(shape)
+    valid = target != ignore_index
+    zero = F.zeros((), dtype=self.dtype, device=self.device)
+    w = F.where(valid, F.ones((), dtype=self.dtype, device=self.device), zero) if weight is None else F.where(valid, F.sum(F.where(hit, weight.reshape(shape), zero), 1), zero)
+    loss = -F.sum(F.where(hit, self, zero), 1) * w
+    if reduction == 'none':
+        return loss
+    if reduction == 'sum':
+        return F.sum(loss)
+    return F.sum(loss) / F.sum(w)

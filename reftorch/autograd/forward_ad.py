@@ -1,0 +1,366 @@
+"""Forward-mode AD (torch.autograd.forward_ad): dual tensors and the tangents every op propagates.
+
+A dual tensor is a tensor carrying a tangent at the open dual level (`t._fw = (generation, tangent)`; a
+tangent of a closed level is ignored, and dropped on exit). While a level is open the dispatcher hands
+every op call to `call()` below (its one hook, `_dispatch._forward`): when some input has a tangent, the
+op runs on the primals as usual (recorded for reverse mode as usual), then the output's tangent is
+computed from the op's JVP in reftorch/kernels/transforms.py (generated from ops.yaml by
+codegen/emit_forward.py) or, for ops with none there, by the generic fallback: the transpose of the VJP,
+
+    jvp(t) = d/du < vjp(u), t >     (vjp(u) = the backward of the op at u, taken with create_graph)
+
+which is right for every op whose backward formula is differentiable. Tangents are computed with the
+hook suspended (one level: PyTorch does not nest forward levels either) and with ordinary, recorded
+ops, so reverse mode differentiates through them (jacrev of a jvp) and a backward run inside a level
+propagates tangents (jacfwd of a jacrev).
+"""
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+
+from .._tensor import Tensor
+from ..kernels.transforms import JVPS
+from . import grad_mode
+
+__all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
+
+
+class _State:
+    level = None            # the open level (0), or None
+    generation = 0          # tangents carry the generation of the level they were set at
+    duals = None            # {id: weak reference} of the tensors given a tangent at the open level
+    dispatch = None         # reftorch._dispatch, bound on first use (it imports the autograd package)
+    F = None                # reftorch._functional, likewise
+    grad = None             # reftorch.autograd.grad, likewise (this module is imported by the package)
+    empty_strided = None    # reftorch._creation.empty_strided, likewise
+
+
+_state = _State()
+
+
+def _core():
+    if _state.dispatch is None:
+        from .. import _dispatch, _functional, _creation
+        from . import grad
+        _state.dispatch, _state.F, _state.grad = _dispatch, _functional, grad
+        _state.empty_strided = _creation.empty_strided
+    return _state.dispatch
+
+
+# ------------------------------------------------------------------------------------ levels
+
+def enter_dual_level():
+    """Open a dual level (only one at a time, as in PyTorch) and return its number."""
+    if _state.level is not None:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    d = _core()
+    _Hook.next, d._forward = d._forward, _Hook      # (under a vmap's hook, when one is installed)
+    _state.level = 0
+    _state.generation += 1
+    _state.duals = {}
+    return 0
+
+
+def exit_dual_level(*, level=None):
+    """Close the open level: every tangent set at it is dropped."""
+    if level is None:
+        level = _state.level
+    if level is None or level < 0:
+        raise RuntimeError("Dual level must be a positive number.")
+    if level != _state.level:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that was created. This is "
+                           "not supported.")
+    for ref in _state.duals.values():
+        t = ref()
+        if t is not None:
+            t._fw = None
+    _state.duals = None
+    _state.level = None
+    _state.generation += 1
+    _core()._forward = _Hook.next
+
+
+class dual_level:
+    """Context manager opening a dual level: `with dual_level(): ...`."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+
+
+def _check_level(level, what):
+    if _state.level is None:
+        raise RuntimeError(f"Trying to {what} for forward AD but no level exists, make sure to enter_dual_level() "
+                           "first.")
+    if level is not None and level != _state.level:
+        raise RuntimeError("Invalid level given to _make_dual")
+
+
+# ------------------------------------------------------------------------------------ dual tensors
+
+def tangent_of(t):
+    """t's tangent at the open level, or None."""
+    fw = t._fw if t.__class__ is Tensor or isinstance(t, Tensor) else None
+    if fw is None or fw[0] != _state.generation:
+        return None
+    return fw[1]
+
+
+def _set_tangent(t, tangent):
+    t._fw = (_state.generation, tangent)
+    _state.duals[id(t)] = weakref.ref(t)      # (by id: a WeakSet would compare tensors with ==)
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A view of `tensor` carrying `tangent` at the open level (differentiable in reverse mode as tensor is)."""
+    _check_level(level, "create a dual Tensor")
+    if not tensor.dtype.is_floating_point:
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not tangent.dtype.is_floating_point:
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    if tangent_of(tensor) is not None:
+        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the same "
+                           f"level {_state.level} is not supported.")
+    if tuple(tangent._shape) != tuple(tensor._shape):
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(tensor._shape)} while the given "
+                           f"forward gradient is of size {list(tangent._shape)}.")
+    with _suspended():
+        dual = _state.F.expand(tensor, tensor._shape)       # a view of the same layout, recorded for reverse mode
+    _set_tangent(dual, tangent)
+    return dual
+
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = "What unpack_dual returns: the primal (a view without tangent) and the tangent."
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent) of a dual tensor; the tangent is None for a tensor without one (or with no level)."""
+    if _state.level is None or (level is not None and level != _state.level):
+        return UnpackedDualTensor(tensor, None)
+    tangent = tangent_of(tensor)
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    with _suspended():
+        primal = _state.F.expand(tensor, tensor._shape)
+    return UnpackedDualTensor(primal, tangent)
+
+
+def tangents_of(args):
+    """For autograd.Function: one tangent per argument (zeros for tensors without one, None for the rest), or
+    None when no argument has a tangent at an open level."""
+    if _state.level is None:
+        return None
+    ts = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    if all(t is None for t in ts):
+        return None
+    with _suspended():
+        return [_state.F.zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, ts)]
+
+
+def set_output_tangents(output, tangents):
+    """The tangents an autograd.Function's jvp gave, on its outputs."""
+    outs = output if isinstance(output, tuple) else (output,)
+    tangents = tangents if isinstance(tangents, tuple) else (tangents,)
+    for o, t in zip(outs, tangents):
+        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+            with _suspended():
+                _set_tangent(o, _fit(t, o))
+
+
+class suspended_if:
+    """_suspended when the condition holds (an autograd.Function's forward runs without tangents)."""
+
+    def __init__(self, condition):
+        self.inner = _suspended() if condition else None
+
+    def __enter__(self):
+        if self.inner is not None:
+            self.inner.__enter__()
+
+    def __exit__(self, *exc):
+        if self.inner is not None:
+            self.inner.__exit__(*exc)
+
+
+class _suspended:
+    """No tangent propagation inside (tangents are computed by ordinary ops); hooks installed before the
+    level (a vmap's) stay."""
+
+    def __enter__(self):
+        d = _core()
+        self.saved, d._forward = d._forward, _Hook.next
+
+    def __exit__(self, *exc):
+        _state.dispatch._forward = self.saved
+
+
+# ------------------------------------------------------------------------------------ propagation
+
+def _below(run):
+    """run, through the hook installed before the level (a vmap's), if any."""
+    nxt = _Hook.next
+    if nxt is None:
+        return run
+    return lambda spec, tensors, scalars: nxt.call(spec, tensors, scalars, run)
+
+
+class _Hook:
+    """What the dispatcher calls while a level is open (`_dispatch._forward`): one hook of a chain, whose
+    `next` is the one installed before it (reftorch/func/_vmap.py's), or None."""
+    next = None
+
+    @staticmethod
+    def call(spec, tensors, scalars, run):
+        """run(spec, tensors, scalars) -- one native op -- and the tangent of its outputs."""
+        run = _below(run)
+        tangents = [tangent_of(x) if isinstance(x, Tensor) else None for x in tensors]
+        if all(t is None for t in tangents):        # (not suspended: a vmap below runs its physical ops from the
+            return run(spec, tensors, scalars)      # top of the chain, and they may carry tangents)
+        with _suspended():
+            out = run(spec, tensors, scalars)
+            if not spec.differentiable:
+                return out
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            touts = _jvp(spec, list(tensors), scalars, tangents, outs, run)
+        for o, t in zip(outs, touts):
+            if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+                _attach(o, _fit(t, o))
+        return out
+
+    @staticmethod
+    def call_inplace(spec, tensors, scalars, run_inplace, run):
+        """An in-place op: its out-of-place tangent (computed before the write), then the write."""
+        nxt = _Hook.next
+        if nxt is not None:
+            run_inplace = (lambda s, t, c, _r=run_inplace: nxt.call_inplace(s, t, c, _r, run))
+        tangents = [tangent_of(x) if isinstance(x, Tensor) else None for x in tensors]
+        if all(t is None for t in tangents) or not spec.differentiable:
+            with _suspended():
+                return run_inplace(spec, tensors, scalars)
+        self = tensors[0]
+        tangent = tangent_of(_Hook.call(spec, tensors, scalars, run))
+        with _suspended():
+            run_inplace(spec, tensors, scalars)
+        if tangent is not None and self.dtype.is_floating_point:
+            _set_tangent(self, _fit(tangent, self))
+        return self
+
+    @staticmethod
+    def converted(src, out):
+        """src.to(dtype) made out: the tangent follows, in out's dtype. Returns the result."""
+        if _Hook.next is not None:
+            out = _Hook.next.converted(src, out)
+        t = tangent_of(src)
+        if t is not None and out.dtype.is_floating_point:
+            with _suspended():
+                _attach(out, _fit(t, out))
+        return out
+
+
+    @staticmethod
+    def assigned(self, new):
+        """new's values were written into self (copy_, an indexed write): self's tangent becomes new's."""
+        if _Hook.next is not None:
+            _Hook.next.assigned(self, new)
+        t = tangent_of(new)
+        if t is not None and self.dtype.is_floating_point:
+            with _suspended():
+                _set_tangent(self, _fit(t, self))
+        elif tangent_of(self) is not None:
+            self._fw = None
+
+
+def _attach(o, tangent):
+    """o's tangent; also on the alias of o its node saved (so a backward inside the level sees it)."""
+    _set_tangent(o, tangent)
+    node = o.grad_fn
+    saved = getattr(node, "saved", None)
+    if saved:
+        for value in saved.values():
+            for st in (value if isinstance(value, list) else (value,)):
+                if getattr(st, "is_output", False) and st.tensor is not None and st.tensor._storage is o._storage \
+                        and st.tensor._offset == o._offset and st.tensor._shape == o._shape:
+                    st.tensor._fw = o._fw
+
+
+def _fit(t, o):
+    """A tangent term in o's dtype and shape (elementwise terms may be broadcast)."""
+    F = _state.F
+    if t.dtype is not o.dtype:
+        t = t.to(o.dtype)
+    if tuple(t._shape) != tuple(o._shape):
+        t = F.expand(t, o._shape)
+    return t
+
+
+def _jvp(spec, tensors, scalars, tangents, outs, run):
+    """The outputs' tangents: from the generated JVP, else the fallback."""
+    entry = JVPS.get(spec.name)
+    if entry is None or spec.list_arg is not None:
+        return _fallback(spec, tensors, scalars, tangents, outs, run)
+    fn, how = entry
+    F = _state.F
+    a = dict(zip(spec.tensor_args, tensors))
+    a.update(zip(spec.scalar_names, scalars))
+    t = dict(zip(spec.tensor_args, tangents))
+    if how == "forward":
+        for name, x in zip(spec.tensor_args, tensors):
+            if t[name] is None and isinstance(x, Tensor):
+                t[name] = F.zeros_like(x)
+    elif how == "view":
+        x, tx = tensors[0], tangents[0]
+        if tx._strides != x._strides:       # the primal's layout, so the view is possible where it is on x
+            tx = _state.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
+            t[spec.tensor_args[0]] = tx
+    terms = [term for term in fn(F, a, t, outs[0]) if term is not None]
+    if not terms:
+        return [None]
+    total = _fit(terms[0], outs[0])
+    for term in terms[1:]:
+        total = total + _fit(term, outs[0])
+    return [total]
+
+
+def _fallback(spec, tensors, scalars, tangents, outs, run):
+    """jvp(t) = d/du <vjp(u), t>: the op run again on inputs that require grad, its backward taken at a
+    dummy u with create_graph, and the product with the tangents differentiated with respect to u."""
+    F, autograd_grad = _state.F, _state.grad
+    ins = list(tensors)
+    wrt, tans = [], []
+    for i, (x, t) in enumerate(zip(tensors, tangents)):
+        if t is None:
+            continue
+        if not x.requires_grad:
+            x = Tensor._make(x._storage, x._offset, x._shape, x._strides, x.dtype, x.device)
+            x.requires_grad_(True)
+            ins[i] = x
+        wrt.append(x)
+        tans.append(t)
+    outer = grad_mode.is_grad_enabled() and (any(x.requires_grad for x in tensors if isinstance(x, Tensor)) or
+                                             any(t.requires_grad for t in tans))
+    with grad_mode.enable_grad():
+        res = run(spec, ins, scalars)
+        res = res if isinstance(res, (tuple, list)) else (res,)
+        diff = [i for i, r in enumerate(res) if isinstance(r, Tensor) and r.requires_grad]
+        if not diff:
+            return [None] * len(outs)
+        us = [F.ones_like(res[i]).requires_grad_(True) for i in diff]     # (any point: vjp is linear in u;
+        # ones keep formulas finite that take log(|grad|), as logcumsumexp's does)
+        gs = autograd_grad([res[i] for i in diff], wrt, us, create_graph=True, allow_unused=True)
+        total = None
+        for g, t in zip(gs, tans):
+            if g is not None:
+                term = (g * t).sum()
+                total = term if total is None else total + term
+        if total is None or not total.requires_grad:
+            return [F.zeros_like(res[i]) if i in diff else None for i in range(len(outs))]
+        jv = autograd_grad([total], us, create_graph=outer, allow_unused=True)
+    out = [None] * len(outs)
+    for i, j in zip(diff, jv):
+        out[i] = j if j is not None else F.zeros_like(res[i])
+    return out

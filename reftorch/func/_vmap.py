@@ -1,0 +1,480 @@
+"""vmap: a function of one sample run on a batch, batched by kind of op, not by op.
+
+Inside vmap every batched input is a *logical* tensor: a view of its first sample (so shapes, dims and
+Python-level code see one sample) tagged `_vmap = (level, physical)`, the physical tensor holding the
+whole batch in dim 0. While a level is open the dispatcher hands each op call to `_Hook.call`
+(`_dispatch._forward`, a chain shared with forward-mode AD); an op with an argument batched at the
+innermost level runs once on the physical tensors, by the rule of its kind in ops.yaml:
+
+  unary / binary / ternary   broadcasting: batched operands get the output's rank after their batch dim
+  reduction / scan / argreduction / view, and ops with dim arguments
+                             the dim arguments (`dim`, `dim?`, `dim[]?`, a view's `dims`) shifted past
+                             the batch dim; a view's target `size` / `shape` gets the batch size in front
+  ops.yaml `vmap:`           the op as an expression over ops batched by kind, run on the logical tensors
+  matmul (ops whose body is np.matmul)
+                             the batch dim in front of the matrix dims (vectors made matrices and back)
+  anything else              a loop over the samples, its results stacked
+
+and its result is tagged again. Levels nest (vmap(vmap(f))): a physical tensor may itself be the logical
+tensor of the level outside, whose rule then runs in turn. Function transforms inside vmap
+(vmap(grad(f))) work on the *bottom* tensors, which hold every open level's batch dim (to_bottom /
+rewrap), since autograd records there.
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import _creation
+from .. import _dispatch
+from .. import _functional as F
+from .._tensor import Tensor
+from ..kernels.transforms import VMAPS
+from ._common import depth, finish
+from ._pytree import tree_flatten, tree_unflatten
+
+DIM_TYPES = ("dim", "dim?", "dim[]?")
+DIM_LIST_NAMES = ("dims",)          # int[] arguments that list dims (permute's), by the signatures' convention
+SIZE_NAMES = ("size", "shape")      # int[] arguments of views that give the whole target shape
+RELATIVE_NAMES = ("sizes",)         # int[] arguments of views relative to a dim argument (unflatten's)
+ELEMENTWISE = ("unary", "binary", "ternary")
+DIM_KINDS = ("reduction", "scan", "argreduction", "view")
+
+
+class _Level:
+    """One vmap call's level; `open` while it runs (a tensor tagged with a closed level is a plain tensor, and
+    Tensor.item() refuses a tagged tensor of an open one, as PyTorch does)."""
+    __slots__ = ("id", "size", "randomness", "open")
+
+    def __init__(self, id_, size, randomness):
+        self.id, self.size, self.randomness, self.open = id_, size, randomness, True
+
+
+class _State:
+    levels = []             # open levels, outermost first
+    counter = 0
+
+
+_state = _State()
+
+
+def _active(x):
+    """(level, physical) when x is batched at an open level, else None."""
+    tag = x._vmap if isinstance(x, Tensor) else None
+    if tag is None or not tag[0].open:
+        return None
+    return tag
+
+
+def wrap(level, physical):
+    """The logical tensor of a physical one (its first sample's view, tagged)."""
+    p = physical
+    t = Tensor._make(p._storage, p._offset, p._shape[1:], p._strides[1:], p.dtype, p.device)
+    t._vmap = (level, physical)
+    return t
+
+
+def _phys(x, level):
+    """x's physical tensor at level (batch dim 0) and whether it is batched there."""
+    tag = x._vmap if isinstance(x, Tensor) else None
+    if tag is not None and tag[0] is level:
+        return tag[1], True
+    return x, False
+
+
+# ------------------------------------------------------------------------------------ rules
+
+def _wrap_dim(d, ndim):
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def _shift_dims(spec, scalars, ndim):
+    """The scalar arguments with dims moved past the batch dim, or None when a rule cannot say (dim=None of a
+    reduction over a 0-d sample...)."""
+    out = list(scalars)
+    view = spec.kind == "view"
+    for i, name in enumerate(spec.scalar_names):
+        ty, v = spec.arg_types[name], scalars[i] if i < len(scalars) else None
+        if ty.startswith("int[]") and not (view and name in DIM_LIST_NAMES + SIZE_NAMES + RELATIVE_NAMES):
+            return None         # a list relative to every dim (a stride, repeat's sizes...): no rule says how
+        if name == "dim" and ty == "int" and view:      # a new dim's position (unsqueeze): in [-ndim-1, ndim]
+            out[i] = _wrap_dim(v, ndim + 1) + 1
+        elif ty in DIM_TYPES or (name in DIM_LIST_NAMES and view):
+            if v is None:
+                if ty != "dim[]?" or ndim == 0:
+                    return None
+                out[i] = tuple(range(1, ndim + 1))      # every dim of the sample
+            elif isinstance(v, (tuple, list)):
+                if ndim == 0:
+                    return None
+                dims = [_wrap_dim(d, ndim) + 1 for d in v]
+                if name in DIM_LIST_NAMES:      # an ordering of every dim (permute): the batch dim stays first
+                    dims = [0] + dims
+                out[i] = type(v)(dims)
+            else:
+                if ndim == 0:
+                    return None
+                out[i] = _wrap_dim(v, ndim) + 1
+        elif name in SIZE_NAMES and spec.kind == "view" and isinstance(v, (tuple, list)):
+            out[i] = None       # filled by _sized (needs the batch size)
+    return out
+
+
+def _elementwise(spec, phys, batched, scalars, run, level):
+    rank = max(p.ndim - 1 if b else p.ndim for p, b in zip(phys, batched) if isinstance(p, Tensor))
+    args = []
+    for p, b in zip(phys, batched):
+        if b and p.ndim - 1 < rank:
+            p = F.reshape(p, (p._shape[0],) + (1,) * (rank - p.ndim + 1) + tuple(p._shape[1:]))
+        args.append(p)
+    return run(spec, args, scalars)
+
+
+def _by_dims(spec, phys, batched, scalars, run, level):
+    if len(phys) != 1 or not batched[0]:
+        return None
+    x = phys[0]
+    shifted = _shift_dims(spec, scalars, x.ndim - 1)
+    if shifted is None:
+        return None
+    for i, name in enumerate(spec.scalar_names):
+        if shifted[i] is None and name in SIZE_NAMES and spec.kind == "view":
+            size = tuple(scalars[i])
+            extra = len(size) - (x.ndim - 1)
+            if extra > 0:           # expand to more dims: new dims go after the batch dim
+                x = F.reshape(x, (x._shape[0],) + (1,) * extra + tuple(x._shape[1:]))
+            shifted[i] = (x._shape[0],) + size
+    return run(spec, [x], tuple(shifted))
+
+
+def _matmul(spec, phys, batched, scalars, run, level):
+    if len(phys) != 2:
+        return None
+    (a, b), (ba, bb) = phys, batched
+    ka, kb = (a.ndim - 1 if ba else a.ndim), (b.ndim - 1 if bb else b.ndim)
+    if ka == 0 or kb == 0:
+        return None
+    squeeze = []
+    if ba and ka == 1:
+        a, ka = F.unsqueeze(a, 1), 2
+        squeeze.append(-2)
+    if bb and kb == 1:
+        b, kb = F.unsqueeze(b, -1), 2
+        squeeze.append(-1)
+    rank = max(ka, kb)
+    if ba and ka < rank:
+        a = F.reshape(a, (a._shape[0],) + (1,) * (rank - ka) + tuple(a._shape[1:]))
+    if bb and kb < rank:
+        b = F.reshape(b, (b._shape[0],) + (1,) * (rank - kb) + tuple(b._shape[1:]))
+    out = F.matmul(a, b)
+    for d in squeeze if len(squeeze) < 2 else (-1, -1):
+        out = F.squeeze(out, d)
+    return out
+
+
+def _loop(spec, phys, batched, scalars, run, level):
+    """The op once per sample, the results stacked (ops no rule covers)."""
+    results = []
+    for i in range(level.size):
+        args = [F.select(p, 0, i) if b else p for p, b in zip(phys, batched)]
+        results.append(run(spec, args, scalars))
+    if isinstance(results[0], (tuple, list)):
+        many = [F.stack([r[k] for r in results]) for k in range(len(results[0]))]
+        return results[0].__class__(*many) if hasattr(results[0], "_fields") else tuple(many)
+    return F.stack(results)
+
+
+def _rule(spec):
+    if spec.kind in ELEMENTWISE:
+        return _elementwise
+    if spec.matmul_body:
+        return _matmul
+    if spec.kind in DIM_KINDS or any(spec.arg_types[n] in DIM_TYPES for n in spec.scalar_names):
+        return _by_dims
+    return None
+
+
+def _wrap_out(level, out):
+    if isinstance(out, Tensor):
+        return wrap(level, out)
+    if isinstance(out, (tuple, list)):
+        items = [wrap(level, o) if isinstance(o, Tensor) else o for o in out]
+        return out.__class__(*items) if hasattr(out, "_fields") else type(out)(items)
+    return out
+
+
+def _random_draw():
+    """Before a random draw inside vmap: randomness='error' refuses it; 'same' draws one sample's values, shared
+    by the batch (the draw has the logical shape); 'different' would need a draw per sample, which the
+    factories here cannot make."""
+    how = _state.levels[-1].randomness if _state.levels else "same"
+    if how == "error":
+        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
+                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
+                           "of vmap")
+    if how == "different":
+        raise RuntimeError("vmap: randomness='different' is not supported by reftorch's vmap (a draw per sample); "
+                           "use randomness='same' or draw the batch's values outside vmap")
+
+
+def _head(spec, tensors, scalars):
+    """One op call from the top of the hook chain, as the dispatcher makes it."""
+    h = _dispatch._forward
+    return h.call(spec, tensors, scalars, _dispatch._call_spec) if h is not None else \
+        _dispatch._call_spec(spec, tensors, scalars)
+
+
+class _Hook:
+    """What the dispatcher calls while a vmap level is open: one hook of the chain (`next`: the hook
+    installed before, forward AD's or an outer vmap's -- the same class, one chain for every level)."""
+    next = None
+
+    @staticmethod
+    def _inner(run):
+        nxt = _Hook.next
+        return run if nxt is None else (lambda spec, ts, sc: nxt.call(spec, ts, sc, run))
+
+    @staticmethod
+    def _level(tensors):
+        best = None
+        for x in tensors:
+            hit = _active(x)
+            if hit is not None and (best is None or _state.levels.index(hit[0]) > _state.levels.index(best)):
+                best = hit[0]
+        return best
+
+    @staticmethod
+    def call(spec, tensors, scalars, run):
+        level = _Hook._level(tensors)
+        if level is None:
+            return _Hook._inner(run)(spec, tensors, scalars)
+        form = VMAPS.get(spec.name)
+        if form is not None:            # ops.yaml `vmap:`: the op in terms of ops batched by kind
+            a = dict(zip(spec.tensor_args, tensors))
+            a.update(zip(spec.scalar_names, scalars))
+            return form(F, a)
+        # the physical op goes through the whole chain again: a level outside this one (its tensors may be
+        # batched there) and forward AD (their tangents) see it
+        inner = _head
+        phys, batched = zip(*[_phys(x, level) for x in tensors]) if tensors else ((), ())
+        rule = _rule(spec)
+        out = rule(spec, list(phys), list(batched), tuple(scalars), inner, level) if rule is not None else None
+        if out is None:
+            out = _loop(spec, list(phys), list(batched), tuple(scalars), inner, level)
+        return _wrap_out(level, out)
+
+    @staticmethod
+    def call_inplace(spec, tensors, scalars, run_inplace, run):
+        level = _Hook._level(tensors)
+        nxt = _Hook.next
+        if level is None:
+            return nxt.call_inplace(spec, tensors, scalars, run_inplace, run) if nxt is not None else \
+                run_inplace(spec, tensors, scalars)
+        self_phys, self_batched = _phys(tensors[0], level)
+        if not self_batched:
+            raise RuntimeError(f"vmap: {spec.name}_(self, *extra_args) is not possible because there exists a Tensor "
+                               "`other` in extra_args that has more elements than `self`. This happened due to "
+                               "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try "
+                               f"to use out-of-place operators instead of {spec.name}_. If said operator is being "
+                               "called inside the PyTorch framework, please file a bug report instead.")
+        result = _Hook.call(spec, tensors, scalars, run)        # out of place, then written into the batch
+        self_phys.copy_(_phys(result, level)[0])
+        return tensors[0]
+
+    @staticmethod
+    def assigned(self, new):
+        if _Hook.next is not None:
+            _Hook.next.assigned(self, new)
+
+    @staticmethod
+    def converted(src, out):
+        hit = _active(src)
+        if hit is not None:
+            level, phys = hit
+            out = wrap(level, phys.to(out.dtype))
+        if _Hook.next is not None:
+            return _Hook.next.converted(src, out)
+        return out
+
+
+# ------------------------------------------------------------------------------------ bottom tensors
+
+def to_bottom(x):
+    """x as one tensor with every open level's batch dim in front (outermost first), expanded where x is
+    not batched at a level."""
+    chain = []
+    cur = x
+    while True:
+        hit = _active(cur)
+        if hit is None:
+            break
+        chain.append(hit[0])
+        cur = hit[1]
+    pos = 0
+    for lv in _state.levels:
+        if lv not in chain:
+            cur = F.unsqueeze(cur, pos)
+            cur = F.expand(cur, tuple(cur._shape[:pos]) + (lv.size,) + tuple(cur._shape[pos + 1:]))
+        pos += 1
+    return cur
+
+
+def rewrap(bottom):
+    """The logical tensor, at the innermost open level, of a bottom tensor."""
+    t = bottom
+    for lv in _state.levels:
+        t = wrap(lv, t)
+    return t
+
+
+def active():
+    return bool(_state.levels)
+
+
+# ------------------------------------------------------------------------------------ vmap
+
+def _fname(func):
+    return getattr(func, "__name__", repr(func))
+
+
+def _flat_dims(in_dims, args, fname):
+    """One in_dim per leaf of args."""
+    if isinstance(in_dims, int) and not isinstance(in_dims, bool):
+        leaves, spec = tree_flatten(args)
+        return leaves, [in_dims] * len(leaves), spec
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
+                         f"(potentially nested) tuple matching the structure of inputs, got: {type(in_dims)}.")
+    if len(in_dims) != len(args):
+        raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                         f"structure of `inputs`. in_dims has structure {tree_flatten(in_dims)[1]!r} but inputs has "
+                         f"structure {tree_flatten(args)[1]!r}.")
+    leaves, dims = [], []
+    for a, d in zip(args, in_dims):
+        ls, _ = tree_flatten(a)
+        if isinstance(d, (tuple, list, dict)):
+            ds, _ = tree_flatten(d)
+            if len(ds) != len(ls):
+                raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with "
+                                 "the structure of `inputs`.")
+        else:
+            ds = [d] * len(ls)
+        leaves += ls
+        dims += ds
+    return leaves, dims, tree_flatten(args)[1]
+
+
+def _batch_size(leaves, dims, in_dims, fname):
+    sizes = []
+    for x, d in zip(leaves, dims):
+        if d is None:
+            continue
+        if not isinstance(x, Tensor):
+            raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={d} for an input but the "
+                             f"input is of type {type(x)}. We cannot vmap over non-Tensor arguments, please use None "
+                             "as the respective in_dim")
+        n = x.ndim
+        if not -n <= d < n:
+            raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={d} for some input, but "
+                             f"that input is a Tensor of dimensionality {n} so expected in_dim to satisfy "
+                             f"-{n} <= in_dim < {n}.")
+        sizes.append(x._shape[d % n])
+    if not sizes:
+        raise ValueError(f"vmap({fname}, in_dims={in_dims}, ...)(<inputs>): at least one input must be batched "
+                         "(in_dims all None).")
+    if any(s != sizes[0] for s in sizes):
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    return sizes[0]
+
+
+def _run(func, leaves, dims, spec, size, randomness, kwargs):
+    """func on the logical tensors of one new level; the outputs' physical tensors (batch dim 0) or the
+    unbatched outputs, with which were batched."""
+    movedd = [F.movedim(x, d, 0) if d is not None else x for x, d in zip(leaves, dims)]
+    _state.counter += 1
+    level = _Level(_state.counter, size, randomness)
+    d = _dispatch
+    install = not _state.levels      # one hook serves every level (an outer vmap's is in the chain already)
+    if install:
+        _Hook.next, d._forward = d._forward, _Hook
+        _creation._draw_hook = _random_draw
+    _state.levels.append(level)
+    try:
+        args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
+        out = func(*args, **kwargs)
+    finally:
+        _state.levels.pop()
+        level.open = False
+        if install:
+            d._forward, _Hook.next = _Hook.next, None
+            _creation._draw_hook = None
+    outs, out_spec = tree_flatten(out)
+    phys = []
+    for o in outs:
+        if isinstance(o, Tensor) and o._vmap is not None and o._vmap[0] is level:
+            phys.append((o._vmap[1], True))
+        else:
+            phys.append((o, False))
+    return phys, out_spec
+
+
+def _out(phys, out_spec, out_dims, size, fname):
+    dims = [out_dims] * len(phys) if not isinstance(out_dims, tuple) else None
+    if dims is None:
+        dims, dspec = tree_flatten(out_dims)
+        if len(dims) != len(phys):
+            raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                             f"structure of `outputs`. out_dims has structure {dspec!r} but outputs has structure "
+                             f"{out_spec!r}.")
+    result = []
+    for (p, batched), d in zip(phys, dims):
+        if d is None:
+            if batched:
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a BatchedTensor when out_dim is None")
+            result.append(p)
+            continue
+        if not isinstance(p, Tensor):
+            raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got type {type(p)}. Did you "
+                             "mean to set out_dims= to None for output?")
+        if not batched:
+            p = F.expand(F.unsqueeze(p, 0), (size,) + tuple(p._shape))
+        result.append(F.movedim(p, 0, _wrap_dim(d, p.ndim)))
+    return result
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """func over a batch: each input is split along its in_dim, outputs are stacked along their out_dim."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+    fname = _fname(func)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if not args:
+            raise ValueError(f"vmap({fname})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are "
+                             "trying to vmap over a function with no inputs. The latter is unsupported.")
+        leaves, dims, spec = _flat_dims(in_dims, args, fname)
+        size = _batch_size(leaves, dims, in_dims, fname)
+        step = chunk_size or size
+        chunks = []
+        for start in range(0, size, step):
+            n = min(step, size - start)
+            part = [F.narrow(x, d % x.ndim, start, n) if d is not None and step < size else x
+                    for x, d in zip(leaves, dims)]
+            phys, out_spec = _run(func, part, dims, spec, n, randomness, kwargs)
+            chunks.append(_out(phys, out_spec, out_dims, n, fname))
+        if len(chunks) == 1:
+            merged = chunks[0]
+        else:
+            flat_dims = [out_dims] * len(chunks[0]) if not isinstance(out_dims, tuple) else tree_flatten(out_dims)[0]
+            merged = [c[0] if d is None else F.cat(list(c), _wrap_dim(d, c[0].ndim))
+                      for c, d in zip(zip(*chunks), flat_dims)]
+        out = tree_unflatten(merged, out_spec)
+        outermost = not _state.levels and not depth.n and _dispatch._forward is None
+        return finish(out) if outermost else out
+    return wrapper
