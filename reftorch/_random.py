@@ -2,7 +2,8 @@
 cauchy_, log_normal_, random_) and torch.bernoulli / multinomial / poisson / binomial.
 
 Every draw comes from a seeded generator, so `manual_seed` replays it: on cpu the `Generator` of
-_creation.py (NumPy's PCG64; `generator=` picks another), on cuda the counter-based generator of
+_creation.py (the fillers through its counter-based Philox stream, _philox.py; multinomial, poisson, binomial and
+random_ through its PCG64; `generator=` picks another), on cuda the counter-based generator of
 _cuda_random.py (uniform and normal draws on the device). The streams are not PyTorch's bit for bit; the
 distributions, dtypes, shapes and errors are. Continuous distributions are transforms of float64 uniform or
 normal draws, rounded once into the tensor's dtype.
@@ -14,7 +15,8 @@ import math
 import numpy as np
 
 from . import _dtype as D
-from ._creation import _rng, _finish, _zero_gradient
+from . import _philox
+from ._creation import _counters, _rng, _finish, _zero_gradient
 from ._dispatch import check_inplace
 from ._tensor import Tensor
 from . import _functional as F
@@ -30,9 +32,10 @@ def _draw(self, kind, generator):
     if self.device.type == "cuda" and generator is None:
         from . import _cuda_random      # imports numba.cuda: only on the first cuda draw (as _creation.py)
         return (_cuda_random.uniform if kind == "uniform" else _cuda_random.normal)(self._shape, D.float64, self.device)
-    rng = _rng(generator)
-    arr = rng.random(self._shape) if kind == "uniform" else rng.standard_normal(self._shape)
-    return _finish(np.asarray(arr, np.float64), D.float64, self.device)
+    n = self.numel()
+    draw = _philox.uniform if kind == "uniform" else _philox.normal
+    arr = draw(n, *_counters(generator, n), np.float64).reshape(self._shape)
+    return _finish(arr, D.float64, self.device)
 
 
 def _write(self, values):

@@ -55,9 +55,13 @@ class Graph:
         # step=True: the trace holds its own backward (and optimizer step); it is replayed without autograd
         # (compile/step.py), so regions need no backward kernels and every elementwise op may fuse
         self.step = step
+        self.draws = tracer.draws           # counter-based random draws: each replay starts them (tracer.Draws)
         self.nodes = [Node(r) for r in tracer.ops]
         for n in self.nodes:
-            _annotate(n, self.values, step)
+            if n.spec.kind == "random":
+                _annotate_random(n, self.values)
+            else:
+                _annotate(n, self.values, step)
 
     def __str__(self):
         lines = [f"graph(inputs={['%' + str(v) for v in self.input_vids]})"]
@@ -122,6 +126,19 @@ def _annotate(node, values, step=False):
     node.fusable = True
 
 
+def _annotate_random(node, values):
+    """A counter-based draw (rand / randn on cpu) joins a region of its shape: the kernel computes element i
+    from the draw's (key, counter + i) (compile/codegen.py), so the values are never stored unless used later."""
+    out = values[node.outs[0]]
+    spec = node.spec
+    if out.numel() == 0 or spec.requires_grad or np.dtype(out.dtype.np).name not in ("float32", "float64"):
+        return
+    node.compute = node.out_dtype = out.dtype
+    node.shape, node.device = out._shape, out.device
+    node.operand_dtypes, node.kernel_scalars, node.consts = [], (), {}
+    node.fusable = True
+
+
 class OpStep:
     __slots__ = ("node",)
 
@@ -146,6 +163,16 @@ class Region:
         self.grad_outputs = []    # value ids of outputs whose gradients flow back (they require grad)
         self.requires = {}        # value id / id(tensor) -> requires_grad when traced
         self.reduce = None        # a ReduceTail: the full reduction folded into the loop
+        # the counter-based draws computed in the loop (RandomSpec nodes), and their [key, counter] pairs for
+        # the current call (a uint64 array the kernels read; filled before each launch)
+        self.random = [n for n in nodes if n.spec.kind == "random"]
+        self.rstate = np.zeros(2 * len(self.random), np.uint64)
+
+    def fill_rstate(self):
+        """The current replay's counters of the region's draws, into rstate (returned)."""
+        for k, n in enumerate(self.random):
+            self.rstate[2 * k], self.rstate[2 * k + 1] = n.spec.counters()
+        return self.rstate
 
     def wants_grad(self, a):
         key = a[1] if a[0] == "v" else id(a[1])
