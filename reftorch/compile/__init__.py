@@ -13,10 +13,23 @@ Guards: the shapes (ranks only with dynamic=True) dtypes, devices and requires_g
 arguments, their aliasing, the values of non-tensor arguments, grad mode, a module's training flag,
 and the metadata of captured tensors (parameters). A miss traces again and caches another version.
 
-Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), in-place writes,
-random numbers, a backward pass with create_graph=True or one that accumulates into an existing .grad.
-That guard entry then runs eagerly (the function unchanged); under fullgraph=True the trace raises
-GraphBreak naming the line.
+Random ops: rand / randn on cpu (and what calls them: rand_like, dropout's mask, sdpa's dropout) draw from the
+counter-based Philox generator (reftorch/_philox.py): element i of a draw is a function of (seed, counter + i).
+The tracer records each draw (tracer.RandomSpec) with its place in the trace's block of counters; every replay
+takes the whole block from the generator first (tracer.Draws), so a compiled call gives the values the eager call
+would give under the same seed and leaves the generator where eager leaves it. A draw of a region's shape is
+computed inside the region's generated loop (never stored unless used later), and a region's backward kernel
+recomputes it from the same counters.
+
+In-place ops: an elementwise in-place op on a value the function made (clip_grad_norm_'s `g.mul_(coef)` on a
+fresh gradient) is recorded as its out-of-place op; the result is that tensor's value (and its leaf's .grad)
+from then on. Reading another view of that memory afterwards is a graph break.
+
+Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), other in-place writes (into
+arguments, captured tensors, tensors with autograd history), the PCG64 samplers (randint, randperm, normal,
+multinomial ...) and random ops on cuda, a backward pass with create_graph=True or one that accumulates into
+an existing .grad. That guard entry then runs eagerly (the function unchanged); under fullgraph=True the trace
+raises GraphBreak naming the line.
 
 Training steps: a function that calls `loss.backward()` (and `optimizer.step()`, `zero_grad()`) is captured
 whole: the tracer records the backward's derivative formulas as ops, the writes of each leaf's .grad and the

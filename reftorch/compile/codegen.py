@@ -232,6 +232,13 @@ class _Body:
             if n.spec.kind == "random":
                 self._random(k, n)
                 continue
+            if n.spec.kind == "method":     # a dtype conversion (ir._annotate_cast): the operand, cast
+                expr, _ = self.ref(n.args[0])
+                self.operands[k], self.scalars[k] = [expr], []
+                self.fwd.append(f"# .to({n.out_dtype.short})")
+                self.fwd.append(f"v{n.outs[0]} = {_np_type(n.out_dtype)}({expr})")
+                self.local_dtype[n.outs[0]] = n.out_dtype
+                continue
             args = []
             for i, a in enumerate(n.args):
                 want = n.operand_dtypes[i]
@@ -326,7 +333,7 @@ def _scalar_fns(region, helpers, decorator):
     reg = _registry()
     names = []
     for n in region.nodes:
-        if n.spec.name not in names and n.spec.kind != "random":
+        if n.spec.name not in names and n.spec.kind not in ("random", "method"):
             names.append(n.spec.name)
     for params, expr, _ in helpers.values():
         for callee in re.findall(r"\b_s_(\w+)\(", expr):

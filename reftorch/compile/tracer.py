@@ -4,8 +4,11 @@ While a Tracer is active, `_dispatch.call` hands every op to `Tracer.call`, whic
 (the traced call IS an eager call, so its results are returned to the user) and notes the op, its
 kind, its inputs (graph values, captured tensors or Python constants), its scalars and its outputs.
 
-Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()` ...), an
-in-place op or a random number cannot be replayed from the recorded ops: each one is a graph break.
+Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()` ...), an in-place op
+on a tensor the trace did not make, or a draw from the PCG64 stream (randint, randperm ...) cannot be replayed
+from the recorded ops: each one is a graph break. rand / randn on cpu are counter-based draws, recorded as
+RandomSpec steps (see Draws); an elementwise in-place op on a value the trace made is recorded out of place
+(`inplace_call`).
 
 A backward pass inside the function (`loss.backward()`, `autograd.grad`) is traced through: the engine
 runs the derivative formulas of ops.yaml, whose ops are recorded like the forward's (compiled autograd),
