@@ -244,17 +244,18 @@ def gpt_times(rounds, dropout=0.2):
     t0 = time.perf_counter()
     c_step(RX, RY)
     first = time.perf_counter() - t0
-    threads = torch.get_num_threads()
+    threads, rthreads = torch.get_num_threads(), reftorch.get_num_threads()
     t = interleaved({"compiled": lambda: c_step(RX, RY), "torch": lambda: t_step(TX, TY),
                      "eager": lambda: e_step(RX, RY)}, rounds)
-    # and PyTorch on one thread, as reftorch runs these small ops (on a busy machine its threads wait for cores)
+    # and both libraries on one thread (kernels and BLAS): on a busy machine threads wait for cores
     torch.set_num_threads(1)
+    reftorch.set_num_threads(1)
     try:
         t1 = interleaved({"compiled": lambda: c_step(RX, RY), "torch": lambda: t_step(TX, TY)}, rounds)
     finally:
         torch.set_num_threads(threads)
-    t["compiled"] = min(t["compiled"], t1["compiled"])
-    t["torch1"] = t1["torch"]
+        reftorch.set_num_threads(rthreads)
+    t["compiled1"], t["torch1"] = t1["compiled"], t1["torch"]
     return t, first, c_step.graph_breaks(), f"torch {torch.__version__}, {threads} threads"
 
 
@@ -274,7 +275,8 @@ def print_gpt(rounds):
               f"   (first call {first:.1f} s; graph breaks: {len(breaks)})")
         print(f"  reftorch eager               {us(t['eager'])}   / PyTorch eager = {t['eager'] / t['torch']:5.2f}")
         print(f"  PyTorch eager                {us(t['torch'])}")
-        print(f"  PyTorch eager, 1 thread      {us(t['torch1'])}   compiled / this = {t['compiled'] / t['torch1']:5.2f}")
+        print(f"  one thread each: reftorch.compile(step) {us(t['compiled1'])}, PyTorch eager {us(t['torch1'])}   "
+              f"ratio {t['compiled1'] / t['torch1']:5.2f}")
 
 
 def main():

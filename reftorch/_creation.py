@@ -11,7 +11,6 @@ import numpy as np
 from ._layout import contiguous_array as _contig
 
 from . import _alloc
-from . import _philox
 from . import _dtype as D
 from . import _layout as L
 from . import _meta
@@ -683,6 +682,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     if _on_cuda(device) and out is None:
         from ._cuda_random import uniform
         return _grad(uniform(shape, dt, as_device(device)), requires_grad)
+    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
     with _alloc.sized(shape, 8):
         arr = _philox.uniform(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
@@ -701,6 +701,7 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     if _on_cuda(device) and out is None:
         from ._cuda_random import normal as _cuda_normal
         return _grad(_cuda_normal(shape, dt, as_device(device)), requires_grad)
+    from . import _philox       # (as in rand)
     with _alloc.sized(shape, 8):
         arr = _philox.normal(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)

@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from . import _dtype as D
-from . import _philox
 from ._creation import _counters, _rng, _finish, _zero_gradient
 from ._dispatch import check_inplace
 from ._tensor import Tensor
@@ -32,6 +31,7 @@ def _draw(self, kind, generator):
     if self.device.type == "cuda" and generator is None:
         from . import _cuda_random      # imports numba.cuda: only on the first cuda draw (as _creation.py)
         return (_cuda_random.uniform if kind == "uniform" else _cuda_random.normal)(self._shape, D.float64, self.device)
+    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
     n = self.numel()
     draw = _philox.uniform if kind == "uniform" else _philox.normal
     arr = draw(n, *_counters(generator, n), np.float64).reshape(self._shape)

@@ -262,7 +262,7 @@ class _Body:
         """A counter-based draw: element _lin (the loop's linear index) of its counters, as _philox.py draws it."""
         r = self.region.random.index(n)
         spec = n.spec
-        call = f"philox_uniform(_rk{r}, _rc{r} + _lin, {spec.bits})" if spec.name == "rand" else \
+        call = f"philox_uniform(_rk{r}, _rc{r} + _lin, {_philox.bits_of(spec.dtype.np)})" if spec.name == "rand" else \
             f"philox_normal(_rk{r}, _rc{r} + _lin)"
         self.operands[k], self.scalars[k] = [], []
         self.fwd.append(f"# {spec.name}: Philox draw (reftorch/_philox.py) at counter {r}'s first + the linear index "

@@ -32,7 +32,6 @@ import sys
 from .. import _creation
 from .. import _dispatch
 from .. import _layout as _L
-from .. import _philox
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,7 +120,6 @@ class RandomSpec:
         self.draws = draws
         self.n = _L.numel(shape)
         self.first = draws.add(gen, self.n)
-        self.bits = _philox.bits_of(dtype.np) if name == "rand" else None
 
     def counters(self):
         """(key, first counter) of this draw in the current replay."""
@@ -129,6 +127,7 @@ class RandomSpec:
         return key, base + self.first
 
     def run(self, args=(), scalars=()):
+        from .. import _philox      # imports numba (`import reftorch` stays numba-free); loaded by the trace's draw
         draw = _philox.uniform if self.name == "rand" else _philox.normal
         arr = draw(self.n, *self.counters(), self.dtype.np).reshape(self.shape)
         return _creation._finish(arr, self.dtype, None, self.requires_grad)
