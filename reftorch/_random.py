@@ -14,9 +14,10 @@ import math
 
 import numpy as np
 
+from . import _creation
 from . import _dtype as D
 from ._creation import _counters, _rng, _finish, _zero_gradient
-from ._dispatch import check_inplace
+from ._dispatch import check_inplace, values_for_check
 from ._tensor import Tensor
 from . import _functional as F
 from .autograd import grad_mode
@@ -160,10 +161,27 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     """Draws 0/1 with probabilities input (or p, a number), in input's dtype."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input.dtype.short}'")
+    if out is None and input.device.type == "cpu":
+        return _zero_gradient(_bernoulli_sample(input, input.detach() if p is None else p, generator), input)
     out = F.empty_like(input) if out is None else out
     with grad_mode.no_grad():
         bernoulli_(out, input.detach() if p is None else p, generator=generator)
     return _zero_gradient(out, input)   # as PyTorch's: the sample requires grad, with a zero gradient
+
+
+def _bernoulli_sample(input, p, generator):
+    """bernoulli_'s draws (float64 uniforms below p, the same counters) as out-of-place ops over rand: a fresh
+    tensor, so reftorch.compile records the draw (and the comparison and cast) instead of breaking on a write.
+    The check of a tensor p reads its values only to validate it (not a graph break; a replay does not repeat it)."""
+    if isinstance(p, Tensor):
+        probs = values_for_check(p)
+        if not ((probs >= 0) & (probs <= 1)).all():
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        p = p.to(D.float64)
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    with grad_mode.no_grad():
+        return (_creation.rand(input.shape, dtype=D.float64, generator=generator) < p).to(input.dtype)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

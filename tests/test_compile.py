@@ -713,3 +713,20 @@ def test_inplace_ops_on_values_the_function_made():
     assert any("in-place" in b for b in cg.graph_breaks())
     with pytest.raises(GraphBreak, match="in-place"):
         reftorch.compile(g, fullgraph=True)(x)
+
+
+def test_bernoulli_is_captured_as_a_draw():
+    def f(x):
+        return reftorch.bernoulli(x) * x + reftorch.rand_like(x)
+    cf = reftorch.compile(f, fullgraph=True)
+    x = reftorch.rand(3, 4)
+    for seed in range(2):
+        reftorch.manual_seed(seed)
+        ye = f(x)
+        reftorch.manual_seed(seed)
+        _close(cf(x).numpy(), ye.numpy())
+    assert not cf.graph_breaks()
+    reftorch.manual_seed(1)
+    a = reftorch.empty(3, 4).bernoulli_(x)          # the in-place filler draws the same values
+    reftorch.manual_seed(1)
+    assert a.tolist() == reftorch.bernoulli(x).tolist()
