@@ -204,6 +204,7 @@ class Tracer:
         self.grad_of = {}            # id(value) -> the leaf whose .grad it is (the trace set it)
         self.n_inputs = 0            # values before this count are the function's arguments
         self.stale = set()           # value ids over memory an in-place op wrote after they were made
+        self.fresh = set()           # id of the storages the trace's ops allocated (not views of others)
 
     # ------------------------------------------------------------------ values
     def add_value(self, t):
@@ -244,8 +245,16 @@ class Tracer:
             self.depth -= 1
         multi = isinstance(res, tuple)
         outs = [self.add_value(o) for o in (res if multi else (res,))]
+        self._note_fresh(res if multi else (res,), tensors)
         self.ops.append(OpRecord(spec, args, tuple(scalars), outs, multi))
         return res
+
+    def _note_fresh(self, outs, tensors):
+        """Outputs whose memory is none of the operands' (not a view, not an operand itself) are the trace's own."""
+        mem = [x._storage for x in tensors if isinstance(x, Tensor)]
+        for o in outs:
+            if isinstance(o, Tensor) and not any(o._storage is m for m in mem):
+                self.fresh.add(id(o._storage))
 
     def graph_break(self, what):
         if self.depth:
@@ -276,6 +285,7 @@ class Tracer:
                     if all(x[0] != "c" or not isinstance(x[1], Tensor) for x in args) and _hashable(k):
                         tracer.ops.append(OpRecord(FactorySpec(name, orig, k), args, (), [tracer.add_value(res)],
                                                    False))
+                        tracer._note_fresh((res,), a)
                 return res
             return make
 
@@ -295,6 +305,7 @@ class Tracer:
                 spec = RandomSpec(name, generator or _creation.default_generator, res._shape, res.dtype,
                                   res.requires_grad, tracer.draws)
                 tracer.ops.append(OpRecord(spec, [], (), [tracer.add_value(res)], False))
+                tracer.fresh.add(id(res._storage))
                 return res
             return draw
 
@@ -448,6 +459,7 @@ class Tracer:
                 if isinstance(res, Tensor) and res is not self_:
                     arg = tracer._arg(self_)
                     tracer.ops.append(OpRecord(spec, [arg], scalars_of(res), [tracer.add_value(res)], False))
+                    tracer._note_fresh((res,), (self_,))
                 return res
             return method
 
@@ -475,7 +487,8 @@ class Tracer:
         the trace made, with no autograd history to continue, and the op's out-of-place result has t's dtype
         and shape); None otherwise (a graph break). Other values over t's memory (views) go stale."""
         vid = self.ids.get(id(t)) if isinstance(t, Tensor) else None
-        if vid is None or self.values[vid] is not t or vid < self.n_inputs or t.requires_grad:
+        if vid is None or self.values[vid] is not t or vid < self.n_inputs or t.requires_grad or \
+                id(t._storage) not in self.fresh:       # (a view of a parameter: the write must reach it)
             return None
         ts = [_dispatch.as_tensor_arg(x) for x in tensors]
         if any(x.requires_grad or x.device != t.device for x in ts if isinstance(x, Tensor) and x.ndim):
