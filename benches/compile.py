@@ -12,10 +12,17 @@ eager backward and optimizer, as a whole compiled step (`@compile def train_step
 opt.step()`: forward, backward and Adam captured and replayed), and as PyTorch eager (timed before and after
 the reftorch rows; the best of both is kept).
 
+The GPT-2-style char transformer (2 layers, 2 heads, 64 wide, block 32, batch 8, dropout 0.2,
+F.scaled_dot_product_attention, AdamW, clip_grad_norm_) trains with the same weights and batches on both
+libraries in this process (it needs `import torch`): the whole step -- forward with its dropout masks (reftorch's
+counter-based draws, fused into the generated kernels), loss, zero_grad, backward, clipping, AdamW -- compiled
+with reftorch.compile, against PyTorch eager and reftorch eager, alternating, best of rounds; the ratio
+compiled / PyTorch eager is printed (the target of issue 19 is <= 1.0).
+
 Timings are the minimum over interleaved repetitions (the machines these run on are shared); the load average
 is printed with them.
 
-    python benches/compile.py [--n 4194304] [--reps 20] [--no-mlp] [--torch-python PATH]
+    python benches/compile.py [--n 4194304] [--reps 20] [--no-mlp] [--no-gpt] [--gpt-only] [--torch-python PATH]
 """
 from __future__ import annotations
 
@@ -161,6 +168,117 @@ def mlp_times(reps):
     return t
 
 
+def gpt_model(torch, dropout=0.2, vocab=65, n_embd=64, n_head=2, n_layer=2, block=32):
+    """A GPT-2-style char transformer in `torch` (reftorch or PyTorch): token + position embeddings, pre-norm
+    blocks of causal self-attention (F.scaled_dot_product_attention, dropout on the weights and the residual)
+    and a GELU MLP, a final LayerNorm and a linear head; forward(idx, targets) returns the cross-entropy."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj, self.drop = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd), nn.Dropout(dropout)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2) for t in self.qkv(x).split(n_embd, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout if self.training else 0.0, is_causal=True)
+            return self.drop(self.proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.attn, self.ln2 = nn.LayerNorm(n_embd), Attention(), nn.LayerNorm(n_embd)
+            self.fc, self.out, self.drop = nn.Linear(n_embd, 4 * n_embd), nn.Linear(4 * n_embd, n_embd), nn.Dropout(dropout)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos, self.drop = nn.Embedding(vocab, n_embd), nn.Embedding(block, n_embd), nn.Dropout(dropout)
+            self.blocks = nn.ModuleList([Block() for _ in range(n_layer)])
+            self.ln, self.head = nn.LayerNorm(n_embd), nn.Linear(n_embd, vocab)
+
+        def forward(self, idx, targets):
+            x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1])))
+            for b in self.blocks:
+                x = b(x)
+            logits = self.head(self.ln(x))
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+    return GPT()
+
+
+def gpt_train_step(torch, model, compiled=False):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+    return torch.compile(step) if compiled else step
+
+
+def gpt_times(rounds, dropout=0.2):
+    """(seconds per step: reftorch compiled, PyTorch eager, reftorch eager; first compiled call s; graph breaks)."""
+    import torch
+    import reftorch
+    rng = np.random.default_rng(0)
+    xb, yb = rng.integers(0, 65, (8, 32)), rng.integers(0, 65, (8, 32))
+    torch.manual_seed(0)
+    tm = gpt_model(torch, dropout)
+    rms = [gpt_model(reftorch, dropout) for _ in range(2)]
+    for rm in rms:      # the same weights on both libraries
+        with reftorch.no_grad():
+            for p, q in zip(tm.parameters(), rm.parameters()):
+                q.copy_(reftorch.from_numpy(p.detach().numpy().copy()))
+    t_step, e_step = gpt_train_step(torch, tm), gpt_train_step(reftorch, rms[1])
+    c_step = gpt_train_step(reftorch, rms[0], compiled=True)
+    TX, TY = torch.from_numpy(xb), torch.from_numpy(yb)
+    RX, RY = reftorch.from_numpy(xb), reftorch.from_numpy(yb)
+    t0 = time.perf_counter()
+    c_step(RX, RY)
+    first = time.perf_counter() - t0
+    threads, rthreads = torch.get_num_threads(), reftorch.get_num_threads()
+    t = interleaved({"compiled": lambda: c_step(RX, RY), "torch": lambda: t_step(TX, TY),
+                     "eager": lambda: e_step(RX, RY)}, rounds)
+    # and both libraries on one thread (kernels and BLAS): on a busy machine threads wait for cores
+    torch.set_num_threads(1)
+    reftorch.set_num_threads(1)
+    try:
+        t1 = interleaved({"compiled": lambda: c_step(RX, RY), "torch": lambda: t_step(TX, TY)}, rounds)
+    finally:
+        torch.set_num_threads(threads)
+        reftorch.set_num_threads(rthreads)
+    t["compiled1"], t["torch1"] = t1["compiled"], t1["torch"]
+    return t, first, c_step.graph_breaks(), f"torch {torch.__version__}, {threads} threads"
+
+
+def print_gpt(rounds):
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("GPT train step: needs `import torch` in this interpreter (run it with the bench venv)")
+        return
+    for dropout in (0.2, 0.0):
+        t, first, breaks, info = gpt_times(rounds, dropout)
+        us = lambda s: f"{s * 1e3:8.2f} ms"     # noqa: E731
+        print(f"GPT-2-style char transformer train step (2 layers, 2 heads, 64 wide, block 32, batch 8, dropout "
+              f"{dropout}, sdpa, AdamW, clip_grad_norm_); {info}; load average "
+              f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        print(f"  reftorch.compile(step)       {us(t['compiled'])}   / PyTorch eager = {t['compiled'] / t['torch']:5.2f}"
+              f"   (first call {first:.1f} s; graph breaks: {len(breaks)})")
+        print(f"  reftorch eager               {us(t['eager'])}   / PyTorch eager = {t['eager'] / t['torch']:5.2f}")
+        print(f"  PyTorch eager                {us(t['torch'])}")
+        print(f"  one thread each: reftorch.compile(step) {us(t['compiled1'])}, PyTorch eager {us(t['torch1'])}   "
+              f"ratio {t['compiled1'] / t['torch1']:5.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4 * 1024 * 1024)
@@ -169,9 +287,14 @@ def main():
     ap.add_argument("--no-mlp", action="store_true")
     ap.add_argument("--torch-python", default=None, help="a Python with torch (default $TORCH_PYTHON or "
                                                          "/tmp/torchvenv/bin/python)")
+    ap.add_argument("--no-gpt", action="store_true")
+    ap.add_argument("--gpt-only", action="store_true")
     a = ap.parse_args()
     if a.first_call_only:
         print(*first_call(a.n))
+        return
+    if a.gpt_only:
+        print_gpt(a.reps)
         return
     n = a.n
     with tempfile.TemporaryDirectory() as kdir:     # an empty kernel directory: a cold compile, then a cached one
@@ -253,6 +376,8 @@ def main():
         print(f"  reftorch eager               {us(mlp['eager'])}{rel(mlp['eager'])}")
         if tq:
             print(f"  PyTorch eager                {us(tq['mlp'])}")
+    if not a.no_gpt:
+        print_gpt(a.reps)
 
 
 if __name__ == "__main__":

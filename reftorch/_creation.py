@@ -577,17 +577,27 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 # ----------------------------------------------------------------------------- random
 
 class Generator:
-    """A seeded source of random numbers (NumPy's PCG64 underneath)."""
+    """A seeded source of random numbers: rand / randn (and dropout, through rand) draw from the counter-based
+    Philox generator of _philox.py -- element i of a draw is a function of (seed, offset + i), and the offset
+    moves on by the size of each draw --, the other samplers from NumPy's PCG64 seeded with the same seed."""
 
     def __init__(self, device="cpu"):
         self.device = as_device(device)
         self._seed = 67280421310721
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._offset = 0
 
     def manual_seed(self, seed):
         self._seed = int(seed)
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._offset = 0
         return self
+
+    def _counters(self, n):
+        """(key, first counter) of a Philox draw of n elements; the next draw starts after them."""
+        first = self._offset
+        self._offset = first + int(n)
+        return self._seed & 0xFFFFFFFFFFFFFFFF, first
 
     def seed(self):
         s = int(np.random.SeedSequence().entropy % (2 ** 63))
@@ -600,11 +610,12 @@ class Generator:
     def get_state(self):
         from ._creation import tensor as _t
         import pickle
-        return _t(list(pickle.dumps(self._rng.bit_generator.state)), dtype=D.uint8)
+        return _t(list(pickle.dumps((self._rng.bit_generator.state, self._seed, self._offset))), dtype=D.uint8)
 
     def set_state(self, state):
         import pickle
-        self._rng.bit_generator.state = pickle.loads(bytes(state.tolist()))
+        pcg, self._seed, self._offset = pickle.loads(bytes(state.tolist()))
+        self._rng.bit_generator.state = pcg
         return self
 
 
@@ -643,6 +654,11 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
+def _counters(generator, n):
+    """(key, first counter) of a Philox draw of n elements from generator (default: the global one)."""
+    return (generator or default_generator)._counters(n)
+
+
 _RANDOM_OVERLOADS = (
     " * (tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = None, "
     "torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
@@ -671,8 +687,9 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     if _on_cuda(device) and out is None:
         from ._cuda_random import uniform
         return _grad(uniform(shape, dt, as_device(device)), requires_grad)
+    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
     with _alloc.sized(shape, 8):
-        arr = _rng(generator).random(shape, dtype=np.float64).astype(dt.np)
+        arr = _philox.uniform(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
     return _into("rand", out, t)
 
@@ -689,8 +706,9 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     if _on_cuda(device) and out is None:
         from ._cuda_random import normal as _cuda_normal
         return _grad(_cuda_normal(shape, dt, as_device(device)), requires_grad)
+    from . import _philox       # (as in rand)
     with _alloc.sized(shape, 8):
-        arr = _rng(generator).standard_normal(shape).astype(dt.np)
+        arr = _philox.normal(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
     return _into("randn", out, t)
 

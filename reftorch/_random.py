@@ -2,7 +2,8 @@
 cauchy_, log_normal_, random_) and torch.bernoulli / multinomial / poisson / binomial.
 
 Every draw comes from a seeded generator, so `manual_seed` replays it: on cpu the `Generator` of
-_creation.py (NumPy's PCG64; `generator=` picks another), on cuda the counter-based generator of
+_creation.py (the fillers through its counter-based Philox stream, _philox.py; multinomial, poisson, binomial and
+random_ through its PCG64; `generator=` picks another), on cuda the counter-based generator of
 _cuda_random.py (uniform and normal draws on the device). The streams are not PyTorch's bit for bit; the
 distributions, dtypes, shapes and errors are. Continuous distributions are transforms of float64 uniform or
 normal draws, rounded once into the tensor's dtype.
@@ -13,9 +14,10 @@ import math
 
 import numpy as np
 
+from . import _creation
 from . import _dtype as D
-from ._creation import _rng, _finish, _zero_gradient
-from ._dispatch import check_inplace
+from ._creation import _counters, _rng, _finish, _zero_gradient
+from ._dispatch import check_inplace, values_for_check
 from ._tensor import Tensor
 from . import _functional as F
 from .autograd import grad_mode
@@ -30,9 +32,11 @@ def _draw(self, kind, generator):
     if self.device.type == "cuda" and generator is None:
         from . import _cuda_random      # imports numba.cuda: only on the first cuda draw (as _creation.py)
         return (_cuda_random.uniform if kind == "uniform" else _cuda_random.normal)(self._shape, D.float64, self.device)
-    rng = _rng(generator)
-    arr = rng.random(self._shape) if kind == "uniform" else rng.standard_normal(self._shape)
-    return _finish(np.asarray(arr, np.float64), D.float64, self.device)
+    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
+    n = self.numel()
+    draw = _philox.uniform if kind == "uniform" else _philox.normal
+    arr = draw(n, *_counters(generator, n), np.float64).reshape(self._shape)
+    return _finish(arr, D.float64, self.device)
 
 
 def _write(self, values):
@@ -157,10 +161,27 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     """Draws 0/1 with probabilities input (or p, a number), in input's dtype."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input.dtype.short}'")
+    if out is None and input.device.type == "cpu":
+        return _zero_gradient(_bernoulli_sample(input, input.detach() if p is None else p, generator), input)
     out = F.empty_like(input) if out is None else out
     with grad_mode.no_grad():
         bernoulli_(out, input.detach() if p is None else p, generator=generator)
     return _zero_gradient(out, input)   # as PyTorch's: the sample requires grad, with a zero gradient
+
+
+def _bernoulli_sample(input, p, generator):
+    """bernoulli_'s draws (float64 uniforms below p, the same counters) as out-of-place ops over rand: a fresh
+    tensor, so reftorch.compile records the draw (and the comparison and cast) instead of breaking on a write.
+    The check of a tensor p reads its values only to validate it (not a graph break; a replay does not repeat it)."""
+    if isinstance(p, Tensor):
+        probs = values_for_check(p)
+        if not ((probs >= 0) & (probs <= 1)).all():
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+        p = p.to(D.float64)
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    with grad_mode.no_grad():
+        return (_creation.rand(input.shape, dtype=D.float64, generator=generator) < p).to(input.dtype)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -241,8 +241,8 @@ def test_fullgraph_raises_with_line():
         g(reftorch.ones(2))
 
     @reftorch.compile(fullgraph=True)
-    def h(x):
-        return x + reftorch.rand(2)
+    def h(x):       # randint draws from the PCG64 stream, not the counter-based one: not captured
+        return x + reftorch.randint(0, 5, (2,))
     with pytest.raises(GraphBreak, match="random"):
         h(reftorch.ones(2))
 
@@ -627,3 +627,121 @@ def test_lr_scheduler_step_is_replayed():
     assert sc.get_last_lr() == se.get_last_lr() and oc.param_groups[0]["lr"] == oe.param_groups[0]["lr"]
     for pe, pc in zip(me.parameters(), mc.parameters()):
         _close(pc.detach().numpy(), pe.detach().numpy())
+
+
+# ------------------------------------------------------------------------------ random ops (counter-based draws)
+
+def test_dropout_is_captured_fused_and_replayed_in_backward():
+    F = reftorch.nn.functional
+
+    def f(x):
+        return F.dropout(x.tanh(), 0.3) * 2 + reftorch.randn(x.shape) * 0.1
+    cf = reftorch.compile(f, fullgraph=True)
+    x = reftorch.randn(4, 5, requires_grad=True)
+    for seed in range(3):
+        reftorch.manual_seed(seed)
+        ye = f(x)
+        ye.sum().backward()
+        ge, x.grad = x.grad, None
+        after_e = reftorch.rand(2).tolist()
+        reftorch.manual_seed(seed)
+        yc = cf(x)
+        yc.sum().backward()
+        gc, x.grad = x.grad, None
+        _close(yc.detach().numpy(), ye.detach().numpy())       # the same masks and noise under the same seed
+        _close(gc.numpy(), ge.numpy())                          # the backward kernel recomputed the same mask
+        assert reftorch.rand(2).tolist() == after_e             # and the generator moved on as eagerly
+    assert not cf.graph_breaks()
+    regions = [st for e in cf._cache.values() if e.steps for st in e.steps if hasattr(st, "random") and st.random]
+    # the draws run inside generated kernels, one of which also has a backward kernel that recomputes its draw
+    assert regions and any(r.grad_inputs for r in regions)
+    assert any("philox_uniform(" in src for src in cf.kernels())
+
+
+def test_compiled_training_step_with_dropout_and_clipping_matches_eager():
+    nn = reftorch.nn
+    models = []
+    for _ in range(2):
+        reftorch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.25), nn.Linear(16, 3))
+        models.append((m, reftorch.optim.AdamW(m.parameters(), lr=1e-2)))
+
+    def make(m, opt):
+        def step(x, y):
+            loss = nn.functional.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+            return loss
+        return step
+    eager, compiled = make(*models[0]), reftorch.compile(make(*models[1]), fullgraph=True)
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        x = reftorch.tensor(rng.standard_normal((8, 6)).astype(np.float32))
+        y = reftorch.tensor(rng.integers(0, 3, 8))
+        reftorch.manual_seed(10 + i)
+        le = eager(x, y)
+        reftorch.manual_seed(10 + i)
+        lc = compiled(x, y)
+        _close(lc.detach().numpy(), le.detach().numpy())
+        for pe, pc in zip(models[0][0].parameters(), models[1][0].parameters()):
+            _close(pc.detach().numpy(), pe.detach().numpy())
+            _close(pc.grad.numpy(), pe.grad.numpy())            # the clipped gradients, set on the leaves
+    assert not compiled.graph_breaks()
+    assert [e for e in compiled._cache.values() if e.plan is not None][-1].plan.built is not None
+
+
+def test_inplace_ops_on_values_the_function_made():
+    def f(x):
+        y = x * 2
+        y.mul_(3).add_(x)           # recorded as out-of-place ops: y's value from then on
+        return y
+    cf = reftorch.compile(f, fullgraph=True)
+    x = reftorch.randn(5)
+    for _ in range(2):
+        _close(cf(x).numpy(), f(x).numpy())
+
+    def g(x):
+        y = x * 2
+        v = y.view(-1)
+        y.mul_(3)
+        return v + 1                # a view of y read after the write: eager
+    cg = reftorch.compile(g)
+    for _ in range(2):
+        _close(cg(x).numpy(), g(x).numpy())
+    assert any("in-place" in b for b in cg.graph_breaks())
+    with pytest.raises(GraphBreak, match="in-place"):
+        reftorch.compile(g, fullgraph=True)(x)
+
+
+def test_bernoulli_is_captured_as_a_draw():
+    def f(x):
+        return reftorch.bernoulli(x) * x + reftorch.rand_like(x)
+    cf = reftorch.compile(f, fullgraph=True)
+    x = reftorch.rand(3, 4)
+    for seed in range(2):
+        reftorch.manual_seed(seed)
+        ye = f(x)
+        reftorch.manual_seed(seed)
+        _close(cf(x).numpy(), ye.numpy())
+    assert not cf.graph_breaks()
+    reftorch.manual_seed(1)
+    a = reftorch.empty(3, 4).bernoulli_(x)          # the in-place filler draws the same values
+    reftorch.manual_seed(1)
+    assert a.tolist() == reftorch.bernoulli(x).tolist()
+
+
+def test_inplace_op_on_a_view_of_a_captured_tensor_still_breaks():
+    w = reftorch.ones(4)
+
+    def f(x):
+        with reftorch.no_grad():
+            v = w.view(2, 2)
+            v.mul_(2)               # must reach w: not recorded out of place
+        return x + w
+    cf = reftorch.compile(f)
+    x = reftorch.zeros(4)
+    _close(cf(x).numpy(), [2, 2, 2, 2])
+    _close(cf(x).numpy(), [4, 4, 4, 4])
+    assert any("in-place" in b for b in cf.graph_breaks())

@@ -13,10 +13,23 @@ Guards: the shapes (ranks only with dynamic=True) dtypes, devices and requires_g
 arguments, their aliasing, the values of non-tensor arguments, grad mode, a module's training flag,
 and the metadata of captured tensors (parameters). A miss traces again and caches another version.
 
-Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), in-place writes,
-random numbers, a backward pass with create_graph=True or one that accumulates into an existing .grad.
-That guard entry then runs eagerly (the function unchanged); under fullgraph=True the trace raises
-GraphBreak naming the line.
+Random ops: rand / randn on cpu (and what calls them: rand_like, dropout's mask, sdpa's dropout) draw from the
+counter-based Philox generator (reftorch/_philox.py): element i of a draw is a function of (seed, counter + i).
+The tracer records each draw (tracer.RandomSpec) with its place in the trace's block of counters; every replay
+takes the whole block from the generator first (tracer.Draws), so a compiled call gives the values the eager call
+would give under the same seed and leaves the generator where eager leaves it. A draw of a region's shape is
+computed inside the region's generated loop (never stored unless used later), and a region's backward kernel
+recomputes it from the same counters.
+
+In-place ops: an elementwise in-place op on a value the function made (clip_grad_norm_'s `g.mul_(coef)` on a
+fresh gradient) is recorded as its out-of-place op; the result is that tensor's value (and its leaf's .grad)
+from then on. Reading another view of that memory afterwards is a graph break.
+
+Graph breaks: reading a tensor's value from Python (`if x.sum() > 0`, `.item()`), other in-place writes (into
+arguments, captured tensors, tensors with autograd history), the PCG64 samplers (randint, randperm, normal,
+multinomial ...) and random ops on cuda, a backward pass with create_graph=True or one that accumulates into
+an existing .grad. That guard entry then runs eagerly (the function unchanged); under fullgraph=True the trace
+raises GraphBreak naming the line.
 
 Training steps: a function that calls `loss.backward()` (and `optimizer.step()`, `zero_grad()`) is captured
 whole: the tracer records the backward's derivative formulas as ops, the writes of each leaf's .grad and the
@@ -187,7 +200,9 @@ def _launch(r, which, shape, ins, out_dtypes, cs=None, acc=None, scalars=()):
     if k is None:
         mod = r.kernel
         # a trailing reduction's kernel keeps one accumulator: it runs on one thread
-        k = r.kernels[which] = (getattr(mod, which + "_contig"), acc is None, getattr(mod, which + "_strided"))
+        # (a region that draws random numbers indexes them by the loop's own index: one thread, no chunks)
+        k = r.kernels[which] = (getattr(mod, which + "_contig"), acc is None and not r.random,
+                                getattr(mod, which + "_strided"))
     if all(t._shape == shape and (t._strides == cs or L.is_contiguous(t._shape, t._strides)) for t in ins):
         arrays = [step_mod.flat_view(t) for t in ins]
         if k[1] and n >= _par_min():
@@ -278,16 +293,17 @@ def _run_region(r, env):
     rt = r.reduce
     red = None
     dev = r.device
+    rs = (r.fill_rstate(),) if r.random else ()     # the counters of the region's draws in this call
     if dev.type == "cuda":      # (trailing reductions are not fused on cuda: ir._fuse_trailing_reductions)
         outs = _launch_cuda(r, "fused", shape, ins, r.out_dtypes, dev)
     elif rt is not None:
         acc = np.empty(1, rt.acc)
         acc[0] = _identity(rt.identity, rt.acc)
-        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc)[1:]
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, acc, rs)[1:]
         red = env[rt.node.outs[0]] = Tensor._make(Storage(acc.astype(rt.out_dtype.np)), 0, rt.out_shape,
                                                   L.contiguous_strides(rt.out_shape), rt.out_dtype)
     else:
-        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs)
+        outs = _launch(r, "fused", shape, ins, r.out_dtypes, cs, scalars=rs)
     res = [Tensor._make(Storage(arr), 0, shape, cs, dt, dev) for arr, dt in zip(outs, r.out_dtypes)]
     for vid, t in zip(r.outputs, res):
         env[vid] = t
@@ -304,7 +320,7 @@ def _run_region(r, env):
 class RegionBackward(Node):
     """The backward of one fused region: one generated kernel computes the gradients of all the region's
     inputs that want one, from its saved inputs and the gradients of its outputs."""
-    __slots__ = ("region", "saved", "shape")
+    __slots__ = ("region", "saved", "shape", "rstate")
 
     def __init__(self, region, ins, shape):
         gi = region.grad_inputs
@@ -316,6 +332,8 @@ class RegionBackward(Node):
         self.region = region
         self.saved = [SavedTensor(t) for t in ins]
         self.shape = shape
+        # the forward's counters: the backward kernel recomputes the region's draws, as the forward made them
+        self.rstate = region.rstate.copy() if region.random else None
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -338,6 +356,8 @@ class RegionBackward(Node):
                 g = g.expand(self.shape)
             gouts.append(g)
         dts = [r.inputs[j][1] for j in r.grad_inputs]
+        if self.rstate is not None:
+            scalar = scalar + (self.rstate,)
         dev = r.device
         if dev.type == "cuda":
             outs = _launch_cuda(r, "fused_backward", self.shape, ins + gouts, dts, dev, scalar)
@@ -362,13 +382,14 @@ def _replay(entry, inputs):
 
 def _replay_steps(entry, inputs):
     env = dict(zip(entry.graph.input_vids, inputs))
+    entry.graph.draws.start()       # this call's counters for every draw of the graph (tracer.Draws)
     for st in entry.steps:
         if isinstance(st, ir.Region):
             _run_region(st, env)
             continue
         n = st.node
         kind = n.spec.kind
-        if kind in ("method", "factory", "gradread"):   # .to() / detach() ..., zeros(n) ..., a leaf's .grad
+        if kind in ("method", "factory", "gradread", "random"):   # .to() ..., zeros(n) ..., .grad, rand(n)
             res = n.spec.run([_resolve(a, env) for a in n.args], n.scalars)
         elif kind == "setgrad":
             leaf = _resolve(n.args[0], env)
@@ -445,11 +466,14 @@ class CompiledFunction:
             input_vids.append(vid if vid is not None else tracer.add_value(t))
         with tracer:
             result = self._fn(*args, **kwargs)
+        out_spec = _out_spec(result, tracer)
+        if tracer.stale.intersection(ir._spec_vids(out_spec)):
+            tracer.graph_break("the function returns a tensor an in-place op wrote into through another one")
         if tracer.breaks:
             entry = _Entry(None, None, tracer.breaks, (), True, shapes, tracer.grad_guard)
             self._cache[key] = entry
             return result
-        graph = ir.Graph(tracer, input_vids, _out_spec(result, tracer), step=tracer.captures_step)
+        graph = ir.Graph(tracer, input_vids, out_spec, step=tracer.captures_step)
         steps = ir.partition(graph)
         for st in steps:
             if isinstance(st, ir.Region):

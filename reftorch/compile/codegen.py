@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import inspect
 import math
 import os
 import re
@@ -39,6 +40,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from .. import _philox
 
 _REGISTRY = None
 _MODULES = {}
@@ -226,6 +229,16 @@ class _Body:
         self.scalars = {}           # node index -> [scalar literals]
         self.fwd = []
         for k, n in enumerate(region.nodes):
+            if n.spec.kind == "random":
+                self._random(k, n)
+                continue
+            if n.spec.kind == "method":     # a dtype conversion (ir._annotate_cast): the operand, cast
+                expr, _ = self.ref(n.args[0])
+                self.operands[k], self.scalars[k] = [expr], []
+                self.fwd.append(f"# .to({n.out_dtype.short})")
+                self.fwd.append(f"v{n.outs[0]} = {_np_type(n.out_dtype)}({expr})")
+                self.local_dtype[n.outs[0]] = n.out_dtype
+                continue
             args = []
             for i, a in enumerate(n.args):
                 want = n.operand_dtypes[i]
@@ -244,6 +257,18 @@ class _Body:
             self.fwd.append(f"# {n.spec.name}: {op.scalar}   ({n.compute.short} -> {n.out_dtype.short})")
             self.fwd.append(f"v{vid} = {_np_type(n.out_dtype)}(_s_{op.name}({', '.join(args + sc)}))")
             self.local_dtype[vid] = n.out_dtype
+
+    def _random(self, k, n):
+        """A counter-based draw: element _lin (the loop's linear index) of its counters, as _philox.py draws it."""
+        r = self.region.random.index(n)
+        spec = n.spec
+        call = f"philox_uniform(_rk{r}, _rc{r} + _lin, {_philox.bits_of(spec.dtype.np)})" if spec.name == "rand" else \
+            f"philox_normal(_rk{r}, _rc{r} + _lin)"
+        self.operands[k], self.scalars[k] = [], []
+        self.fwd.append(f"# {spec.name}: Philox draw (reftorch/_philox.py) at counter {r}'s first + the linear index "
+                        f"({n.out_dtype.short})")
+        self.fwd.append(f"v{n.outs[0]} = {_np_type(n.out_dtype)}({call})")
+        self.local_dtype[n.outs[0]] = n.out_dtype
 
     def ref(self, a):
         """(expression, dtype) of a node argument that is a graph value or a captured tensor."""
@@ -308,13 +333,15 @@ def _scalar_fns(region, helpers, decorator):
     reg = _registry()
     names = []
     for n in region.nodes:
-        if n.spec.name not in names:
+        if n.spec.name not in names and n.spec.kind not in ("random", "method"):
             names.append(n.spec.name)
     for params, expr, _ in helpers.values():
         for callee in re.findall(r"\b_s_(\w+)\(", expr):
             if callee not in names:
                 names.append(callee)
-    parts = []
+    # the Philox scalar functions, copied from reftorch/_philox.py, when the region draws random numbers
+    parts = [inspect.getsource(f).replace('@njit(inline="always")', decorator) for f in _philox.SCALAR_FUNCTIONS] \
+        if region.random else []
     for name in names:
         op = reg[name]
         params = [a.name for a in op.signature.tensor_args] + _kernel_scalar_names(op)
@@ -328,12 +355,14 @@ def _scalar_fns(region, helpers, decorator):
 
 # ---------------------------------------------------------------------------------------- CPU loops
 
-def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None):
+def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None, draws=0):
     """contig (+ par) and strided kernels: arrays [(array name, element name)], stores [(out name, expr)];
-    reduce: (accumulator numpy type, identity literal, value name) folds that value into r0[0]."""
+    reduce: (accumulator numpy type, identity literal, value name) folds that value into r0[0];
+    draws: how many counter-based draws the body makes (their [key, counter] pairs arrive in the array rst,
+    and the body reads the linear index _lin)."""
     outs = (["r0"] if reduce else []) + [o for o, _ in stores]
     ins = [a for a, _ in arrays]
-    tail = [scalar] if scalar else []       # a scalar parameter after the arrays
+    tail = ([scalar] if scalar else []) + (["rst"] if draws else [])      # parameters after the arrays
     parts = []
     pre, post = [], []
     if reduce:
@@ -341,10 +370,13 @@ def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None
         pre = [f"    acc = {acc_t}({init})"]
         post = ["    r0[0] = acc"]
         parallel = False
+    for r in range(draws):
+        pre += [f"    _rk{r} = rst[{2 * r}]", f"    _rc{r} = rst[{2 * r + 1}]"]
 
     def inner(index, load, indent):
         pad = " " * indent
-        lines = [f"{pad}{x} = {load(a)}" for a, x in arrays]
+        lines = [f"{pad}_lin = np.uint64({index})"] if draws else []
+        lines += [f"{pad}{x} = {load(a)}" for a, x in arrays]
         lines += [pad + b for b in body]
         lines += [f"{pad}{o}[{index}] = {e}" for o, e in stores]
         if reduce:
@@ -379,7 +411,7 @@ def _loops(prefix, arrays, body, stores, doc, parallel, reduce=None, scalar=None
     lines += ["            if idx[d] < np.uint64(shape[d]):", "                break"]
     lines += [f"            p_{a} -= np.uint64({a}_st[d]) * np.uint64(shape[d])" for a in ins]
     lines += ["            idx[d] = np.uint64(0)", "            d -= 1"]
-    if reduce:
+    if pre:
         k = lines.index("    k = np.uint64(0)")
         lines[k:k] = pre
         lines += post
@@ -434,7 +466,8 @@ def region_source(region):
         parts.append(f'@njit(inline="always")\ndef _r_combine(acc, x):\n'
                      f"    # ops.yaml: {rt.node.spec.name} -- combine: {rt.combine} (accumulates in {rt.acc.name}; "
                      f"the result r0 is cast to {rt.out_dtype.short})\n    return {rt.combine}\n")
-    parts += _loops("fused", arrays, body.fwd, fwd_stores, _doc(region), parallel=True, reduce=red)
+    draws = len(region.random)
+    parts += _loops("fused", arrays, body.fwd, fwd_stores, _doc(region), parallel=True, reduce=red, draws=draws)
     if region.grad_inputs:
         bw_arrays = arrays + [(f"b{m}", f"go{m}") for m in range(len(region.grad_outputs))]
         bw_stores = [(f"gi{m}", bw_outs[j]) for m, j in enumerate(region.grad_inputs)]
@@ -444,8 +477,10 @@ def region_source(region):
                "    # the forward values are recomputed, then the derivative formulas run in reverse order"]
         if scalar:
             doc.append(f"    # gr: the gradient of the trailing {region.reduce.node.spec.name}, the same for every element")
+        if draws:
+            doc.append("    # rst: the forward's draws, recomputed from the same counters")
         parts += _loops("fused_backward", bw_arrays, body.fwd + bw_lines, bw_stores, doc, parallel=True,
-                        scalar=scalar)
+                        scalar=scalar, draws=draws)
     return "\n\n".join(p.rstrip() + "\n" for p in parts)
 
 

@@ -5,9 +5,10 @@ dtypes and shape it ran with), and the output structure. `partition` cuts the no
 
   OpStep   one op, replayed through the dispatcher's handler for its kind (matmul, reductions,
            views, array ops, and elementwise ops that must record autograd history)
-  Region   a maximal run of consecutive elementwise ops (unary/binary/ternary of the registry) over
-           one iteration shape: one generated kernel reads the region's inputs once (broadcasting
-           them) and writes only the values used after it
+  Region   a maximal run of consecutive elementwise ops (unary/binary/ternary of the registry, dtype
+           conversions, counter-based draws of the region's shape) over one iteration shape: one
+           generated kernel reads the region's inputs once (broadcasting them) and writes only the
+           values used after it
 """
 from __future__ import annotations
 
@@ -55,9 +56,15 @@ class Graph:
         # step=True: the trace holds its own backward (and optimizer step); it is replayed without autograd
         # (compile/step.py), so regions need no backward kernels and every elementwise op may fuse
         self.step = step
+        self.draws = tracer.draws           # counter-based random draws: each replay starts them (tracer.Draws)
         self.nodes = [Node(r) for r in tracer.ops]
         for n in self.nodes:
-            _annotate(n, self.values, step)
+            if n.spec.kind == "random":
+                _annotate_random(n, self.values)
+            elif n.spec.kind == "method" and n.spec.name == "to":
+                _annotate_cast(n, self.values, step)
+            else:
+                _annotate(n, self.values, step)
 
     def __str__(self):
         lines = [f"graph(inputs={['%' + str(v) for v in self.input_vids]})"]
@@ -122,6 +129,37 @@ def _annotate(node, values, step=False):
     node.fusable = True
 
 
+def _annotate_random(node, values):
+    """A counter-based draw (rand / randn on cpu) joins a region of its shape: the kernel computes element i
+    from the draw's (key, counter + i) (compile/codegen.py), so the values are never stored unless used later."""
+    out = values[node.outs[0]]
+    spec = node.spec
+    if out.numel() == 0 or spec.requires_grad or np.dtype(out.dtype.np).name not in ("float32", "float64"):
+        return
+    node.compute = node.out_dtype = out.dtype
+    node.shape, node.device = out._shape, out.device
+    node.operand_dtypes, node.kernel_scalars, node.consts = [], (), {}
+    node.fusable = True
+
+
+def _annotate_cast(node, values, step):
+    """A dtype conversion on cpu (`.to(dtype)`, `.float()` ..., dropout's `(rand >= p).to(x.dtype)`) joins a region
+    as a cast of its operand (no history to record: its output needs no gradient, or the trace is a whole step)."""
+    if node.args[0][0] != "v":
+        return
+    src, out = values[node.args[0][1]], values[node.outs[0]]
+    if out.numel() == 0 or src._shape != out._shape or src.device != CPU or out.device != CPU or \
+            (out.requires_grad and not step):
+        return
+    if any(np.dtype(t.dtype.np).kind not in "biuf" or np.dtype(t.dtype.np).itemsize < 4 and
+           np.dtype(t.dtype.np).kind == "f" for t in (src, out)):
+        return
+    node.compute = node.out_dtype = out.dtype
+    node.shape, node.device = out._shape, out.device
+    node.operand_dtypes, node.kernel_scalars, node.consts = [src.dtype], (), {}
+    node.fusable = True
+
+
 class OpStep:
     __slots__ = ("node",)
 
@@ -146,6 +184,16 @@ class Region:
         self.grad_outputs = []    # value ids of outputs whose gradients flow back (they require grad)
         self.requires = {}        # value id / id(tensor) -> requires_grad when traced
         self.reduce = None        # a ReduceTail: the full reduction folded into the loop
+        # the counter-based draws computed in the loop (RandomSpec nodes), and their [key, counter] pairs for
+        # the current call (a uint64 array the kernels read; filled before each launch)
+        self.random = [n for n in nodes if n.spec.kind == "random"]
+        self.rstate = np.zeros(2 * len(self.random), np.uint64)
+
+    def fill_rstate(self):
+        """The current replay's counters of the region's draws, into rstate (returned)."""
+        for k, n in enumerate(self.random):
+            self.rstate[2 * k], self.rstate[2 * k + 1] = n.spec.counters()
+        return self.rstate
 
     def wants_grad(self, a):
         key = a[1] if a[0] == "v" else id(a[1])
@@ -158,7 +206,8 @@ class Region:
 
 def partition(graph):
     """Regions grow over program order; an op that does not read the current run's values (traced ops are
-    pure: random numbers and in-place writes are graph breaks) moves before the run instead of ending it,
+    pure: in-place writes are graph breaks or recorded out of place, and a draw's values depend on its counters
+    only) moves before the run instead of ending it,
     so `f(x) * g(b)` with a smaller b stays one region for f(...) * ...; the moved ops are cut the same way."""
     return _finish(_cut(_live(graph)), graph)
 

@@ -167,16 +167,19 @@ class _Bound:
             return
         mod = r.kernel
         pre = [acc] if acc is not None else []
+        rs = [r.rstate] if r.random else []         # the draws' counters: filled before each call
         if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins):
             arrays = [flat_view(t) for t in ins]
-            if acc is None and n >= _par_min():
+            if acc is None and not rs and n >= _par_min():
                 call = (_threaded, (mod.fused_contig, outs, arrays, (), n))
             else:
-                call = (mod.fused_contig, tuple(pre + outs + arrays))
+                call = (mod.fused_contig, tuple(pre + outs + arrays + rs))
         else:
             cshape, operands = L.collapse_operands(shape, ins)
             args = [x for data, off, st in operands for x in (data, off, np.array(st, np.int64))]
-            call = (mod.fused_strided, (np.array(cshape, np.int64), *pre, *outs, *args))
+            call = (mod.fused_strided, (np.array(cshape, np.int64), *pre, *outs, *args, *rs))
+        if rs:
+            call = (_drawing, (r, call))
         if rt is None:
             self.calls.append(call)
         else:
@@ -195,6 +198,10 @@ class _Bound:
         if kind == "optstep":
             self.calls.append((_opt_step, (n.scalars[0], {})))
             return
+        if kind == "random":        # a draw outside a region: its values, into its buffer, at every call
+            buf = self.static[n.outs[0]] = _buffer(self.graph.values[n.outs[0]])
+            self.calls.append((_random_into, (n.spec, buf._array())))
+            return
         if kind == "gradread":
             buf = self.static[n.outs[0]] = _buffer(self.graph.values[n.outs[0]])
             self.calls.append((_read_grad, (self, self.leaf(n.args[0], inputs), buf._array())))
@@ -210,6 +217,7 @@ class _Bound:
         outs = [self.graph.values[v] for v in n.outs]
         if kind in ("unary", "fused") and len(args) == 1 and _is_copy(n.spec) and isinstance(args[0], Tensor) and \
                 args[0].dtype is outs[0].dtype and args[0]._shape == outs[0]._shape and \
+                L.is_contiguous(args[0]._shape, args[0]._strides) and \
                 (n.args[0][0] == "v" or self.readers.get(n.outs[0]) == {"setgrad"}):
             # a copy of a value (clone, a gradient passed through unchanged): values are written once per
             # replay, so the copy can share the buffer (a captured tensor's copy only when SETGRAD copies it out)
@@ -300,6 +308,7 @@ class _Bound:
 
     def run(self, inputs):
         self.inputs = inputs
+        self.graph.draws.start()        # this call's counters for every draw of the step (tracer.Draws)
         for i, dst in self.in_copies:
             np.copyto(dst, inputs[i]._array())
         prev = grad_mode.state.enabled
@@ -372,6 +381,15 @@ def _array_body(body, named, bufs, multi, blas):
         res = body(**named) if blas is None else _blas.serial_small(body, named, {}, blas)
     for b, r in zip(bufs, res if multi else (res,)):
         np.copyto(b, r, casting="unsafe")
+
+
+def _drawing(region, call):
+    region.fill_rstate()
+    call[0](*call[1])
+
+
+def _random_into(spec, out):
+    np.copyto(out, spec.run()._array())
 
 
 def _fill(arr, v):

@@ -4,8 +4,11 @@ While a Tracer is active, `_dispatch.call` hands every op to `Tracer.call`, whic
 (the traced call IS an eager call, so its results are returned to the user) and notes the op, its
 kind, its inputs (graph values, captured tensors or Python constants), its scalars and its outputs.
 
-Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()` ...), an
-in-place op or a random number cannot be replayed from the recorded ops: each one is a graph break.
+Reading a tensor's value from Python (`bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()` ...), an in-place op
+on a tensor the trace did not make, or a draw from the PCG64 stream (randint, randperm ...) cannot be replayed
+from the recorded ops: each one is a graph break. rand / randn on cpu are counter-based draws, recorded as
+RandomSpec steps (see Draws); an elementwise in-place op on a value the trace made is recorded out of place
+(`inplace_call`).
 
 A backward pass inside the function (`loss.backward()`, `autograd.grad`) is traced through: the engine
 runs the derivative formulas of ops.yaml, whose ops are recorded like the forward's (compiled autograd),
@@ -26,7 +29,9 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import _creation
 from .. import _dispatch
+from .. import _layout as _L
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,6 +85,54 @@ class FactorySpec:
         return self._fn(*args, **self.kwargs)
 
 
+class Draws:
+    """The counter-based draws of one trace (rand / randn, dropout's mask), per generator: each RandomSpec
+    knows where its counters start inside its generator's block. A replay takes the whole block from each
+    generator at its start (`start`), so every draw gets the counters the eager call would have given it, in
+    program order, whatever order the steps run in (and dead draws still advance the generator)."""
+
+    def __init__(self):
+        self.totals = {}        # id(generator) -> [generator, counters per call]
+        self.now = {}           # id(generator) -> (key, first counter) of the current replay
+
+    def add(self, gen, n):
+        ent = self.totals.setdefault(id(gen), [gen, 0])
+        first = ent[1]
+        ent[1] += n
+        return first
+
+    def start(self):
+        for k, (gen, total) in self.totals.items():
+            self.now[k] = gen._counters(total)
+
+
+class RandomSpec:
+    """A pseudo op for rand / randn on cpu (and rand_like ... , dropout's mask): kind "random", no operands.
+    Its values are the counter-based draws of _philox.py at the counters its Draws gives it in each replay;
+    a fused region computes them inside its loop (compile/codegen.py), any other step calls `run`."""
+    kind = "random"
+    kernel_idx = None
+    tensor_types = ()
+    scalar_names = ()
+
+    def __init__(self, name, gen, shape, dtype, requires_grad, draws):
+        self.name, self.gen, self.shape, self.dtype, self.requires_grad = name, gen, shape, dtype, requires_grad
+        self.draws = draws
+        self.n = _L.numel(shape)
+        self.first = draws.add(gen, self.n)
+
+    def counters(self):
+        """(key, first counter) of this draw in the current replay."""
+        key, base = self.draws.now[id(self.gen)]
+        return key, base + self.first
+
+    def run(self, args=(), scalars=()):
+        from .. import _philox      # imports numba (`import reftorch` stays numba-free); loaded by the trace's draw
+        draw = _philox.uniform if self.name == "rand" else _philox.normal
+        arr = draw(self.n, *self.counters(), self.dtype.np).reshape(self.shape)
+        return _creation._finish(arr, self.dtype, None, self.requires_grad)
+
+
 class SideEffect:
     """A step that changes state outside the graph's values: SETGRAD (leaf.grad = value or None; args: the
     leaf, then the value or nothing) and OPTSTEP (scalars: the optimizer; its step() runs there)."""
@@ -97,6 +150,7 @@ GRADREAD = MethodSpec("grad", (), lambda t: t._grad)       # a leaf's .grad read
 GRADREAD.kind = "gradread"
 FACTORIES = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange",
              "linspace", "logspace", "eye", "tensor", "scalar_tensor", "as_tensor")
+RANDOM = ("rand", "randn")      # counter-based draws: recorded as RandomSpec steps (rand_like ... call these)
 
 
 class OpRecord:
@@ -146,6 +200,11 @@ class Tracer:
         self.grad_guard = []     # (leaf, whether its .grad must be None when the function is called)
         self._grad_touched = set()   # id of leaves whose .grad this trace has written or guarded
         self.captures_step = False   # a backward or an optimizer step was recorded
+        self.draws = Draws()         # the counter-based random draws recorded (RandomSpec)
+        self.grad_of = {}            # id(value) -> the leaf whose .grad it is (the trace set it)
+        self.n_inputs = 0            # values before this count are the function's arguments
+        self.stale = set()           # value ids over memory an in-place op wrote after they were made
+        self.fresh = set()           # id of the storages the trace's ops allocated (not views of others)
 
     # ------------------------------------------------------------------ values
     def add_value(self, t):
@@ -163,10 +222,11 @@ class Tracer:
     def _arg(self, x):
         if isinstance(x, Tensor):
             vid = self.ids.get(id(x))
-            if vid is not None and self.values[vid] is x:
-                return ("v", vid)
-            # another Tensor object over a value's memory (a saved output, unpacked for a derivative formula)
-            vid = self.aliases.get(_view_key(x))
+            if vid is None or self.values[vid] is not x:
+                # another Tensor object over a value's memory (a saved output, unpacked for a derivative formula)
+                vid = self.aliases.get(_view_key(x))
+            if vid in self.stale:
+                self.graph_break("a tensor is read after an in-place op wrote into its memory through another one")
             return ("v", vid) if vid is not None else ("c", x)
         if isinstance(x, (list, tuple)) and any(isinstance(e, Tensor) for e in x):
             return ("l", type(x), [self._arg(e) for e in x])
@@ -185,8 +245,16 @@ class Tracer:
             self.depth -= 1
         multi = isinstance(res, tuple)
         outs = [self.add_value(o) for o in (res if multi else (res,))]
+        self._note_fresh(res if multi else (res,), tensors)
         self.ops.append(OpRecord(spec, args, tuple(scalars), outs, multi))
         return res
+
+    def _note_fresh(self, outs, tensors):
+        """Outputs whose memory is none of the operands' (not a view, not an operand itself) are the trace's own."""
+        mem = [x._storage for x in tensors if isinstance(x, Tensor)]
+        for o in outs:
+            if isinstance(o, Tensor) and not any(o._storage is m for m in mem):
+                self.fresh.add(id(o._storage))
 
     def graph_break(self, what):
         if self.depth:
@@ -217,9 +285,34 @@ class Tracer:
                     if all(x[0] != "c" or not isinstance(x[1], Tensor) for x in args) and _hashable(k):
                         tracer.ops.append(OpRecord(FactorySpec(name, orig, k), args, (), [tracer.add_value(res)],
                                                    False))
+                        tracer._note_fresh((res,), a)
                 return res
             return make
 
+        def random(name, orig):
+            def draw(*a, generator=None, out=None, **k):
+                if tracer.depth:
+                    return orig(*a, generator=generator, out=out, **k)
+                tracer.depth += 1
+                try:
+                    res = orig(*a, generator=generator, out=out, **k)
+                finally:
+                    tracer.depth -= 1
+                if out is not None or res.device.type != "cpu":
+                    tracer.graph_break(f"{name}() {'with out=' if out is not None else 'on ' + str(res.device)} "
+                                       f"(random values cannot be baked into a graph)")
+                    return res
+                spec = RandomSpec(name, generator or _creation.default_generator, res._shape, res.dtype,
+                                  res.requires_grad, tracer.draws)
+                tracer.ops.append(OpRecord(spec, [], (), [tracer.add_value(res)], False))
+                tracer.fresh.add(id(res._storage))
+                return res
+            return draw
+
+        self.n_inputs = len(self.values)
+        orig_ci = _dispatch.call_inplace
+        self._saved[(_dispatch, "call_inplace")] = orig_ci
+        _dispatch.call_inplace = lambda name, tensors, scalars: tracer.inplace_call(name, tensors, scalars, orig_ci)
         for name in _VALUE_READS:
             orig = Tensor.__dict__.get(name)
             if orig is None:
@@ -244,7 +337,6 @@ class Tracer:
                 finally:
                     tracer.depth -= 1
             setattr(Tensor, name, mutating)
-        from .. import _creation
         orig_rng = _creation._rng
         self._saved[(_creation, "_rng")] = orig_rng
 
@@ -285,6 +377,7 @@ class Tracer:
             tracer.guard_grad(t)
             new = g.detach().clone()            # recorded: the engine's first accumulation is a fresh copy
             t._grad = new
+            tracer.grad_of[id(new)] = t
             tracer.ops.append(OpRecord(SETGRAD, [tracer._leaf_arg(t), tracer._arg(new)], (), [], False))
         engine_mod._accumulate_into = accumulate_into
         grad_prop = Tensor.__dict__["grad"]
@@ -304,6 +397,8 @@ class Tracer:
             if tracer.depth:
                 return
             tracer._grad_touched.add(id(self_))
+            if value is not None:
+                tracer.grad_of[id(value)] = self_
             args = [tracer._leaf_arg(self_)] + ([tracer._arg(value)] if value is not None else [])
             tracer.ops.append(OpRecord(SETGRAD, args, (), [], False))
         Tensor.grad = property(get_grad, set_grad)
@@ -338,12 +433,12 @@ class Tracer:
             cls.step = opt_step
         # factories: recorded with their arguments (a replay makes a fresh tensor of the size it is given)
         import reftorch
-        from .. import _creation, _functional
-        for name in FACTORIES:
+        from .. import _functional
+        for name in FACTORIES + RANDOM:
             orig_f = getattr(_creation, name, None)
             if orig_f is None:
                 continue
-            wrapped = factory(name, orig_f)
+            wrapped = (random if name in RANDOM else factory)(name, orig_f)
             for mod in (reftorch, _creation, _functional):
                 if getattr(mod, name, None) is orig_f:
                     self._saved[(mod, name)] = orig_f
@@ -364,6 +459,7 @@ class Tracer:
                 if isinstance(res, Tensor) and res is not self_:
                     arg = tracer._arg(self_)
                     tracer.ops.append(OpRecord(spec, [arg], scalars_of(res), [tracer.add_value(res)], False))
+                    tracer._note_fresh((res,), (self_,))
                 return res
             return method
 
@@ -385,6 +481,55 @@ class Tracer:
         if id(leaf) not in self._grad_touched:
             self._grad_touched.add(id(leaf))
             self.grad_guard.append((leaf, leaf._grad is None))
+
+    def functional_target(self, t, tensors):
+        """The value id of t when an elementwise in-place op on it can be recorded as a new value (t is a value
+        the trace made, with no autograd history to continue, and the op's out-of-place result has t's dtype
+        and shape); None otherwise (a graph break). Other values over t's memory (views) go stale."""
+        vid = self.ids.get(id(t)) if isinstance(t, Tensor) else None
+        if vid is None or self.values[vid] is not t or vid < self.n_inputs or t.requires_grad or \
+                id(t._storage) not in self.fresh:       # (a view of a parameter: the write must reach it)
+            return None
+        ts = [_dispatch.as_tensor_arg(x) for x in tensors]
+        if any(x.requires_grad or x.device != t.device for x in ts if isinstance(x, Tensor) and x.ndim):
+            return None
+        return vid
+
+    def inplace_call(self, name, tensors, scalars, orig):
+        """`_dispatch.call_inplace` while tracing: an elementwise in-place op on a value the trace made
+        (clip_grad_norm_'s `g.mul_(coef)` on a fresh gradient) is recorded as its out-of-place op, whose result
+        becomes the value of t from then on (and the leaf's .grad when t is one); others are graph breaks."""
+        if self.depth:
+            return orig(name, tensors, scalars)
+        spec = _dispatch.SPECS[name]
+        t = tensors[0]
+        ok = self.functional_target(t, tensors) is not None
+        if ok:
+            try:
+                ts = [_dispatch.as_tensor_arg(x) for x in tensors]
+                _, out_dtype = _dispatch._result_dtypes(spec, ts)
+                ok = out_dtype is t.dtype and _L.broadcast_shapes(*[x._shape for x in ts]) == t._shape
+            except Exception:
+                ok = False
+        if not ok:
+            self.inplace(name)
+        args = [self._arg(x) for x in tensors]
+        self.depth += 1
+        try:
+            res = orig(name, tensors, scalars)
+        finally:
+            self.depth -= 1
+        if ok:
+            # the values over t's memory now hold other numbers than the graph gives them: using one later is a
+            # graph break (_arg), returning one too (compile/__init__.py)
+            self.stale.update(i for i, v in enumerate(self.values) if v._storage is t._storage)
+            vid = self.add_value(t)
+            self.aliases[_view_key(t)] = vid
+            self.ops.append(OpRecord(spec, args, tuple(scalars), [vid], False))
+            leaf = self.grad_of.get(id(t))
+            if leaf is not None and leaf._grad is t:
+                self.ops.append(OpRecord(SETGRAD, [self._leaf_arg(leaf), ("v", vid)], (), [], False))
+        return res
 
     def inplace(self, name):
         self.graph_break(f"in-place op '{name}_' writes into a tensor")

@@ -39,8 +39,9 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norms = torch.stack([_norm(t, norm_type) for t in tensors]) if len(tensors) > 1 \
         else _norm(tensors[0], norm_type).reshape(1)
     total = _norm(norms, norm_type)
-    value = float(total)
-    if error_if_nonfinite and (math.isnan(value) or math.isinf(value)):
+    # the value is read only when asked to check it (as torch does): no host sync, nothing a compiled step
+    # must break on
+    if error_if_nonfinite and bool(torch.logical_or(total.isnan(), total.isinf())):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
@@ -51,11 +52,14 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = [p.grad for p in _tensors(parameters) if p.grad is not None]
     if not grads:
         return
-    coef = float(max_norm) / (float(total_norm) + 1e-6)
-    coef = min(coef, 1.0)           # clamp(max=1): gradients are only ever scaled down
+    if not isinstance(total_norm, torch.Tensor):
+        total_norm = torch.tensor(float(total_norm))
+    # a tensor coefficient in the norm's dtype, as torch computes it (no host sync): clamp(max=1), so
+    # gradients are only ever scaled down
+    coef = torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
     with torch.no_grad():
         for g in grads:
-            g.mul_(coef)
+            g.mul_(coef if coef.device == g.device else coef.to(g.device))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
