@@ -13,8 +13,8 @@ import sys
 import types
 import warnings
 
-from .. import _autocast
-from .. import _dtype as D
+import reftorch._autocast as _autocast
+import reftorch._dtype as D
 from .autocast_mode import autocast as _autocast_cls
 from .grad_scaler import GradScaler as _GradScaler
 

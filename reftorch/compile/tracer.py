@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import _dispatch
+import reftorch._dispatch as _dispatch
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
