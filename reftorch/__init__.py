@@ -4,7 +4,13 @@
 """
 from __future__ import annotations
 
-from . import _dispatch
+import importlib as _importlib
+import importlib.abc as _importlib_abc
+import importlib.util as _importlib_util
+import sys as _sys
+import types as _types
+
+import reftorch._dispatch as _dispatch
 from .kernels import api as _api
 
 _api._rt = _dispatch            # generated wrappers call into the dispatcher
@@ -21,18 +27,18 @@ from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, one
                         manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
                         default_generator)
 from ._repr import set_printoptions  # noqa: E402
-from . import _methods  # noqa: E402
-from . import _methods_misc  # noqa: E402
-from . import _functional  # noqa: E402
+import reftorch._methods as _methods  # noqa: E402
+import reftorch._methods_misc as _methods_misc  # noqa: E402
+import reftorch._functional as _functional  # noqa: E402
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
-from . import autograd  # noqa: E402
-from . import cuda  # noqa: E402  (numba.cuda is imported on the first question, not here)
-from . import testing  # noqa: E402
+import reftorch.autograd as autograd  # noqa: E402
+import reftorch.cuda as cuda  # noqa: E402  (numba.cuda is imported on the first question, not here)
+import reftorch.testing as testing  # noqa: E402
 from ._reference import set_reference_mode, is_reference_mode_enabled, reference_mode  # noqa: E402,F401
 
 _methods.bind()
-from . import _random  # noqa: E402
+import reftorch._random as _random  # noqa: E402
 from ._random import bernoulli, multinomial, poisson, binomial  # noqa: E402
 _random.bind()      # the in-place random fillers and Tensor.bernoulli / multinomial
 
@@ -81,7 +87,6 @@ def where(condition, input=None, other=None):
 
 
 from ._formula_helpers import return_types, broadcast_shapes  # noqa: E402
-from . import special  # noqa: E402  (torch.special: binds names of the functions above)
 
 
 def result_type(a, b):
@@ -89,27 +94,7 @@ def result_type(a, b):
     return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])
 
 
-# the library layer (written against the public API above; imported last)
-from . import nn, optim, utils  # noqa: E402
-from . import linalg  # noqa: E402
-from . import distributions  # noqa: E402  (torch.distributions, on the public API above)
-from . import profiler  # noqa: E402  (torch.profiler)
-from . import sparse  # noqa: E402  (torch.sparse: COO tensors)
-sparse.bind(globals())      # torch.sparse_coo_tensor, spmm, and mm / matmul / add / mul / sum taking sparse operands
-from . import func  # noqa: E402  (torch.func: transforms over autograd and forward_ad)
-vmap = func.vmap     # torch.vmap
-from ._nn_names import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, torch.lstm_cell ...: ATen signatures)
-from .serialization import save, load  # noqa: E402
-from .compile import compile  # noqa: E402,A001  (reftorch.compile: trace, fuse, generated kernels)
-from . import amp  # noqa: E402
-from .amp import (autocast, is_autocast_available, is_autocast_enabled, get_autocast_dtype,  # noqa: E402
-                  set_autocast_enabled, set_autocast_dtype, clear_autocast_cache,
-                  is_autocast_cache_enabled, set_autocast_cache_enabled, is_autocast_cpu_enabled,
-                  get_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_cpu_enabled, set_autocast_cpu_dtype,
-                  set_autocast_gpu_dtype)
-amp.legacy.install(__import__("sys").modules[__name__])   # reftorch.cuda.amp, reftorch.cpu(.amp)
-
-from . import _startup  # noqa: E402
+import reftorch._startup as _startup  # noqa: E402
 _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a background thread (reftorch/_startup.py)
 
 # devices, back-end flags and threads (issue 16 point 3): the default device, torch.backends, torch.accelerator
@@ -119,7 +104,8 @@ from ._config import (set_num_interop_threads, get_num_interop_threads, set_floa
                       get_float32_matmul_precision, use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                       is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                       get_deterministic_debug_mode)
-from . import backends, accelerator  # noqa: E402
+import reftorch.backends as backends  # noqa: E402
+import reftorch.accelerator as accelerator
 
 # ---- surface-a (issue 16): legacy types and constructors, creation forms, modules programs import
 from ._legacy import TYPES as _LEGACY_TYPES  # noqa: E402
@@ -130,12 +116,86 @@ from ._methods_misc import FUNCTIONS as _MISC_FUNCTIONS, STORAGE_TYPES as _STORA
 from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
 globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
 globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
-from . import functional, jit, onnx  # noqa: E402  (torch.functional, TorchScript's entry points, ONNX's)
 
-# ---------------- toolbox (issue 22, branch toolbox): torch.random, utils.checkpoint, hub, multiprocessing
-from . import random  # noqa: E402,F401  (after the library layer: reftorch.random shares _creation's generator)
-from .utils import checkpoint as _checkpoint  # noqa: E402,F401  (torch imports utils.checkpoint with torch)
-from . import hub  # noqa: E402,F401
-from . import multiprocessing  # noqa: E402,F401  (registers the shared-memory pickling of tensors, as torch's)
-from .multiprocessing import _shared as _mp_shared  # noqa: E402
-Tensor.share_memory_, Tensor.is_shared = _mp_shared.share_memory_, _mp_shared.is_shared
+# ---------------- toolbox (issue 22, branch toolbox): multiprocessing registers the shared-memory pickling of
+# tensors and Tensor.share_memory_ / is_shared when imported (as torch's); it imports no library module
+import reftorch.multiprocessing as multiprocessing  # noqa: E402,F401
+
+# torch.sparse (COO tensors): torch.sparse_coo_tensor, spmm, Tensor.to_sparse / is_sparse, and mm / matmul / add /
+# mul / sum taking sparse operands, bound here at import (eager: dense programs call these names too)
+import reftorch.sparse as sparse  # noqa: E402
+sparse.bind(globals())
+
+# ---------------- the library layer, loaded on first use (PEP 562): nn, optim, utils ... are written against the
+# public API above (`import reftorch as torch`), so importing them here would be an import cycle through this
+# module; they load when a program first names them (reftorch.nn, `from reftorch import nn`, import reftorch.nn)
+_LIBRARY = ("nn", "optim", "utils", "linalg", "distributions", "special", "amp", "functional", "jit", "onnx",
+            "random", "hub", "serialization", "distributed", "profiler", "func")
+# names of the top level that library modules define: name -> module
+_EXPORTS = {"save": "serialization", "load": "serialization", "compile": "compile", "vmap": "func"}
+_EXPORTS.update(dict.fromkeys((
+    "autocast", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled",
+    "set_autocast_dtype", "clear_autocast_cache", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
+    "is_autocast_cpu_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "set_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype", "set_autocast_gpu_dtype"), "amp"))
+_EXPORTS["cpu"] = "amp.legacy"      # reftorch.cpu(.amp): module objects that amp.legacy builds
+
+
+def __getattr__(name):
+    """A library namespace or a name it exports, imported on first use and then bound here like any other.
+    Any other name may be one of _nn_names' (torch.conv2d, torch.lstm_cell ...: nn.functional under ATen's
+    signatures), star-exported here when first asked for."""
+    if name in _LIBRARY:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _EXPORTS:
+        value = getattr(_importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and name in _star_nn_names().__all__:
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _star_nn_names():
+    nn_names = _importlib.import_module(f"{__name__}._nn_names")
+    for name in nn_names.__all__:
+        globals().setdefault(name, getattr(nn_names, name))
+    return nn_names
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LIBRARY) | set(_EXPORTS) | set(_star_nn_names().__all__))
+
+
+class _LegacyAmpFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
+    """`import reftorch.cuda.amp`, `import reftorch.cpu(.amp)`: module objects, not files; loading
+    reftorch.amp.legacy builds them and registers them in sys.modules."""
+
+    NAMES = (f"{__name__}.cuda.amp", f"{__name__}.cpu", f"{__name__}.cpu.amp")
+
+    def find_spec(self, fullname, path=None, target=None):
+        return _importlib_util.spec_from_loader(fullname, self) if fullname in self.NAMES else None
+
+    def create_module(self, spec):
+        _importlib.import_module(f"{__name__}.amp.legacy")
+        return _sys.modules[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+_sys.meta_path.append(_LegacyAmpFinder())
+
+
+class _Package(_types.ModuleType):
+    """reftorch's own module type, for one name: the import system binds a subpackage on its parent when it first
+    loads it, and reftorch.compile must stay the function (as torch.compile) once the reftorch.compile package
+    is imported (`from reftorch.compile import GraphBreak`, or by the first torch.compile)."""
+
+    def __setattr__(self, name, value):
+        if name == "compile" and isinstance(value, _types.ModuleType):
+            value = value.compile
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package

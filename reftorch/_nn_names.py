@@ -15,7 +15,7 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "alpha_dropout_", "avg_pool1d", "batch_norm",
-    "bilinear", "binary_cross_entropy_with_logits", "channel_shuffle", "constant_pad_nd", "conv1d", "conv2d",
+    "bilinear", "binary_cross_entropy_with_logits", "channel_shuffle", "conv1d", "conv2d",
     "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "conv_tbc",
     "cosine_embedding_loss", "cosine_similarity", "cdist", "pdist", "pairwise_distance", "ctc_loss", "dropout",
     "dropout_", "feature_dropout", "feature_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_",
@@ -97,10 +97,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     return F.group_norm(input, num_groups, weight, bias, eps)
-
-
-def constant_pad_nd(input, pad, value=0):
-    return F.pad(input, pad, "constant", value)
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):

@@ -5,6 +5,12 @@ simulator (NUMBA_ENABLE_CUDASIM=1) the simulated device counts as available, as 
 """
 from __future__ import annotations
 
+import importlib
+
+# reftorch.cuda.amp (torch's deprecated spellings) is a module object of reftorch/amp/legacy.py; an empty
+# __path__ lets `import reftorch.cuda.amp` reach reftorch/__init__.py's finder for it (there is no file to find)
+__path__ = []
+
 _initial_seed = 0
 _seed_set = False
 
@@ -140,3 +146,11 @@ def initial_seed() -> int:
 
 def empty_cache() -> None:
     """Nothing to release: numba.cuda frees device memory when arrays are collected."""
+
+
+def __getattr__(name):
+    """reftorch.cuda.amp: reftorch.amp.legacy binds it here when it loads (on this first use)."""
+    if name == "amp":
+        importlib.import_module("reftorch.amp.legacy")
+        return globals()["amp"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

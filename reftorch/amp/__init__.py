@@ -5,5 +5,5 @@ from .autocast_mode import (autocast, is_autocast_available, is_autocast_enabled
                             get_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_cpu_enabled,
                             set_autocast_cpu_dtype, set_autocast_gpu_dtype)
 from .grad_scaler import GradScaler, OptState  # noqa: F401
-from . import legacy  # noqa: F401,E402
+import reftorch.amp.legacy as legacy  # noqa: F401,E402
 from .legacy import custom_fwd, custom_bwd  # noqa: F401,E402

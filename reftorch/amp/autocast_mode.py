@@ -4,8 +4,8 @@ from __future__ import annotations
 import functools
 import warnings
 
-from .. import _autocast
-from .. import _dtype as D
+import reftorch._autocast as _autocast
+import reftorch._dtype as D
 
 
 class autocast:

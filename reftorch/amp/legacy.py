@@ -2,9 +2,10 @@
 reftorch.cpu.amp.{autocast, GradScaler} (deprecated there too: same FutureWarning, same defaults), the
 reftorch.cpu module, and reftorch.amp.custom_fwd / custom_bwd.
 
-reftorch.cuda is a module, not a package, so `reftorch.cuda.amp` and `reftorch.cpu(.amp)` are module
-objects registered in sys.modules by `install()` (called from reftorch/__init__.py): `import reftorch.cuda.amp`
-and `from reftorch.cuda.amp import autocast, GradScaler` work as they do with torch.
+reftorch.cuda is a module, not a package, so `reftorch.cuda.amp` and `reftorch.cpu(.amp)` are module objects
+built here and registered in sys.modules when this module loads; reftorch loads it on first use (reftorch.cpu,
+reftorch.cuda.amp, or `import reftorch.cuda.amp` through reftorch/__init__.py's finder), and then
+`from reftorch.cuda.amp import autocast, GradScaler` works as it does with torch.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import sys
 import types
 import warnings
 
-from .. import _autocast
-from .. import _dtype as D
+import reftorch._autocast as _autocast
+import reftorch._dtype as D
 from .autocast_mode import autocast as _autocast_cls
 from .grad_scaler import GradScaler as _GradScaler
 
@@ -123,21 +124,18 @@ _cuda_custom_fwd.__name__ = _cuda_custom_fwd.__qualname__ = "custom_fwd"
 _cuda_custom_bwd.__name__ = _cuda_custom_bwd.__qualname__ = "custom_bwd"
 
 
-def install(package):
-    """reftorch.cuda.amp, reftorch.cpu and reftorch.cpu.amp as modules (attributes and sys.modules entries)."""
-    cuda_amp = types.ModuleType(f"{package.__name__}.cuda.amp", "torch.cuda.amp (deprecated spellings of torch.amp)")
-    cuda_amp.autocast, cuda_amp.GradScaler = CudaAutocast, CudaGradScaler
-    cuda_amp.custom_fwd, cuda_amp.custom_bwd = _cuda_custom_fwd, _cuda_custom_bwd
-    cpu_amp = types.ModuleType(f"{package.__name__}.cpu.amp", "torch.cpu.amp (deprecated spellings of torch.amp)")
-    cpu_amp.autocast, cpu_amp.GradScaler = CpuAutocast, CpuGradScaler
-    cpu = types.ModuleType(f"{package.__name__}.cpu", "torch.cpu: the host device")
-    cpu.amp = cpu_amp
-    cpu.is_available = lambda: True
-    cpu.device_count = lambda: 1
-    cpu.current_device = lambda: "cpu"
-    cpu.synchronize = lambda device=None: None
-    package.cuda.amp = cuda_amp
-    package.cpu = cpu
-    sys.modules[cuda_amp.__name__] = cuda_amp
-    sys.modules[cpu.__name__] = cpu
-    sys.modules[cpu_amp.__name__] = cpu_amp
+_package = sys.modules[__name__.split(".")[0]]      # reftorch (its core is imported before any library module)
+cuda_amp = types.ModuleType(f"{_package.__name__}.cuda.amp", "torch.cuda.amp (deprecated spellings of torch.amp)")
+cuda_amp.autocast, cuda_amp.GradScaler = CudaAutocast, CudaGradScaler
+cuda_amp.custom_fwd, cuda_amp.custom_bwd = _cuda_custom_fwd, _cuda_custom_bwd
+cpu_amp = types.ModuleType(f"{_package.__name__}.cpu.amp", "torch.cpu.amp (deprecated spellings of torch.amp)")
+cpu_amp.autocast, cpu_amp.GradScaler = CpuAutocast, CpuGradScaler
+cpu = types.ModuleType(f"{_package.__name__}.cpu", "torch.cpu: the host device")
+cpu.amp = cpu_amp
+cpu.is_available = lambda: True
+cpu.device_count = lambda: 1
+cpu.current_device = lambda: "cpu"
+cpu.synchronize = lambda device=None: None
+_package.cuda.amp = cuda_amp
+_package.cpu = cpu
+sys.modules.update({m.__name__: m for m in (cuda_amp, cpu, cpu_amp)})

@@ -5,6 +5,13 @@ without changing what reftorch computes. Flags that do change something are said
 """
 from __future__ import annotations
 
-from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: F401
+import reftorch.backends.cpu as cpu  # noqa: F401
+import reftorch.backends.cuda as cuda  # noqa: F401
+import reftorch.backends.cudnn as cudnn  # noqa: F401
+import reftorch.backends.mkl as mkl  # noqa: F401
+import reftorch.backends.mkldnn as mkldnn  # noqa: F401
+import reftorch.backends.mps as mps  # noqa: F401
+import reftorch.backends.openmp as openmp  # noqa: F401
+import reftorch.backends.opt_einsum as opt_einsum  # noqa: F401
 
 __all__ = ["cpu", "cuda", "cudnn", "mkl", "mkldnn", "mps", "openmp", "opt_einsum"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .. import _config
+import reftorch._config as _config
 
 
 def is_built():

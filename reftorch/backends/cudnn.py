@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _module
+import reftorch.backends._module as _module
 
 _flags = {"enabled": True, "benchmark": False, "deterministic": False, "allow_tf32": True, "benchmark_limit": 10}
 

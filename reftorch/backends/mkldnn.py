@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from . import _module
+import reftorch.backends._module as _module
 
 _flags = {"enabled": True, "deterministic": False, "allow_tf32": True}
 

@@ -70,15 +70,15 @@ import os
 
 import numpy as np
 
-from .. import _dispatch
-from .. import _threads
-from .. import _layout as L
+import reftorch._dispatch as _dispatch
+import reftorch._threads as _threads
+import reftorch._layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
 from ..autograd.graph import Node, SavedTensor, gradient_edge
 from ..nn import Module
-from . import ir
-from . import step as step_mod
+import reftorch.compile.ir as ir
+import reftorch.compile.step as step_mod
 from .tracer import GraphBreak, Tracer
 
 __all__ = ["compile", "GraphBreak", "CompiledFunction", "OptimizedModule"]

@@ -41,7 +41,7 @@ import tempfile
 
 import numpy as np
 
-from .. import _philox
+import reftorch._philox as _philox
 
 _REGISTRY = None
 _MODULES = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dispatch
+import reftorch._dispatch as _dispatch
 from .._device import CPU
 from .._tensor import Tensor
 

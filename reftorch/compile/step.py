@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _blas
-from .. import _dispatch
-from .. import _layout as L
+import reftorch._blas as _blas
+import reftorch._dispatch as _dispatch
+import reftorch._layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
-from . import ir
+import reftorch.compile.ir as ir
 
 _ELEMENTWISE_KINDS = ("unary", "binary", "ternary", "fused")
 

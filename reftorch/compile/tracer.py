@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import _creation
-from .. import _dispatch
-from .. import _layout as _L
+import reftorch._creation as _creation
+import reftorch._dispatch as _dispatch
+import reftorch._layout as _L
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,7 +3,8 @@ reftorch's public Tensor API (so they run on cpu and cuda and differentiate thro
 
 Sampling uses reftorch's generator (`manual_seed` replays it); the streams are not PyTorch's bit for bit, the
 distributions are."""
-from . import constraints, transforms
+import reftorch.distributions.constraints as constraints
+import reftorch.distributions.transforms as transforms
 from .constraint_registry import biject_to, transform_to
 from .continuous import (Beta, Cauchy, Chi2, ContinuousBernoulli, Dirichlet, Exponential, FisherSnedecor, Gamma,
                          Laplace, Normal, StudentT, Uniform, VonMises)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numbers
 
-from . import constraints, transforms
+import reftorch.distributions.constraints as constraints
+import reftorch.distributions.transforms as transforms
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 

@@ -9,7 +9,7 @@ from numbers import Number, Real
 import reftorch as torch
 import reftorch.nn.functional as F
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from ._samplers import standard_gamma
 from .distribution import Distribution
 from .exp_family import ExponentialFamily

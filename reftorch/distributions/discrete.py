@@ -7,7 +7,7 @@ from numbers import Number
 import reftorch as torch
 import reftorch.nn.functional as F
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, finfo, lazy_property, logits_to_probs, probs_to_logits

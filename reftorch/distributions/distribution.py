@@ -5,7 +5,7 @@ import warnings
 
 import reftorch as torch
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .utils import lazy_property
 
 __all__ = ["Distribution"]

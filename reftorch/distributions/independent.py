@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .distribution import Distribution
 from .utils import _sum_rightmost
 

@@ -10,7 +10,7 @@ import numpy as np
 
 import reftorch as torch
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .continuous import Beta, Chi2
 from .distribution import Distribution
 from .exp_family import ExponentialFamily

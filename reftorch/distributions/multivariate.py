@@ -7,7 +7,7 @@ import numpy as np
 
 import reftorch as torch
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .discrete import Categorical
 from .distribution import Distribution
 from .utils import lazy_property

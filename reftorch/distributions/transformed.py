@@ -7,7 +7,7 @@ from numbers import Number
 
 import reftorch as torch
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .continuous import Cauchy, Exponential, Gamma, Normal, Uniform
 from .discrete import BinaryParams, Categorical
 from .distribution import Distribution

@@ -12,7 +12,7 @@ from functools import reduce
 import reftorch as torch
 import reftorch.nn.functional as F
 
-from . import constraints
+import reftorch.distributions.constraints as constraints
 from .utils import _sum_rightmost, finfo, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import _functional as F
+import reftorch._functional as F
 from .._tensor import Tensor
 from ..autograd import forward_ad as fwAD
 from ..autograd import grad as _autograd_grad
@@ -19,7 +19,7 @@ from ..autograd import grad_mode
 from ._common import add_ours as _add_ours, depth as _depth, finish as _finish_all, reaches_other_leaves as \
     _reaches_other_leaves
 from ._pytree import tree_flatten, tree_unflatten
-from . import _vmap as _vm
+import reftorch.func._vmap as _vm
 from ._vmap import vmap
 from ._module import functional_call, stack_module_state
 

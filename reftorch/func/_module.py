@@ -2,7 +2,7 @@
 stacked (for vmap over models)."""
 from __future__ import annotations
 
-from .. import _functional as F
+import reftorch._functional as F
 
 _MISSING = object()
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import functools
 
-from .. import _creation
-from .. import _dispatch
-from .. import _functional as F
+import reftorch._creation as _creation
+import reftorch._dispatch as _dispatch
+import reftorch._functional as F
 from .._tensor import Tensor
 from ..kernels.transforms import VMAPS
 from ._common import depth, finish

@@ -4,7 +4,7 @@ Each name is the registry's `linalg_<name>` op (its checks, derivative formulas 
 eig and eigvals, whose results are complex, come with complex dtypes."""
 from __future__ import annotations
 
-from .. import _functional as _F
+import reftorch._functional as _F
 from .._linalg_checks import LinAlgError  # noqa: F401
 
 _NAMES = ("cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "householder_product",

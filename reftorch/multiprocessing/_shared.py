@@ -154,7 +154,7 @@ def reduce_tensor(t):
     return (_rebuild_tensor, (type(t), storage_args, t._offset, t._shape, t._strides, t.dtype, t.requires_grad))
 
 
-def init_reductions():
-    reduction.ForkingPickler.register(Tensor, reduce_tensor)
-    from ..nn.parameter import Parameter
-    reduction.ForkingPickler.register(Parameter, reduce_tensor)
+def init_reductions(cls=Tensor):
+    """Tensors of cls (exactly: pickling looks reducers up by type) travel through shared memory; nn.Parameter
+    registers itself when reftorch.nn.parameter loads."""
+    reduction.ForkingPickler.register(cls, reduce_tensor)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import reftorch as torch
+import reftorch.multiprocessing._shared as _mp_shared
 
 
 class Parameter(torch.Tensor):
@@ -40,6 +41,9 @@ class Parameter(torch.Tensor):
 
 def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
+
+
+_mp_shared.init_reductions(Parameter)    # parameters sent to worker processes through shared memory, as tensors
 
 
 class _BufferMeta(type):

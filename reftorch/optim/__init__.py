@@ -1,5 +1,6 @@
 """reftorch.optim: optimizers and learning-rate schedulers with PyTorch's update rules."""
-from . import lr_scheduler, swa_utils
+import reftorch.optim.lr_scheduler as lr_scheduler
+import reftorch.optim.swa_utils as swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam

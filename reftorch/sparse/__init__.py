@@ -6,7 +6,7 @@ from __future__ import annotations
 import reftorch as torch
 from reftorch import Tensor
 
-from . import _coo
+import reftorch.sparse._coo as _coo
 from ._coo import SparseTensor, check_sparse_tensor_invariants, sparse_coo_tensor
 
 __all__ = ["mm", "addmm", "sum", "spmm", "sparse_coo_tensor", "check_sparse_tensor_invariants"]

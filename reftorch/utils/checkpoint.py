@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from .. import autograd, random as _random
+import reftorch.autograd as autograd
+import reftorch.random as _random
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.graph import AccumulateGrad

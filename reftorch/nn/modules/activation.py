@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .. import functional as F
-from .. import init
+import reftorch.nn.functional as F
+import reftorch.nn.init as init
 from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module

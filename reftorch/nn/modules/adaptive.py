@@ -6,7 +6,7 @@ from collections import namedtuple
 
 import reftorch as torch
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
 from .module import Module

@@ -1,7 +1,7 @@
 """Dropout modules: identity in eval mode."""
 from __future__ import annotations
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from .module import Module
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]

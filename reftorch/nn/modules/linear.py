@@ -5,8 +5,8 @@ import math
 
 import reftorch as torch
 
-from .. import functional as F
-from .. import init
+import reftorch.nn.functional as F
+import reftorch.nn.init as init
 from ..parameter import Parameter
 from .module import Module
 

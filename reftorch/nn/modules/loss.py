@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from .module import Module
 
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss",

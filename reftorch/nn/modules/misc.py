@@ -1,7 +1,7 @@
 """Small modules over nn.functional: padding, resizing, pixel shuffle, distances, fold/unfold."""
 from __future__ import annotations
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from .module import Module
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",

@@ -1,7 +1,7 @@
 """Pooling modules over nn.functional's im2col-based pooling."""
 from __future__ import annotations
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",

@@ -9,8 +9,8 @@ import warnings
 
 import reftorch as torch
 
-from .. import functional as F
-from .. import init
+import reftorch.nn.functional as F
+import reftorch.nn.init as init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module

@@ -6,7 +6,7 @@ from __future__ import annotations
 import reftorch as torch
 import reftorch.distributed as dist
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from ...autograd import Function
 from .normalization import _BatchNorm
 

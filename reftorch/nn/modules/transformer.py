@@ -6,8 +6,8 @@ import math
 
 import reftorch as torch
 
-from .. import functional as F
-from .. import init
+import reftorch.nn.functional as F
+import reftorch.nn.init as init
 from .activation import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout

@@ -20,7 +20,7 @@ import contextlib
 
 import numpy as np
 
-from ... import distributed as dist
+import reftorch.distributed as dist
 from ...autograd import engine as _engine
 from ...autograd.grad_mode import is_grad_enabled
 from ..modules.module import Module

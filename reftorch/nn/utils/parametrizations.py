@@ -7,10 +7,10 @@ import numpy as np
 
 import reftorch as torch
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
-from . import parametrize
+import reftorch.nn.utils.parametrize as parametrize
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 

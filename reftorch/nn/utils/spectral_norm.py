@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import reftorch as torch
 
-from .. import functional as F
+import reftorch.nn.functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..parameter import Parameter
 

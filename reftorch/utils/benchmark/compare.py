@@ -6,7 +6,7 @@ import collections
 import enum
 import math
 
-from . import common
+import reftorch.utils.benchmark.common as common
 
 __all__ = ["Colorize", "Compare"]
 

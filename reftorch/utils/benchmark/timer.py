@@ -8,7 +8,7 @@ import timeit
 
 import numpy as np
 
-from . import common
+import reftorch.utils.benchmark.common as common
 
 __all__ = ["Timer", "timer", "Language"]
 

@@ -12,7 +12,7 @@ import weakref
 
 import reftorch as torch
 
-from . import _worker
+import reftorch.utils.data._worker as _worker
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler

@@ -9,7 +9,7 @@ from datetime import datetime
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from . import summary as S
+import reftorch.utils.tensorboard.summary as S
 from ._graph import graph as _graph
 
 __all__ = ["FileWriter", "SummaryWriter"]
