@@ -656,6 +656,8 @@ def _rng(generator):
 
 def _counters(generator, n):
     """(key, first counter) of a Philox draw of n elements from generator (default: the global one)."""
+    if _draw_hook is not None:
+        _draw_hook()
     return (generator or default_generator)._counters(n)
 
 
