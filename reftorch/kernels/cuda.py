@@ -42,6 +42,13 @@ else:
 
 
 @cuda.jit(device=True, inline=True)
+def cast_like(c, x):
+    # prelude.py's keeps float32 arithmetic for the CPU's vectorised float32 erf/exp; libdevice has no such
+    # split (and isinstance needs a GPU to compile), so the constant stays as written
+    return c
+
+
+@cuda.jit(device=True, inline=True)
 def isnan(x):
     return x != x
 
@@ -1924,8 +1931,8 @@ def clone_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @cuda.jit
@@ -1956,8 +1963,8 @@ def gelu_erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @cuda.jit
@@ -1990,8 +1997,8 @@ def gelu_erf_backward_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @cuda.jit

@@ -42,6 +42,13 @@ else:
 
 
 @cuda.jit(device=True, inline=True)
+def cast_like(c, x):
+    # prelude.py's keeps float32 arithmetic for the CPU's vectorised float32 erf/exp; libdevice has no such
+    # split (and isinstance needs a GPU to compile), so the constant stays as written
+    return c
+
+
+@cuda.jit(device=True, inline=True)
 def isnan(x):
     return x != x
 
@@ -2938,8 +2945,8 @@ def clone_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -2949,14 +2956,14 @@ def _s_gelu_erf_f16(self):
 
 @cuda.jit
 def gelu_erf_f16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_f16(a0[i])
 
 
 @cuda.jit
 def gelu_erf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2980,14 +2987,14 @@ def _s_gelu_erf_bf16(self):
 
 @cuda.jit
 def gelu_erf_bf16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_bf16(a0[i])
 
 
 @cuda.jit
 def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3006,8 +3013,8 @@ def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3017,14 +3024,14 @@ def _s_gelu_erf_backward_f16(grad_output, self):
 
 @cuda.jit
 def gelu_erf_backward_f16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_backward_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def gelu_erf_backward_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3050,14 +3057,14 @@ def _s_gelu_erf_backward_bf16(grad_output, self):
 
 @cuda.jit
 def gelu_erf_backward_bf16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_backward_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3078,8 +3085,8 @@ def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3089,14 +3096,14 @@ def _s_gelu_tanh_f16(self):
 
 @cuda.jit
 def gelu_tanh_f16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_tanh_f16(a0[i])
 
 
 @cuda.jit
 def gelu_tanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3120,14 +3127,14 @@ def _s_gelu_tanh_bf16(self):
 
 @cuda.jit
 def gelu_tanh_bf16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_tanh_bf16(a0[i])
 
 
 @cuda.jit
 def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
