@@ -771,6 +771,62 @@ def _linear_weight_grad_forward(grad_output, input):
     return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))
 
 
+def _lstm_cell_forward(gates, cx):
+    # ops.yaml: _lstm_cell
+    H = cx.shape[-1]
+    with np.errstate(over="ignore"):        # exp(-x) overflows to inf for x < -88 (float32): sigmoid 0
+        s = 1.0 / (1.0 + np.exp(-gates))
+    g = np.tanh(gates[..., 2 * H:3 * H])
+    cy = s[..., H:2 * H] * cx + s[..., :H] * g
+    hy = s[..., 3 * H:] * np.tanh(cy)
+    return hy, cy
+
+
+def _lstm_cell_backward_kernel_forward(grad_hy, grad_cy, gates, cx, cy):
+    # ops.yaml: _lstm_cell_backward_kernel
+    H = cx.shape[-1]
+    with np.errstate(over="ignore"):
+        s = 1.0 / (1.0 + np.exp(-gates))
+    i, f, o = s[..., :H], s[..., H:2 * H], s[..., 3 * H:]
+    g = np.tanh(gates[..., 2 * H:3 * H])
+    tc = np.tanh(cy)
+    dc = grad_cy + grad_hy * o * (1 - tc * tc)
+    out = np.empty(gates.shape, np.result_type(gates, grad_hy))
+    out[..., :H] = dc * g * i * (1 - i)
+    out[..., H:2 * H] = dc * cx * f * (1 - f)
+    out[..., 2 * H:3 * H] = dc * i * (1 - g * g)
+    out[..., 3 * H:] = grad_hy * tc * o * (1 - o)
+    return out, dc * f
+
+
+def _gru_cell_forward(xg, hg, hx):
+    # ops.yaml: _gru_cell
+    H = hx.shape[-1]
+    with np.errstate(over="ignore"):
+        rz = 1.0 / (1.0 + np.exp(-(xg[..., :2 * H] + hg[..., :2 * H])))
+    n = np.tanh(xg[..., 2 * H:] + rz[..., :H] * hg[..., 2 * H:])
+    z = rz[..., H:]
+    return n + z * (hx - n)
+
+
+def _gru_cell_backward_kernel_forward(grad_hy, xg, hg, hx):
+    # ops.yaml: _gru_cell_backward_kernel
+    H = hx.shape[-1]
+    with np.errstate(over="ignore"):
+        rz = 1.0 / (1.0 + np.exp(-(xg[..., :2 * H] + hg[..., :2 * H])))
+    r, z = rz[..., :H], rz[..., H:]
+    hn = hg[..., 2 * H:]
+    n = np.tanh(xg[..., 2 * H:] + r * hn)
+    dn = grad_hy * (1 - z) * (1 - n * n)
+    dx = np.empty(xg.shape, np.result_type(xg, grad_hy))
+    dx[..., :H] = dn * hn * r * (1 - r)
+    dx[..., H:2 * H] = grad_hy * (hx - n) * z * (1 - z)
+    dx[..., 2 * H:] = dn
+    dh = dx.copy()
+    dh[..., 2 * H:] = dn * r
+    return dx, dh, grad_hy * z
+
+
 def _log_softmax_backward_forward(grad_output, output, dim):
     # ops.yaml: _log_softmax_backward
     if grad_output.ndim == 0:

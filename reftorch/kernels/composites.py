@@ -516,6 +516,31 @@ def index_fill(F, self, dim, index, value):
     return out
 
 
+def _lstm_cell_backward(F, grad_hy, grad_cy, gates, cx, cy):
+    # ops.yaml: _lstm_cell_backward
+    if not F.is_grad_enabled():
+        return F._lstm_cell_backward_kernel(grad_hy, grad_cy, gates, cx, cy)
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = (F.sigmoid(i), F.sigmoid(f), F.tanh(g), F.sigmoid(o))
+    tc = F.tanh(f * cx + i * g)
+    dc = grad_cy + grad_hy * o * (1 - tc * tc)
+    return (F.cat([dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g), grad_hy * tc * o * (1 - o)], -1), dc * f)
+
+
+def _gru_cell_backward(F, grad_hy, xg, hg, hx):
+    # ops.yaml: _gru_cell_backward
+    if not F.is_grad_enabled():
+        return F._gru_cell_backward_kernel(grad_hy, xg, hg, hx)
+    xr, xz, xn = xg.chunk(3, -1)
+    hr, hz, hn = hg.chunk(3, -1)
+    r, z = (F.sigmoid(xr + hr), F.sigmoid(xz + hz))
+    n = F.tanh(xn + r * hn)
+    dn = grad_hy * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = grad_hy * (hx - n) * z * (1 - z)
+    return (F.cat([dr, dz, dn], -1), F.cat([dr, dz, dn * r], -1), grad_hy * z)
+
+
 def linalg_inv_ex(F, A, *, check_errors=False):
     # ops.yaml: linalg_inv_ex
     F.linalg_check(A, 'linalg.inv_ex', square=True)

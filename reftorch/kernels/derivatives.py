@@ -1917,6 +1917,40 @@ def _linear_weight_grad_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _lstm_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _lstm_cell
+    cx = saved['cx']
+    gates = saved['gates']
+    results = saved['results']
+    g = [None] * 2
+    # gates: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    if needs[0]:
+        g[0] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    # cx: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+    if needs[1]:
+        g[1] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+    return g
+
+
+def _gru_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _gru_cell
+    grad = grads[0]
+    hg = saved['hg']
+    hx = saved['hx']
+    xg = saved['xg']
+    g = [None] * 3
+    # xg: _gru_cell_backward(grad, xg, hg, hx)[0]
+    if needs[0]:
+        g[0] = F._gru_cell_backward(grad, xg, hg, hx)[0]
+    # hg: _gru_cell_backward(grad, xg, hg, hx)[1]
+    if needs[1]:
+        g[1] = F._gru_cell_backward(grad, xg, hg, hx)[1]
+    # hx: _gru_cell_backward(grad, xg, hg, hx)[2]
+    if needs[2]:
+        g[2] = F._gru_cell_backward(grad, xg, hg, hx)[2]
+    return g
+
+
 def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     # ops.yaml: _log_softmax_backward
     grad = grads[0]
