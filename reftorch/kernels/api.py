@@ -485,6 +485,12 @@ SPECS = {
 
     '_gru_cell_backward_kernel': {'name': '_gru_cell_backward_kernel', 'kind': 'array', 'args': (('grad_hy', 'Tensor', None, False), ('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('hx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_layer_norm': {'name': '_layer_norm', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('bias', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('eps', 'input', 'ndim', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_layer_norm_backward': {'name': '_layer_norm_backward', 'kind': 'composite', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_layer_norm_backward_kernel': {'name': '_layer_norm_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
     '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
@@ -3738,6 +3744,27 @@ def _gru_cell_backward_kernel(grad_hy, xg, hg, hx):
 
     ops.yaml: _gru_cell_backward_kernel"""
     return _rt.call('_gru_cell_backward_kernel', (grad_hy, xg, hg, hx, ), ())
+
+
+def _layer_norm(input, weight, bias, ndim, eps):
+    """(input - mean) / sqrt(var + eps) * weight + bias over the last ndim dims (checked by nn.functional.layer_norm).
+
+    ops.yaml: _layer_norm"""
+    return _rt.call('_layer_norm', (input, weight, bias, ), (ndim, eps, ))
+
+
+def _layer_norm_backward(grad_output, input, weight, ndim, eps):
+    """Gradient of _layer_norm for input (helper).
+
+    ops.yaml: _layer_norm_backward"""
+    return _rt.composite('_layer_norm_backward', grad_output, input, weight, ndim, eps)
+
+
+def _layer_norm_backward_kernel(grad_output, input, weight, ndim, eps):
+    """_layer_norm_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _layer_norm_backward_kernel"""
+    return _rt.call('_layer_norm_backward_kernel', (grad_output, input, weight, ), (ndim, eps, ))
 
 
 def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):

@@ -827,6 +827,29 @@ def _gru_cell_backward_kernel_forward(grad_hy, xg, hg, hx):
     return dx, dh, grad_hy * z
 
 
+def _layer_norm_forward(input, weight, bias, ndim, eps):
+    # ops.yaml: _layer_norm
+    axes = tuple(range(input.ndim - ndim, input.ndim))
+    mean = np.mean(input, axis=axes, keepdims=True)
+    xc = input - mean
+    out = xc / np.sqrt(np.mean(xc * xc, axis=axes, keepdims=True) + input.dtype.type(eps))
+    if weight is not None:
+        out *= weight
+    if bias is not None:
+        out += bias
+    return out
+
+
+def _layer_norm_backward_kernel_forward(grad_output, input, weight, ndim, eps):
+    # ops.yaml: _layer_norm_backward_kernel
+    axes = tuple(range(input.ndim - ndim, input.ndim))
+    xc = input - np.mean(input, axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(np.mean(xc * xc, axis=axes, keepdims=True) + input.dtype.type(eps))
+    xhat = xc * rstd
+    g = grad_output if weight is None else grad_output * weight
+    return rstd * (g - np.mean(g, axis=axes, keepdims=True) - xhat * np.mean(g * xhat, axis=axes, keepdims=True))
+
+
 def _log_softmax_backward_forward(grad_output, output, dim):
     # ops.yaml: _log_softmax_backward
     if grad_output.ndim == 0:

@@ -541,6 +541,18 @@ def _gru_cell_backward(F, grad_hy, xg, hg, hx):
     return (F.cat([dr, dz, dn], -1), F.cat([dr, dz, dn * r], -1), grad_hy * z)
 
 
+def _layer_norm_backward(F, grad_output, input, weight, ndim, eps):
+    # ops.yaml: _layer_norm_backward
+    if not F.is_grad_enabled():
+        return F._layer_norm_backward_kernel(grad_output, input, weight, ndim, eps)
+    dims = list(range(input.ndim - ndim, input.ndim))
+    xc = input - F.mean(input, dims, True)
+    rstd = F.rsqrt(F.mean(xc * xc, dims, True) + eps)
+    xhat = xc * rstd
+    g = grad_output if weight is None else grad_output * weight
+    return rstd * (g - F.mean(g, dims, True) - xhat * F.mean(g * xhat, dims, True))
+
+
 def linalg_inv_ex(F, A, *, check_errors=False):
     # ops.yaml: linalg_inv_ex
     F.linalg_check(A, 'linalg.inv_ex', square=True)

@@ -1951,6 +1951,26 @@ def _gru_cell_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _layer_norm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _layer_norm
+    grad = grads[0]
+    eps = saved['eps']
+    input = saved['input']
+    ndim = saved['ndim']
+    weight = saved['weight']
+    g = [None] * 3
+    # input: _layer_norm_backward(grad, input, weight, ndim, eps)
+    if needs[0]:
+        g[0] = F._layer_norm_backward(grad, input, weight, ndim, eps)
+    # weight: grad * _layer_norm(input, None, None, ndim, eps)
+    if needs[1]:
+        g[1] = grad * F._layer_norm(input, None, None, ndim, eps)
+    # bias: grad
+    if needs[2]:
+        g[2] = grad
+    return g
+
+
 def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     # ops.yaml: _log_softmax_backward
     grad = grads[0]

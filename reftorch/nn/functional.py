@@ -782,6 +782,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if tuple(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+    dt = input.dtype
+    if input.device.type == "cpu" and dt in (torch.float32, torch.float64) and \
+            all(t is None or (t.dtype is dt and t.device.type == "cpu" and tuple(t.shape) == normalized_shape)
+                for t in (weight, bias)):
+        return torch._functional._layer_norm(input, weight, bias, k, eps)      # one op (ops.yaml: _layer_norm)
     dims = list(range(input.dim() - k, input.dim()))
     mean = input.mean(dims, keepdim=True)
     centered = input - mean
