@@ -49,6 +49,19 @@ def test_sequence_module_matches_reference(mode, dtype):
     else:
         np.testing.assert_allclose(state[0].detach().numpy(), gru_ref(xs, z, *w), atol=tol)
     np.testing.assert_allclose(out[-1].detach().numpy(), (state[0] if mode == "LSTM" else state)[0].detach().numpy())
+    cell = getattr(torch.nn, mode + "Cell")(3, 4).to(dtype)
+    h = cell(x[0])
+    h = h[0] if mode == "LSTM" else h
+    assert h.grad_fn.name() == ("LstmCellBackward0" if mode == "LSTM" else "GruCellBackward0")     # the fused op ran
+
+
+def test_sequence_gradient_through_time_steps():
+    # the steps' gradients come back stacked in one node (_TimeSteps), for the input and the weights
+    torch.manual_seed(3)
+    m = torch.nn.LSTM(2, 3, dtype=torch.float64)
+    x = torch.randn(4, 1, 2, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda x: m(x)[0], (x,))
+    assert gradgradcheck(lambda x: m(x)[0], (x,))
 
 
 def test_lstm_cell_first_and_second_derivatives():

@@ -2294,7 +2294,7 @@ concatenate = cat
 
 
 def cat_backward(grad, shapes, dim=_REQUIRED, *, axis=_REQUIRED):
-    """Gradient of cat, one slice of grad (a negative pad) per input.
+    """Gradient of cat, one slice of grad (a view) per input.
 
     ops.yaml: cat_backward"""
     if axis is not _REQUIRED:

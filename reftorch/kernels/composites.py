@@ -347,15 +347,12 @@ def cat_backward(F, grad, shapes, dim):
     # ops.yaml: cat_backward
     nd = grad.ndim
     d = dim % nd
-    total, start, grads = (grad.shape[d], 0, [])
+    start, grads = (0, [])
     for shape in shapes:
         if tuple(shape) == (0,) and nd != 1:
             grads.append(F.zeros((0,), dtype=grad.dtype, device=F.device_of(grad)))
             continue
-        p = [0] * (2 * nd)
-        p[2 * (nd - 1 - d)] = -start
-        p[2 * (nd - 1 - d) + 1] = -(total - start - shape[d])
-        grads.append(F.pad(grad, tuple(p)))
+        grads.append(F.narrow(grad, d, start, shape[d]))
         start += shape[d]
     return grads
 

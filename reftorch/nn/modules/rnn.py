@@ -35,7 +35,7 @@ def _fusable(*ts):
 
 def _lstm_step(x_proj, h, c, w_hh, b_hh, w_hr=None):
     gates = x_proj + F.linear(h, w_hh, b_hh)
-    if _fusable(c) and gates.dtype is c.dtype and gates.shape[:-1] == c.shape and gates.shape[-1] == 4 * c.shape[-1]:
+    if _fusable(c) and gates.dtype is c.dtype and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]:
         h, c = torch._functional._lstm_cell(gates, c)      # one node for the gate arithmetic
     else:
         i, f, g, o = gates.chunk(4, -1)
@@ -49,7 +49,7 @@ def _lstm_step(x_proj, h, c, w_hh, b_hh, w_hr=None):
 def _gru_step(x_proj, h, w_hh, b_hh):
     hg = F.linear(h, w_hh, b_hh)
     if _fusable(x_proj, hg) and _fusable(h) and h.dtype is hg.dtype and x_proj.shape[-1] == 3 * h.shape[-1] and \
-            x_proj.shape[:-1] == h.shape:
+            x_proj.shape[:-1] == h.shape[:-1]:
         return torch._functional._gru_cell(x_proj, hg, h)     # one node for the gate arithmetic
     xr, xz, xn = x_proj.chunk(3, -1)
     hr, hz, hn = hg.chunk(3, -1)
@@ -57,6 +57,24 @@ def _gru_step(x_proj, h, w_hh, b_hh):
     z = torch.sigmoid(xz + hz)
     n = torch.tanh(xn + r * hn)
     return (1 - z) * n + z * h
+
+
+class _TimeSteps(torch.autograd.Function):
+    """The steps of an (L, ...) sequence as L tensors, with one backward node that stacks their gradients.
+    L select views would each send back a full-size zero tensor with its one slice filled, and the engine would
+    add the L of them up: O(L^2) work for a sequence (more than the cells themselves at L = 35)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return tuple(x.unbind(0))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return torch.stack(grads, 0)
+
+
+def _time_steps(x):
+    return _TimeSteps.apply(x) if x.requires_grad and torch.is_grad_enabled() else x.unbind(0)
 
 
 # ------------------------------------------------------------------ cells
@@ -304,8 +322,9 @@ class RNNBase(Module):
         """Runs one direction over the (L, N, 4H) projected input; returns (output (L, N, H), final state)."""
         steps = x_proj.shape[0]
         seq = [None] * steps
+        xs = _time_steps(x_proj) if steps else ()
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            state, seq[t] = self._step(x_proj.select(0, t), state, *weights)
+            state, seq[t] = self._step(xs[t], state, *weights)
         out = torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
         return out, state
 
