@@ -491,6 +491,12 @@ SPECS = {
 
     '_layer_norm_backward_kernel': {'name': '_layer_norm_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_sdpa': {'name': '_sdpa', 'kind': 'array', 'args': (('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('is_causal', 'key', 'query', 'scale', 'value'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_sdpa_backward': {'name': '_sdpa_backward', 'kind': 'composite', 'args': (('grad_output', 'Tensor', None, False), ('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_sdpa_backward_kernel': {'name': '_sdpa_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
     '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
@@ -3765,6 +3771,27 @@ def _layer_norm_backward_kernel(grad_output, input, weight, ndim, eps):
 
     ops.yaml: _layer_norm_backward_kernel"""
     return _rt.call('_layer_norm_backward_kernel', (grad_output, input, weight, ), (ndim, eps, ))
+
+
+def _sdpa(query, key, value, is_causal, scale):
+    """softmax(query key^T * scale (causally masked)) value over matching batch dims (checked by nn.functional.scaled_dot_product_attention).
+
+    ops.yaml: _sdpa"""
+    return _rt.call('_sdpa', (query, key, value, ), (is_causal, scale, ))
+
+
+def _sdpa_backward(grad_output, query, key, value, is_causal, scale):
+    """(grad of query, key, value) of _sdpa (helper).
+
+    ops.yaml: _sdpa_backward"""
+    return _rt.composite('_sdpa_backward', grad_output, query, key, value, is_causal, scale)
+
+
+def _sdpa_backward_kernel(grad_output, query, key, value, is_causal, scale):
+    """_sdpa_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _sdpa_backward_kernel"""
+    return _rt.call('_sdpa_backward_kernel', (grad_output, query, key, value, ), (is_causal, scale, ))
 
 
 def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):

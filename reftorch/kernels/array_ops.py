@@ -850,6 +850,29 @@ def _layer_norm_backward_kernel_forward(grad_output, input, weight, ndim, eps):
     return rstd * (g - np.mean(g, axis=axes, keepdims=True) - xhat * np.mean(g * xhat, axis=axes, keepdims=True))
 
 
+def _sdpa_forward(query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa
+    s = np.matmul(query, np.swapaxes(key, -1, -2)) * query.dtype.type(scale)
+    if is_causal:       # query i sees keys 0..i (top-left aligned, as PyTorch's)
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    s = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    s /= np.sum(s, axis=-1, keepdims=True)
+    return np.matmul(s, value)
+
+
+def _sdpa_backward_kernel_forward(grad_output, query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa_backward_kernel
+    sc = query.dtype.type(scale)
+    s = np.matmul(query, np.swapaxes(key, -1, -2)) * sc
+    if is_causal:
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    p = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    p /= np.sum(p, axis=-1, keepdims=True)
+    dp = np.matmul(grad_output, np.swapaxes(value, -1, -2))
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) * sc
+    return np.matmul(ds, key), np.matmul(np.swapaxes(ds, -1, -2), query), np.matmul(np.swapaxes(p, -1, -2), grad_output)
+
+
 def _log_softmax_backward_forward(grad_output, output, dim):
     # ops.yaml: _log_softmax_backward
     if grad_output.ndim == 0:

@@ -550,6 +550,19 @@ def _layer_norm_backward(F, grad_output, input, weight, ndim, eps):
     return rstd * (g - F.mean(g, dims, True) - xhat * F.mean(g * xhat, dims, True))
 
 
+def _sdpa_backward(F, grad_output, query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa_backward
+    if not F.is_grad_enabled():
+        return F._sdpa_backward_kernel(grad_output, query, key, value, is_causal, scale)
+    s = F.matmul(query, key.mT) * scale
+    if is_causal:
+        s = F.where(F.tril(F.ones(s.shape[-2], s.shape[-1], dtype=bool, device=F.device_of(grad_output, query, key, value))), s, -math.inf)
+    p = F.softmax(s, -1)
+    dp = F.matmul(grad_output, value.mT)
+    ds = p * (dp - F.sum(dp * p, -1, True)) * scale
+    return (F.matmul(ds, key), F.matmul(ds.mT, query), F.matmul(p.mT, grad_output))
+
+
 def linalg_inv_ex(F, A, *, check_errors=False):
     # ops.yaml: linalg_inv_ex
     F.linalg_check(A, 'linalg.inv_ex', square=True)

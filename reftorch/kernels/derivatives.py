@@ -1971,6 +1971,27 @@ def _layer_norm_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _sdpa_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _sdpa
+    grad = grads[0]
+    is_causal = saved['is_causal']
+    key = saved['key']
+    query = saved['query']
+    scale = saved['scale']
+    value = saved['value']
+    g = [None] * 3
+    # query: _sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+    if needs[0]:
+        g[0] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+    # key: _sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+    if needs[1]:
+        g[1] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+    # value: _sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+    if needs[2]:
+        g[2] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+    return g
+
+
 def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     # ops.yaml: _log_softmax_backward
     grad = grads[0]

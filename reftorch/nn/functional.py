@@ -1283,6 +1283,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
+    if attn_mask is None and dropout_p == 0.0 and query.device.type == "cpu" and query.dim() >= 2 and \
+            query.dtype in (torch.float32, torch.float64) and key.dtype is query.dtype and value.dtype is query.dtype \
+            and key.device == query.device and value.device == query.device and \
+            query.shape[:-2] == key.shape[:-2] == value.shape[:-2] and key.shape[-1] == query.shape[-1] and \
+            value.shape[-2] == key.shape[-2]:
+        return torch._functional._sdpa(query, key, value, bool(is_causal), float(scale_factor))    # one op
     scores = torch.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None:
