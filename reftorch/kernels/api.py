@@ -497,6 +497,8 @@ SPECS = {
 
     '_sdpa_backward_kernel': {'name': '_sdpa_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
+    '_dropout_apply': {'name': '_dropout_apply', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('noise', 'Tensor', None, False), ('p', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('noise', 'p'), 'kernel_args': ('p',), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, noise, p: self * (noise >= p) * (1.0 / (1.0 - p))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
     '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
@@ -3792,6 +3794,13 @@ def _sdpa_backward_kernel(grad_output, query, key, value, is_causal, scale):
 
     ops.yaml: _sdpa_backward_kernel"""
     return _rt.call('_sdpa_backward_kernel', (grad_output, query, key, value, ), (is_causal, scale, ))
+
+
+def _dropout_apply(self, noise, p):
+    """self * (noise >= p) / (1 - p): dropout from uniform noise in [0, 1) (helper of nn.functional.dropout).
+
+    ops.yaml: _dropout_apply"""
+    return _rt.call('_dropout_apply', (self, noise, ), (p, ))
 
 
 def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):

@@ -8192,6 +8192,78 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @cuda.jit(device=True, inline=True)
+def _s__dropout_apply(self, noise, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+    return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply_f16(self, noise, p):
+    return f32_to_f16(_s__dropout_apply(f16_to_f32(self), f16_to_f32(noise), p))
+
+
+@cuda.jit
+def _dropout_apply_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__dropout_apply_f16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _dropout_apply_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__dropout_apply_f16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply_bf16(self, noise, p):
+    return f32_to_bf16(_s__dropout_apply(bf16_to_f32(self), bf16_to_f32(noise), p))
+
+
+@cuda.jit
+def _dropout_apply_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__dropout_apply_bf16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _dropout_apply_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__dropout_apply_bf16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
 def _s_lgamma(self):
     # ops.yaml: lgamma -- log_gamma(self)
     return log_gamma(self)
@@ -18691,6 +18763,78 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self(grad, noise, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * (1.0 / (1.0 - p))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self_f16(grad, noise, p):
+    return f32_to_f16(_s__bw__dropout_apply_self(f16_to_f32(grad), f16_to_f32(noise), p))
+
+
+@cuda.jit
+def _bw__dropout_apply_self_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__dropout_apply_self_f16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _bw__dropout_apply_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__dropout_apply_self_f16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self_bf16(grad, noise, p):
+    return f32_to_bf16(_s__bw__dropout_apply_self(bf16_to_f32(grad), bf16_to_f32(noise), p))
+
+
+@cuda.jit
+def _bw__dropout_apply_self_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__dropout_apply_self_bf16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _bw__dropout_apply_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__dropout_apply_self_bf16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_lgamma_self(grad, self):
     # ops.yaml: lgamma backward for self -- grad * digamma(self)
     return grad * _s_digamma(self)
@@ -21936,6 +22080,8 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
+    '_dropout_apply': dict(kind='elementwise', op='_dropout_apply', tensors=('self', 'noise'), scalars=('p',),
+        kernels=('contig', 'strided')),
     'lgamma': dict(kind='elementwise', op='lgamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'digamma': dict(kind='elementwise', op='digamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'erfinv': dict(kind='elementwise', op='erfinv', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -22131,6 +22277,8 @@ KERNELS = {
     '_bw_addcdiv_tensor1': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_bw__dropout_apply_self': dict(kind='elementwise', op='_dropout_apply', tensors=('grad', 'noise'), scalars=('p',),
         kernels=('contig', 'strided')),
     '_bw_lgamma_self': dict(kind='elementwise', op='lgamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_digamma_self': dict(kind='elementwise', op='digamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

@@ -1992,6 +1992,18 @@ def _sdpa_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _dropout_apply_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _dropout_apply
+    grad = grads[0]
+    noise = saved['noise']
+    p = saved['p']
+    g = [None] * 2
+    # self: grad * (noise >= p) * (1.0 / (1.0 - p))
+    if needs[0]:
+        g[0] = F._fused('_bw__dropout_apply_self', (grad, noise,), (p, )) if fused else grad * (noise >= p) * (1.0 / (1.0 - p))
+    return g
+
+
 def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     # ops.yaml: _log_softmax_backward
     grad = grads[0]
