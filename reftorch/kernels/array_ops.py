@@ -829,10 +829,11 @@ def _gru_cell_backward_kernel_forward(grad_hy, xg, hg, hx):
 
 def _layer_norm_forward(input, weight, bias, ndim, eps):
     # ops.yaml: _layer_norm
+    # the ufuncs' own reduce over the normalised dims (np.mean adds Python layers: µs per call)
     axes = tuple(range(input.ndim - ndim, input.ndim))
-    mean = np.mean(input, axis=axes, keepdims=True)
-    xc = input - mean
-    out = xc / np.sqrt(np.mean(xc * xc, axis=axes, keepdims=True) + input.dtype.type(eps))
+    n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
+    xc = input - np.add.reduce(input, axis=axes, keepdims=True) / n
+    out = xc / np.sqrt(np.add.reduce(xc * xc, axis=axes, keepdims=True) / n + input.dtype.type(eps))
     if weight is not None:
         out *= weight
     if bias is not None:
@@ -843,11 +844,13 @@ def _layer_norm_forward(input, weight, bias, ndim, eps):
 def _layer_norm_backward_kernel_forward(grad_output, input, weight, ndim, eps):
     # ops.yaml: _layer_norm_backward_kernel
     axes = tuple(range(input.ndim - ndim, input.ndim))
-    xc = input - np.mean(input, axis=axes, keepdims=True)
-    rstd = 1 / np.sqrt(np.mean(xc * xc, axis=axes, keepdims=True) + input.dtype.type(eps))
+    n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
+    xc = input - np.add.reduce(input, axis=axes, keepdims=True) / n
+    rstd = 1 / np.sqrt(np.add.reduce(xc * xc, axis=axes, keepdims=True) / n + input.dtype.type(eps))
     xhat = xc * rstd
     g = grad_output if weight is None else grad_output * weight
-    return rstd * (g - np.mean(g, axis=axes, keepdims=True) - xhat * np.mean(g * xhat, axis=axes, keepdims=True))
+    return rstd * (g - np.add.reduce(g, axis=axes, keepdims=True) / n -
+                   xhat * (np.add.reduce(g * xhat, axis=axes, keepdims=True) / n))
 
 
 def _sdpa_forward(query, key, value, is_causal, scale):
@@ -855,8 +858,8 @@ def _sdpa_forward(query, key, value, is_causal, scale):
     s = np.matmul(query, np.swapaxes(key, -1, -2)) * query.dtype.type(scale)
     if is_causal:       # query i sees keys 0..i (top-left aligned, as PyTorch's)
         s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
-    s = np.exp(s - np.max(s, axis=-1, keepdims=True))
-    s /= np.sum(s, axis=-1, keepdims=True)
+    s = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
+    s /= np.add.reduce(s, axis=-1, keepdims=True)
     return np.matmul(s, value)
 
 
@@ -866,10 +869,10 @@ def _sdpa_backward_kernel_forward(grad_output, query, key, value, is_causal, sca
     s = np.matmul(query, np.swapaxes(key, -1, -2)) * sc
     if is_causal:
         s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
-    p = np.exp(s - np.max(s, axis=-1, keepdims=True))
-    p /= np.sum(p, axis=-1, keepdims=True)
+    p = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
+    p /= np.add.reduce(p, axis=-1, keepdims=True)
     dp = np.matmul(grad_output, np.swapaxes(value, -1, -2))
-    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) * sc
+    ds = p * (dp - np.add.reduce(dp * p, axis=-1, keepdims=True)) * sc
     return np.matmul(ds, key), np.matmul(np.swapaxes(ds, -1, -2), query), np.matmul(np.swapaxes(p, -1, -2), grad_output)
 
 
