@@ -1,6 +1,6 @@
 """reftorch side by side with NumPy and PyTorch, in one run: ratios are what count.
 
-    python benches/compare.py [--quick] [--json out.json] [--torch-python PATH] [--only SUBSTRING]
+    python benches/compare.py [--quick] [--json out.json] [--torch-python PATH] [--only SUBSTRING] [--default-threads]
 
 PyTorch is optional and never a dependency of reftorch. When `import torch` works in this Python it
 is timed in-process; otherwise `--torch-python /path/to/python` (or REFTORCH_BENCH_TORCH_PYTHON) names
@@ -12,7 +12,8 @@ The libraries take turns (--rounds, default 3) and each workload keeps its best 
 workload runs a warm-up first, then the median of many repetitions (per-op overheads: the
 median of 5 CPU-time timings of many back-to-back calls; the MLP step: CPU time too, since small
 single-threaded work is what a shared machine's wall clock distorts most). Everything runs single-threaded (BLAS threads and
-torch.set_num_threads(1)), so the ratios compare the libraries, not thread pools on a shared machine.
+torch.set_num_threads(1)), so the ratios compare the libraries, not thread pools on a shared machine;
+--default-threads leaves both at their defaults instead (every usable core: threads by size, for large ops).
 The machine's own limits (a large copy's GB/s, numpy.matmul's GFLOP/s) are measured in the same run
 so every throughput also reads as a fraction of what the hardware gives. `import reftorch` and the
 first op run in fresh processes, with a warm and a cold kernel cache (wall and CPU seconds: wall time
@@ -22,8 +23,11 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "REFTORCH_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")     # before NumPy loads its BLAS (reftorch's threads: parallel_threshold)
+DEFAULT_THREADS = "--default-threads" in __import__("sys").argv     # read before argparse: the BLAS reads the env at load
+if not DEFAULT_THREADS:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "REFTORCH_NUM_THREADS",
+                 "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")     # before NumPy loads its BLAS (reftorch's threads: parallel_threshold)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -273,13 +277,14 @@ def torch_times(args):
     except ImportError:
         torch = None
     if torch is not None:
-        torch.set_num_threads(1)
+        if not DEFAULT_THREADS:
+            torch.set_num_threads(1)
         return time_workloads(Lib("torch", torch), args.quick, args.only)[0], sys.executable, torch.__version__
     python = args.torch_python or os.environ.get("REFTORCH_BENCH_TORCH_PYTHON")
     if not python:
         return {}, None, None
     cmd = [python, os.path.abspath(__file__), "--worker", "torch"] + (["--quick"] if args.quick else []) + \
-        (["--only", args.only] if args.only else [])
+        (["--only", args.only] if args.only else []) + (["--default-threads"] if DEFAULT_THREADS else [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"torch worker failed ({python}):\n{r.stderr[-2000:]}", file=sys.stderr)
@@ -297,12 +302,15 @@ def main():
     p.add_argument("--rounds", type=int, default=3, help="turns each library takes (each workload: its best turn)")
     p.add_argument("--no-startup", action="store_true", help="skip the import / first-op measurements")
     p.add_argument("--startup-only", action="store_true", help="only the import / first-op measurements")
+    p.add_argument("--default-threads", action="store_true",
+                   help="both libraries at their default threads (else one thread each)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
 
     if args.worker == "torch":      # the torch side, run by --torch-python: print its times as JSON
         import torch
-        torch.set_num_threads(1)
+        if not DEFAULT_THREADS:
+            torch.set_num_threads(1)
         times = time_workloads(Lib("torch", torch), args.quick, args.only)[0]
         print(json.dumps(dict(times=times, version=torch.__version__)))
         return
@@ -396,8 +404,8 @@ def print_targets(rows, startup):
 
 def parallel_threshold(quick, reps):
     """reftorch's threaded kernels against one thread, by size: where threads start to pay is what
-    reftorch._dispatch.PARALLEL_MIN should be on this machine (threads run only while the load average
-    leaves a core free, and never with REFTORCH_NUM_THREADS / NUMBA_NUM_THREADS = 1)."""
+    reftorch._dispatch.PARALLEL_MIN should be on this machine (threads never run with REFTORCH_NUM_THREADS /
+    NUMBA_NUM_THREADS = 1)."""
     import reftorch
     from reftorch import _dispatch
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -412,7 +420,7 @@ def parallel_threshold(quick, reps):
         for label, fn in (("add", lambda: u + u), ("exp", lambda: u.exp()), ("sum", lambda: u.sum())):
             old_parallel, old_min, old_threads = _dispatch._parallel, _dispatch.PARALLEL_MIN, _dispatch.THREADS
             try:
-                _dispatch._parallel, _dispatch.PARALLEL_MIN = (lambda n: True), 0     # forced, whatever the load
+                _dispatch._parallel, _dispatch.PARALLEL_MIN = (lambda n: True), 0     # forced, whatever the size
                 _dispatch.THREADS = threads
                 t_par = timeit(fn, reps)
                 _dispatch.THREADS = 1

@@ -24,7 +24,7 @@ def prelude():
 
 
 def vmath():
-    """Vectorisable exp/log/tanh/log1p/expm1 (CPU only): they rebind the `math` names of the prelude."""
+    """Vectorisable exp/log/tanh/log1p/expm1/erf (CPU only): they rebind the `math` names of the prelude."""
     with open(os.path.join(TEMPLATES, "vmath.py")) as f:
         return f.read()
 

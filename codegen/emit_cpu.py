@@ -10,7 +10,7 @@ Elementwise ops get three kernels (each compiled on first use only):
 The strided kernel walks the outer dimensions with an odometer (no div/mod per element) and
 specialises the inner loop for unit and zero strides so that LLVM can vectorise it; the blocked one
 walks the last two dimensions in 64x64 tiles. Indices are uint64: signed indices carry a
-negative-index check that stops vectorisation (DESIGN §5). exp/log/tanh/log1p/expm1 of float32 come
+negative-index check that stops vectorisation (DESIGN §5). exp/log/tanh/log1p/expm1/erf of float32 come
 from templates/vmath.py (polynomials that vectorise) instead of one libm call per element; sums and
 products over contiguous rows reassociate (several accumulators, vectorised).
 Elementwise and reduction kernels release the GIL (nogil): the dispatcher runs large ones in chunks on

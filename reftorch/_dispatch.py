@@ -257,11 +257,11 @@ def _result_dtypes(spec, ts):
 
 BLOCK_MIN = 1 << 16  # elements from which operands with disagreeing stride orders take the blocked kernel
 # Kernels release the GIL: from PARALLEL_MIN elements on, a contiguous elementwise kernel (or a reduction)
-# runs in THREADS chunks at once. A thread that waits for a core another process holds stalls the whole op
-# for milliseconds (measured: a 1.5 ms row sum took 17 ms on two threads of a busy 2-core machine), hence
-# the threshold (benches/compare.py measures it) and the load test: threads only while the 1-minute load
-# average leaves a core free. THREADS is REFTORCH_NUM_THREADS, else NUMBA_NUM_THREADS (CI sets 1), else
-# the usable CPUs.
+# runs in THREADS chunks at once, as PyTorch's intra-op pool does: every usable core by default, from a size
+# (benches/compare.py's parallel threshold measures where threads start to pay) on. No load test: the
+# 1-minute load average lags by a minute and counts this process's own threads, so on a quiet machine it kept
+# large ops on one core (0.47x torch's broadcast add). THREADS is REFTORCH_NUM_THREADS, else NUMBA_NUM_THREADS
+# (CI sets 1), else the usable CPUs; torch.set_num_threads caps it.
 PARALLEL_MIN = int(os.environ.get("REFTORCH_PARALLEL_MIN", 1 << 21))
 THREADS = int(os.environ.get("REFTORCH_NUM_THREADS") or os.environ.get("NUMBA_NUM_THREADS") or
               (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
@@ -285,12 +285,7 @@ def get_num_threads():
 
 def _parallel(n):
     """Whether n elements of work go to THREADS threads."""
-    if n < PARALLEL_MIN or THREADS < 2:
-        return False
-    try:
-        return os.getloadavg()[0] < THREADS - 0.5
-    except OSError:
-        return True
+    return n >= PARALLEL_MIN and THREADS >= 2
 
 
 def _chunks(n, align=4096):

@@ -20,7 +20,6 @@ import reftorch as torch
 from reftorch import _dispatch
 from reftorch.utils.data import DataLoader, Dataset
 
-os.getloadavg = lambda: (0.0, 0.0, 0.0)     # the pool's load test passes however busy the machine is
 N = 1 << 22                                 # above PARALLEL_MIN: chunks on the pool's threads
 
 

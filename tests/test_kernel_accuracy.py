@@ -1,6 +1,6 @@
 """The generated CPU kernels' fast paths (DESIGN §5), checked over inputs the registry fuzz tests rarely draw.
 
-  * float32 exp/log/tanh/log1p/expm1 (codegen/templates/vmath.py: range reduction + polynomial, so that
+  * float32 exp/log/tanh/log1p/expm1/erf (codegen/templates/vmath.py: range reduction + polynomial, so that
     the loops vectorise) against float64 NumPy, in units in the last place, over a dense sweep of float32
     bit patterns plus the edge cases: signed zeros, subnormals, the overflow and underflow thresholds,
     infinities and NaN; and the ops built on them (sigmoid, silu, softplus, elu, mish...);
@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import math
 import platform
 import re
 
@@ -54,7 +55,7 @@ def worst(x, got, want64):
 
 
 UNARY = [("exp", np.exp, 1.5), ("log", np.log, 1.5), ("tanh", np.tanh, 2.0), ("log1p", np.log1p, 3.0),
-         ("expm1", np.expm1, 2.0)]
+         ("expm1", np.expm1, 2.0), ("erf", np.vectorize(math.erf, otypes=[np.float64]), 2.0)]
 
 
 @pytest.mark.parametrize("name,ref,max_ulp", UNARY, ids=[u[0] for u in UNARY])

@@ -33,6 +33,13 @@ else:
 
 
 @cuda.jit(device=True, inline=True)
+def cast_like(c, x):
+    # prelude.py's keeps float32 arithmetic for the CPU's vectorised float32 erf/exp; libdevice has no such
+    # split (and isinstance needs a GPU to compile), so the constant stays as written
+    return c
+
+
+@cuda.jit(device=True, inline=True)
 def isnan(x):
     return x != x
 

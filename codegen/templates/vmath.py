@@ -1,4 +1,4 @@
-# Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
+# Vectorisable exp, log, tanh, log1p, expm1 and erf for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
 # named like the `math` ones rebind those names there, so every scalar expression of ops.yaml, every
@@ -6,7 +6,8 @@
 # float32 arguments (range reduction + polynomial, branch-free so that the loop vectorises; ~1-2 ulp,
 # checked by tests/test_kernel_accuracy.py) and keep libm for every other type. Not used by CUDA:
 # emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
-# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier.
+# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier; erff's are Norbert Juffa's published
+# minimax fits (about 1 ulp with a correctly rounded expf).
 import math
 import numpy as np
 from llvmlite import ir as _ir
@@ -128,6 +129,32 @@ def _expm1_f32(x):
     return p if abs(x) < np.float32(0.5) else big
 
 
+@njit(error_model="numpy")
+def _erf_f32(x):
+    # |x| <= 0.927734375: x + x * P(x**2); beyond: sign(x) * (1 - e**(Q(|x|))), Q(t) ~ log(erfc(t)). Both
+    # are computed and one is picked, so that the loop has no branch; |x| is clamped at 6 for the tail
+    # (erf is exactly +-1 in float32 from 3.92 on), so Q never overflows; NaN stays NaN.
+    t = min(abs(x), np.float32(6.0))
+    s = x * x
+    r = _fma(np.float32(-1.72853470e-5), t, np.float32(3.83197126e-4))
+    u = _fma(np.float32(-3.88396438e-3), t, np.float32(2.42546219e-2))
+    r = _fma(r, t * t, u)
+    r = _fma(r, t, np.float32(-1.06777877e-1))
+    r = _fma(r, t, np.float32(-6.34846687e-1))
+    r = _fma(r, t, np.float32(-1.28717512e-1))
+    r = _fma(r, t, -t)
+    big = np.float32(1.0) - _exp_f32(r)
+    big = big if x > np.float32(0.0) else -big
+    p = _fma(np.float32(-5.96761703e-4), s, np.float32(4.99119423e-3))
+    p = _fma(p, s, np.float32(-2.67681349e-2))
+    p = _fma(p, s, np.float32(1.12819925e-1))
+    p = _fma(p, s, np.float32(-3.76125336e-1))
+    p = _fma(p, s, np.float32(1.28379166e-1))
+    small = _fma(p, x, x)
+    r = big if t > np.float32(0.927734375) else small
+    return r if x == x else x
+
+
 # The names the scalar expressions use: an overload picks the implementation from the argument's type
 # while Numba types a kernel (cheaper to compile than an inlined isinstance test). The implementations
 # are ordinary functions (error_model="numpy": no division check), compiled once per process and
@@ -153,6 +180,10 @@ def expm1(x):
     return math.expm1(x)
 
 
+def erf(x):
+    return math.erf(x)
+
+
 def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
@@ -167,3 +198,4 @@ _overload(log, _log_f32, math.log)
 _overload(tanh, _tanh_f32, math.tanh)
 _overload(log1p, _log1p_f32, math.log1p)
 _overload(expm1, _expm1_f32, math.expm1)
+_overload(erf, _erf_f32, math.erf)

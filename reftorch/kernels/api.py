@@ -473,6 +473,32 @@ SPECS = {
 
     '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
 
+    '_lstm_cell': {'name': '_lstm_cell', 'kind': 'array', 'args': (('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('cx', 'gates', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lstm_cell_backward': {'name': '_lstm_cell_backward', 'kind': 'composite', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lstm_cell_backward_kernel': {'name': '_lstm_cell_backward_kernel', 'kind': 'array', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_gru_cell': {'name': '_gru_cell', 'kind': 'array', 'args': (('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('hx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('hg', 'hx', 'xg'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_gru_cell_backward': {'name': '_gru_cell_backward', 'kind': 'composite', 'args': (('grad_hy', 'Tensor', None, False), ('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('hx', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_gru_cell_backward_kernel': {'name': '_gru_cell_backward_kernel', 'kind': 'array', 'args': (('grad_hy', 'Tensor', None, False), ('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('hx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_layer_norm': {'name': '_layer_norm', 'kind': 'array', 'args': (('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('bias', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('eps', 'input', 'ndim', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_layer_norm_backward': {'name': '_layer_norm_backward', 'kind': 'composite', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_layer_norm_backward_kernel': {'name': '_layer_norm_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('ndim', 'int', None, False), ('eps', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_sdpa': {'name': '_sdpa', 'kind': 'array', 'args': (('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('is_causal', 'key', 'query', 'scale', 'value'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_sdpa_backward': {'name': '_sdpa_backward', 'kind': 'composite', 'args': (('grad_output', 'Tensor', None, False), ('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_sdpa_backward_kernel': {'name': '_sdpa_backward_kernel', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('query', 'Tensor', None, False), ('key', 'Tensor', None, False), ('value', 'Tensor', None, False), ('is_causal', 'bool', None, False), ('scale', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_dropout_apply': {'name': '_dropout_apply', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('noise', 'Tensor', None, False), ('p', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('noise', 'p'), 'kernel_args': ('p',), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, noise, p: self * (noise >= p) * (1.0 / (1.0 - p))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
     '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
@@ -2278,7 +2304,7 @@ concatenate = cat
 
 
 def cat_backward(grad, shapes, dim=_REQUIRED, *, axis=_REQUIRED):
-    """Gradient of cat, one slice of grad (a negative pad) per input.
+    """Gradient of cat, one slice of grad (a view) per input.
 
     ops.yaml: cat_backward"""
     if axis is not _REQUIRED:
@@ -3686,6 +3712,97 @@ def _foreach_add_(self, scalar):
 
     ops.yaml: _foreach_add_"""
     return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))
+
+
+def _lstm_cell(gates, cx):
+    """(h', c') of an LSTM step from the pre-activation gates (i, f, g, o; rows of 4H) and c (helper of nn.LSTM).
+
+    ops.yaml: _lstm_cell"""
+    return _rt.call('_lstm_cell', (gates, cx, ), ())
+
+
+def _lstm_cell_backward(grad_hy, grad_cy, gates, cx, cy):
+    """(grad of gates, grad of c) of _lstm_cell (helper).
+
+    ops.yaml: _lstm_cell_backward"""
+    return _rt.composite('_lstm_cell_backward', grad_hy, grad_cy, gates, cx, cy)
+
+
+def _lstm_cell_backward_kernel(grad_hy, grad_cy, gates, cx, cy):
+    """_lstm_cell_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _lstm_cell_backward_kernel"""
+    return _rt.call('_lstm_cell_backward_kernel', (grad_hy, grad_cy, gates, cx, cy, ), ())
+
+
+def _gru_cell(xg, hg, hx):
+    """h' of a GRU step from the input and hidden projections (r, z, n; rows of 3H) and h (helper of nn.GRU).
+
+    ops.yaml: _gru_cell"""
+    return _rt.call('_gru_cell', (xg, hg, hx, ), ())
+
+
+def _gru_cell_backward(grad_hy, xg, hg, hx):
+    """(grad of xg, grad of hg, grad of h) of _gru_cell (helper).
+
+    ops.yaml: _gru_cell_backward"""
+    return _rt.composite('_gru_cell_backward', grad_hy, xg, hg, hx)
+
+
+def _gru_cell_backward_kernel(grad_hy, xg, hg, hx):
+    """_gru_cell_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _gru_cell_backward_kernel"""
+    return _rt.call('_gru_cell_backward_kernel', (grad_hy, xg, hg, hx, ), ())
+
+
+def _layer_norm(input, weight, bias, ndim, eps):
+    """(input - mean) / sqrt(var + eps) * weight + bias over the last ndim dims (checked by nn.functional.layer_norm).
+
+    ops.yaml: _layer_norm"""
+    return _rt.call('_layer_norm', (input, weight, bias, ), (ndim, eps, ))
+
+
+def _layer_norm_backward(grad_output, input, weight, ndim, eps):
+    """Gradient of _layer_norm for input (helper).
+
+    ops.yaml: _layer_norm_backward"""
+    return _rt.composite('_layer_norm_backward', grad_output, input, weight, ndim, eps)
+
+
+def _layer_norm_backward_kernel(grad_output, input, weight, ndim, eps):
+    """_layer_norm_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _layer_norm_backward_kernel"""
+    return _rt.call('_layer_norm_backward_kernel', (grad_output, input, weight, ), (ndim, eps, ))
+
+
+def _sdpa(query, key, value, is_causal, scale):
+    """softmax(query key^T * scale (causally masked)) value over matching batch dims (checked by nn.functional.scaled_dot_product_attention).
+
+    ops.yaml: _sdpa"""
+    return _rt.call('_sdpa', (query, key, value, ), (is_causal, scale, ))
+
+
+def _sdpa_backward(grad_output, query, key, value, is_causal, scale):
+    """(grad of query, key, value) of _sdpa (helper).
+
+    ops.yaml: _sdpa_backward"""
+    return _rt.composite('_sdpa_backward', grad_output, query, key, value, is_causal, scale)
+
+
+def _sdpa_backward_kernel(grad_output, query, key, value, is_causal, scale):
+    """_sdpa_backward without grad mode: one NumPy pass (helper).
+
+    ops.yaml: _sdpa_backward_kernel"""
+    return _rt.call('_sdpa_backward_kernel', (grad_output, query, key, value, ), (is_causal, scale, ))
+
+
+def _dropout_apply(self, noise, p):
+    """self * (noise >= p) / (1 - p): dropout from uniform noise in [0, 1) (helper of nn.functional.dropout).
+
+    ops.yaml: _dropout_apply"""
+    return _rt.call('_dropout_apply', (self, noise, ), (p, ))
 
 
 def _log_softmax_backward(grad_output, output, dim=_REQUIRED, *, axis=_REQUIRED):

@@ -771,6 +771,111 @@ def _linear_weight_grad_forward(grad_output, input):
     return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))
 
 
+def _lstm_cell_forward(gates, cx):
+    # ops.yaml: _lstm_cell
+    H = cx.shape[-1]
+    with np.errstate(over="ignore"):        # exp(-x) overflows to inf for x < -88 (float32): sigmoid 0
+        s = 1.0 / (1.0 + np.exp(-gates))
+    g = np.tanh(gates[..., 2 * H:3 * H])
+    cy = s[..., H:2 * H] * cx + s[..., :H] * g
+    hy = s[..., 3 * H:] * np.tanh(cy)
+    return hy, cy
+
+
+def _lstm_cell_backward_kernel_forward(grad_hy, grad_cy, gates, cx, cy):
+    # ops.yaml: _lstm_cell_backward_kernel
+    H = cx.shape[-1]
+    with np.errstate(over="ignore"):
+        s = 1.0 / (1.0 + np.exp(-gates))
+    i, f, o = s[..., :H], s[..., H:2 * H], s[..., 3 * H:]
+    g = np.tanh(gates[..., 2 * H:3 * H])
+    tc = np.tanh(cy)
+    dc = grad_cy + grad_hy * o * (1 - tc * tc)
+    out = np.empty(gates.shape, np.result_type(gates, grad_hy))
+    out[..., :H] = dc * g * i * (1 - i)
+    out[..., H:2 * H] = dc * cx * f * (1 - f)
+    out[..., 2 * H:3 * H] = dc * i * (1 - g * g)
+    out[..., 3 * H:] = grad_hy * tc * o * (1 - o)
+    return out, dc * f
+
+
+def _gru_cell_forward(xg, hg, hx):
+    # ops.yaml: _gru_cell
+    H = hx.shape[-1]
+    with np.errstate(over="ignore"):
+        rz = 1.0 / (1.0 + np.exp(-(xg[..., :2 * H] + hg[..., :2 * H])))
+    n = np.tanh(xg[..., 2 * H:] + rz[..., :H] * hg[..., 2 * H:])
+    z = rz[..., H:]
+    return n + z * (hx - n)
+
+
+def _gru_cell_backward_kernel_forward(grad_hy, xg, hg, hx):
+    # ops.yaml: _gru_cell_backward_kernel
+    H = hx.shape[-1]
+    with np.errstate(over="ignore"):
+        rz = 1.0 / (1.0 + np.exp(-(xg[..., :2 * H] + hg[..., :2 * H])))
+    r, z = rz[..., :H], rz[..., H:]
+    hn = hg[..., 2 * H:]
+    n = np.tanh(xg[..., 2 * H:] + r * hn)
+    dn = grad_hy * (1 - z) * (1 - n * n)
+    dx = np.empty(xg.shape, np.result_type(xg, grad_hy))
+    dx[..., :H] = dn * hn * r * (1 - r)
+    dx[..., H:2 * H] = grad_hy * (hx - n) * z * (1 - z)
+    dx[..., 2 * H:] = dn
+    dh = dx.copy()
+    dh[..., 2 * H:] = dn * r
+    return dx, dh, grad_hy * z
+
+
+def _layer_norm_forward(input, weight, bias, ndim, eps):
+    # ops.yaml: _layer_norm
+    # the ufuncs' own reduce over the normalised dims (np.mean adds Python layers: µs per call)
+    axes = tuple(range(input.ndim - ndim, input.ndim))
+    n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
+    xc = input - np.add.reduce(input, axis=axes, keepdims=True) / n
+    out = xc / np.sqrt(np.add.reduce(xc * xc, axis=axes, keepdims=True) / n + input.dtype.type(eps))
+    if weight is not None:
+        out *= weight
+    if bias is not None:
+        out += bias
+    return out
+
+
+def _layer_norm_backward_kernel_forward(grad_output, input, weight, ndim, eps):
+    # ops.yaml: _layer_norm_backward_kernel
+    axes = tuple(range(input.ndim - ndim, input.ndim))
+    n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
+    xc = input - np.add.reduce(input, axis=axes, keepdims=True) / n
+    rstd = 1 / np.sqrt(np.add.reduce(xc * xc, axis=axes, keepdims=True) / n + input.dtype.type(eps))
+    xhat = xc * rstd
+    g = grad_output if weight is None else grad_output * weight
+    return rstd * (g - np.add.reduce(g, axis=axes, keepdims=True) / n -
+                   xhat * (np.add.reduce(g * xhat, axis=axes, keepdims=True) / n))
+
+
+def _sdpa_forward(query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa
+    s = np.matmul(query, np.swapaxes(key, -1, -2)) * query.dtype.type(scale)
+    if is_causal:       # query i sees keys 0..i (top-left aligned, as PyTorch's)
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    s = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
+    s /= np.add.reduce(s, axis=-1, keepdims=True)
+    return np.matmul(s, value)
+
+
+def _sdpa_backward_kernel_forward(grad_output, query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa_backward_kernel
+    sc = query.dtype.type(scale)
+    s = np.matmul(query, np.swapaxes(key, -1, -2)) * sc
+    if is_causal:
+        s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
+    p = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
+    p /= np.add.reduce(p, axis=-1, keepdims=True)
+    dp = np.matmul(grad_output, np.swapaxes(value, -1, -2))
+    ds = p * (dp - np.add.reduce(dp * p, axis=-1, keepdims=True)) * sc
+    return np.matmul(ds, key), np.matmul(np.swapaxes(ds, -1, -2), query), np.matmul(np.swapaxes(p, -1, -2), grad_output)
+
+
 def _log_softmax_backward_forward(grad_output, output, dim):
     # ops.yaml: _log_softmax_backward
     if grad_output.ndim == 0:

@@ -347,15 +347,12 @@ def cat_backward(F, grad, shapes, dim):
     # ops.yaml: cat_backward
     nd = grad.ndim
     d = dim % nd
-    total, start, grads = (grad.shape[d], 0, [])
+    start, grads = (0, [])
     for shape in shapes:
         if tuple(shape) == (0,) and nd != 1:
             grads.append(F.zeros((0,), dtype=grad.dtype, device=F.device_of(grad)))
             continue
-        p = [0] * (2 * nd)
-        p[2 * (nd - 1 - d)] = -start
-        p[2 * (nd - 1 - d) + 1] = -(total - start - shape[d])
-        grads.append(F.pad(grad, tuple(p)))
+        grads.append(F.narrow(grad, d, start, shape[d]))
         start += shape[d]
     return grads
 
@@ -514,6 +511,56 @@ def index_fill(F, self, dim, index, value):
     if F.is_tensor(value) and value.requires_grad:
         return F.where(F._index_fill(F.zeros_like(self, dtype=bool), dim, index, True), value.to(out.dtype), out)
     return out
+
+
+def _lstm_cell_backward(F, grad_hy, grad_cy, gates, cx, cy):
+    # ops.yaml: _lstm_cell_backward
+    if not F.is_grad_enabled():
+        return F._lstm_cell_backward_kernel(grad_hy, grad_cy, gates, cx, cy)
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = (F.sigmoid(i), F.sigmoid(f), F.tanh(g), F.sigmoid(o))
+    tc = F.tanh(f * cx + i * g)
+    dc = grad_cy + grad_hy * o * (1 - tc * tc)
+    return (F.cat([dc * g * i * (1 - i), dc * cx * f * (1 - f), dc * i * (1 - g * g), grad_hy * tc * o * (1 - o)], -1), dc * f)
+
+
+def _gru_cell_backward(F, grad_hy, xg, hg, hx):
+    # ops.yaml: _gru_cell_backward
+    if not F.is_grad_enabled():
+        return F._gru_cell_backward_kernel(grad_hy, xg, hg, hx)
+    xr, xz, xn = xg.chunk(3, -1)
+    hr, hz, hn = hg.chunk(3, -1)
+    r, z = (F.sigmoid(xr + hr), F.sigmoid(xz + hz))
+    n = F.tanh(xn + r * hn)
+    dn = grad_hy * (1 - z) * (1 - n * n)
+    dr = dn * hn * r * (1 - r)
+    dz = grad_hy * (hx - n) * z * (1 - z)
+    return (F.cat([dr, dz, dn], -1), F.cat([dr, dz, dn * r], -1), grad_hy * z)
+
+
+def _layer_norm_backward(F, grad_output, input, weight, ndim, eps):
+    # ops.yaml: _layer_norm_backward
+    if not F.is_grad_enabled():
+        return F._layer_norm_backward_kernel(grad_output, input, weight, ndim, eps)
+    dims = list(range(input.ndim - ndim, input.ndim))
+    xc = input - F.mean(input, dims, True)
+    rstd = F.rsqrt(F.mean(xc * xc, dims, True) + eps)
+    xhat = xc * rstd
+    g = grad_output if weight is None else grad_output * weight
+    return rstd * (g - F.mean(g, dims, True) - xhat * F.mean(g * xhat, dims, True))
+
+
+def _sdpa_backward(F, grad_output, query, key, value, is_causal, scale):
+    # ops.yaml: _sdpa_backward
+    if not F.is_grad_enabled():
+        return F._sdpa_backward_kernel(grad_output, query, key, value, is_causal, scale)
+    s = F.matmul(query, key.mT) * scale
+    if is_causal:
+        s = F.where(F.tril(F.ones(s.shape[-2], s.shape[-1], dtype=bool, device=F.device_of(grad_output, query, key, value))), s, -math.inf)
+    p = F.softmax(s, -1)
+    dp = F.matmul(grad_output, value.mT)
+    ds = p * (dp - F.sum(dp * p, -1, True)) * scale
+    return (F.matmul(ds, key), F.matmul(ds.mT, query), F.matmul(p.mT, grad_output))
 
 
 def linalg_inv_ex(F, A, *, check_errors=False):

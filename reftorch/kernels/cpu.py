@@ -32,6 +32,16 @@ from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan,
 
 
 @njit(inline="always")
+def cast_like(c, x):
+    # The constant c in x's type when x is float32. Numba types a Python float literal as float64, and
+    # float32 * float64 is float64: in `erf(self * 0.7071)` a float32 self would take float64's libm erf
+    # instead of templates/vmath.py's vectorised float32 one (gelu: 20x slower). Other types keep c as is.
+    if isinstance(x, np.float32):
+        return np.float32(c)
+    return c
+
+
+@njit(inline="always")
 def isnan(x):
     return x != x
 
@@ -1260,7 +1270,7 @@ def logaddexp2(a, b):
     return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
 
 
-# Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
+# Vectorisable exp, log, tanh, log1p, expm1 and erf for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
 # named like the `math` ones rebind those names there, so every scalar expression of ops.yaml, every
@@ -1268,7 +1278,8 @@ def logaddexp2(a, b):
 # float32 arguments (range reduction + polynomial, branch-free so that the loop vectorises; ~1-2 ulp,
 # checked by tests/test_kernel_accuracy.py) and keep libm for every other type. Not used by CUDA:
 # emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
-# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier.
+# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier; erff's are Norbert Juffa's published
+# minimax fits (about 1 ulp with a correctly rounded expf).
 import math
 import numpy as np
 from llvmlite import ir as _ir
@@ -1389,6 +1400,32 @@ def _expm1_f32(x):
     return p if abs(x) < np.float32(0.5) else big
 
 
+@njit(error_model="numpy")
+def _erf_f32(x):
+    # |x| <= 0.927734375: x + x * P(x**2); beyond: sign(x) * (1 - e**(Q(|x|))), Q(t) ~ log(erfc(t)). Both
+    # are computed and one is picked, so that the loop has no branch; |x| is clamped at 6 for the tail
+    # (erf is exactly +-1 in float32 from 3.92 on), so Q never overflows; NaN stays NaN.
+    t = min(abs(x), np.float32(6.0))
+    s = x * x
+    r = _fma(np.float32(-1.72853470e-5), t, np.float32(3.83197126e-4))
+    u = _fma(np.float32(-3.88396438e-3), t, np.float32(2.42546219e-2))
+    r = _fma(r, t * t, u)
+    r = _fma(r, t, np.float32(-1.06777877e-1))
+    r = _fma(r, t, np.float32(-6.34846687e-1))
+    r = _fma(r, t, np.float32(-1.28717512e-1))
+    r = _fma(r, t, -t)
+    big = np.float32(1.0) - _exp_f32(r)
+    big = big if x > np.float32(0.0) else -big
+    p = _fma(np.float32(-5.96761703e-4), s, np.float32(4.99119423e-3))
+    p = _fma(p, s, np.float32(-2.67681349e-2))
+    p = _fma(p, s, np.float32(1.12819925e-1))
+    p = _fma(p, s, np.float32(-3.76125336e-1))
+    p = _fma(p, s, np.float32(1.28379166e-1))
+    small = _fma(p, x, x)
+    r = big if t > np.float32(0.927734375) else small
+    return r if x == x else x
+
+
 # The names the scalar expressions use: an overload picks the implementation from the argument's type
 # while Numba types a kernel (cheaper to compile than an inlined isinstance test). The implementations
 # are ordinary functions (error_model="numpy": no division check), compiled once per process and
@@ -1414,6 +1451,10 @@ def expm1(x):
     return math.expm1(x)
 
 
+def erf(x):
+    return math.erf(x)
+
+
 def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
@@ -1428,6 +1469,7 @@ _overload(log, _log_f32, math.log)
 _overload(tanh, _tanh_f32, math.tanh)
 _overload(log1p, _log1p_f32, math.log1p)
 _overload(expm1, _expm1_f32, math.expm1)
+_overload(erf, _erf_f32, math.erf)
 
 
 @njit(inline="always")
@@ -3556,8 +3598,8 @@ def clone_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3643,8 +3685,8 @@ def gelu_erf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3748,8 +3790,8 @@ def gelu_erf_backward_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @njit(inline="always")
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12070,6 +12112,111 @@ def _foreach_add__foreach(l_self, scalar):
             self = a_self[i]
             a_self[i] = self + scalar
             self = a_self[i]
+
+
+@njit(inline="always")
+def _s__dropout_apply(self, noise, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+    return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply
+    for i in range(out.shape[0]):
+        out[i] = _s__dropout_apply(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__dropout_apply(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__dropout_apply(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__dropout_apply(a0[q0 + j * c0], a1[q1 + j * c1], p)
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
 
 
 @njit(inline="always")
@@ -27839,6 +27986,111 @@ def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__dropout_apply_self(grad, noise, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * (1.0 / (1.0 - p))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__dropout_apply_self(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__dropout_apply_self(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw__dropout_apply_self(a0[q0 + j * c0], a1[q1 + j * c1], p)
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

@@ -32,6 +32,16 @@ from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan,
 
 
 @njit(inline="always")
+def cast_like(c, x):
+    # The constant c in x's type when x is float32. Numba types a Python float literal as float64, and
+    # float32 * float64 is float64: in `erf(self * 0.7071)` a float32 self would take float64's libm erf
+    # instead of templates/vmath.py's vectorised float32 one (gelu: 20x slower). Other types keep c as is.
+    if isinstance(x, np.float32):
+        return np.float32(c)
+    return c
+
+
+@njit(inline="always")
 def isnan(x):
     return x != x
 
@@ -1260,7 +1270,7 @@ def logaddexp2(a, b):
     return m + log1p(exp2(-abs(a - b))) * 1.4426950408889634
 
 
-# Vectorisable exp, log, tanh, log1p and expm1 for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
+# Vectorisable exp, log, tanh, log1p, expm1 and erf for the CPU kernels (DESIGN §5). Numba lowers math.exp & co.
 # to one libm call per element, which stops LLVM from vectorising the loop (NumPy's SIMD versions are 5-20x
 # faster). The generator appends this text to reftorch/kernels/cpu.py after prelude.py; the functions
 # named like the `math` ones rebind those names there, so every scalar expression of ops.yaml, every
@@ -1268,7 +1278,8 @@ def logaddexp2(a, b):
 # float32 arguments (range reduction + polynomial, branch-free so that the loop vectorises; ~1-2 ulp,
 # checked by tests/test_kernel_accuracy.py) and keep libm for every other type. Not used by CUDA:
 # emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
-# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier.
+# The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier; erff's are Norbert Juffa's published
+# minimax fits (about 1 ulp with a correctly rounded expf).
 import math
 import numpy as np
 from llvmlite import ir as _ir
@@ -1389,6 +1400,32 @@ def _expm1_f32(x):
     return p if abs(x) < np.float32(0.5) else big
 
 
+@njit(error_model="numpy")
+def _erf_f32(x):
+    # |x| <= 0.927734375: x + x * P(x**2); beyond: sign(x) * (1 - e**(Q(|x|))), Q(t) ~ log(erfc(t)). Both
+    # are computed and one is picked, so that the loop has no branch; |x| is clamped at 6 for the tail
+    # (erf is exactly +-1 in float32 from 3.92 on), so Q never overflows; NaN stays NaN.
+    t = min(abs(x), np.float32(6.0))
+    s = x * x
+    r = _fma(np.float32(-1.72853470e-5), t, np.float32(3.83197126e-4))
+    u = _fma(np.float32(-3.88396438e-3), t, np.float32(2.42546219e-2))
+    r = _fma(r, t * t, u)
+    r = _fma(r, t, np.float32(-1.06777877e-1))
+    r = _fma(r, t, np.float32(-6.34846687e-1))
+    r = _fma(r, t, np.float32(-1.28717512e-1))
+    r = _fma(r, t, -t)
+    big = np.float32(1.0) - _exp_f32(r)
+    big = big if x > np.float32(0.0) else -big
+    p = _fma(np.float32(-5.96761703e-4), s, np.float32(4.99119423e-3))
+    p = _fma(p, s, np.float32(-2.67681349e-2))
+    p = _fma(p, s, np.float32(1.12819925e-1))
+    p = _fma(p, s, np.float32(-3.76125336e-1))
+    p = _fma(p, s, np.float32(1.28379166e-1))
+    small = _fma(p, x, x)
+    r = big if t > np.float32(0.927734375) else small
+    return r if x == x else x
+
+
 # The names the scalar expressions use: an overload picks the implementation from the argument's type
 # while Numba types a kernel (cheaper to compile than an inlined isinstance test). The implementations
 # are ordinary functions (error_model="numpy": no division check), compiled once per process and
@@ -1414,6 +1451,10 @@ def expm1(x):
     return math.expm1(x)
 
 
+def erf(x):
+    return math.erf(x)
+
+
 def _overload(fn, fast, slow):
     @_numba_overload(fn)
     def _typed(x):
@@ -1428,6 +1469,7 @@ _overload(log, _log_f32, math.log)
 _overload(tanh, _tanh_f32, math.tanh)
 _overload(log1p, _log1p_f32, math.log1p)
 _overload(expm1, _expm1_f32, math.expm1)
+_overload(erf, _erf_f32, math.erf)
 
 
 
@@ -4315,8 +4357,8 @@ def clone_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @njit(inline="always")
@@ -4326,14 +4368,14 @@ def _s_gelu_erf_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_f16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_erf_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -4372,14 +4414,14 @@ def _s_gelu_erf_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_bf16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_erf_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -4413,8 +4455,8 @@ def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @njit(inline="always")
@@ -4424,14 +4466,14 @@ def _s_gelu_erf_backward_f16(grad_output, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_backward_f16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_erf_backward_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_backward_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -4482,14 +4524,14 @@ def _s_gelu_erf_backward_bf16(grad_output, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_backward_bf16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_erf_backward_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -4535,8 +4577,8 @@ def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
 
 @njit(inline="always")
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @njit(inline="always")
@@ -4546,14 +4588,14 @@ def _s_gelu_tanh_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_tanh_f16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_tanh_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_tanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -4592,14 +4634,14 @@ def _s_gelu_tanh_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_tanh_bf16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_gelu_tanh_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -13889,6 +13931,128 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__dropout_apply(self, noise, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+    return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+
+
+@njit(inline="always")
+def _s__dropout_apply_f16(self, noise, p):
+    return f32_to_f16(_s__dropout_apply(f16_to_f32(self), f16_to_f32(noise), p))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__dropout_apply_f16(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_f16(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_f16(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_f16(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__dropout_apply_f16(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__dropout_apply_bf16(self, noise, p):
+    return f32_to_bf16(_s__dropout_apply(bf16_to_f32(self), bf16_to_f32(noise), p))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__dropout_apply_bf16(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_bf16(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_bf16(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__dropout_apply_bf16(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__dropout_apply_bf16(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 
@@ -32209,6 +32373,128 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__dropout_apply_self(grad, noise, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * (1.0 / (1.0 - p))
+
+
+@njit(inline="always")
+def _s__bw__dropout_apply_self_f16(grad, noise, p):
+    return f32_to_f16(_s__bw__dropout_apply_self(f16_to_f32(grad), f16_to_f32(noise), p))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__dropout_apply_self_f16(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_f16(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_f16(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_f16(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__dropout_apply_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__dropout_apply_self_bf16(grad, noise, p):
+    return f32_to_bf16(_s__bw__dropout_apply_self(bf16_to_f32(grad), bf16_to_f32(noise), p))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__dropout_apply_self_bf16(a0[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__dropout_apply_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_bf16(a0[p0 + i], a1[p1 + i], p)
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_bf16(a0[p0 + i], v1, p)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__dropout_apply_self_bf16(v0, a1[p1 + i], p)
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__dropout_apply_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], p)
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

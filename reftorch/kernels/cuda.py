@@ -42,6 +42,13 @@ else:
 
 
 @cuda.jit(device=True, inline=True)
+def cast_like(c, x):
+    # prelude.py's keeps float32 arithmetic for the CPU's vectorised float32 erf/exp; libdevice has no such
+    # split (and isinstance needs a GPU to compile), so the constant stays as written
+    return c
+
+
+@cuda.jit(device=True, inline=True)
 def isnan(x):
     return x != x
 
@@ -1924,8 +1931,8 @@ def clone_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @cuda.jit
@@ -1956,8 +1963,8 @@ def gelu_erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @cuda.jit
@@ -1990,8 +1997,8 @@ def gelu_erf_backward_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @cuda.jit
@@ -4596,6 +4603,40 @@ def _adam_param_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
         out[po] = _s__adam_param(a0[p0], a1[p1], a2[p2], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply(self, noise, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+    return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+
+
+@cuda.jit
+def _dropout_apply_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__dropout_apply(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _dropout_apply_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__dropout_apply(a0[p0], a1[p1], p)
 
 
 @cuda.jit(device=True, inline=True)
@@ -9626,6 +9667,40 @@ def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self(grad, noise, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * (1.0 / (1.0 - p))
+
+
+@cuda.jit
+def _bw__dropout_apply_self_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__dropout_apply_self(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _bw__dropout_apply_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__dropout_apply_self(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_lgamma_self(grad, self):
     # ops.yaml: lgamma backward for self -- grad * digamma(self)
     return grad * _s_digamma(self)
@@ -11332,6 +11407,8 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
+    '_dropout_apply': dict(kind='elementwise', op='_dropout_apply', tensors=('self', 'noise'), scalars=('p',),
+        kernels=('contig', 'strided')),
     'lgamma': dict(kind='elementwise', op='lgamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'digamma': dict(kind='elementwise', op='digamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'erfinv': dict(kind='elementwise', op='erfinv', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -11529,6 +11606,8 @@ KERNELS = {
     '_bw_addcdiv_tensor1': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_bw__dropout_apply_self': dict(kind='elementwise', op='_dropout_apply', tensors=('grad', 'noise'), scalars=('p',),
         kernels=('contig', 'strided')),
     '_bw_lgamma_self': dict(kind='elementwise', op='lgamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_digamma_self': dict(kind='elementwise', op='digamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

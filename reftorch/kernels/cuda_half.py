@@ -42,6 +42,13 @@ else:
 
 
 @cuda.jit(device=True, inline=True)
+def cast_like(c, x):
+    # prelude.py's keeps float32 arithmetic for the CPU's vectorised float32 erf/exp; libdevice has no such
+    # split (and isinstance needs a GPU to compile), so the constant stays as written
+    return c
+
+
+@cuda.jit(device=True, inline=True)
 def isnan(x):
     return x != x
 
@@ -2938,8 +2945,8 @@ def clone_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf(self):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
-    return 0.5 * self * (1.0 + erf(self * 0.7071067811865476))
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
+    return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -2949,14 +2956,14 @@ def _s_gelu_erf_f16(self):
 
 @cuda.jit
 def gelu_erf_f16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_f16(a0[i])
 
 
 @cuda.jit
 def gelu_erf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [f16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2980,14 +2987,14 @@ def _s_gelu_erf_bf16(self):
 
 @cuda.jit
 def gelu_erf_bf16_contig(out, a0):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_bf16(a0[i])
 
 
 @cuda.jit
 def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_erf -- 0.5 * self * (1.0 + erf(self * 0.7071067811865476)) [bf16]
+    # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self))) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3006,8 +3013,8 @@ def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_erf_backward(grad_output, self):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
-    return grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self))
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
+    return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3017,14 +3024,14 @@ def _s_gelu_erf_backward_f16(grad_output, self):
 
 @cuda.jit
 def gelu_erf_backward_f16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_backward_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def gelu_erf_backward_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [f16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3050,14 +3057,14 @@ def _s_gelu_erf_backward_bf16(grad_output, self):
 
 @cuda.jit
 def gelu_erf_backward_bf16_contig(out, a0, a1):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_erf_backward_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * 0.7071067811865476)) + self * 0.3989422804014327 * exp(-0.5 * self * self)) [bf16]
+    # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3078,8 +3085,8 @@ def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
 
 @cuda.jit(device=True, inline=True)
 def _s_gelu_tanh(self):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
-    return 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)))
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
+    return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3089,14 +3096,14 @@ def _s_gelu_tanh_f16(self):
 
 @cuda.jit
 def gelu_tanh_f16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_tanh_f16(a0[i])
 
 
 @cuda.jit
 def gelu_tanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [f16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3120,14 +3127,14 @@ def _s_gelu_tanh_bf16(self):
 
 @cuda.jit
 def gelu_tanh_bf16_contig(out, a0):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_gelu_tanh_bf16(a0[i])
 
 
 @cuda.jit
 def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) [bf16]
+    # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self))) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8182,6 +8189,78 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
         out[po] = _s__adam_param_bf16(a0[p0], a1[p1], a2[p2], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply(self, noise, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+    return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply_f16(self, noise, p):
+    return f32_to_f16(_s__dropout_apply(f16_to_f32(self), f16_to_f32(noise), p))
+
+
+@cuda.jit
+def _dropout_apply_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__dropout_apply_f16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _dropout_apply_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__dropout_apply_f16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__dropout_apply_bf16(self, noise, p):
+    return f32_to_bf16(_s__dropout_apply(bf16_to_f32(self), bf16_to_f32(noise), p))
+
+
+@cuda.jit
+def _dropout_apply_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__dropout_apply_bf16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _dropout_apply_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__dropout_apply_bf16(a0[p0], a1[p1], p)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18684,6 +18763,78 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self(grad, noise, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * (1.0 / (1.0 - p))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self_f16(grad, noise, p):
+    return f32_to_f16(_s__bw__dropout_apply_self(f16_to_f32(grad), f16_to_f32(noise), p))
+
+
+@cuda.jit
+def _bw__dropout_apply_self_f16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__dropout_apply_self_f16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _bw__dropout_apply_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__dropout_apply_self_f16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__dropout_apply_self_bf16(grad, noise, p):
+    return f32_to_bf16(_s__bw__dropout_apply_self(bf16_to_f32(grad), bf16_to_f32(noise), p))
+
+
+@cuda.jit
+def _bw__dropout_apply_self_bf16_contig(out, a0, a1, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__dropout_apply_self_bf16(a0[i], a1[i], p)
+
+
+@cuda.jit
+def _bw__dropout_apply_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
+    # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p)) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__dropout_apply_self_bf16(a0[p0], a1[p1], p)
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_lgamma_self(grad, self):
     # ops.yaml: lgamma backward for self -- grad * digamma(self)
     return grad * _s_digamma(self)
@@ -21929,6 +22080,8 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
+    '_dropout_apply': dict(kind='elementwise', op='_dropout_apply', tensors=('self', 'noise'), scalars=('p',),
+        kernels=('contig', 'strided')),
     'lgamma': dict(kind='elementwise', op='lgamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'digamma': dict(kind='elementwise', op='digamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     'erfinv': dict(kind='elementwise', op='erfinv', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -22124,6 +22277,8 @@ KERNELS = {
     '_bw_addcdiv_tensor1': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_bw__dropout_apply_self': dict(kind='elementwise', op='_dropout_apply', tensors=('grad', 'noise'), scalars=('p',),
         kernels=('contig', 'strided')),
     '_bw_lgamma_self': dict(kind='elementwise', op='lgamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_digamma_self': dict(kind='elementwise', op='digamma', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

@@ -1917,6 +1917,93 @@ def _linear_weight_grad_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _lstm_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _lstm_cell
+    cx = saved['cx']
+    gates = saved['gates']
+    results = saved['results']
+    g = [None] * 2
+    # gates: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    if needs[0]:
+        g[0] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    # cx: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+    if needs[1]:
+        g[1] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+    return g
+
+
+def _gru_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _gru_cell
+    grad = grads[0]
+    hg = saved['hg']
+    hx = saved['hx']
+    xg = saved['xg']
+    g = [None] * 3
+    # xg: _gru_cell_backward(grad, xg, hg, hx)[0]
+    if needs[0]:
+        g[0] = F._gru_cell_backward(grad, xg, hg, hx)[0]
+    # hg: _gru_cell_backward(grad, xg, hg, hx)[1]
+    if needs[1]:
+        g[1] = F._gru_cell_backward(grad, xg, hg, hx)[1]
+    # hx: _gru_cell_backward(grad, xg, hg, hx)[2]
+    if needs[2]:
+        g[2] = F._gru_cell_backward(grad, xg, hg, hx)[2]
+    return g
+
+
+def _layer_norm_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _layer_norm
+    grad = grads[0]
+    eps = saved['eps']
+    input = saved['input']
+    ndim = saved['ndim']
+    weight = saved['weight']
+    g = [None] * 3
+    # input: _layer_norm_backward(grad, input, weight, ndim, eps)
+    if needs[0]:
+        g[0] = F._layer_norm_backward(grad, input, weight, ndim, eps)
+    # weight: grad * _layer_norm(input, None, None, ndim, eps)
+    if needs[1]:
+        g[1] = grad * F._layer_norm(input, None, None, ndim, eps)
+    # bias: grad
+    if needs[2]:
+        g[2] = grad
+    return g
+
+
+def _sdpa_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _sdpa
+    grad = grads[0]
+    is_causal = saved['is_causal']
+    key = saved['key']
+    query = saved['query']
+    scale = saved['scale']
+    value = saved['value']
+    g = [None] * 3
+    # query: _sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+    if needs[0]:
+        g[0] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+    # key: _sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+    if needs[1]:
+        g[1] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+    # value: _sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+    if needs[2]:
+        g[2] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+    return g
+
+
+def _dropout_apply_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _dropout_apply
+    grad = grads[0]
+    noise = saved['noise']
+    p = saved['p']
+    g = [None] * 2
+    # self: grad * (noise >= p) * (1.0 / (1.0 - p))
+    if needs[0]:
+        g[0] = F._fused('_bw__dropout_apply_self', (grad, noise,), (p, )) if fused else grad * (noise >= p) * (1.0 / (1.0 - p))
+    return g
+
+
 def _log_softmax_backward_backward(F, grads, saved, needs, fused):
     # ops.yaml: _log_softmax_backward
     grad = grads[0]
@@ -2507,6 +2594,7 @@ SAVE_USERS = {
     'addcdiv': {'tensor1': (2,), 'tensor2': (1, 2), 'value': (1, 2)},
     '_linear': {'input': (1,), 'weight': (0,)},
     '_linear_weight_grad': {'grad_output': (1,), 'input': (0,)},
+    '_layer_norm': {'eps': (0, 1), 'input': (0, 1), 'ndim': (0, 1), 'weight': (0,)},
     '_log_softmax_backward': {'grad_output': (1,)},
     '_linalg_solve_triangular': {'result': (0,)},
     '_linalg_solve_ex': {'B': (0,), 'results': (0,)},

@@ -1152,6 +1152,19 @@ def addcdiv_jvp(F, a, t, result):
     return terms
 
 
+def _dropout_apply_jvp(F, a, t, result):
+    self = a['self']
+    noise = a['noise']
+    p = a['p']
+    self_t = t['self']
+    noise_t = t['noise']
+    terms = []
+    # self: grad * (noise >= p) * (1.0 / (1.0 - p))
+    if self_t is not None:
+        terms.append(self_t * (noise >= p) * (1.0 / (1.0 - p)))
+    return terms
+
+
 def lgamma_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
@@ -1480,6 +1493,7 @@ JVPS = {
     'lerp': (lerp_jvp, 'derived'),
     'addcmul': (addcmul_jvp, 'derived'),
     'addcdiv': (addcdiv_jvp, 'derived'),
+    '_dropout_apply': (_dropout_apply_jvp, 'derived'),
     'lgamma': (lgamma_jvp, 'derived'),
     'digamma': (digamma_jvp, 'derived'),
     'erfinv': (erfinv_jvp, 'derived'),

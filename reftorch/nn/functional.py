@@ -798,6 +798,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if tuple(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+    dt = input.dtype
+    if input.device.type == "cpu" and dt in (torch.float32, torch.float64) and \
+            all(t is None or (t.dtype is dt and t.device.type == "cpu" and tuple(t.shape) == normalized_shape)
+                for t in (weight, bias)):
+        return torch._functional._layer_norm(input, weight, bias, k, eps)      # one op (ops.yaml: _layer_norm)
     dims = list(range(input.dim() - k, input.dim()))
     mean = input.mean(dims, keepdim=True)
     centered = input - mean
@@ -917,6 +922,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         out = input * 0.0
+    elif input.device.type == "cpu" and input.dtype in (torch.float32, torch.float64):
+        out = torch._functional._dropout_apply(input, torch.rand(input.shape), float(p))     # one op, one node
     else:
         keep = (torch.rand(input.shape, device=input.device) >= p).to(input.dtype)
         out = input * keep * (1.0 / (1.0 - p))
@@ -1294,6 +1301,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
+    if attn_mask is None and dropout_p == 0.0 and query.device.type == "cpu" and query.dim() >= 2 and \
+            query.dtype in (torch.float32, torch.float64) and key.dtype is query.dtype and value.dtype is query.dtype \
+            and key.device == query.device and value.device == query.device and \
+            query.shape[:-2] == key.shape[:-2] == value.shape[:-2] and key.shape[-1] == query.shape[-1] and \
+            value.shape[-2] == key.shape[-2]:
+        return torch._functional._sdpa(query, key, value, bool(is_causal), float(scale_factor))    # one op
     scores = torch.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None:

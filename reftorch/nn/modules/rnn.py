@@ -25,23 +25,56 @@ def _rnn_step(x_proj, h, w_hh, b_hh, nonlinearity):
     return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
 
 
+def _fusable(*ts):
+    """Whether the fused cell ops (ops.yaml: _lstm_cell, _gru_cell) take these: cpu float32/float64 tensors of
+    one dtype and shape (under autocast the gates may be 16-bit while the state is not: the op-by-op path)."""
+    t0 = ts[0]
+    return t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64) and \
+        all(t.dtype is t0.dtype and t.device == t0.device and t.shape == t0.shape for t in ts[1:])
+
+
 def _lstm_step(x_proj, h, c, w_hh, b_hh, w_hr=None):
     gates = x_proj + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-    h = torch.sigmoid(o) * torch.tanh(c)
+    if _fusable(c) and gates.dtype is c.dtype and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]:
+        h, c = torch._functional._lstm_cell(gates, c)      # one node for the gate arithmetic
+    else:
+        i, f, g, o = gates.chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
 
 
 def _gru_step(x_proj, h, w_hh, b_hh):
+    hg = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, hg) and _fusable(h) and h.dtype is hg.dtype and x_proj.shape[-1] == 3 * h.shape[-1] and \
+            x_proj.shape[:-1] == h.shape[:-1]:
+        return torch._functional._gru_cell(x_proj, hg, h)     # one node for the gate arithmetic
     xr, xz, xn = x_proj.chunk(3, -1)
-    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    hr, hz, hn = hg.chunk(3, -1)
     r = torch.sigmoid(xr + hr)
     z = torch.sigmoid(xz + hz)
     n = torch.tanh(xn + r * hn)
     return (1 - z) * n + z * h
+
+
+class _TimeSteps(torch.autograd.Function):
+    """The steps of an (L, ...) sequence as L tensors, with one backward node that stacks their gradients.
+    L select views would each send back a full-size zero tensor with its one slice filled, and the engine would
+    add the L of them up: O(L^2) work for a sequence (more than the cells themselves at L = 35)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return tuple(x.unbind(0))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return torch.stack(grads, 0)
+
+
+def _time_steps(x):
+    return _TimeSteps.apply(x) if x.requires_grad and torch.is_grad_enabled() else x.unbind(0)
 
 
 # ------------------------------------------------------------------ cells
@@ -289,8 +322,9 @@ class RNNBase(Module):
         """Runs one direction over the (L, N, 4H) projected input; returns (output (L, N, H), final state)."""
         steps = x_proj.shape[0]
         seq = [None] * steps
+        xs = _time_steps(x_proj) if steps else ()
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-            state, seq[t] = self._step(x_proj.select(0, t), state, *weights)
+            state, seq[t] = self._step(xs[t], state, *weights)
         out = torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
         return out, state
 

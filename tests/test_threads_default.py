@@ -1,0 +1,41 @@
+"""Large ops use every core by default, decided by size alone (issue 19): the load average no longer keeps a
+quiet machine's second core idle, and set_num_threads / REFTORCH_NUM_THREADS still cap the threads."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import reftorch
+from reftorch import _dispatch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_size_decides_not_the_load(monkeypatch):
+    monkeypatch.setattr(os, "getloadavg", lambda: (99.0, 99.0, 99.0))     # a busy machine changes nothing
+    monkeypatch.setattr(_dispatch, "THREADS", 2)
+    assert _dispatch._parallel(_dispatch.PARALLEL_MIN)
+    assert not _dispatch._parallel(_dispatch.PARALLEL_MIN - 1)
+    monkeypatch.setattr(_dispatch, "THREADS", 1)
+    assert not _dispatch._parallel(1 << 30)
+
+
+def test_threaded_op_matches_serial(monkeypatch):
+    x = np.random.default_rng(0).random(_dispatch.PARALLEL_MIN + 12345, np.float32)
+    t = reftorch.from_numpy(x)
+    monkeypatch.setattr(_dispatch, "THREADS", 2)
+    par = (t * 2 + 1).numpy(), float(t.sum())
+    monkeypatch.setattr(_dispatch, "THREADS", 1)
+    one = (t * 2 + 1).numpy(), float(t.sum())
+    assert np.array_equal(par[0], one[0]) and par[1] == one[1]
+
+
+def test_env_and_set_num_threads_cap():
+    code = ("import reftorch as t; from reftorch import _dispatch as d; a = t.get_num_threads(); "
+            "t.set_num_threads(1); print(a, t.get_num_threads(), d._parallel(1 << 30))")
+    env = dict(os.environ, PYTHONPATH=ROOT, REFTORCH_NUM_THREADS="3")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3", "1", "False"]
