@@ -178,6 +178,7 @@ class Op:
     cuda: Optional[str] = None   # array ops: the device implementation (CUDA_IMPLS), else the body on a host copy
     scalars_in_dtype: tuple = ()  # Scalar args PyTorch converts to the tensors' dtype first (rounded in 16 bits)
     grad_fn: object = None       # PyTorch's node name: a str, or ((input ranks "2,2" | "default", name), ...)
+    checks: tuple = ()           # ((condition, exception class, message), ...): argument values PyTorch refuses
 
     @property
     def tensor_inputs(self):
@@ -281,7 +282,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn")
+             "scalars_in_dtype", "grad_fn", "checks")
 
 
 def parse_signature(e: _Entry, text: str) -> Signature:
@@ -553,10 +554,37 @@ def parse_op(raw, path, registered_names) -> Op:
         if kind not in ELEMENTWISE or n not in scalar_args:
             e.fail("scalars_in_dtype", f"{n!r} is not a Scalar/float argument of this elementwise op's signature")
     grad_fn = _parse_grad_fn(e, kind, e.pop("grad_fn", (str, dict)), sig)
+    checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs,
               tuple(derivs.items()), differentiable, variants, test, doc, tuple(rejects), autocast, cuda_impl,
-              tuple(in_dtype), grad_fn)
+              tuple(in_dtype), grad_fn, checks)
+
+
+CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
+
+
+def _parse_checks(e, checks, sig):
+    """`checks: {"<condition>": "[ErrorClass: ]message"}`: refusals by argument value that the wrapper tests
+    before the call (PyTorch's `int_tensor ** -1`), a condition being a Python expression over the signature's
+    arguments as the caller gave them (a Python number is still a number)."""
+    out = []
+    for cond, msg in checks.items():
+        try:
+            tree = ast.parse(str(cond), mode="eval")
+        except SyntaxError:
+            e.fail("checks", f"condition {cond!r} is not a Python expression")
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "getattr", "hasattr", "len",
+                                            "not", "None", "True", "False"}
+        if unknown:
+            e.fail("checks", f"condition {cond!r} names {', '.join(sorted(unknown))}, not arguments of the signature")
+        if not isinstance(msg, str):
+            e.fail("checks", f"message of {cond!r} must be a string")
+        m = re.fullmatch(r"(\w+): (.*)", msg, re.S)
+        cls, text = (m.group(1), m.group(2)) if m and m.group(1) in CHECK_ERRORS else ("RuntimeError", msg)
+        out.append((str(cond), cls, text))
+    return tuple(out)
 
 
 def _parse_grad_fn(e, kind, value, sig):
@@ -565,20 +593,43 @@ def _parse_grad_fn(e, kind, value, sig):
     argument given (not None; its formulas must read it, so the node saves it): `{dim: SumBackward1, ...}`."""
     if value is None:
         return None
-    if kind == "composite":
-        e.fail("grad_fn", "a composite op records the nodes of the ops its body calls, none of its own")
     names = [value] if isinstance(value, str) else list(value.values())
     for n in names:
         if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+", n):
             e.fail("grad_fn", f"expected a PyTorch node name such as MmBackward0, got {n!r}")
     if isinstance(value, str):
         return value
+    if kind == "composite":
+        return _parse_composite_grad_fn(e, value, sig)
     for key in value:
         scalars = [a.name for a in sig.args if not a.is_tensor]
         if key != "default" and key not in scalars and not re.fullmatch(r"(\d+|_)(,(\d+|_))*", str(key)):
             e.fail("grad_fn", f"key {key!r}: input ranks such as \"2,2\" (\"_\" for None), a non-tensor argument "
                               "name, or default")
     return tuple((str(k), v) for k, v in value.items())
+
+
+def _parse_composite_grad_fn(e, value, sig):
+    """A composite's names, first match wins: keys are Python conditions over the call's arguments (an argument
+    name alone: given, not None), and `default`. The nodes its body records for its results take the name."""
+    if "default" not in value:
+        e.fail("grad_fn", "a composite's names by condition need a default")
+    out = []
+    for key, name in value.items():
+        key = str(key)
+        if key != "default":
+            try:
+                tree = ast.parse(key, mode="eval")
+            except SyntaxError:
+                e.fail("grad_fn", f"condition {key!r} is not a Python expression")
+            unknown = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(sig.names) - \
+                {"isinstance", "bool", "int", "float", "list", "tuple", "len", "hasattr", "None", "True", "False"}
+            if unknown:
+                e.fail("grad_fn", f"condition {key!r} names {', '.join(sorted(unknown))}, not arguments")
+            if key in sig.names:
+                key = f"{key} is not None"
+        out.append((key, name))
+    return tuple(out)
 
 
 def _check_foreach(e, sig, body, registered_names):

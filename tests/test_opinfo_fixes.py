@@ -1,0 +1,68 @@
+"""Regression tests for what PyTorch's OpInfo samples (benches/opinfo.py) and issues 16/20/21 found:
+each expectation was read off torch 2.13 side by side."""
+import threading
+
+import numpy as np
+import pytest
+
+import reftorch as torch
+
+F64 = torch.float64
+
+
+# ---------------------------------------------------------------- integer ** negative integer
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_integer_tensor_to_a_negative_python_int_raises(dtype):
+    x = torch.tensor([1, 1, 1]).to(dtype)
+    for call in (lambda: x ** -1, lambda: torch.pow(x, -2), lambda: x.pow(-1), lambda: x.clone().pow_(-1),
+                 lambda: torch.tensor([], dtype=dtype) ** -1):
+        with pytest.raises(RuntimeError, match=r"^Integers to negative integer powers are not allowed\.$"):
+            call()
+
+
+def test_integer_powers_torch_allows():
+    x = torch.tensor([1, 2, 3])
+    assert (x ** torch.tensor(-1)).tolist() == [1, 0, 0]        # a tensor exponent is fine
+    assert (2 ** -x).tolist() == [0, 0, 0]                      # so is a Python base
+    assert (x ** 0).tolist() == [1, 1, 1]
+    assert (x ** -1.0).dtype == torch.float32
+    assert torch.allclose(x.double() ** -1, torch.tensor([1.0, 0.5, 1 / 3], dtype=F64))
+
+
+# ---------------------------------------------------------------- grad_fn names
+
+def _names():
+    x = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    y = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    i = torch.zeros(3, 1, dtype=torch.long)
+    eye = torch.eye(4, dtype=F64)
+    return {
+        "MeanBackward0": x.mean(), "MeanBackward1": x.mean(1), "VarBackward0": x.var(1), "StdBackward0": x.std(),
+        "VarMeanBackward0": torch.var_mean(x, 1)[1], "StdMeanBackward0": torch.std_mean(x)[0],
+        "SplitBackward0": x.split(2)[1], "SplitWithSizesBackward0": x.split([1, 2])[0],
+        "UnbindBackward0": x.unbind(1)[0], "MaxBackward1": x.max(), "MaxBackward0": x.max(1)[0],
+        "MaximumBackward0": torch.max(x, y), "MinBackward0": x.min(0).values, "MinimumBackward0": torch.min(x, y),
+        "LogsumexpBackward0": x.logsumexp(0), "StackBackward0": torch.stack([x, y]),
+        "MedianBackward0": x.median(), "MedianBackward1": x.median(1)[0], "KthvalueBackward0": x.kthvalue(2, 0)[0],
+        "ModeBackward0": x.mode(0)[0], "AddmmBackward0": torch.addmm(x[0], y, eye),
+        "BaddbmmBackward0": torch.baddbmm(x[None], x[None], eye[None]), "TraceBackward0": x.trace(),
+        "LinalgCrossBackward0": torch.linalg.cross(x[:, :3], y[:, :3]), "ClampBackward1": x.clamp(min=0),
+        "ClampBackward0": x.clamp(min=y), "ScatterBackward0": x.scatter(1, i, y),
+        "ScatterBackward1": x.scatter(1, i, 2.0), "ProdBackward0": x.prod(), "ProdBackward1": x.prod(1),
+        "PermuteBackward0": x.movedim(0, 1), "MulBackward0": torch.outer(x[0], y[0]),
+        "SplitBackward0 ": x.chunk(2)[0], "ClampMinBackward0": torch.clamp_min(x, 0.0),
+    }
+
+
+def test_grad_fn_names_follow_torch():
+    for name, y in _names().items():
+        assert y.grad_fn.name() == name.strip()
+
+
+def test_renamed_composite_still_differentiates():
+    x = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    (gx,) = torch.autograd.grad(x.mean(1).sum() + x.std(), x)
+    assert torch.allclose(gx, torch.full((3, 4), 0.25, dtype=F64) + (x - x.mean()) / (11 * x.std()))
+    y = x.split(2)[0]
+    assert y.grad_fn.name() == "SplitBackward0" and x.grad_fn is None and x.mean().grad_fn is not None
