@@ -66,3 +66,29 @@ def test_renamed_composite_still_differentiates():
     assert torch.allclose(gx, torch.full((3, 4), 0.25, dtype=F64) + (x - x.mean()) / (11 * x.std()))
     y = x.split(2)[0]
     assert y.grad_fn.name() == "SplitBackward0" and x.grad_fn is None and x.mean().grad_fn is not None
+
+
+# ---------------------------------------------------------------- the default device is per thread
+
+def _in_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_default_device_is_thread_local():
+    probe = lambda: (str(torch.get_default_device()), str(torch.empty(1).device))   # noqa: E731
+    try:
+        torch.set_default_device("meta")
+        assert _in_thread(probe) == ("cpu", "cpu") and probe() == ("meta", "meta")
+    finally:
+        torch.set_default_device(None)
+    with torch.device("meta"):
+        assert _in_thread(probe) == ("cpu", "cpu") and probe()[1] == "meta"
+
+    def set_there():
+        torch.set_default_device("meta")
+        return str(torch.empty(1).device)
+    assert _in_thread(set_there) == "meta" and probe() == ("cpu", "cpu")
