@@ -92,3 +92,21 @@ def test_default_device_is_thread_local():
         torch.set_default_device("meta")
         return str(torch.empty(1).device)
     assert _in_thread(set_there) == "meta" and probe() == ("cpu", "cpu")
+
+
+# ---------------------------------------------------------------- take_along_dim wraps along dim
+
+def test_take_along_dim_wraps_indices_along_dim_as_torch():
+    x = torch.arange(3.0) * 10
+    idx = torch.tensor([-100, -7, -4, -1, 0, 3, 4, 100, 2 ** 40 + 1])
+    assert torch.take_along_dim(x, idx, 0).tolist() == [20.0, 20.0, 20.0, 20.0, 0.0, 0.0, 10.0, 10.0, 20.0]
+    x2 = torch.arange(6.0).reshape(2, 3)
+    assert x2.take_along_dim(torch.tensor([[7]]), dim=0).tolist() == [[3.0, 4.0, 5.0]]
+    xr = x.clone().requires_grad_()
+    torch.take_along_dim(xr, torch.tensor([4, 5, -1]), 0).sum().backward()
+    assert xr.grad.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="^index 6 is out of bounds for dimension 0 with size 6$"):
+        torch.take_along_dim(x2, torch.tensor([6]))           # without dim: checked, as gather
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 1, dtype=torch.long), 1)
+    assert torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 0, dtype=torch.long), 1).shape == (2, 0)

@@ -5337,7 +5337,7 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None, axis=_R
 
 
 def take_along_dim(self, indices, dim=None, *, axis=_REQUIRED, out=None):
-    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis.
+    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis. Along dim, indices wrap modulo its size, as in PyTorch (which checks them only without dim).
 
     ops.yaml: take_along_dim"""
     if axis is not _REQUIRED:

@@ -1645,7 +1645,7 @@ def take_along_dim(F, self, indices, dim=None):
     d = F.normalize_dims(dim, self.ndim)[0]
     at = list(self.shape)
     at[d] = indices.shape[d]
-    index = F.expand(indices, F.common_shape(tuple(at), tuple(indices.shape)))
+    index = F.expand(F.remainder(indices, self.shape[d]), F.common_shape(tuple(at), tuple(indices.shape)))
     at = list(indices.shape)
     at[d] = self.shape[d]
     return F.gather(F.expand(self, F.common_shape(tuple(at), tuple(self.shape))), d, index)
