@@ -21,5 +21,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/composites.py": emit_api.emit_composites(ops),
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
         "reftorch/kernels/lapack.py": emit_cpu.HEADER + emit_cpu.template("lapack.py"),
+        "reftorch/kernels/sorting.py": emit_cpu.HEADER + emit_cpu.template("sorting.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

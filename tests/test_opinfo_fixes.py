@@ -110,3 +110,17 @@ def test_take_along_dim_wraps_indices_along_dim_as_torch():
     with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
         torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 1, dtype=torch.long), 1)
     assert torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 0, dtype=torch.long), 1).shape == (2, 0)
+
+
+# ---------------------------------------------------------------- torch.mode's index among ties
+
+def test_mode_picks_torchs_index_among_ties_past_16_elements():
+    # read off torch 2.13: libstdc++'s introsort decides which of the equal values ends its run
+    row = [1, 0, 4, 3, 0, 0, 2, 0, 5, 3, 6, 4, 2, 4, 4, 3, 1, 4, 6, 3, 6, 3, 4, 2, 3, 4, 2, 6, 5, 0, 4, 0]
+    v, i = torch.mode(torch.tensor(row))
+    assert (v.item(), i.item()) == (4, 13)      # not the last occurrence (30)
+    v, i = torch.tensor([row, row[::-1]], dtype=torch.float64).mode(1)
+    assert v.tolist() == [4.0, 4.0] and i.tolist() == [13, 6]
+    assert torch.mode(torch.tensor([3, 1, 3, 1])).indices.item() == 3      # short rows: the last occurrence
+    v, i = torch.mode(torch.tensor([2.0, float("nan"), 2.0]))               # NaN splits the run
+    assert (v.item(), i.item()) == (2.0, 0)
