@@ -11,7 +11,7 @@ import textwrap
 
 from .emit_cpu import HEADER
 from .emit_cpu import kernel_scalars
-from .model import ELEMENTWISE, HELPERS
+from .model import ELEMENTWISE, HELPERS, Signature
 
 
 BLAS_CALLS = ("np.matmul", "np.dot", "np.vdot", "np.inner", "np.tensordot", "np.einsum")
@@ -188,6 +188,11 @@ def emit_api(ops, saves):
         sig = op.signature.python()
         if op.variants.inplace:
             if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
+                first = op.signature.tensor_args[0]
+                if op.signature.args[0] is not first:   # polygamma(n, self): its in-place form is the method
+                    moved = Signature((first,) + tuple(a for a in op.signature.args if a is not first))
+                    sig = moved.python()     # Tensor.polygamma_(n), self first
+                    names = ", ".join(a.name for a in moved.args)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
             elif op.kind == "view":     # self's own geometry becomes the view's (unsqueeze_, t_, transpose_)
                 t, s = _call(op)

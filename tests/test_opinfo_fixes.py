@@ -124,3 +124,27 @@ def test_mode_picks_torchs_index_among_ties_past_16_elements():
     assert torch.mode(torch.tensor([3, 1, 3, 1])).indices.item() == 3      # short rows: the last occurrence
     v, i = torch.mode(torch.tensor([2.0, float("nan"), 2.0]))               # NaN splits the run
     assert (v.item(), i.item()) == (2.0, 0)
+
+
+# ---------------------------------------------------------------- torch.special: what torch cannot differentiate
+
+@pytest.mark.parametrize("fn, what", [(torch.special.zeta, "zeta"), (torch.special.gammainc, "igamma: input"),
+                                      (torch.special.gammaincc, "igammac: input"), (torch.igamma, "igamma: input")])
+def test_special_gradient_for_self_raises_as_torch(fn, what):
+    a = torch.tensor([2.5, 3.0], dtype=F64, requires_grad=True)
+    b = torch.tensor([1.5, 2.0], dtype=F64, requires_grad=True)
+    y = fn(a, b)
+    msg = f"^the derivative for '{what}' is not implemented\\.$"
+    for wrt in (a, (a, b)):
+        with pytest.raises(NotImplementedError, match=msg):
+            torch.autograd.grad(y.sum(), wrt, retain_graph=True)
+    assert fn(a, b.detach()).requires_grad             # self alone still records the op, as torch
+    (gb,) = torch.autograd.grad(fn(a.detach(), b).sum(), b)
+    assert gb.shape == (2,)
+
+
+def test_polygamma_in_place():
+    x = torch.tensor([1.0, 2.0])
+    assert x.polygamma_(1) is x and torch.allclose(x, torch.tensor([1.6449341, 0.6449341]))
+    with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
+        torch.tensor([1, 2]).polygamma_(1)

@@ -719,7 +719,7 @@ SPECS = {
 
     '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('order', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('order', 'self'), 'kernel_args': ('order',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, order=1: __import__('scipy').special.polygamma(order, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4623,14 +4623,14 @@ def special_xlog1py(self, other):
 
 
 def special_zeta(self, other):
-    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (torch has no derivative for self).
+    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: special_zeta"""
     return _rt.call('special_zeta', (self, other, ), ())
 
 
 def igamma(self, other, *, out=None):
-    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only, as torch.
+    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: igamma"""
     if out is not None:
@@ -4644,7 +4644,7 @@ def igamma_(self, other):
 
 
 def igammac(self, other, *, out=None):
-    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only.
+    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only (self's raises, as torch).
 
     ops.yaml: igammac"""
     if out is not None:
@@ -4760,6 +4760,11 @@ def polygamma(n, self, *, out=None):
     if out is not None:
         return _rt.call_out('polygamma', out, polygamma, n, self)
     return _rt.composite('polygamma', n, self)
+
+
+def polygamma_(self, n):
+    """In-place polygamma: writes the result into self."""
+    return _rt.composite_inplace('polygamma', self, n)
 
 
 def mvlgamma(self, p, *, out=None):

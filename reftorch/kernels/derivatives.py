@@ -2277,6 +2277,9 @@ def special_zeta_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('zeta')
+    if needs[0]:
+        g[0] = F.not_implemented('zeta')
     # other: grad * -self * special_zeta(self + 1.0, other)
     if needs[1]:
         g[1] = F._fused('_bw_special_zeta_other', (grad, self, other,), ()) if fused else grad * -self * F.special_zeta(self + 1.0, other)
@@ -2289,6 +2292,9 @@ def igamma_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('igamma: input')
+    if needs[0]:
+        g[0] = F.not_implemented('igamma: input')
     # other: grad * exp((self - 1) * log(other) - other - lgamma(self))
     if needs[1]:
         g[1] = F._fused('_bw_igamma_other', (grad, self, other,), ()) if fused else grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
@@ -2301,6 +2307,9 @@ def igammac_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('igammac: input')
+    if needs[0]:
+        g[0] = F.not_implemented('igammac: input')
     # other: -grad * exp((self - 1) * log(other) - other - lgamma(self))
     if needs[1]:
         g[1] = F._fused('_bw_igammac_other', (grad, self, other,), ()) if fused else -grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
