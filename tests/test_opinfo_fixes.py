@@ -148,3 +148,19 @@ def test_polygamma_in_place():
     assert x.polygamma_(1) is x and torch.allclose(x, torch.tensor([1.6449341, 0.6449341]))
     with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
         torch.tensor([1, 2]).polygamma_(1)
+
+
+# ---------------------------------------------------------------- factories past NumPy's shape limit
+
+def test_factories_make_empty_tensors_numpy_cannot_describe():
+    for t in (torch.empty(2 ** 62, 0), torch.zeros(2 ** 62, 0), torch.full((2 ** 62, 0), 1.0)):
+        assert t.shape == (2 ** 62, 0) and t.numel() == 0 and t.stride() == (1, 1) and t.dtype == torch.float32
+    t = torch.ones(0, 2 ** 62, dtype=F64)
+    assert t.stride() == (2 ** 62, 1) and t.dtype == F64
+    assert (torch.empty(2 ** 62, 0) + 1).shape == (2 ** 62, 0)
+    assert torch.empty(2 ** 62, 0).t().shape == (0, 2 ** 62)
+    with pytest.raises(TypeError, match="^empty\\(\\): argument 'size' failed to unpack the object at pos 1 with "
+                                        "error \"Overflow when unpacking long long\"$"):
+        torch.empty(2 ** 63, 0)
+    with pytest.raises(RuntimeError, match=r"^Storage size calculation overflowed with sizes=\[4611686018427387904, 2\]$"):
+        torch.empty(2 ** 62, 2)
