@@ -164,3 +164,32 @@ def test_factories_make_empty_tensors_numpy_cannot_describe():
         torch.empty(2 ** 63, 0)
     with pytest.raises(RuntimeError, match=r"^Storage size calculation overflowed with sizes=\[4611686018427387904, 2\]$"):
         torch.empty(2 ** 62, 2)
+
+
+# ---------------------------------------------------------------- OpInfo samples (benches/opinfo.py)
+
+def test_linear_cross_entropy_k_dimensional_weight():
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(4, 3, generator=g, dtype=F64), torch.randn(2, 3, 3, generator=g, dtype=F64)
+    target = torch.tensor([[0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]])
+    logits = (x @ w.reshape(6, 3).T).reshape(4, 2, 3)
+    want = torch.nn.functional.cross_entropy(logits, target)
+    got = torch.nn.functional.linear_cross_entropy(x, w, target)
+    assert torch.allclose(got, want)
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        torch.nn.functional.linear_cross_entropy(x[0], w, target[0])
+    with pytest.raises(RuntimeError, match=r"^expected linear_bias shape \(2, 3\), got \(2,\)$"):
+        torch.nn.functional.linear_cross_entropy(x, w, target, linear_bias=torch.zeros(2, dtype=F64))
+
+
+def test_unfold_of_bool_and_diff_of_order_zero_and_gradient_spacing_none():
+    x = torch.tensor([[[[True, False], [False, True]]]])
+    cols = torch.nn.functional.unfold(x, 1)
+    assert cols.dtype == torch.bool and cols.tolist() == [[[True, False, False, True]]]
+    y = torch.arange(9.0).reshape(3, 3)
+    d = torch.diff(y, 0, 0, torch.ones(1, 3), torch.ones(2, 3))     # n=0: the input, prepend/append left out
+    assert d.shape == (3, 3) and torch.equal(d, y) and d.data_ptr() != y.data_ptr()
+    (gr,) = torch.gradient(torch.arange(5.0) ** 2, spacing=None, dim=None, edge_order=1)
+    assert gr.tolist() == [1.0, 2.0, 4.0, 6.0, 7.0]
+    with pytest.raises(RuntimeError, match="^dim 1 appears multiple times in the list of dims$"):
+        torch.gradient(y, spacing=0.1, dim=[1, 1])

@@ -2172,6 +2172,8 @@ def diff(F, self, n=1, dim=-1, prepend=None, append=None):
     for t in parts:
         if t.ndim != self.ndim:
             raise RuntimeError('diff expects prepend or append to be the same dimension as input')
+    if n == 0:
+        return F.clone(self)
     x = F.cat(parts, d) if len(parts) > 1 else self
     for _ in range(n if n < x.shape[d] else x.shape[d]):
         k = x.shape[d] - 1
@@ -2290,6 +2292,10 @@ def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
         raise RuntimeError('torch.gradient only supports edge_order=1 and edge_order=2.')
     dims = list(range(self.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [F.normalize_dims(d, self.ndim)[0] for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f'dim {d} appears multiple times in the list of dims')
+    spacing = 1 if spacing is None else spacing
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the same length, but got a spacing argument of length {len(spacing)} and a dim argument of length {len(dims)}.")
