@@ -193,3 +193,18 @@ def test_unfold_of_bool_and_diff_of_order_zero_and_gradient_spacing_none():
     assert gr.tolist() == [1.0, 2.0, 4.0, 6.0, 7.0]
     with pytest.raises(RuntimeError, match="^dim 1 appears multiple times in the list of dims$"):
         torch.gradient(y, spacing=0.1, dim=[1, 1])
+
+
+def test_ormqr_with_more_columns_than_rows_and_lu_solve_of_empties():
+    a = torch.tensor([[1.5409961082440433, -0.2934289057609464, -2.1787893820745574, 0.5684312772806678,
+                       -1.084522342424021],
+                      [-1.3985953953708767, 0.4033468476292993, 0.8380263329976598, -0.7192575784693592,
+                       -0.40334352493217457]], dtype=F64)
+    c = torch.tensor([[-0.5966353626151273, 0.18203648506130554, -0.8566745932963743],
+                      [1.100604170903427, -1.0711873631091473, 0.12270123916331216]], dtype=F64)
+    got = torch.ormqr(a, torch.tensor([1.2, 0.7], dtype=F64), c)
+    want = torch.tensor([[0.6734750457215706, -0.575744073916874, 0.23311429837531417],
+                         [-1.4461893174413016, 0.7384721915557069, -1.4873633540693612]], dtype=F64)
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    x = torch.linalg.lu_solve(torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32), torch.zeros(0, 4))
+    assert x.shape == (0, 4)

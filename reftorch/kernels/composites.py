@@ -920,7 +920,7 @@ def ormqr(F, self, input2, input3, left=True, transpose=False):
     # ops.yaml: ormqr
     m, n = (self.shape[-2], self.shape[-1])
     lead = list(self.shape[:-2])
-    A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self
+    A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
     tau = F.cat([input2, F.zeros(lead + [m - input2.shape[-1]], dtype=self.dtype, device=self.device)], -1)
     Q = F.linalg_householder_product(A, tau)
     Q = Q.mT if transpose else Q
