@@ -14,7 +14,8 @@ disagreeing rows) and a summary percentage; `--show N` prints the first N disagr
 torch is never a dependency of reftorch: this is a bench-venv script, not a test. Samples with
 complex tensors are left out (complex dtypes have their own issue). An op whose samples differ
 from run to run under torch (a random op: two seeds give two results) is compared on shape and
-dtype only.
+dtype only, as are OpInfo's seeded random ops (wrapper_set_seed: values only torch's generator gives) and
+the `empty` factories (uninitialised memory).
 """
 from __future__ import annotations
 
@@ -293,7 +294,12 @@ def _run_torch(op, sample):
     return op.op(sample.input, *sample.args, **sample.kwargs)
 
 
+UNSPECIFIED = ("empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided")
+
+
 def _is_random(op, sample):
+    if op.name in UNSPECIFIED:
+        return True                 # uninitialised memory: only shape and dtype are defined
     code = getattr(op.op, "__code__", None)
     if code is not None and "wrapper_set_seed" in code.co_names:
         return True                 # OpInfo seeds torch's generator itself: values only torch's RNG gives
