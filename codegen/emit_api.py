@@ -10,7 +10,7 @@ import ast
 import textwrap
 
 from .common import HEADER, kernel_scalars
-from .model import ELEMENTWISE, HELPERS
+from .model import ELEMENTWISE, HELPERS, Signature
 
 
 BLAS_CALLS = ("np.matmul", "np.dot", "np.vdot", "np.inner", "np.tensordot", "np.einsum")
@@ -140,6 +140,22 @@ def _keyword_forms(op):
     return ", ".join(parts), lines
 
 
+def _composite_name(op):
+    """The expression naming a composite's result nodes (ops.yaml `grad_fn`), as `op#Name` keys that
+    reftorch/autograd/graph.py resolves to Name."""
+    if isinstance(op.grad_fn, str):
+        return repr(f"{op.name}#{op.grad_fn}")
+    expr = repr(f"{op.name}#{dict(op.grad_fn)['default']}")
+    for cond, name in reversed([kv for kv in op.grad_fn if kv[0] != "default"]):
+        expr = f"{op.name + '#' + name!r} if {cond} else {expr}"
+    return f"({expr})"
+
+
+def _checks(op):
+    """The wrapper's lines for ops.yaml `checks`: PyTorch's refusals by argument value, before the call."""
+    return [f"    if {cond}:\n        raise {cls}({msg!r})" for cond, cls, msg in op.checks]
+
+
 def emit_api(ops, saves):
     out = [HEADER, '"""One function per op of ops.yaml with its real signature; the runtime does the rest."""\n',
            "_rt = None  # the dispatcher, bound by reftorch/__init__.py\n",
@@ -151,9 +167,12 @@ def emit_api(ops, saves):
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
         names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
                           for a in op.signature.args)
+        prologue += _checks(op)
         if _takes_out(op):
             prologue.append(f"    if out is not None:\n        return _rt.call_out({op.name!r}, out, {op.name}, {names})")
-        if op.kind == "composite":
+        if op.kind == "composite" and op.grad_fn is not None:     # PyTorch names the node of its results
+            body = f"    return _rt.named_composite({_composite_name(op)}, {op.name!r}, {names})"
+        elif op.kind == "composite":
             body = f"    return _rt.composite({op.name!r}, {names})"
         elif op.kind == "foreach":     # every tensor argument a list: the runtime takes them as they are
             lists = [a.name for a in op.signature.args if a.type == "Tensor[]"]
@@ -168,6 +187,11 @@ def emit_api(ops, saves):
         sig = op.signature.python()
         if op.variants.inplace:
             if op.kind in ("composite", "array"):   # computed out of place, then written into self (copy_ semantics)
+                first = op.signature.tensor_args[0]
+                if op.signature.args[0] is not first:   # polygamma(n, self): its in-place form is the method
+                    moved = Signature((first,) + tuple(a for a in op.signature.args if a is not first))
+                    sig = moved.python()     # Tensor.polygamma_(n), self first
+                    names = ", ".join(a.name for a in moved.args)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
             elif op.kind == "view":     # self's own geometry becomes the view's (unsqueeze_, t_, transpose_)
                 t, s = _call(op)
@@ -176,7 +200,7 @@ def emit_api(ops, saves):
                 t, s = _call(op)
                 call = f"_rt.call_inplace({op.name!r}, {t}, {s})"
             out.append(f"def {op.name}_({sig}):\n    \"\"\"In-place {op.name}: writes the result into self.\"\"\"\n"
-                       f"    return {call}\n")
+                       + "".join(line + "\n" for line in _checks(op)) + f"    return {call}\n")
         for alias in op.variants.aliases:
             out.append(f"{alias} = {op.name}" + (f"\n{alias}_ = {op.name}_" if op.variants.inplace else "") + "\n")
     return "\n\n".join(out)
@@ -233,7 +257,7 @@ def emit_composites(ops):
 def emit_array_ops(ops):
     out = [HEADER, '"""Forward bodies of the array ops of ops.yaml (data movement, sorting, matmul...).\n\n'
            'They run on NumPy arrays (strided views of the tensors\' storage) and return new arrays."""\n',
-           "import math\n\nimport numpy as np\n\nfrom . import lapack\n"]
+           "import math\n\nimport numpy as np\n\nfrom . import lapack\nfrom . import sorting\n"]
     for op in ops:
         if op.kind != "array":
             continue

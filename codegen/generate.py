@@ -26,5 +26,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/lapack.py": HEADER + template("lapack.py"),
         "reftorch/kernels/geometry.py": emit_views.emit_geometry(),
         "reftorch/kernels/views.py": emit_views.emit_views(ops),
+        "reftorch/kernels/sorting.py": HEADER + template("sorting.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

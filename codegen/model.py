@@ -59,7 +59,7 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
            "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
-           "warn_once",
+           "warn_once", "not_implemented",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
@@ -75,8 +75,9 @@ ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "is
 
 
 # Modules an array op's NumPy body may use besides np and math: the LAPACK routines NumPy lacks
-# (codegen/templates/lapack.py, copied to reftorch/kernels/lapack.py).
-ARRAY_BODY_NAMES = {"lapack"}
+# (codegen/templates/lapack.py, copied to reftorch/kernels/lapack.py) and the C++ library's sort orders
+# (codegen/templates/sorting.py).
+ARRAY_BODY_NAMES = {"lapack", "sorting"}
 
 
 class RegistryError(ValueError):
@@ -183,6 +184,7 @@ class Op:
     geometry: Optional[str] = None  # view ops: the body computing (shape, strides, offset) of the view
     forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
     vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
+    checks: tuple = ()           # ((condition, exception class, message), ...): argument values PyTorch refuses
 
     @property
     def tensor_inputs(self):
@@ -286,7 +288,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -442,10 +444,11 @@ def parse_op(raw, path, registered_names) -> Op:
     geometry = _parse_geometry(e, kind, sig)
     forward = _parse_forward(e, sig, outputs, registered_names)
     vmap = _parse_vmap(e, sig, registered_names)
+    checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap)
+              forward, vmap, checks)
 
 
 def _parse_scalar(e, kind, sig):
@@ -754,26 +757,75 @@ def _parse_vmap(e, sig, registered_names):
     return formula
 
 
+CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
+
+
+def _parse_checks(e, checks, sig):
+    """`checks: {"<condition>": "[ErrorClass: ]message"}`: refusals by argument value that the wrapper tests
+    before the call (PyTorch's `int_tensor ** -1`), a condition being a Python expression over the signature's
+    arguments as the caller gave them (a Python number is still a number)."""
+    out = []
+    for cond, msg in checks.items():
+        try:
+            tree = ast.parse(str(cond), mode="eval")
+        except SyntaxError:
+            e.fail("checks", f"condition {cond!r} is not a Python expression")
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "getattr", "hasattr", "len",
+                                            "not", "None", "True", "False"}
+        if unknown:
+            e.fail("checks", f"condition {cond!r} names {', '.join(sorted(unknown))}, not arguments of the signature")
+        if not isinstance(msg, str):
+            e.fail("checks", f"message of {cond!r} must be a string")
+        m = re.fullmatch(r"(\w+): (.*)", msg, re.S)
+        cls, text = (m.group(1), m.group(2)) if m and m.group(1) in CHECK_ERRORS else ("RuntimeError", msg)
+        out.append((str(cond), cls, text))
+    return tuple(out)
+
+
 def _parse_grad_fn(e, kind, value, sig):
     """`grad_fn: MmBackward0`, or by the ranks of the tensor inputs (`_` for an absent Tensor?):
     `grad_fn: {"2,2": MmBackward0, "1,1": DotBackward0, default: MatmulBackward0}`, or by a non-tensor
     argument given (not None; its formulas must read it, so the node saves it): `{dim: SumBackward1, ...}`."""
     if value is None:
         return None
-    if kind == "composite":
-        e.fail("grad_fn", "a composite op records the nodes of the ops its body calls, none of its own")
     names = [value] if isinstance(value, str) else list(value.values())
     for n in names:
         if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+", n):
             e.fail("grad_fn", f"expected a PyTorch node name such as MmBackward0, got {n!r}")
     if isinstance(value, str):
         return value
+    if kind == "composite":
+        return _parse_composite_grad_fn(e, value, sig)
     for key in value:
         scalars = [a.name for a in sig.args if not a.is_tensor]
         if key != "default" and key not in scalars and not re.fullmatch(r"(\d+|_)(,(\d+|_))*", str(key)):
             e.fail("grad_fn", f"key {key!r}: input ranks such as \"2,2\" (\"_\" for None), a non-tensor argument "
                               "name, or default")
     return tuple((str(k), v) for k, v in value.items())
+
+
+def _parse_composite_grad_fn(e, value, sig):
+    """A composite's names, first match wins: keys are Python conditions over the call's arguments (an argument
+    name alone: given, not None), and `default`. The nodes its body records for its results take the name."""
+    if "default" not in value:
+        e.fail("grad_fn", "a composite's names by condition need a default")
+    out = []
+    for key, name in value.items():
+        key = str(key)
+        if key != "default":
+            try:
+                tree = ast.parse(key, mode="eval")
+            except SyntaxError:
+                e.fail("grad_fn", f"condition {key!r} is not a Python expression")
+            unknown = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(sig.names) - \
+                {"isinstance", "bool", "int", "float", "list", "tuple", "len", "hasattr", "None", "True", "False"}
+            if unknown:
+                e.fail("grad_fn", f"condition {key!r} names {', '.join(sorted(unknown))}, not arguments")
+            if key in sig.names:
+                key = f"{key} is not None"
+        out.append((key, name))
+    return tuple(out)
 
 
 def _check_foreach(e, sig, body, registered_names):

@@ -313,6 +313,9 @@ def _size_items(fname, size):
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
             raise TypeError(f"{fname}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
                             f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+        if not -2 ** 63 <= s < 2 ** 63:       # PyTorch's sizes are int64
+            raise TypeError(f"{fname}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            "\"Overflow when unpacking long long\"")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
@@ -372,12 +375,31 @@ def _into(fname, out, t, keep_numel=False):
     return out
 
 
+def _no_elements(shape, dt, device, requires_grad):
+    """A factory's result without elements where NumPy cannot describe the shape (torch.empty(2**62, 0): a dim
+    times the itemsize past NumPy's limit), as PyTorch has it: empty storage, PyTorch's contiguous strides."""
+    t = Tensor._make(Storage(np.empty(0, dt.np)), 0, tuple(shape), L.contiguous_strides(shape), dt)
+    if as_device(device).type != "cpu":
+        t = t.to(device)
+    return _grad(t, requires_grad)
+
+
+def _numpy_holds(shape, dt):
+    try:
+        np.empty(shape, dt.np)
+        return True
+    except ValueError:
+        return False
+
+
 def empty(*args, size=None, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
           memory_format=None):
     shape = _size_args("empty", args, size)
     dt = _out_dtype("empty", dtype, out)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if out is None and 0 in shape and not _numpy_holds(shape, dt):
+        return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):      # PyTorch's errors for sizes no memory holds (reftorch/_alloc.py)
         arr = np.empty(shape, dt.np)
     if out is not None:
@@ -406,6 +428,8 @@ def zeros(*args, size=None, out=None, dtype=None, layout=None, device=None, requ
     dt = _out_dtype("zeros", dtype, out)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if out is None and 0 in shape and not _numpy_holds(shape, dt):
+        return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.zeros(shape, dt.np)
     return _into("zeros", out, _finish(arr, dt, device if out is None else None, requires_grad))
@@ -416,6 +440,8 @@ def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, requi
     dt = _out_dtype("ones", dtype, out)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if out is None and 0 in shape and not _numpy_holds(shape, dt):
+        return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.ones(shape, dt.np)
     return _into("ones", out, _finish(arr, dt, device if out is None else None, requires_grad))
@@ -430,6 +456,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     dt = _out_dtype("full", dtype, out, default)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if out is None and 0 in shape and not _numpy_holds(shape, dt):
+        return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
         arr = np.full(shape, fill_value, dt.np)
     return _into("full", out, _finish(arr, dt, device if out is None else None, requires_grad))

@@ -3,9 +3,13 @@ reftorch/_meta.py), and the default device that factories use when given none.
 
 A device is also a context manager, as in PyTorch: `with reftorch.device("meta"): nn.Linear(4, 3)` makes
 every factory called inside (and every module's parameters) default to that device. The default lives in
-a stack so that nested blocks restore what was there; `set_default_device` replaces its bottom.
+a stack so that nested blocks restore what was there; `set_default_device` replaces its bottom. Both are
+per thread, as in PyTorch (its default device is a torch-function mode, and mode stacks are thread-local): a
+thread starts on cpu whatever another thread set.
 """
 from __future__ import annotations
+
+import threading
 
 # every device type PyTorch's parser knows; reftorch has storage for cpu, cuda and meta only
 TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
@@ -51,11 +55,11 @@ class device:
         return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
 
     def __enter__(self):
-        _stack.append(self)
+        _state.stack.append(self)
         return self
 
     def __exit__(self, *exc):
-        _stack.pop()
+        _state.stack.pop()
         return False
 
     def __reduce__(self):
@@ -63,7 +67,14 @@ class device:
 
 
 CPU = device("cpu")
-_stack = [CPU]      # the default device: the last entry (set_default_device replaces the first)
+
+
+class _DefaultDevice(threading.local):
+    def __init__(self):
+        self.stack = [CPU]      # the default device: the last entry (set_default_device replaces the first)
+
+
+_state = _DefaultDevice()
 
 
 def _accelerator_available():
@@ -73,17 +84,17 @@ def _accelerator_available():
 
 def set_default_device(d):
     """The device factories use when given none (None: cpu again). A `with device(...)` block still wins."""
-    _stack[0] = CPU if d is None else as_device(d)
+    _state.stack[0] = CPU if d is None else as_device(d)
 
 
 def get_default_device():
     """The device a factory called here without device= would use."""
-    return _stack[-1]
+    return _state.stack[-1]
 
 
 def as_device(d):
     if d is None:
-        d = _stack[-1]
+        d = _state.stack[-1]
         if d is CPU:
             return d
     if isinstance(d, device):

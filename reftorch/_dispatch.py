@@ -1613,6 +1613,21 @@ def composite(name, *args, **kwargs):
     return getattr(_composites, name)(_F, *args, **kwargs)
 
 
+def named_composite(node_key, name, *args, **kwargs):
+    """A composite whose results PyTorch gives a node name of their own (ops.yaml `grad_fn`): the nodes its body
+    recorded last, for its results, are named by node_key ("op#Name", which reftorch/autograd/graph.py reads)."""
+    out = composite(name, *args, **kwargs)
+    if not grad_mode.state.enabled:
+        return out
+    given = [a for v in (*args, *kwargs.values()) for a in (v if isinstance(v, (list, tuple)) else (v,))]
+    inputs = {id(a.grad_fn) for a in given if isinstance(a, Tensor)}
+    for o in (out if isinstance(out, (list, tuple)) else (out,)):
+        node = o.grad_fn if isinstance(o, Tensor) else None
+        if node.__class__ is OpNode and id(node) not in inputs:
+            node.op = node_key
+    return out
+
+
 def composite_inplace(name, self, *args, **kwargs):
     """The in-place variant of a composite or array op (`clamp_`, `div_`, `scatter_`, `masked_fill_`...): the
     op's result, computed out of place before anything is written, copied into self, with

@@ -240,3 +240,9 @@ def warn_once(message, category=UserWarning):
 
 
 _warned = set()     # messages warn_once has given
+
+
+def not_implemented(what):
+    """The formula of an input PyTorch records but cannot differentiate (`not_implemented` in its
+    derivatives.yaml: zeta's and igamma's first argument): asking for that gradient raises its error."""
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented.")

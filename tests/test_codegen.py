@@ -71,6 +71,17 @@ def test_rejects_parse_and_a_malformed_one_is_named():
     assert "<any|all> <bool|int|float>" in msg
 
 
+def test_checks_parse_and_an_unknown_name_is_named():
+    (op,) = load("ops.yaml", text=GOOD + '  checks: {"self is None": "TypeError: no None"}\n')
+    assert op.checks == (("self is None", "TypeError", "no None"),)
+    (op,) = load("ops.yaml", text=GOOD + '  checks: {"self is None": "plain: message"}\n')
+    assert op.checks == (("self is None", "RuntimeError", "plain: message"),)
+    text = GOOD + '  checks: {"other < 0": "no"}\n'
+    msg = parse_error(text)
+    assert_names(msg, "twice", "checks", line_of(text, "checks"))
+    assert "names other" in msg
+
+
 def test_missing_field():
     text = GOOD.replace("  signature: (Tensor self)\n", "")
     msg = parse_error(text)

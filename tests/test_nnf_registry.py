@@ -44,8 +44,15 @@ def test_grad_fn_errors_name_the_field():
     assert "field 'grad_fn'" in msg
     composite = GOOD.replace("kind: binary", "kind: composite").replace("  scalar: self + alpha * other\n",
                                                                         "  body: self + other\n")
-    with pytest.raises(RegistryError, match="composite op records the nodes"):
-        load("ops.yaml", text=composite + "  grad_fn: TwiceBackward0\n")
+    # a composite names the nodes its body records for its results (codegen/model.py _parse_composite_grad_fn)
+    (op,) = load("ops.yaml", text=composite + "  grad_fn: TwiceBackward0\n")
+    assert op.grad_fn == "TwiceBackward0"
+    (op,) = load("ops.yaml", text=composite + '  grad_fn: {alpha: AddBackward1, default: AddBackward0}\n')
+    assert op.grad_fn == (("alpha is not None", "AddBackward1"), ("default", "AddBackward0"))
+    with pytest.raises(RegistryError, match="need a default"):
+        load("ops.yaml", text=composite + "  grad_fn: {alpha: AddBackward1}\n")
+    with pytest.raises(RegistryError, match="names beta, not arguments"):
+        load("ops.yaml", text=composite + '  grad_fn: {"beta > 1": AddBackward1, default: AddBackward0}\n')
 
 
 def test_reflected_commutative_operators_keep_the_tensor_first():

@@ -41,7 +41,8 @@ def grad_args(op):
     names = [a.name for a in tensor_args(op) if a.type in ("Tensor", "Tensor?", "Tensor[]")]
     if op.kind == "composite" and not op.derivatives:
         return names
-    return [n for n in names if op.formula(n) is not None]
+    # an input whose formula is not_implemented(...) gets an edge whose gradient raises, as PyTorch's
+    return [n for n in names if op.formula(n) is not None and not op.formula(n).startswith("not_implemented(")]
 
 
 def n_data_tensors(op):

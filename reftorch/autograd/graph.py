@@ -375,6 +375,10 @@ def _functional():
 # PyTorch's node names where they differ from the op's (ops.yaml `grad_fn:`)
 _NODE_NAMES = {name: spec["grad_fn"] for name, spec in SPECS.items() if "grad_fn" in spec}
 _SAVE_USERS = _derivatives.SAVE_USERS     # saved tensor -> the arguments whose formulas read it
+# a composite's result nodes are renamed "op#Name" (reftorch/_dispatch.py named_composite): they read Name
+_NODE_NAMES.update({key: key.partition("#")[2] for key in (
+    f"{name}#{n}" for name, spec in SPECS.items() if spec["kind"] == "composite" and "grad_fn" in spec
+    for n in (spec["grad_fn"].values() if isinstance(spec["grad_fn"], dict) else [spec["grad_fn"]]))})
 
 
 def _camel(name):

@@ -61,7 +61,7 @@ SPECS = {
 
     'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.flip(self, dims) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'mean': {'name': 'mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.mean', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
+    'mean': {'name': 'mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.mean', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim is not None': 'MeanBackward1', 'default': 'MeanBackward0'}, 'autocast': 'keep'},
 
     'matmul_backward_self': {'name': 'matmul_backward_self', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -89,7 +89,7 @@ SPECS = {
 
     't': {'name': 't', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.transpose(x) if x.ndim <= 2 else np.transpose(x, (0,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'movedim': {'name': 'movedim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('source', 'int[]', None, False), ('destination', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('destination', 'source'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('moveaxis',), 'ref': 'lambda x, source, destination: np.moveaxis(x, source, destination)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'movedim': {'name': 'movedim', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('source', 'int[]', None, False), ('destination', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('destination', 'source'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('moveaxis',), 'ref': 'lambda x, source, destination: np.moveaxis(x, source, destination)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'PermuteBackward0'},
 
     'select': {'name': 'select', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim, index: np.take(x, index, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -113,11 +113,11 @@ SPECS = {
 
     'as_strided_backward': {'name': 'as_strided_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False), ('in_size', 'int[]', None, False), ('in_stride', 'int[]', None, False), ('in_offset', 'int', None, False), ('adjoint', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('adjoint', 'in_offset', 'in_size', 'in_stride', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'unbind': {'name': 'unbind', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'unbind': {'name': 'unbind', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'UnbindBackward0'},
 
-    'split': {'name': 'split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size_or_sections', 'any', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'split': {'name': 'split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size_or_sections', 'any', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'isinstance(split_size_or_sections, (list, tuple))': 'SplitWithSizesBackward0', 'default': 'SplitBackward0'}},
 
-    'chunk': {'name': 'chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'chunk': {'name': 'chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SplitBackward0'},
 
     'index': {'name': 'index', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('indices', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'gather_positions'},
 
@@ -169,11 +169,11 @@ SPECS = {
 
     'bce_loss_elementwise': {'name': 'bce_loss_elementwise', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('target', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'target'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, y: -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'fp32'},
 
-    'im2col': {'name': 'im2col', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False), ('pad_value', 'float', '0.0', False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'self.shape', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'im2col': {'name': 'im2col', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False), ('pad_value', 'float', '0.0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'self.shape', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'col2im': {'name': 'col2im', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('output_size', 'int[]', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'prod': {'name': 'prod', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.prod(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'fp32'},
+    'prod': {'name': 'prod', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.prod(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'ProdBackward1', 'default': 'ProdBackward0'}, 'autocast': 'fp32'},
 
     'prod_backward': {'name': 'prod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
@@ -181,7 +181,7 @@ SPECS = {
 
     'argmin': {'name': 'argmin', 'kind': 'argreduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argmin', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'max': {'name': 'max', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self) if dim is None else (np.amax(self, axis=dim, keepdims=keepdim), np.argmax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'max': {'name': 'max', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self) if dim is None else (np.amax(self, axis=dim, keepdims=keepdim), np.argmax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"other is not None or hasattr(dim, 'shape')": 'MaximumBackward0', 'dim is not None': 'MaxBackward0', 'default': 'MaxBackward1'}},
 
     'all': {'name': 'all', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': '1', 'accumulate': 'bool', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.all(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -189,11 +189,11 @@ SPECS = {
 
     'count_nonzero': {'name': 'count_nonzero', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': '0', 'accumulate': 'int64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None: np.asarray(np.count_nonzero(self, axis=None if dim == () else dim), np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'var': {'name': 'var', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
+    'var': {'name': 'var', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'VarBackward0', 'autocast': 'keep'},
 
-    'std': {'name': 'std', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'std': {'name': 'std', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'StdBackward0'},
 
-    'logsumexp': {'name': 'logsumexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False: np.log(np.sum(np.exp(self), axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
+    'logsumexp': {'name': 'logsumexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False: np.log(np.sum(np.exp(self), axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LogsumexpBackward0', 'autocast': {'cuda': 'fp32'}},
 
     'linalg_vector_norm': {'name': 'linalg_vector_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('ord', 'Scalar', '2', False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'ord', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, ord=2, dim=None, keepdim=False: (np.amax if ord > 0 else np.amin)(np.abs(self), axis=dim, keepdims=keepdim) if ord in (np.inf, -np.inf) else np.sum(self != 0, axis=dim, keepdims=keepdim) if ord == 0 else np.sum(np.abs(self) ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
@@ -233,11 +233,11 @@ SPECS = {
 
     'dot': {'name': 'dot', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('tensor', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'tensor'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('vdot',), 'ref': 'np.dot', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'blas': True},
 
-    'outer': {'name': 'outer', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec2', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec2'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('ger',), 'ref': 'np.outer', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'outer': {'name': 'outer', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('vec2', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'vec2'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('ger',), 'ref': 'np.outer', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'MulBackward0'},
 
-    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'addmm': {'name': 'addmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat1', 'Tensor', None, False), ('mat2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat1, mat2, beta=1, alpha=1: beta * self + alpha * (mat1 @ mat2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'AddmmBackward0', 'autocast': 'lower'},
 
-    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    'baddbmm': {'name': 'baddbmm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('batch1', 'Tensor', None, False), ('batch2', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, batch1, batch2, beta=1, alpha=1: beta * self + alpha * (batch1 @ batch2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'BaddbmmBackward0', 'autocast': 'lower'},
 
     '_einsum': {'name': '_einsum', 'kind': 'array', 'args': (('operands', 'Tensor[]', None, False), ('equation', 'str', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('equation', 'operands'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
@@ -253,7 +253,7 @@ SPECS = {
 
     'cat_backward': {'name': 'cat_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shapes', 'any', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'stack': {'name': 'stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors, dim=0: np.stack(tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'promote'},
+    'stack': {'name': 'stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors, dim=0: np.stack(tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'StackBackward0', 'autocast': 'promote'},
 
     'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -269,7 +269,7 @@ SPECS = {
 
     '_scatter': {'name': '_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: ((np.add.at if reduce == 'add' else np.multiply.at if reduce == 'multiply' else (lambda a, i, v: a.__setitem__(i, v)))(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(s)[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self, order='C'), np.atleast_1d(index), np.asarray(value if src is None else src))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'scatter': {'name': 'scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'any', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'scatter': {'name': 'scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'any', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"reduce is None and (value is not None or not hasattr(src, 'shape'))": 'ScatterBackward1', 'default': 'ScatterBackward0'}},
 
     'pad_to': {'name': 'pad_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -433,7 +433,7 @@ SPECS = {
 
     'bitwise_right_shift': {'name': 'bitwise_right_shift', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__rshift__', '__rrshift__', '__irshift__'), 'aliases': (), 'ref': 'np.right_shift', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'clamp': {'name': 'clamp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor?', 'None', False), ('max', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('clip',), 'ref': 'lambda x, lo=None, hi=None: (lambda y: y if hi is None else np.minimum(y, hi))(x if lo is None else np.maximum(x, lo))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'clamp': {'name': 'clamp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor?', 'None', False), ('max', 'Tensor?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('clip',), 'ref': 'lambda x, lo=None, hi=None: (lambda y: y if hi is None else np.minimum(y, hi))(x if lo is None else np.maximum(x, lo))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"hasattr(min, 'shape') or hasattr(max, 'shape')": 'ClampBackward0', 'default': 'ClampBackward1'}},
 
     'clamp_min': {'name': 'clamp_min', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('min', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('min', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.maximum', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -447,7 +447,7 @@ SPECS = {
 
     'addcdiv': {'name': 'addcdiv', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a / b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}},
 
-    'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"other is not None or hasattr(dim, 'shape')": 'MinimumBackward0', 'dim is not None': 'MinBackward0', 'default': 'MinBackward1'}},
 
     '_index_fill': {'name': '_index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -645,7 +645,7 @@ SPECS = {
 
     'frobenius_norm': {'name': 'frobenius_norm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', None, False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False, dtype=None: np.sqrt(np.sum(self * self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'linalg_cross': {'name': 'linalg_cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=-1: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'linalg_cross': {'name': 'linalg_cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=-1: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgCrossBackward0'},
 
     'linalg_vecdot': {'name': 'linalg_vecdot', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('y', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, y, dim=-1: np.sum(x * y, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -745,7 +745,7 @@ SPECS = {
 
     '_polygamma': {'name': '_polygamma', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('order', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('order', 'self'), 'kernel_args': ('order',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x, order=1: __import__('scipy').special.polygamma(order, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'polygamma': {'name': 'polygamma', 'kind': 'composite', 'args': (('n', 'int', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, n: __import__('scipy').special.polygamma(n, np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mvlgamma': {'name': 'mvlgamma', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, p: __import__('scipy').special.multigammaln(np.asarray(x, np.float64), p) if np.size(x) else np.asarray(x, np.float64)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -791,7 +791,7 @@ SPECS = {
 
     'diagflat': {'name': 'diagflat', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('offset', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, offset=0: np.diagflat(self, offset)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'trace': {'name': 'trace', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.trace(self, dtype=np.int64 if self.dtype.kind in 'iu' else self.dtype) if self.ndim == 2 else (_ for _ in ()).throw(ValueError('not a matrix'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'trace': {'name': 'trace', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.trace(self, dtype=np.int64 if self.dtype.kind in 'iu' else self.dtype) if self.ndim == 2 else (_ for _ in ()).throw(ValueError('not a matrix'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'TraceBackward0'},
 
     'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -811,7 +811,7 @@ SPECS = {
 
     'dsplit': {'name': 'dsplit', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('indices_or_sections', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, indices_or_sections: tuple(np.dsplit(self, indices_or_sections))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'split_with_sizes': {'name': 'split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'split_with_sizes': {'name': 'split_with_sizes', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_sizes', 'int[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, split_sizes, dim=0: tuple(np.split(self, np.cumsum(split_sizes)[:-1], dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SplitWithSizesBackward0'},
 
     'unsafe_split': {'name': 'unsafe_split', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('split_size', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, s, dim=0: tuple(np.split(x, list(range(s, x.shape[dim], s)), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -891,7 +891,7 @@ SPECS = {
 
     '_cross': {'name': '_cross', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'cross': {'name': 'cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=None: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'cross': {'name': 'cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=None: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgCrossBackward0'},
 
     '_scatter_reduce': {'name': '_scatter_reduce', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'include_self', 'index', 'reduce', 'result', 'self', 'src'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -955,7 +955,7 @@ SPECS = {
 
     '_median_along': {'name': '_median_along', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('ignore_nan', 'bool', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'median': {'name': 'median', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.quantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'median': {'name': 'median', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.quantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim is not None': 'MedianBackward1', 'default': 'MedianBackward0'}},
 
     'nanmedian': {'name': 'nanmedian', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim=None, keepdim=False: np.nanquantile(self, 0.5, method='lower') if dim is None and self.size and self.dtype.kind == 'f' and not np.isnan(self).all() else (_ for _ in ()).throw(IndexError('skip'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -963,17 +963,17 @@ SPECS = {
 
     '_kthvalue': {'name': '_kthvalue', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'kthvalue': {'name': 'kthvalue', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'kthvalue': {'name': 'kthvalue', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'KthvalueBackward0'},
 
     '_mode': {'name': '_mode', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'mode': {'name': 'mode', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'mode': {'name': 'mode', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ModeBackward0'},
 
     'aminmax': {'name': 'aminmax', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', True), ('keepdim', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: (np.amin(self, axis=dim, keepdims=keepdim), np.amax(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'std_mean': {'name': 'std_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'std_mean': {'name': 'std_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.std(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'StdMeanBackward0'},
 
-    'var_mean': {'name': 'var_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'var_mean': {'name': 'var_mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('unbiased', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('correction', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, unbiased=None, keepdim=False, correction=None: (np.var(self, axis=dim, keepdims=keepdim, ddof=1 if correction is None else correction), np.mean(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'VarMeanBackward0'},
 
     'dist': {'name': 'dist', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('p', 'Scalar', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, p=2: np.sqrt(np.sum((a - b) ** 2))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -1225,9 +1225,11 @@ def _div_(self, other):
 
 
 def pow(self, exponent, *, out=None):
-    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer exponent gives 0 (1 and -1 keep their powers); the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
+    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
 
     ops.yaml: pow"""
+    if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
+        raise RuntimeError('Integers to negative integer powers are not allowed.')
     if out is not None:
         return _rt.call_out('pow', out, pow, self, exponent)
     return _rt.call('pow', (self, exponent, ), ())
@@ -1235,6 +1237,8 @@ def pow(self, exponent, *, out=None):
 
 def pow_(self, exponent):
     """In-place pow: writes the result into self."""
+    if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
+        raise RuntimeError('Integers to negative integer powers are not allowed.')
     return _rt.call_inplace('pow', (self, exponent, ), ())
 
 
@@ -1360,7 +1364,7 @@ def mean(self, dim=None, keepdim=False, *, dtype=None, axis=_REQUIRED, out=None)
         dim = _rt.dim_alias('mean', dim, None, axis)
     if out is not None:
         return _rt.call_out('mean', out, mean, self, dim, keepdim, dtype=dtype)
-    return _rt.composite('mean', self, dim, keepdim, dtype=dtype)
+    return _rt.named_composite(('mean#MeanBackward1' if dim is not None else 'mean#MeanBackward0'), 'mean', self, dim, keepdim, dtype=dtype)
 
 
 def matmul_backward_self(grad, self, other):
@@ -1612,7 +1616,7 @@ def unbind(self, dim=0, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('unbind', dim, 0, axis)
     if out is not None:
         return _rt.call_out('unbind', out, unbind, self, dim)
-    return _rt.composite('unbind', self, dim)
+    return _rt.named_composite('unbind#UnbindBackward0', 'unbind', self, dim)
 
 
 def split(self, split_size_or_sections, dim=0, *, axis=_REQUIRED, out=None):
@@ -1623,7 +1627,7 @@ def split(self, split_size_or_sections, dim=0, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('split', dim, 0, axis)
     if out is not None:
         return _rt.call_out('split', out, split, self, split_size_or_sections, dim)
-    return _rt.composite('split', self, split_size_or_sections, dim)
+    return _rt.named_composite(('split#SplitWithSizesBackward0' if isinstance(split_size_or_sections, (list, tuple)) else 'split#SplitBackward0'), 'split', self, split_size_or_sections, dim)
 
 
 def chunk(self, chunks, dim=0, *, axis=_REQUIRED, out=None):
@@ -1634,7 +1638,7 @@ def chunk(self, chunks, dim=0, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('chunk', dim, 0, axis)
     if out is not None:
         return _rt.call_out('chunk', out, chunk, self, chunks, dim)
-    return _rt.composite('chunk', self, chunks, dim)
+    return _rt.named_composite('chunk#SplitBackward0', 'chunk', self, chunks, dim)
 
 
 def index(self, indices):
@@ -1922,7 +1926,7 @@ def max(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('max', dim, None, axis)
     if out is not None:
         return _rt.call_out('max', out, max, self, dim, keepdim, other=other)
-    return _rt.composite('max', self, dim, keepdim, other=other)
+    return _rt.named_composite(('max#MaximumBackward0' if other is not None or hasattr(dim, 'shape') else 'max#MaxBackward0' if dim is not None else 'max#MaxBackward1'), 'max', self, dim, keepdim, other=other)
 
 
 def all(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
@@ -1966,7 +1970,7 @@ def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_
         dim = _rt.dim_alias('var', dim, None, axis)
     if out is not None:
         return _rt.call_out('var', out, var, self, dim, unbiased, keepdim, correction=correction)
-    return _rt.composite('var', self, dim, unbiased, keepdim, correction=correction)
+    return _rt.named_composite('var#VarBackward0', 'var', self, dim, unbiased, keepdim, correction=correction)
 
 
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
@@ -1977,7 +1981,7 @@ def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_
         dim = _rt.dim_alias('std', dim, None, axis)
     if out is not None:
         return _rt.call_out('std', out, std, self, dim, unbiased, keepdim, correction=correction)
-    return _rt.composite('std', self, dim, unbiased, keepdim, correction=correction)
+    return _rt.named_composite('std#StdBackward0', 'std', self, dim, unbiased, keepdim, correction=correction)
 
 
 def logsumexp(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED, out=None):
@@ -1990,7 +1994,7 @@ def logsumexp(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED, out=None):
         _rt.missing_arguments('logsumexp', ('dim', dim))
     if out is not None:
         return _rt.call_out('logsumexp', out, logsumexp, self, dim, keepdim)
-    return _rt.composite('logsumexp', self, dim, keepdim)
+    return _rt.named_composite('logsumexp#LogsumexpBackward0', 'logsumexp', self, dim, keepdim)
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, axis=_REQUIRED):
@@ -2225,7 +2229,7 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     ops.yaml: addmm"""
     if out is not None:
         return _rt.call_out('addmm', out, addmm, self, mat1, mat2, beta=beta, alpha=alpha)
-    return _rt.composite('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
+    return _rt.named_composite('addmm#AddmmBackward0', 'addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
@@ -2239,7 +2243,7 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     ops.yaml: baddbmm"""
     if out is not None:
         return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
-    return _rt.composite('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
+    return _rt.named_composite('baddbmm#BaddbmmBackward0', 'baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
@@ -2322,7 +2326,7 @@ def stack(tensors, dim=0, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('stack', dim, 0, axis)
     if out is not None:
         return _rt.call_out('stack', out, stack, tensors, dim)
-    return _rt.composite('stack', tensors, dim)
+    return _rt.named_composite('stack#StackBackward0', 'stack', tensors, dim)
 
 
 def roll(self, shifts, dims=None, *, out=None):
@@ -2409,7 +2413,7 @@ def scatter(self, dim=_REQUIRED, index=_REQUIRED, src=None, *, value=None, reduc
         _rt.missing_arguments('scatter', ('dim', dim), ('index', index))
     if out is not None:
         return _rt.call_out('scatter', out, scatter, self, dim, index, src, value=value, reduce=reduce)
-    return _rt.composite('scatter', self, dim, index, src, value=value, reduce=reduce)
+    return _rt.named_composite(('scatter#ScatterBackward1' if reduce is None and (value is not None or not hasattr(src, 'shape')) else 'scatter#ScatterBackward0'), 'scatter', self, dim, index, src, value=value, reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
@@ -3489,7 +3493,7 @@ def clamp(self, min=None, max=None, *, out=None):
     ops.yaml: clamp"""
     if out is not None:
         return _rt.call_out('clamp', out, clamp, self, min, max)
-    return _rt.composite('clamp', self, min, max)
+    return _rt.named_composite(('clamp#ClampBackward0' if hasattr(min, 'shape') or hasattr(max, 'shape') else 'clamp#ClampBackward1'), 'clamp', self, min, max)
 
 
 def clamp_(self, min=None, max=None):
@@ -3586,7 +3590,7 @@ def min(self, dim=None, keepdim=False, *, other=None, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('min', dim, None, axis)
     if out is not None:
         return _rt.call_out('min', out, min, self, dim, keepdim, other=other)
-    return _rt.composite('min', self, dim, keepdim, other=other)
+    return _rt.named_composite(('min#MinimumBackward0' if other is not None or hasattr(dim, 'shape') else 'min#MinBackward0' if dim is not None else 'min#MinBackward1'), 'min', self, dim, keepdim, other=other)
 
 
 def _index_fill(self, dim=_REQUIRED, index=_REQUIRED, value=_REQUIRED, *, axis=_REQUIRED):
@@ -4447,7 +4451,7 @@ def linalg_cross(self, other, *, dim=-1, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('linalg_cross', dim, -1, axis)
     if out is not None:
         return _rt.call_out('linalg_cross', out, linalg_cross, self, other, dim=dim)
-    return _rt.composite('linalg_cross', self, other, dim=dim)
+    return _rt.named_composite('linalg_cross#LinalgCrossBackward0', 'linalg_cross', self, other, dim=dim)
 
 
 def linalg_vecdot(x, y, *, dim=-1, axis=_REQUIRED, out=None):
@@ -4738,14 +4742,14 @@ def special_xlog1py(self, other):
 
 
 def special_zeta(self, other):
-    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (torch has no derivative for self).
+    """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: special_zeta"""
     return _rt.call('special_zeta', (self, other, ), ())
 
 
 def igamma(self, other, *, out=None):
-    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only, as torch.
+    """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: igamma"""
     if out is not None:
@@ -4759,7 +4763,7 @@ def igamma_(self, other):
 
 
 def igammac(self, other, *, out=None):
-    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only.
+    """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only (self's raises, as torch).
 
     ops.yaml: igammac"""
     if out is not None:
@@ -4875,6 +4879,11 @@ def polygamma(n, self, *, out=None):
     if out is not None:
         return _rt.call_out('polygamma', out, polygamma, n, self)
     return _rt.composite('polygamma', n, self)
+
+
+def polygamma_(self, n):
+    """In-place polygamma: writes the result into self."""
+    return _rt.composite_inplace('polygamma', self, n)
 
 
 def mvlgamma(self, p, *, out=None):
@@ -5088,7 +5097,7 @@ def trace(self, *, out=None):
     ops.yaml: trace"""
     if out is not None:
         return _rt.call_out('trace', out, trace, self)
-    return _rt.composite('trace', self)
+    return _rt.named_composite('trace#TraceBackward0', 'trace', self)
 
 
 def fill_diagonal(self, fill_value, wrap=False):
@@ -5188,7 +5197,7 @@ def split_with_sizes(self, split_sizes, dim=0, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('split_with_sizes', dim, 0, axis)
     if out is not None:
         return _rt.call_out('split_with_sizes', out, split_with_sizes, self, split_sizes, dim)
-    return _rt.composite('split_with_sizes', self, split_sizes, dim)
+    return _rt.named_composite('split_with_sizes#SplitWithSizesBackward0', 'split_with_sizes', self, split_sizes, dim)
 
 
 def unsafe_split(self, split_size, dim=0, *, axis=_REQUIRED, out=None):
@@ -5452,7 +5461,7 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None, axis=_R
 
 
 def take_along_dim(self, indices, dim=None, *, axis=_REQUIRED, out=None):
-    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis.
+    """Values of self at indices along dim, the two broadcast against each other outside dim (the flattened tensor without dim), as numpy.take_along_axis. Along dim, indices wrap modulo its size, as in PyTorch (which checks them only without dim).
 
     ops.yaml: take_along_dim"""
     if axis is not _REQUIRED:
@@ -5597,7 +5606,7 @@ def cross(self, other, dim=None, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('cross', dim, None, axis)
     if out is not None:
         return _rt.call_out('cross', out, cross, self, other, dim)
-    return _rt.composite('cross', self, other, dim)
+    return _rt.named_composite('cross#LinalgCrossBackward0', 'cross', self, other, dim)
 
 
 def _scatter_reduce(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, reduce=_REQUIRED, include_self=True, *, axis=_REQUIRED):
@@ -5940,7 +5949,7 @@ def median(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('median', dim, None, axis)
     if out is not None:
         return _rt.call_out('median', out, median, self, dim, keepdim)
-    return _rt.composite('median', self, dim, keepdim)
+    return _rt.named_composite(('median#MedianBackward1' if dim is not None else 'median#MedianBackward0'), 'median', self, dim, keepdim)
 
 
 def nanmedian(self, dim=None, keepdim=False, *, axis=_REQUIRED, out=None):
@@ -5980,7 +5989,7 @@ def kthvalue(self, k, dim=-1, keepdim=False, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('kthvalue', dim, -1, axis)
     if out is not None:
         return _rt.call_out('kthvalue', out, kthvalue, self, k, dim, keepdim)
-    return _rt.composite('kthvalue', self, k, dim, keepdim)
+    return _rt.named_composite('kthvalue#KthvalueBackward0', 'kthvalue', self, k, dim, keepdim)
 
 
 def _mode(self, dim=_REQUIRED, *, axis=_REQUIRED):
@@ -6002,7 +6011,7 @@ def mode(self, dim=-1, keepdim=False, *, axis=_REQUIRED, out=None):
         dim = _rt.dim_alias('mode', dim, -1, axis)
     if out is not None:
         return _rt.call_out('mode', out, mode, self, dim, keepdim)
-    return _rt.composite('mode', self, dim, keepdim)
+    return _rt.named_composite('mode#ModeBackward0', 'mode', self, dim, keepdim)
 
 
 def aminmax(self, *, dim=None, keepdim=False, axis=_REQUIRED, out=None):
@@ -6024,7 +6033,7 @@ def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None, a
         dim = _rt.dim_alias('std_mean', dim, None, axis)
     if out is not None:
         return _rt.call_out('std_mean', out, std_mean, self, dim, unbiased, keepdim, correction=correction)
-    return _rt.composite('std_mean', self, dim, unbiased, keepdim, correction=correction)
+    return _rt.named_composite('std_mean#StdMeanBackward0', 'std_mean', self, dim, unbiased, keepdim, correction=correction)
 
 
 def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
@@ -6035,7 +6044,7 @@ def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None, a
         dim = _rt.dim_alias('var_mean', dim, None, axis)
     if out is not None:
         return _rt.call_out('var_mean', out, var_mean, self, dim, unbiased, keepdim, correction=correction)
-    return _rt.composite('var_mean', self, dim, unbiased, keepdim, correction=correction)
+    return _rt.named_composite('var_mean#VarMeanBackward0', 'var_mean', self, dim, unbiased, keepdim, correction=correction)
 
 
 def dist(self, other, p=2, *, out=None):

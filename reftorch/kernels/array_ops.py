@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import lapack
+from . import sorting
 
 
 def matmul_forward(self, other):
@@ -1213,7 +1214,9 @@ def _mode_forward(self, dim):
         u, counts = np.unique(row, return_counts=True, equal_nan=False)     # NaN != NaN: each counts once
         values[r] = u[np.argmax(counts)]                                  # the smallest of the most frequent
         hits = np.flatnonzero((row == values[r]) | ((row != row) & (values[r] != values[r])))
-        idx[r] = hits[-1]                                                 # its last position, as PyTorch
+        idx[r] = hits[-1]          # up to 16 elements std::sort is an insertion sort: the last occurrence
+        if (len(row) > 16 and len(hits) > 1) or (row != row).any():     # else where PyTorch's std::sort puts it
+            values[r], idx[r] = sorting.mode(row.tolist())
     shape = x.shape[:-1] + (1,)
     if self.ndim == 0:
         return values.reshape(()), idx.reshape(())

@@ -967,7 +967,7 @@ def ormqr(F, self, input2, input3, left=True, transpose=False):
     # ops.yaml: ormqr
     m, n = (self.shape[-2], self.shape[-1])
     lead = list(self.shape[:-2])
-    A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self
+    A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
     tau = F.cat([input2, F.zeros(lead + [m - input2.shape[-1]], dtype=self.dtype, device=self.device)], -1)
     Q = F.linalg_householder_product(A, tau)
     Q = Q.mT if transpose else Q
@@ -1692,7 +1692,7 @@ def take_along_dim(F, self, indices, dim=None):
     d = F.normalize_dims(dim, self.ndim)[0]
     at = list(self.shape)
     at[d] = indices.shape[d]
-    index = F.expand(indices, F.common_shape(tuple(at), tuple(indices.shape)))
+    index = F.expand(F.remainder(indices, self.shape[d]), F.common_shape(tuple(at), tuple(indices.shape)))
     at = list(indices.shape)
     at[d] = self.shape[d]
     return F.gather(F.expand(self, F.common_shape(tuple(at), tuple(self.shape))), d, index)
@@ -2219,6 +2219,8 @@ def diff(F, self, n=1, dim=-1, prepend=None, append=None):
     for t in parts:
         if t.ndim != self.ndim:
             raise RuntimeError('diff expects prepend or append to be the same dimension as input')
+    if n == 0:
+        return F.clone(self)
     x = F.cat(parts, d) if len(parts) > 1 else self
     for _ in range(n if n < x.shape[d] else x.shape[d]):
         k = x.shape[d] - 1
@@ -2337,6 +2339,10 @@ def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
         raise RuntimeError('torch.gradient only supports edge_order=1 and edge_order=2.')
     dims = list(range(self.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [F.normalize_dims(d, self.ndim)[0] for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f'dim {d} appears multiple times in the list of dims')
+    spacing = 1 if spacing is None else spacing
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim arguments to have the same length, but got a spacing argument of length {len(spacing)} and a dim argument of length {len(dims)}.")

@@ -2364,6 +2364,9 @@ def special_zeta_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('zeta')
+    if needs[0]:
+        g[0] = F.not_implemented('zeta')
     # other: grad * -self * special_zeta(self + 1.0, other)
     if needs[1]:
         g[1] = F._fused('_bw_special_zeta_other', (grad, self, other,), ()) if fused else grad * -self * F.special_zeta(self + 1.0, other)
@@ -2376,6 +2379,9 @@ def igamma_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('igamma: input')
+    if needs[0]:
+        g[0] = F.not_implemented('igamma: input')
     # other: grad * exp((self - 1) * log(other) - other - lgamma(self))
     if needs[1]:
         g[1] = F._fused('_bw_igamma_other', (grad, self, other,), ()) if fused else grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
@@ -2388,6 +2394,9 @@ def igammac_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
+    # self: not_implemented('igammac: input')
+    if needs[0]:
+        g[0] = F.not_implemented('igammac: input')
     # other: -grad * exp((self - 1) * log(other) - other - lgamma(self))
     if needs[1]:
         g[1] = F._fused('_bw_igammac_other', (grad, self, other,), ()) if fused else -grad * F.exp((self - 1) * F.log(other) - other - F.lgamma(self))
@@ -2599,5 +2608,8 @@ SAVE_USERS = {
     '_linalg_solve_triangular': {'result': (0,)},
     '_linalg_solve_ex': {'B': (0,), 'results': (0,)},
     '_linalg_lu_solve': {'result': (0,)},
+    'special_zeta': {'other': (1,), 'self': (1,)},
+    'igamma': {'other': (1,), 'self': (1,)},
+    'igammac': {'other': (1,), 'self': (1,)},
     '_cross': {'other': (0,), 'self': (1,)},
 }

@@ -19,7 +19,7 @@ import numpy as np
 def batched(a, core=2):
     """a as (batch, *core dims) and the leading shape to restore."""
     lead = a.shape[:a.ndim - core]
-    return a.reshape((-1,) + a.shape[a.ndim - core:]), lead
+    return a.reshape((math.prod(lead),) + a.shape[a.ndim - core:]), lead     # (not -1: a core dim may be 0)
 
 
 def lu_factor(a):

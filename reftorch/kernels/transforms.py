@@ -1331,6 +1331,9 @@ def special_zeta_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
+    # self: not_implemented('zeta')
+    if self_t is not None:
+        terms.append(F.not_implemented('zeta'))
     # other: grad * -self * special_zeta(self + 1.0, other)
     if other_t is not None:
         terms.append(other_t * -self * F.special_zeta(self + 1.0, other))
@@ -1343,6 +1346,9 @@ def igamma_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
+    # self: not_implemented('igamma: input')
+    if self_t is not None:
+        terms.append(F.not_implemented('igamma: input'))
     # other: grad * exp((self - 1) * log(other) - other - lgamma(self))
     if other_t is not None:
         terms.append(other_t * F.exp((self - 1) * F.log(other) - other - F.lgamma(self)))
@@ -1355,6 +1361,9 @@ def igammac_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
+    # self: not_implemented('igammac: input')
+    if self_t is not None:
+        terms.append(F.not_implemented('igammac: input'))
     # other: -grad * exp((self - 1) * log(other) - other - lgamma(self))
     if other_t is not None:
         terms.append(-other_t * F.exp((self - 1) * F.log(other) - other - F.lgamma(self)))

@@ -2439,15 +2439,48 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(loss, reduction)
 
 
+def _linear_ce_checks(input, linear_weight, target, linear_bias, ignore_index):
+    """torch's argument checks of linear_cross_entropy; the weight's out_features (d_1..d_K)."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    if input.shape[-1] != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    if out_features and input.dim() == 1:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires"
+                           f" batched input, (N, {input.shape[-1]}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    if tuple(target.shape) == (*input.shape[:-1], classes, *out_features) and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    return out_features
+
+
 def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
                          ignore_index=None, label_smoothing=0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target); with options, the batch is taken in
     chunks of options.batch_chunk_size rows so that the whole logits tensor never exists at once."""
+    out_features = _linear_ce_checks(input, linear_weight, target, linear_bias, ignore_index)
     ignore = -100 if ignore_index is None else ignore_index
     chunk = getattr(options, "batch_chunk_size", None) if options is not None else None
-    if chunk is None or input.dim() != 2 or reduction not in ("sum", "mean", "none") or label_smoothing \
-            or target.dtype.is_floating_point:
-        logits = linear(input, linear_weight, linear_bias)
+    if chunk is not None and (out_features or reduction not in ("sum", "mean", "none") or label_smoothing
+                              or target.dtype is not torch.int64):
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in {'mean','sum',"
+                      f"'none'}}, label_smoothing == 0, target.dtype == int64, out_features == (). Got reduction="
+                      f"{reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, out_features="
+                      f"{tuple(out_features)}, tracing=False, linear_bias.shape="
+                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.", stacklevel=2)
+        chunk = None
+    if chunk is None or input.dim() != 2:
+        # a K-dimensional loss (weight (C, d_1..d_K, in)): one linear over C*d_1*..*d_K outputs, logits reshaped
+        classes = math.prod(out_features, start=linear_weight.shape[0])
+        logits = linear(input, linear_weight.reshape(classes, input.shape[-1]),
+                        None if linear_bias is None else linear_bias.reshape(classes))
+        logits = logits.reshape(*input.shape[:-1], linear_weight.shape[0], *out_features)
         return cross_entropy(logits, target, weight, ignore_index=ignore, reduction=reduction,
                              label_smoothing=label_smoothing)
     parts = [cross_entropy(linear(input[i:i + chunk], linear_weight, linear_bias), target[i:i + chunk], weight,

@@ -59,7 +59,9 @@ def _half_sample(op, name):
         if isinstance(v, Tensor) and v.dtype is torch.float32:
             a16 = np.ascontiguousarray(v.detach()._array()).astype(npdt)
             arrays[k] = a16.astype(np.float32)
-            v = torch.from_numpy(a16).to("cuda").requires_grad_(grad)
+            # not an input whose formula is not_implemented(...): its gradient raises, as PyTorch's
+            v = torch.from_numpy(a16).to("cuda").requires_grad_(
+                grad and not (op.formula(k) or "").startswith("not_implemented("))
         elif isinstance(v, Tensor):
             v = v.to("cuda")
         kwargs[k] = v

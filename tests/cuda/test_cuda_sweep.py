@@ -45,6 +45,11 @@ def _leaves(value, dev, grad):
     return value
 
 
+def _grad_ok(op, name):
+    """Whether arg name gets a gradient: not one whose formula is not_implemented(...) (raises, as PyTorch's)."""
+    return not (op.formula(name) or "").startswith("not_implemented(")
+
+
 def _tensors(value):
     if isinstance(value, (list, tuple)):
         return [x for v in value for x in _tensors(v)]
@@ -72,7 +77,7 @@ def _total(outs):
 
 
 def _run(op, sample, dev, grad):
-    kw = {k: _leaves(v, dev, grad) for k, v in sample.kwargs.items()}
+    kw = {k: _leaves(v, dev, grad and _grad_ok(op, k)) for k, v in sample.kwargs.items()}
     ins = [t for t in _tensors(list(kw.values())) if t.requires_grad]
     try:
         res = Sample(op, sample.dtype, kw, sample.arrays, sample.named).call()

@@ -1,0 +1,210 @@
+"""Regression tests for what PyTorch's OpInfo samples (benches/opinfo.py) and issues 16/20/21 found:
+each expectation was read off torch 2.13 side by side."""
+import threading
+
+import numpy as np
+import pytest
+
+import reftorch as torch
+
+F64 = torch.float64
+
+
+# ---------------------------------------------------------------- integer ** negative integer
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool])
+def test_integer_tensor_to_a_negative_python_int_raises(dtype):
+    x = torch.tensor([1, 1, 1]).to(dtype)
+    for call in (lambda: x ** -1, lambda: torch.pow(x, -2), lambda: x.pow(-1), lambda: x.clone().pow_(-1),
+                 lambda: torch.tensor([], dtype=dtype) ** -1):
+        with pytest.raises(RuntimeError, match=r"^Integers to negative integer powers are not allowed\.$"):
+            call()
+
+
+def test_integer_powers_torch_allows():
+    x = torch.tensor([1, 2, 3])
+    assert (x ** torch.tensor(-1)).tolist() == [1, 0, 0]        # a tensor exponent is fine
+    assert (2 ** -x).tolist() == [0, 0, 0]                      # so is a Python base
+    assert (x ** 0).tolist() == [1, 1, 1]
+    assert (x ** -1.0).dtype == torch.float32
+    assert torch.allclose(x.double() ** -1, torch.tensor([1.0, 0.5, 1 / 3], dtype=F64))
+
+
+# ---------------------------------------------------------------- grad_fn names
+
+def _names():
+    x = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    y = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    i = torch.zeros(3, 1, dtype=torch.long)
+    eye = torch.eye(4, dtype=F64)
+    return {
+        "MeanBackward0": x.mean(), "MeanBackward1": x.mean(1), "VarBackward0": x.var(1), "StdBackward0": x.std(),
+        "VarMeanBackward0": torch.var_mean(x, 1)[1], "StdMeanBackward0": torch.std_mean(x)[0],
+        "SplitBackward0": x.split(2)[1], "SplitWithSizesBackward0": x.split([1, 2])[0],
+        "UnbindBackward0": x.unbind(1)[0], "MaxBackward1": x.max(), "MaxBackward0": x.max(1)[0],
+        "MaximumBackward0": torch.max(x, y), "MinBackward0": x.min(0).values, "MinimumBackward0": torch.min(x, y),
+        "LogsumexpBackward0": x.logsumexp(0), "StackBackward0": torch.stack([x, y]),
+        "MedianBackward0": x.median(), "MedianBackward1": x.median(1)[0], "KthvalueBackward0": x.kthvalue(2, 0)[0],
+        "ModeBackward0": x.mode(0)[0], "AddmmBackward0": torch.addmm(x[0], y, eye),
+        "BaddbmmBackward0": torch.baddbmm(x[None], x[None], eye[None]), "TraceBackward0": x.trace(),
+        "LinalgCrossBackward0": torch.linalg.cross(x[:, :3], y[:, :3]), "ClampBackward1": x.clamp(min=0),
+        "ClampBackward0": x.clamp(min=y), "ScatterBackward0": x.scatter(1, i, y),
+        "ScatterBackward1": x.scatter(1, i, 2.0), "ProdBackward0": x.prod(), "ProdBackward1": x.prod(1),
+        "PermuteBackward0": x.movedim(0, 1), "MulBackward0": torch.outer(x[0], y[0]),
+        "SplitBackward0 ": x.chunk(2)[0], "ClampMinBackward0": torch.clamp_min(x, 0.0),
+    }
+
+
+def test_grad_fn_names_follow_torch():
+    for name, y in _names().items():
+        assert y.grad_fn.name() == name.strip()
+
+
+def test_renamed_composite_still_differentiates():
+    x = torch.randn(3, 4, dtype=F64, requires_grad=True)
+    (gx,) = torch.autograd.grad(x.mean(1).sum() + x.std(), x)
+    assert torch.allclose(gx, torch.full((3, 4), 0.25, dtype=F64) + (x - x.mean()) / (11 * x.std()))
+    y = x.split(2)[0]
+    assert y.grad_fn.name() == "SplitBackward0" and x.grad_fn is None and x.mean().grad_fn is not None
+
+
+# ---------------------------------------------------------------- the default device is per thread
+
+def _in_thread(fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def test_default_device_is_thread_local():
+    probe = lambda: (str(torch.get_default_device()), str(torch.empty(1).device))   # noqa: E731
+    try:
+        torch.set_default_device("meta")
+        assert _in_thread(probe) == ("cpu", "cpu") and probe() == ("meta", "meta")
+    finally:
+        torch.set_default_device(None)
+    with torch.device("meta"):
+        assert _in_thread(probe) == ("cpu", "cpu") and probe()[1] == "meta"
+
+    def set_there():
+        torch.set_default_device("meta")
+        return str(torch.empty(1).device)
+    assert _in_thread(set_there) == "meta" and probe() == ("cpu", "cpu")
+
+
+# ---------------------------------------------------------------- take_along_dim wraps along dim
+
+def test_take_along_dim_wraps_indices_along_dim_as_torch():
+    x = torch.arange(3.0) * 10
+    idx = torch.tensor([-100, -7, -4, -1, 0, 3, 4, 100, 2 ** 40 + 1])
+    assert torch.take_along_dim(x, idx, 0).tolist() == [20.0, 20.0, 20.0, 20.0, 0.0, 0.0, 10.0, 10.0, 20.0]
+    x2 = torch.arange(6.0).reshape(2, 3)
+    assert x2.take_along_dim(torch.tensor([[7]]), dim=0).tolist() == [[3.0, 4.0, 5.0]]
+    xr = x.clone().requires_grad_()
+    torch.take_along_dim(xr, torch.tensor([4, 5, -1]), 0).sum().backward()
+    assert xr.grad.tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="^index 6 is out of bounds for dimension 0 with size 6$"):
+        torch.take_along_dim(x2, torch.tensor([6]))           # without dim: checked, as gather
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 1, dtype=torch.long), 1)
+    assert torch.take_along_dim(torch.zeros(2, 0), torch.zeros(2, 0, dtype=torch.long), 1).shape == (2, 0)
+
+
+# ---------------------------------------------------------------- torch.mode's index among ties
+
+def test_mode_picks_torchs_index_among_ties_past_16_elements():
+    # read off torch 2.13: libstdc++'s introsort decides which of the equal values ends its run
+    row = [1, 0, 4, 3, 0, 0, 2, 0, 5, 3, 6, 4, 2, 4, 4, 3, 1, 4, 6, 3, 6, 3, 4, 2, 3, 4, 2, 6, 5, 0, 4, 0]
+    v, i = torch.mode(torch.tensor(row))
+    assert (v.item(), i.item()) == (4, 13)      # not the last occurrence (30)
+    v, i = torch.tensor([row, row[::-1]], dtype=torch.float64).mode(1)
+    assert v.tolist() == [4.0, 4.0] and i.tolist() == [13, 6]
+    assert torch.mode(torch.tensor([3, 1, 3, 1])).indices.item() == 3      # short rows: the last occurrence
+    v, i = torch.mode(torch.tensor([2.0, float("nan"), 2.0]))               # NaN splits the run
+    assert (v.item(), i.item()) == (2.0, 0)
+
+
+# ---------------------------------------------------------------- torch.special: what torch cannot differentiate
+
+@pytest.mark.parametrize("fn, what", [(torch.special.zeta, "zeta"), (torch.special.gammainc, "igamma: input"),
+                                      (torch.special.gammaincc, "igammac: input"), (torch.igamma, "igamma: input")])
+def test_special_gradient_for_self_raises_as_torch(fn, what):
+    a = torch.tensor([2.5, 3.0], dtype=F64, requires_grad=True)
+    b = torch.tensor([1.5, 2.0], dtype=F64, requires_grad=True)
+    y = fn(a, b)
+    msg = f"^the derivative for '{what}' is not implemented\\.$"
+    for wrt in (a, (a, b)):
+        with pytest.raises(NotImplementedError, match=msg):
+            torch.autograd.grad(y.sum(), wrt, retain_graph=True)
+    assert fn(a, b.detach()).requires_grad             # self alone still records the op, as torch
+    (gb,) = torch.autograd.grad(fn(a.detach(), b).sum(), b)
+    assert gb.shape == (2,)
+
+
+def test_polygamma_in_place():
+    x = torch.tensor([1.0, 2.0])
+    assert x.polygamma_(1) is x and torch.allclose(x, torch.tensor([1.6449341, 0.6449341]))
+    with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
+        torch.tensor([1, 2]).polygamma_(1)
+
+
+# ---------------------------------------------------------------- factories past NumPy's shape limit
+
+def test_factories_make_empty_tensors_numpy_cannot_describe():
+    for t in (torch.empty(2 ** 62, 0), torch.zeros(2 ** 62, 0), torch.full((2 ** 62, 0), 1.0)):
+        assert t.shape == (2 ** 62, 0) and t.numel() == 0 and t.stride() == (1, 1) and t.dtype == torch.float32
+    t = torch.ones(0, 2 ** 62, dtype=F64)
+    assert t.stride() == (2 ** 62, 1) and t.dtype == F64
+    assert (torch.empty(2 ** 62, 0) + 1).shape == (2 ** 62, 0)
+    assert torch.empty(2 ** 62, 0).t().shape == (0, 2 ** 62)
+    with pytest.raises(TypeError, match="^empty\\(\\): argument 'size' failed to unpack the object at pos 1 with "
+                                        "error \"Overflow when unpacking long long\"$"):
+        torch.empty(2 ** 63, 0)
+    with pytest.raises(RuntimeError, match=r"^Storage size calculation overflowed with sizes=\[4611686018427387904, 2\]$"):
+        torch.empty(2 ** 62, 2)
+
+
+# ---------------------------------------------------------------- OpInfo samples (benches/opinfo.py)
+
+def test_linear_cross_entropy_k_dimensional_weight():
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(4, 3, generator=g, dtype=F64), torch.randn(2, 3, 3, generator=g, dtype=F64)
+    target = torch.tensor([[0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]])
+    logits = (x @ w.reshape(6, 3).T).reshape(4, 2, 3)
+    want = torch.nn.functional.cross_entropy(logits, target)
+    got = torch.nn.functional.linear_cross_entropy(x, w, target)
+    assert torch.allclose(got, want)
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        torch.nn.functional.linear_cross_entropy(x[0], w, target[0])
+    with pytest.raises(RuntimeError, match=r"^expected linear_bias shape \(2, 3\), got \(2,\)$"):
+        torch.nn.functional.linear_cross_entropy(x, w, target, linear_bias=torch.zeros(2, dtype=F64))
+
+
+def test_unfold_of_bool_and_diff_of_order_zero_and_gradient_spacing_none():
+    x = torch.tensor([[[[True, False], [False, True]]]])
+    cols = torch.nn.functional.unfold(x, 1)
+    assert cols.dtype == torch.bool and cols.tolist() == [[[True, False, False, True]]]
+    y = torch.arange(9.0).reshape(3, 3)
+    d = torch.diff(y, 0, 0, torch.ones(1, 3), torch.ones(2, 3))     # n=0: the input, prepend/append left out
+    assert d.shape == (3, 3) and torch.equal(d, y) and d.data_ptr() != y.data_ptr()
+    (gr,) = torch.gradient(torch.arange(5.0) ** 2, spacing=None, dim=None, edge_order=1)
+    assert gr.tolist() == [1.0, 2.0, 4.0, 6.0, 7.0]
+    with pytest.raises(RuntimeError, match="^dim 1 appears multiple times in the list of dims$"):
+        torch.gradient(y, spacing=0.1, dim=[1, 1])
+
+
+def test_ormqr_with_more_columns_than_rows_and_lu_solve_of_empties():
+    a = torch.tensor([[1.5409961082440433, -0.2934289057609464, -2.1787893820745574, 0.5684312772806678,
+                       -1.084522342424021],
+                      [-1.3985953953708767, 0.4033468476292993, 0.8380263329976598, -0.7192575784693592,
+                       -0.40334352493217457]], dtype=F64)
+    c = torch.tensor([[-0.5966353626151273, 0.18203648506130554, -0.8566745932963743],
+                      [1.100604170903427, -1.0711873631091473, 0.12270123916331216]], dtype=F64)
+    got = torch.ormqr(a, torch.tensor([1.2, 0.7], dtype=F64), c)
+    want = torch.tensor([[0.6734750457215706, -0.575744073916874, 0.23311429837531417],
+                         [-1.4461893174413016, 0.7384721915557069, -1.4873633540693612]], dtype=F64)
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    x = torch.linalg.lu_solve(torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32), torch.zeros(0, 4))
+    assert x.shape == (0, 4)
