@@ -17,8 +17,10 @@ import yaml
 
 KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite", "view", "foreach")
 ELEMENTWISE = ("unary", "binary", "ternary")
-FAMILIES = ("bool", "int", "float")
-RESULT_RULES = ("same", "float", "bool", "int64", "none")
+FAMILIES = ("bool", "int", "float", "complex")
+REAL_FAMILIES = ("bool", "int", "float")    # an op's `dtypes:` when it names none (complex is opted into)
+# real: complex inputs give their real dtype (abs); real_float: that, and integers the default float (angle)
+RESULT_RULES = ("same", "float", "bool", "int64", "none", "real", "real_float")
 # Tensor args take part in type promotion; Index (integer) and Mask (bool) args do not and get no gradient.
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
@@ -63,6 +65,9 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
            "linalg_tolerance", "chain_order_matmul",
+           # torch.fft's argument handling (reftorch/_fft_checks.py)
+           "fft_norm", "fft_promote", "fft_dim", "fft_shape_dims", "fft_c2r_shape_dims", "fft_check_real",
+           "fft_check_complex",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
@@ -439,7 +444,7 @@ def parse_op(raw, path, registered_names) -> Op:
         if unknown:
             e.fail("body", f"names unknown variable(s) {sorted(unknown)}")
 
-    dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(FAMILIES))
+    dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(REAL_FAMILIES))
     for fam in dtypes:
         if fam not in FAMILIES:
             e.fail("dtypes", f"unknown dtype family {fam!r} (known: {', '.join(FAMILIES)})")
@@ -513,7 +518,7 @@ def parse_op(raw, path, registered_names) -> Op:
     doc = e.pop("doc", str, default="")
     rejects = []
     for key, msg in e.pop("rejects", dict, default={}).items():
-        m = re.fullmatch(r"(any|all) (bool|int|float)", str(key))
+        m = re.fullmatch(r"(any|all) (bool|int|float|complex)", str(key))
         if m is None or not isinstance(msg, str):
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")

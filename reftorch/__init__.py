@@ -11,7 +11,7 @@ _api._rt = _dispatch            # generated wrappers call into the dispatcher
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
                      get_default_dtype, set_default_dtype, promote_types)
-from ._dtype import float16, bfloat16  # noqa: E402
+from ._dtype import float16, bfloat16, complex64, complex128  # noqa: E402
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
@@ -46,13 +46,18 @@ for _name, _spec in _api.SPECS.items():
         globals()[_name + "_"] = getattr(_api, _name + "_")
 del _name, _spec, _alias
 
+# Tensor.real / .imag are attributes in PyTorch (views; assigning one copies into it)
+Tensor.real = property(_api.real, lambda self, v: _api.real(self).copy_(v))
+Tensor.imag = property(_api.imag, lambda self, v: _api.imag(self).copy_(v))
+
 float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
 short = int16
 half = float16
-cfloat = None
+cfloat = complex64
+cdouble = complex128
 strided = "torch.strided"
 __version__ = "0.1.0"
 
@@ -92,6 +97,7 @@ def result_type(a, b):
 # the library layer (written against the public API above; imported last)
 from . import nn, optim, utils  # noqa: E402
 from . import linalg  # noqa: E402
+from . import fft  # noqa: E402  (torch.fft over the registry's fft_* composites)
 from . import distributions  # noqa: E402  (torch.distributions, on the public API above)
 from ._nn_names import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, torch.lstm_cell ...: ATen signatures)
 from .serialization import save, load  # noqa: E402

@@ -458,3 +458,49 @@ def collapse_operands(shape, tensors):
     if not cshape:
         cshape, cstrides = (1,), [(0,)] * len(strides)
     return cshape, [(t._storage.data, t._offset, st) for t, st in zip(tensors, cstrides[1:])]
+
+
+# ---------------------------------------------------------------- views that read the bytes as another dtype
+# (shape, strides, offset, dtype) -> (shape, strides, offset, dtype of the view); the dispatcher's view() gives
+# the view an alias of the storage in that dtype (reftorch/_tensor.py reinterpreted). Strides are in elements of
+# the view's dtype: a complex element is two floats.
+
+def _complex_parts(shape, strides, offset, dtype, part):
+    return tuple(shape), tuple(2 * s for s in strides), 2 * offset + part, dtype.to_real()
+
+
+def real(shape, strides, offset, dtype):
+    if not dtype.is_complex:
+        return tuple(shape), tuple(strides), offset, dtype
+    return _complex_parts(shape, strides, offset, dtype, 0)
+
+
+def imag(shape, strides, offset, dtype):
+    if not dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _complex_parts(shape, strides, offset, dtype, 1)
+
+
+def view_as_real(shape, strides, offset, dtype):
+    if not dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    shape, strides, offset, real_dtype = _complex_parts(shape, strides, offset, dtype, 0)
+    return shape + (2,), strides + (1,), offset, real_dtype
+
+
+def view_as_complex(shape, strides, offset, dtype):
+    if dtype.name not in ("float32", "float64"):
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor of "
+                           f"scalar type: {dtype.short}")
+    if not shape or shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if offset % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return tuple(shape[:-1]), tuple(s // 2 for s in strides[:-1]), offset // 2, dtype.to_complex()
+
+
+REINTERPRET = {"real": real, "imag": imag, "view_as_real": view_as_real, "view_as_complex": view_as_complex}

@@ -44,7 +44,7 @@ def _get_requires_grad(self):
 
 def _set_requires_grad(self, value):
     value = bool(value)
-    if value and not self.dtype.is_floating_point:
+    if value and not self.dtype.differentiable:
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     if not value and getattr(self, "grad_fn", None) is not None:
         raise RuntimeError(_NON_LEAF_REQUIRES_GRAD)
@@ -52,7 +52,7 @@ def _set_requires_grad(self, value):
 
 
 def _requires_grad_(self, requires_grad=True):
-    if requires_grad and not self.dtype.is_floating_point:
+    if requires_grad and not self.dtype.differentiable:
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     _set_requires_grad(self, requires_grad)
     return self
@@ -192,7 +192,7 @@ def _convert(self, dtype):
     if self.device.type != "cpu":
         from ._cuda_dispatch import clone
         out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
-        if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+        if grad_mode.state.enabled and self.requires_grad and dtype.differentiable:
             record(spec, (self,), (), (out,))
         return out
     out = empty(self._shape, dtype)
@@ -202,7 +202,7 @@ def _convert(self, dtype):
                 out._array()[...] = self._array()
     else:
         run_elementwise(spec, [self], [], out)
-    if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+    if grad_mode.state.enabled and self.requires_grad and dtype.differentiable:
         record(spec, (self,), (), (out,))
     return out
 

@@ -86,7 +86,7 @@ class SavedTensor:
             raise _version_error(t, self.version, t.grad_fn, t._output_nr)
         if self.is_output:
             out = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
-            if t.dtype.is_floating_point:
+            if t.dtype.differentiable:
                 out.requires_grad = True
                 out.grad_fn = node
                 out._output_nr = output_nr

@@ -13,11 +13,11 @@ _REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api
 
 SPECS = {
 
-    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
+    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
 
-    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',), 'ref': 'np.abs', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'real', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',), 'ref': 'np.abs', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('sgn',), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'exp': {'name': 'exp', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.exp', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
@@ -31,13 +31,13 @@ SPECS = {
 
     'relu': {'name': 'relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.maximum(x, 0).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'scalars_in_dtype': ('alpha',)},
+    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'scalars_in_dtype': ('alpha',)},
 
-    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('all', 'bool', 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.'), ('any', 'bool', 'Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')), 'scalars_in_dtype': ('alpha',)},
+    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('all', 'bool', 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.'), ('any', 'bool', 'Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')), 'scalars_in_dtype': ('alpha',)},
 
-    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
+    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
 
-    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
@@ -49,7 +49,7 @@ SPECS = {
 
     'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}},
+    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}},
 
     'amax': {'name': 'amax', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -57,7 +57,7 @@ SPECS = {
 
     'cumsum': {'name': 'cumsum', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim',), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumsum(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
-    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2': 'MmBackward0', '2,1': 'MvBackward0', '1,1': 'DotBackward0', '1,2': 'SqueezeBackward4', 'default': 'UnsafeViewBackward0'}, 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
+    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2': 'MmBackward0', '2,1': 'MvBackward0', '1,1': 'DotBackward0', '1,2': 'SqueezeBackward4', 'default': 'UnsafeViewBackward0'}, 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
 
     'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.flip(self, dims) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -81,7 +81,7 @@ SPECS = {
 
     'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'flatten': {'name': 'flatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('start_dim', 'dim', '0', False), ('end_dim', 'dim', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, start_dim=0, end_dim=-1: x.reshape(1) if x.ndim == 0 else (lambda s, e: x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]) if s <= e else (_ for _ in ()).throw(ValueError('start_dim after end_dim')))(start_dim % x.ndim, end_dim % x.ndim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ViewBackward0'},
 
@@ -255,7 +255,7 @@ SPECS = {
 
     'stack': {'name': 'stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors, dim=0: np.stack(tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'promote'},
 
-    'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'repeat': {'name': 'repeat', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('repeats', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats: np.tile(self, repeats)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -993,6 +993,70 @@ SPECS = {
 
     '_histogramdd_counts': {'name': '_histogramdd_counts', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor?', None, False), ('edges', 'Tensor[]', None, False), ('density', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'real': {'name': 'real', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.real', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'imag': {'name': 'imag', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_as_real': {'name': 'view_as_real', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_as_complex': {'name': 'view_as_complex', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_conj_physical': {'name': '_conj_physical', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'conj_physical': {'name': 'conj_physical', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'conj': {'name': 'conj', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'resolve_conj': {'name': 'resolve_conj', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sgn': {'name': 'sgn', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_sgn_backward': {'name': '_sgn_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'angle': {'name': 'angle', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'real_float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.angle(x).astype(np.result_type(x.dtype, np.float32)) if x.dtype.kind in 'fc' else np.angle(x).astype(np.float32)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_angle_backward': {'name': '_angle_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'complex': {'name': 'complex', 'kind': 'array', 'args': (('real', 'Tensor', None, False), ('imag', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('imag', 'real'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda real, imag: real + 1j * imag', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'polar': {'name': 'polar', 'kind': 'composite', 'args': (('abs', 'Tensor', None, False), ('angle', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda abs, angle: abs * np.exp(1j * angle)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_resize': {'name': '_fft_resize', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('sizes', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2c': {'name': '_fft_c2c', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('forward', 'bool', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'forward', 'norm'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_r2c': {'name': '_fft_r2c', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('onesided', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'norm', 'onesided', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_r2c_backward': {'name': '_fft_r2c_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'any', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('onesided', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2r': {'name': '_fft_c2r', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('last_dim_size', 'int', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'norm'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2r_backward': {'name': '_fft_c2r_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_fft': {'name': 'fft_fft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.fft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ifft': {'name': 'fft_ifft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ifft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_rfft': {'name': 'fft_rfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.rfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_irfft': {'name': 'fft_irfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_hfft': {'name': 'fft_hfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ihfft': {'name': 'fft_ihfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ihfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_fftn': {'name': 'fft_fftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.fftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ifftn': {'name': 'fft_ifftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.ifftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_rfftn': {'name': 'fft_rfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_irfftn': {'name': 'fft_irfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_hfftn': {'name': 'fft_hfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ihfftn': {'name': 'fft_ihfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -1044,10 +1108,6 @@ def sign(self, *, out=None):
 def sign_(self):
     """In-place sign: writes the result into self."""
     return _rt.call_inplace('sign', (self, ), ())
-
-
-sgn = sign
-sgn_ = sign_
 
 
 def exp(self, *, out=None):
@@ -6143,3 +6203,299 @@ def _histogramdd_counts(self, weight, edges, density):
 
     ops.yaml: _histogramdd_counts"""
     return _rt.call('_histogramdd_counts', (self, weight, ) + tuple(edges), (density, ))
+
+
+def real(self):
+    """The real parts of a complex tensor as a float view (self itself for a real tensor).
+
+    ops.yaml: real"""
+    return _rt.call('real', (self, ), ())
+
+
+def imag(self):
+    """The imaginary parts of a complex tensor as a float view (real tensors raise, as in PyTorch); tests/test_complex.py.
+
+    ops.yaml: imag"""
+    return _rt.call('imag', (self, ), ())
+
+
+def view_as_real(self):
+    """A complex tensor as floats with a last dim of 2 (real, imag), sharing storage; tests/test_complex.py.
+
+    ops.yaml: view_as_real"""
+    return _rt.call('view_as_real', (self, ), ())
+
+
+def view_as_complex(self):
+    """Floats whose last dim is 2 (stride 1) as a complex view; tests/test_complex.py.
+
+    ops.yaml: view_as_complex"""
+    return _rt.call('view_as_complex', (self, ), ())
+
+
+def _conj_physical(self):
+    """The complex conjugate, computed (the kernel of conj_physical).
+
+    ops.yaml: _conj_physical"""
+    return _rt.call('_conj_physical', (self, ), ())
+
+
+def conj_physical(self, *, out=None):
+    """The complex conjugate, computed; a real tensor is returned as it is.
+
+    ops.yaml: conj_physical"""
+    if out is not None:
+        return _rt.call_out('conj_physical', out, conj_physical, self)
+    return _rt.composite('conj_physical', self)
+
+
+def conj_physical_(self):
+    """In-place conj_physical: writes the result into self."""
+    return _rt.composite_inplace('conj_physical', self)
+
+
+def conj(self, *, out=None):
+    """The complex conjugate (real tensors are returned as they are). reftorch has no lazy conjugate bit, so it computes.
+
+    ops.yaml: conj"""
+    if out is not None:
+        return _rt.call_out('conj', out, conj, self)
+    return _rt.composite('conj', self)
+
+
+def resolve_conj(self, *, out=None):
+    """self; conjugation is never lazy here, so there is nothing to resolve.
+
+    ops.yaml: resolve_conj"""
+    if out is not None:
+        return _rt.call_out('resolve_conj', out, resolve_conj, self)
+    return _rt.composite('resolve_conj', self)
+
+
+def sgn(self, *, out=None):
+    """x / |x| for complex x (0 at 0); the sign for real x, as torch.sign.
+
+    ops.yaml: sgn"""
+    if out is not None:
+        return _rt.call_out('sgn', out, sgn, self)
+    return _rt.call('sgn', (self, ), ())
+
+
+def sgn_(self):
+    """In-place sgn: writes the result into self."""
+    return _rt.call_inplace('sgn', (self, ), ())
+
+
+def _sgn_backward(grad, self, result):
+    """PyTorch's sgn_backward, (grad - Re(grad conj(sgn z)) sgn z) / |z| (0 at 0).
+
+    ops.yaml: _sgn_backward"""
+    return _rt.composite('_sgn_backward', grad, self, result)
+
+
+def angle(self, *, out=None):
+    """The argument of a complex number in (-pi, pi]; pi for negative real numbers, 0 otherwise.
+
+    ops.yaml: angle"""
+    if out is not None:
+        return _rt.call_out('angle', out, angle, self)
+    return _rt.call('angle', (self, ), ())
+
+
+def _angle_backward(grad, self):
+    """PyTorch's angle_backward, grad * i z / |z|^2 (0 at 0); the angle of a real number has gradient 0.
+
+    ops.yaml: _angle_backward"""
+    return _rt.composite('_angle_backward', grad, self)
+
+
+def complex(real, imag, *, out=None):
+    """real + i imag from two float tensors of one dtype (broadcasting).
+
+    ops.yaml: complex"""
+    if out is not None:
+        return _rt.call_out('complex', out, complex, real, imag)
+    return _rt.call('complex', (real, imag, ), ())
+
+
+def polar(abs, angle, *, out=None):
+    """abs * (cos(angle) + i sin(angle)).
+
+    ops.yaml: polar"""
+    if out is not None:
+        return _rt.call_out('polar', out, polar, abs, angle)
+    return _rt.composite('polar', abs, angle)
+
+
+def _fft_resize(self, dims, sizes):
+    """Zero-pads or crops self to sizes along dims (the n / s of torch.fft); its adjoint is the same op back.
+
+    ops.yaml: _fft_resize"""
+    return _rt.call('_fft_resize', (self, ), (dims, sizes, ))
+
+
+def _fft_c2c(self, dims, norm, forward):
+    """The complex-to-complex DFT over dims (forward e^-i, or inverse e^+i), scaled by norm.
+
+    ops.yaml: _fft_c2c"""
+    return _rt.call('_fft_c2c', (self, ), (dims, norm, forward, ))
+
+
+def _fft_r2c(self, dims, norm, onesided):
+    """The forward DFT of a real tensor over dims; onesided keeps the last dim's n // 2 + 1 non-redundant bins.
+
+    ops.yaml: _fft_r2c"""
+    return _rt.call('_fft_r2c', (self, ), (dims, norm, onesided, ))
+
+
+def _fft_r2c_backward(grad, shape, dims, norm, onesided):
+    """PyTorch's fft_r2c_backward, the real part of the inverse c2c of the (zero-filled) gradient.
+
+    ops.yaml: _fft_r2c_backward"""
+    return _rt.composite('_fft_r2c_backward', grad, shape, dims, norm, onesided)
+
+
+def _fft_c2r(self, dims, norm, last_dim_size):
+    """The inverse DFT of a Hermitian half spectrum over dims to a real tensor whose last dim has last_dim_size.
+
+    ops.yaml: _fft_c2r"""
+    return _rt.call('_fft_c2r', (self, ), (dims, norm, last_dim_size, ))
+
+
+def _fft_c2r_backward(grad, dims, norm):
+    """PyTorch's fft_c2r_backward, a onesided r2c whose bins with a mirrored twin count twice.
+
+    ops.yaml: _fft_c2r_backward"""
+    return _rt.composite('_fft_c2r_backward', grad, dims, norm)
+
+
+def fft_fft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.fft, the one-dimensional DFT (real inputs give the full spectrum).
+
+    ops.yaml: fft_fft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_fft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_fft', out, fft_fft, self, n, dim, norm)
+    return _rt.composite('fft_fft', self, n, dim, norm)
+
+
+def fft_ifft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ifft, the inverse one-dimensional DFT.
+
+    ops.yaml: fft_ifft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ifft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_ifft', out, fft_ifft, self, n, dim, norm)
+    return _rt.composite('fft_ifft', self, n, dim, norm)
+
+
+def fft_rfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.rfft, the DFT of a real signal, its n // 2 + 1 non-negative frequencies.
+
+    ops.yaml: fft_rfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_rfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_rfft', out, fft_rfft, self, n, dim, norm)
+    return _rt.composite('fft_rfft', self, n, dim, norm)
+
+
+def fft_irfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.irfft, the real signal of n points (default 2 (m - 1)) whose rfft is the input; tests/test_fft.py.
+
+    ops.yaml: fft_irfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_irfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_irfft', out, fft_irfft, self, n, dim, norm)
+    return _rt.composite('fft_irfft', self, n, dim, norm)
+
+
+def fft_hfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.hfft, the real spectrum of a Hermitian-symmetric signal given by its first half; tests/test_fft.py.
+
+    ops.yaml: fft_hfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_hfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_hfft', out, fft_hfft, self, n, dim, norm)
+    return _rt.composite('fft_hfft', self, n, dim, norm)
+
+
+def fft_ihfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ihfft, the inverse of hfft, from a real signal to n // 2 + 1 bins.
+
+    ops.yaml: fft_ihfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ihfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_ihfft', out, fft_ihfft, self, n, dim, norm)
+    return _rt.composite('fft_ihfft', self, n, dim, norm)
+
+
+def fft_fftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.fftn, the DFT over dims (all of them by default).
+
+    ops.yaml: fft_fftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_fftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_fftn', out, fft_fftn, self, s, dim, norm)
+    return _rt.composite('fft_fftn', self, s, dim, norm)
+
+
+def fft_ifftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ifftn, the inverse DFT over dims.
+
+    ops.yaml: fft_ifftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ifftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_ifftn', out, fft_ifftn, self, s, dim, norm)
+    return _rt.composite('fft_ifftn', self, s, dim, norm)
+
+
+def fft_rfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.rfftn, the DFT of a real tensor over dims, the last one halved; tests/test_fft.py.
+
+    ops.yaml: fft_rfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_rfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_rfftn', out, fft_rfftn, self, s, dim, norm)
+    return _rt.composite('fft_rfftn', self, s, dim, norm)
+
+
+def fft_irfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.irfftn, the inverse of rfftn; tests/test_fft.py.
+
+    ops.yaml: fft_irfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_irfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_irfftn', out, fft_irfftn, self, s, dim, norm)
+    return _rt.composite('fft_irfftn', self, s, dim, norm)
+
+
+def fft_hfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.hfftn, hfft over several dims (c2c over all but the last, then the Hermitian c2r); tests/test_fft.py.
+
+    ops.yaml: fft_hfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_hfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_hfftn', out, fft_hfftn, self, s, dim, norm)
+    return _rt.composite('fft_hfftn', self, s, dim, norm)
+
+
+def fft_ihfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ihfftn, the inverse of hfftn; tests/test_fft.py.
+
+    ops.yaml: fft_ihfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ihfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_ihfftn', out, fft_ihfftn, self, s, dim, norm)
+    return _rt.composite('fft_ihfftn', self, s, dim, norm)

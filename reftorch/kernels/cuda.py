@@ -194,6 +194,33 @@ def logaddexp(a, b):
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cabs(x):
+    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return abs(x)
+    return x if x >= 0 else -x
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def sgn(x):
+    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        m = abs(x)
+        return x / m if m != 0 else x * 0
+    return (x > 0) - (x < 0)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cangle(x):
+    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return atan2(x.imag, x.real)
+    if x != x:
+        return x
+    return pi if x < 0 else 0.0
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
@@ -1328,8 +1355,8 @@ def neg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @cuda.jit
@@ -6240,6 +6267,102 @@ def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
         out[po] = _s_logaddexp2(a0[p0], a1[p1])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@cuda.jit
+def _conj_physical_contig(out, a0):
+    # ops.yaml: _conj_physical
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical(a0[i])
+
+
+@cuda.jit
+def _conj_physical_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@cuda.jit
+def sgn_contig(out, a0):
+    # ops.yaml: sgn
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn(a0[i])
+
+
+@cuda.jit
+def sgn_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@cuda.jit
+def angle_contig(out, a0):
+    # ops.yaml: angle
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle(a0[i])
+
+
+@cuda.jit
+def angle_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle(a0[p0])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -6277,20 +6400,20 @@ def _bw_neg_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @cuda.jit
 def _bw_abs_self_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -6639,144 +6762,6 @@ def _bw_sub_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
             po += c * o_st[d]
             p0 += c * a0_st[d]
         out[po] = _s__bw_sub_other(a0[p0], alpha)
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
-
-
-@cuda.jit
-def _bw_mul_self_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_self(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_self(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
-
-
-@cuda.jit
-def _bw_mul_other_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_other(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_other(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
-
-
-@cuda.jit
-def _bw__div_self_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_self(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw__div_self(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
-
-
-@cuda.jit
-def _bw__div_other_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_other(a0[i], a1[i], a2[i])
-
-
-@cuda.jit
-def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-        out[po] = _s__bw__div_other(a0[p0], a1[p1], a2[p2])
 
 
 @cuda.jit(device=True, inline=True)
@@ -10401,6 +10386,38 @@ def _bw_logaddexp2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
         out[po] = _s__bw_logaddexp2_other(a0[p0], a1[p1], a2[p2])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@cuda.jit
+def _bw__conj_physical_self_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self(a0[p0])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -11401,6 +11418,9 @@ KERNELS = {
     'gcd': dict(kind='elementwise', op='gcd', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'lcm': dict(kind='elementwise', op='lcm', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_conj_physical': dict(kind='elementwise', op='_conj_physical', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'sgn': dict(kind='elementwise', op='sgn', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'angle': dict(kind='elementwise', op='angle', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -11413,10 +11433,6 @@ KERNELS = {
     '_bw_add_other': dict(kind='elementwise', op='add', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
     '_bw_sub_self': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_sub_other': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
-    '_bw_mul_self': dict(kind='elementwise', op='mul', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_mul_other': dict(kind='elementwise', op='mul', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
-    '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_exponent': dict(kind='elementwise', op='pow', tensors=('grad', 'self', 'exponent', 'result'), scalars=(),
         kernels=('contig', 'strided')),
@@ -11567,6 +11583,7 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
+    '_bw__conj_physical_self': dict(kind='elementwise', op='_conj_physical', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),

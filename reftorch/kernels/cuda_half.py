@@ -194,6 +194,33 @@ def logaddexp(a, b):
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cabs(x):
+    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return abs(x)
+    return x if x >= 0 else -x
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def sgn(x):
+    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        m = abs(x)
+        return x / m if m != 0 else x * 0
+    return (x > 0) - (x < 0)
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cangle(x):
+    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return atan2(x.imag, x.real)
+    if x != x:
+        return x
+    return pi if x < 0 else 0.0
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
@@ -1674,8 +1701,8 @@ def neg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -1685,14 +1712,14 @@ def _s_abs_f16(self):
 
 @cuda.jit
 def abs_f16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_abs_f16(a0[i])
 
 
 @cuda.jit
 def abs_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -1716,14 +1743,14 @@ def _s_abs_bf16(self):
 
 @cuda.jit
 def abs_bf16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_abs_bf16(a0[i])
 
 
 @cuda.jit
 def abs_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -11524,6 +11551,210 @@ def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
         out[po] = _s_logaddexp2_bf16(a0[p0], a1[p1])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical_f16(self):
+    return f32_to_f16(_s__conj_physical(f16_to_f32(self)))
+
+
+@cuda.jit
+def _conj_physical_f16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical_f16(a0[i])
+
+
+@cuda.jit
+def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical_bf16(self):
+    return f32_to_bf16(_s__conj_physical(bf16_to_f32(self)))
+
+
+@cuda.jit
+def _conj_physical_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical_bf16(a0[i])
+
+
+@cuda.jit
+def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn_f16(self):
+    return f32_to_f16(_s_sgn(f16_to_f32(self)))
+
+
+@cuda.jit
+def sgn_f16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn_f16(a0[i])
+
+
+@cuda.jit
+def sgn_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn_bf16(self):
+    return f32_to_bf16(_s_sgn(bf16_to_f32(self)))
+
+
+@cuda.jit
+def sgn_bf16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn_bf16(a0[i])
+
+
+@cuda.jit
+def sgn_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle_f16(self):
+    return f32_to_f16(_s_angle(f16_to_f32(self)))
+
+
+@cuda.jit
+def angle_f16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle_f16(a0[i])
+
+
+@cuda.jit
+def angle_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle_bf16(self):
+    return f32_to_bf16(_s_angle(bf16_to_f32(self)))
+
+
+@cuda.jit
+def angle_bf16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle_bf16(a0[i])
+
+
+@cuda.jit
+def angle_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle_bf16(a0[p0])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -11597,8 +11828,8 @@ def _bw_neg_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -11608,14 +11839,14 @@ def _s__bw_abs_self_f16(grad, self):
 
 @cuda.jit
 def _bw_abs_self_f16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -11641,14 +11872,14 @@ def _s__bw_abs_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_abs_self_bf16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12369,298 +12600,6 @@ def _bw_sub_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha
             po += c * o_st[d]
             p0 += c * a0_st[d]
         out[po] = _s__bw_sub_other_bf16(a0[p0], alpha)
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_self_f16(grad, other):
-    return f32_to_f16(_s__bw_mul_self(f16_to_f32(grad), f16_to_f32(other)))
-
-
-@cuda.jit
-def _bw_mul_self_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_self_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_self_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_self_bf16(grad, other):
-    return f32_to_bf16(_s__bw_mul_self(bf16_to_f32(grad), bf16_to_f32(other)))
-
-
-@cuda.jit
-def _bw_mul_self_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_self_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_self_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_other_f16(grad, self):
-    return f32_to_f16(_s__bw_mul_other(f16_to_f32(grad), f16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_mul_other_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_other_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_other_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_mul_other_bf16(grad, self):
-    return f32_to_bf16(_s__bw_mul_other(bf16_to_f32(grad), bf16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_mul_other_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_mul_other_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_mul_other_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_self_f16(grad, other):
-    return f32_to_f16(_s__bw__div_self(f16_to_f32(grad), f16_to_f32(other)))
-
-
-@cuda.jit
-def _bw__div_self_f16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_self_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw__div_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw__div_self_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_self_bf16(grad, other):
-    return f32_to_bf16(_s__bw__div_self(bf16_to_f32(grad), bf16_to_f32(other)))
-
-
-@cuda.jit
-def _bw__div_self_bf16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_self_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw__div_self_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_other_f16(grad, self, other):
-    return f32_to_f16(_s__bw__div_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
-
-
-@cuda.jit
-def _bw__div_other_f16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_other_f16(a0[i], a1[i], a2[i])
-
-
-@cuda.jit
-def _bw__div_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-        out[po] = _s__bw__div_other_f16(a0[p0], a1[p1], a2[p2])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw__div_other_bf16(grad, self, other):
-    return f32_to_bf16(_s__bw__div_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
-
-
-@cuda.jit
-def _bw__div_other_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw__div_other_bf16(a0[i], a1[i], a2[i])
-
-
-@cuda.jit
-def _bw__div_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-        out[po] = _s__bw__div_other_bf16(a0[p0], a1[p1], a2[p2])
 
 
 @cuda.jit(device=True, inline=True)
@@ -20323,6 +20262,74 @@ def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
         out[po] = _s__bw_logaddexp2_other_bf16(a0[p0], a1[p1], a2[p2])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self_f16(grad):
+    return f32_to_f16(_s__bw__conj_physical_self(f16_to_f32(grad)))
+
+
+@cuda.jit
+def _bw__conj_physical_self_f16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self_f16(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self_bf16(grad):
+    return f32_to_bf16(_s__bw__conj_physical_self(bf16_to_f32(grad)))
+
+
+@cuda.jit
+def _bw__conj_physical_self_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self_bf16(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self_bf16(a0[p0])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -21996,6 +22003,9 @@ KERNELS = {
     'isposinf': dict(kind='elementwise', op='isposinf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_heaviside': dict(kind='elementwise', op='_heaviside', tensors=('self', 'values'), scalars=(), kernels=('contig', 'strided')),
     'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_conj_physical': dict(kind='elementwise', op='_conj_physical', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'sgn': dict(kind='elementwise', op='sgn', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'angle': dict(kind='elementwise', op='angle', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -22008,10 +22018,6 @@ KERNELS = {
     '_bw_add_other': dict(kind='elementwise', op='add', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
     '_bw_sub_self': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_sub_other': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
-    '_bw_mul_self': dict(kind='elementwise', op='mul', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_mul_other': dict(kind='elementwise', op='mul', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
-    '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_exponent': dict(kind='elementwise', op='pow', tensors=('grad', 'self', 'exponent', 'result'), scalars=(),
         kernels=('contig', 'strided')),
@@ -22162,6 +22168,7 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
+    '_bw__conj_physical_self': dict(kind='elementwise', op='_conj_physical', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),
