@@ -1844,7 +1844,7 @@ def fused(name, tensors, scalars):
     if spec is None:
         spec = OpSpec(dict(name=name, kind="fused", args=tuple((f"t{i}", "Tensor", None, False)
                                                                 for i in range(len(tensors))),
-                           dtypes=("bool", "int", "float"), result="same", outputs=1, differentiable=False,
+                           dtypes=D.FAMILIES, result="same", outputs=1, differentiable=False,
                            saves=(), identity=None, accumulate=None))
         _fused_specs[name] = spec
     if _tracer is not None:     # reftorch.compile records the backward of a step it captures
