@@ -128,3 +128,22 @@ def _c(p):
 def test_wirtinger_gradients(name):
     p = torch.tensor(np.random.default_rng(3).standard_normal((3, 3, 2)), requires_grad=True)
     assert gradcheck(_GRADS[name], (p,))
+
+
+def test_linalg_eig():
+    A = np.random.default_rng(0).standard_normal((2, 4, 4))
+    L, V = torch.linalg.eig(torch.tensor(A, dtype=torch.float32))
+    assert L.dtype is torch.complex64 and V.dtype is torch.complex64
+    np.testing.assert_allclose(A.astype(np.complex64) @ V.numpy(), V.numpy() * L.numpy()[:, None, :], atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(V.numpy(), axis=-2), 1, rtol=1e-5)
+    assert torch.linalg.eigvals(torch.tensor(A)).dtype is torch.complex128
+    with pytest.raises(RuntimeError, match="A must be batches of square matrices"):
+        torch.linalg.eig(torch.ones(2, 3))
+
+
+def test_linalg_eig_gradients():
+    a = torch.tensor(np.random.default_rng(1).standard_normal((3, 3)), requires_grad=True)
+    assert gradcheck(lambda a: torch.view_as_real(torch.linalg.eigvals(a)), (a,))
+    assert gradcheck(lambda a: torch.linalg.eig(a).eigenvectors.abs(), (a,))     # |V| is gauge-invariant
+    p = torch.tensor(np.random.default_rng(2).standard_normal((3, 3, 2)), requires_grad=True)
+    assert gradcheck(lambda p: torch.view_as_real(torch.linalg.eigvals(_c(p))), (p,))

@@ -1057,6 +1057,14 @@ SPECS = {
 
     'fft_ihfftn': {'name': 'fft_ihfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_linalg_eig': {'name': '_linalg_eig', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_linalg_eig_backward': {'name': '_linalg_eig_backward', 'kind': 'array', 'args': (('gL', 'Tensor', None, False), ('gV', 'Tensor', None, False), ('L', 'Tensor', None, False), ('V', 'Tensor', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    'linalg_eig': {'name': 'linalg_eig', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_eigvals': {'name': 'linalg_eigvals', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -6499,3 +6507,35 @@ def fft_ihfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
     if out is not None:
         return _rt.call_out('fft_ihfftn', out, fft_ihfftn, self, s, dim, norm)
     return _rt.composite('fft_ihfftn', self, s, dim, norm)
+
+
+def _linalg_eig(A):
+    """(eigenvalues, unit-norm eigenvectors) of general square matrices, complex (LAPACK geev).
+
+    ops.yaml: _linalg_eig"""
+    return _rt.call('_linalg_eig', (A, ), ())
+
+
+def _linalg_eig_backward(gL, gV, L, V):
+    """PyTorch's linalg_eig_backward, V^-H (diag(gL) + (V^H gV - V^H V diag(Re(V^H gV))) / conj(L_j - L_i)) V^H (first order: its NumPy body records no graph).
+
+    ops.yaml: _linalg_eig_backward"""
+    return _rt.call('_linalg_eig_backward', (gL, gV, L, V, ), ())
+
+
+def linalg_eig(A, *, out=None):
+    """torch.linalg.eig — complex eigenvalues and unit-norm eigenvectors of square matrices; tests/test_complex.py.
+
+    ops.yaml: linalg_eig"""
+    if out is not None:
+        return _rt.call_out('linalg_eig', out, linalg_eig, A)
+    return _rt.composite('linalg_eig', A)
+
+
+def linalg_eigvals(A, *, out=None):
+    """torch.linalg.eigvals — the complex eigenvalues of square matrices; tests/test_complex.py.
+
+    ops.yaml: linalg_eigvals"""
+    if out is not None:
+        return _rt.call_out('linalg_eigvals', out, linalg_eigvals, A)
+    return _rt.composite('linalg_eigvals', A)

@@ -1232,3 +1232,28 @@ def _fft_c2r_forward(self, dims, norm, last_dim_size):
     s = [self.shape[d] for d in dims[:-1]] + [last_dim_size]
     r = np.fft.irfftn(self, s=s, axes=dims, norm=mode)
     return r.astype(np.float32 if self.dtype == np.complex64 else np.float64, copy=False)
+
+
+def _linalg_eig_forward(A):
+    # ops.yaml: _linalg_eig
+    L, V = np.linalg.eig(A)
+    ct = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
+    return L.astype(ct), V.astype(ct)
+
+
+def _linalg_eig_backward_forward(gL, gV, L, V):
+    # ops.yaml: _linalg_eig_backward
+    Vh = np.conj(np.swapaxes(V, -1, -2))
+    VhgV = Vh @ gV
+    diag = np.diagonal(VhgV, 0, -2, -1)
+    if not np.allclose(diag.imag, 0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+                           "so it is ill-defined.")
+    Lc = np.conj(L)
+    E = Lc[..., None, :] - Lc[..., :, None]
+    n = L.shape[-1]
+    E[..., np.arange(n), np.arange(n)] = 1
+    inner = (VhgV - Vh @ (V * diag.real[..., None, :])) / E
+    inner[..., np.arange(n), np.arange(n)] = gL
+    return np.linalg.solve(Vh, inner @ Vh).astype(L.dtype, copy=False)

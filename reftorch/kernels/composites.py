@@ -2514,3 +2514,16 @@ def fft_ihfftn(F, self, s=None, dim=None, norm=None):
     code = F.fft_norm(norm, False)
     r = F.conj(F._fft_r2c(x, [dims[-1]], code, True))
     return F._fft_c2c(r, dims[:-1], code, False) if len(dims) > 1 else r
+
+
+def linalg_eig(F, A):
+    # ops.yaml: linalg_eig
+    F.linalg_check(A, 'linalg.eig', square=True)
+    L, V = F._linalg_eig(A)
+    return F.return_type('linalg_eig', eigenvalues=L, eigenvectors=V)
+
+
+def linalg_eigvals(F, A):
+    # ops.yaml: linalg_eigvals
+    F.linalg_check(A, 'linalg.eigvals', square=True)
+    return F._linalg_eig(A)[0]

@@ -2617,3 +2617,13 @@ def _fft_c2r_backward(F, grads, saved, needs, fused):
     if needs[0]:
         g[0] = F._fft_c2r_backward(grad, dims, norm)
     return g
+
+
+def _linalg_eig_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_eig
+    results = saved['results']
+    g = [None] * 1
+    # A: _linalg_eig_backward(grads[0], grads[1], results[0], results[1])
+    if needs[0]:
+        g[0] = F._linalg_eig_backward(grads[0], grads[1], results[0], results[1])
+    return g
