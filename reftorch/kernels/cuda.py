@@ -191,34 +191,30 @@ def logaddexp(a, b):
     return m + log1p(exp(-abs(a - b)))
 
 
-# ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+# Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
+# and complex numbers alike (.real/.imag/abs exist on both).
+@cuda.jit(device=True, inline=True)
 def cabs(x):
-    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
-    if isinstance(x, (complex, np.complex64, np.complex128)):
-        return abs(x)
-    return x if x >= 0 else -x
+    return abs(x)
 
 
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+@cuda.jit(device=True, inline=True)
 def sgn(x):
-    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
-    if isinstance(x, (complex, np.complex64, np.complex128)):
-        m = abs(x)
-        return x / m if m != 0 else x * 0
-    return (x > 0) - (x < 0)
+    m = abs(x)
+    if m != m:
+        return 0        # NaN: torch.sign's 0
+    return x / m if m != 0 else x * 0
 
 
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+@cuda.jit(device=True, inline=True)
 def cangle(x):
-    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
-    if isinstance(x, (complex, np.complex64, np.complex128)):
-        return atan2(x.imag, x.real)
-    if x != x:
-        return x
-    return pi if x < 0 else 0.0
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    if y.imag != 0:
+        return atan2(y.imag, y.real)
+    return pi if y.real < 0 else y.real * 0.0
 
+
+# ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
@@ -6765,6 +6761,144 @@ def _bw_sub_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw_mul_self(grad, other):
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    return grad * _s__conj_physical(other)
+
+
+@cuda.jit
+def _bw_mul_self_contig(out, a0, a1):
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_mul_self(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_mul_self(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw_mul_other(grad, self):
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    return grad * _s__conj_physical(self)
+
+
+@cuda.jit
+def _bw_mul_other_contig(out, a0, a1):
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw_mul_other(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw_mul_other(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__div_self(grad, other):
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    return grad / _s__conj_physical(other)
+
+
+@cuda.jit
+def _bw__div_self_contig(out, a0, a1):
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__div_self(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__div_self(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__div_other(grad, self, other):
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(self / (other * other))
+
+
+@cuda.jit
+def _bw__div_other_contig(out, a0, a1, a2):
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__div_other(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__div_other(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_pow_self(grad, exponent, self):
     # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
     return _s_where(exponent == 0, 0.0, grad * exponent * _s_pow(self, exponent - 1))
@@ -11433,6 +11567,10 @@ KERNELS = {
     '_bw_add_other': dict(kind='elementwise', op='add', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
     '_bw_sub_self': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_sub_other': dict(kind='elementwise', op='sub', tensors=('grad',), scalars=('alpha',), kernels=('contig', 'strided')),
+    '_bw_mul_self': dict(kind='elementwise', op='mul', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_bw_mul_other': dict(kind='elementwise', op='mul', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_exponent': dict(kind='elementwise', op='pow', tensors=('grad', 'self', 'exponent', 'result'), scalars=(),
         kernels=('contig', 'strided')),

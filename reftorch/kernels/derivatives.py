@@ -144,12 +144,12 @@ def mul_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad * conj(other)
+    # self: grad * _conj_physical(other)
     if needs[0]:
-        g[0] = grad * F.conj(other)
-    # other: grad * conj(self)
+        g[0] = F._fused('_bw_mul_self', (grad, other,), ()) if fused else grad * F._conj_physical(other)
+    # other: grad * _conj_physical(self)
     if needs[1]:
-        g[1] = grad * F.conj(self)
+        g[1] = F._fused('_bw_mul_other', (grad, self,), ()) if fused else grad * F._conj_physical(self)
     return g
 
 
@@ -159,12 +159,12 @@ def _div_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad / conj(other)
+    # self: grad / _conj_physical(other)
     if needs[0]:
-        g[0] = grad / F.conj(other)
-    # other: -grad * conj(self / (other * other))
+        g[0] = F._fused('_bw__div_self', (grad, other,), ()) if fused else grad / F._conj_physical(other)
+    # other: -grad * _conj_physical(self / (other * other))
     if needs[1]:
-        g[1] = -grad * F.conj(self / (other * other))
+        g[1] = F._fused('_bw__div_other', (grad, self, other,), ()) if fused else -grad * F._conj_physical(self / (other * other))
     return g
 
 
