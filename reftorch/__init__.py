@@ -98,6 +98,11 @@ def result_type(a, b):
 from . import nn, optim, utils  # noqa: E402
 from . import linalg  # noqa: E402
 from . import fft  # noqa: E402  (torch.fft over the registry's fft_* composites)
+from . import signal  # noqa: E402  (torch.signal.windows)
+from .signal.windows import (hann_window, hamming_window, blackman_window, bartlett_window,  # noqa: E402
+                             kaiser_window)
+from .signal._stft import stft, istft  # noqa: E402
+Tensor.stft, Tensor.istft = stft, istft
 from . import distributions  # noqa: E402  (torch.distributions, on the public API above)
 from ._nn_names import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, torch.lstm_cell ...: ATen signatures)
 from .serialization import save, load  # noqa: E402

@@ -116,3 +116,34 @@ def test_gradients(name):
     x = torch.tensor(RNG.standard_normal((3, 6)), requires_grad=True)
     p = torch.tensor(RNG.standard_normal((3, 4, 2)), requires_grad=True)
     assert gradcheck(lambda x, p: _GRADS[name](x, p), (x, p))
+
+
+def test_windows():
+    n = np.arange(6)
+    np.testing.assert_allclose(torch.hann_window(6).numpy(), 0.5 - 0.5 * np.cos(2 * np.pi * n / 6), atol=1e-7)
+    np.testing.assert_allclose(torch.hann_window(5, periodic=False).numpy(), np.hanning(5), atol=1e-7)
+    np.testing.assert_allclose(torch.hamming_window(5, periodic=False).numpy(), np.hamming(5), atol=1e-7)
+    np.testing.assert_allclose(torch.blackman_window(5, periodic=False).numpy(), np.blackman(5), atol=1e-7)
+    np.testing.assert_allclose(torch.bartlett_window(5, periodic=False).numpy(), np.bartlett(5), atol=1e-7)
+    np.testing.assert_allclose(torch.kaiser_window(5, False, beta=3.0, dtype=torch.float64).numpy(), np.kaiser(5, 3.0))
+    W = torch.signal.windows
+    np.testing.assert_allclose(W.gaussian(5, std=1.5).numpy(), np.exp(-((np.arange(5) - 2) / 1.5) ** 2 / 2), atol=1e-7)
+    np.testing.assert_allclose(W.cosine(4).numpy(), np.sin(np.pi * (np.arange(4) + 0.5) / 4), atol=1e-7)
+    np.testing.assert_allclose(W.hann(6, sym=False).numpy(), torch.hann_window(6).numpy())
+    assert torch.hann_window(1).tolist() == [1.0] and torch.hann_window(0).shape == (0,)
+    with pytest.raises(RuntimeError, match="requires non-negative window_length"):
+        torch.hann_window(-1)
+
+
+def test_stft_istft_round_trip():
+    x = torch.tensor(RNG.standard_normal((2, 64)), dtype=torch.float32)
+    w = torch.hann_window(16)
+    S = torch.stft(x, 16, hop_length=4, window=w, return_complex=True)
+    assert S.shape == (2, 9, 17) and S.dtype is torch.complex64
+    # frame 3 of the reflect-padded signal, windowed, through rfft
+    padded = np.pad(x.numpy(), ((0, 0), (8, 8)), mode="reflect")
+    np.testing.assert_allclose(S.numpy()[:, :, 3], np.fft.rfft(padded[:, 12:28] * w.numpy()), atol=1e-4)
+    y = torch.istft(S, 16, hop_length=4, window=w, length=64)
+    np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-5)
+    with pytest.raises(RuntimeError, match="stft requires the return_complex parameter"):
+        torch.stft(x, 16)
