@@ -12,9 +12,9 @@ import math
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
-    if dtype is None and (not F.is_floating(self)):
+    if dtype is None and (not self.dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {self.dtype.short}')
-    if dtype is not None and (not dtype.is_floating_point):
+    if dtype is not None and (not dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {dtype.short}')
     return F.sum(self, dim, keepdim, dtype=dtype) / F.numel_of(self.shape, dim)
 
