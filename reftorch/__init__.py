@@ -49,6 +49,8 @@ del _name, _spec, _alias
 # Tensor.real / .imag are attributes in PyTorch (views; assigning one copies into it)
 Tensor.real = property(_api.real, lambda self, v: _api.real(self).copy_(v))
 Tensor.imag = property(_api.imag, lambda self, v: _api.imag(self).copy_(v))
+Tensor.cfloat = lambda self, memory_format=None: self.to(complex64)      # as Tensor.float() / .double()
+Tensor.cdouble = lambda self, memory_format=None: self.to(complex128)
 
 float = float32  # noqa: A001
 double = float64

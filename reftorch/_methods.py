@@ -4,6 +4,8 @@
 its Python operators (reflected ones swap their operands)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _dtype as D
@@ -189,6 +191,11 @@ def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
+    if self.dtype.is_complex and not dtype.is_complex:     # PyTorch keeps the real part, and says so
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+        self = F.real(self)
+        if self.dtype is dtype:
+            return F.clone(self)
     if self.device.type != "cpu":
         from ._cuda_dispatch import clone
         out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
