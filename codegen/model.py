@@ -18,8 +18,10 @@ import yaml
 
 KINDS = ("unary", "binary", "ternary", "reduction", "argreduction", "scan", "array", "composite", "view", "foreach")
 ELEMENTWISE = ("unary", "binary", "ternary")
-FAMILIES = ("bool", "int", "float")
-RESULT_RULES = ("same", "float", "bool", "int64", "none")
+FAMILIES = ("bool", "int", "float", "complex")
+REAL_FAMILIES = ("bool", "int", "float")    # an op's `dtypes:` when it names none (complex is opted into)
+# real: complex inputs give their real dtype (abs); real_float: that, and integers the default float (angle)
+RESULT_RULES = ("same", "float", "bool", "int64", "none", "real", "real_float")
 # Tensor args take part in type promotion; Index (integer) and Mask (bool) args do not and get no gradient.
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
@@ -64,6 +66,9 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
            "linalg_tolerance", "chain_order_matmul",
+           # torch.fft's argument handling (reftorch/_fft_checks.py)
+           "fft_norm", "fft_promote", "fft_dim", "fft_shape_dims", "fft_c2r_shape_dims", "fft_check_real",
+           "fft_check_complex",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled"}
@@ -424,7 +429,7 @@ def parse_op(raw, path, registered_names) -> Op:
     scalar = _parse_scalar(e, kind, sig)
     reduce = _parse_reduce(e, kind)
     body = _parse_body(e, kind, sig, registered_names)
-    dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(FAMILIES))
+    dtypes = e.pop("dtypes", list, required=kind not in ("composite", "view"), default=list(REAL_FAMILIES))
     for fam in dtypes:
         if fam not in FAMILIES:
             e.fail("dtypes", f"unknown dtype family {fam!r} (known: {', '.join(FAMILIES)})")
@@ -624,7 +629,7 @@ def _parse_rejects(e):
     """`rejects: {"any int": message}` — the error PyTorch raises for inputs of a dtype family."""
     rejects = []
     for key, msg in e.pop("rejects", dict, default={}).items():
-        m = re.fullmatch(r"(any|all) (bool|int|float)", str(key))
+        m = re.fullmatch(r"(any|all) (bool|int|float|complex)", str(key))
         if m is None or not isinstance(msg, str):
             e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
                               "raises when any/all tensor inputs have that dtype family)")
@@ -682,7 +687,7 @@ def _parse_scalars_in_dtype(e, kind, sig):
 
 # what a view's `geometry:` body reads besides the op's arguments: self's layout, whether the in-place variant
 # (`t_`) calls it (its errors name that variant), and the helpers of codegen/templates/geometry.py
-GEOMETRY_LAYOUT = ("shape", "strides", "offset", "inplace")
+GEOMETRY_LAYOUT = ("shape", "strides", "offset", "dtype", "inplace")
 
 
 def geometry_params(op):
@@ -691,7 +696,7 @@ def geometry_params(op):
     args = [a for a in op.signature.args if a.name != "self"]
     params = [f"{a.name}_arg" if a.name in GEOMETRY_LAYOUT else a.name for a in args]
     return ["shape", "strides", "offset"] + [p if a.default is None else f"{p}={a.default}"
-                                             for p, a in zip(params, args)] + ["inplace=False"]
+                                             for p, a in zip(params, args)] + ["*", "dtype=None", "inplace=False"]
 
 
 def _geometry_helpers():
@@ -704,8 +709,10 @@ GEOMETRY_HELPERS = _geometry_helpers()
 
 
 def _parse_geometry(e, kind, sig):
-    """`geometry:` — a view op's Python body over self's layout (shape, strides, offset) and its arguments,
-    returning the view's (shape, strides, offset); strides None asks for a contiguous copy (reshape)."""
+    """`geometry:` — a view op's Python body over self's layout (shape, strides, offset, dtype) and its arguments,
+    returning the view's (shape, strides, offset); strides None asks for a contiguous copy (reshape). A view that
+    reads the same bytes as another dtype (real, view_as_complex) returns that dtype fourth, strides and offset in
+    its elements."""
     body = e.pop("geometry", str)
     if kind != "view":
         if body is not None:
@@ -715,7 +722,7 @@ def _parse_geometry(e, kind, sig):
         e.fail("geometry", "a view op needs a geometry body returning (shape, strides, offset)")
     if [a.name for a in sig.tensor_args] != ["self"]:
         e.fail("signature", "a view op takes one Tensor argument, self")
-    params = {p.split("=")[0] for p in geometry_params(Op("", kind, sig, 0))}
+    params = {p.split("=")[0] for p in geometry_params(Op("", kind, sig, 0))} - {"*"}
     unknown = names_in(body, e, "geometry", "exec") - params - GEOMETRY_HELPERS - set(dir(builtins))
     if unknown:
         e.fail("geometry", f"names unknown variable(s) {sorted(unknown)}; it may use shape, strides, offset, "

@@ -17,7 +17,7 @@ _api._rt = _dispatch            # generated wrappers call into the dispatcher
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
                      get_default_dtype, set_default_dtype, promote_types)
-from ._dtype import float16, bfloat16  # noqa: E402
+from ._dtype import float16, bfloat16, complex64, complex128  # noqa: E402
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
@@ -52,13 +52,20 @@ for _name, _spec in _api.SPECS.items():
         globals()[_name + "_"] = getattr(_api, _name + "_")
 del _name, _spec, _alias
 
+# Tensor.real / .imag are attributes in PyTorch (views; assigning one copies into it)
+Tensor.real = property(_api.real, lambda self, v: _api.real(self).copy_(v))
+Tensor.imag = property(_api.imag, lambda self, v: _api.imag(self).copy_(v))
+Tensor.cfloat = lambda self, memory_format=None: self.to(complex64)      # as Tensor.float() / .double()
+Tensor.cdouble = lambda self, memory_format=None: self.to(complex128)
+
 float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
 short = int16
 half = float16
-cfloat = None
+cfloat = complex64
+cdouble = complex128
 strided = "torch.strided"
 __version__ = "0.1.0"
 
@@ -130,7 +137,7 @@ sparse.bind(globals())
 # public API above (`import reftorch as torch`), so importing them here would be an import cycle through this
 # module; they load when a program first names them (reftorch.nn, `from reftorch import nn`, import reftorch.nn)
 _LIBRARY = ("nn", "optim", "utils", "linalg", "distributions", "special", "amp", "functional", "jit", "onnx",
-            "random", "hub", "serialization", "distributed", "profiler", "func")
+            "random", "hub", "serialization", "distributed", "profiler", "func", "fft", "signal")
 # names of the top level that library modules define: name -> module
 _EXPORTS = {"save": "serialization", "load": "serialization", "compile": "compile", "vmap": "func"}
 _EXPORTS.update(dict.fromkeys((
@@ -139,6 +146,20 @@ _EXPORTS.update(dict.fromkeys((
     "is_autocast_cpu_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "set_autocast_cpu_enabled",
     "set_autocast_cpu_dtype", "set_autocast_gpu_dtype"), "amp"))
 _EXPORTS["cpu"] = "amp.legacy"      # reftorch.cpu(.amp): module objects that amp.legacy builds
+_EXPORTS.update(dict.fromkeys(("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                              "kaiser_window"), "signal.windows"))
+_EXPORTS.update(stft="signal._stft", istft="signal._stft")
+
+
+def _library_method(name):
+    """A Tensor method that a library module defines (stft, istft): that module loads on the first call."""
+    def method(self, *args, **kwargs):
+        return __getattr__(name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+Tensor.stft, Tensor.istft = _library_method("stft"), _library_method("istft")
 
 
 def __getattr__(name):

@@ -23,7 +23,7 @@ _GRAD_DTYPE_ERROR = "Only Tensors of floating point and complex dtype can requir
 
 
 def _finish(arr, dtype, device=None, requires_grad=False):
-    if requires_grad and not dtype.is_floating_point:
+    if requires_grad and dtype.category < 2:
         raise RuntimeError(_GRAD_DTYPE_ERROR)
     dev = as_device(device)
     if dev.type == "meta":      # the geometry only (reftorch/_meta.py)
@@ -41,7 +41,7 @@ def _finish(arr, dtype, device=None, requires_grad=False):
     return t
 
 
-_SCALAR_ERRORS = {"float": "must be real number, not {}", "bool": "'{}' object cannot be interpreted as an integer",
+_SCALAR_ERRORS = {"float": "must be real number, not {}", "complex": "must be real number, not {}", "bool": "'{}' object cannot be interpreted as an integer",
                   "int": "'{}' object cannot be interpreted as an integer"}
 
 
@@ -65,7 +65,7 @@ def _leaf_dtype(x):
     if isinstance(x, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if isinstance(x, complex):
-        raise TypeError("reftorch has no complex dtypes (complex64/complex128 are not supported)")
+        return D.default_complex()
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
 
 
@@ -125,7 +125,7 @@ def _flatten(x, shape, dim, out, kind):
         _flatten(y, shape, dim + 1, out, kind)
 
 
-_PY_SCALARS = {float, int, bool}
+_PY_SCALARS = {float, int, bool, complex}
 
 
 def _python_scalars(data):
@@ -149,6 +149,8 @@ def _python_scalars(data):
 def _fast_array(data, dt):
     """np.array of Python numbers in dtype dt when it needs no checks PyTorch makes (None: take the slow path)."""
     try:
+        if dt.category == 3:
+            return np.array(data, dtype=np.complex128).astype(dt.np)
         if dt.category == 2:
             return np.array(data, dtype=np.float64).astype(dt.np)
         arr = np.array(data)
@@ -189,6 +191,8 @@ def _convert(values, shape, dt):
             raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
         with np.errstate(invalid="ignore"):
             arr = arr.astype(np.int64).astype(dt.np) if arr.dtype == np.float64 else arr.astype(dt.np)
+    elif dt.category == 3:
+        arr = np.array(values, dtype=np.complex128).astype(dt.np)
     elif dt.category == 0:
         arr = np.array(values, dtype=np.float64).astype(bool)
     else:
@@ -222,7 +226,7 @@ def _from_data(data, dt, device, requires_grad):
         return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)
     fast = _python_scalars(data)
     if fast is not None:        # nested lists of Python numbers only: NumPy builds it (ragged data: the walk below)
-        dt = dt or (D.defaults.float if float in fast else D.int64 if int in fast else D.bool_ if fast else
+        dt = dt or (D.default_complex() if complex in fast else D.defaults.float if float in fast else D.int64 if int in fast else D.bool_ if fast else
                     D.defaults.float)
         arr = _fast_array(data, dt)
         if arr is not None:
@@ -232,7 +236,7 @@ def _from_data(data, dt, device, requires_grad):
     shape = _sizes(data)
     values = []
     if 0 not in shape:      # PyTorch stores (and checks) the elements only when there are any
-        _flatten(data, shape, 0, values, ("bool", "int", "float")[dt.category])
+        _flatten(data, shape, 0, values, D.FAMILIES[dt.category])
     return _finish(_convert(values, tuple(shape), dt), dt, device, requires_grad)
 
 
@@ -729,16 +733,26 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     _check_one_size("randn", args, size, bare=dtype is None and out is None and device is None and generator is None)
     shape = _size_args("randn", args, size)
     dt = _out_dtype("randn", dtype, out)
-    if dt.category != 2:
+    if dt.category < 2:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{dt.short}'")
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if dt.is_complex:       # PyTorch: real and imaginary parts each N(0, 1/2), drawn as interleaved pairs
+        return _complex_normal(shape, dt, generator, device, out, requires_grad)
     if _on_cuda(device) and out is None:
         from ._cuda_random import normal as _cuda_normal
         return _grad(_cuda_normal(shape, dt, as_device(device)), requires_grad)
     from . import _philox       # (as in rand)
     with _alloc.sized(shape, 8):
         arr = _philox.normal(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
+    t = _finish(arr, dt, device if out is None else None, requires_grad)
+    return _into("randn", out, t)
+
+
+def _complex_normal(shape, dt, generator, device, out, requires_grad):
+    with _alloc.sized(shape, 16):
+        pairs = _rng(generator).standard_normal(tuple(shape) + (2,)) * np.sqrt(0.5)
+    arr = pairs.astype(dt.to_real().np).view(dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
     return _into("randn", out, t)
 

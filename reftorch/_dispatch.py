@@ -23,7 +23,7 @@ from . import _threads
 from . import _alloc
 from . import _autocast
 from ._device import CPU
-from ._tensor import Storage, Tensor
+from ._tensor import Storage, Tensor, reinterpreted
 from ._tensor import _set_requires_grad_slot
 from .autograd import grad_mode
 from .autograd.graph import NO_EDGE, OpNode, SavedTensor, grad_accumulator, gradient_edge
@@ -154,13 +154,13 @@ class OpSpec:
 
     def check_inputs(self, ts):
         """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
-        fams = [("bool", "int", "float")[t.dtype.category] for t in ts]
+        fams = [D.FAMILIES[t.dtype.category] for t in ts]
         for quant, fam, msg in self.rejects:
             if (any if quant == "any" else all)(f == fam for f in fams):
                 raise RuntimeError(msg)
 
     def check_dtype(self, dtype):
-        fam = ("bool", "int", "float")[dtype.category]
+        fam = D.FAMILIES[dtype.category]
         if fam not in self.families:
             raise RuntimeError(f"\"{self.name}\" not implemented for '{dtype.short}'")
 
@@ -183,9 +183,11 @@ def as_tensor_arg(x, dtype=None):
     if isinstance(x, Tensor):
         return x
     from ._creation import tensor as make_tensor, wrapped_scalar
-    if isinstance(x, (bool, int, float, np.number, np.bool_)):
+    if isinstance(x, (bool, int, float, complex, np.number, np.bool_)):
         if dtype is None and isinstance(x, (float, np.floating)):
             dtype = D.float64       # a wrapped number keeps double precision (only its category promotes)
+        elif dtype is None and isinstance(x, (complex, np.complexfloating)):
+            dtype = D.complex128
         t = wrapped_scalar(x, dtype)
         t._wrapped = True
         return t
@@ -247,9 +249,11 @@ def _result_dtypes(spec, ts):
         spec.check_inputs(promotable)
     dt = promoted(spec, promotable)
     spec.check_dtype(dt)
-    if spec.result == "float" and dt.category < 2:
+    if spec.result in ("float", "real_float") and dt.category < 2:
         dt = D.defaults.float
     out = {"bool": D.bool_, "int64": D.int64}.get(spec.result, dt)
+    if spec.result in ("real", "real_float"):   # a real function of a complex number (abs, angle)
+        out = dt.to_real()
     return dt, out
 
 
@@ -885,7 +889,7 @@ def _in_dtype_scalars(spec, scalars, dtype):
             v = v.item()
         if isinstance(v, (bool, np.bool_)) and dtype is not D.bool_:
             raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
-        if isinstance(v, (float, np.floating)) and dtype.category != 2:
+        if isinstance(v, (float, np.floating)) and dtype.category < 2:
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
         if dtype is D.bool_ and v is not None:
             scalars[i] = bool(v)
@@ -897,6 +901,8 @@ def _scalar_arg(v, dtype):
         v = v.item()
     if v is None:
         return v
+    if dtype.category == 3:
+        return complex(v)
     if dtype.category == 2:
         return float(v)
     D.check_scalar_fits(v, dtype)
@@ -1104,7 +1110,7 @@ def _acc_dtype(spec, dt):
     if dt.half and rule not in ("bool", "int64"):
         return _half.acc_dtype(rule)
     if rule == "wide":
-        return D.float64 if dt.category == 2 else D.int64
+        return D.complex128 if dt.category == 3 else D.float64 if dt.category == 2 else D.int64
     return {"float64": D.float64, "int64": D.int64, "bool": D.bool_}.get(rule, dt)
 
 
@@ -1275,7 +1281,7 @@ def _reduction(spec, tensors, scalars, key):
 def _identity(src, dtype):
     v = {"inf": np.inf, "-inf": -np.inf}.get(str(src))
     if v is None:
-        v = float(src) if dtype.category == 2 else (bool(float(src)) if dtype.category == 0 else int(float(src)))
+        v = complex(float(src)) if dtype.category == 3 else float(src) if dtype.category == 2 else (bool(float(src)) if dtype.category == 0 else int(float(src)))
     return v
 
 
@@ -1546,17 +1552,20 @@ def view(spec, tensors, scalars):
     x = tensors[0]
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    shape, strides, off = spec.geometry(x._shape, x._strides, x._offset, *scalars)
-    storage = x._storage
+    dtype, storage = x.dtype, x._storage
+    shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype)
+    if new_dtype:      # the same bytes as another dtype (real, imag, view_as_real/complex): an alias storage
+        dtype = new_dtype[0]
+        storage = reinterpreted(storage, dtype.np)
     if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
         from ._creation import _copy_tensor
         copy = _meta.like(x) if x.device.type == "meta" else _copy_tensor(x, keep_graph=False)
         storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
-    else:
+    elif not new_dtype:
         _check_extent(x, shape, strides, off)
     base = x._base if x._base is not None else x
-    out = Tensor._make(storage, off, tuple(shape), tuple(strides), x.dtype, x.device,
-                       base if storage is x._storage else None)
+    out = Tensor._make(storage, off, tuple(shape), tuple(strides), dtype, x.device,
+                       base if storage is x._storage or new_dtype else None)
     if grad_mode.state.enabled and x.requires_grad:
         record(spec, (x,), scalars, (out,))
     return out
@@ -1860,7 +1869,7 @@ def fused(name, tensors, scalars):
     if spec is None:
         spec = OpSpec(dict(name=name, kind="fused", args=tuple((f"t{i}", "Tensor", None, False)
                                                                 for i in range(len(tensors))),
-                           dtypes=("bool", "int", "float"), result="same", outputs=1, differentiable=False,
+                           dtypes=D.FAMILIES, result="same", outputs=1, differentiable=False,
                            saves=(), identity=None, accumulate=None))
         _fused_specs[name] = spec
     if _tracer is not None:     # reftorch.compile records the backward of a step it captures
@@ -1885,7 +1894,7 @@ def record(spec, inputs, scalars, outputs, inplace=False):
     names = _tensor_names(spec, len(inputs))
     edges, meta = [], []
     for t in inputs:
-        differentiable = isinstance(t, Tensor) and t.dtype.category == 2
+        differentiable = isinstance(t, Tensor) and t.dtype.category >= 2
         edges.append(gradient_edge(t) if differentiable else NO_EDGE)
         meta.append((t._shape, t.dtype) if isinstance(t, Tensor) else ((), None))
     if all(e[0] is None for e in edges):
@@ -1925,7 +1934,7 @@ def record(spec, inputs, scalars, outputs, inplace=False):
         rebase_history(outputs[0], node)
         return
     for i, o in enumerate(outputs):
-        if o.dtype.category == 2:
+        if o.dtype.category >= 2:
             o.requires_grad = True
             o.grad_fn = node
             o._output_nr = i
@@ -1941,7 +1950,7 @@ def _record_lean(spec, inputs, scalars, outputs):
         if isinstance(t, Tensor):
             dt = t.dtype
             meta.append((t._shape, dt))
-            if dt.category == 2:
+            if dt.category >= 2:
                 fn = t.grad_fn             # gradient_edge(t), inlined
                 if fn is not None:          # (a tensor with a grad_fn requires grad)
                     edges.append((fn, t._output_nr))
@@ -1997,7 +2006,7 @@ def _record_lean(spec, inputs, scalars, outputs):
         record_trace(node)
     nr = 0
     for o in outputs:
-        if o.dtype.category == 2:
+        if o.dtype.category >= 2:
             _set_requires_grad_slot(o, True)
             o.grad_fn = node
             o._output_nr = nr

@@ -1,9 +1,10 @@
 """dtypes and PyTorch's type promotion.
 
-Promotion follows PyTorch: categories bool < integer < floating; within the category of the highest
+Promotion follows PyTorch: categories bool < integer < floating < complex; within the category of the highest
 dimensioned tensor the usual lattice applies; 0-d tensors and Python scalars take part only when
 their category is higher than every dimensioned operand's (a 0-d tensor then gives its own dtype, a
-Python scalar the default dtype of its category).
+Python scalar the default dtype of its category), except that a complex operand of a lower tier keeps the
+floating operand's width (float64 tensor * 1j is complex128, PyTorch's combine_categories).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ class dtype:
     def __init__(self, name, np_dtype, category, short):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.category = category          # 0 bool, 1 integer, 2 floating
+        self.category = category          # 0 bool, 1 integer, 2 floating, 3 complex
         self.itemsize = self.np.itemsize
         self.short = short                # PyTorch's scalar-type name used in error messages
         self.half = None                  # "f16" / "bf16": a 16-bit float whose kernels are in kernels/cpu_half.py
@@ -27,15 +28,27 @@ class dtype:
         return self.category == 2
 
     @property
+    def differentiable(self):
+        """Floating and complex tensors take part in autograd."""
+        return self.category >= 2
+
+    @property
     def is_signed(self):
         return self.name not in ("bool", "uint8")
 
     @property
     def is_complex(self):
-        return False
+        return self.category == 3
 
     def to_real(self):
-        return self
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self):
+        if self.category == 3:
+            return self
+        if self.category != 2:
+            raise RuntimeError(f"to_complex is only supported for floating point dtypes, got {self!r}")
+        return complex128 if self is float64 else complex64
 
     def __repr__(self):
         return f"torch.{self.name}"
@@ -57,14 +70,20 @@ float16 = dtype("float16", np.float16, 2, "Half")
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2, "BFloat16")
 HALF = (float16, bfloat16)
 float16.half, bfloat16.half = "f16", "bf16"
+# complex: NumPy's interleaved (real, imag) pairs; a real/imag view reads the same bytes as float32/64
+complex64 = dtype("complex64", np.complex64, 3, "ComplexFloat")
+complex128 = dtype("complex128", np.complex128, 3, "ComplexDouble")
+_TO_REAL = {complex64: float32, complex128: float64}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 _FROM_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": float16,
-           "bool": bool_}
+           "bool": bool_, "cfloat": complex64, "cdouble": complex128}
 _BY_NAME["half"] = float16
-FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float16, bfloat16, float32, float64)}
+FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float16, bfloat16, float32, float64),
+          "complex": (complex64, complex128)}
+FAMILIES = ("bool", "int", "float", "complex")     # by category: FAMILIES[dtype.category]
 
 
 def _by_name(name):
@@ -80,6 +99,11 @@ defaults = _Defaults()
 
 def get_default_dtype():
     return defaults.float
+
+
+def default_complex():
+    """PyTorch's default complex dtype follows the default float dtype."""
+    return complex128 if defaults.float is float64 else complex64
 
 
 _on_default_change = []     # callbacks of the layers that cache result dtypes (the dispatcher's plans)
@@ -100,7 +124,7 @@ def from_numpy(np_dtype):
     d = _FROM_NP.get(np.dtype(np_dtype))
     if d is None:
         raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-                        "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
+                        "float64, float32, float16, complex64, complex128, bfloat16, int64, int32, int16, int8, uint8, and bool.")
     return d
 
 
@@ -114,6 +138,8 @@ def as_dtype(x):
         return int64
     if x is bool:
         return bool_
+    if x is complex:
+        return default_complex()
     if isinstance(x, str) and x in _BY_NAME:
         return _BY_NAME[x]
     try:
@@ -127,7 +153,12 @@ def promote_types(a, b):
     if a is b:
         return a
     if a.category != b.category:
-        return a if a.category > b.category else b
+        hi, lo = (a, b) if a.category > b.category else (b, a)
+        if hi.category == 3 and lo is float64:
+            return complex128
+        return hi
+    if a.category == 3:
+        return complex128 if complex128 in (a, b) else complex64
     if a.category == 2 and (a in HALF or b in HALF):
         if a.itemsize != b.itemsize:
             return a if a.itemsize > b.itemsize else b
@@ -143,11 +174,13 @@ def scalar_category(v):
         return 1
     if isinstance(v, (float, np.floating)):
         return 2
+    if isinstance(v, (complex, np.complexfloating)):
+        return 3
     raise TypeError(f"unsupported scalar type {type(v).__name__}")
 
 
 def scalar_default(category):
-    return (bool_, int64, defaults.float)[category]
+    return (bool_, int64, defaults.float)[category] if category < 3 else default_complex()
 
 
 def result_type(dim_dtypes, zero_dim_dtypes=(), scalar_categories=()):
@@ -159,10 +192,11 @@ def result_type(dim_dtypes, zero_dim_dtypes=(), scalar_categories=()):
     for d in zero_dim_dtypes:
         zd = d if zd is None else promote_types(zd, d)
     if zd is not None and (result is None or zd.category > result.category):
-        result = zd
+        result = result.to_complex() if zd.category == 3 and result is not None and result.category == 2 else zd
     sc = max(scalar_categories, default=None)
     if sc is not None and (result is None or sc > result.category):
-        result = scalar_default(sc)
+        result = result.to_complex() if sc == 3 and result is not None and result.category == 2 else \
+            scalar_default(sc)
     return result
 
 
@@ -174,7 +208,7 @@ _C_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int1
 def check_scalar_fits(value, dt):
     """A Python number passed as a Scalar argument (alpha, a threshold...) must fit the integer dtype it is
     converted to, as PyTorch's checked conversion demands; floating dtypes take anything (overflow -> inf)."""
-    if dt.category == 2 or isinstance(value, bool):
+    if dt.category >= 2 or isinstance(value, bool):
         return
     if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
         raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")

@@ -242,7 +242,7 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 def _write(self, index, value, accumulate):
-    if not isinstance(value, (Tensor, bool, int, float, np.number, np.bool_)):
+    if not isinstance(value, (Tensor, bool, int, float, complex, np.number, np.bool_)):
         name = type(value).__name__ if type(value).__module__ == "builtins" else \
             f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")

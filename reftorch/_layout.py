@@ -115,3 +115,4 @@ def collapse_operands(shape, tensors):
     if not cshape:
         cshape, cstrides = (1,), [(0,)] * len(strides)
     return cshape, [(t._storage.data, t._offset, st) for t, st in zip(tensors, cstrides[1:])]
+

@@ -34,7 +34,7 @@ def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True):
     """PyTorch's checks, in its order: dimensions, then dtype, then squareness."""
     if A.ndim < min_dims:
         raise RuntimeError(f"{fn}: The input tensor {name} must have at least {min_dims} dimensions.")
-    if floating and not A.dtype.is_floating_point:
+    if floating and A.dtype.category < 2:        # floating or complex
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A.dtype.short}")
     if floating and A.dtype.itemsize == 2:
         raise NotImplementedError(f'"{fn.split(".")[-1]}_cpu" not implemented for \'{A.dtype.short}\'')

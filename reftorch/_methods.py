@@ -4,6 +4,8 @@
 its Python operators (reflected ones swap their operands)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _dispatch
@@ -45,7 +47,7 @@ def _get_requires_grad(self):
 
 def _set_requires_grad(self, value):
     value = bool(value)
-    if value and not self.dtype.is_floating_point:
+    if value and not self.dtype.differentiable:
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     if not value and getattr(self, "grad_fn", None) is not None:
         raise RuntimeError(_NON_LEAF_REQUIRES_GRAD)
@@ -53,7 +55,7 @@ def _set_requires_grad(self, value):
 
 
 def _requires_grad_(self, requires_grad=True):
-    if requires_grad and not self.dtype.is_floating_point:
+    if requires_grad and not self.dtype.differentiable:
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     _set_requires_grad(self, requires_grad)
     return self
@@ -190,10 +192,15 @@ def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
+    if self.dtype.is_complex and not dtype.is_complex:     # PyTorch keeps the real part, and says so
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+        self = F.real(self)
+        if self.dtype is dtype:
+            return F.clone(self)
     if self.device.type != "cpu":
         from ._cuda_dispatch import clone
         out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
-        if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+        if grad_mode.state.enabled and self.requires_grad and dtype.differentiable:
             record(spec, (self,), (), (out,))
         return out
     out = empty(self._shape, dtype)
@@ -203,7 +210,7 @@ def _convert(self, dtype):
                 out._array()[...] = self._array()
     else:
         run_elementwise(spec, [self], [], out)
-    if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
+    if grad_mode.state.enabled and self.requires_grad and dtype.differentiable:
         record(spec, (self,), (), (out,))
     if _dispatch._forward is not None:      # a transform is on: forward AD's tangent follows, vmap converts
         return _dispatch._forward.converted(self, out)     # the whole batch (autograd/forward_ad.py, func/_vmap.py)
@@ -367,6 +374,15 @@ def _mT(self):
     return F.transpose(self, -2, -1)
 
 
+def _H(self):
+    """x.H / x.mH: the conjugate transpose; for complex tensors a conjugated copy (no lazy conjugate bit here)."""
+    return _T(self).conj() if self.dtype.is_complex else _T(self)
+
+
+def _mH(self):
+    return _mT(self).conj() if self.dtype.is_complex else _mT(self)
+
+
 def _expand_as(self, other):
     return F.expand(self, other.shape)
 
@@ -408,7 +424,7 @@ METHODS = {
     "new_full": _legacy.new_full, "new_tensor": _legacy.new_tensor, "new_empty_strided": _legacy.new_empty_strided,
     "view": _view, "reshape": _reshape, "expand": _expand, "permute": _permute,
     "__getitem__": _indexing.getitem, "__setitem__": _indexing.setitem, "index_put_": _indexing.index_put_,
-    "T": property(_T), "mT": property(_mT), "H": property(_T), "mH": property(_mT),
+    "T": property(_T), "mT": property(_mT), "H": property(_H), "mH": property(_mH),
     "expand_as": _expand_as, "view_as": _view_as, "reshape_as": _reshape_as,
 }
 

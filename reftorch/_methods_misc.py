@@ -394,8 +394,7 @@ METHODS = {
     "is_signed": lambda self: self.dtype.is_signed, "is_nonzero": _is_nonzero,
     "is_same_size": lambda self, other: self._shape == other._shape, "is_set_to": _is_set_to,
     "is_neg": lambda self: False, "resolve_neg": lambda self: self,
-    "is_conj": lambda self: False, "conj": lambda self: self, "resolve_conj": lambda self: self,
-    "conj_physical": lambda self: self, "conj_physical_": lambda self: self,
+    "is_conj": lambda self: False,      # conj/resolve_conj/conj_physical: ops.yaml (no lazy conjugate bit)
     "is_distributed": lambda self: False,
     "dim_order": _dim_order, "const_data_ptr": lambda self: self.data_ptr(),
     "mutable_data_ptr": lambda self: self.data_ptr(),
@@ -413,8 +412,7 @@ METHODS = {
 FUNCTIONS = {   # their torch.* forms
     "get_device": _get_device, "is_nonzero": _is_nonzero, "is_same_size": METHODS["is_same_size"],
     "is_signed": METHODS["is_signed"], "is_neg": METHODS["is_neg"], "resolve_neg": METHODS["resolve_neg"],
-    "is_conj": METHODS["is_conj"], "conj": METHODS["conj"], "resolve_conj": METHODS["resolve_conj"],
-    "conj_physical": METHODS["conj_physical"], "is_distributed": METHODS["is_distributed"],
+    "is_conj": METHODS["is_conj"], "is_distributed": METHODS["is_distributed"],
     "is_complex": lambda input: input.is_complex(),
 }
 

@@ -28,11 +28,12 @@ PROTOCOL_VERSION = 1001
 
 STORAGE_NAMES = {D.float64: "DoubleStorage", D.float32: "FloatStorage", D.float16: "HalfStorage",
                  D.bfloat16: "BFloat16Storage", D.int64: "LongStorage", D.int32: "IntStorage",
-                 D.int16: "ShortStorage", D.int8: "CharStorage", D.uint8: "ByteStorage", D.bool_: "BoolStorage"}
+                 D.int16: "ShortStorage", D.int8: "CharStorage", D.uint8: "ByteStorage", D.bool_: "BoolStorage",
+                 D.complex64: "ComplexFloatStorage", D.complex128: "ComplexDoubleStorage"}
 # torch's storage and dtype names that reftorch has no dtype for (they load as a clear error)
-_ABSENT_STORAGES = ("ComplexDoubleStorage", "ComplexFloatStorage", "QInt8Storage", "QInt32Storage",
+_ABSENT_STORAGES = ("QInt8Storage", "QInt32Storage",
                     "QUInt8Storage", "QUInt4x2Storage", "QUInt2x4Storage")
-_ABSENT_DTYPES = ("complex32", "complex64", "complex128", "qint8", "qint32", "quint8", "quint4x2", "quint2x4",
+_ABSENT_DTYPES = ("complex32", "qint8", "qint32", "quint8", "quint4x2", "quint2x4",
                   "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "float8_e4m3fn", "float8_e4m3fnuz",
                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32",
                   "uint64") + tuple(f"uint{i}" for i in range(1, 8)) + tuple(f"int{i}" for i in range(1, 8))

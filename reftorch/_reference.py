@@ -194,8 +194,9 @@ def compare(actual, expected, atol, rtol):
         return None
     floating = actual.dtype.kind in "fc" or expected.dtype.kind in "fc"
     if floating:
-        a = actual.astype(np.float64)
-        e = expected.astype(np.float64)
+        wide = np.complex128 if actual.dtype.kind == "c" or expected.dtype.kind == "c" else np.float64
+        a = actual.astype(wide)
+        e = expected.astype(wide)
         with np.errstate(all="ignore"):
             close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
             diff = np.where(close, 0.0, np.abs(a - e))

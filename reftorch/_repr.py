@@ -82,6 +82,26 @@ class _Formatter:
         return self.format(v).rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex printing: one formatter for the real parts, one for the imaginary parts, each cell
+    `<real, padded><sign><imag>j` (the imaginary part's padding stripped)."""
+
+    def __init__(self, values, dtype):
+        real = dtype.to_real()
+        self.re, self.im = _Formatter(values.real.copy(), real), _Formatter(values.imag.copy(), real)
+        self.width = self.re.width + self.im.width + 1     # PyTorch's element length, less the ", "
+
+    @staticmethod
+    def _join(real_str, imag_str):
+        return real_str + imag_str if imag_str[0] in "+-" else real_str + "+" + imag_str
+
+    def format(self, v):
+        return self._join(self.re.format(v.real), (self.im.format(v.imag) + "j").lstrip())
+
+    def cell(self, v):
+        return self._join(self.re.cell(v.real), (self.im.cell(v.imag) + "j").lstrip())
+
+
 def _summarized(arr):
     return arr.size > THRESHOLD
 
@@ -137,12 +157,12 @@ def tensor_repr(t):
     if arr.size == 0:
         body = "[]" if arr.ndim <= 1 else "[]"
     else:
-        fmt = _Formatter(_edge_values(arr, summarize), t.dtype)
+        fmt = (_ComplexFormatter if t.dtype.is_complex else _Formatter)(_edge_values(arr, summarize), t.dtype)
         body = _render(arr, fmt, len(prefix), summarize)
     suffixes = []
     if arr.size == 0 and arr.ndim > 1:
         suffixes.append(f"size={tuple(arr.shape)}")
-    default_dtypes = (D.defaults.float, D.int64, D.bool_)
+    default_dtypes = (D.defaults.float, D.default_complex(), D.int64, D.bool_)
     if t.dtype not in default_dtypes or (arr.size == 0 and t.dtype is not D.defaults.float):
         suffixes.append(f"dtype={t.dtype!r}")
     if t.device.type != "cpu":
@@ -151,7 +171,21 @@ def tensor_repr(t):
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + body + "".join(", " + s for s in suffixes) + ")"
+    return _add_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def _add_suffixes(text, suffixes, indent):
+    """PyTorch's: a suffix that would pass the line width starts a new line."""
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for s in suffixes:
+        if last + len(s) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + s)
+            last = indent + len(s)
+        else:
+            parts.append(", " + s)
+            last += len(s) + 2
+    return "".join(parts) + ")"
 
 
 def _meta_repr(t):

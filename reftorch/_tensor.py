@@ -26,6 +26,38 @@ class Storage:
         self.version = 0
 
 
+class _AliasStorage(Storage):
+    """Another storage's bytes read as a different dtype (real/imag/view_as_real/view_as_complex views): the
+    version counter is the owner's, so an in-place write through either side is seen by autograd on both."""
+    __slots__ = ("owner",)
+
+    def __init__(self, owner, np_dtype):
+        while isinstance(owner, _AliasStorage):
+            owner = owner.owner
+        data = owner.data
+        if np_dtype.itemsize > data.itemsize:       # float pairs as complex: a trailing odd float is unreachable
+            data = data[:data.shape[0] // 2 * 2]
+        self.data = data.view(np_dtype)
+        self.owner = owner
+
+    @property
+    def version(self):
+        return self.owner.version
+
+    @version.setter
+    def version(self, v):
+        self.owner.version = v
+
+
+def reinterpreted(storage, np_dtype):
+    """storage's bytes as np_dtype (the same Storage when it already holds that dtype)."""
+    if storage.data.dtype == np_dtype:
+        return storage
+    if isinstance(storage, _AliasStorage) and storage.owner.data.dtype == np_dtype:
+        return storage.owner
+    return _AliasStorage(storage, np_dtype)
+
+
 class Tensor:
     __slots__ = ("_storage", "_offset", "_shape", "_strides", "dtype", "device", "requires_grad", "_grad",
                  "grad_fn", "_output_nr", "_retains_grad", "_hooks", "_accum", "_base", "_wrapped", "_name",
@@ -181,7 +213,7 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self.dtype.category == 3
 
     @property
     def _version(self):

@@ -32,7 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = load(os.path.join(ROOT, "reftorch", "ops.yaml"))
 BY_NAME = {op.name: op for op in OPS}
 
-CONCRETE = {"bool": ("bool",), "int": ("uint8", "int32", "int64"), "float": ("float32", "float64")}
+CONCRETE = {"bool": ("bool",), "int": ("uint8", "int32", "int64"), "float": ("float32", "float64"),
+            "complex": ("complex64", "complex128")}
 DATA_TYPES = ("Tensor", "Tensor?")            # promoted tensor arguments: they carry the drawn dtype
 TENSOR_TYPES = ("Tensor", "Tensor?", "Index", "Index?", "Mask")
 DIM_TYPES = ("dim", "dim?", "dim[]?")
@@ -644,6 +645,8 @@ def values(draw, shape, dtype, domain, grad, specials_ok):
             raise SampleError(f"no {dtype} value lies in the domain {domain}")
         return rng.integers(lo, hi + 1, shape).astype(npdt)
     lo, hi = domain or (DEFAULT_GRAD_DOMAIN if grad else DEFAULT_DOMAIN)
+    if npdt.kind == "c":                # real and imaginary parts each inside the domain
+        return (rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)).astype(npdt)
     x = rng.uniform(lo, hi, shape)
     if not grad:
         mode = draw.int(0, 5)

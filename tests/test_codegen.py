@@ -90,10 +90,10 @@ def test_missing_field():
 
 
 def test_unknown_dtype_family():
-    text = GOOD.replace("dtypes: [int, float]", "dtypes: [int, complex]")
+    text = GOOD.replace("dtypes: [int, float]", "dtypes: [int, quaternion]")
     msg = parse_error(text)
     assert_names(msg, "twice", "dtypes", line_of(text, "dtypes"))
-    assert "unknown dtype family 'complex'" in msg
+    assert "unknown dtype family 'quaternion'" in msg
 
 
 def test_unknown_kind():

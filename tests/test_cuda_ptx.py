@@ -28,7 +28,7 @@ from codegen.model import load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REGISTRY = {op.name: op for op in load(os.path.join(ROOT, "reftorch", "ops.yaml"))}
-NP_TYPE = {"bool": np.bool_, "int": np.int64, "float": np.float32}
+NP_TYPE = {"bool": np.bool_, "int": np.int64, "float": np.float32, "complex": np.complex64}
 ALL = bool(os.environ.get("REFTORCH_PTX_ALL"))
 CC = (7, 5)   # named, so that compile_ptx never asks a (missing) driver for the current device's
 
@@ -77,7 +77,9 @@ def scalar_types(op, names, compute):
             src = next((a.default for a in op.signature.args if a.name == name), None)
         v = eval(src, {"np": np, "math": math, "inf": math.inf}) if src is not None else 1
         if v is not None:
-            if np.dtype(compute).kind == "f":
+            if np.dtype(compute).kind == "c":
+                v = complex(v)
+            elif np.dtype(compute).kind == "f":
                 v = float(v)
             elif not isinstance(v, bool) and not (isinstance(v, float) and v != int(v)):
                 v = int(v)
@@ -97,7 +99,9 @@ def out_dtype(op, name, compute):
         return np.bool_
     if op.result == "int64":
         return np.int64
-    if op.result == "float" and np.dtype(compute).kind != "f":
+    if op.result in ("real", "real_float") and np.dtype(compute).kind == "c":
+        return np.float32 if np.dtype(compute) == np.complex64 else np.float64
+    if op.result in ("float", "real_float") and np.dtype(compute).kind not in "fc":
         return np.float32
     return compute
 
@@ -119,14 +123,14 @@ def elementwise_sig(name, info, suffix, compute):
 def acc_dtype(op, dt):
     rule = op.reduce.accumulate
     if rule == "wide":
-        return np.float64 if np.dtype(dt).kind == "f" else np.int64
+        return {"f": np.float64, "c": np.complex128}.get(np.dtype(dt).kind, np.int64)
     return {"float64": np.float64, "int64": np.int64, "bool": np.bool_}.get(rule, dt)
 
 
 def reduction_sig(name, info, suffix, compute):
     op = REGISTRY[info["op"]]
     x = compute
-    if op.result == "float" and np.dtype(x).kind != "f":
+    if op.result == "float" and np.dtype(x).kind not in "fc":
         x = np.float32
     geo = [types.int64] * 5
     if info["kind"] == "argreduction":

@@ -187,3 +187,26 @@ def logaddexp(a, b):
     if m == inf:
         return m
     return m + log1p(exp(-abs(a - b)))
+
+
+# Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
+# and complex numbers alike (.real/.imag/abs exist on both).
+@cuda.jit(device=True, inline=True)
+def cabs(x):
+    return abs(x)
+
+
+@cuda.jit(device=True, inline=True)
+def sgn(x):
+    m = abs(x)
+    if m != m:
+        return 0        # NaN: torch.sign's 0
+    return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cangle(x):
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    if y.imag != 0:
+        return atan2(y.imag, y.real)
+    return pi if y.real < 0 else y.real * 0.0

@@ -82,6 +82,35 @@ def sign(x):
     return (x > 0) - (x < 0)
 
 
+# Complex numbers: Numba types them complex64/complex128 and has their arithmetic, abs (the modulus, a float)
+# and .real/.imag/.conjugate() (which real numbers have too). The isinstance test picks the branch while typing.
+@njit(inline="always")
+def cabs(x):
+    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return abs(x)
+    return x if x >= 0 else -x
+
+
+@njit(inline="always")
+def sgn(x):
+    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        m = abs(x)
+        return x / m if m != 0 else x * 0
+    return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cangle(x):
+    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return atan2(x.imag, x.real)
+    if x != x:
+        return x
+    return pi if x < 0 else 0.0
+
+
 @njit(inline="always")
 def fmin(a, b):
     return np.fmin(a, b)

@@ -273,6 +273,8 @@ def _conform(g, meta, node, index):
             from .._formula_helpers import sum_to as _sum_to
         g = _sum_to(g, shape)
     if dtype is not None and g.dtype is not dtype:
+        if g.dtype.is_complex and not dtype.is_complex:    # a real input of a complex op: the real part
+            g = g.real
         g = g.to(dtype)
     return g
 

@@ -156,7 +156,7 @@ def _record(ctx, args, output):
     from .inplace import note_view, rebase_history
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     ctx._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
-    ctx.next_functions = tuple(gradient_edge(a) if a.dtype.is_floating_point else (None, 0) for a in tensor_args)
+    ctx.next_functions = tuple(gradient_edge(a) if a.dtype.differentiable else (None, 0) for a in tensor_args)
     ctx.input_meta = [(a._shape, a.dtype) for a in tensor_args]
     is_tuple = isinstance(output, tuple)
     outputs = list(output) if is_tuple else [output]
@@ -166,7 +166,7 @@ def _record(ctx, args, output):
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             continue
-        differentiable = o.dtype.is_floating_point and not _contains(ctx.non_differentiable, o)
+        differentiable = o.dtype.differentiable and not _contains(ctx.non_differentiable, o)
         if _contains(ctx.dirty_tensors, o):
             if o.grad_fn is None and o.requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")

@@ -38,7 +38,7 @@ def _as_tuple(x):
 
 
 def _is_float_tensor(x):
-    return isinstance(x, _tensor_cls()) and x.dtype.is_floating_point
+    return isinstance(x, _tensor_cls()) and x.dtype.differentiable
 
 
 def _to_tensor(arr):

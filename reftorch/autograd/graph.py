@@ -89,7 +89,7 @@ class SavedTensor:
             out = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
             if t._fw is not None:       # a forward-AD tangent set on the output (autograd/forward_ad.py)
                 out._fw = t._fw
-            if t.dtype.is_floating_point:
+            if t.dtype.differentiable:
                 out.requires_grad = True
                 out.grad_fn = node
                 out._output_nr = output_nr

@@ -45,7 +45,7 @@ class Variable(metaclass=VariableMeta):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         t = data.detach()
         if requires_grad:
-            if not t.dtype.is_floating_point:
+            if not t.dtype.differentiable:
                 raise RuntimeError(_creation._GRAD_DTYPE_ERROR)
             t.requires_grad_(True)
         if given.get("name") is not None:

@@ -13,11 +13,11 @@ _REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api
 
 SPECS = {
 
-    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
+    'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
 
-    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',), 'ref': 'np.abs', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'abs': {'name': 'abs', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'real', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__abs__',), 'aliases': ('absolute',), 'ref': 'np.abs', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': ('sgn',), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'sign': {'name': 'sign', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'exp': {'name': 'exp', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.exp', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
@@ -31,13 +31,13 @@ SPECS = {
 
     'relu': {'name': 'relu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.maximum(x, 0).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'scalars_in_dtype': ('alpha',)},
+    'add': {'name': 'add', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__add__', '__radd__', '__iadd__'), 'aliases': (), 'ref': 'lambda a, b, alpha=1: np.logical_or(a, np.logical_and(b, alpha)) if np.asarray(a).dtype == bool and np.asarray(b).dtype == bool else a + alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'scalars_in_dtype': ('alpha',)},
 
-    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('all', 'bool', 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.'), ('any', 'bool', 'Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')), 'scalars_in_dtype': ('alpha',)},
+    'sub': {'name': 'sub', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha',), 'kernel_args': ('alpha',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__sub__', '__rsub__', '__isub__'), 'aliases': ('subtract',), 'ref': 'lambda a, b, alpha=1: a - alpha * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('all', 'bool', 'Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.'), ('any', 'bool', 'Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.')), 'scalars_in_dtype': ('alpha',)},
 
-    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
+    'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
 
-    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
@@ -47,9 +47,9 @@ SPECS = {
 
     'gt': {'name': 'gt', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__gt__',), 'aliases': ('greater',), 'ref': 'np.greater', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}},
+    'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}},
 
     'amax': {'name': 'amax', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': 'same', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amax(self, axis=None if dim == () else dim, keepdims=keepdim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -57,9 +57,9 @@ SPECS = {
 
     'cumsum': {'name': 'cumsum', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim',), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumsum(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
-    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2': 'MmBackward0', '2,1': 'MvBackward0', '1,1': 'DotBackward0', '1,2': 'SqueezeBackward4', 'default': 'UnsafeViewBackward0'}, 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
+    'matmul': {'name': 'matmul', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': ('__matmul__', '__rmatmul__'), 'aliases': (), 'ref': 'np.matmul', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'2,2': 'MmBackward0', '2,1': 'MvBackward0', '1,1': 'DotBackward0', '1,2': 'SqueezeBackward4', 'default': 'UnsafeViewBackward0'}, 'autocast': 'lower', 'blas': True, 'matmul_body': True, 'cuda': 'tiled_matmul'},
 
-    'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.flip(self, dims) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'flip': {'name': 'flip', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.flip(self, dims) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mean': {'name': 'mean', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.mean', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim is not None': 'MeanBackward1', 'default': 'MeanBackward0'}, 'autocast': 'keep'},
 
@@ -81,7 +81,7 @@ SPECS = {
 
     'squeeze': {'name': 'squeeze', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=None: np.squeeze(x, dim if dim is None else tuple(d for d in np.atleast_1d(dim) if x.shape[d] == 1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'clone': {'name': 'clone', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('memory_format', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.copy', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'flatten': {'name': 'flatten', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('start_dim', 'dim', '0', False), ('end_dim', 'dim', '-1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self.shape',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, start_dim=0, end_dim=-1: x.reshape(1) if x.ndim == 0 else (lambda s, e: x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]) if s <= e else (_ for _ in ()).throw(ValueError('start_dim after end_dim')))(start_dim % x.ndim, end_dim % x.ndim)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ViewBackward0'},
 
@@ -103,13 +103,13 @@ SPECS = {
 
     'as_strided': {'name': 'as_strided', 'kind': 'view', 'args': (('self', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, size, stride, storage_offset=None: np.lib.stride_tricks.as_strided(x.reshape(-1)[storage_offset or 0:], size, [s * x.itemsize for s in stride])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'select_backward': {'name': 'select_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'select_backward': {'name': 'select_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('index', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'slice_backward': {'name': 'slice_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('start', 'int?', None, False), ('end', 'int?', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'slice_backward': {'name': 'slice_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dim', 'int', None, False), ('start', 'int?', None, False), ('end', 'int?', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'end', 'start', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'diagonal_backward': {'name': 'diagonal_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('offset', 'int', None, False), ('dim1', 'int', None, False), ('dim2', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim1', 'dim2', 'offset'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'diagonal_backward': {'name': 'diagonal_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('offset', 'int', None, False), ('dim1', 'int', None, False), ('dim2', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim1', 'dim2', 'offset'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'unfold_backward': {'name': 'unfold_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dimension', 'int', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'unfold_backward': {'name': 'unfold_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dimension', 'int', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'as_strided_backward': {'name': 'as_strided_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False), ('in_size', 'int[]', None, False), ('in_stride', 'int[]', None, False), ('in_offset', 'int', None, False), ('adjoint', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('adjoint', 'in_offset', 'in_size', 'in_stride', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -119,9 +119,9 @@ SPECS = {
 
     'chunk': {'name': 'chunk', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('chunks', 'int', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, c, dim=0: tuple(np.split(x, list(range(-(-x.shape[dim] // c), x.shape[dim], -(-x.shape[dim] // c))), dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SplitBackward0'},
 
-    'index': {'name': 'index', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('indices', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'gather_positions'},
+    'index': {'name': 'index', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('indices', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'gather_positions'},
 
-    'index_put': {'name': 'index_put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False), ('values', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'indices'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, v, indices, accumulate=False: (lambda o, i: (np.add.at(o, i, v) if accumulate else o.__setitem__(i, v), o)[1])(x.copy(), tuple(np.asarray(t) for t in indices))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'cuda': 'scatter_positions'},
+    'index_put': {'name': 'index_put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('indices', 'any', None, False), ('values', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'indices'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, v, indices, accumulate=False: (lambda o, i: (np.add.at(o, i, v) if accumulate else o.__setitem__(i, v), o)[1])(x.copy(), tuple(np.asarray(t) for t in indices))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'cuda': 'scatter_positions'},
 
     'gelu': {'name': 'gelu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('approximate', 'str', '"none"', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -245,51 +245,51 @@ SPECS = {
 
     'einsum_backward': {'name': 'einsum_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('equation', 'str', None, False), ('operands', 'Tensor[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'pad': {'name': 'pad', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('mode', 'str', '"constant"', False), ('value', 'Scalar?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mode', 'pad', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, pad, mode='constant', value=None: (lambda w: np.pad(self[tuple(slice(max(-a, 0), self.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(w))], [(max(a, 0), max(b, 0)) for a, b in w], **({'constant_values': value or 0} if mode == 'constant' else {'mode': {'reflect': 'reflect', 'replicate': 'edge', 'circular': 'wrap'}[mode]})))([(0, 0)] * (self.ndim - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(len(pad) // 2))])", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'pad': {'name': 'pad', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('pad', 'int[]', None, False), ('mode', 'str', '"constant"', False), ('value', 'Scalar?', 'None', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mode', 'pad', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, pad, mode='constant', value=None: (lambda w: np.pad(self[tuple(slice(max(-a, 0), self.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(w))], [(max(a, 0), max(b, 0)) for a, b in w], **({'constant_values': value or 0} if mode == 'constant' else {'mode': {'reflect': 'reflect', 'replicate': 'edge', 'circular': 'wrap'}[mode]})))([(0, 0)] * (self.ndim - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(len(pad) // 2))])", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'pad_backward': {'name': 'pad_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'int[]', None, False), ('pads', 'int[]', None, False), ('mode', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'cat': {'name': 'cat', 'kind': 'array', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'tensors.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('concat', 'concatenate'), 'ref': 'lambda tensors, dim=0: np.concatenate([t for t in tensors if t.shape != (0,)] or tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'promote', 'cuda': 'concat_copies'},
+    'cat': {'name': 'cat', 'kind': 'array', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'tensors.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': ('concat', 'concatenate'), 'ref': 'lambda tensors, dim=0: np.concatenate([t for t in tensors if t.shape != (0,)] or tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'promote', 'cuda': 'concat_copies'},
 
     'cat_backward': {'name': 'cat_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shapes', 'any', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'stack': {'name': 'stack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors, dim=0: np.stack(tensors, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'StackBackward0', 'autocast': 'promote'},
 
-    'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'roll': {'name': 'roll', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('shifts', 'any', None, False), ('dims', 'any', 'None', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'shifts'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, shifts, dims=None: np.roll(self, shifts, None if dims is None or dims == () else dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'repeat': {'name': 'repeat', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('repeats', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats: np.tile(self, repeats)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'repeat': {'name': 'repeat', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('repeats', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, repeats: np.tile(self, repeats)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'repeat_backward': {'name': 'repeat_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'int[]', None, False), ('repeats', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
     'tile': {'name': 'tile', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dims: np.tile(self, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'gather': {'name': 'gather', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('sparse_grad', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: np.take_along_axis(np.atleast_1d(self)[tuple(slice(None) if d == dim % max(self.ndim, 1) else slice(0, s) for d, s in enumerate(np.atleast_1d(index).shape))], np.atleast_1d(index), dim).reshape(index.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'gather_along'},
+    'gather': {'name': 'gather', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('sparse_grad', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: np.take_along_axis(np.atleast_1d(self)[tuple(slice(None) if d == dim % max(self.ndim, 1) else slice(0, s) for d, s in enumerate(np.atleast_1d(index).shape))], np.atleast_1d(index), dim).reshape(index.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'gather_along'},
 
-    'scatter_add': {'name': 'scatter_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, src, dim: (lambda out, idx: (np.add.at(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out)[1])(np.array(self), np.atleast_1d(index))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'cuda': 'scatter_add_along'},
+    'scatter_add': {'name': 'scatter_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, src, dim: (lambda out, idx: (np.add.at(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(src)[tuple(slice(0, n) for n in idx.shape)]), out)[1])(np.array(self), np.atleast_1d(index))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'cuda': 'scatter_add_along'},
 
-    '_scatter': {'name': '_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: ((np.add.at if reduce == 'add' else np.multiply.at if reduce == 'multiply' else (lambda a, i, v: a.__setitem__(i, v)))(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(s)[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self, order='C'), np.atleast_1d(index), np.asarray(value if src is None else src))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_scatter': {'name': '_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor?', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'src.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda self, index, src=None, dim=0, value=None, reduce=None: (lambda out, idx, s: ((np.add.at if reduce == 'add' else np.multiply.at if reduce == 'multiply' else (lambda a, i, v: a.__setitem__(i, v)))(out.reshape(-1) if self.ndim == 0 else out, tuple(idx if d == dim % max(self.ndim, 1) else np.indices(idx.shape, sparse=True)[d] for d in range(idx.ndim)), np.atleast_1d(s)[tuple(slice(0, n) for n in idx.shape)] if s.ndim else s), out)[1])(np.array(self, order='C'), np.atleast_1d(index), np.asarray(value if src is None else src))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'scatter': {'name': 'scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'any', 'None', False), ('value', 'Scalar?', 'None', True), ('reduce', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"reduce is None and (value is not None or not hasattr(src, 'shape'))": 'ScatterBackward1', 'default': 'ScatterBackward0'}},
 
     'pad_to': {'name': 'pad_to', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'index_select': {'name': 'index_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: (lambda r: r.reshape(()) if self.ndim == 0 else r)(np.take(np.atleast_1d(self), np.reshape(index, -1), axis=dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'select_positions'},
+    'index_select': {'name': 'index_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim: (lambda r: r.reshape(()) if self.ndim == 0 else r)(np.take(np.atleast_1d(self), np.reshape(index, -1), axis=dim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'select_positions'},
 
-    'index_add': {'name': 'index_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, alpha=1: (lambda out: (np.add.at(np.moveaxis(out.reshape(-1) if self.ndim == 0 else out, dim, 0), np.reshape(index, -1), alpha * np.moveaxis(np.atleast_1d(source), dim, 0)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'add_at_positions'},
+    'index_add': {'name': 'index_add', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('alpha', 'dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, alpha=1: (lambda out: (np.add.at(np.moveaxis(out.reshape(-1) if self.ndim == 0 else out, dim, 0), np.reshape(index, -1), alpha * np.moveaxis(np.atleast_1d(source), dim, 0)), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'add_at_positions'},
 
-    '_masked_fill': {'name': '_masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_masked_fill': {'name': '_masked_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'masked_fill': {'name': 'masked_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, value: np.where(mask, value, self).astype(self.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'masked_select': {'name': 'masked_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask: np.broadcast_arrays(self, mask)[0][np.broadcast_arrays(self, mask)[1]]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'masked_select': {'name': 'masked_select', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask: np.broadcast_arrays(self, mask)[0][np.broadcast_arrays(self, mask)[1]]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'masked_scatter': {'name': 'masked_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, source: (lambda x, m: (x.__setitem__(m, source.reshape(-1)[:np.count_nonzero(m)]), x)[1])(np.array(np.broadcast_arrays(self, mask)[0]), np.broadcast_arrays(self, mask)[1])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'masked_scatter': {'name': 'masked_scatter', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('mask', 'Mask', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('mask', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mask, source: (lambda x, m: (x.__setitem__(m, source.reshape(-1)[:np.count_nonzero(m)]), x)[1])(np.array(np.broadcast_arrays(self, mask)[0]), np.broadcast_arrays(self, mask)[1])', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'masked_scatter_backward': {'name': 'masked_scatter_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('mask', 'Tensor', None, False), ('shape', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'take': {'name': 'take', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index: np.take(self, index)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'take': {'name': 'take', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('index', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index: np.take(self, index)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'put': {'name': 'put', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('accumulate', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('accumulate', 'index', 'source.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, index, source, accumulate=False: (lambda out: ((np.add.at if accumulate else np.put)(out.reshape(-1), np.reshape(index, -1) % max(out.size, 1), np.reshape(source, -1)), out)[1])(np.array(self, order='C'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_sort': {'name': '_sort', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '-1', False), ('descending', 'bool', 'False', False), ('stable', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'results', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -309,9 +309,9 @@ SPECS = {
 
     'argwhere': {'name': 'argwhere', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.argwhere', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'tril': {'name': 'tril', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.tril(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'triu': {'name': 'triu', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('diagonal', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('diagonal',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, diagonal=0: np.triu(self, diagonal)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'one_hot': {'name': 'one_hot', 'kind': 'array', 'args': (('self', 'Index', None, False), ('num_classes', 'int', '-1', False)), 'dtypes': ('int',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, num_classes=-1: np.eye(num_classes if num_classes >= 0 else self.max() + 1, dtype=np.int64)[self]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -449,11 +449,11 @@ SPECS = {
 
     'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"other is not None or hasattr(dim, 'shape')": 'MinimumBackward0', 'dim is not None': 'MinBackward0', 'default': 'MinBackward1'}},
 
-    '_index_fill': {'name': '_index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_index_fill': {'name': '_index_fill', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'index_fill': {'name': 'index_fill', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('value', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, dim, value: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros([len(np.reshape(index, -1)) if d == dim % self.ndim else n for d, n in enumerate(self.shape)], np.int64), np.asarray(value, self.dtype), dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'index_copy': {'name': 'index_copy', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros(source.shape, np.int64), source, dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cpu': 'promote'}},
+    'index_copy': {'name': 'index_copy', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'index'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim: (lambda out: (np.put_along_axis(out, np.reshape(index, [-1 if d == dim % self.ndim else 1 for d in range(self.ndim)]) + np.zeros(source.shape, np.int64), source, dim), out)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cpu': 'promote'}},
 
     '_adam_exp_avg': {'name': '_adam_exp_avg', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('grad', 'Tensor', None, False), ('param', 'Tensor', None, False), ('beta1', 'float', None, False), ('weight_decay', 'float', None, False), ('maximize', 'bool', None, False), ('decoupled', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': ('beta1', 'weight_decay', 'maximize', 'decoupled'), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -775,7 +775,7 @@ SPECS = {
 
     'rot90': {'name': 'rot90', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('k', 'int', '1', False), ('dims', 'int[]', '[0,1]', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, k=1, dims=(0, 1): np.rot90(self, k, dims)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_scatter_strided': {'name': '_scatter_strided', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('size', 'src.shape', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_scatter_strided': {'name': '_scatter_strided', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('size', 'src.shape', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'as_strided_scatter': {'name': 'as_strided_scatter', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -793,7 +793,7 @@ SPECS = {
 
     'trace': {'name': 'trace', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: np.trace(self, dtype=np.int64 if self.dtype.kind in 'iu' else self.dtype) if self.ndim == 2 else (_ for _ in ()).throw(ValueError('not a matrix'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'TraceBackward0'},
 
-    'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fill_diagonal': {'name': 'fill_diagonal', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('fill_value', 'Scalar', None, False), ('wrap', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('wrap',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, fill_value, wrap=False: (lambda o: (np.fill_diagonal(o, fill_value, wrap), o)[1])(np.array(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'hstack': {'name': 'hstack', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.hstack(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -1021,6 +1021,78 @@ SPECS = {
 
     '_nll_loss_dense': {'name': '_nll_loss_dense', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('target', 'Index', None, False), ('weight', 'Tensor?', None, False), ('ignore_index', 'int', None, False), ('reduction', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'real': {'name': 'real', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.real', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'imag': {'name': 'imag', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_as_real': {'name': 'view_as_real', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'view_as_complex': {'name': 'view_as_complex', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_conj_physical': {'name': '_conj_physical', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'conj_physical': {'name': 'conj_physical', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'conj': {'name': 'conj', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'resolve_conj': {'name': 'resolve_conj', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'sgn': {'name': 'sgn', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_sgn_backward': {'name': '_sgn_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'angle': {'name': 'angle', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'real_float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.angle(x) if x.dtype.kind == 'c' else np.where(x < 0, np.pi, np.where(np.isnan(x), np.nan, 0.0)).astype(x.dtype if x.dtype.kind == 'f' else np.float32)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_angle_backward': {'name': '_angle_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'complex': {'name': 'complex', 'kind': 'array', 'args': (('real', 'Tensor', None, False), ('imag', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('imag', 'real'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda real, imag: real + 1j * imag', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'polar': {'name': 'polar', 'kind': 'composite', 'args': (('abs', 'Tensor', None, False), ('angle', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda abs, angle: abs * np.exp(1j * angle)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_resize': {'name': '_fft_resize', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('sizes', 'int[]', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2c': {'name': '_fft_c2c', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('forward', 'bool', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'forward', 'norm'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_r2c': {'name': '_fft_r2c', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('onesided', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'norm', 'onesided', 'self.shape'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_r2c_backward': {'name': '_fft_r2c_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('shape', 'any', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('onesided', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2r': {'name': '_fft_c2r', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False), ('last_dim_size', 'int', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dims', 'norm'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_fft_c2r_backward': {'name': '_fft_c2r_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_fft': {'name': 'fft_fft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.fft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ifft': {'name': 'fft_ifft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ifft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_rfft': {'name': 'fft_rfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.rfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_irfft': {'name': 'fft_irfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_hfft': {'name': 'fft_hfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ihfft': {'name': 'fft_ihfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ihfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_fftn': {'name': 'fft_fftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.fftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ifftn': {'name': 'fft_ifftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.ifftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_rfftn': {'name': 'fft_rfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_irfftn': {'name': 'fft_irfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_hfftn': {'name': 'fft_hfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'fft_ihfftn': {'name': 'fft_ihfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_linalg_eig': {'name': '_linalg_eig', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_linalg_eig_backward': {'name': '_linalg_eig_backward', 'kind': 'array', 'args': (('gL', 'Tensor', None, False), ('gV', 'Tensor', None, False), ('L', 'Tensor', None, False), ('V', 'Tensor', None, False)), 'dtypes': ('complex',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    'linalg_eig': {'name': 'linalg_eig', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'linalg_eigvals': {'name': 'linalg_eigvals', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
 }
 
 
@@ -1072,10 +1144,6 @@ def sign(self, *, out=None):
 def sign_(self):
     """In-place sign: writes the result into self."""
     return _rt.call_inplace('sign', (self, ), ())
-
-
-sgn = sign
-sgn_ = sign_
 
 
 def exp(self, *, out=None):
@@ -4901,7 +4969,7 @@ def mvlgamma_(self, p):
 
 
 def adjoint(self):
-    """The conjugate transpose of the last two dims, a view (a transpose here, with no complex dtypes).
+    """The conjugate transpose of the last two dims, a view, for real tensors (complex ones raise - no lazy conjugate bit; x.mH conjugates a copy).
 
     ops.yaml: adjoint"""
     return _rt.call('adjoint', (self, ), ())
@@ -6278,3 +6346,331 @@ def _nll_loss_dense(self, target, weight, ignore_index, reduction):
 
     ops.yaml: _nll_loss_dense"""
     return _rt.composite('_nll_loss_dense', self, target, weight, ignore_index, reduction)
+
+
+def real(self):
+    """The real parts of a complex tensor as a float view (self itself for a real tensor).
+
+    ops.yaml: real"""
+    return _rt.call('real', (self, ), ())
+
+
+def imag(self):
+    """The imaginary parts of a complex tensor as a float view (real tensors raise, as in PyTorch); tests/test_complex.py.
+
+    ops.yaml: imag"""
+    return _rt.call('imag', (self, ), ())
+
+
+def view_as_real(self):
+    """A complex tensor as floats with a last dim of 2 (real, imag), sharing storage; tests/test_complex.py.
+
+    ops.yaml: view_as_real"""
+    return _rt.call('view_as_real', (self, ), ())
+
+
+def view_as_complex(self):
+    """Floats whose last dim is 2 (stride 1) as a complex view; tests/test_complex.py.
+
+    ops.yaml: view_as_complex"""
+    return _rt.call('view_as_complex', (self, ), ())
+
+
+def _conj_physical(self):
+    """The complex conjugate, computed (the kernel of conj_physical).
+
+    ops.yaml: _conj_physical"""
+    return _rt.call('_conj_physical', (self, ), ())
+
+
+def conj_physical(self, *, out=None):
+    """The complex conjugate, computed; a real tensor is returned as it is.
+
+    ops.yaml: conj_physical"""
+    if out is not None:
+        return _rt.call_out('conj_physical', out, conj_physical, self)
+    return _rt.composite('conj_physical', self)
+
+
+def conj_physical_(self):
+    """In-place conj_physical: writes the result into self."""
+    return _rt.composite_inplace('conj_physical', self)
+
+
+def conj(self, *, out=None):
+    """The complex conjugate (real tensors are returned as they are). reftorch has no lazy conjugate bit, so it computes.
+
+    ops.yaml: conj"""
+    if out is not None:
+        return _rt.call_out('conj', out, conj, self)
+    return _rt.composite('conj', self)
+
+
+def resolve_conj(self, *, out=None):
+    """self; conjugation is never lazy here, so there is nothing to resolve.
+
+    ops.yaml: resolve_conj"""
+    if out is not None:
+        return _rt.call_out('resolve_conj', out, resolve_conj, self)
+    return _rt.composite('resolve_conj', self)
+
+
+def sgn(self, *, out=None):
+    """x / |x| for complex x (0 at 0); the sign for real x, as torch.sign.
+
+    ops.yaml: sgn"""
+    if out is not None:
+        return _rt.call_out('sgn', out, sgn, self)
+    return _rt.call('sgn', (self, ), ())
+
+
+def sgn_(self):
+    """In-place sgn: writes the result into self."""
+    return _rt.call_inplace('sgn', (self, ), ())
+
+
+def _sgn_backward(grad, self, result):
+    """PyTorch's sgn_backward, (grad - Re(grad conj(sgn z)) sgn z) / |z| (0 at 0).
+
+    ops.yaml: _sgn_backward"""
+    return _rt.composite('_sgn_backward', grad, self, result)
+
+
+def angle(self, *, out=None):
+    """The argument of a complex number in (-pi, pi]; pi for negative real numbers, 0 otherwise.
+
+    ops.yaml: angle"""
+    if out is not None:
+        return _rt.call_out('angle', out, angle, self)
+    return _rt.call('angle', (self, ), ())
+
+
+def _angle_backward(grad, self):
+    """PyTorch's angle_backward, grad * i z / |z|^2 (0 at 0); the angle of a real number has gradient 0.
+
+    ops.yaml: _angle_backward"""
+    return _rt.composite('_angle_backward', grad, self)
+
+
+def complex(real, imag, *, out=None):
+    """real + i imag from two float tensors of one dtype (broadcasting).
+
+    ops.yaml: complex"""
+    if out is not None:
+        return _rt.call_out('complex', out, complex, real, imag)
+    return _rt.call('complex', (real, imag, ), ())
+
+
+def polar(abs, angle, *, out=None):
+    """abs * (cos(angle) + i sin(angle)).
+
+    ops.yaml: polar"""
+    if out is not None:
+        return _rt.call_out('polar', out, polar, abs, angle)
+    return _rt.composite('polar', abs, angle)
+
+
+def _fft_resize(self, dims, sizes):
+    """Zero-pads or crops self to sizes along dims (the n / s of torch.fft); its adjoint is the same op back.
+
+    ops.yaml: _fft_resize"""
+    return _rt.call('_fft_resize', (self, ), (dims, sizes, ))
+
+
+def _fft_c2c(self, dims, norm, forward):
+    """The complex-to-complex DFT over dims (forward e^-i, or inverse e^+i), scaled by norm.
+
+    ops.yaml: _fft_c2c"""
+    return _rt.call('_fft_c2c', (self, ), (dims, norm, forward, ))
+
+
+def _fft_r2c(self, dims, norm, onesided):
+    """The forward DFT of a real tensor over dims; onesided keeps the last dim's n // 2 + 1 non-redundant bins.
+
+    ops.yaml: _fft_r2c"""
+    return _rt.call('_fft_r2c', (self, ), (dims, norm, onesided, ))
+
+
+def _fft_r2c_backward(grad, shape, dims, norm, onesided):
+    """PyTorch's fft_r2c_backward, the real part of the inverse c2c of the (zero-filled) gradient.
+
+    ops.yaml: _fft_r2c_backward"""
+    return _rt.composite('_fft_r2c_backward', grad, shape, dims, norm, onesided)
+
+
+def _fft_c2r(self, dims, norm, last_dim_size):
+    """The inverse DFT of a Hermitian half spectrum over dims to a real tensor whose last dim has last_dim_size.
+
+    ops.yaml: _fft_c2r"""
+    return _rt.call('_fft_c2r', (self, ), (dims, norm, last_dim_size, ))
+
+
+def _fft_c2r_backward(grad, dims, norm):
+    """PyTorch's fft_c2r_backward, a onesided r2c whose bins with a mirrored twin count twice.
+
+    ops.yaml: _fft_c2r_backward"""
+    return _rt.composite('_fft_c2r_backward', grad, dims, norm)
+
+
+def fft_fft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.fft, the one-dimensional DFT (real inputs give the full spectrum).
+
+    ops.yaml: fft_fft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_fft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_fft', out, fft_fft, self, n, dim, norm)
+    return _rt.composite('fft_fft', self, n, dim, norm)
+
+
+def fft_ifft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ifft, the inverse one-dimensional DFT.
+
+    ops.yaml: fft_ifft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ifft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_ifft', out, fft_ifft, self, n, dim, norm)
+    return _rt.composite('fft_ifft', self, n, dim, norm)
+
+
+def fft_rfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.rfft, the DFT of a real signal, its n // 2 + 1 non-negative frequencies.
+
+    ops.yaml: fft_rfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_rfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_rfft', out, fft_rfft, self, n, dim, norm)
+    return _rt.composite('fft_rfft', self, n, dim, norm)
+
+
+def fft_irfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.irfft, the real signal of n points (default 2 (m - 1)) whose rfft is the input; tests/test_fft.py.
+
+    ops.yaml: fft_irfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_irfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_irfft', out, fft_irfft, self, n, dim, norm)
+    return _rt.composite('fft_irfft', self, n, dim, norm)
+
+
+def fft_hfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.hfft, the real spectrum of a Hermitian-symmetric signal given by its first half; tests/test_fft.py.
+
+    ops.yaml: fft_hfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_hfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_hfft', out, fft_hfft, self, n, dim, norm)
+    return _rt.composite('fft_hfft', self, n, dim, norm)
+
+
+def fft_ihfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ihfft, the inverse of hfft, from a real signal to n // 2 + 1 bins.
+
+    ops.yaml: fft_ihfft"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ihfft', dim, -1, axis)
+    if out is not None:
+        return _rt.call_out('fft_ihfft', out, fft_ihfft, self, n, dim, norm)
+    return _rt.composite('fft_ihfft', self, n, dim, norm)
+
+
+def fft_fftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.fftn, the DFT over dims (all of them by default).
+
+    ops.yaml: fft_fftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_fftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_fftn', out, fft_fftn, self, s, dim, norm)
+    return _rt.composite('fft_fftn', self, s, dim, norm)
+
+
+def fft_ifftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ifftn, the inverse DFT over dims.
+
+    ops.yaml: fft_ifftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ifftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_ifftn', out, fft_ifftn, self, s, dim, norm)
+    return _rt.composite('fft_ifftn', self, s, dim, norm)
+
+
+def fft_rfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.rfftn, the DFT of a real tensor over dims, the last one halved; tests/test_fft.py.
+
+    ops.yaml: fft_rfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_rfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_rfftn', out, fft_rfftn, self, s, dim, norm)
+    return _rt.composite('fft_rfftn', self, s, dim, norm)
+
+
+def fft_irfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.irfftn, the inverse of rfftn; tests/test_fft.py.
+
+    ops.yaml: fft_irfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_irfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_irfftn', out, fft_irfftn, self, s, dim, norm)
+    return _rt.composite('fft_irfftn', self, s, dim, norm)
+
+
+def fft_hfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.hfftn, hfft over several dims (c2c over all but the last, then the Hermitian c2r); tests/test_fft.py.
+
+    ops.yaml: fft_hfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_hfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_hfftn', out, fft_hfftn, self, s, dim, norm)
+    return _rt.composite('fft_hfftn', self, s, dim, norm)
+
+
+def fft_ihfftn(self, s=None, dim=None, norm=None, *, axis=_REQUIRED, out=None):
+    """torch.fft.ihfftn, the inverse of hfftn; tests/test_fft.py.
+
+    ops.yaml: fft_ihfftn"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('fft_ihfftn', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('fft_ihfftn', out, fft_ihfftn, self, s, dim, norm)
+    return _rt.composite('fft_ihfftn', self, s, dim, norm)
+
+
+def _linalg_eig(A):
+    """(eigenvalues, unit-norm eigenvectors) of general square matrices, complex (LAPACK geev).
+
+    ops.yaml: _linalg_eig"""
+    return _rt.call('_linalg_eig', (A, ), ())
+
+
+def _linalg_eig_backward(gL, gV, L, V):
+    """PyTorch's linalg_eig_backward, V^-H (diag(gL) + (V^H gV - V^H V diag(Re(V^H gV))) / conj(L_j - L_i)) V^H (first order: its NumPy body records no graph).
+
+    ops.yaml: _linalg_eig_backward"""
+    return _rt.call('_linalg_eig_backward', (gL, gV, L, V, ), ())
+
+
+def linalg_eig(A, *, out=None):
+    """torch.linalg.eig — complex eigenvalues and unit-norm eigenvectors of square matrices; tests/test_complex.py.
+
+    ops.yaml: linalg_eig"""
+    if out is not None:
+        return _rt.call_out('linalg_eig', out, linalg_eig, A)
+    return _rt.composite('linalg_eig', A)
+
+
+def linalg_eigvals(A, *, out=None):
+    """torch.linalg.eigvals — the complex eigenvalues of square matrices; tests/test_complex.py.
+
+    ops.yaml: linalg_eigvals"""
+    if out is not None:
+        return _rt.call_out('linalg_eigvals', out, linalg_eigvals, A)
+    return _rt.composite('linalg_eigvals', A)

@@ -1292,3 +1292,76 @@ def _histogram_forward(self, bins, range, weight, density):
 def _histogramdd_counts_forward(self, weight, edges, density):
     # ops.yaml: _histogramdd_counts
     return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)
+
+
+def complex_forward(real, imag):
+    # ops.yaml: complex
+    if real.dtype not in (np.float32, np.float64):
+        name = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {name[str(real.dtype)]} "
+                           f"and {name[str(imag.dtype)]}")
+    out = np.empty(np.broadcast_shapes(real.shape, imag.shape), np.complex64 if real.dtype == np.float32 else np.complex128)
+    out.real = real
+    out.imag = imag
+    return out
+
+
+def _fft_resize_forward(self, dims, sizes):
+    # ops.yaml: _fft_resize
+    shape = list(self.shape)
+    for d, n in zip(dims, sizes):
+        shape[d] = n
+    if tuple(shape) == self.shape:
+        return self.copy()
+    out = np.zeros(shape, self.dtype)
+    common = tuple(slice(0, min(a, b)) for a, b in zip(self.shape, shape))
+    out[common] = self[common]
+    return out
+
+
+def _fft_c2c_forward(self, dims, norm, forward):
+    # ops.yaml: _fft_c2c
+    if not dims:
+        return self.copy()
+    mode = ("backward", "ortho", "forward")[norm] if forward else ("forward", "ortho", "backward")[norm]
+    return (np.fft.fftn if forward else np.fft.ifftn)(self, axes=dims, norm=mode).astype(self.dtype, copy=False)
+
+
+def _fft_r2c_forward(self, dims, norm, onesided):
+    # ops.yaml: _fft_r2c
+    mode = ("backward", "ortho", "forward")[norm]
+    r = (np.fft.rfftn if onesided else np.fft.fftn)(self, axes=dims, norm=mode)
+    return r.astype(np.complex64 if self.dtype == np.float32 else np.complex128, copy=False)
+
+
+def _fft_c2r_forward(self, dims, norm, last_dim_size):
+    # ops.yaml: _fft_c2r
+    mode = ("forward", "ortho", "backward")[norm]
+    s = [self.shape[d] for d in dims[:-1]] + [last_dim_size]
+    r = np.fft.irfftn(self, s=s, axes=dims, norm=mode)
+    return r.astype(np.float32 if self.dtype == np.complex64 else np.float64, copy=False)
+
+
+def _linalg_eig_forward(A):
+    # ops.yaml: _linalg_eig
+    L, V = np.linalg.eig(A)
+    ct = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
+    return L.astype(ct), V.astype(ct)
+
+
+def _linalg_eig_backward_forward(gL, gV, L, V):
+    # ops.yaml: _linalg_eig_backward
+    Vh = np.conj(np.swapaxes(V, -1, -2))
+    VhgV = Vh @ gV
+    diag = np.diagonal(VhgV, 0, -2, -1)
+    if not np.allclose(diag.imag, 0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+                           "so it is ill-defined.")
+    Lc = np.conj(L)
+    E = Lc[..., None, :] - Lc[..., :, None]
+    n = L.shape[-1]
+    E[..., np.arange(n), np.arange(n)] = 1
+    inner = (VhgV - Vh @ (V * diag.real[..., None, :])) / E
+    inner[..., np.arange(n), np.arange(n)] = gL
+    return np.linalg.solve(Vh, inner @ Vh).astype(L.dtype, copy=False)

@@ -12,9 +12,9 @@ import math
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
-    if dtype is None and (not F.is_floating(self)):
+    if dtype is None and (not self.dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {self.dtype.short}')
-    if dtype is not None and (not dtype.is_floating_point):
+    if dtype is not None and (not dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {dtype.short}')
     return F.sum(self, dim, keepdim, dtype=dtype) / F.numel_of(self.shape, dim)
 
@@ -2419,3 +2419,179 @@ def _nll_loss_dense(F, self, target, weight, ignore_index, reduction):
     if reduction == 'sum':
         return F.sum(loss)
     return F.sum(loss) / F.sum(w)
+
+
+def conj_physical(F, self):
+    # ops.yaml: conj_physical
+    return F._conj_physical(self) if self.dtype.is_complex else self
+
+
+def conj(F, self):
+    # ops.yaml: conj
+    return F._conj_physical(self) if self.dtype.is_complex else self
+
+
+def resolve_conj(F, self):
+    # ops.yaml: resolve_conj
+    return self
+
+
+def _sgn_backward(F, grad, self, result):
+    # ops.yaml: _sgn_backward
+    if not self.dtype.is_complex:
+        return F.zeros_like(grad)
+    a = F.abs(self)
+    g = (grad - F.real(grad * F.conj(result)) * result) / a
+    return F.where(a == 0, 0.0, g)
+
+
+def _angle_backward(F, grad, self):
+    # ops.yaml: _angle_backward
+    if not self.dtype.is_complex:
+        return F.zeros_like(self)
+    a = F.abs(self)
+    return F.where(a == 0, 0.0, grad * self / (a * a) * 1j)
+
+
+def polar(F, abs, angle):
+    # ops.yaml: polar
+    return F.complex(abs * F.cos(angle), abs * F.sin(angle))
+
+
+def _fft_r2c_backward(F, grad, shape, dims, norm, onesided):
+    # ops.yaml: _fft_r2c_backward
+    if onesided:
+        grad = F._fft_resize(grad, [dims[-1]], [shape[dims[-1]]])
+    return F.real(F._fft_c2c(grad, dims, norm, False))
+
+
+def _fft_c2r_backward(F, grad, dims, norm):
+    # ops.yaml: _fft_c2r_backward
+    gI = F._fft_r2c(grad, dims, norm, True)
+    last = dims[-1]
+    double = grad.shape[last] - gI.shape[last]
+    if double > 0:
+        w = [1.0] + [2.0] * double + [1.0] * (gI.shape[last] - 1 - double)
+        gI = gI * F.tensor(w, dtype=grad.dtype, device=grad.device).reshape([-1] + [1] * (grad.ndim - 1 - last))
+    return gI
+
+
+def fft_fft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_fft
+    if self.dtype.is_complex:
+        n, d = F.fft_dim(self, n, dim)
+        return F._fft_c2c(F._fft_resize(self, [d], [n]), [d], F.fft_norm(norm, True), True)
+    x = F.fft_promote(self)
+    n, d = F.fft_dim(x, n, dim)
+    return F._fft_r2c(F._fft_resize(x, [d], [n]), [d], F.fft_norm(norm, True), False)
+
+
+def fft_ifft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_ifft
+    if self.dtype.is_complex:
+        n, d = F.fft_dim(self, n, dim)
+        return F._fft_c2c(F._fft_resize(self, [d], [n]), [d], F.fft_norm(norm, False), False)
+    x = F.fft_promote(self)
+    n, d = F.fft_dim(x, n, dim)
+    return F.conj(F._fft_r2c(F._fft_resize(x, [d], [n]), [d], F.fft_norm(norm, False), False))
+
+
+def fft_rfft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_rfft
+    F.fft_check_real(self, 'rfft')
+    x = F.fft_promote(self)
+    n, d = F.fft_dim(x, n, dim)
+    return F._fft_r2c(F._fft_resize(x, [d], [n]), [d], F.fft_norm(norm, True), True)
+
+
+def fft_irfft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_irfft
+    x = F.fft_promote(self, True)
+    m, d = F.fft_dim(x, n, dim, lambda size: 2 * (size - 1))
+    if n is not None:
+        x = F._fft_resize(x, [d], [m // 2 + 1])
+    return F._fft_c2r(x, [d], F.fft_norm(norm, False), m)
+
+
+def fft_hfft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_hfft
+    x = F.fft_promote(self, True)
+    m, d = F.fft_dim(x, n, dim, lambda size: 2 * (size - 1))
+    if n is not None:
+        x = F._fft_resize(x, [d], [m // 2 + 1])
+    return F._fft_c2r(F.conj(x), [d], F.fft_norm(norm, True), m)
+
+
+def fft_ihfft(F, self, n=None, dim=-1, norm=None):
+    # ops.yaml: fft_ihfft
+    F.fft_check_real(self, 'ihfft')
+    x = F.fft_promote(self)
+    n, d = F.fft_dim(x, n, dim)
+    return F.conj(F._fft_r2c(F._fft_resize(x, [d], [n]), [d], F.fft_norm(norm, False), True))
+
+
+def fft_fftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_fftn
+    sizes, dims = F.fft_shape_dims(self, s, dim)
+    x = F.fft_promote(self, True)
+    return F._fft_c2c(F._fft_resize(x, dims, sizes), dims, F.fft_norm(norm, True), True)
+
+
+def fft_ifftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_ifftn
+    sizes, dims = F.fft_shape_dims(self, s, dim)
+    x = F.fft_promote(self, True)
+    return F._fft_c2c(F._fft_resize(x, dims, sizes), dims, F.fft_norm(norm, False), False)
+
+
+def fft_rfftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_rfftn
+    F.fft_check_real(self, 'rfftn', valued=True)
+    sizes, dims = F.fft_shape_dims(self, s, dim)
+    if not sizes:
+        raise RuntimeError('rfftn must transform at least one axis')
+    x = F.fft_promote(self)
+    return F._fft_r2c(F._fft_resize(x, dims, sizes), dims, F.fft_norm(norm, True), True)
+
+
+def fft_irfftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_irfftn
+    sizes, dims, last = F.fft_c2r_shape_dims(self, s, dim, 'irfftn')
+    x = F.fft_promote(self, True)
+    return F._fft_c2r(F._fft_resize(x, dims, sizes), dims, F.fft_norm(norm, False), last)
+
+
+def fft_hfftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_hfftn
+    sizes, dims, last = F.fft_c2r_shape_dims(self, s, dim, 'hfftn')
+    x = F._fft_resize(F.fft_promote(self, True), dims, sizes)
+    code = F.fft_norm(norm, True)
+    if len(dims) > 1:
+        x = F._fft_c2c(x, dims[:-1], code, True)
+    return F._fft_c2r(F.conj(x), [dims[-1]], code, last)
+
+
+def fft_ihfftn(F, self, s=None, dim=None, norm=None):
+    # ops.yaml: fft_ihfftn
+    if self.dtype.is_complex:
+        raise RuntimeError(f'Only supports floating-point dtypes, but found: {self.dtype.short}')
+    sizes, dims = F.fft_shape_dims(self, s, dim)
+    if not sizes:
+        raise RuntimeError('ihfftn must transform at least one axis')
+    x = F._fft_resize(F.fft_promote(self), dims, sizes)
+    code = F.fft_norm(norm, False)
+    r = F.conj(F._fft_r2c(x, [dims[-1]], code, True))
+    return F._fft_c2c(r, dims[:-1], code, False) if len(dims) > 1 else r
+
+
+def linalg_eig(F, A):
+    # ops.yaml: linalg_eig
+    F.linalg_check(A, 'linalg.eig', square=True)
+    L, V = F._linalg_eig(A)
+    return F.return_type('linalg_eig', eigenvalues=L, eigenvectors=V)
+
+
+def linalg_eigvals(F, A):
+    # ops.yaml: linalg_eigvals
+    F.linalg_check(A, 'linalg.eigvals', square=True)
+    return F._linalg_eig(A)[0]

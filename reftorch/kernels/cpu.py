@@ -97,6 +97,35 @@ def sign(x):
     return (x > 0) - (x < 0)
 
 
+# Complex numbers: Numba types them complex64/complex128 and has their arithmetic, abs (the modulus, a float)
+# and .real/.imag/.conjugate() (which real numbers have too). The isinstance test picks the branch while typing.
+@njit(inline="always")
+def cabs(x):
+    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return abs(x)
+    return x if x >= 0 else -x
+
+
+@njit(inline="always")
+def sgn(x):
+    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        m = abs(x)
+        return x / m if m != 0 else x * 0
+    return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cangle(x):
+    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return atan2(x.imag, x.real)
+    if x != x:
+        return x
+    return pi if x < 0 else 0.0
+
+
 @njit(inline="always")
 def fmin(a, b):
     return np.fmin(a, b)
@@ -1561,8 +1590,8 @@ def neg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -17039,6 +17068,267 @@ def nansum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk
 
 
 @njit(inline="always")
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_contig(out, a0):
+    # ops.yaml: _conj_physical
+    for i in range(out.shape[0]):
+        out[i] = _s__conj_physical(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__conj_physical(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__conj_physical(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__conj_physical(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_contig(out, a0):
+    # ops.yaml: sgn
+    for i in range(out.shape[0]):
+        out[i] = _s_sgn(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_sgn(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_sgn(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_sgn(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_contig(out, a0):
+    # ops.yaml: angle
+    for i in range(out.shape[0]):
+        out[i] = _s_angle(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_angle(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_angle(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s_angle(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
@@ -17127,20 +17417,20 @@ def _bw_neg_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_abs_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -17186,7 +17476,7 @@ def _bw_abs_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -18210,20 +18500,20 @@ def _bw_sub_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
 
 @njit(inline="always")
 def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    return grad * _s__conj_physical(other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18269,7 +18559,7 @@ def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -18315,20 +18605,20 @@ def _bw_mul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    return grad * _s__conj_physical(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_other(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18374,7 +18664,7 @@ def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -18420,20 +18710,20 @@ def _bw_mul_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    return grad / _s__conj_physical(other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18479,7 +18769,7 @@ def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -18525,20 +18815,20 @@ def _bw__div_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(self / (other * other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_other(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18607,7 +18897,7 @@ def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -30807,6 +31097,93 @@ def _bw_logaddexp2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__conj_physical_self(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__conj_physical_self(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__conj_physical_self(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw__conj_physical_self(a0[q0 + j * c0])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

@@ -97,6 +97,35 @@ def sign(x):
     return (x > 0) - (x < 0)
 
 
+# Complex numbers: Numba types them complex64/complex128 and has their arithmetic, abs (the modulus, a float)
+# and .real/.imag/.conjugate() (which real numbers have too). The isinstance test picks the branch while typing.
+@njit(inline="always")
+def cabs(x):
+    # the modulus of a complex number; a real number its absolute value in its own type (abs would widen int8)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return abs(x)
+    return x if x >= 0 else -x
+
+
+@njit(inline="always")
+def sgn(x):
+    # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        m = abs(x)
+        return x / m if m != 0 else x * 0
+    return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cangle(x):
+    # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return atan2(x.imag, x.real)
+    if x != x:
+        return x
+    return pi if x < 0 else 0.0
+
+
 @njit(inline="always")
 def fmin(a, b):
     return np.fmin(a, b)
@@ -1788,8 +1817,8 @@ def neg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @njit(inline="always")
@@ -1799,14 +1828,14 @@ def _s_abs_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def abs_f16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_abs_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def abs_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -1845,14 +1874,14 @@ def _s_abs_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def abs_bf16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_abs_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def abs_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -19398,6 +19427,300 @@ def nansum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, 
 
 
 @njit(inline="always")
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@njit(inline="always")
+def _s__conj_physical_f16(self):
+    return f32_to_f16(_s__conj_physical(f16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_f16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__conj_physical_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__conj_physical_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__conj_physical_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__conj_physical_bf16(self):
+    return f32_to_bf16(_s__conj_physical(bf16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__conj_physical_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__conj_physical_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__conj_physical_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@njit(inline="always")
+def _s_sgn_f16(self):
+    return f32_to_f16(_s_sgn(f16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_f16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_sgn_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_sgn_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_sgn_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_sgn_bf16(self):
+    return f32_to_bf16(_s_sgn(bf16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_bf16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_sgn_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_sgn_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_sgn_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@njit(inline="always")
+def _s_angle_f16(self):
+    return f32_to_f16(_s_angle(f16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_f16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s_angle_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_angle_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_angle_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s_angle_bf16(self):
+    return f32_to_bf16(_s_angle(bf16_to_f32(self)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_bf16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s_angle_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s_angle_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s_angle_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
@@ -19497,8 +19820,8 @@ def _bw_neg_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @njit(inline="always")
@@ -19508,14 +19831,14 @@ def _s__bw_abs_self_f16(grad, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_f16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_abs_self_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -19566,14 +19889,14 @@ def _s__bw_abs_self_bf16(grad, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_bf16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_abs_self_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_abs_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20743,8 +21066,8 @@ def _bw_sub_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha
 
 @njit(inline="always")
 def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    return grad * _s__conj_physical(other)
 
 
 @njit(inline="always")
@@ -20754,14 +21077,14 @@ def _s__bw_mul_self_f16(grad, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [f16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_self_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [f16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20812,14 +21135,14 @@ def _s__bw_mul_self_bf16(grad, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_self_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20865,8 +21188,8 @@ def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @njit(inline="always")
 def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    return grad * _s__conj_physical(self)
 
 
 @njit(inline="always")
@@ -20876,14 +21199,14 @@ def _s__bw_mul_other_f16(grad, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [f16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_other_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [f16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20934,14 +21257,14 @@ def _s__bw_mul_other_bf16(grad, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_mul_other_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20987,8 +21310,8 @@ def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @njit(inline="always")
 def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    return grad / _s__conj_physical(other)
 
 
 @njit(inline="always")
@@ -20998,14 +21321,14 @@ def _s__bw__div_self_f16(grad, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_f16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [f16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_self_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [f16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -21056,14 +21379,14 @@ def _s__bw__div_self_bf16(grad, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_bf16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_self_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -21109,8 +21432,8 @@ def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @njit(inline="always")
 def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(self / (other * other))
 
 
 @njit(inline="always")
@@ -21120,14 +21443,14 @@ def _s__bw__div_other_f16(grad, self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_f16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_other_f16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -21201,14 +21524,14 @@ def _s__bw__div_other_bf16(grad, self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw__div_other_bf16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw__div_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -35823,6 +36146,104 @@ def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@njit(inline="always")
+def _s__bw__conj_physical_self_f16(grad):
+    return f32_to_f16(_s__bw__conj_physical_self(f16_to_f32(grad)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_f16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__conj_physical_self_f16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__conj_physical_self_f16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__conj_physical_self_f16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__conj_physical_self_bf16(grad):
+    return f32_to_bf16(_s__bw__conj_physical_self(bf16_to_f32(grad)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__conj_physical_self_bf16(a0[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__conj_physical_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__conj_physical_self_bf16(a0[p0 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__conj_physical_self_bf16(a0[p0 + i * s0])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

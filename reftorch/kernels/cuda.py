@@ -198,6 +198,29 @@ def logaddexp(a, b):
     return m + log1p(exp(-abs(a - b)))
 
 
+# Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
+# and complex numbers alike (.real/.imag/abs exist on both).
+@cuda.jit(device=True, inline=True)
+def cabs(x):
+    return abs(x)
+
+
+@cuda.jit(device=True, inline=True)
+def sgn(x):
+    m = abs(x)
+    if m != m:
+        return 0        # NaN: torch.sign's 0
+    return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cangle(x):
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    if y.imag != 0:
+        return atan2(y.imag, y.real)
+    return pi if y.real < 0 else y.real * 0.0
+
+
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
@@ -1335,8 +1358,8 @@ def neg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @cuda.jit
@@ -6281,6 +6304,102 @@ def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
         out[po] = _s_logaddexp2(a0[p0], a1[p1])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@cuda.jit
+def _conj_physical_contig(out, a0):
+    # ops.yaml: _conj_physical
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical(a0[i])
+
+
+@cuda.jit
+def _conj_physical_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@cuda.jit
+def sgn_contig(out, a0):
+    # ops.yaml: sgn
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn(a0[i])
+
+
+@cuda.jit
+def sgn_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@cuda.jit
+def angle_contig(out, a0):
+    # ops.yaml: angle
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle(a0[i])
+
+
+@cuda.jit
+def angle_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle(a0[p0])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -6318,20 +6437,20 @@ def _bw_neg_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @cuda.jit
 def _bw_abs_self_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -6684,20 +6803,20 @@ def _bw_sub_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    return grad * _s__conj_physical(other)
 
 
 @cuda.jit
 def _bw_mul_self_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -6718,20 +6837,20 @@ def _bw_mul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    return grad * _s__conj_physical(self)
 
 
 @cuda.jit
 def _bw_mul_other_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_other(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -6752,20 +6871,20 @@ def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    return grad / _s__conj_physical(other)
 
 
 @cuda.jit
 def _bw__div_self_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -6786,20 +6905,20 @@ def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(self / (other * other))
 
 
 @cuda.jit
 def _bw__div_other_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_other(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw__div_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -10476,6 +10595,38 @@ def _bw_logaddexp2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
         out[po] = _s__bw_logaddexp2_other(a0[p0], a1[p1], a2[p2])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@cuda.jit
+def _bw__conj_physical_self_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self(a0[p0])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -11478,6 +11629,9 @@ KERNELS = {
     'gcd': dict(kind='elementwise', op='gcd', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'lcm': dict(kind='elementwise', op='lcm', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_conj_physical': dict(kind='elementwise', op='_conj_physical', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'sgn': dict(kind='elementwise', op='sgn', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'angle': dict(kind='elementwise', op='angle', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -11646,6 +11800,7 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
+    '_bw__conj_physical_self': dict(kind='elementwise', op='_conj_physical', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),

@@ -198,6 +198,29 @@ def logaddexp(a, b):
     return m + log1p(exp(-abs(a - b)))
 
 
+# Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
+# and complex numbers alike (.real/.imag/abs exist on both).
+@cuda.jit(device=True, inline=True)
+def cabs(x):
+    return abs(x)
+
+
+@cuda.jit(device=True, inline=True)
+def sgn(x):
+    m = abs(x)
+    if m != m:
+        return 0        # NaN: torch.sign's 0
+    return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cangle(x):
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    if y.imag != 0:
+        return atan2(y.imag, y.real)
+    return pi if y.real < 0 else y.real * 0.0
+
+
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
@@ -1681,8 +1704,8 @@ def neg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_abs(self):
-    # ops.yaml: abs -- self if self >= 0 else -self
-    return self if self >= 0 else -self
+    # ops.yaml: abs -- cabs(self)
+    return cabs(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -1692,14 +1715,14 @@ def _s_abs_f16(self):
 
 @cuda.jit
 def abs_f16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_abs_f16(a0[i])
 
 
 @cuda.jit
 def abs_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [f16]
+    # ops.yaml: abs -- cabs(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -1723,14 +1746,14 @@ def _s_abs_bf16(self):
 
 @cuda.jit
 def abs_bf16_contig(out, a0):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_abs_bf16(a0[i])
 
 
 @cuda.jit
 def abs_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: abs -- self if self >= 0 else -self [bf16]
+    # ops.yaml: abs -- cabs(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -11603,6 +11626,210 @@ def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
         out[po] = _s_logaddexp2_bf16(a0[p0], a1[p1])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical(self):
+    # ops.yaml: _conj_physical -- self.conjugate()
+    return self.conjugate()
+
+
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical_f16(self):
+    return f32_to_f16(_s__conj_physical(f16_to_f32(self)))
+
+
+@cuda.jit
+def _conj_physical_f16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical_f16(a0[i])
+
+
+@cuda.jit
+def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__conj_physical_bf16(self):
+    return f32_to_bf16(_s__conj_physical(bf16_to_f32(self)))
+
+
+@cuda.jit
+def _conj_physical_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__conj_physical_bf16(a0[i])
+
+
+@cuda.jit
+def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__conj_physical_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn(self):
+    # ops.yaml: sgn -- sgn(self)
+    return sgn(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn_f16(self):
+    return f32_to_f16(_s_sgn(f16_to_f32(self)))
+
+
+@cuda.jit
+def sgn_f16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn_f16(a0[i])
+
+
+@cuda.jit
+def sgn_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_sgn_bf16(self):
+    return f32_to_bf16(_s_sgn(bf16_to_f32(self)))
+
+
+@cuda.jit
+def sgn_bf16_contig(out, a0):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_sgn_bf16(a0[i])
+
+
+@cuda.jit
+def sgn_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: sgn -- sgn(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_sgn_bf16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle(self):
+    # ops.yaml: angle -- cangle(self)
+    return cangle(self)
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle_f16(self):
+    return f32_to_f16(_s_angle(f16_to_f32(self)))
+
+
+@cuda.jit
+def angle_f16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle_f16(a0[i])
+
+
+@cuda.jit
+def angle_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s_angle_bf16(self):
+    return f32_to_bf16(_s_angle(bf16_to_f32(self)))
+
+
+@cuda.jit
+def angle_bf16_contig(out, a0):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s_angle_bf16(a0[i])
+
+
+@cuda.jit
+def angle_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: angle -- cangle(self) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s_angle_bf16(a0[p0])
+
+
 # ---------------------------------------------------------------------- fused backward kernels (from derivative formulas)
 
 
@@ -11676,8 +11903,8 @@ def _bw_neg_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_abs_self(grad, self):
-    # ops.yaml: abs backward for self -- grad * sign(self)
-    return grad * _s_sign(self)
+    # ops.yaml: abs backward for self -- grad * sgn(self)
+    return grad * _s_sgn(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -11687,14 +11914,14 @@ def _s__bw_abs_self_f16(grad, self):
 
 @cuda.jit
 def _bw_abs_self_f16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [f16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -11720,14 +11947,14 @@ def _s__bw_abs_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_abs_self_bf16_contig(out, a0, a1):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_abs_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_abs_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: abs backward for self -- grad * sign(self) [bf16]
+    # ops.yaml: abs backward for self -- grad * sgn(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12452,8 +12679,8 @@ def _bw_sub_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_mul_self(grad, other):
-    # ops.yaml: mul backward for self -- grad * other
-    return grad * other
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other)
+    return grad * _s__conj_physical(other)
 
 
 @cuda.jit(device=True, inline=True)
@@ -12463,14 +12690,14 @@ def _s__bw_mul_self_f16(grad, other):
 
 @cuda.jit
 def _bw_mul_self_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [f16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [f16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12496,14 +12723,14 @@ def _s__bw_mul_self_bf16(grad, other):
 
 @cuda.jit
 def _bw_mul_self_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for self -- grad * other [bf16]
+    # ops.yaml: mul backward for self -- grad * _conj_physical(other) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12524,8 +12751,8 @@ def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_mul_other(grad, self):
-    # ops.yaml: mul backward for other -- grad * self
-    return grad * self
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self)
+    return grad * _s__conj_physical(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -12535,14 +12762,14 @@ def _s__bw_mul_other_f16(grad, self):
 
 @cuda.jit
 def _bw_mul_other_f16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [f16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_other_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [f16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12568,14 +12795,14 @@ def _s__bw_mul_other_bf16(grad, self):
 
 @cuda.jit
 def _bw_mul_other_bf16_contig(out, a0, a1):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_mul_other_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: mul backward for other -- grad * self [bf16]
+    # ops.yaml: mul backward for other -- grad * _conj_physical(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12596,8 +12823,8 @@ def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
-    # ops.yaml: _div backward for self -- grad / other
-    return grad / other
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other)
+    return grad / _s__conj_physical(other)
 
 
 @cuda.jit(device=True, inline=True)
@@ -12607,14 +12834,14 @@ def _s__bw__div_self_f16(grad, other):
 
 @cuda.jit
 def _bw__div_self_f16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [f16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw__div_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [f16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12640,14 +12867,14 @@ def _s__bw__div_self_bf16(grad, other):
 
 @cuda.jit
 def _bw__div_self_bf16_contig(out, a0, a1):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div backward for self -- grad / other [bf16]
+    # ops.yaml: _div backward for self -- grad / _conj_physical(other) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12668,8 +12895,8 @@ def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other)
-    return -grad * self / (other * other)
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(self / (other * other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12679,14 +12906,14 @@ def _s__bw__div_other_f16(grad, self, other):
 
 @cuda.jit
 def _bw__div_other_f16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_other_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw__div_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [f16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12714,14 +12941,14 @@ def _s__bw__div_other_bf16(grad, self, other):
 
 @cuda.jit
 def _bw__div_other_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw__div_other_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw__div_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: _div backward for other -- -grad * self / (other * other) [bf16]
+    # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -20474,6 +20701,74 @@ def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
         out[po] = _s__bw_logaddexp2_other_bf16(a0[p0], a1[p1], a2[p2])
 
 
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self(grad):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
+    return _s__conj_physical(grad)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self_f16(grad):
+    return f32_to_f16(_s__bw__conj_physical_self(f16_to_f32(grad)))
+
+
+@cuda.jit
+def _bw__conj_physical_self_f16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self_f16(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self_f16(a0[p0])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__conj_physical_self_bf16(grad):
+    return f32_to_bf16(_s__bw__conj_physical_self(bf16_to_f32(grad)))
+
+
+@cuda.jit
+def _bw__conj_physical_self_bf16_contig(out, a0):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__conj_physical_self_bf16(a0[i])
+
+
+@cuda.jit
+def _bw__conj_physical_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
+    # ops.yaml: _conj_physical backward for self -- _conj_physical(grad) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+        out[po] = _s__bw__conj_physical_self_bf16(a0[p0])
+
+
 # ---------------------------------------------------------------------- reductions, argreductions, scans
 
 
@@ -22149,6 +22444,9 @@ KERNELS = {
     'isposinf': dict(kind='elementwise', op='isposinf', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_heaviside': dict(kind='elementwise', op='_heaviside', tensors=('self', 'values'), scalars=(), kernels=('contig', 'strided')),
     'logaddexp2': dict(kind='elementwise', op='logaddexp2', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
+    '_conj_physical': dict(kind='elementwise', op='_conj_physical', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'sgn': dict(kind='elementwise', op='sgn', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
+    'angle': dict(kind='elementwise', op='angle', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
     '_bw_neg_self': dict(kind='elementwise', op='neg', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     '_bw_abs_self': dict(kind='elementwise', op='abs', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_exp_self': dict(kind='elementwise', op='exp', tensors=('grad', 'result'), scalars=(), kernels=('contig', 'strided')),
@@ -22317,6 +22615,7 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_logaddexp2_other': dict(kind='elementwise', op='logaddexp2', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
+    '_bw__conj_physical_self': dict(kind='elementwise', op='_conj_physical', tensors=('grad',), scalars=(), kernels=('contig', 'strided')),
     'sum': dict(kind='reduction', op='sum', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'amax': dict(kind='reduction', op='amax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial'), split=True),
     'argmax': dict(kind='argreduction', op='argmax', tensors=('self',), scalars=(), kernels=('reduce', 'reduce_serial')),

@@ -28,9 +28,9 @@ def abs_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * sign(self)
+    # self: grad * sgn(self)
     if needs[0]:
-        g[0] = F._fused('_bw_abs_self', (grad, self,), ()) if fused else grad * F.sign(self)
+        g[0] = F._fused('_bw_abs_self', (grad, self,), ()) if fused else grad * F.sgn(self)
     return g
 
 
@@ -144,12 +144,12 @@ def mul_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad * other
+    # self: grad * _conj_physical(other)
     if needs[0]:
-        g[0] = F._fused('_bw_mul_self', (grad, other,), ()) if fused else grad * other
-    # other: grad * self
+        g[0] = F._fused('_bw_mul_self', (grad, other,), ()) if fused else grad * F._conj_physical(other)
+    # other: grad * _conj_physical(self)
     if needs[1]:
-        g[1] = F._fused('_bw_mul_other', (grad, self,), ()) if fused else grad * self
+        g[1] = F._fused('_bw_mul_other', (grad, self,), ()) if fused else grad * F._conj_physical(self)
     return g
 
 
@@ -159,12 +159,12 @@ def _div_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad / other
+    # self: grad / _conj_physical(other)
     if needs[0]:
-        g[0] = F._fused('_bw__div_self', (grad, other,), ()) if fused else grad / other
-    # other: -grad * self / (other * other)
+        g[0] = F._fused('_bw__div_self', (grad, other,), ()) if fused else grad / F._conj_physical(other)
+    # other: -grad * _conj_physical(self / (other * other))
     if needs[1]:
-        g[1] = F._fused('_bw__div_other', (grad, self, other,), ()) if fused else -grad * self / (other * other)
+        g[1] = F._fused('_bw__div_other', (grad, self, other,), ()) if fused else -grad * F._conj_physical(self / (other * other))
     return g
 
 
@@ -257,12 +257,12 @@ def matmul_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: matmul_backward_self(grad, self, other)
+    # self: matmul_backward_self(grad, self, conj(other))
     if needs[0]:
-        g[0] = F.matmul_backward_self(grad, self, other)
-    # other: matmul_backward_other(grad, self, other)
+        g[0] = F.matmul_backward_self(grad, self, F.conj(other))
+    # other: matmul_backward_other(grad, conj(self), other)
     if needs[1]:
-        g[1] = F.matmul_backward_other(grad, self, other)
+        g[1] = F.matmul_backward_other(grad, F.conj(self), other)
     return g
 
 
@@ -2576,6 +2576,155 @@ def _mode_backward(F, grads, saved, needs, fused):
     return g
 
 
+def real_backward(F, grads, saved, needs, fused):
+    # ops.yaml: real
+    grad = grads[0]
+    g = [None] * 1
+    # self: grad
+    if needs[0]:
+        g[0] = grad
+    return g
+
+
+def imag_backward(F, grads, saved, needs, fused):
+    # ops.yaml: imag
+    grad = grads[0]
+    g = [None] * 1
+    # self: grad * 1j
+    if needs[0]:
+        g[0] = grad * 1j
+    return g
+
+
+def view_as_real_backward(F, grads, saved, needs, fused):
+    # ops.yaml: view_as_real
+    grad = grads[0]
+    g = [None] * 1
+    # self: view_as_complex(grad.contiguous())
+    if needs[0]:
+        g[0] = F.view_as_complex(grad.contiguous())
+    return g
+
+
+def view_as_complex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: view_as_complex
+    grad = grads[0]
+    g = [None] * 1
+    # self: view_as_real(grad)
+    if needs[0]:
+        g[0] = F.view_as_real(grad)
+    return g
+
+
+def _conj_physical_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _conj_physical
+    grad = grads[0]
+    g = [None] * 1
+    # self: _conj_physical(grad)
+    if needs[0]:
+        g[0] = F._fused('_bw__conj_physical_self', (grad,), ()) if fused else F._conj_physical(grad)
+    return g
+
+
+def sgn_backward(F, grads, saved, needs, fused):
+    # ops.yaml: sgn
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 1
+    # self: _sgn_backward(grad, self, result)
+    if needs[0]:
+        g[0] = F._sgn_backward(grad, self, result)
+    return g
+
+
+def angle_backward(F, grads, saved, needs, fused):
+    # ops.yaml: angle
+    grad = grads[0]
+    self = saved['self']
+    g = [None] * 1
+    # self: _angle_backward(grad, self)
+    if needs[0]:
+        g[0] = F._angle_backward(grad, self)
+    return g
+
+
+def complex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: complex
+    grad = grads[0]
+    imag = saved['imag']
+    real = saved['real']
+    g = [None] * 2
+    # real: real(grad)
+    if needs[0]:
+        g[0] = F.real(grad)
+    # imag: imag(grad)
+    if needs[1]:
+        g[1] = F.imag(grad)
+    return g
+
+
+def _fft_resize_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _fft_resize
+    grad = grads[0]
+    dims = saved['dims']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: _fft_resize(grad, dims, [self.shape[d] for d in dims])
+    if needs[0]:
+        g[0] = F._fft_resize(grad, dims, [self_shape[d] for d in dims])
+    return g
+
+
+def _fft_c2c_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _fft_c2c
+    grad = grads[0]
+    dims = saved['dims']
+    forward = saved['forward']
+    norm = saved['norm']
+    g = [None] * 1
+    # self: _fft_c2c(grad, dims, norm, not forward)
+    if needs[0]:
+        g[0] = F._fft_c2c(grad, dims, norm, not forward)
+    return g
+
+
+def _fft_r2c_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _fft_r2c
+    grad = grads[0]
+    dims = saved['dims']
+    norm = saved['norm']
+    onesided = saved['onesided']
+    self_shape = saved['self.shape']
+    g = [None] * 1
+    # self: _fft_r2c_backward(grad, self.shape, dims, norm, onesided)
+    if needs[0]:
+        g[0] = F._fft_r2c_backward(grad, self_shape, dims, norm, onesided)
+    return g
+
+
+def _fft_c2r_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _fft_c2r
+    grad = grads[0]
+    dims = saved['dims']
+    norm = saved['norm']
+    g = [None] * 1
+    # self: _fft_c2r_backward(grad, dims, norm)
+    if needs[0]:
+        g[0] = F._fft_c2r_backward(grad, dims, norm)
+    return g
+
+
+def _linalg_eig_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_eig
+    results = saved['results']
+    g = [None] * 1
+    # A: _linalg_eig_backward(grads[0], grads[1], results[0], results[1])
+    if needs[0]:
+        g[0] = F._linalg_eig_backward(grads[0], grads[1], results[0], results[1])
+    return g
+
+
 SAVE_USERS = {
     'add': {'alpha': (1,)},
     'sub': {'alpha': (1,)},
@@ -2612,4 +2761,5 @@ SAVE_USERS = {
     'igamma': {'other': (1,), 'self': (1,)},
     'igammac': {'other': (1,), 'self': (1,)},
     '_cross': {'other': (0,), 'self': (1,)},
+    'complex': {'imag': (1,), 'real': (0,)},
 }

@@ -77,3 +77,5 @@ aminmax = _named('aminmax', ('min', 'max'))  # ops.yaml: aminmax
 histogram = _named('histogram', ('hist', 'bin_edges'))  # ops.yaml: histogram
 
 histogramdd = _named('histogramdd', ('hist', 'bin_edges'))  # ops.yaml: histogramdd
+
+linalg_eig = _named('linalg_eig', ('eigenvalues', 'eigenvectors'))  # ops.yaml: linalg_eig

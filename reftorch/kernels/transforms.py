@@ -29,9 +29,9 @@ def abs_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * sign(self)
+    # self: grad * sgn(self)
     if self_t is not None:
-        terms.append(self_t * F.sign(self))
+        terms.append(self_t * F.sgn(self))
     return terms
 
 
@@ -143,12 +143,12 @@ def mul_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
-    # self: grad * other
+    # self: grad * _conj_physical(other)
     if self_t is not None:
-        terms.append(self_t * other)
-    # other: grad * self
+        terms.append(self_t * F._conj_physical(other))
+    # other: grad * _conj_physical(self)
     if other_t is not None:
-        terms.append(other_t * self)
+        terms.append(other_t * F._conj_physical(self))
     return terms
 
 
@@ -158,12 +158,12 @@ def _div_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
-    # self: grad / other
+    # self: grad / _conj_physical(other)
     if self_t is not None:
-        terms.append(self_t / other)
-    # other: -grad * self / (other * other)
+        terms.append(self_t / F._conj_physical(other))
+    # other: -grad * _conj_physical(self / (other * other))
     if other_t is not None:
-        terms.append(-other_t * self / (other * other))
+        terms.append(-other_t * F._conj_physical(self / (other * other)))
     return terms
 
 
@@ -1403,6 +1403,64 @@ def logaddexp2_jvp(F, a, t, result):
     return terms
 
 
+def real_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    # a view: linear, its own JVP
+    return [F.real(self_t)]
+
+
+def imag_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    # a view: linear, its own JVP
+    return [F.imag(self_t)]
+
+
+def view_as_real_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    # a view: linear, its own JVP
+    return [F.view_as_real(self_t)]
+
+
+def view_as_complex_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    # a view: linear, its own JVP
+    return [F.view_as_complex(self_t)]
+
+
+def _conj_physical_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    terms = []
+    # self: _conj_physical(grad)
+    if self_t is not None:
+        terms.append(F._conj_physical(self_t))
+    return terms
+
+
+def sgn_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    terms = []
+    # self: _sgn_backward(grad, self, result)
+    if self_t is not None:
+        terms.append(F._sgn_backward(self_t, self, result))
+    return terms
+
+
+def angle_jvp(F, a, t, result):
+    self = a['self']
+    self_t = t['self']
+    terms = []
+    # self: _angle_backward(grad, self)
+    if self_t is not None:
+        terms.append(F._angle_backward(self_t, self))
+    return terms
+
+
 JVPS = {
     'neg': (neg_jvp, 'derived'),
     'abs': (abs_jvp, 'derived'),
@@ -1524,6 +1582,13 @@ JVPS = {
     '_polygamma': (_polygamma_jvp, 'derived'),
     'adjoint': (adjoint_jvp, 'view'),
     'logaddexp2': (logaddexp2_jvp, 'derived'),
+    'real': (real_jvp, 'view'),
+    'imag': (imag_jvp, 'view'),
+    'view_as_real': (view_as_real_jvp, 'view'),
+    'view_as_complex': (view_as_complex_jvp, 'view'),
+    '_conj_physical': (_conj_physical_jvp, 'derived'),
+    'sgn': (sgn_jvp, 'derived'),
+    'angle': (angle_jvp, 'derived'),
 }
 
 

@@ -4,7 +4,7 @@
 from .geometry import contiguous_strides, flatten_shape, infer_size, numel, size_tuple, view_strides, wrap_dim, wrap_dims  # noqa: F401
 
 
-def transpose(shape, strides, offset, dim0, dim1, inplace=False):
+def transpose(shape, strides, offset, dim0, dim1, *, dtype=None, inplace=False):
     # ops.yaml: transpose
     n = len(shape)
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
@@ -16,7 +16,7 @@ def transpose(shape, strides, offset, dim0, dim1, inplace=False):
     return tuple(sh), tuple(st), offset
 
 
-def permute(shape, strides, offset, dims, inplace=False):
+def permute(shape, strides, offset, dims, *, dtype=None, inplace=False):
     # ops.yaml: permute
     dims = size_tuple(dims)
     n = len(shape)
@@ -29,7 +29,7 @@ def permute(shape, strides, offset, dims, inplace=False):
     return tuple(shape[d] for d in w), tuple(strides[d] for d in w), offset
 
 
-def expand(shape, strides, offset, size, inplace=False):
+def expand(shape, strides, offset, size, *, dtype=None, inplace=False):
     # ops.yaml: expand
     size = size_tuple(size)
     if len(size) < len(shape):
@@ -57,7 +57,7 @@ def expand(shape, strides, offset, size, inplace=False):
     return tuple(new_shape), tuple(new_strides), offset
 
 
-def view(shape, strides, offset, size, inplace=False):
+def view(shape, strides, offset, size, *, dtype=None, inplace=False):
     # ops.yaml: view
     new = infer_size(size_tuple(size), numel(shape))
     st = view_strides(shape, strides, new) if shape else contiguous_strides(new)
@@ -67,28 +67,28 @@ def view(shape, strides, offset, size, inplace=False):
     return new, st, offset
 
 
-def reshape(shape, strides, offset, shape_arg, inplace=False):
+def reshape(shape, strides, offset, shape_arg, *, dtype=None, inplace=False):
     # ops.yaml: reshape
     # strides None: no view has this shape, and the dispatcher gives the result a contiguous copy
     new = infer_size(size_tuple(shape_arg), numel(shape))
     return new, view_strides(shape, strides, new) if shape else contiguous_strides(new), offset
 
 
-def unsqueeze(shape, strides, offset, dim, inplace=False):
+def unsqueeze(shape, strides, offset, dim, *, dtype=None, inplace=False):
     # ops.yaml: unsqueeze
     d = wrap_dim(dim, len(shape) + 1)
     st = strides[d] * shape[d] if d < len(shape) else 1
     return shape[:d] + (1,) + shape[d:], strides[:d] + (st,) + strides[d:], offset
 
 
-def squeeze(shape, strides, offset, dim=None, inplace=False):
+def squeeze(shape, strides, offset, dim=None, *, dtype=None, inplace=False):
     # ops.yaml: squeeze
     dims = wrap_dims(dim, len(shape)) if dim is not None else tuple(range(len(shape)))
     keep = [i for i in range(len(shape)) if not (i in dims and shape[i] == 1)]
     return tuple(shape[i] for i in keep), tuple(strides[i] for i in keep), offset
 
 
-def flatten(shape, strides, offset, start_dim=0, end_dim=-1, inplace=False):
+def flatten(shape, strides, offset, start_dim=0, end_dim=-1, *, dtype=None, inplace=False):
     # ops.yaml: flatten
     new = flatten_shape(shape, start_dim, end_dim)
     if len(shape) and wrap_dim(start_dim, len(shape)) == wrap_dim(end_dim, len(shape)):
@@ -96,7 +96,7 @@ def flatten(shape, strides, offset, start_dim=0, end_dim=-1, inplace=False):
     return new, view_strides(shape, strides, new) if shape else contiguous_strides(new), offset
 
 
-def unflatten(shape, strides, offset, dim, sizes, inplace=False):
+def unflatten(shape, strides, offset, dim, sizes, *, dtype=None, inplace=False):
     # ops.yaml: unflatten
     d = wrap_dim(dim, len(shape))
     sizes = size_tuple(sizes)
@@ -114,7 +114,7 @@ def unflatten(shape, strides, offset, dim, sizes, inplace=False):
     return shape[:d] + sizes + shape[d + 1:], strides[:d] + inner + strides[d + 1:], offset
 
 
-def t(shape, strides, offset, inplace=False):
+def t(shape, strides, offset, *, dtype=None, inplace=False):
     # ops.yaml: t
     if len(shape) > 2:
         raise RuntimeError(f"t{'_' if inplace else ''}() expects a tensor with <= 2 dimensions, but self is "
@@ -122,7 +122,7 @@ def t(shape, strides, offset, inplace=False):
     return tuple(reversed(shape)), tuple(reversed(strides)), offset
 
 
-def movedim(shape, strides, offset, source, destination, inplace=False):
+def movedim(shape, strides, offset, source, destination, *, dtype=None, inplace=False):
     # ops.yaml: movedim
     n = len(shape)
     src = [wrap_dim(s, n) for s in ((source,) if hasattr(source, "__index__") else source)]
@@ -141,7 +141,7 @@ def movedim(shape, strides, offset, source, destination, inplace=False):
     return tuple(shape[d] for d in order), tuple(strides[d] for d in order), offset
 
 
-def select(shape, strides, offset, dim, index, inplace=False):
+def select(shape, strides, offset, dim, index, *, dtype=None, inplace=False):
     # ops.yaml: select
     if len(shape) == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -154,7 +154,7 @@ def select(shape, strides, offset, dim, index, inplace=False):
     return shape[:d] + shape[d + 1:], strides[:d] + strides[d + 1:], offset + index * strides[d]
 
 
-def slice_dim(shape, strides, offset, dim=0, start=None, end=None, step=1, inplace=False):
+def slice_dim(shape, strides, offset, dim=0, start=None, end=None, step=1, *, dtype=None, inplace=False):
     # ops.yaml: slice_dim
     # Python's clamping; PyTorch's storage offset, even when empty
     if len(shape) == 0:
@@ -168,7 +168,7 @@ def slice_dim(shape, strides, offset, dim=0, start=None, end=None, step=1, inpla
             offset + start * strides[d])
 
 
-def narrow(shape, strides, offset, dim, start, length, inplace=False):
+def narrow(shape, strides, offset, dim, start, length, *, dtype=None, inplace=False):
     # ops.yaml: narrow
     if len(shape) == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -185,7 +185,7 @@ def narrow(shape, strides, offset, dim, start, length, inplace=False):
     return shape[:d] + (length,) + shape[d + 1:], strides, offset + start * strides[d]
 
 
-def diagonal(shape, strides, offset, offset_arg=0, dim1=0, dim2=1, inplace=False):
+def diagonal(shape, strides, offset, offset_arg=0, dim1=0, dim2=1, *, dtype=None, inplace=False):
     # ops.yaml: diagonal
     n = len(shape)
     d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
@@ -202,7 +202,7 @@ def diagonal(shape, strides, offset, offset_arg=0, dim1=0, dim2=1, inplace=False
             off)
 
 
-def unfold(shape, strides, offset, dimension, size, step, inplace=False):
+def unfold(shape, strides, offset, dimension, size, step, *, dtype=None, inplace=False):
     # ops.yaml: unfold
     d = wrap_dim(dimension, len(shape))
     full = shape[d] if shape else 1
@@ -219,7 +219,7 @@ def unfold(shape, strides, offset, dimension, size, step, inplace=False):
             + (strides[d],), offset)
 
 
-def as_strided(shape, strides, offset, size, stride, storage_offset=None, inplace=False):
+def as_strided(shape, strides, offset, size, stride, storage_offset=None, *, dtype=None, inplace=False):
     # ops.yaml: as_strided
     size, stride = size_tuple(size), size_tuple(stride)
     if len(size) != len(stride):
@@ -234,9 +234,51 @@ def as_strided(shape, strides, offset, size, stride, storage_offset=None, inplac
     return tuple(size), tuple(stride), offset if storage_offset is None else storage_offset
 
 
-def adjoint(shape, strides, offset, inplace=False):
+def adjoint(shape, strides, offset, *, dtype=None, inplace=False):
     # ops.yaml: adjoint
     if len(shape) < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{len(shape)}-D tensor.")
+    if dtype is not None and dtype.is_complex:
+        # torch's is a view with the lazy conjugate bit, which reftorch lacks: x.mH gives the conjugated copy
+        raise RuntimeError("adjoint() of a complex tensor needs a lazy conjugate view, which reftorch does not "
+                           "have; use x.mH or x.mT.conj() (a conjugated copy)")
     return (shape[:-2] + (shape[-1], shape[-2]), strides[:-2] + (strides[-1], strides[-2]), offset)
+
+
+def real(shape, strides, offset, *, dtype=None, inplace=False):
+    # ops.yaml: real
+    # a complex element is two floats: strides and offset in the view's elements
+    if not dtype.is_complex:
+        return shape, strides, offset
+    return shape, tuple(2 * s for s in strides), 2 * offset, dtype.to_real()
+
+
+def imag(shape, strides, offset, *, dtype=None, inplace=False):
+    # ops.yaml: imag
+    if not dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return shape, tuple(2 * s for s in strides), 2 * offset + 1, dtype.to_real()
+
+
+def view_as_real(shape, strides, offset, *, dtype=None, inplace=False):
+    # ops.yaml: view_as_real
+    if not dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return shape + (2,), tuple(2 * s for s in strides) + (1,), 2 * offset, dtype.to_real()
+
+
+def view_as_complex(shape, strides, offset, *, dtype=None, inplace=False):
+    # ops.yaml: view_as_complex
+    if dtype.name not in ("float32", "float64"):
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor of "
+                           f"scalar type: {dtype.short}")
+    if not shape or shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if offset % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return shape[:-1], tuple(s // 2 for s in strides[:-1]), offset // 2, dtype.to_complex()

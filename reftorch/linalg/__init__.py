@@ -1,13 +1,13 @@
 """torch.linalg: the linear-algebra functions of ops.yaml's linear-algebra section under PyTorch's names.
 
 Each name is the registry's `linalg_<name>` op (its checks, derivative formulas and tests live there);
-eig and eigvals, whose results are complex, come with complex dtypes."""
+eig and eigvals give complex results (LAPACK geev through numpy.linalg.eig)."""
 from __future__ import annotations
 
 import reftorch._functional as _F
 from .._linalg_checks import LinAlgError  # noqa: F401
 
-_NAMES = ("cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "householder_product",
+_NAMES = ("cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product",
           "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex",
           "lu_solve", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
           "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",

@@ -1,0 +1,107 @@
+"""torch.stft / torch.istft over the public API: frames by unfold, the window, torch.fft, and overlap-add by
+nn.functional.fold (with the squared window's envelope dividing it out), as PyTorch's implementation."""
+from __future__ import annotations
+
+import warnings
+
+from .. import _functional as _F
+from .. import fft as _fft
+from ..nn import functional as _nnf
+
+_RETURN_COMPLEX = ("stft requires the return_complex parameter be given for real inputs, and will further "
+                   "require that return_complex=True in a future PyTorch release.")
+
+
+_NO_WINDOW = ("A window was not provided. A rectangular window will be applied,which is known to cause spectral "
+              "leakage. Other windows such as torch.hann_window or torch.hamming_window are recommended to reduce "
+              "spectral leakage.To suppress this warning and use a rectangular window, explicitly set "
+              "`window=torch.ones(n_fft, device=<device>)`.")
+_warned = []
+
+
+def _full_window(window, n_fft, win_length, like, warn=False):
+    """The window (ones of win_length when None) zero-padded to n_fft, centred."""
+    if window is None and warn and not _warned:     # PyTorch warns once per process
+        _warned.append(True)
+        warnings.warn(_NO_WINDOW, UserWarning, stacklevel=3)
+    if window is None:
+        window = _F.ones(win_length, dtype=like.dtype.to_real(), device=like.device)
+    elif window.ndim != 1 or window.shape[0] != win_length:
+        raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win_length}, but got "
+                           f"window with size {list(window.shape)}")
+    left = (n_fft - win_length) // 2
+    if left or win_length < n_fft:
+        window = _nnf.pad(window, (left, n_fft - win_length - left))
+    return window
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+         normalized=False, onesided=None, return_complex=None):
+    """torch.stft: the DFT of windowed frames, (batch?, n_fft // 2 + 1 or n_fft, frames)."""
+    complex_in = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
+    if return_complex is None and not complex_in:
+        raise RuntimeError(_RETURN_COMPLEX)
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
+    x = input.unsqueeze(0) if input.ndim == 1 else input
+    if center:
+        pad = n_fft // 2
+        x = _nnf.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+    length = x.shape[-1]
+    if not 0 < n_fft <= length:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got win_length={win}")
+    frames = x.unfold(-1, n_fft, hop) * _full_window(window, n_fft, win, x, warn=True)
+    norm = "ortho" if normalized else "backward"
+    one = (not complex_in) if onesided is None else onesided
+    spec = (_fft.rfft if one else _fft.fft)(frames, norm=norm).transpose(-1, -2)
+    if input.ndim == 1:
+        spec = spec.squeeze(0)
+    return spec if return_complex or return_complex is None else _F.view_as_real(spec)
+
+
+def _overlap_add(frames, n_fft, hop):
+    """(B, frames, n_fft) real frames summed at offsets hop * i: (B, n_fft + hop (frames - 1))."""
+    n = frames.shape[1]
+    total = n_fft + hop * (n - 1)
+    out = _nnf.fold(frames.transpose(1, 2), output_size=(1, total), kernel_size=(1, n_fft), stride=(1, hop))
+    return out.reshape(frames.shape[0], total)
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    """torch.istft: the inverse of stft by overlap-add, divided by the squared window's envelope."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor.")
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    spec = input.unsqueeze(0) if input.ndim == 2 else input
+    one = (spec.shape[-2] != n_fft) if onesided is None else onesided
+    norm = "ortho" if normalized else "backward"
+    cols = spec.transpose(-1, -2)
+    if return_complex:
+        frames = _fft.ifft(cols, n=n_fft, norm=norm)
+    else:
+        frames = _fft.irfft(cols, n=n_fft, norm=norm) if one else _fft.ifft(cols, n=n_fft, norm=norm).real
+    w = _full_window(window, n_fft, win, frames if not frames.dtype.is_complex else frames.real)
+    frames = frames * w
+    if frames.dtype.is_complex:
+        y = _F.complex(_overlap_add(frames.real, n_fft, hop), _overlap_add(frames.imag, n_fft, hop))
+    else:
+        y = _overlap_add(frames, n_fft, hop)
+    env = _overlap_add((w * w).expand(frames.shape[1], n_fft).unsqueeze(0), n_fft, hop)[0]
+    start = n_fft // 2 if center else 0
+    end = y.shape[-1] - (n_fft // 2 if center else 0) if length is None else start + length
+    end = min(end, y.shape[-1])
+    env = env[start:end]
+    if bool((env.abs() < 1e-11).any()):
+        raise RuntimeError(f"istft(...): window overlap add min: {float(env.abs().min())}")
+    y = y[:, start:end] / env
+    if length is not None and y.shape[-1] < length:
+        y = _nnf.pad(y, (0, length - y.shape[-1]))
+    return y.squeeze(0) if input.ndim == 2 else y
