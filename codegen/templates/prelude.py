@@ -93,6 +93,14 @@ def cabs(x):
 
 
 @njit(inline="always")
+def cconj(x):
+    # the complex conjugate; a real number (bool included, which has no .conjugate() in Numba) is itself
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.conjugate()
+    return x
+
+
+@njit(inline="always")
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):

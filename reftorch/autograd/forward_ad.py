@@ -41,10 +41,12 @@ _state = _State()
 
 def _core():
     if _state.dispatch is None:
-        from .. import _dispatch, _functional, _creation
+        from .. import _dispatch, _functional, _creation, _dtype
         from . import grad
         _state.dispatch, _state.F, _state.grad = _dispatch, _functional, grad
         _state.empty_strided = _creation.empty_strided
+        _state.number = lambda x: _creation.tensor(x, dtype=_dtype.complex128 if isinstance(x, complex)
+                                                   else _dtype.float64)
     return _state.dispatch
 
 
@@ -305,7 +307,9 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
         return _fallback(spec, tensors, scalars, tangents, outs, run)
     fn, how = entry
     F = _state.F
-    a = dict(zip(spec.tensor_args, tensors))
+    # a Python float operand (x / 3 ** 0.5) enters the formulas as a 0-d tensor of its own precision, as the
+    # backward's saved numbers do: alone in a formula's op it would otherwise promote to the default float32
+    a = {n: _state.number(x) if isinstance(x, (float, complex)) else x for n, x in zip(spec.tensor_args, tensors)}
     a.update(zip(spec.scalar_names, scalars))
     t = dict(zip(spec.tensor_args, tangents))
     if how == "forward":

@@ -108,6 +108,14 @@ def cabs(x):
 
 
 @njit(inline="always")
+def cconj(x):
+    # the complex conjugate; a real number (bool included, which has no .conjugate() in Numba) is itself
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.conjugate()
+    return x
+
+
+@njit(inline="always")
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):
@@ -17069,8 +17077,8 @@ def nansum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk
 
 @njit(inline="always")
 def _s__conj_physical(self):
-    # ops.yaml: _conj_physical -- self.conjugate()
-    return self.conjugate()
+    # ops.yaml: _conj_physical -- cconj(self)
+    return cconj(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)

@@ -108,6 +108,14 @@ def cabs(x):
 
 
 @njit(inline="always")
+def cconj(x):
+    # the complex conjugate; a real number (bool included, which has no .conjugate() in Numba) is itself
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.conjugate()
+    return x
+
+
+@njit(inline="always")
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):
@@ -19428,8 +19436,8 @@ def nansum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, 
 
 @njit(inline="always")
 def _s__conj_physical(self):
-    # ops.yaml: _conj_physical -- self.conjugate()
-    return self.conjugate()
+    # ops.yaml: _conj_physical -- cconj(self)
+    return cconj(self)
 
 
 @njit(inline="always")
@@ -19439,14 +19447,14 @@ def _s__conj_physical_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _conj_physical_f16_contig(out, a0):
-    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    # ops.yaml: _conj_physical -- cconj(self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__conj_physical_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    # ops.yaml: _conj_physical -- cconj(self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -19485,14 +19493,14 @@ def _s__conj_physical_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _conj_physical_bf16_contig(out, a0):
-    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    # ops.yaml: _conj_physical -- cconj(self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__conj_physical_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    # ops.yaml: _conj_physical -- cconj(self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

@@ -224,6 +224,14 @@ def cangle(x):
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cconj(x):
+    # the complex conjugate; a real number (bool included, which has no .conjugate() in Numba) is itself
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.conjugate()
+    return x
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
@@ -6306,8 +6314,8 @@ def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
 
 @cuda.jit(device=True, inline=True)
 def _s__conj_physical(self):
-    # ops.yaml: _conj_physical -- self.conjugate()
-    return self.conjugate()
+    # ops.yaml: _conj_physical -- cconj(self)
+    return cconj(self)
 
 
 @cuda.jit

@@ -224,6 +224,14 @@ def cangle(x):
 # ---- CPU helpers with no CUDA version of their own in codegen/templates/cuda_prelude.py
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
+def cconj(x):
+    # the complex conjugate; a real number (bool included, which has no .conjugate() in Numba) is itself
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.conjugate()
+    return x
+
+
+@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
     # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
@@ -11628,8 +11636,8 @@ def logaddexp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 @cuda.jit(device=True, inline=True)
 def _s__conj_physical(self):
-    # ops.yaml: _conj_physical -- self.conjugate()
-    return self.conjugate()
+    # ops.yaml: _conj_physical -- cconj(self)
+    return cconj(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -11639,14 +11647,14 @@ def _s__conj_physical_f16(self):
 
 @cuda.jit
 def _conj_physical_f16_contig(out, a0):
-    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    # ops.yaml: _conj_physical -- cconj(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__conj_physical_f16(a0[i])
 
 
 @cuda.jit
 def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: _conj_physical -- self.conjugate() [f16]
+    # ops.yaml: _conj_physical -- cconj(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -11670,14 +11678,14 @@ def _s__conj_physical_bf16(self):
 
 @cuda.jit
 def _conj_physical_bf16_contig(out, a0):
-    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    # ops.yaml: _conj_physical -- cconj(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__conj_physical_bf16(a0[i])
 
 
 @cuda.jit
 def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: _conj_physical -- self.conjugate() [bf16]
+    # ops.yaml: _conj_physical -- cconj(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
