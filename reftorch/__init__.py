@@ -85,7 +85,7 @@ from . import special  # noqa: E402  (torch.special: binds names of the function
 
 
 def result_type(a, b):
-    from ._dispatch import as_tensor_arg, promoted
+    from ._args import as_tensor_arg, promoted
     return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])
 
 
@@ -109,7 +109,7 @@ _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a backgroun
 
 # devices, back-end flags and threads (issue 16 point 3): the default device, torch.backends, torch.accelerator
 from ._device import set_default_device, get_default_device  # noqa: E402
-from ._dispatch import set_num_threads, get_num_threads  # noqa: E402
+from ._cpu import set_num_threads, get_num_threads  # noqa: E402
 from ._config import (set_num_interop_threads, get_num_interop_threads, set_float32_matmul_precision,  # noqa: E402
                       get_float32_matmul_precision, use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                       is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,

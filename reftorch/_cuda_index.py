@@ -14,6 +14,7 @@ from . import _config
 from . import _dtype as D
 from . import _layout as L
 from ._tensor import Tensor
+from ._args import promoted
 
 ATOMIC = ("int32", "int64", "float32", "float64")     # dtypes cuda.atomic.add takes
 
@@ -85,7 +86,6 @@ def scatter_positions(spec, tensors, kw):
     """A copy of self with values written (added) at indices, on the device (an op `(Tensor self, any indices,
     Tensor values, bool accumulate)`); None: the host path."""
     from ._cuda_dispatch import cast, clone, from_host
-    from ._dispatch import promoted
     self, values = tensors
     if not isinstance(values, Tensor) or values.device != self.device:
         return None

@@ -8,7 +8,6 @@ import numpy as np
 
 from . import _dtype as D
 from . import _functional as F
-from . import _half
 from . import _indexing
 from . import _layout as L
 from . import _legacy
@@ -17,6 +16,10 @@ from ._device import as_device
 from . import _meta
 from ._tensor import Tensor
 from .autograd import grad_mode
+from ._args import check_inplace, check_no_internal_overlap
+from ._cpu import cast_into, empty, run_elementwise
+from ._spec import SPECS
+from .autograd.record import record
 
 
 # ------------------------------------------------------------------------------ autograd state
@@ -187,7 +190,6 @@ def _to(self, *args, **kwargs):
 
 def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
-    from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
     if self.device.type != "cpu":
         from ._cuda_dispatch import clone
@@ -197,7 +199,7 @@ def _convert(self, dtype):
         return out
     out = empty(self._shape, dtype)
     if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
-        if not _half.cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
+        if not cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
             with np.errstate(over="ignore", invalid="ignore"):
                 out._array()[...] = self._array()
     else:
@@ -224,7 +226,6 @@ def _cuda(self, device=None, non_blocking=False):
 
 def _copy_(self, src, non_blocking=False):
     src = F.as_tensor(src)
-    from ._dispatch import check_inplace, check_no_internal_overlap
     shape = L.broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
@@ -271,7 +272,6 @@ def _assign_with_history(self, new):
 
 
 def _fill_(self, value):
-    from ._dispatch import check_inplace
     check_inplace(self)
     if isinstance(value, Tensor):
         if value.dim() != 0:

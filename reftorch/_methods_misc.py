@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from . import _dispatch
+from ._args import check_inplace
 from . import _dtype as D
 from . import _layout as L
 from . import _functional as F
@@ -205,7 +205,7 @@ def _resize_as_(self, other, memory_format=None):
 
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     """Make self a view of source's storage (a tensor, or a storage of this module), or of an empty one."""
-    _dispatch.check_inplace(self)
+    check_inplace(self)
     if source is None:
         self._storage = type(self._storage)(np.empty(0, self._storage.data.dtype))
         self._offset, self._shape, self._strides = 0, (0,), (1,)

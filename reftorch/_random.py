@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._creation import _rng, _finish, _zero_gradient
-from ._dispatch import check_inplace
+from ._args import check_inplace
 from ._tensor import Tensor
 from . import _functional as F
 from .autograd import grad_mode

@@ -21,8 +21,8 @@ _thread = None
 
 def warm_up():
     """Import the CPU kernels and initialise what loading a cached kernel needs."""
-    from . import _dispatch
-    _dispatch._kernels()
+    from . import _cpu
+    _cpu.kernels()
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys

@@ -27,6 +27,7 @@ import os
 import sys
 
 from .. import _dispatch
+import reftorch._intercept as _intercept
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -376,8 +377,8 @@ class Tracer:
         data = Tensor.__dict__["data"]
         self._saved[(Tensor, "data")] = data
         Tensor.data = property(derived(data.fget, DATA, lambda r: ()), data.fset)
-        self._prev = _dispatch._tracer
-        _dispatch._tracer = self
+        self._prev = _intercept.tracer
+        _intercept.tracer = self
         return self
 
     def guard_grad(self, leaf):
@@ -390,7 +391,7 @@ class Tracer:
         self.graph_break(f"in-place op '{name}_' writes into a tensor")
 
     def __exit__(self, *exc):
-        _dispatch._tracer = self._prev
+        _intercept.tracer = self._prev
         for (owner, name), orig in self._saved.items():
             setattr(owner, name, orig)
         self._saved.clear()
