@@ -22,7 +22,7 @@ from ._spec import PROMOTED, all_specs
 from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.record import record
-from .kernels import array_ops as _array_ops
+import reftorch.kernels.array_ops as _array_ops
 
 _make_tensor = Tensor._make
 _FROM_NP = D._FROM_NP

@@ -10,13 +10,16 @@ import numpy as np
 
 from ._layout import contiguous_array as _contig
 
-from . import _alloc
-from . import _dtype as D
-from . import _layout as L
-from . import _meta
+import reftorch._alloc as _alloc
+import reftorch._dtype as D
+import reftorch._layout as L
+import reftorch._meta as _meta
 from ._device import as_device
 from ._tensor import Storage, Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
+from ._cuda_dispatch import from_host
+import reftorch.cuda as cuda
+from ._cuda_dispatch import clone
 
 
 _GRAD_DTYPE_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
@@ -30,7 +33,6 @@ def _finish(arr, dtype, device=None, requires_grad=False):
         return _on_meta(arr.shape, dtype, requires_grad)
     arr = _contig(arr)
     if dev.type == "cuda":
-        from ._cuda_dispatch import from_host
         t = from_host(arr, dtype, dev)
         if requires_grad:
             t.requires_grad_(True)
@@ -613,7 +615,6 @@ default_generator = Generator()
 
 def manual_seed(seed):
     default_generator.manual_seed(seed)
-    from . import cuda
     cuda.manual_seed(seed)      # torch.manual_seed seeds every device
     return default_generator
 
@@ -803,7 +804,6 @@ def _copy_tensor(t, keep_graph=True):
         from . import _functional as F
         return F.clone(t)
     if t.device.type == "cuda":
-        from ._cuda_dispatch import clone
         return clone(t)
     return _finish(t._array().copy(), t.dtype)
 

@@ -22,25 +22,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype as D
-from . import _layout as L
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._tensor import Storage, Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
 from ._args import ReductionCall, _acc_dtype, _can_cast, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_index, check_inplace, check_no_internal_overlap, promoted
 from ._cpu import empty as cpu_empty, new_tensor, run_elementwise as cpu_run
 from ._spec import PROMOTED, SPECS
 from .autograd.record import record
+import reftorch._cuda_launch as launch
+import reftorch.cuda as cuda
+from ._device import device
+from .autograd.graph import Node
+from .autograd.graph import gradient_edge
 
 used = False     # set once a tensor off the cpu exists (cuda here, meta in reftorch/_meta.py): the dispatcher's fast test
 
 
 def _cu():
-    from . import _cuda_launch as launch
     return launch.kernels().cuda
 
 
 def _launch():
-    from . import _cuda_launch as launch
     return launch
 
 
@@ -48,7 +51,6 @@ def _launch():
 
 def check_available(dev):
     """Raise PyTorch's errors for a cuda device that this machine cannot give."""
-    from . import cuda
     if not cuda.is_available():
         raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
                            "machine (reftorch.cuda.is_available() is False)")
@@ -58,7 +60,6 @@ def check_available(dev):
 
 def canonical(dev):
     """cuda -> cuda:0 (the current device), as tensors report it."""
-    from ._device import device
     return device("cuda", dev.index or 0)
 
 
@@ -245,7 +246,6 @@ def move(t, dev, dtype=None):
 
 
 def _record_copy(src, out):
-    from .autograd.graph import Node, gradient_edge
 
     class ToCopyBackward0(Node):
         def __init__(self, edge, meta, dev):

@@ -26,8 +26,8 @@ from ._foreach import foreach
 from ._inplace import call_out, composite_inplace, inplace, view_inplace  # noqa: F401
 from ._reduction import argreduction, reduction, scan
 from ._spec import SPECS, PROMOTED  # noqa: F401
-from .kernels import api as _api
-from .kernels import composites as _composites
+import reftorch.kernels.api as _api
+import reftorch.kernels.composites as _composites
 
 HANDLERS = {"unary": elementwise, "binary": elementwise, "ternary": elementwise, "reduction": reduction,
             "argreduction": argreduction, "scan": scan, "array": array, "view": view}

@@ -11,7 +11,7 @@ import numpy as np
 from ._args import _info, check_no_internal_overlap
 from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
-from .kernels import api as _api
+import reftorch.kernels.api as _api
 
 FOREACH_CHUNK = 8      # tensors per foreach kernel call: lists are padded to it, so one compile serves every length
 _foreach_updates = {}  # foreach op -> indices of the lists its body assigns

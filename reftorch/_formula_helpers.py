@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import warnings
 
-from . import _layout as L
+import reftorch._layout as L
 from ._tensor import Size
+from ._dtype import defaults
+from ._tensor import Tensor
+import reftorch._cuda_dispatch as _cuda_dispatch
+from ._device import CPU
+from ._device import get_default_device
 
 
 def invert_permutation(dims):
@@ -72,7 +77,6 @@ def normalize_dims(dim, ndim):
 
 
 def default_float():
-    from ._dtype import defaults
     return defaults.float
 
 
@@ -81,7 +85,6 @@ def is_floating(t):
 
 
 def is_tensor(x):
-    from ._tensor import Tensor
     return isinstance(x, Tensor)
 
 
@@ -90,11 +93,8 @@ def device_of(*args):
     one off the cpu (cuda, meta), else cpu when there are tensors (a composite is an op: `with device("meta")`
     changes its caller's factories, not its own helpers), else None (the default device); cpu tensors beside a
     cuda one are 0-d ones or raise in the op anyway."""
-    from . import _cuda_dispatch
-    from ._device import CPU, get_default_device
     if not _cuda_dispatch.used and get_default_device() is CPU:
         return None
-    from ._tensor import Tensor
     found = None
     for a in args:
         for x in (a if isinstance(a, (list, tuple)) else (a,)):

@@ -22,7 +22,7 @@ from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.inplace import restride_history
 from .autograd.record import record
-from .kernels import api as _api
+import reftorch.kernels.api as _api
 
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 

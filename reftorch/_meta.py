@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cuda_dispatch as _cuda_d
-from . import _dtype as D
-from . import _layout as L
+import reftorch._cuda_dispatch as _cuda_d
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._device import device
 from ._tensor import Storage, Tensor
-from .autograd import grad_mode
-from .kernels import array_ops as _array_ops
+import reftorch.autograd.grad_mode as grad_mode
+import reftorch.kernels.array_ops as _array_ops
 from ._args import ReductionCall, _result_layout, _can_cast, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_inplace, check_no_internal_overlap, promoted
 from .autograd.record import record
 

@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype as D
-from . import _functional as F
-from . import _indexing
-from . import _layout as L
-from . import _legacy
-from . import _methods_misc
+import reftorch._dtype as D
+import reftorch._functional as F
+import reftorch._indexing as _indexing
+import reftorch._layout as L
+import reftorch._legacy as _legacy
+import reftorch._methods_misc as _methods_misc
 from ._device import as_device
-from . import _meta
+import reftorch._meta as _meta
 from ._tensor import Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
 from ._args import check_inplace, check_no_internal_overlap
 from ._cpu import cast_into, empty, run_elementwise
 from ._spec import SPECS
 from .autograd.record import record
+from ._tensor import Storage
+from .autograd import backward
+from .autograd.graph import RemovableHandle
+from ._cuda_dispatch import move
+from ._cuda_dispatch import clone
+from ._cuda_dispatch import copy_into
+from .autograd.inplace import assign_history
+from ._cuda_dispatch import write
+import reftorch.kernels.api as api
 
 
 # ------------------------------------------------------------------------------ autograd state
@@ -101,7 +110,6 @@ def _detach_(self):
 def _data_get(self):
     """Like detach(), but with a version counter of its own: in-place changes through .data are
     invisible to autograd (PyTorch's classic .data semantics)."""
-    from ._tensor import Storage
     storage = Storage(self._storage.data)
     return Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
 
@@ -114,7 +122,6 @@ def _data_set(self, value):
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    from .autograd import backward
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
@@ -137,7 +144,6 @@ def _register_hook(self, hook):
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is None:
-        from .autograd.graph import RemovableHandle
         if self._hooks is None:
             self._hooks = []
         return RemovableHandle.add(self._hooks, hook)
@@ -150,7 +156,6 @@ def _register_post_accumulate_grad_hook(self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    from .autograd.graph import RemovableHandle
     return RemovableHandle.add(self.__dict__.setdefault("_post_accumulate_hooks", []), hook)
 
 
@@ -181,7 +186,6 @@ def _to(self, *args, **kwargs):
     if device is not None and device != self.device:
         if "meta" in (device.type, self.device.type):
             return _meta.move(self, device, dtype)      # geometry only; off meta: PyTorch's error
-        from ._cuda_dispatch import move      # a copy to the other device (differentiable)
         return move(self, device, dtype)
     if dtype is None or dtype is self.dtype:
         return F.clone(self) if copy else self
@@ -192,7 +196,6 @@ def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     spec = SPECS["clone"]
     if self.device.type != "cpu":
-        from ._cuda_dispatch import clone
         out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
         if grad_mode.state.enabled and self.requires_grad and dtype.is_floating_point:
             record(spec, (self,), (), (out,))
@@ -242,7 +245,6 @@ def _copy_(self, src, non_blocking=False):
         _assign_with_history(self, new)
         return self
     if self.device.type == "cuda":
-        from ._cuda_dispatch import clone, copy_into
         copy_into(self, clone(src) if src._storage is self._storage else src)
         self._storage.version += 1
         return self
@@ -258,7 +260,6 @@ def _assign_with_history(self, new):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
     if self.device.type == "cuda":
-        from ._cuda_dispatch import clone, copy_into
         copy_into(self, clone(new))
     elif self.device.type != "meta":
         val = new._array()
@@ -267,7 +268,6 @@ def _assign_with_history(self, new):
         self._array()[...] = val
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
-        from .autograd.inplace import assign_history
         assign_history(self, new)
 
 
@@ -285,7 +285,6 @@ def _fill_(self, value):
         self._storage.version += 1
         return self
     if self.device.type == "cuda":
-        from ._cuda_dispatch import write
         write(self, np.full(self._shape, value, self.dtype.np))
         self._storage.version += 1
         return self
@@ -410,7 +409,6 @@ METHODS = {
 
 def bind():
     """Install op wrappers of ops.yaml as Tensor methods, in-place variants and operators."""
-    from .kernels import api
     for name, spec in api.SPECS.items():
         fn = getattr(api, name)
         if spec["method"]:

@@ -12,12 +12,15 @@ import warnings
 import numpy as np
 
 from ._args import check_inplace
-from . import _dtype as D
-from . import _layout as L
-from . import _functional as F
+import reftorch._dtype as D
+import reftorch._layout as L
+import reftorch._functional as F
 from ._tensor import Tensor
-from .autograd import grad_mode
-from . import _legacy
+import reftorch.autograd.grad_mode as grad_mode
+import reftorch._legacy as _legacy
+import reftorch.cuda as cuda
+from ._cuda_dispatch import numpy_error
+from ._device import CPU
 
 
 # ------------------------------------------------------------------------------ Python protocols
@@ -251,7 +254,6 @@ def _is_shared(self):
 
 
 def _pin_memory(self, device=None):
-    from . import cuda
     if not cuda.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     return self.clone()             # page-locked host memory is not modelled: a plain host copy
@@ -334,7 +336,6 @@ class UntypedStorage:
 
     @property
     def device(self):
-        from ._device import CPU
         return CPU
 
     def tolist(self):
@@ -542,7 +543,6 @@ def _numpy(self, *, force=False):
     if force:
         return self.detach().cpu()._array()
     if self.device.type != "cpu":       # cuda and meta: PyTorch's TypeError
-        from ._cuda_dispatch import numpy_error
         raise numpy_error(self)
     if self.requires_grad and grad_mode.state.enabled:
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")

@@ -13,12 +13,12 @@ import math
 
 import numpy as np
 
-from . import _dtype as D
+import reftorch._dtype as D
 from ._creation import _rng, _finish, _zero_gradient
 from ._args import check_inplace
 from ._tensor import Tensor
-from . import _functional as F
-from .autograd import grad_mode
+import reftorch._functional as F
+import reftorch.autograd.grad_mode as grad_mode
 
 _MANTISSA = {"Half": 11, "BFloat16": 8, "Float": 24, "Double": 53}
 _CPP_NAMES = {"Long": "long int", "Int": "int", "Short": "short int", "Char": "signed char",

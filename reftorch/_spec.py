@@ -7,8 +7,8 @@ op's compiled kernels by suffix (kernel(), a dtype variant of which lives in _cp
 from __future__ import annotations
 
 import reftorch._cpu as _cpu
-from .kernels import api as _api
-from .kernels import derivatives as _derivatives
+import reftorch.kernels.api as _api
+import reftorch.kernels.derivatives as _derivatives
 
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")

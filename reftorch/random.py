@@ -9,8 +9,8 @@ import contextlib
 import struct
 import warnings
 
-from . import _dtype as D
-from . import cuda as _cuda
+import reftorch._dtype as D
+import reftorch.cuda as _cuda
 from ._creation import (default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
                         set_rng_state, tensor as _tensor)
 

@@ -17,9 +17,10 @@ from sys import getrefcount as _getrefcount
 
 import numpy as np
 
-from .. import _layout as L
+import reftorch._layout as L
 from .._tensor import Tensor
-from . import anomaly_mode, grad_mode
+import reftorch.autograd.anomaly_mode as anomaly_mode
+import reftorch.autograd.grad_mode as grad_mode
 from .graph import AccumulateGrad, gradient_edge
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 
 from .._tensor import Tensor
-from . import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
 from .anomaly_mode import record_trace
 from .graph import Node, SavedTensor, gradient_edge
 

@@ -20,7 +20,7 @@ import weakref
 
 from .._tensor import Tensor
 from ..kernels.api import SPECS
-from . import anomaly_mode
+import reftorch.autograd.anomaly_mode as anomaly_mode
 
 NO_EDGE = (None, 0)
 
