@@ -151,7 +151,7 @@ def run_elementwise(spec, ins, scalars, out):
     return out
 
 
-# ---------------------------------------------------------------------------- 16-bit floats (formerly _half.py)
+# ---------------------------------------------------------------------------- 16-bit floats: the dtype variant of kernel lookup
 
 
 def half_kernels():

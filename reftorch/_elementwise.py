@@ -75,14 +75,7 @@ def _elementwise(spec, tensors, scalars):
     return out
 
 
-# ---------------------------------------------------------------------------- the lean elementwise path
-#
-# Per-op overhead is what small tensors pay (DESIGN §5: one Numba call costs ~0.2 µs, the Python around
-# it used to cost ~20 µs). The first call with a given key -- each argument's dtype, 0-d-ness and
-# wrapped-ness, or the type of a Python number -- runs the general promotion code once and keeps the
-# result as a plan; later calls with that key skip promotion, and same-shape contiguous operands skip
-# broadcasting and collapsing too. The compiled kernel is called through its entry point once its exact
-# signature is known (Numba's dispatcher spends ~0.7 µs typing the arguments of every call).
+# ---------------------------------------------------------------------------- the plan (see the module docstring)
 
 
 _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a strided kernel takes
@@ -117,7 +110,7 @@ def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
     if compute.half or out_dtype.half:
-        return None             # 16-bit storage runs through run_elementwise's half path (reftorch/_half.py)
+        return None             # 16-bit storage runs through run_elementwise's half path (_cpu.run_half)
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):

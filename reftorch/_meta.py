@@ -3,7 +3,7 @@
 A meta tensor's Storage.data is a read-only placeholder of the storage's length whose elements all share one
 zero (`np.broadcast_to`: one element of memory whatever the length), so view geometry (offsets, strides,
 bounds) works exactly as on cpu and nothing can be written by mistake. The dispatcher's handlers delegate
-here when an argument is on meta (reftorch/_dispatch.py `_off_cpu`); each computes what the cpu handler
+here when an argument is on meta (reftorch/_backend.py `off_cpu`); each computes what the cpu handler
 would -- result dtype by promotion, broadcast shape, reduced shape, memory layout, the op's dtype and
 argument errors -- with the same device-independent helpers, then allocates a meta result instead of
 running a kernel, and records the autograd node as usual (backward on meta gives meta gradients).
