@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 import reftorch._dtype as D
-from ._creation import _rng, _finish, _zero_gradient
+from ._creation import _finish, _zero_gradient
+from ._creation_random import _rng
 from ._args import check_inplace
 from ._tensor import Tensor
 import reftorch._functional as F

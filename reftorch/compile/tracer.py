@@ -245,7 +245,7 @@ class Tracer:
                 finally:
                     tracer.depth -= 1
             setattr(Tensor, name, mutating)
-        from .. import _creation
+        from .. import _creation_random as _creation
         orig_rng = _creation._rng
         self._saved[(_creation, "_rng")] = orig_rng
 
