@@ -42,17 +42,23 @@ def record(spec, inputs, scalars, outputs, inplace=False):
     """Attach a node to the outputs when some differentiable input requires grad. inputs: the op's tensor
     arguments in order (Tensors, Python numbers, or None for an absent optional). With inplace=True outputs[0]
     is the tensor just overwritten: the node becomes its history (autograd/inplace.py)."""
-    ins, edges, meta = [], [], []
+    ins, edges, meta = inputs, [], []
     live = False
-    for t in inputs:
+    for i, t in enumerate(inputs):
         if t.__class__ in _PY_SCALAR_NP:
-            t = number_tensor(t)
-        ins.append(t)
+            if ins is inputs:
+                ins = list(inputs)
+            t = ins[i] = number_tensor(t)
         if isinstance(t, Tensor):
-            meta.append((t._shape, t.dtype))
-            e = gradient_edge(t) if t.dtype.category == 2 else NO_EDGE
-            live = live or e[0] is not None
-            edges.append(e)
+            dt = t.dtype
+            meta.append((t._shape, dt))
+            if dt.category == 2:
+                e = gradient_edge(t)
+                if e[0] is not None:
+                    live = True
+                edges.append(e)
+            else:
+                edges.append(NO_EDGE)
         else:
             meta.append(((), None))
             edges.append(NO_EDGE)
@@ -67,7 +73,9 @@ def record(spec, inputs, scalars, outputs, inplace=False):
         saved = _saved_by_name(spec, names, ins, scalars, outputs, inplace)
         if spec.list_arg is not None:
             list_arity = [names.count(n) for n in spec.tensor_args]
-    node = OpNode(spec.name, spec.backward, saved, edges, meta, [(o._shape, o.dtype) for o in outputs], list_arity)
+    out_meta = [(outputs[0]._shape, outputs[0].dtype)] if len(outputs) == 1 else \
+        [(o._shape, o.dtype) for o in outputs]      # (a comprehension is a call of its own before Python 3.12)
+    node = OpNode(spec.name, spec.backward, saved, edges, meta, out_meta, list_arity)
     if _anomaly._enabled:
         record_trace(node)
     if inplace:
