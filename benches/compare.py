@@ -404,10 +404,10 @@ def print_targets(rows, startup):
 
 def parallel_threshold(quick, reps):
     """reftorch's threaded kernels against one thread, by size: where threads start to pay is what
-    reftorch._dispatch.PARALLEL_MIN should be on this machine (threads never run with REFTORCH_NUM_THREADS /
+    reftorch._cpu.PARALLEL_MIN should be on this machine (threads never run with REFTORCH_NUM_THREADS /
     NUMBA_NUM_THREADS = 1)."""
     import reftorch
-    from reftorch import _dispatch
+    from reftorch import _cpu as _dispatch
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     print(f"\nparallel threshold: time on 1 thread / time on {threads} (x > 1: threads pay); PARALLEL_MIN = "
           f"{_dispatch.PARALLEL_MIN}, load average now {os.getloadavg()[0]:.1f}")

@@ -64,7 +64,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     base_a, base_b = rng.uniform(-2, 2, n).astype(np.float32), rng.uniform(-2, 2, n).astype(np.float32)
     from reftorch.kernels.cpu_half import HAVE_F16C
-    from reftorch._dispatch import PARALLEL_MIN, THREADS
+    from reftorch._cpu import PARALLEL_MIN, THREADS
     print(f"half-precision elementwise, {n:,} elements per operand, median of {reps} "
           f"(float16 path: {'F16C' if HAVE_F16C else 'integer'}; {THREADS} threads from {PARALLEL_MIN:,} elements "
           f"while the load leaves a core free; load average {os.getloadavg()[0]:.2f})")

@@ -30,8 +30,8 @@ x = m.ones(10)
 mark("ones(10)")
 import numba
 mark("import numba")
-from reftorch import _dispatch
-k = _dispatch._kernels()
+from reftorch import _cpu
+k = _cpu.kernels()
 mark("kernels module")
 from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys

@@ -22,10 +22,10 @@ from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
 from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, ones, full, empty, zeros_like,  # noqa
-                        ones_like, full_like, empty_like, arange, linspace, logspace, eye, rand, randn, randint,
-                        randperm, normal, rand_like, randn_like, randint_like,
-                        manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
-                        default_generator)
+                        ones_like, full_like, empty_like, arange, linspace, logspace, eye)
+from ._creation_random import (rand, randn, randint, randperm, normal, rand_like, randn_like, randint_like,  # noqa
+                               manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
+                               default_generator)
 from ._repr import set_printoptions  # noqa: E402
 import reftorch._methods as _methods  # noqa: E402
 import reftorch._methods_misc as _methods_misc  # noqa: E402
@@ -97,7 +97,7 @@ from ._formula_helpers import return_types, broadcast_shapes  # noqa: E402
 
 
 def result_type(a, b):
-    from ._dispatch import as_tensor_arg, promoted
+    from ._args import as_tensor_arg, promoted
     return promoted(None, [as_tensor_arg(a), as_tensor_arg(b)])
 
 
@@ -106,7 +106,7 @@ _startup.start()        # REFTORCH_EAGER_INIT=1: Numba's start-up on a backgroun
 
 # devices, back-end flags and threads (issue 16 point 3): the default device, torch.backends, torch.accelerator
 from ._device import set_default_device, get_default_device  # noqa: E402
-from ._dispatch import set_num_threads, get_num_threads  # noqa: E402
+from ._cpu import set_num_threads, get_num_threads  # noqa: E402
 from ._config import (set_num_interop_threads, get_num_interop_threads, set_float32_matmul_precision,  # noqa: E402
                       get_float32_matmul_precision, use_deterministic_algorithms, are_deterministic_algorithms_enabled,
                       is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 
-from . import _dtype as D
-from .autograd import grad_mode
+import reftorch._dtype as D
+import reftorch.autograd.grad_mode as grad_mode
+from ._tensor import Tensor
 
 DEVICES = ("cpu", "cuda")
 
@@ -50,7 +51,6 @@ def clear_cache():
 
 
 def _eligible(t, device):
-    from ._tensor import Tensor
     return isinstance(t, Tensor) and t.dtype.category == 2 and t.device.type == device and state.enabled[device]
 
 
@@ -70,7 +70,6 @@ def _cast_one(t, to, device):
 
 
 def _tensors(args):
-    from ._tensor import Tensor
     for a in args:
         if isinstance(a, Tensor):
             yield a

@@ -22,21 +22,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype as D
-from . import _layout as L
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._tensor import Storage, Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
+from ._args import ReductionCall, _acc_dtype, _can_cast, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_index, check_inplace, check_no_internal_overlap, promoted
+from ._cpu import empty as cpu_empty, new_tensor, run_elementwise as cpu_run
+from ._spec import PROMOTED, SPECS
+from .autograd.record import record
+import reftorch._cuda_launch as launch
+import reftorch.cuda as cuda
+from ._device import device
+from .autograd.graph import Node
+from .autograd.graph import gradient_edge
 
 used = False     # set once a tensor off the cpu exists (cuda here, meta in reftorch/_meta.py): the dispatcher's fast test
 
 
 def _cu():
-    from . import _cuda_launch as launch
     return launch.kernels().cuda
 
 
 def _launch():
-    from . import _cuda_launch as launch
     return launch
 
 
@@ -44,7 +51,6 @@ def _launch():
 
 def check_available(dev):
     """Raise PyTorch's errors for a cuda device that this machine cannot give."""
-    from . import cuda
     if not cuda.is_available():
         raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
                            "machine (reftorch.cuda.is_available() is False)")
@@ -54,7 +60,6 @@ def check_available(dev):
 
 def canonical(dev):
     """cuda -> cuda:0 (the current device), as tensors report it."""
-    from ._device import device
     return device("cuda", dev.index or 0)
 
 
@@ -148,7 +153,6 @@ def numpy_error(t):
 
 def to_cpu(t):
     """A cpu copy (no history)."""
-    from ._dispatch import new_tensor
     return new_tensor(np.array(host_array(t), order="C"), t.dtype)
 
 
@@ -190,7 +194,6 @@ def write(out, arr):
 
 def copy_into(dst, src):
     """dst[...] = src (same device, broadcastable shapes, any dtypes) with the clone kernel."""
-    from ._dispatch import SPECS
     if src.device.type != "cuda":
         src = from_host(src._array(), src.dtype, dst.device)
     if src._shape != dst._shape:
@@ -236,7 +239,6 @@ def move(t, dev, dtype=None):
         src = t if t.device.type == "cpu" else to_cpu(t)
         out = src if dtype is None or dtype is src.dtype else src.to(dtype)
         if out is t:
-            from ._dispatch import new_tensor
             out = new_tensor(np.array(t._array(), order="C"), t.dtype)
     if grad_mode.state.enabled and t.requires_grad and out.dtype.is_floating_point:
         _record_copy(t, out)
@@ -244,7 +246,6 @@ def move(t, dev, dtype=None):
 
 
 def _record_copy(src, out):
-    from .autograd.graph import Node, gradient_edge
 
     class ToCopyBackward0(Node):
         def __init__(self, edge, meta, dev):
@@ -273,7 +274,6 @@ def _kernel_info(name, fmt=None):
 
 def _half_format(spec, ins):
     """The 16-bit format an op computes in: that of its promoted inputs (already cast alike), or None."""
-    from ._dispatch import PROMOTED
     for t, ty in zip(ins, spec.tensor_types):
         if ty in PROMOTED:
             return t.dtype.half
@@ -292,11 +292,9 @@ def run_elementwise(spec, ins, scalars, out):
     if out.dtype.category == 2 and out.dtype.half != fmt:
         # a result written into another floating dtype (an in-place op on a 16-bit tensor computing in float32,
         # or the reverse): the op in its compute dtype, then one conversion
-        from ._dispatch import PROMOTED
         tmp = empty(shape, next(t.dtype for t, ty in zip(ins, spec.tensor_types) if ty in PROMOTED), out.device)
         return convert(out, run_elementwise(spec, ins, scalars, tmp))
     if _kernel_info(name, fmt) is None:          # no CUDA kernel: the CPU kernel on host copies
-        from ._dispatch import run_elementwise as cpu_run, empty as cpu_empty
         host = cpu_run(spec, [to_cpu(t) for t in ins], scalars, cpu_empty(shape, out.dtype))
         return write(out, host._array())
     return _launch_elementwise(name, ins, scalars, out, fmt)
@@ -331,7 +329,6 @@ def cast(t, dtype):
 
 
 def _operands(spec, ts, compute):
-    from ._dispatch import PROMOTED, check_index
     out = []
     for t, ty in zip(ts, spec.tensor_types):
         if ty == "Mask":
@@ -345,7 +342,6 @@ def _operands(spec, ts, compute):
 
 
 def elementwise(spec, tensors, scalars):
-    from ._dispatch import _kernel_scalars, _result_dtypes, as_tensor_arg, record
     dev = find(tensors)
     ts = [_on(dev, as_tensor_arg(t)) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
@@ -359,8 +355,6 @@ def elementwise(spec, tensors, scalars):
 
 
 def inplace(spec, tensors, scalars):
-    from ._dispatch import (_can_cast, _kernel_scalars, _result_dtypes, as_tensor_arg, check_inplace,
-                            check_no_internal_overlap, record)
     name = spec.name
     self = tensors[0]
     if not isinstance(self, Tensor):
@@ -429,7 +423,6 @@ def _flat(data, shape, dtype, dev):
 
 
 def reduction(spec, tensors, scalars):
-    from ._dispatch import ReductionCall, _identity, as_tensor_arg, record
     x = as_tensor_arg(tensors[0])
     dev = x.device
     r = ReductionCall(spec, x, scalars, cast)
@@ -455,7 +448,6 @@ def reduction(spec, tensors, scalars):
 
 
 def argreduction(spec, tensors, scalars):
-    from ._dispatch import _reduced_shape, as_tensor_arg
     x = as_tensor_arg(tensors[0])
     dev = x.device
     kw = dict(zip(spec.scalar_names, scalars))
@@ -486,7 +478,6 @@ def argreduction(spec, tensors, scalars):
 
 
 def scan(spec, tensors, scalars):
-    from ._dispatch import _acc_dtype, _identity, as_tensor_arg, record
     x = as_tensor_arg(tensors[0])
     dev = x.device
     kw = dict(zip(spec.scalar_names, scalars))
@@ -558,7 +549,6 @@ def _log_softmax_backward(spec, tensors, dev, kw):
 
 def _concat(spec, tensors, dev, kw):
     """cat(tensors, dim): one strided copy kernel per input into its slice of the result."""
-    from ._dispatch import promoted
     ts = list(tensors)
     if not ts or not all(isinstance(t, Tensor) and t.device.type == "cuda" for t in ts):
         return None
@@ -600,8 +590,7 @@ IMPLS = {
 }
 
 
-def array(spec, tensors, scalars):
-    from ._dispatch import _tensor_names, array as cpu_array, record
+def array(spec, tensors, scalars, cpu_array):
     names = _tensor_names(spec, len(tensors))
     lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
     dev = find(tensors, lenient)
@@ -619,7 +608,6 @@ def array(spec, tensors, scalars):
     outs = res if isinstance(res, tuple) else (res,)
     outs = tuple(from_host(o._array(), o.dtype, dev) for o in outs)
     if spec.differentiable and grad_mode.state.enabled:
-        from ._dispatch import as_tensor_arg
         inputs = [_on(dev, as_tensor_arg(t)) if t is not None else None for t in tensors]
         record(spec, inputs, scalars, outs)
     return outs if isinstance(res, tuple) else outs[0]
@@ -637,7 +625,6 @@ def _host_value(v):
 def _matmul(spec, tensors, dev, want):
     """The tiled kernel (operands of `want` dims; None: matmul's rules), or None to let the host path run (and
     raise the body's errors)."""
-    from ._dispatch import promoted
     a, b = tensors
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a.device != b.device:
         return None

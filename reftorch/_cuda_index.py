@@ -10,10 +10,17 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from . import _config
-from . import _dtype as D
-from . import _layout as L
+import reftorch._config as _config
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._tensor import Tensor
+from ._args import promoted
+import reftorch._cuda_launch as launch
+from ._cuda_dispatch import empty
+from ._cuda_dispatch import from_host
+from ._cuda_dispatch import cast
+from ._cuda_dispatch import clone
+import reftorch.autograd.grad_mode as grad_mode
 
 ATOMIC = ("int32", "int64", "float32", "float64")     # dtypes cuda.atomic.add takes
 
@@ -37,7 +44,6 @@ def put_add_kernel(out, pos, vals):
 
 
 def _launch(kernel, n, *args):
-    from . import _cuda_launch as launch
     if n:
         t = launch._config["threads"]
         kernel[launch._blocks(n, t), t](*args)
@@ -67,7 +73,6 @@ def positions(t, indices):
 
 def gather_positions(spec, tensors, kw):
     """self[indices] on the device (an op `(Tensor self, any indices)`), or None to take the host path."""
-    from ._cuda_dispatch import empty, from_host
     self = tensors[0]
     try:
         pos = positions(self, kw["indices"])
@@ -84,8 +89,6 @@ def gather_positions(spec, tensors, kw):
 def scatter_positions(spec, tensors, kw):
     """A copy of self with values written (added) at indices, on the device (an op `(Tensor self, any indices,
     Tensor values, bool accumulate)`); None: the host path."""
-    from ._cuda_dispatch import cast, clone, from_host
-    from ._dispatch import promoted
     self, values = tensors
     if not isinstance(values, Tensor) or values.device != self.device:
         return None
@@ -140,7 +143,6 @@ def select_positions(spec, tensors, kw):
 
 def add_at_positions(spec, tensors, kw):
     """index_add(self, dim, index, source, alpha): alpha * source added at the slices index along dim."""
-    from .autograd import grad_mode
     self, index, source = tensors
     got = _index_along(self, kw, index)
     if got is None or not isinstance(source, Tensor) or source.ndim != self.ndim:
@@ -185,7 +187,6 @@ def gather_along(spec, tensors, kw):
 
 def scatter_add_along(spec, tensors, kw):
     """scatter_add(self, dim, index, src): src added at index along dim (duplicates accumulate, with atomics)."""
-    from .autograd import grad_mode
     self, index, src = tensors
     got = _index_along(self, kw, index)
     if got is None or not isinstance(src, Tensor) or not _along_ok(self, got[1], got[0], src):

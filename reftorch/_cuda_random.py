@@ -16,7 +16,9 @@ import numpy as np
 
 from numba import cuda
 
-from . import _dtype as D
+import reftorch._dtype as D
+import reftorch._cuda_launch as launch
+from ._cuda_dispatch import empty
 
 M0 = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -76,7 +78,6 @@ def _state(n):
 
 
 def _launch(kernel, out, *args):
-    from . import _cuda_launch as launch
     n = out._storage.data.shape[0]
     if n:
         t = launch._config["threads"]
@@ -89,7 +90,6 @@ def _bits(dtype):
 
 
 def uniform(shape, dtype, dev):
-    from ._cuda_dispatch import empty
     out = empty(shape, D.float64 if dtype is D.float64 else D.float32, dev)
     b = _bits(dtype)
     seed, offset = _state(out.numel())
@@ -98,7 +98,6 @@ def uniform(shape, dtype, dev):
 
 
 def normal(shape, dtype, dev):
-    from ._cuda_dispatch import empty
     out = empty(shape, D.float64 if dtype is D.float64 else D.float32, dev)
     seed, offset = _state(2 * out.numel())
     _launch(_k("normal"), out, seed, offset)
@@ -106,7 +105,6 @@ def normal(shape, dtype, dev):
 
 
 def integers(low, high, shape, dtype, dev):
-    from ._cuda_dispatch import empty
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     out = empty(shape, D.int64, dev)

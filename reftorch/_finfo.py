@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from . import _dtype as D
+import reftorch._dtype as D
 
 _PY_TYPES = {float: D.float64, int: D.int64, bool: D.bool_}
 

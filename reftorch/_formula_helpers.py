@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import warnings
 
-from . import _layout as L
+import reftorch._layout as L
 from ._tensor import Size
-from .kernels import return_types as _return_types
+from ._dtype import defaults
+from ._tensor import Tensor
+import reftorch._cuda_dispatch as _cuda_dispatch
+from ._device import CPU
+from ._device import get_default_device
+import reftorch.kernels.return_types as _return_types
 
 
 def invert_permutation(dims):
@@ -73,7 +78,6 @@ def normalize_dims(dim, ndim):
 
 
 def default_float():
-    from ._dtype import defaults
     return defaults.float
 
 
@@ -82,7 +86,6 @@ def is_floating(t):
 
 
 def is_tensor(x):
-    from ._tensor import Tensor
     return isinstance(x, Tensor)
 
 
@@ -91,11 +94,8 @@ def device_of(*args):
     one off the cpu (cuda, meta), else cpu when there are tensors (a composite is an op: `with device("meta")`
     changes its caller's factories, not its own helpers), else None (the default device); cpu tensors beside a
     cuda one are 0-d ones or raise in the op anyway."""
-    from . import _cuda_dispatch
-    from ._device import CPU, get_default_device
     if not _cuda_dispatch.used and get_default_device() is CPU:
         return None
-    from ._tensor import Tensor
     found = None
     for a in args:
         for x in (a if isinstance(a, (list, tuple)) else (a,)):

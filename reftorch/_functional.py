@@ -12,10 +12,10 @@ from ._formula_helpers import *  # noqa: F401,F403
 from ._linalg_checks import *  # noqa: F401,F403
 from ._fft_checks import *  # noqa: F401,F403
 from .autograd.grad_mode import is_grad_enabled  # noqa: F401
-from ._dispatch import fused as _fused  # noqa: F401
+from ._elementwise import fused as _fused  # noqa: F401
 
 _OPS = tuple(_SPECS)
 
 # internal ops of ops.yaml (names starting with `_`, e.g. `_sort`) are skipped by the star import above
-from .kernels import api as _api  # noqa: E402
+import reftorch.kernels.api as _api
 globals().update({_n: getattr(_api, _n) for _n in _SPECS if _n.startswith("_")})

@@ -20,12 +20,16 @@ import warnings
 
 import numpy as np
 
-from . import _dispatch
-from . import _dtype as D
-from . import _functional as F
+import reftorch._dispatch as _dispatch
+import reftorch._dtype as D
+import reftorch._functional as F
 from ._device import CPU
 from ._tensor import Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
+from ._cuda_dispatch import write
+from ._layout import expand
+from ._creation import arange
+from .autograd.graph import _tensor_type
 
 _VALID = "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices"
 _INDEX_DTYPES = ("int64", "int32", "uint8", "bool")
@@ -268,7 +272,6 @@ def _write(self, index, value, accumulate):
     else:
         arr[where] = val
     if self.device.type == "cuda":
-        from ._cuda_dispatch import write
         write(ix.view, arr)
     self._storage.version += 1
 
@@ -284,7 +287,6 @@ def _value_shape(value, target, advanced):
             raise RuntimeError(f"shape mismatch: value tensor of shape [{', '.join(map(str, shape))}] cannot be "
                                f"broadcast to indexing result of shape [{', '.join(map(str, target))}]")
     else:
-        from ._layout import expand
         expand(shape, (0,) * len(shape), 0, target)     # raises expand's errors, as copy_ does in PyTorch
     return shape
 
@@ -301,7 +303,6 @@ def _check_not_leaf(self, through_view):
 def _write_recorded(self, index, value, vshape, accumulate):
     """The write as autograd sees it: index_put on self's flat positions, the result copied back into
     self, self taking the result's history (reftorch/_methods.py: _assign_with_history)."""
-    from ._creation import arange
     from ._methods import _assign_with_history
     with grad_mode.no_grad():
         ix = _apply(arange(self.numel(), dtype=D.int64, device=CPU).reshape(self._shape), index)   # host positions
@@ -316,7 +317,6 @@ def _write_recorded(self, index, value, vshape, accumulate):
 
 
 def _type_name(t):
-    from .autograd.graph import _tensor_type
     return _tensor_type(t)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numbers
 import warnings
 
-from . import _creation as C
-from . import _dtype as D
+import reftorch._creation as C
+import reftorch._dtype as D
 from ._device import as_device
 from ._tensor import Size, Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
 
 # C++ names of the dtypes, as PyTorch's TensorOptions message prints them
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",

@@ -3,7 +3,7 @@
 A meta tensor's Storage.data is a read-only placeholder of the storage's length whose elements all share one
 zero (`np.broadcast_to`: one element of memory whatever the length), so view geometry (offsets, strides,
 bounds) works exactly as on cpu and nothing can be written by mistake. The dispatcher's handlers delegate
-here when an argument is on meta (reftorch/_dispatch.py `_off_cpu`); each computes what the cpu handler
+here when an argument is on meta (reftorch/_backend.py `off_cpu`); each computes what the cpu handler
 would -- result dtype by promotion, broadcast shape, reduced shape, memory layout, the op's dtype and
 argument errors -- with the same device-independent helpers, then allocates a meta result instead of
 running a kernel, and records the autograd node as usual (backward on meta gives meta gradients).
@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cuda_dispatch as _cuda_d
-from . import _dtype as D
-from . import _layout as L
+import reftorch._cuda_dispatch as _cuda_d
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._device import device
 from ._tensor import Storage, Tensor
-from .autograd import grad_mode
-from .kernels import array_ops as _array_ops
+import reftorch.autograd.grad_mode as grad_mode
+import reftorch.kernels.array_ops as _array_ops
+from ._args import ReductionCall, _result_layout, _can_cast, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_inplace, check_no_internal_overlap, promoted
+from .autograd.record import record
 
 META = device("meta")
 used = False        # set by the first meta tensor; the dispatcher tests _cuda_d.used, which it sets as well
@@ -85,7 +87,6 @@ def no_data_error():
 # ---------------------------------------------------------------------------- the handlers
 
 def elementwise(spec, tensors, scalars):
-    from ._dispatch import _kernel_scalars, _result_dtypes, _result_layout, as_tensor_arg, record
     find(tensors)
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
@@ -99,8 +100,6 @@ def elementwise(spec, tensors, scalars):
 
 
 def inplace(spec, tensors, scalars):
-    from ._dispatch import (_can_cast, _kernel_scalars, _result_dtypes, as_tensor_arg, check_inplace,
-                            check_no_internal_overlap, record)
     self = tensors[0]
     find(tensors)
     if self.device.type != "meta":
@@ -129,7 +128,6 @@ def cast(t, dtype):
 
 
 def reduction(spec, tensors, scalars):
-    from ._dispatch import ReductionCall, as_tensor_arg, record
     x = as_tensor_arg(tensors[0])
     r = ReductionCall(spec, x, scalars, cast)      # dims, result dtype and shape, the empty-input errors
     out = empty(r.out_shape, r.out_dtype)
@@ -139,7 +137,6 @@ def reduction(spec, tensors, scalars):
 
 
 def argreduction(spec, tensors, scalars):
-    from ._dispatch import _reduced_shape, as_tensor_arg
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     spec.check_dtype(x.dtype)
@@ -157,7 +154,6 @@ def argreduction(spec, tensors, scalars):
 
 
 def scan(spec, tensors, scalars):
-    from ._dispatch import as_tensor_arg, record
     x = as_tensor_arg(tensors[0])
     kw = dict(zip(spec.scalar_names, scalars))
     L.wrap_dim(kw["dim"], x.ndim)
@@ -171,10 +167,9 @@ def scan(spec, tensors, scalars):
     return out
 
 
-def array(spec, tensors, scalars):
+def array(spec, tensors, scalars, cpu_array):
     """The op's NumPy body over placeholders (meta tensors) and the real arrays of cpu index tensors: only the
     geometry of its results is kept. Values never matter, except where the result's shape depends on them."""
-    from ._dispatch import _tensor_names, array as cpu_array, record
     names = _tensor_names(spec, len(tensors))
     lenient = tuple(i for i, name in enumerate(names) if spec.arg_types[name] in ("Index", "Index?", "Mask"))
     find(tensors, lenient)
@@ -207,7 +202,6 @@ def _run_body(spec, cpu_array, tensors, scalars):
 def _matmul(spec, tensors):
     """A matmul-family op (its body: checks, then np.matmul): the body's checks over placeholders raise its errors,
     then NumPy's matmul rules give the shape (batch dims broadcast, a 1-D operand's dim dropped)."""
-    from ._dispatch import as_tensor_arg, promoted
     a, b = (as_tensor_arg(t) for t in tensors)
     dt = promoted(spec, [a, b])
     spec.check_dtype(dt)

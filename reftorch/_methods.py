@@ -8,18 +8,30 @@ import warnings
 
 import numpy as np
 
-from . import _dispatch
-from . import _dtype as D
-from . import _functional as F
-from . import _half
-from . import _indexing
-from . import _layout as L
-from . import _legacy
-from . import _methods_misc
+import reftorch._dispatch as _dispatch
+import reftorch._dtype as D
+import reftorch._functional as F
+import reftorch._indexing as _indexing
+import reftorch._layout as L
+import reftorch._legacy as _legacy
+import reftorch._methods_misc as _methods_misc
 from ._device import as_device
-from . import _meta
+import reftorch._meta as _meta
 from ._tensor import Tensor
-from .autograd import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
+from ._args import check_inplace, check_no_internal_overlap
+from ._cpu import cast_into, empty, run_elementwise
+from ._spec import SPECS
+from .autograd.record import record
+from ._tensor import Storage
+from .autograd import backward
+from .autograd.graph import RemovableHandle
+from ._cuda_dispatch import move
+from ._cuda_dispatch import clone
+from ._cuda_dispatch import copy_into
+from .autograd.inplace import assign_history
+from ._cuda_dispatch import write
+import reftorch.kernels.api as api
 
 
 # ------------------------------------------------------------------------------ autograd state
@@ -101,7 +113,6 @@ def _detach_(self):
 def _data_get(self):
     """Like detach(), but with a version counter of its own: in-place changes through .data are
     invisible to autograd (PyTorch's classic .data semantics)."""
-    from ._tensor import Storage
     storage = Storage(self._storage.data)
     return Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
 
@@ -114,7 +125,6 @@ def _data_set(self, value):
 
 
 def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    from .autograd import backward
     backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
@@ -137,7 +147,6 @@ def _register_hook(self, hook):
     if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is None:
-        from .autograd.graph import RemovableHandle
         if self._hooks is None:
             self._hooks = []
         return RemovableHandle.add(self._hooks, hook)
@@ -150,7 +159,6 @@ def _register_post_accumulate_grad_hook(self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    from .autograd.graph import RemovableHandle
     return RemovableHandle.add(self.__dict__.setdefault("_post_accumulate_hooks", []), hook)
 
 
@@ -181,7 +189,6 @@ def _to(self, *args, **kwargs):
     if device is not None and device != self.device:
         if "meta" in (device.type, self.device.type):
             return _meta.move(self, device, dtype)      # geometry only; off meta: PyTorch's error
-        from ._cuda_dispatch import move      # a copy to the other device (differentiable)
         return move(self, device, dtype)
     if dtype is None or dtype is self.dtype:
         return F.clone(self) if copy else self
@@ -190,7 +197,6 @@ def _to(self, *args, **kwargs):
 
 def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
-    from ._dispatch import SPECS, empty, record, run_elementwise
     spec = SPECS["clone"]
     if self.dtype.is_complex and not dtype.is_complex:     # PyTorch keeps the real part, and says so
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
@@ -198,14 +204,13 @@ def _convert(self, dtype):
         if self.dtype is dtype:
             return F.clone(self)
     if self.device.type != "cpu":
-        from ._cuda_dispatch import clone
         out = _meta.like(self, dtype) if self.device.type == "meta" else clone(self, dtype)
         if grad_mode.state.enabled and self.requires_grad and dtype.differentiable:
             record(spec, (self,), (), (out,))
         return out
     out = empty(self._shape, dtype)
     if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
-        if not _half.cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
+        if not cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
             with np.errstate(over="ignore", invalid="ignore"):
                 out._array()[...] = self._array()
     else:
@@ -234,7 +239,6 @@ def _cuda(self, device=None, non_blocking=False):
 
 def _copy_(self, src, non_blocking=False):
     src = F.as_tensor(src)
-    from ._dispatch import check_inplace, check_no_internal_overlap
     shape = L.broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
@@ -251,7 +255,6 @@ def _copy_(self, src, non_blocking=False):
         _assign_with_history(self, new)
         return self
     if self.device.type == "cuda":
-        from ._cuda_dispatch import clone, copy_into
         copy_into(self, clone(src) if src._storage is self._storage else src)
         self._storage.version += 1
         return self
@@ -267,7 +270,6 @@ def _assign_with_history(self, new):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
     if self.device.type == "cuda":
-        from ._cuda_dispatch import clone, copy_into
         copy_into(self, clone(new))
     elif self.device.type != "meta":
         val = new._array()
@@ -276,14 +278,12 @@ def _assign_with_history(self, new):
         self._array()[...] = val
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
-        from .autograd.inplace import assign_history
         assign_history(self, new)
     if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
         _dispatch._forward.assigned(self, new)
 
 
 def _fill_(self, value):
-    from ._dispatch import check_inplace
     check_inplace(self)
     if isinstance(value, Tensor):
         if value.dim() != 0:
@@ -297,7 +297,6 @@ def _fill_(self, value):
         self._storage.version += 1
         return self
     if self.device.type == "cuda":
-        from ._cuda_dispatch import write
         write(self, np.full(self._shape, value, self.dtype.np))
         self._storage.version += 1
         return self
@@ -431,7 +430,6 @@ METHODS = {
 
 def bind():
     """Install op wrappers of ops.yaml as Tensor methods, in-place variants and operators."""
-    from .kernels import api
     for name, spec in api.SPECS.items():
         fn = getattr(api, name)
         if spec["method"]:

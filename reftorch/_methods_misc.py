@@ -11,13 +11,16 @@ import warnings
 
 import numpy as np
 
-from . import _dispatch
-from . import _dtype as D
-from . import _layout as L
-from . import _functional as F
+from ._args import check_inplace
+import reftorch._dtype as D
+import reftorch._layout as L
+import reftorch._functional as F
 from ._tensor import Tensor
-from .autograd import grad_mode
-from . import _legacy
+import reftorch.autograd.grad_mode as grad_mode
+import reftorch._legacy as _legacy
+import reftorch.cuda as cuda
+from ._cuda_dispatch import numpy_error
+from ._device import CPU
 
 
 # ------------------------------------------------------------------------------ Python protocols
@@ -205,7 +208,7 @@ def _resize_as_(self, other, memory_format=None):
 
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     """Make self a view of source's storage (a tensor, or a storage of this module), or of an empty one."""
-    _dispatch.check_inplace(self)
+    check_inplace(self)
     if source is None:
         self._storage = type(self._storage)(np.empty(0, self._storage.data.dtype))
         self._offset, self._shape, self._strides = 0, (0,), (1,)
@@ -251,7 +254,6 @@ def _is_shared(self):
 
 
 def _pin_memory(self, device=None):
-    from . import cuda
     if not cuda.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     return self.clone()             # page-locked host memory is not modelled: a plain host copy
@@ -334,7 +336,6 @@ class UntypedStorage:
 
     @property
     def device(self):
-        from ._device import CPU
         return CPU
 
     def tolist(self):
@@ -540,7 +541,6 @@ def _numpy(self, *, force=False):
     if force:
         return self.detach().cpu()._array()
     if self.device.type != "cpu":       # cuda and meta: PyTorch's TypeError
-        from ._cuda_dispatch import numpy_error
         raise numpy_error(self)
     if self.requires_grad and grad_mode.state.enabled:
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")

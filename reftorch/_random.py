@@ -14,13 +14,15 @@ import math
 
 import numpy as np
 
-from . import _creation
-from . import _dtype as D
-from ._creation import _counters, _rng, _finish, _zero_gradient
-from ._dispatch import check_inplace, values_for_check
+import reftorch._creation_random as _crand
+import reftorch._dtype as D
+from ._creation import _finish, _zero_gradient
+from ._creation_random import _counters, _rng
+from ._args import check_inplace
+from ._dispatch import values_for_check
 from ._tensor import Tensor
-from . import _functional as F
-from .autograd import grad_mode
+import reftorch._functional as F
+import reftorch.autograd.grad_mode as grad_mode
 
 _MANTISSA = {"Half": 11, "BFloat16": 8, "Float": 24, "Double": 53}
 _CPP_NAMES = {"Long": "long int", "Int": "int", "Short": "short int", "Char": "signed char",
@@ -181,7 +183,7 @@ def _bernoulli_sample(input, p, generator):
     elif not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
     with grad_mode.no_grad():
-        return (_creation.rand(input.shape, dtype=D.float64, generator=generator) < p).to(input.dtype)
+        return (_crand.rand(input.shape, dtype=D.float64, generator=generator) < p).to(input.dtype)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -28,6 +28,7 @@ import os
 import warnings
 
 import numpy as np
+from .kernels.api import SPECS
 
 NUMPY_NAMES = {"dim": ("axis",), "dims": ("axis", "axes"), "keepdim": ("keepdims",)}
 # float32 results are compared at least this loosely (the entry's atol/rtol are float64 tolerances)
@@ -250,7 +251,6 @@ def describe(name, value):
 # ------------------------------------------------------------------------------ the dispatcher's hook
 
 def _entry(name):
-    from .kernels.api import SPECS
     d = SPECS[name]
     return d.get("ref"), d.get("atol", 1e-5), d.get("rtol", 1e-5)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import threading
+import reftorch._cpu as _cpu
 
 _thread = None
 
 
 def warm_up():
     """Import the CPU kernels and initialise what loading a cached kernel needs."""
-    from . import _dispatch
-    _dispatch._kernels()
+    _cpu.kernels()
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys

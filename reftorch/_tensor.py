@@ -10,8 +10,8 @@ import numpy as np
 
 from ._layout import contiguous_array as _contig
 
-from . import _dtype as D
-from . import _layout as L
+import reftorch._dtype as D
+import reftorch._layout as L
 from ._device import CPU
 
 

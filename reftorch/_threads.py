@@ -1,6 +1,6 @@
 """The thread pools large kernels run in, and what a forked child does with them.
 
-Kernels release the GIL, so the dispatcher (reftorch/_dispatch.py, _in_threads) and compiled regions
+Kernels release the GIL, so the dispatcher (reftorch/_cpu.py, _in_threads) and compiled regions
 (reftorch/compile, _threaded) run chunks of one large op in a concurrent.futures pool. A fork copies the pool
 object but none of its threads: in the child, work submitted to it waits forever for workers that do not
 exist (a DataLoader worker forked after the main process ran a threaded op hung in its first such op). So a

@@ -3,7 +3,7 @@ or its simulator under NUMBA_ENABLE_CUDASIM=1) when reftorch.cuda.is_available()
 answer here is reftorch.cuda's."""
 from __future__ import annotations
 
-from . import cuda
+import reftorch.cuda as cuda
 from ._device import device as _device
 
 _NONE = "Cannot access accelerator device when none is available."

@@ -9,10 +9,11 @@ import contextlib
 import struct
 import warnings
 
-from . import _dtype as D
-from . import cuda as _cuda
-from ._creation import (default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
-                        set_rng_state, tensor as _tensor)
+import reftorch._dtype as D
+import reftorch.cuda as _cuda
+from ._creation import tensor as _tensor
+from ._creation_random import (default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
+                               set_rng_state)
 
 __all__ = ["set_rng_state", "get_rng_state", "manual_seed", "seed", "initial_seed", "fork_rng"]
 

@@ -1,4 +1,4 @@
-"""The dispatcher's lean elementwise paths (reftorch/_dispatch.py: call -> plan.run) keep state between calls:
+"""The dispatcher's lean elementwise paths (reftorch/_dispatch.py call -> _elementwise.py plan.run) keep state between calls:
 per-op plans, kernel entry points, the floats of scalar arguments seen before, the 1-element tensors of Python
 numbers. These tests call the same op repeatedly with arguments that must not share that state (signed
 zeros, NaN, bool/int/float scalars, views with offsets and strides) and compare each result with NumPy."""

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRELUDE = """
 import os, sys, threading
 import reftorch as torch
-from reftorch import _dispatch
+from reftorch import _cpu
 from reftorch.utils.data import DataLoader, Dataset
 
 N = 1 << 22                                 # above PARALLEL_MIN: chunks on the pool's threads
@@ -94,8 +94,8 @@ def test_forked_workers_that_use_threads_themselves(tmp_path):
     run(tmp_path, PRELUDE + """
 threaded_work_first()
 def init(worker_id):
-    assert _dispatch.THREADS == 1           # workers run serial, as PyTorch's (torch.set_num_threads(1))
-    _dispatch.THREADS = 4
+    assert _cpu.THREADS == 1           # workers run serial, as PyTorch's (torch.set_num_threads(1))
+    _cpu.THREADS = 4
 
 
 class Threaded(Big):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import reftorch
-from reftorch import _dispatch
+from reftorch import _cpu
 
 F32 = np.float32
 EDGES = np.array([0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 1.17549435e-38, -1.17549435e-38, 1e-30, 1e-8, 1e-7,
@@ -134,7 +134,7 @@ def _big(shape, seed=0):
 
 def test_blocked_kernel_for_disagreeing_stride_orders():
     S = 300      # 90000 elements: above BLOCK_MIN, and not a multiple of the 64-element tile
-    assert S * S >= _dispatch.BLOCK_MIN
+    assert S * S >= _cpu.BLOCK_MIN
     an, bn = _big((S, S), 1), _big((S, S), 2)
     a, b = reftorch.from_numpy(an), reftorch.from_numpy(bn)
     np.testing.assert_array_equal((a.T + b).numpy(), an.T + bn)

@@ -369,9 +369,9 @@ def test_reduction_outer_dims_order_nan_and_empty():
 
 @pytest.mark.parametrize("shape,dim", [((4, 40), 0), ((3, 4, 5), (0, 2)), ((8, 3, 40), 1), ((2, 3, 4, 5), (1, 3))])
 def test_reduction_outer_dims_in_threads(monkeypatch, shape, dim):
-    import reftorch._dispatch as dispatch
-    monkeypatch.setattr(dispatch, "THREADS", 2)
-    monkeypatch.setattr(dispatch, "_parallel", lambda n: True)
+    import reftorch._cpu as cpu
+    monkeypatch.setattr(cpu, "THREADS", 2)
+    monkeypatch.setattr(cpu, "_parallel", lambda n: True)
     a = rand(*shape)
     check(torch.from_numpy(a).sum(dim), np.sum(a, axis=dim), atol=1e-12, rtol=1e-12)
     check(torch.from_numpy(a).amax(dim, True), np.amax(a, axis=dim, keepdims=True), atol=0, rtol=0)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import reftorch as torch
-from reftorch import _dispatch
+from reftorch import _array, _dispatch
 from reftorch import _reference
 from reftorch._reference import ReferenceMismatchError, ReferenceWarning, reference_mode
 from reftorch.kernels import array_ops
@@ -37,7 +37,7 @@ def wrong_body(monkeypatch):
     """Replace the NumPy body of an array op (kernels/array_ops.py and the dispatcher's lookup cache)."""
     def install(op, fn):
         monkeypatch.setattr(array_ops, f"{op}_forward", fn)
-        monkeypatch.setitem(_dispatch._array_fns, op, fn)
+        monkeypatch.setitem(_array._array_fns, op, fn)
     return install
 
 

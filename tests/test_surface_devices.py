@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import reftorch as torch
-from reftorch import _config, _dispatch, nn
+from reftorch import _config, _cpu, nn
 
 
 @pytest.fixture
@@ -303,10 +303,10 @@ def test_set_num_threads_governs_the_kernel_pool():
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        assert torch.get_num_threads() == 1 and _dispatch.THREADS == 1
-        assert not _dispatch._parallel(1 << 30)      # one thread: no kernel splits its work
+        assert torch.get_num_threads() == 1 and _cpu.THREADS == 1
+        assert not _cpu._parallel(1 << 30)      # one thread: no kernel splits its work
         torch.set_num_threads(3)
-        assert _dispatch._chunks(3 * 4096) == [(0, 4096), (4096, 8192), (8192, 12288)]
+        assert _cpu._chunks(3 * 4096) == [(0, 4096), (4096, 8192), (8192, 12288)]
     finally:
         torch.set_num_threads(before)
     with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):

@@ -17,9 +17,10 @@ from sys import getrefcount as _getrefcount
 
 import numpy as np
 
-from .. import _layout as L
+import reftorch._layout as L
 from .._tensor import Tensor
-from . import anomaly_mode, grad_mode
+import reftorch.autograd.anomaly_mode as anomaly_mode
+import reftorch.autograd.grad_mode as grad_mode
 from .graph import AccumulateGrad, gradient_edge
 
 
@@ -47,17 +48,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         root_edges.append(edge)
     dependencies, parents = _count_dependencies({e[0] for e in root_edges}, want_parents=inputs is not None)
-
-    captures, needed, wanted = {}, None, None
-    if inputs is not None:
-        for i, t in enumerate(inputs):
-            edge = gradient_edge(t)
-            if edge[0] is None:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            captures.setdefault(edge, []).append(i)
-        targets = {e[0] for e in captures}
-        needed = _ancestors(targets, parents)
-        wanted = needed | targets
+    captures, needed, wanted = _captures(inputs, parents)
     results = [None] * len(inputs) if inputs is not None else None
 
     buffers = {}                                    # node -> [gradient per output]
@@ -109,37 +100,64 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                 in_grads = _call(node, grads, create_graph, wanted)
             if not retain_graph:
                 node.release()
-            metas = node.input_meta
-            i = 0
-            for child, nr in edges:
-                if child is not None:
-                    g = in_grads[i]
-                    if g is not None:
-                        shape, dtype = metas[i]
-                        if g._shape != shape or (dtype is not None and g.dtype is not dtype):
-                            g = _conform(g, metas[i], node, i)
-                    slot = buffers.get(child)
-                    if slot is None:
-                        n_out = len(child.out_meta)
-                        if n_out <= 1 and nr == 0:
-                            buffers[child] = [g]
-                        else:
-                            slot = buffers[child] = [None] * (n_out or 1)
-                            slot[nr] = g
-                    elif g is not None:
-                        slot[nr] = g if slot[nr] is None else slot[nr] + g
-                    n = dependencies[child] - 1
-                    dependencies[child] = n
-                    if n == 0:
-                        ready.append(child)
-                i += 1
-            in_grads = g = slot = None     # the buffers alone hold the gradients now (see _can_steal)
+            _send(node, edges, in_grads, buffers, dependencies, ready)
+            in_grads = None     # the buffers alone hold the gradients now (see _can_steal)
     finally:
         grad_mode.state.enabled = prev
         callbacks, _final_callbacks[:] = _final_callbacks[:], []
     for callback in callbacks:                      # queue_callback: once the whole backward has run
         callback()
+    return _results(inputs, results, accumulate, allow_unused, create_graph)
 
+
+def _captures(inputs, parents):
+    """For autograd.grad / backward(inputs=): which edges' gradients are captured ({edge: [input index]}), the
+    nodes that lead to one (needed) and those plus the targets (wanted); ({}, None, None) without inputs."""
+    captures = {}
+    if inputs is None:
+        return captures, None, None
+    for i, t in enumerate(inputs):
+        edge = gradient_edge(t)
+        if edge[0] is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        captures.setdefault(edge, []).append(i)
+    targets = {e[0] for e in captures}
+    needed = _ancestors(targets, parents)
+    return captures, needed, needed | targets
+
+
+def _send(node, edges, in_grads, buffers, dependencies, ready):
+    """The node's input gradients, conformed to each input's shape and dtype, into their nodes' buffers (summed
+    where several edges meet); a node whose every edge has arrived is ready."""
+    metas = node.input_meta
+    i = 0
+    for child, nr in edges:
+        if child is not None:
+            g = in_grads[i]
+            if g is not None:
+                shape, dtype = metas[i]
+                if g._shape != shape or (dtype is not None and g.dtype is not dtype):
+                    g = _conform(g, metas[i], node, i)
+            slot = buffers.get(child)
+            if slot is None:
+                n_out = len(child.out_meta)
+                if n_out <= 1 and nr == 0:
+                    buffers[child] = [g]
+                else:
+                    slot = buffers[child] = [None] * (n_out or 1)
+                    slot[nr] = g
+            elif g is not None:
+                slot[nr] = g if slot[nr] is None else slot[nr] + g
+            n = dependencies[child] - 1
+            dependencies[child] = n
+            if n == 0:
+                ready.append(child)
+        i += 1
+
+
+def _results(inputs, results, accumulate, allow_unused, create_graph):
+    """What run_backward returns: nothing for Tensor.backward (non-leaf inputs get their .grad), the captured
+    gradients for autograd.grad."""
     if inputs is None:
         return None
     if accumulate:                                  # backward(inputs=[non-leaf ...]) fills their .grad

@@ -22,7 +22,8 @@ from __future__ import annotations
 import functools
 
 from .._tensor import Tensor
-from . import forward_ad, grad_mode
+import reftorch.autograd.forward_ad as forward_ad
+import reftorch.autograd.grad_mode as grad_mode
 from .anomaly_mode import record_trace
 from .graph import Node, SavedTensor, gradient_edge
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from .._tensor import Tensor
+from .._creation import from_numpy
+from .._creation import tensor
 
 PROJECTION_THRESHOLD = 256   # output elements above which the Jacobian is checked through projections
 PROJECTIONS = 2              # random vectors per output in that case
@@ -25,7 +28,6 @@ class GradcheckError(RuntimeError):
 
 
 def _tensor_cls():
-    from .._tensor import Tensor
     return Tensor
 
 
@@ -42,7 +44,6 @@ def _is_float_tensor(x):
 
 
 def _to_tensor(arr):
-    from .._creation import from_numpy
     return from_numpy(np.array(arr, order="C"))      # (ascontiguousarray would make 0-d arrays 1-d)
 
 
@@ -123,7 +124,6 @@ def _vjp(output, inputs, v):
 
 
 def _fmt(a):
-    from .._creation import tensor
     return repr(tensor(np.asarray(a), dtype=None))
 
 
@@ -303,7 +303,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         for o in outputs:
             values = rng.uniform(-1, 1, o._shape).astype(o.dtype.np)
             if gen_non_contig_grad_outputs and values.ndim:
-                from .._creation import from_numpy
                 g = from_numpy(np.repeat(values[..., None], 2, axis=-1)[..., 0])   # a strided view
             else:
                 g = _to_tensor(values)

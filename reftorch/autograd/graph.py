@@ -21,16 +21,19 @@ import weakref
 from .._tensor import Tensor
 from ..kernels import derivatives as _derivatives
 from ..kernels.api import SPECS
-from . import anomaly_mode
+import reftorch.autograd.anomaly_mode as anomaly_mode
 
 NO_EDGE = (None, 0)
+# the raw requires_grad slot (per-op cost: the checking property that _methods.bind() installs is for users)
+_requires_grad = Tensor.__dict__["requires_grad"].__get__
 
 
 def gradient_edge(t):
     """The edge that receives tensor t's gradient: its grad_fn, a leaf's AccumulateGrad, or NO_EDGE."""
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    if not t.requires_grad:
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if not _requires_grad(t):
         return NO_EDGE
     return (grad_accumulator(t), 0)
 

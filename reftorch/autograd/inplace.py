@@ -21,6 +21,7 @@ import numpy as np
 from .._tensor import Tensor
 from .function import Function
 from .graph import Node, gradient_edge
+from .engine import _conform
 
 
 def rebase_history(t, node, output_nr=0):
@@ -114,7 +115,6 @@ class CopySlices(Node):
         return "CopySlices"
 
     def apply(self, grads, create_graph=False, needs=None):
-        from .engine import _conform
         needs = self._needs(needs)
         g = self._materialize(grads)[0]
         slice_grad = Gather.apply(g, self.index)

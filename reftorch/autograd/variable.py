@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 
 from .._tensor import Tensor
-from .. import _creation
+import reftorch._creation as _creation
 
 
 class VariableMeta(type):

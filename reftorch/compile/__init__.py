@@ -52,7 +52,7 @@ Kernels: each region's module is written under the hash of its source to $REFTOR
 ~/.cache/reftorch/compiled) and Numba caches its machine code, so another process that traces the same
 region loads it (~0.1 s) instead of compiling it (seconds). Inputs of REFTORCH_COMPILE_PAR_MIN elements
 or more (default 1M; 0 disables) take the threaded loop while the load average leaves a core free (the
-eager kernels' test, _dispatch._parallel). `compiled.kernels()` returns the sources
+eager kernels' test, _cpu._parallel). `compiled.kernels()` returns the sources
 (REFTORCH_COMPILE_DUMP=1 prints them); `compiled.kernels(device="cuda")` the same regions as numba.cuda
 kernels.
 
@@ -70,6 +70,7 @@ import os
 
 import numpy as np
 
+import reftorch._cpu as _cpu
 import reftorch._dispatch as _dispatch
 import reftorch._threads as _threads
 import reftorch._layout as L
@@ -256,7 +257,7 @@ def _par_min():
 
 
 def _n_threads():
-    return _dispatch.THREADS        # the eager kernels' count (reftorch.set_num_threads)
+    return _cpu.THREADS        # the eager kernels' count (reftorch.set_num_threads)
 
 
 _PAR_MIN_V = None
@@ -267,9 +268,9 @@ def _threaded(kernel, outs, arrays, scalars, n):
     independent, and no parallel=True variant needs compiling (that costs seconds at the first call).
     Serial when the machine is busy (see below)."""
     t = max(1, min(_n_threads(), n // max(_PAR_MIN_V // 2, 1)))
-    # the eager kernels' load test (_dispatch._parallel): threads only while the 1-minute load average leaves
+    # the eager kernels' load test (_cpu._parallel): threads only while the 1-minute load average leaves
     # a core free -- a chunk waiting for a core another process holds stalls the whole call
-    if t < 2 or not _dispatch._parallel(max(n, _dispatch.PARALLEL_MIN)):
+    if t < 2 or not _cpu._parallel(max(n, _cpu.PARALLEL_MIN)):
         kernel(*outs, *arrays, *scalars)
         return
     pool = _threads.pool("reftorch-compile", _n_threads())     # reftorch/_threads.py: fresh in a forked child

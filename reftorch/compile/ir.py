@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import reftorch._args as _args
 import reftorch._dispatch as _dispatch
 from .._device import CPU
 from .._tensor import Tensor
@@ -86,7 +87,7 @@ def _annotate(node, values, step=False):
         elif a[0] == "c" and isinstance(a[1], Tensor):
             ts.append(a[1])
         elif a[0] == "c" and isinstance(a[1], (bool, int, float, np.number, np.bool_)):
-            ts.append(_dispatch.as_tensor_arg(a[1]))
+            ts.append(_args.as_tensor_arg(a[1]))
         else:
             return
     out = values[node.outs[0]]
@@ -117,12 +118,12 @@ def _annotate(node, values, step=False):
     if any(isinstance(s, Tensor) for s in node.scalars):
         return
     try:
-        compute, out_dtype = _dispatch._result_dtypes(spec, ts)
+        compute, out_dtype = _args._result_dtypes(spec, ts)
     except Exception:
         return
     node.compute, node.out_dtype, node.shape, node.device = compute, out_dtype, out._shape, out.device
-    node.operand_dtypes = [_dispatch.D.bool_ if ty == "Mask" else compute for ty in spec.tensor_types]
-    node.kernel_scalars = tuple(_dispatch._kernel_scalars(spec, node.scalars, compute))
+    node.operand_dtypes = [_args.D.bool_ if ty == "Mask" else compute for ty in spec.tensor_types]
+    node.kernel_scalars = tuple(_args._kernel_scalars(spec, node.scalars, compute))
     # Python numbers: cast to the operand dtype as the dispatcher casts a wrapped scalar
     node.consts = {i: np.dtype(dt.np).type(a[1]) for i, (a, dt) in enumerate(zip(node.args, node.operand_dtypes))
                    if a[0] == "c" and not isinstance(a[1], Tensor)}

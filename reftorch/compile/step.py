@@ -26,6 +26,9 @@ import numpy as np
 
 import reftorch._blas as _blas
 import reftorch._dispatch as _dispatch
+import reftorch._args as _args
+import reftorch._array as _array
+import reftorch._cpu as _cpu
 import reftorch._layout as L
 from .._tensor import Tensor, Storage
 from ..autograd import grad_mode
@@ -259,13 +262,13 @@ class _Bound:
                 not all(isinstance(t, Tensor) and t.device.type == "cpu" for t in args):
             return False
         dt = outs[0].dtype
-        if dt.half or any(t.dtype is not dt and spec.arg_types[name] in _dispatch.PROMOTED
+        if dt.half or any(t.dtype is not dt and spec.arg_types[name] in _args.PROMOTED
                           for t, name in zip(args, spec.tensor_args)) or any(o.dtype.half for o in outs):
             return False
         kw = dict(zip(spec.scalar_names, n.scalars))
         if kw:
-            _dispatch._wrap_dim_args(spec, kw, args[0].ndim)
-        body = getattr(_dispatch._array_ops, f"{spec.name}_forward")
+            _args._wrap_dim_args(spec, kw, args[0].ndim)
+        body = getattr(_array._array_ops, f"{spec.name}_forward")
         named = dict(zip(spec.tensor_args, [t._array() for t in args]))
         named.update(kw)
         bufs = [_buffer(o) for o in outs]
@@ -279,10 +282,10 @@ class _Bound:
         """A single elementwise op: the eager kernel writing into the output's buffer (when no operand needs
         a cast, which would be a copy made now and stale later)."""
         spec = n.spec
-        ts = [_dispatch.as_tensor_arg(t) for t in args]
+        ts = [_args.as_tensor_arg(t) for t in args]
         try:
-            compute, out_dtype = _dispatch._result_dtypes(spec, ts)
-            ins = _dispatch._operands(spec, ts, compute)
+            compute, out_dtype = _args._result_dtypes(spec, ts)
+            ins = _args._operands(spec, ts, compute)
         except Exception:
             return False
         if out_dtype is not out.dtype or out_dtype.half or any(t.dtype.half for t in ts):
@@ -296,7 +299,7 @@ class _Bound:
                 self.calls.append((np.copyto, (cb._array(), b._array(), "unsafe")))
                 ins[i] = cb
         buf = self.static[n.outs[0]] = _buffer(out)
-        self.calls.append(_bind_elementwise(spec, ins, _dispatch._kernel_scalars(spec, n.scalars, compute), buf))
+        self.calls.append(_bind_elementwise(spec, ins, _args._kernel_scalars(spec, n.scalars, compute), buf))
         return True
 
     # ------------------------------------------------------------------ running
@@ -332,16 +335,16 @@ def _bind_elementwise(spec, ins, scalars, out):
     shape = out._shape
     n = L.numel(shape)
     if n == 0 or any(t.dtype.half for t in ins):
-        return (_dispatch.run_elementwise, (spec, ins, scalars, out))
+        return (_cpu.run_elementwise, (spec, ins, scalars, out))
     strides = [out._strides] + [L.broadcast_strides(t._shape, t._strides, shape) for t in ins]
     cshape, cstrides = L.collapse(shape, strides)
     if not cshape or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides)):
         args = [flat_view(out)] + [flat_view(t) for t in ins]
-        if _dispatch._parallel(n):
-            return (_dispatch._run_contig, (spec.kernel("contig"), args, scalars, n))
+        if _cpu._parallel(n):
+            return (_cpu._run_contig, (spec.kernel("contig"), args, scalars, n))
         return (spec.kernel("contig"), (*args, *scalars))
-    if len(cshape) >= 2 and n >= _dispatch.BLOCK_MIN:
-        return (_dispatch.run_elementwise, (spec, ins, scalars, out))     # the blocked loop's choice: per call
+    if len(cshape) >= 2 and n >= _cpu.BLOCK_MIN:
+        return (_cpu.run_elementwise, (spec, ins, scalars, out))     # the blocked loop's choice: per call
     args = [np.array(cshape, np.int64), out._storage.data, out._offset, np.array(cstrides[0], np.int64)]
     for t, st in zip(ins, cstrides[1:]):
         args += [t._storage.data, t._offset, np.array(st, np.int64)]

@@ -30,8 +30,11 @@ import os
 import sys
 
 import reftorch._creation as _creation
+import reftorch._creation_random as _crand
 import reftorch._dispatch as _dispatch
+import reftorch._intercept as _intercept
 import reftorch._layout as _L
+import reftorch._args as _args
 from .._tensor import Tensor
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -302,7 +305,7 @@ class Tracer:
                     tracer.graph_break(f"{name}() {'with out=' if out is not None else 'on ' + str(res.device)} "
                                        f"(random values cannot be baked into a graph)")
                     return res
-                spec = RandomSpec(name, generator or _creation.default_generator, res._shape, res.dtype,
+                spec = RandomSpec(name, generator or _crand.default_generator, res._shape, res.dtype,
                                   res.requires_grad, tracer.draws)
                 tracer.ops.append(OpRecord(spec, [], (), [tracer.add_value(res)], False))
                 tracer.fresh.add(id(res._storage))
@@ -337,13 +340,13 @@ class Tracer:
                 finally:
                     tracer.depth -= 1
             setattr(Tensor, name, mutating)
-        orig_rng = _creation._rng
-        self._saved[(_creation, "_rng")] = orig_rng
+        orig_rng = _crand._rng
+        self._saved[(_crand, "_rng")] = orig_rng
 
         def rng(generator, __orig=orig_rng):
             tracer.graph_break("a random number generator is used (random values cannot be baked into a graph)")
             return __orig(generator)
-        _creation._rng = rng
+        _crand._rng = rng
         from .. import autograd as engine
         from ..autograd import engine as engine_mod
         orig_bw = engine._run_backward
@@ -435,11 +438,11 @@ class Tracer:
         import reftorch
         from .. import _functional
         for name in FACTORIES + RANDOM:
-            orig_f = getattr(_creation, name, None)
+            orig_f = getattr(_crand if name in RANDOM else _creation, name, None)
             if orig_f is None:
                 continue
             wrapped = (random if name in RANDOM else factory)(name, orig_f)
-            for mod in (reftorch, _creation, _functional):
+            for mod in (reftorch, _creation, _crand, _functional):
                 if getattr(mod, name, None) is orig_f:
                     self._saved[(mod, name)] = orig_f
                     setattr(mod, name, wrapped)
@@ -472,8 +475,8 @@ class Tracer:
         data = Tensor.__dict__["data"]
         self._saved[(Tensor, "data")] = data
         Tensor.data = property(derived(data.fget, DATA, lambda r: ()), data.fset)
-        self._prev = _dispatch._tracer
-        _dispatch._tracer = self
+        self._prev = _intercept.tracer
+        _intercept.tracer = self
         return self
 
     def guard_grad(self, leaf):
@@ -490,7 +493,7 @@ class Tracer:
         if vid is None or self.values[vid] is not t or vid < self.n_inputs or t.requires_grad or \
                 id(t._storage) not in self.fresh:       # (a view of a parameter: the write must reach it)
             return None
-        ts = [_dispatch.as_tensor_arg(x) for x in tensors]
+        ts = [_args.as_tensor_arg(x) for x in tensors]
         if any(x.requires_grad or x.device != t.device for x in ts if isinstance(x, Tensor) and x.ndim):
             return None
         return vid
@@ -506,8 +509,8 @@ class Tracer:
         ok = self.functional_target(t, tensors) is not None
         if ok:
             try:
-                ts = [_dispatch.as_tensor_arg(x) for x in tensors]
-                _, out_dtype = _dispatch._result_dtypes(spec, ts)
+                ts = [_args.as_tensor_arg(x) for x in tensors]
+                _, out_dtype = _args._result_dtypes(spec, ts)
                 ok = out_dtype is t.dtype and _L.broadcast_shapes(*[x._shape for x in ts]) == t._shape
             except Exception:
                 ok = False
@@ -535,7 +538,7 @@ class Tracer:
         self.graph_break(f"in-place op '{name}_' writes into a tensor")
 
     def __exit__(self, *exc):
-        _dispatch._tracer = self._prev
+        _intercept.tracer = self._prev
         for (owner, name), orig in self._saved.items():
             setattr(owner, name, orig)
         self._saved.clear()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 
-import reftorch._creation as _creation
+import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
 from .._tensor import Tensor
@@ -400,7 +400,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
     install = not _state.levels      # one hook serves every level (an outer vmap's is in the chain already)
     if install:
         _Hook.next, d._forward = d._forward, _Hook
-        _creation._draw_hook = _random_draw
+        _creation_random._draw_hook = _random_draw
     _state.levels.append(level)
     try:
         args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
@@ -410,7 +410,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         level.open = False
         if install:
             d._forward, _Hook.next = _Hook.next, None
-            _creation._draw_hook = None
+            _creation_random._draw_hook = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:

@@ -237,10 +237,10 @@ def test_save_and_load_keep_the_device(tmp_path):
 def test_index_select_index_add_gather_scatter_add_run_on_the_device(monkeypatch):
     """The embedding / cross-entropy paths: the ops name their device implementation in ops.yaml (cuda:
     select_positions...), so no host copy of the data is made; results and errors match the cpu."""
-    from reftorch import _cuda_dispatch, _dispatch
+    from reftorch import _array, _cuda_dispatch
     trips = []
-    host = _dispatch.array
-    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    host = _array.array
+    monkeypatch.setattr(_array, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
     g = torch.Generator().manual_seed(0)
     x = torch.randn(4, 3, generator=g, dtype=torch.float64)
     src = torch.randn(4, 3, generator=g, dtype=torch.float64)
@@ -277,10 +277,10 @@ def test_index_select_index_add_gather_scatter_add_run_on_the_device(monkeypatch
 
 
 def test_log_softmax_and_cross_entropy_stay_on_the_device(monkeypatch):
-    from reftorch import _dispatch
+    from reftorch import _array
     trips = []
-    host = _dispatch.array
-    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    host = _array.array
+    monkeypatch.setattr(_array, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
     g = torch.Generator().manual_seed(1)
     x = torch.randn(2, 3, 2, generator=g, dtype=torch.float64)
     x[0, 1, 0] = -float("inf")
@@ -300,10 +300,10 @@ def test_log_softmax_and_cross_entropy_stay_on_the_device(monkeypatch):
 
 
 def test_cat_and_stack_copy_on_the_device(monkeypatch):
-    from reftorch import _dispatch
+    from reftorch import _array
     trips = []
-    host = _dispatch.array
-    monkeypatch.setattr(_dispatch, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
+    host = _array.array
+    monkeypatch.setattr(_array, "array", lambda spec, *a: trips.append(spec.name) or host(spec, *a))
     g = torch.Generator().manual_seed(2)
     a = torch.randn(2, 3, generator=g, dtype=torch.float64)
     b = torch.randn(3, 2, generator=g, dtype=torch.float64).t()          # strided

@@ -149,8 +149,8 @@ def seed_worker(base_seed, worker_id):
 def one_thread():
     """A worker's kernels and BLAS run on one thread, as PyTorch's workers do (torch.set_num_threads(1)):
     num_workers processes already share the cores, and a pool per worker would oversubscribe them."""
-    from ... import _blas, _dispatch    # here, as in seed_worker: reftorch is fully imported by now
-    _dispatch.THREADS = 1
+    from ... import _blas, _cpu    # here, as in seed_worker: reftorch is fully imported by now
+    _cpu.THREADS = 1
     if _blas.set_threads is not None:
         _blas.set_threads(1)
 

@@ -40,7 +40,7 @@ class DistributedSampler(Sampler):
 
     def __iter__(self):
         if self.shuffle:
-            from ..._creation import Generator, randperm
+            from ..._creation_random import Generator, randperm
             g = Generator()
             g.manual_seed(self.seed + self.epoch)
             indices = randperm(len(self.dataset), generator=g).tolist()

@@ -1,0 +1,196 @@
+"""Array ops (ops.yaml kind `array`: a generated NumPy body per op, kernels/array_ops.py) and views.
+
+An array op's arguments are promoted once (a plan per op: positions of promoted and index arguments, dtypes
+checked) and its body runs over the storage arrays; fresh results are wrapped as they are. A view op's geometry
+comes from _layout.py and shares storage (a copy only where no view has the shape: reshape).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._layout import contiguous_array as _contig
+import reftorch._blas as _blas
+import reftorch._creation as _creation
+import reftorch._cuda_dispatch as _cuda_d
+import reftorch._dtype as D
+import reftorch._layout as L
+import reftorch._meta as _meta
+from ._args import (_cast, _check_extent, _group_list, _info, _tensor_names, _wrap_dim_args, as_tensor_arg,
+                    check_index, promoted)
+from ._cpu import half_up, to_half
+from ._spec import PROMOTED, all_specs
+from ._tensor import Storage, Tensor, reinterpreted
+import reftorch.autograd.grad_mode as grad_mode
+from .autograd.record import record
+import reftorch.kernels.array_ops as _array_ops
+
+_make_tensor = Tensor._make
+_FROM_NP = D._FROM_NP
+try:        # NumPy 2's error state is a context variable: set it to "ignore all" directly (np.errstate costs µs)
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_extobj
+    with np.errstate(all="ignore"):
+        _NP_QUIET = _np_extobj.get()
+except Exception:   # noqa: BLE001 -- another NumPy: np.errstate it is
+    _np_extobj = None
+
+
+def _new_array_plan(spec):
+    """What array() needs of an op without a Tensor[] argument, worked out once: the positions of its promoted and
+    of its Index tensor arguments, whether it has `dim` arguments, and the dtypes already checked. False for ops
+    with a Tensor[] argument (the general path)."""
+    if spec.list_arg is not None:
+        return False
+    promo = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in PROMOTED)
+    index = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in ("Index", "Index?"))
+    dims = any(spec.arg_types[n] in ("dim", "dim?", "dim[]?") for n in spec.scalar_names)
+    return promo, index, dims, set()
+
+
+_array_plans = {}       # spec -> _new_array_plan(spec)
+
+
+def _forget_plans():
+    """Plans hold result dtypes, and int / int or a float number's category resolve to the default float dtype:
+    set_default_dtype drops them all (a plan is rebuilt on the next call)."""
+    for spec in all_specs():
+        if spec.plans is not None:
+            spec.plans.clear()
+    _array_plans.clear()
+
+
+D._on_default_change.append(_forget_plans)
+
+
+def array(spec, tensors, scalars):
+    if _cuda_d.used:        # an argument on meta or cuda: its back end (index tensors may stay on cpu)
+        types = {t.device.type for t in tensors if isinstance(t, Tensor)}
+        if "meta" in types:
+            return _meta.array(spec, tensors, scalars, array)
+        if "cuda" in types:
+            return _cuda_d.array(spec, tensors, scalars, array)
+    plan = _array_plans.get(spec)
+    if plan is None:
+        plan = _array_plans[spec] = _new_array_plan(spec)
+    dt = None
+    if plan and len(tensors) == len(spec.tensor_types):
+        # the lean path: every tensor argument a Tensor (or an absent optional), the promoted ones of one dtype
+        # that is not 16-bit, so nothing is promoted or cast
+        promo, index, dims, checked = plan
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                break
+        else:
+            for i in promo:
+                t = tensors[i]
+                if t is not None:
+                    if t._wrapped or (dt is not None and t.dtype is not dt):
+                        break
+                    dt = t.dtype
+            else:
+                if dt is None or not dt.half:
+                    if dt is not None and dt not in checked:
+                        spec.check_dtype(dt)
+                        checked.add(dt)
+                    for i in index:
+                        if tensors[i] is not None:
+                            check_index(tensors[i], spec.name)
+                    ts = inputs = tensors
+                    arrays = [t._array() if t is not None else None for t in tensors]
+                    args = arrays
+                    kw = dict(zip(spec.scalar_names, scalars)) if scalars else {}
+                    if dims:
+                        _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+                    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+            dt = None
+    ts = inputs = [t if isinstance(t, Tensor) else (as_tensor_arg(t) if t is not None else None) for t in tensors]
+    names = spec.tensor_args if spec.list_arg is None else _tensor_names(spec, len(ts))
+    arg_types = spec.arg_types
+    promo = [t for t, name in zip(ts, names) if t is not None and arg_types[name] in PROMOTED]
+    for t, name in zip(ts, names):
+        if t is not None and arg_types[name] in ("Index", "Index?"):
+            check_index(t, spec.name)
+    if promo:
+        dt = promo[0].dtype
+        if any(t.dtype is not dt or t._wrapped for t in promo) or not promo[0]._shape:
+            dt = promoted(spec, promo)
+        spec.check_dtype(dt)
+        if any(t.dtype is not dt for t in promo):
+            ts = [(_cast(t, dt) if (t is not None and any(t is p for p in promo)) else t) for t in ts]
+    arrays = [t._array() if t is not None else None for t in ts]
+    if dt is not None and dt.half:      # NumPy bodies run on 16-bit floats through float32, rounded back below
+        arrays = [half_up(a) for a in arrays]
+    args = _group_list(spec, arrays)
+    kw = dict(zip(spec.scalar_names, scalars))
+    if kw:
+        _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
+    return _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt)
+
+
+def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
+    """The op's NumPy body over arrays (args: grouped by tensor argument), its results wrapped and recorded."""
+    fn = _array_fns.get(spec.name)
+    if fn is None:
+        fn = _array_fns[spec.name] = getattr(_array_ops, f"{spec.name}_forward")
+    try:
+        # tensors by name: a signature may put scalars between them (index_put(self, indices, values));
+        # IEEE overflow and 0/0 give inf/nan silently, as in PyTorch, not NumPy's RuntimeWarning
+        # small products of a BLAS-calling body run on one BLAS thread (reftorch/_blas.py)
+        run = _blas.serial_small if spec.blas else _call_body
+        if _np_extobj is not None:      # np.errstate(all="ignore") without building its state per call
+            token = _np_extobj.set(_NP_QUIET)
+            try:
+                res = run(fn, dict(zip(spec.tensor_args, args)), kw, arrays)
+            finally:
+                _np_extobj.reset(token)
+        else:
+            with np.errstate(all="ignore"):
+                res = run(fn, dict(zip(spec.tensor_args, args)), kw, arrays)
+    except IndexError as err:
+        raise IndexError(str(err)) from None
+    outs = res if isinstance(res, tuple) else (res,)
+    if dt is not None and dt.half:
+        outs = to_half(outs, dt)
+    tensors_out = []
+    for a in outs:
+        if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
+            # a fresh array (its own memory, so no input's): wrap it as it is
+            odt = _FROM_NP.get(a.dtype)
+            tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
+                                            odt if odt is not None else D.from_numpy(a.dtype)))
+            continue
+        a = np.asarray(a)
+        if any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
+            a = a.copy()
+        tensors_out.append(Tensor._from_array(_contig(a)))
+    if spec.differentiable and grad_mode.state.enabled:
+        record(spec, inputs, scalars, tuple(tensors_out))
+    return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
+
+
+_array_fns = {}         # array op -> its generated NumPy body (kernels/array_ops.py)
+
+
+def _call_body(fn, args, kw, arrays):
+    return fn(**args, **kw)
+
+
+def view(spec, tensors, scalars):
+    x = tensors[0]
+    if not isinstance(x, Tensor):
+        x = as_tensor_arg(x)
+    dtype, storage = x.dtype, x._storage
+    shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype)
+    if new_dtype:      # the same bytes as another dtype (real, imag, view_as_real/complex): an alias storage
+        dtype = new_dtype[0]
+        storage = reinterpreted(storage, dtype.np)
+    if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
+        copy = _meta.like(x) if x.device.type == "meta" else _creation._copy_tensor(x, keep_graph=False)
+        storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
+    elif not new_dtype:
+        _check_extent(x, shape, strides, off)
+    base = x._base if x._base is not None else x
+    out = Tensor._make(storage, off, tuple(shape), tuple(strides), dtype, x.device,
+                       base if storage is x._storage or new_dtype else None)
+    if grad_mode.state.enabled and x.requires_grad:
+        record(spec, (x,), scalars, (out,))
+    return out

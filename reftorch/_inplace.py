@@ -1,0 +1,212 @@
+"""Ops that write into an existing tensor: elementwise in-place ops (`add_`, `a += b`), the in-place forms of
+view ops (`t_`, `unsqueeze_`) and of composite and array ops (`clamp_`, `scatter_`), and out= (PyTorch's resize,
+cast and no-autograd rules). Every check that can fail runs before anything is written.
+"""
+from __future__ import annotations
+
+import warnings
+
+from ._layout import contiguous_array as _contig
+import reftorch._backend as _backend
+import reftorch._cuda_dispatch as _cuda_d
+import reftorch._functional as _functional
+import reftorch._intercept as _intercept
+import reftorch._layout as L
+import reftorch._meta as _meta
+from ._args import (_can_cast, _check_extent, _info, _kernel_scalars, _operands, _result_dtypes, as_tensor_arg,
+                    check_inplace, check_no_internal_overlap)
+from ._cpu import empty, new_tensor, run_elementwise
+from ._elementwise import _convert, _fast_scalars, _plan_for, _run_strided
+from ._spec import SPECS
+from ._tensor import Tensor
+import reftorch.autograd.grad_mode as grad_mode
+from .autograd.inplace import restride_history
+from .autograd.record import record
+import reftorch.kernels.api as _api
+
+_requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
+
+
+def inplace(spec, tensors, scalars):
+    """An elementwise op in place (`add_`, `a += b`): the plan's cheap case when nothing records, else the general
+    path with PyTorch's casting, shape and autograd rules."""
+    self = tensors[0]
+    if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _backend.off_cpu(tensors)):
+        plan = _plan_for(spec, tensors)
+        if plan is not None and plan.out is self.dtype:
+            done = _fast_inplace(spec, plan, self, tensors, scalars)
+            if done is not None:
+                return done
+    return _inplace_general(spec, tensors, scalars)
+
+
+def _fast_inplace(spec, plan, self, tensors, scalars):
+    """The in-place op without autograd to record, when every operand has self's shape (or is 0-d) and none
+    overlaps self partially; None sends the call down the general path."""
+    shape = self._shape
+    storage = self._storage
+    if spec.differentiable and grad_mode.state.enabled:
+        for t in tensors:
+            if isinstance(t, Tensor) and _requires_grad(t):
+                return None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if t._shape != shape and t._shape != ():
+                return None
+            if t._storage is storage and (t._offset != self._offset or t._strides != self._strides):
+                return None
+    if not storage.data.flags.writeable:
+        return None
+    check_inplace(self)
+    check_no_internal_overlap(self)
+    ins = tensors if plan.plain else _convert(plan, tensors)
+    cs, n = _info(shape)
+    if n:
+        ks, _ = _fast_scalars(spec, plan, scalars)
+        _run_strided(spec, plan, ins, ks, self, shape, cs, n, self._offset, self._strides)
+    storage.version += 1
+    return self
+
+
+def _inplace_general(spec, tensors, scalars):
+    name = spec.name
+    self = tensors[0]
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    be = _backend.off_cpu(tensors) if _cuda_d.used else None
+    if be is not None:
+        return be.inplace(spec, tensors, scalars)
+    ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
+    compute, out_dtype = _result_dtypes(spec, ts)
+    if not _can_cast(out_dtype, self.dtype):
+        raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
+                           f"{self.dtype.short}")
+    shape = L.broadcast_shapes(*[t._shape for t in ts])
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, shape))}]")
+    check_inplace(self)
+    check_no_internal_overlap(self)
+    ins = []
+    for t in _operands(spec, ts, compute):
+        c = t
+        if c is t and t._storage is self._storage and (t._offset, t._strides) != (self._offset, self._strides):
+            c = new_tensor(_contig(t._array()), t.dtype)      # overlapping operand: read a copy
+        ins.append(c)
+    if out_dtype is self.dtype:
+        target = self
+    else:
+        target = empty(shape, out_dtype)
+    needs_grad = spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts)
+    saved_inputs = _snapshot_for_inplace(spec, ts) if needs_grad else None
+    run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
+    if target is not self:
+        self._array()[...] = target._array()
+    self._storage.version += 1
+    if needs_grad:
+        record(spec, saved_inputs, scalars, (self,), inplace=True)
+    return self
+
+
+def _snapshot_for_inplace(spec, ts):
+    """Inputs as the node must see them: self before it is overwritten (a copy, if a formula reads it)."""
+    out = list(ts)
+    if "self" in spec.saves and ts[0].requires_grad is not None:
+        s = ts[0]
+        c = new_tensor(s._array().copy(), s.dtype)     # a copy even when s is contiguous
+        c.requires_grad = s.requires_grad
+        c.grad_fn, c._output_nr, c._accum = s.grad_fn, s._output_nr, s._accum
+        out[0] = c
+    return out
+
+
+def view_inplace(name, tensors, scalars):
+    """The in-place variant of a view op (`unsqueeze_`, `t_`, `transpose_`, `as_strided_`...): self's own
+    shape, strides and offset become the view's, its data untouched; the storage's version moves on, as in
+    PyTorch. Under autograd the view op's node, fed by self's old geometry, becomes self's history."""
+    spec = SPECS[name]
+    self = tensors[0]
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    _intercept.note_inplace(name)     # reftorch.compile: a tensor changing shape in place ends the captured region
+    shape, strides, off = spec.geometry(self._shape, self._strides, self._offset, *scalars, inplace=True)
+    _check_extent(self, shape, strides, off)
+    check_inplace(self)
+    tracked = grad_mode.state.enabled and self.requires_grad
+    if tracked:
+        old = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+        old.requires_grad, old.grad_fn, old._output_nr = True, self.grad_fn, self._output_nr
+    self._shape, self._strides, self._offset = tuple(shape), tuple(strides), off
+    self._storage.version += 1
+    if tracked:
+        new = Tensor._make(self._storage, off, self._shape, self._strides, self.dtype, self.device)
+        record(spec, (old,), scalars, (new,))
+        restride_history(self, new.grad_fn)
+    return self
+
+
+def composite_inplace(name, self, *args, **kwargs):
+    """The in-place variant of a composite or array op (`clamp_`, `div_`, `scatter_`, `masked_fill_`...): the
+    op's result, computed out of place before anything is written, copied into self, with
+    PyTorch's casting and shape rules, and self's autograd history continued through the op."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{name}_(): expected a Tensor as self")
+    _intercept.note_inplace(name)
+    src = self
+    if grad_mode.state.enabled and any(isinstance(t, Tensor) and t.requires_grad
+                                       for t in (self, *args, *kwargs.values())):
+        check_inplace(self)
+        src = _functional.clone(self)     # the op may save its input; the write below must not invalidate that
+    res = getattr(_api, name)(src, *args, **kwargs)
+    if not _can_cast(res.dtype, self.dtype):
+        raise RuntimeError(f"result type {res.dtype.short} can't be cast to the desired output type "
+                           f"{self.dtype.short}")
+    if res._shape != self._shape:
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                           f"shape [{', '.join(map(str, res._shape))}]")
+    check_no_internal_overlap(self)
+    return self.copy_(res)
+
+
+def call_out(name, out, fn, *args, **kwargs):
+    """fn(*args, **kwargs) written into `out` (a tensor, or a tuple of them for an op with several results), by
+    PyTorch's rules: no autograd through out=, the result dtype must cast to out's without changing category,
+    an out of another shape is resized (with PyTorch's warning unless it was empty). Returns out."""
+    tensors = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (tuple, list)) else []
+    for a in (*args, *kwargs.values()):
+        tensors += [a] if isinstance(a, Tensor) else [x for x in a if isinstance(x, Tensor)] \
+            if isinstance(a, (tuple, list)) else []
+    if grad_mode.state.enabled and any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
+    res = fn(*args, **kwargs)
+    many = isinstance(res, tuple)
+    outs = tuple(out) if many and isinstance(out, (tuple, list)) else (out,) if not many else None
+    if outs is None or any(not isinstance(o, Tensor) for o in outs) or len(outs) != (len(res) if many else 1):
+        what = "tuple of Tensors" if many else "Tensor"
+        raise TypeError(f"{name}(): argument 'out' must be {what}, not {type(out).__name__}" if outs is None or not
+                        all(isinstance(o, Tensor) for o in outs) else
+                        f"{name}(): argument 'out' must be a tuple of {len(res)} Tensors, not {len(outs)}")
+    results = res if many else (res,)
+    for r, o in zip(results, outs):
+        if not _can_cast(r.dtype, o.dtype):
+            raise RuntimeError(f"result type {r.dtype.short} can't be cast to the desired output type {o.dtype.short}")
+    for r, o in zip(results, outs):
+        _write_out(r, o)
+    return res.__class__(*outs) if many and hasattr(res, "_fields") else tuple(outs) if many else out
+
+
+def _write_out(r, o):
+    """r's values into o, resized to r's shape first when it has another (PyTorch's resize_output)."""
+    if o._shape != r._shape:
+        if o.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(o._shape)}, "
+                          f"which does not match the required output shape {list(r._shape)}. This behavior is "
+                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          "elements with t.resize_(0).", UserWarning, stacklevel=4)
+        fresh = empty(r._shape, o.dtype) if o.device.type == "cpu" else _meta.empty(r._shape, o.dtype) \
+            if o.device.type == "meta" else _cuda_d.empty(r._shape, o.dtype, o.device)
+        o._storage, o._offset, o._shape, o._strides = fresh._storage, 0, fresh._shape, fresh._strides
+    with grad_mode.no_grad():
+        o.copy_(r)
