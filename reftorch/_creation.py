@@ -383,6 +383,7 @@ def _into(fname, out, t, keep_numel=False):
 def _no_elements(shape, dt, device, requires_grad):
     """A factory's result without elements where NumPy cannot describe the shape (torch.empty(2**62, 0): a dim
     times the itemsize past NumPy's limit), as PyTorch has it: empty storage, PyTorch's contiguous strides."""
+    _alloc.check(shape, dt.itemsize)      # a size or a stride past int64 still raises PyTorch's error
     t = Tensor._make(Storage(np.empty(0, dt.np)), 0, tuple(shape), L.contiguous_strides(shape), dt)
     if as_device(device).type != "cpu":
         t = t.to(device)

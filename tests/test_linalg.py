@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import reftorch as torch
+from reftorch import _formula_helpers
 from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
 
 A = torch.tensor([[1., 2], [2, 4]])
@@ -91,6 +92,7 @@ def test_matrix_exp_and_lstsq_as_torch():
 
 def test_deprecated_spellings():
     x = torch.tensor([[3., 1], [1, 2]], dtype=torch.float64)
+    _formula_helpers._warned.clear()      # warned once per process: another test of this worker may have
     with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
         L = torch.cholesky(x)
     assert np.allclose((L @ L.T).numpy(), x.numpy())

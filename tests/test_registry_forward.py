@@ -107,7 +107,13 @@ def test_generated_jvp_matches_fallback(name, how):
         with fwAD._suspended():
             outs = _call_spec(spec, tensors, scalars)
             outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-            a = _jvp(spec, tensors, scalars, tangents, outs, _call_spec)
+            try:
+                a = _jvp(spec, tensors, scalars, tangents, outs, _call_spec)
+            except NotImplementedError as err:      # a derivative torch does not implement (zeta's, igamma's self)
+                with pytest.raises(NotImplementedError, match="is not implemented"):
+                    _fallback(spec, tensors, scalars, tangents, outs, _call_spec)
+                assert "is not implemented" in str(err)
+                return
             b = _fallback(spec, tensors, scalars, tangents, outs, _call_spec)
     for x, y in zip(a, b):
         if x is None or y is None:

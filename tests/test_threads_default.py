@@ -34,7 +34,7 @@ def test_threaded_op_matches_serial(monkeypatch):
 
 
 def test_env_and_set_num_threads_cap():
-    code = ("import reftorch as t; from reftorch import _dispatch as d; a = t.get_num_threads(); "
+    code = ("import reftorch as t; from reftorch import _cpu as d; a = t.get_num_threads(); "
             "t.set_num_threads(1); print(a, t.get_num_threads(), d._parallel(1 << 30))")
     env = dict(os.environ, PYTHONPATH=ROOT, REFTORCH_NUM_THREADS="3")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
