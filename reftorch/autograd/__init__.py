@@ -12,8 +12,10 @@ from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enable
 from .engine import run_backward as _run_backward
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
-from . import function, graph  # noqa: F401
-from . import profiler, profiler_util  # noqa: F401  (torch.autograd.profiler)
+import reftorch.autograd.function as function
+import reftorch.autograd.graph as graph  # noqa: F401
+import reftorch.autograd.profiler as profiler
+import reftorch.autograd.profiler_util as profiler_util  # noqa: F401  (torch.autograd.profiler)
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from .variable import Variable, variable  # noqa: F401
 from .._tensor import Storage, Tensor
@@ -105,5 +107,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 
-from . import forward_ad  # noqa: E402,F401  -- after grad, which it calls (its generic JVP fallback)
-from . import functional  # noqa: E402,F401  -- torch.autograd.functional
+import reftorch.autograd.forward_ad as forward_ad  # noqa: E402,F401  -- after grad, which it calls (its generic JVP fallback)
+import reftorch.autograd.functional as functional  # noqa: E402,F401  -- torch.autograd.functional
