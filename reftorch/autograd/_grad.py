@@ -100,11 +100,18 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     outputs, grad_outputs = _as_tuple(outputs), _as_tuple(grad_outputs)
     if grad_outputs is None or any(g is None for g in grad_outputs):
         raise RuntimeError("is_grads_batched=True needs a batched grad_output for every output")
+    if any(g.ndim == 0 for g in grad_outputs):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+                         "to convert a 0-dim tensor to a number")
     n = grad_outputs[0].shape[0]
-    if any(g.ndim == 0 or g.shape[0] != n for g in grad_outputs):
-        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
-                           "the batch dimension. The sizes of the remaining dimensions are expected to match the "
-                           "shape of corresponding output.")
+    for i, (o, g) in enumerate(zip(outputs, grad_outputs)):
+        if g.shape[0] != n or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                               "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                               f"shape of corresponding output, but a mismatch was detected: grad_output[{i}] has a "
+                               f"shape of torch.Size({list(g.shape[1:])}) and output[{i}] has a shape of "
+                               f"torch.Size({list(o.shape)}). If you only want some tensors in `grad_output` to be "
+                               "considered batched, consider using vmap.")
     rows = [grad(outputs, inputs, tuple(g[b] for g in grad_outputs), retain_graph=True if b < n - 1 else retain_graph,
                  create_graph=create_graph, allow_unused=True, materialize_grads=materialize_grads)
             for b in range(n)]
