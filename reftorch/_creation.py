@@ -613,8 +613,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
 def _copy_tensor(t, keep_graph=True):
     """A contiguous copy; recorded as `clone` when grad mode records (keep_graph)."""
     if keep_graph and grad_mode.state.enabled and t.requires_grad:
-        from . import _functional as F
-        return F.clone(t)
+        return t.clone()        # the recorded op, through the Tensor method (the op layer sits above this one)
     if t.device.type == "cuda":
         return clone(t)
     return _finish(t._array().copy(), t.dtype)
@@ -626,10 +625,9 @@ def _zero_gradient(out, *inputs):
     0 * sign(x) is 0 for every x (NaN and inf included), so the values are the sample's."""
     if not grad_mode.state.enabled:
         return out
-    from . import _functional as F      # (here, as _copy_tensor: _functional imports this module)
     for t in inputs:
         if isinstance(t, Tensor) and t.requires_grad:
-            out = F.add(out, F.mul(F.sign(t), 0))
+            out = out + t.sign() * 0        # recorded ops, through Tensor's methods (as _copy_tensor)
     return out
 
 

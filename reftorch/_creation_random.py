@@ -18,9 +18,12 @@ import reftorch._layout as L
 from ._creation import (_GRAD_DTYPE_ERROR, _finish, _grad, _into, _meta_device, _on_cuda, _on_meta, _out_dtype,
                         _sequence_size, _size_args, _size_items, _zero_gradient, tensor as _t)
 import reftorch.cuda as cuda
+from ._lazy import lazy_module
 from ._device import as_device
 from ._tensor import Tensor
 
+_philox = lazy_module("reftorch._philox")              # Numba's JIT: on the first cpu draw
+_cuda_random = lazy_module("reftorch._cuda_random")    # numba.cuda: on the first cuda draw
 
 
 class Generator:
@@ -130,9 +133,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     if _on_cuda(device) and out is None:
-        from ._cuda_random import uniform
-        return _grad(uniform(shape, dt, as_device(device)), requires_grad)
-    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
+        return _grad(_cuda_random.uniform(shape, dt, as_device(device)), requires_grad)
     with _alloc.sized(shape, 8):
         arr = _philox.uniform(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
@@ -151,9 +152,7 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     if dt.is_complex:       # PyTorch: real and imaginary parts each N(0, 1/2), drawn as interleaved pairs
         return _complex_normal(shape, dt, generator, device, out, requires_grad)
     if _on_cuda(device) and out is None:
-        from ._cuda_random import normal as _cuda_normal
-        return _grad(_cuda_normal(shape, dt, as_device(device)), requires_grad)
-    from . import _philox       # (as in rand)
+        return _grad(_cuda_random.normal(shape, dt, as_device(device)), requires_grad)
     with _alloc.sized(shape, 8):
         arr = _philox.normal(L.numel(shape), *_counters(generator, L.numel(shape)), dt.np).reshape(shape)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
@@ -225,8 +224,7 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     if _on_cuda(device) and out is None:
-        from ._cuda_random import integers
-        return _grad(integers(low, high, shape, dt, as_device(device)), requires_grad)
+        return _grad(_cuda_random.integers(low, high, shape, dt, as_device(device)), requires_grad)
     with _alloc.sized(shape, 8):
         arr = _rng(generator).integers(low, high, shape).astype(dt.np)
     t = _finish(arr, dt, device if out is None else None, requires_grad)

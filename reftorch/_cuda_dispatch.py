@@ -24,7 +24,7 @@ import numpy as np
 
 import reftorch._dtype as D
 import reftorch._layout as L
-from ._tensor import Storage, Tensor
+from ._tensor import HOST_COPIES, Storage, Tensor, numpy_error  # noqa: F401 (numpy_error: the back end's)
 import reftorch.autograd.grad_mode as grad_mode
 from ._args import ReductionCall, _acc_dtype, _can_cast, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_index, check_inplace, check_no_internal_overlap, promoted
 from ._cpu import empty as cpu_empty, new_tensor, run_elementwise as cpu_run
@@ -32,9 +32,12 @@ from ._spec import PROMOTED, SPECS
 from .autograd.record import record
 import reftorch._cuda_launch as launch
 import reftorch.cuda as cuda
-from ._device import device
+from ._device import canonical, check_available, device
 from .autograd.graph import Node
 from .autograd.graph import gradient_edge
+from ._lazy import lazy_module
+
+_cuda_index = lazy_module("reftorch._cuda_index")      # its kernels: on the first cuda index
 
 used = False     # set once a tensor off the cpu exists (cuda here, meta in reftorch/_meta.py): the dispatcher's fast test
 
@@ -48,20 +51,6 @@ def _launch():
 
 
 # ---------------------------------------------------------------------------- devices
-
-def check_available(dev):
-    """Raise PyTorch's errors for a cuda device that this machine cannot give."""
-    if not cuda.is_available():
-        raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
-                           "machine (reftorch.cuda.is_available() is False)")
-    if dev.index is not None and dev.index >= cuda.device_count():
-        raise RuntimeError("CUDA error: invalid device ordinal")
-
-
-def canonical(dev):
-    """cuda -> cuda:0 (the current device), as tensors report it."""
-    return device("cuda", dev.index or 0)
-
 
 def _mix_error(dev):
     return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, {dev} and "
@@ -146,9 +135,7 @@ def host_array(t):
     return arr
 
 
-def numpy_error(t):
-    return TypeError(f"can't convert {t.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
-                     "host memory first.")
+HOST_COPIES["cuda"] = host_array
 
 
 def to_cpu(t):
@@ -517,34 +504,32 @@ def _by_positions(impl):
     def run(spec, tensors, dev, kw):
         if not (isinstance(tensors[0], Tensor) and tensors[0].device.type == "cuda"):
             return None
-        from . import _cuda_index
         return getattr(_cuda_index, impl)(spec, tensors, kw)
     return run
 
 
 def _log_softmax(spec, tensors, dev, kw):
-    """x - max - log(sum(exp(x - max))) along dim with the device's reductions and elementwise kernels."""
-    from . import _functional as F
+    """x - max - log(sum(exp(x - max))) along dim with the device's reductions and elementwise kernels (through
+    Tensor's methods: the op layer sits above this module)."""
     x = tensors[0]
     if not (isinstance(x, Tensor) and x.device.type == "cuda" and x.ndim and x.numel() and
             x.dtype.is_floating_point):
         return None
     d = L.wrap_dim(kw["dim"], x.ndim)
     with grad_mode.no_grad():
-        s = F.sub(x, F.amax(x, d, True))
-        return F.sub(s, F.log(F.sum(F.exp(s), d, True)))
+        s = x - x.amax(d, True)
+        return s - s.exp().sum(d, True).log()
 
 
 def _log_softmax_backward(spec, tensors, dev, kw):
     """grad_output - exp(output) * sum(grad_output) along dim with the device's reductions and elementwise kernels."""
-    from . import _functional as F
     g, out = tensors
     if not (isinstance(g, Tensor) and isinstance(out, Tensor) and g.device.type == "cuda" and
             out.device.type == "cuda" and g.ndim and g.dtype is out.dtype and g.dtype.is_floating_point):
         return None
     d = L.wrap_dim(kw["dim"], g.ndim)
     with grad_mode.no_grad():
-        return F.sub(g, F.mul(F.exp(out), F.sum(g, d, True)))
+        return g - out.exp() * g.sum(d, True)
 
 
 def _concat(spec, tensors, dev, kw):

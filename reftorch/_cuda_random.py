@@ -17,6 +17,7 @@ import numpy as np
 from numba import cuda
 
 import reftorch._dtype as D
+import reftorch.cuda as _rt_cuda
 import reftorch._cuda_launch as launch
 from ._cuda_dispatch import empty
 
@@ -72,8 +73,7 @@ def _k(name):
 
 def _state(n):
     """(seed, offset) for a draw of n counters; advances the cuda generator's offset."""
-    from . import cuda
-    seed, offset = cuda._counter_state(n)
+    seed, offset = _rt_cuda._counter_state(n)
     return np.uint64(seed), np.uint64(offset)
 
 

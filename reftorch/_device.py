@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 
+import reftorch.cuda as cuda   # (light: reftorch.cuda imports numba.cuda only when asked)
+
 # every device type PyTorch's parser knows; reftorch has storage for cpu, cuda and meta only
 TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
          "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
@@ -69,6 +71,20 @@ class device:
 CPU = device("cpu")
 
 
+def check_available(dev):
+    """Raise PyTorch's errors for a cuda device that this machine cannot give."""
+    if not cuda.is_available():
+        raise RuntimeError("Torch not compiled with CUDA enabled: reftorch's cuda device is not available on this "
+                           "machine (reftorch.cuda.is_available() is False)")
+    if dev.index is not None and dev.index >= cuda.device_count():
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+
+def canonical(dev):
+    """cuda -> cuda:0 (the current device), as tensors report it."""
+    return device("cuda", dev.index or 0)
+
+
 class _DefaultDevice(threading.local):
     def __init__(self):
         self.stack = [CPU]      # the default device: the last entry (set_default_device replaces the first)
@@ -78,7 +94,6 @@ _state = _DefaultDevice()
 
 
 def _accelerator_available():
-    from . import cuda      # (reftorch.cuda imports numba.cuda only when asked)
     return cuda.is_available()
 
 
@@ -104,9 +119,7 @@ def as_device(d):
     else:
         dev = device(f"cuda:{d}" if isinstance(d, int) and not isinstance(d, bool) else d)
     if dev.type == "cuda":
-        from . import cuda
         if cuda.is_available():     # a GPU, or numba's simulator (NUMBA_ENABLE_CUDASIM=1)
-            from ._cuda_dispatch import canonical, check_available
             check_available(dev)
             return canonical(dev)
         # torch without CUDA raises this from its lazy init, on every way onto the device (an AssertionError)

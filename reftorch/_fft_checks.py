@@ -5,8 +5,8 @@ zero-pad/crop _fft_resize; these helpers turn the public arguments (n / s, dim, 
 PyTorch's errors. A normalisation is a code, as PyTorch's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n."""
 from __future__ import annotations
 
-from . import _dtype as D
-from . import _layout as L
+import reftorch._dtype as D
+import reftorch._layout as L
 
 __all__ = ["fft_norm", "fft_promote", "fft_dim", "fft_shape_dims", "fft_c2r_shape_dims", "fft_check_real",
            "fft_check_complex"]

@@ -13,6 +13,7 @@ import reftorch._cuda_dispatch as _cuda_dispatch
 from ._device import CPU
 from ._device import get_default_device
 import reftorch.kernels.return_types as _return_types
+from ._sum_to import sum_to  # noqa: F401  -- the formulas' name for it
 
 
 def invert_permutation(dims):
@@ -57,20 +58,6 @@ def unsqueeze_dims(t, shape, dim, keepdim):
 def expand_reduced(t, shape, dim, keepdim):
     """A reduction's gradient broadcast back over the input's shape."""
     return unsqueeze_dims(t, shape, dim, keepdim).expand(tuple(shape))
-
-
-def sum_to(t, shape):
-    """t summed down to shape (undoing broadcasting); t itself when the shape already matches."""
-    shape = tuple(shape)
-    if tuple(t._shape) == shape:
-        return t
-    lead = t.ndim - len(shape)
-    inner = tuple(lead + i for i, s in enumerate(shape) if s == 1 and t._shape[lead + i] != 1)
-    if not inner and lead:
-        return t.sum(tuple(range(lead)))       # only leading dims to sum: the result has the shape already
-    dims = tuple(range(lead)) + inner
-    r = t.sum(dims, keepdim=True) if dims else t
-    return r.reshape(shape)
 
 
 def normalize_dims(dim, ndim):

@@ -26,7 +26,8 @@ import reftorch._functional as F
 from ._device import CPU
 from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
-from ._cuda_dispatch import write
+from ._cuda_dispatch import clone, copy_into, write
+from .autograd.inplace import assign_history
 from ._layout import expand
 from ._creation import arange
 from .autograd.graph import _tensor_type
@@ -300,10 +301,26 @@ def _check_not_leaf(self, through_view):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def _assign_with_history(self, new):
+    """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
+    on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
+    if self.device.type == "cuda":
+        copy_into(self, clone(new))
+    elif self.device.type != "meta":
+        val = new._array()
+        if np.may_share_memory(val, self._storage.data):
+            val = val.copy()
+        self._array()[...] = val
+    self._storage.version += 1
+    if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
+        assign_history(self, new)
+    if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
+        _dispatch._forward.assigned(self, new)
+
+
 def _write_recorded(self, index, value, vshape, accumulate):
     """The write as autograd sees it: index_put on self's flat positions, the result copied back into
-    self, self taking the result's history (reftorch/_methods.py: _assign_with_history)."""
-    from ._methods import _assign_with_history
+    self, self taking the result's history (_assign_with_history, below)."""
     with grad_mode.no_grad():
         ix = _apply(arange(self.numel(), dtype=D.int64, device=CPU).reshape(self._shape), index)   # host positions
         positions = F.index(ix.view, tuple(ix.indices)) if ix.indices else ix.view

@@ -12,6 +12,7 @@ import reftorch._dispatch as _dispatch
 import reftorch._dtype as D
 import reftorch._functional as F
 import reftorch._indexing as _indexing
+from ._indexing import _assign_with_history
 import reftorch._layout as L
 import reftorch._legacy as _legacy
 import reftorch._methods_misc as _methods_misc
@@ -29,7 +30,6 @@ from .autograd.graph import RemovableHandle
 from ._cuda_dispatch import move
 from ._cuda_dispatch import clone
 from ._cuda_dispatch import copy_into
-from .autograd.inplace import assign_history
 from ._cuda_dispatch import write
 import reftorch.kernels.api as api
 
@@ -264,23 +264,6 @@ def _copy_(self, src, non_blocking=False):
     self._array()[...] = val
     self._storage.version += 1
     return self
-
-
-def _assign_with_history(self, new):
-    """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
-    on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
-    if self.device.type == "cuda":
-        copy_into(self, clone(new))
-    elif self.device.type != "meta":
-        val = new._array()
-        if np.may_share_memory(val, self._storage.data):
-            val = val.copy()
-        self._array()[...] = val
-    self._storage.version += 1
-    if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
-        assign_history(self, new)
-    if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
-        _dispatch._forward.assigned(self, new)
 
 
 def _fill_(self, value):

@@ -21,6 +21,9 @@ import reftorch._legacy as _legacy
 import reftorch.cuda as cuda
 from ._cuda_dispatch import numpy_error
 from ._device import CPU
+from ._creation import _copy_tensor, _rebuild
+import reftorch._meta as _meta
+from ._repr import tensor_repr
 
 
 # ------------------------------------------------------------------------------ Python protocols
@@ -386,7 +389,26 @@ def _storage_type(self):
     return STORAGE_TYPES[_legacy._BY_DTYPE[self.dtype].replace("Tensor", "Storage")]
 
 
+# ------------------------------------------------------------------ printing, pickling, copy.deepcopy
+
+def _reduce_ex(self, proto):
+    if self.device.type == "meta":      # its geometry is all there is
+        return (_meta.rebuild, (self._shape, self._strides, self.dtype.name, self.requires_grad))
+    if self.device.type != "cpu":       # unpickled onto the same device
+        return (_rebuild, (L.contiguous_array(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
+    return (_rebuild, (L.contiguous_array(self._array()), self.dtype.name, self.requires_grad))
+
+
+def _deepcopy(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    t = _copy_tensor(self)
+    memo[id(self)] = t
+    return t
+
+
 METHODS = {
+    "__repr__": tensor_repr, "__str__": tensor_repr, "__reduce_ex__": _reduce_ex, "__deepcopy__": _deepcopy,
     "__contains__": _contains, "__reversed__": _reversed, "__long__": _long, "__nonzero__": Tensor.__bool__,
     "__array_wrap__": _array_wrap, "__setstate__": _setstate, "__dlpack__": _dlpack,
     "__dlpack_device__": _dlpack_device,

@@ -23,6 +23,10 @@ from ._dispatch import values_for_check
 from ._tensor import Tensor
 import reftorch._functional as F
 import reftorch.autograd.grad_mode as grad_mode
+from ._lazy import lazy_module
+
+_philox = lazy_module("reftorch._philox")              # Numba's JIT: on the first cpu draw
+_cuda_random = lazy_module("reftorch._cuda_random")    # numba.cuda: on the first cuda draw
 
 _MANTISSA = {"Half": 11, "BFloat16": 8, "Float": 24, "Double": 53}
 _CPP_NAMES = {"Long": "long int", "Int": "int", "Short": "short int", "Char": "signed char",
@@ -32,9 +36,7 @@ _CPP_NAMES = {"Long": "long int", "Int": "int", "Short": "short int", "Char": "s
 def _draw(self, kind, generator):
     """float64 uniform [0, 1) or standard normal draws of self's shape, on self's device."""
     if self.device.type == "cuda" and generator is None:
-        from . import _cuda_random      # imports numba.cuda: only on the first cuda draw (as _creation.py)
         return (_cuda_random.uniform if kind == "uniform" else _cuda_random.normal)(self._shape, D.float64, self.device)
-    from . import _philox       # imports numba: on the first draw (`import reftorch` stays numba-free)
     n = self.numel()
     draw = _philox.uniform if kind == "uniform" else _philox.normal
     arr = draw(n, *_counters(generator, n), np.float64).reshape(self._shape)
@@ -146,7 +148,6 @@ def random_(self, from_=0, to=None, *, generator=None, **kw):
     from_ = _from_keyword("random_", from_, kw)
     low, high = _random_bounds(self.dtype, from_, to)
     if self.device.type == "cuda" and generator is None:
-        from . import _cuda_random
         return _write(self, _cuda_random.integers(low, high + 1, self._shape, D.int64, self.device))
     vals = _rng(generator).integers(low, high, self._shape, dtype=np.int64, endpoint=True)
     return _write(self, _finish(vals, D.int64, self.device))

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import _dtype as D
+import reftorch._dtype as D
 
 PRECISION = 4
 THRESHOLD = 1000

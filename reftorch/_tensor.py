@@ -17,6 +17,15 @@ from ._device import CPU
 
 _byte_strides = {}      # (strides in elements, itemsize) -> strides in bytes (Tensor._array)
 
+# device type -> a NumPy copy of a tensor's view on it: filled in by the device's back end
+# (reftorch/_cuda_dispatch.py), which imports this module
+HOST_COPIES = {}
+
+
+def numpy_error(t):
+    return TypeError(f"can't convert {t.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                     "host memory first.")
+
 
 class Storage:
     __slots__ = ("data", "version", "__weakref__")
@@ -127,8 +136,7 @@ class Tensor:
         if self.device.type != "cpu":
             if self.device.type == "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-            from ._cuda_dispatch import host_array
-            return host_array(self)
+            return HOST_COPIES[self.device.type](self)
         data = self._storage.data
         isz = data.itemsize
         if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
@@ -230,7 +238,6 @@ class Tensor:
     # ------------------------------------------------------------------ conversion
     def numpy(self, *, force=False):
         if self.device.type != "cpu":
-            from ._cuda_dispatch import numpy_error
             raise numpy_error(self)
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -239,7 +246,6 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         if self.device.type != "cpu":
-            from ._cuda_dispatch import numpy_error
             raise numpy_error(self)
         a = self._array()
         return a if dtype is None else a.astype(dtype)
@@ -283,33 +289,10 @@ class Tensor:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def __repr__(self):
-        from ._repr import tensor_repr
-        return tensor_repr(self)
-
-    __str__ = __repr__
-
     def __iter__(self):
         if not self._shape:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
-
-    def __reduce_ex__(self, proto):
-        from ._creation import _rebuild
-        if self.device.type == "meta":      # its geometry is all there is
-            from ._meta import rebuild
-            return (rebuild, (self._shape, self._strides, self.dtype.name, self.requires_grad))
-        if self.device.type != "cpu":       # unpickled onto the same device
-            return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad, str(self.device)))
-        return (_rebuild, (_contig(self._array()), self.dtype.name, self.requires_grad))
-
-    def __deepcopy__(self, memo):
-        from ._creation import _copy_tensor
-        if id(self) in memo:
-            return memo[id(self)]
-        t = _copy_tensor(self)
-        memo[id(self)] = t
-        return t
 
 
 Tensor.__module__ = "reftorch"      # printed as <class 'reftorch.Tensor'>, where programs import it from

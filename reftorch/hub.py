@@ -20,6 +20,8 @@ import zipfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .serialization import load as _load
+
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir"]
 
 ENV_TORCH_HOME = "TORCH_HOME"
@@ -225,7 +227,6 @@ def _is_legacy_zip_format(filename):
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False,
                              file_name=None, weights_only=False):
     """reftorch.load of <model_dir>/<file name>, fetched (file:// or the hub cache) when not there yet."""
-    from .serialization import load as _load
     if os.getenv("TORCH_MODEL_ZOO"):
         warnings.warn("TORCH_MODEL_ZOO is deprecated, please use env TORCH_HOME instead", stacklevel=2)
     if model_dir is None:

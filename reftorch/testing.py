@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import _dtype as D
+import reftorch._dtype as D
 from ._tensor import Tensor
 from .autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 

@@ -1174,3 +1174,15 @@ def test_fused_and_formula_backward_agree():
     (fused,) = torch.autograd.grad(y, x, retain_graph=True)
     (formula,) = torch.autograd.grad(y, x, create_graph=True)
     close(fused, formula.detach(), 1e-12)
+
+
+def test_grad_is_grads_batched_stacks_one_vjp_per_entry():
+    a = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = a * a                                       # dy/da = diag(2a)
+    v = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 1.0]])
+    (g,) = torch.autograd.grad(y, a, v, is_grads_batched=True)
+    np.testing.assert_allclose(g.numpy(), [[2.0, 0.0, 0.0], [0.0, -8.0, 6.0]])
+    with pytest.raises(RuntimeError, match="first dimension of each grad_output"):
+        torch.autograd.grad(a * a, a, torch.ones(2, 4), is_grads_batched=True)
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+        torch.autograd.grad(a * a, a, torch.ones(()), is_grads_batched=True)

@@ -1,109 +1,18 @@
 """reftorch.autograd: the engine's public face (backward, grad, Function, grad modes, anomaly mode)."""
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
-
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,  # noqa: F401
                         is_inference_mode_enabled)
 from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
                            is_anomaly_check_nan_enabled)
-from .engine import run_backward as _run_backward
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .graph import Node  # noqa: F401
-from . import function, graph  # noqa: F401
-from . import profiler, profiler_util  # noqa: F401  (torch.autograd.profiler)
+import reftorch.autograd.function as function
+import reftorch.autograd.graph as graph  # noqa: F401
+import reftorch.autograd.profiler as profiler
+import reftorch.autograd.profiler_util as profiler_util  # noqa: F401  (torch.autograd.profiler)
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from .variable import Variable, variable  # noqa: F401
-from .._tensor import Storage, Tensor
-from .._layout import contiguous_strides
-
-
-def _as_tuple(x):
-    if x is None:
-        return None
-    return (x,) if isinstance(x, Tensor) else tuple(x)
-
-
-def _make_grads(outputs, grads):
-    """The gradient to start from at each output: the one given, or 1 for a scalar output (PyTorch's
-    _make_grads, with its error messages)."""
-    if grads is None:
-        grads = (None,) * len(outputs)
-    if len(grads) != len(outputs):
-        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
-    out = []
-    for i, (o, g) in enumerate(zip(outputs, grads)):
-        if isinstance(g, Tensor):
-            if tuple(g._shape) != tuple(o._shape):
-                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size("
-                                   f"{list(g._shape)}) and output[{i}] has a shape of torch.Size({list(o._shape)}).")
-            out.append(g)
-        elif g is None:
-            if o.requires_grad:
-                if o.numel() != 1:
-                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not o.dtype.is_floating_point:
-                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
-                if o.device.type == "cpu":     # ones_like, without the factory's argument handling
-                    out.append(Tensor._make(Storage(np.ones(1, o.dtype.np)), 0, o._shape,
-                                            contiguous_strides(o._shape), o.dtype))
-                else:
-                    from .. import _functional as F
-                    out.append(F.ones_like(o))
-            else:
-                out.append(None)
-        else:
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-    return out
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
-    """Accumulate the gradients of tensors into the .grad of the leaves (of `inputs` only, when given)."""
-    tensors = _as_tuple(tensors)
-    if grad_tensors is None:
-        grad_tensors = grad_variables
-    inputs = _as_tuple(inputs)
-    if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    grads = _make_grads(tensors, _as_tuple(grad_tensors))
-    if retain_graph is None:
-        retain_graph = create_graph
-    if create_graph:
-        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
-                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
-                      "creating the graph to avoid this. If you have to use this function, make sure to reset the "
-                      ".grad fields of your parameters to None after use to break the cycle and avoid the leak.",
-                      stacklevel=3)
-    _run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs, accumulate=True)
-
-
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """The gradients of outputs with respect to inputs, returned (not accumulated into .grad)."""
-    if materialize_grads and allow_unused is False:
-        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
-                         "allow_unused=False.")
-    if allow_unused is None:
-        allow_unused = materialize_grads
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported")
-    outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
-    if not inputs:
-        raise RuntimeError("grad requires non-empty inputs.")
-    grads = _make_grads(outputs, _as_tuple(grad_outputs))
-    if retain_graph is None:
-        retain_graph = create_graph
-    result = _run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, allow_unused=allow_unused,
-                           accumulate=False)
-    if materialize_grads:
-        from .. import _functional as F
-        result = tuple(F.zeros_like(i) if r is None else r for r, i in zip(result, inputs))
-    return result
-
-
-
-from . import forward_ad  # noqa: E402,F401  -- after grad, which it calls (its generic JVP fallback)
-from . import functional  # noqa: E402,F401  -- torch.autograd.functional
+from ._grad import backward, grad  # noqa: F401
+import reftorch.autograd.forward_ad as forward_ad  # noqa: E402,F401
+import reftorch.autograd.functional as functional  # noqa: E402,F401  -- torch.autograd.functional

@@ -22,10 +22,10 @@ from .._tensor import Tensor
 import reftorch.autograd.anomaly_mode as anomaly_mode
 import reftorch.autograd.grad_mode as grad_mode
 from .graph import AccumulateGrad, gradient_edge
+from .._sum_to import sum_to
 
 
 _final_callbacks = []
-_sum_to = None      # reftorch._formula_helpers.sum_to, imported on first use
 _profiler = None    # while torch.profiler records: a context manager per backward node (autograd/profiler.py)
 
 
@@ -286,10 +286,7 @@ def _conform(g, meta, node, index):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"[{', '.join(map(str, g._shape))}] but expected shape compatible with "
                                f"[{', '.join(map(str, shape))}]")
-        global _sum_to
-        if _sum_to is None:
-            from .._formula_helpers import sum_to as _sum_to
-        g = _sum_to(g, shape)
+        g = sum_to(g, shape)
     if dtype is not None and g.dtype is not dtype:
         if g.dtype.is_complex and not dtype.is_complex:    # a real input of a complex op: the real part
             g = g.real

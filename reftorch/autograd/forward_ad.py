@@ -21,7 +21,7 @@ from collections import namedtuple
 
 from .._tensor import Tensor
 from ..kernels.transforms import JVPS
-from . import grad_mode
+import reftorch.autograd.grad_mode as grad_mode
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 

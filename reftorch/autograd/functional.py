@@ -9,8 +9,8 @@ is what strategy="forward-mode" requires, as in PyTorch.
 from __future__ import annotations
 
 from .._tensor import Tensor
-from . import forward_ad as fwAD
-from . import grad_mode
+import reftorch.autograd.forward_ad as fwAD
+import reftorch.autograd.grad_mode as grad_mode
 from .engine import run_backward
 from .graph import _functional
 

@@ -18,6 +18,8 @@ import numpy as np
 from .._tensor import Tensor
 from .._creation import from_numpy
 from .._creation import tensor
+from ._grad import grad as autograd_grad
+import reftorch.autograd.forward_ad as fwAD
 
 PROJECTION_THRESHOLD = 256   # output elements above which the Jacobian is checked through projections
 PROJECTIONS = 2              # random vectors per output in that case
@@ -106,7 +108,6 @@ def _numerical(func, tupled, inputs, eps, weights=None):
 
 def _vjp(output, inputs, v):
     """v^T d output / d inputs for each input (zeros for inputs the output does not depend on)."""
-    from . import grad as autograd_grad
     g = _to_tensor(v.reshape(output._shape).astype(output.dtype.np))
     grads = autograd_grad([output], inputs, [g], retain_graph=True, allow_unused=True)
     out = []
@@ -207,7 +208,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def _jvp_columns(func, tupled, diff_inputs, ii):
     """The forward-AD Jacobian of every output with respect to diff_inputs[ii]: one JVP per element, the
     input made dual with a unit tangent. jac[o]: (input numel, output numel), None for non-float outputs."""
-    from . import forward_ad as fwAD
     t = diff_inputs[ii]
     cols = None
     for flat in range(t.numel()):
@@ -294,7 +294,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """Check second derivatives: gradcheck of (inputs, grad_outputs) -> autograd.grad(..., create_graph=True).
 
     Random grad_outputs (float64, requires_grad) are drawn when none are given."""
-    from . import grad as autograd_grad
     tupled = _as_tuple(inputs)
     if grad_outputs is None:
         outputs = [o for o in _as_tuple(func(*tupled)) if _is_float_tensor(o) and o.requires_grad]

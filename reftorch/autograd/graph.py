@@ -15,10 +15,14 @@ dropped, so the intermediate values they kept alive can be freed.
 """
 from __future__ import annotations
 
+import math
 import re
 import weakref
 
-from .._tensor import Tensor
+import numpy as np
+
+from .._layout import contiguous_strides
+from .._tensor import Storage, Tensor
 from ..kernels import derivatives as _derivatives
 from ..kernels.api import SPECS
 import reftorch.autograd.anomaly_mode as anomaly_mode
@@ -145,6 +149,14 @@ def _release_value(value):
 
 # ------------------------------------------------------------------------------------ nodes
 
+def _zeros(ref, shape, dtype):
+    """A zero gradient on ref's device (a cpu one when no output received a gradient)."""
+    if ref is not None:
+        return ref.new_zeros(shape, dtype=dtype)
+    return Tensor._make(Storage(np.zeros(max(1, math.prod(shape)), dtype.np)), 0, tuple(shape),
+                        contiguous_strides(shape), dtype)
+
+
 class Node:
     """One step of the backward pass.
 
@@ -201,10 +213,8 @@ class Node:
         """Zeros for outputs that received no gradient (formulas expect every grad)."""
         if all(g is not None for g in grads):
             return grads
-        from .. import _functional as F
-        device = next((g.device for g in grads if g is not None), None)    # the node's outputs share a device
-        return [F.zeros(meta[0], dtype=meta[1], device=device) if g is None and meta is not None else g
-                for g, meta in zip(grads, self.out_meta)]
+        ref = next((g for g in grads if g is not None), None)      # the node's outputs share a device
+        return [_zeros(ref, *meta) if g is None and meta is not None else g for g, meta in zip(grads, self.out_meta)]
 
     # hooks: PyTorch's Node.register_hook / register_prehook
     def register_hook(self, fn):

@@ -18,10 +18,10 @@ import threading
 import time
 import warnings
 
-from .. import cuda as _cuda
+import reftorch.cuda as _cuda
 from .._tensor import Tensor
 from ..kernels import api as _api
-from . import engine as _engine
+import reftorch.autograd.engine as _engine
 from .profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
 __all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent", "FunctionEventAvg"]

@@ -347,7 +347,7 @@ class Tracer:
             tracer.graph_break("a random number generator is used (random values cannot be baked into a graph)")
             return __orig(generator)
         _crand._rng = rng
-        from .. import autograd as engine
+        from ..autograd import _grad as engine      # backward() / grad() call the engine through this name
         from ..autograd import engine as engine_mod
         orig_bw = engine._run_backward
         self._saved[(engine, "_run_backward")] = orig_bw

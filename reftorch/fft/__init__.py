@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _functional as _F
-from .. import _creation
-from .. import _dtype as D
+import reftorch._functional as _F
+import reftorch._creation as _creation
+import reftorch._dtype as D
 
 _NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")
 globals().update({_n: getattr(_F, "fft_" + _n) for _n in _NAMES})

@@ -1,2 +1,2 @@
 """torch.signal: the window functions of torch.signal.windows."""
-from . import windows  # noqa: F401
+import reftorch.signal.windows as windows  # noqa: F401

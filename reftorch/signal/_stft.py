@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-from .. import _functional as _F
-from .. import fft as _fft
+import reftorch._functional as _F
+import reftorch.fft as _fft
 from ..nn import functional as _nnf
 
 _RETURN_COMPLEX = ("stft requires the return_complex parameter be given for real inputs, and will further "

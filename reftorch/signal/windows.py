@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from .. import _creation
-from .. import _dtype as D
+import reftorch._creation as _creation
+import reftorch._dtype as D
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine", "general_hamming",
            "hamming", "hann", "kaiser", "nuttall"]

@@ -3,8 +3,8 @@ plus the sparse-aware forms of torch.mm / matmul / addmm / add / sub / mul / div
 exposes (a dense operand goes straight to the op of ops.yaml)."""
 from __future__ import annotations
 
-import reftorch as torch
-from reftorch import Tensor
+import reftorch._functional as F
+from reftorch._tensor import Tensor
 
 import reftorch.sparse._coo as _coo
 from ._coo import SparseTensor, check_sparse_tensor_invariants, sparse_coo_tensor
@@ -18,7 +18,7 @@ def mm(mat1, mat2, reduce="sum"):
     if reduce != "sum":
         raise RuntimeError("torch.sparse.mm: reftorch reduces by sum only")
     if not isinstance(mat1, SparseTensor):
-        return torch.mm(mat1, mat2)
+        return F.mm(mat1, mat2)
     if isinstance(mat2, SparseTensor):
         mat2 = mat2.to_dense()
     return _coo.mm(mat1, mat2, masked=True)
@@ -55,7 +55,7 @@ def _sparse_first(dense_fn, sparse_fn):
 
 def _mm(a, b, *, out=None):
     if not isinstance(a, SparseTensor):
-        return (b.t() @ a.t()).t() if isinstance(b, SparseTensor) else torch.mm(a, b)
+        return (b.t() @ a.t()).t() if isinstance(b, SparseTensor) else F.mm(a, b)
     return _coo.mm(a, b.to_dense() if isinstance(b, SparseTensor) else b)
 
 

@@ -15,9 +15,12 @@ import warnings
 
 import numpy as np
 
-import reftorch as torch
-from reftorch import Tensor
-from reftorch.autograd import Function
+import reftorch._dtype as D
+import reftorch._functional as F
+from reftorch._device import device as _device
+from reftorch._tensor import Tensor
+from reftorch.autograd.function import Function
+from reftorch.autograd.grad_mode import is_grad_enabled
 
 LAYOUT = "torch.sparse_coo"
 
@@ -111,17 +114,17 @@ class SparseTensor(Tensor):
         return self
 
     def to(self, *args, **kwargs):
-        dtype = next((a for a in args if isinstance(a, torch.dtype)), kwargs.get("dtype"))
-        device = next((a for a in args if isinstance(a, (str, torch.device))), kwargs.get("device"))
-        if (dtype is None or dtype is self.dtype) and (device is None or torch.device(device) == self.device):
+        dtype = next((a for a in args if isinstance(a, D.dtype)), kwargs.get("dtype"))
+        device = next((a for a in args if isinstance(a, (str, _device))), kwargs.get("device"))
+        if (dtype is None or dtype is self.dtype) and (device is None or _device(device) == self.device):
             return self
-        return _Convert.apply(self, dtype or self.dtype, torch.device(device) if device else self.device)
+        return _Convert.apply(self, dtype or self.dtype, _device(device) if device else self.device)
 
     def double(self):
-        return self.to(torch.float64)
+        return self.to(D.float64)
 
     def float(self):
-        return self.to(torch.float32)
+        return self.to(D.float32)
 
     def cpu(self):
         return self.to("cpu")
@@ -166,10 +169,10 @@ class SparseTensor(Tensor):
     __sub__ = sub
 
     def __radd__(self, other):          # dense + sparse: a dense result (Python asks the subclass first)
-        return torch.add(other, self)
+        return other + self.to_dense()
 
     def __rsub__(self, other):
-        return torch.sub(other, self)
+        return other - self.to_dense()
 
     def add_(self, other, *, alpha=1):
         """In place, as the engine accumulates a sparse .grad: the sum's entries become self's."""
@@ -239,7 +242,7 @@ def _repr(t):
     ind = _inner(t._sp_indices).replace("\n", "\n" + " " * 15)
     val = _inner(t._sp_values).replace("\n", "\n" + " " * 14)
     tail = f"size={tuple(t._shape)}, nnz={t._nnz()}"
-    if t.dtype not in (torch.get_default_dtype(), torch.int64, torch.bool):
+    if t.dtype not in (D.get_default_dtype(), D.int64, D.bool_):
         tail += f", dtype={t.dtype}"
     if t.device.type != "cpu":
         tail += f", device='{t.device}'"
@@ -264,8 +267,8 @@ def _gather(grad, indices, dense_shape):
     pos = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
     found = (have[pos] == want) if len(have) else np.zeros(len(want), dtype=bool)
     pos = np.where(found, pos, len(have))           # a coordinate grad lacks reads the zero row appended below
-    padded = torch.cat([g._sp_values, torch.zeros((1, *dense_shape), dtype=g.dtype, device=g.device)])
-    return padded.index_select(0, torch.tensor(pos, device=g.device))
+    padded = F.cat([g._sp_values, F.zeros((1, *dense_shape), dtype=g.dtype, device=g.device)])
+    return padded.index_select(0, F.tensor(pos, device=g.device))
 
 
 def _like(t, values):
@@ -277,7 +280,7 @@ def _coords(linear, sizes, device):
     """Coordinates (sparse_dim x n, int64) of row-major linear positions in sizes."""
     rows = np.stack(np.unravel_index(linear, sizes)).reshape(len(sizes), -1) if len(sizes) else \
         np.zeros((0, len(linear)), np.int64)
-    return torch.tensor(rows, dtype=torch.int64, device=device)
+    return F.tensor(rows, dtype=D.int64, device=device)
 
 
 # ---------------------------------------------------------------------- the differentiable ops
@@ -299,8 +302,8 @@ def _coalesced(s):
     """s with each coordinate once, its values summed, in row-major order (no autograd: see _Coalesce)."""
     sizes = s._shape[:s.sparse_dim()]
     uniq, inverse = np.unique(_linear(_rows(s._sp_indices), sizes), return_inverse=True)
-    values = torch.zeros((len(uniq), *s._sp_values.shape[1:]), dtype=s.dtype, device=s.device)
-    values.index_add_(0, torch.tensor(inverse.reshape(-1), device=s.device), s._sp_values)
+    values = F.zeros((len(uniq), *s._sp_values.shape[1:]), dtype=s.dtype, device=s.device)
+    values.index_add_(0, F.tensor(inverse.reshape(-1), device=s.device), s._sp_values)
     return _sparse(_coords(uniq, sizes, s.device), values, s._shape, True)
 
 
@@ -319,8 +322,8 @@ class _ToDense(Function):
     def forward(ctx, s):
         ctx.s = s.detach()
         idx, sizes = _rows(s._sp_indices), s._shape[:s.sparse_dim()]
-        flat = torch.zeros((math.prod(sizes), *s._shape[len(sizes):]), dtype=s.dtype, device=s.device)
-        flat.index_add_(0, torch.tensor(_linear(idx, sizes), device=s.device), s._sp_values)
+        flat = F.zeros((math.prod(sizes), *s._shape[len(sizes):]), dtype=s.dtype, device=s.device)
+        flat.index_add_(0, F.tensor(_linear(idx, sizes), device=s.device), s._sp_values)
         return flat.reshape(s._shape)
 
     @staticmethod
@@ -419,9 +422,9 @@ class _Add(Function):
         sizes = s._shape[:s.sparse_dim()]
         merged, pa, pb = _merge(_linear(_rows(s._sp_indices), sizes), _linear(_rows(o._sp_indices), sizes))
         dev = s.device
-        values = torch.zeros((len(merged), *s._sp_values.shape[1:]), dtype=s.dtype, device=dev)
-        values = values.index_add(0, torch.tensor(pa, device=dev), s._sp_values)
-        values = values.index_add(0, torch.tensor(pb, device=dev), o._sp_values, alpha=alpha)
+        values = F.zeros((len(merged), *s._sp_values.shape[1:]), dtype=s.dtype, device=dev)
+        values = values.index_add(0, F.tensor(pa, device=dev), s._sp_values)
+        values = values.index_add(0, F.tensor(pb, device=dev), o._sp_values, alpha=alpha)
         return _sparse(_coords(merged, sizes, dev), values, s._shape, s._sp_coalesced and o._sp_coalesced)
 
     @staticmethod
@@ -446,7 +449,7 @@ def _spmm_values(s, dense, rows_from, cols_from):
     v = s._sp_values
     picked = dense.index_select(0, cols)
     picked = picked * (v.unsqueeze(1) if dense.dim() == 2 else v)
-    out = torch.zeros((s._shape[rows_from], *dense.shape[1:]), dtype=picked.dtype, device=dense.device)
+    out = F.zeros((s._shape[rows_from], *dense.shape[1:]), dtype=picked.dtype, device=dense.device)
     return out.index_add(0, rows, picked)
 
 
@@ -638,9 +641,9 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         check_invariants = check_sparse_tensor_invariants.is_enabled()
         if not check_invariants:
             _invariant_warning()
-    indices = indices if isinstance(indices, Tensor) else torch.tensor(indices)
-    values = values if isinstance(values, Tensor) else torch.tensor(values, dtype=dtype)
-    indices = indices.to(dtype=torch.int64, device=device or values.device)
+    indices = indices if isinstance(indices, Tensor) else F.tensor(indices)
+    values = values if isinstance(values, Tensor) else F.tensor(values, dtype=dtype)
+    indices = indices.to(dtype=D.int64, device=device or values.device)
     if dtype is not None or device is not None:
         values = values.to(dtype=dtype or values.dtype, device=device or values.device)
     idx = _index_tensor(indices, values, size)
@@ -650,7 +653,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     size = tuple(int(s) for s in size)
     _check_indices(idx, values, size, check_invariants)
     coalesced = bool(is_coalesced) if is_coalesced is not None else idx.shape[1] <= 1
-    if values.requires_grad and torch.is_grad_enabled():
+    if values.requires_grad and is_grad_enabled():
         out = SparseCooTensorWithDimsAndTensors.apply(values, indices, size, coalesced)
     else:
         out = _sparse(indices, values.detach(), size, coalesced)
@@ -665,9 +668,9 @@ class _ToSparse(Function):
     @staticmethod
     def forward(ctx, x, sd):
         lead = x.reshape(*x.shape[:sd], -1) if sd < x.dim() else x.unsqueeze(-1)
-        nz = _rows((lead != 0).any(-1) if lead.shape[-1] else torch.zeros(x.shape[:sd], dtype=torch.bool))
+        nz = _rows((lead != 0).any(-1) if lead.shape[-1] else F.zeros(x.shape[:sd], dtype=D.bool_))
         coords = np.stack(np.nonzero(nz)).reshape(sd, -1) if sd else np.zeros((0, int(nz.any())), np.int64)
-        indices = torch.tensor(coords, dtype=torch.int64, device=x.device)
+        indices = F.tensor(coords, dtype=D.int64, device=x.device)
         values = x[tuple(indices[d] for d in range(sd))] if sd else x.unsqueeze(0)[:coords.shape[1]]
         return _sparse(indices, values.clone(), tuple(x.shape), True)
 
