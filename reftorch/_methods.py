@@ -269,9 +269,12 @@ def _copy_(self, src, non_blocking=False):
 def _assign_with_history(self, new):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
-    if self.device.type == "cuda":
+    # a transform first (forward AD: self's tangent becomes new's; vmap: the whole batch written, True, or its
+    # error before anything is written -- autograd/forward_ad.py, func/_vmap.py)
+    written = _dispatch._forward is not None and _dispatch._forward.assigned(self, new)
+    if not written and self.device.type == "cuda":
         copy_into(self, clone(new))
-    elif self.device.type != "meta":
+    elif not written and self.device.type != "meta":
         val = new._array()
         if np.may_share_memory(val, self._storage.data):
             val = val.copy()
@@ -279,8 +282,6 @@ def _assign_with_history(self, new):
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
         assign_history(self, new)
-    if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
-        _dispatch._forward.assigned(self, new)
 
 
 def _fill_(self, value):

@@ -266,15 +266,16 @@ class _Hook:
 
     @staticmethod
     def assigned(self, new):
-        """new's values were written into self (copy_, an indexed write): self's tangent becomes new's."""
-        if _Hook.next is not None:
-            _Hook.next.assigned(self, new)
+        """new's values are being written into self (copy_, an indexed write): self's tangent becomes new's.
+        Returns whether a vmap below wrote the values (reftorch/_methods.py: _assign_with_history)."""
+        written = _Hook.next is not None and _Hook.next.assigned(self, new)
         t = tangent_of(new)
         if t is not None and self.dtype.is_floating_point:
             with _suspended():
                 _set_tangent(self, _fit(t, self))
         elif tangent_of(self) is not None:
             self._fw = None
+        return written
 
 
 def _attach(o, tangent):

@@ -27,6 +27,7 @@ import functools
 import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
+import reftorch.autograd.forward_ad as fwAD
 from .._tensor import Tensor
 from ..kernels.transforms import VMAPS
 from ._common import depth, finish
@@ -43,10 +44,17 @@ DIM_KINDS = ("reduction", "scan", "argreduction", "view")
 class _Level:
     """One vmap call's level; `open` while it runs (a tensor tagged with a closed level is a plain tensor, and
     Tensor.item() refuses a tagged tensor of an open one, as PyTorch does)."""
-    __slots__ = ("id", "size", "randomness", "open")
+    __slots__ = ("id", "size", "randomness", "open", "depth", "dual")
 
     def __init__(self, id_, size, randomness):
         self.id, self.size, self.randomness, self.open = id_, size, randomness, True
+        self.depth = depth.n        # the transforms (grad, jacrev...) running when the level opened
+        self.dual = fwAD._state.level   # and forward AD's level (jvp's)
+
+    def transform_inside(self):
+        """Whether a transform (grad, jvp...) runs inside this level (PyTorch's tensors there are wrapped again,
+        and .item() on them says so)."""
+        return depth.n > self.depth or fwAD._state.level is not self.dual
 
 
 class _State:
@@ -219,6 +227,13 @@ def _random_draw():
                            "use randomness='same' or draw the batch's values outside vmap")
 
 
+def _inplace_error(name):
+    return (f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args "
+            "that has more elements than `self`. This happened due to `other` being vmapped over but `self` not being "
+            f"vmapped over in a vmap. Please try to use out-of-place operators instead of {name}. If said operator is "
+            "being called inside the PyTorch framework, please file a bug report instead.")
+
+
 def _head(spec, tensors, scalars):
     """One op call from the top of the hook chain, as the dispatcher makes it."""
     h = _dispatch._forward
@@ -274,19 +289,23 @@ class _Hook:
                 run_inplace(spec, tensors, scalars)
         self_phys, self_batched = _phys(tensors[0], level)
         if not self_batched:
-            raise RuntimeError(f"vmap: {spec.name}_(self, *extra_args) is not possible because there exists a Tensor "
-                               "`other` in extra_args that has more elements than `self`. This happened due to "
-                               "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try "
-                               f"to use out-of-place operators instead of {spec.name}_. If said operator is being "
-                               "called inside the PyTorch framework, please file a bug report instead.")
+            raise RuntimeError(_inplace_error(spec.name + "_"))
         result = _Hook.call(spec, tensors, scalars, run)        # out of place, then written into the batch
         self_phys.copy_(_phys(result, level)[0])
         return tensors[0]
 
     @staticmethod
     def assigned(self, new):
-        if _Hook.next is not None:
-            _Hook.next.assigned(self, new)
+        """new's values are being written into self (copy_, an indexed write, an in-place composite): batched
+        at an open level, the write is the physical tensors' (the whole batch; True: nothing left to write)."""
+        level = _Hook._level((self, new))
+        if level is None:
+            return _Hook.next is not None and _Hook.next.assigned(self, new)
+        self_phys, self_batched = _phys(self, level)
+        if not self_batched:
+            raise RuntimeError(_inplace_error("inplace arithmetic"))
+        self_phys.copy_(_phys(new, level)[0])       # (through the chain again: outer levels, tangents)
+        return True
 
     @staticmethod
     def converted(src, out):
