@@ -27,6 +27,7 @@ import functools
 import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
+import reftorch._random as _random
 import reftorch.autograd.forward_ad as fwAD
 from .._tensor import Tensor
 from ..kernels.transforms import VMAPS
@@ -213,18 +214,114 @@ def _wrap_out(level, out):
     return out
 
 
-def _random_draw():
-    """Before a random draw inside vmap: randomness='error' refuses it; 'same' draws one sample's values, shared
-    by the batch (the draw has the logical shape); 'different' would need a draw per sample, which the
-    factories here cannot make."""
-    how = _state.levels[-1].randomness if _state.levels else "same"
-    if how == "error":
-        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
-                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
-                           "of vmap")
-    if how == "different":
-        raise RuntimeError("vmap: randomness='different' is not supported by reftorch's vmap (a draw per sample); "
-                           "use randomness='same' or draw the batch's values outside vmap")
+# ------------------------------------------------------------------------------------ randomness
+
+RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+RANDOM_OUT = ("vmap: We do not support calling out variants of random operations inside of vmap. Please use non-out "
+              "variants as a workaround")
+RANDOM_SAME_BATCHED = ("Vmap does not currently support same randomness with a batched tensor input. Please file an "
+                       "issue with functorch")
+RANDOM_FILL_UNBATCHED = ("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will appear "
+                         "like same randomness. If this is necessary for your usage, please file an issue with "
+                         "functorch.")
+
+
+def _levels_of(x):
+    """The open levels x is batched at."""
+    found = []
+    hit = _active(x)
+    while hit is not None:
+        found.append(hit[0])
+        hit = _active(hit[1])
+    return found
+
+
+def _random_levels(kind, tensors):
+    """The open levels, outermost first, that draw per sample ('different'), after every level's flag is checked
+    as PyTorch's are (innermost first): 'error' refuses any draw; 'same' refuses tensor inputs batched there
+    (the draws could not be shared); 'different' refuses an in-place fill of a tensor not batched there."""
+    different = []
+    batched = [set(_levels_of(t)) for t in tensors]
+    for lv in reversed(_state.levels):
+        if lv.randomness == "error":
+            raise RuntimeError(RANDOM_ERROR)
+        inputs = batched[1:] if kind == "fill" else batched
+        if lv.randomness == "same" and any(lv in b for b in inputs):
+            raise RuntimeError(RANDOM_SAME_BATCHED)
+        if lv.randomness == "different":
+            if kind == "fill" and lv not in batched[0]:
+                raise RuntimeError(RANDOM_FILL_UNBATCHED)
+            different.append(lv)
+    return different[::-1]
+
+
+def _wrap_levels(t, levels):
+    """The logical tensor of t whose leading dims are the batch dims of levels (outermost first)."""
+    for lv in levels:
+        t = wrap(lv, t)
+    return t
+
+
+def _sized_factory(fn, args, kwargs, prefix):
+    """A factory's draw with the batch sizes in front of its size (randperm: one permutation per sample)."""
+    kw = dict(kwargs)
+    name = fn.__name__
+    if name == "randperm":
+        n = 1
+        for s in prefix:
+            n *= s
+        draws = [fn(*args, **kw) for _ in range(n)]
+        return F.reshape(F.stack(draws), tuple(prefix) + tuple(draws[0]._shape))
+    if name == "randint":
+        low, high, shape = _creation_random._randint_args(args, {k: kw.pop(k) for k in ("low", "high", "size")
+                                                                  if k in kw})
+        return fn(low, high, tuple(prefix) + tuple(shape), **kw)
+    if name == "normal":
+        mean, std = (list(args) + [kw.pop("mean", 0.0), kw.pop("std", 1.0)])[:2] if len(args) < 2 else args[:2]
+        size = args[2] if len(args) > 2 else kw.pop("size", None)
+        return fn(mean, std, tuple(prefix) + _creation_random._sequence_size("normal", size), **kw)
+    shape = _creation_random._size_args(name, args, kw.pop("size", None))      # rand, randn
+    return fn(tuple(prefix) + tuple(shape), **kw)
+
+
+def _sample_phys(fn, args, kwargs, levels):
+    """A sampler's draws with its tensor inputs as physical tensors holding the batch dims of levels in front
+    (expanded where an input is not batched there: each sample draws its own)."""
+    args = [to_bottom(a, levels) if isinstance(a, Tensor) else a for a in args]
+    kwargs = {k: to_bottom(v, levels) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    if fn.__name__ != "multinomial":    # pointwise in its inputs: the batch dims broadcast through
+        return fn(*args, **kwargs)
+    probs = args[0]         # rows of probabilities: the batch dims folded into the rows and unfolded after
+    prefix = tuple(probs._shape[:len(levels)])
+    out = fn(F.reshape(probs, (-1, probs._shape[-1])), *args[1:], **kwargs)
+    return F.reshape(out, prefix + tuple(probs._shape[len(levels):-1]) + (out._shape[-1],))
+
+
+def _random_call(kind, fn, args, kwargs):
+    """A random op called inside vmap (reftorch/_creation_random.py's hook), by its levels' randomness flags."""
+    if kwargs.get("out") is not None:
+        raise RuntimeError(RANDOM_OUT)
+    if kind == "factory" and fn.__name__ == "normal" and any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+        kind = "sample"         # normal(mean_tensor, std...): draws parameterised by tensors
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    levels = _random_levels(kind, tensors)
+    _creation_random._random_hook = None        # the op's own draws (and ops) below are plain
+    try:
+        if not levels:
+            return fn(*args, **kwargs)      # one draw shared by the batch (a fill writes it into every sample)
+        prefix = tuple(lv.size for lv in levels)
+        if kind == "factory":
+            return _wrap_levels(_sized_factory(fn, args, kwargs, prefix), levels)
+        if kind == "sample":
+            return _wrap_levels(_sample_phys(fn, args, kwargs, levels), levels)
+        self = args[0]      # fill: one sample's values each, drawn into a fresh batch, then written into self
+        draws = F.empty(prefix + tuple(self._shape), dtype=self.dtype, device=self.device)
+        rest = [to_bottom(a, levels) if isinstance(a, Tensor) else a for a in args[1:]]
+        fn(draws, *rest, **kwargs)
+    finally:
+        _creation_random._random_hook = _random_call
+    return _random._write(self, _wrap_levels(draws, levels))
 
 
 def _inplace_error(name):
@@ -320,9 +417,9 @@ class _Hook:
 
 # ------------------------------------------------------------------------------------ bottom tensors
 
-def to_bottom(x):
-    """x as one tensor with every open level's batch dim in front (outermost first), expanded where x is
-    not batched at a level."""
+def to_bottom(x, levels=None):
+    """x as one tensor with the batch dims of every open level (or of levels, which x's are among) in front
+    (outermost first), expanded where x is not batched at a level."""
     chain = []
     cur = x
     while True:
@@ -332,7 +429,7 @@ def to_bottom(x):
         chain.append(hit[0])
         cur = hit[1]
     pos = 0
-    for lv in _state.levels:
+    for lv in _state.levels if levels is None else levels:
         if lv not in chain:
             cur = F.unsqueeze(cur, pos)
             cur = F.expand(cur, tuple(cur._shape[:pos]) + (lv.size,) + tuple(cur._shape[pos + 1:]))
@@ -419,7 +516,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
     install = not _state.levels      # one hook serves every level (an outer vmap's is in the chain already)
     if install:
         _Hook.next, d._forward = d._forward, _Hook
-        _creation_random._draw_hook = _random_draw
+        _creation_random._random_hook = _random_call
     _state.levels.append(level)
     try:
         args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
@@ -429,7 +526,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         level.open = False
         if install:
             d._forward, _Hook.next = _Hook.next, None
-            _creation_random._draw_hook = None
+            _creation_random._random_hook = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:
@@ -481,7 +578,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _batch_size(leaves, dims, in_dims, fname)
         step = chunk_size or size
         chunks = []
+        rng = _creation_random.get_rng_state() if randomness == "same" and step < size else None
         for start in range(0, size, step):
+            if rng is not None:     # randomness='same' across chunks too: each chunk draws what the first did
+                _creation_random.set_rng_state(rng)
             n = min(step, size - start)
             part = [F.narrow(x, d % x.ndim, start, n) if d is not None and step < size else x
                     for x, d in zip(leaves, dims)]
