@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
@@ -186,9 +188,10 @@ def _matmul(spec, phys, batched, scalars, run, level):
 def _loop(spec, phys, batched, scalars, run, level):
     """The op once per sample, the results stacked (ops no rule covers)."""
     results = []
+    per_sample = [_phys(c, level) for c in scalars]     # a scalar argument given as a batched 0-d tensor
     for i in range(level.size):
         args = [F.select(p, 0, i) if b else p for p, b in zip(phys, batched)]
-        results.append(run(spec, args, scalars))
+        results.append(run(spec, args, tuple(F.select(c, 0, i) if b else c for c, b in per_sample)))
     if isinstance(results[0], (tuple, list)):
         many = [F.stack([r[k] for r in results]) for k in range(len(results[0]))]
         return results[0].__class__(*many) if hasattr(results[0], "_fields") else tuple(many)
@@ -331,6 +334,24 @@ def _inplace_error(name):
             "being called inside the PyTorch framework, please file a bug report instead.")
 
 
+# PyTorch's error for an in-place op on an unbatched self with a batched operand depends on its batch rule:
+BROADCAST_ERROR_OPS = ("add_", "atan2_", "copysign_", "bitwise_or_")     # runs, and fails to broadcast
+ARITHMETIC_OPS = ("sub_", "mul_", "div_", "clamp_min_", "logical_and_")  # "inplace arithmetic"
+NAMED_OPS = ("index_put_", "index_add_", "index_fill_", "scatter_add_", "fill_")   # by name; others: the fallback's
+
+
+def _unbatched_self_error(name, phys, level):
+    if name in BROADCAST_ERROR_OPS:
+        shape = np.broadcast_shapes(*[tuple(p._shape) for p in phys if isinstance(p, Tensor)])
+        return (f"output with shape [{', '.join(map(str, phys[0]._shape))}] doesn't match the broadcast shape "
+                f"[{', '.join(map(str, shape))}]")
+    if name in ARITHMETIC_OPS:
+        return _inplace_error("inplace arithmetic")
+    if name in NAMED_OPS:
+        return _inplace_error(name)
+    return _inplace_error("aten::" + name).replace("in a vmap.", f"at level {_state.levels.index(level) + 1}.")
+
+
 def _head(spec, tensors, scalars):
     """One op call from the top of the hook chain, as the dispatcher makes it."""
     h = _dispatch._forward
@@ -359,7 +380,7 @@ class _Hook:
 
     @staticmethod
     def call(spec, tensors, scalars, run):
-        level = _Hook._level(tensors)
+        level = _Hook._level((*tensors, *scalars))     # (a scalar argument may be a batched 0-d tensor)
         if level is None:
             return _Hook._inner(run)(spec, tensors, scalars)
         form = VMAPS.get(spec.name)
@@ -371,7 +392,7 @@ class _Hook:
         # batched there) and forward AD (their tangents) see it
         inner = _head
         phys, batched = zip(*[_phys(x, level) for x in tensors]) if tensors else ((), ())
-        rule = _rule(spec)
+        rule = None if any(_phys(c, level)[1] for c in scalars) else _rule(spec)     # (batched scalars: the loop)
         out = rule(spec, list(phys), list(batched), tuple(scalars), inner, level) if rule is not None else None
         if out is None:
             out = _loop(spec, list(phys), list(batched), tuple(scalars), inner, level)
@@ -386,7 +407,7 @@ class _Hook:
                 run_inplace(spec, tensors, scalars)
         self_phys, self_batched = _phys(tensors[0], level)
         if not self_batched:
-            raise RuntimeError(_inplace_error(spec.name + "_"))
+            raise RuntimeError(_unbatched_self_error(spec.name + "_", [_phys(x, level)[0] for x in tensors], level))
         result = _Hook.call(spec, tensors, scalars, run)        # out of place, then written into the batch
         self_phys.copy_(_phys(result, level)[0])
         return tensors[0]
