@@ -169,3 +169,55 @@ def test_batched_values_not_read():
     # unbatched tensors inside vmap still give their values
     assert vmap(lambda x: x + torch.tensor([1.]).tolist()[0] + torch.tensor(1.).item())(x).tolist() == \
         [[2., 3., 4.], [5., 6., 7.]]
+
+
+def test_forward_ad_view_tangents():
+    """A view's tangent is the view of its base's tangent, and in-place ops write tangents in place (torch 2.13)."""
+    fwAD = torch.autograd.forward_ad
+    p = torch.arange(6.).reshape(2, 3)
+    with fwAD.dual_level():
+        t = torch.ones(2, 3)
+        x = fwAD.make_dual(p.clone(), t)
+        assert fwAD.unpack_dual(x).tangent is t
+        v = x[0]
+        tv = fwAD.unpack_dual(v).tangent
+        assert tv.data_ptr() == t.data_ptr() and tuple(tv.shape) == (3,)
+        v.mul_(3)
+        assert t.tolist() == [[3., 3., 3.], [1., 1., 1.]] and tv.tolist() == [3., 3., 3.]
+        x.mul_(2)
+        assert fwAD.unpack_dual(v).tangent.tolist() == [6., 6., 6.] and tv.tolist() == [6., 6., 6.]
+        # a plain tensor written through a view with a dual: the base gets a tangent, zero elsewhere
+        y = p.clone()
+        w = y[1]
+        w.copy_(fwAD.make_dual(torch.zeros(3), torch.full((3,), 5.)))
+        assert fwAD.unpack_dual(y).tangent.tolist() == [[0., 0., 0.], [5., 5., 5.]]
+        assert fwAD.unpack_dual(w).tangent.tolist() == [5., 5., 5.]
+        # a view taken before its base got a tangent sees it
+        z = p.clone()
+        zv = z[:, 1]
+        z.copy_(x)
+        assert fwAD.unpack_dual(zv).tangent.tolist() == [6., 2.]
+        # through a view of a view
+        a = fwAD.make_dual(p.clone(), torch.ones(2, 3))
+        a.t()[0, 0].add_(fwAD.make_dual(torch.tensor(0.), torch.tensor(100.)))
+        assert fwAD.unpack_dual(a).tangent.tolist() == [[101., 1., 1.], [1., 1., 1.]]
+        q = torch.zeros(2, 3)
+        q2 = q[1]
+        q[0].add_(fwAD.make_dual(torch.ones(3), torch.full((3,), 7.)))
+        assert fwAD.unpack_dual(q2).tangent.tolist() == [0., 0., 0.]
+        assert fwAD.unpack_dual(q).tangent.tolist() == [[7., 7., 7.], [0., 0., 0.]]
+        # values without a tangent written into a dual: its tangent there is zero
+        c = fwAD.make_dual(torch.ones(2, 3), torch.full((2, 3), 4.))
+        c[0] = torch.zeros(3)
+        assert fwAD.unpack_dual(c).tangent.tolist() == [[0., 0., 0.], [4., 4., 4.]]
+        # a tangent laid out otherwise than its primal is copied into the primal's layout
+        tt = torch.ones(3, 2).t()
+        c3 = fwAD.make_dual(torch.ones(2, 3), tt)
+        assert fwAD.unpack_dual(c3).tangent is not tt and fwAD.unpack_dual(c3).tangent.stride() == (3, 1)
+        # an op's result and an in-place op on its view
+        f = fwAD.make_dual(torch.ones(2, 3), torch.full((2, 3), 2.))
+        g = f.sin()
+        g[0].mul_(f[0])
+        np.testing.assert_allclose(fwAD.unpack_dual(g).tangent.numpy(),
+                                   [[2.7635, 2.7635, 2.7635], [1.0806, 1.0806, 1.0806]], atol=1e-4)
+    assert fwAD.unpack_dual(x).tangent is None
