@@ -210,12 +210,19 @@ def _index_list(result, advanced, masks):
 
 # ------------------------------------------------------------------------------ reading
 
+_vmap_index = None      # while vmap is on: indexing by batched index tensors, per sample (reftorch/func/_vmap.py)
+
+
 def getitem(self, index):
     if type(index) is int and self._shape:                  # the common x[i]
         size = self._shape[0]
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return F.select(self, 0, index)
+    if _vmap_index is not None:
+        out = _vmap_index.read(self, index)
+        if out is not None:
+            return out
     ix = _apply(self, index, warn_at=2)
     if ix.indices:
         return F.index(ix.view, tuple(ix.indices))
@@ -250,6 +257,8 @@ def _write(self, index, value, accumulate):
         name = type(value).__name__ if type(value).__module__ == "builtins" else \
             f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")
+    if _vmap_index is not None and _vmap_index.write(self, index, value, accumulate):
+        return
     with grad_mode.no_grad():
         ix = _apply(self, index, warn_at=3)
     target = ix.shape

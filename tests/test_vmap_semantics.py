@@ -221,3 +221,48 @@ def test_forward_ad_view_tangents():
         np.testing.assert_allclose(fwAD.unpack_dual(g).tangent.numpy(),
                                    [[2.7635, 2.7635, 2.7635], [1.0806, 1.0806, 1.0806]], atol=1e-4)
     assert fwAD.unpack_dual(x).tangent is None
+
+
+def test_inplace_under_jvp_inside_vmap():
+    """In-place ops and writes under jvp inside vmap carry the tangents (values from torch 2.13)."""
+    jvp = torch.func.jvp
+    x = torch.arange(1., 4.)
+    xs, ts = torch.stack([x, x + 1]), torch.ones(2, 3)
+
+    def mul_(x):
+        y = x.clone()
+        y.mul_(x)
+        return y
+
+    def write_then_mul_(x):
+        y = x.clone()
+        y[0] = y[1] * 2
+        y.mul_(x)
+        return y
+    assert vmap(lambda x, t: jvp(mul_, (x,), (t,))[1])(xs, ts).tolist() == [[2., 4., 6.], [4., 6., 8.]]
+    assert vmap(lambda x, t: jvp(write_then_mul_, (x,), (t,))[1])(xs, ts).tolist() == [[6., 4., 6.], [10., 6., 8.]]
+
+
+def test_batched_index_tensors():
+    """Reads and writes by index tensors batched inside vmap: each sample's indices on its sample (torch 2.13)."""
+    x = torch.arange(6.).reshape(2, 3)
+    i = torch.tensor([0, 2])
+    assert vmap(lambda x, i: x[i])(x, i).tolist() == [0., 5.]
+    assert vmap(lambda x, i: x[i])(x, torch.tensor([[0, 1], [2, 2]])).tolist() == [[0., 1.], [5., 5.]]
+    assert vmap(lambda i: torch.arange(3.)[i])(i).tolist() == [0., 2.]
+    assert vmap(lambda x, i: x.clone().index_put_((i,), torch.tensor(7.)))(x, i).tolist() == \
+        [[7., 1., 2.], [3., 4., 7.]]
+    assert vmap(lambda x, i: x.clone().index_put_((i,), torch.tensor(7.), accumulate=True))(
+        x, torch.tensor([[0, 0], [1, 2]])).tolist() == [[14., 1., 2.], [3., 11., 12.]]
+    assert vmap(_clone_then(lambda x, i: x.__setitem__(i, 5.)))(x, i).tolist() == [[5., 1., 2.], [3., 4., 5.]]
+
+    def add_at(x, i, y):
+        x = x.clone()
+        x[i] += y
+        return x
+    assert vmap(add_at)(x, i, torch.tensor([10., 20.])).tolist() == [[10., 1., 2.], [3., 4., 25.]]
+    mask = ("vmap: We do not support batching operators that can support dynamic shape. Attempting to batch over "
+            "indexing with a boolean mask.")
+    _raises(RuntimeError, mask, lambda: vmap(lambda x: x[x > 2])(x))
+    _raises(RuntimeError, mask, lambda: vmap(_clone_then(lambda x, y: x.__setitem__(x > 2, 0.)))(x, x))
+    _raises(RuntimeError, _inplace("index_put_"), lambda: vmap(lambda i: torch.zeros(3).__setitem__(i, 1.))(i))

@@ -29,6 +29,7 @@ import numpy as np
 import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
+import reftorch._indexing as _indexing
 import reftorch._random as _random
 import reftorch.autograd.forward_ad as fwAD
 from .._tensor import Tensor
@@ -436,6 +437,55 @@ class _Hook:
         return out
 
 
+# ------------------------------------------------------------------------------------ batched index tensors
+
+MASK_ERROR = ("vmap: We do not support batching operators that can support dynamic shape. Attempting to batch over "
+              "indexing with a boolean mask.")
+
+
+class _Index:
+    """Indexing by index tensors batched at an open level (reftorch/_indexing.py's hook): per sample, each
+    sample's indices on its own sample (a batched boolean mask has no batched shape: PyTorch's error)."""
+
+    @staticmethod
+    def _level(index):
+        items = index if isinstance(index, tuple) else (index,)
+        level = _Hook._level(items)
+        if level is not None and any(_phys(it, level)[1] and it.dtype.name in ("bool", "uint8") for it in items):
+            raise RuntimeError(MASK_ERROR)
+        return level, items
+
+    @staticmethod
+    def _sample(items, level, i, tuple_index):
+        got = tuple(F.select(_phys(it, level)[0], 0, i) if _phys(it, level)[1] else it for it in items)
+        return got if tuple_index else got[0]
+
+    @staticmethod
+    def read(self, index):
+        level, items = _Index._level(index)
+        if level is None:
+            return None
+        phys, batched = _phys(self, level)
+        outs = [(F.select(phys, 0, i) if batched else phys)[_Index._sample(items, level, i, isinstance(index, tuple))]
+                for i in range(level.size)]
+        return wrap(level, F.stack(outs))
+
+    @staticmethod
+    def write(self, index, value, accumulate):
+        level, items = _Index._level(index)
+        if level is None:
+            return False
+        phys, batched = _phys(self, level)
+        if not batched:
+            raise RuntimeError(_inplace_error("index_put_"))
+        vphys, vbatched = _phys(value, level)
+        for i in range(level.size):
+            target = F.select(phys, 0, i)
+            v = F.select(vphys, 0, i) if vbatched else vphys
+            _indexing._write(target, _Index._sample(items, level, i, isinstance(index, tuple)), v, accumulate)
+        return True
+
+
 # ------------------------------------------------------------------------------------ bottom tensors
 
 def to_bottom(x, levels=None):
@@ -538,6 +588,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
     if install:
         _Hook.next, d._forward = d._forward, _Hook
         _creation_random._random_hook = _random_call
+        _indexing._vmap_index = _Index
     _state.levels.append(level)
     try:
         args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
@@ -548,6 +599,7 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         if install:
             d._forward, _Hook.next = _Hook.next, None
             _creation_random._random_hook = None
+            _indexing._vmap_index = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:
