@@ -266,3 +266,19 @@ def test_batched_index_tensors():
     _raises(RuntimeError, mask, lambda: vmap(lambda x: x[x > 2])(x))
     _raises(RuntimeError, mask, lambda: vmap(_clone_then(lambda x, y: x.__setitem__(x > 2, 0.)))(x, x))
     _raises(RuntimeError, _inplace("index_put_"), lambda: vmap(lambda i: torch.zeros(3).__setitem__(i, 1.))(i))
+
+
+def test_inplace_views_of_batched_tensors():
+    """unsqueeze_ / transpose_ / squeeze_ on a batched tensor reshape every sample (torch 2.13)."""
+    x = torch.arange(6.).reshape(2, 3)
+    assert vmap(lambda x: x.clone().unsqueeze_(0))(x).tolist() == [[[0., 1., 2.]], [[3., 4., 5.]]]
+    assert vmap(lambda x: x.clone().reshape(3, 1).transpose_(0, 1).mul_(2))(x).tolist() == \
+        [[[0., 2., 4.]], [[6., 8., 10.]]]
+    assert vmap(lambda x: x.clone().reshape(1, 3).squeeze_(0).add_(1))(x).tolist() == [[1., 2., 3.], [4., 5., 6.]]
+
+    def write_after(x):
+        y = x.clone()
+        y.unsqueeze_(1)
+        y[0, 0] = 9.
+        return y
+    assert vmap(write_after)(x).tolist() == [[[9.], [1.], [2.]], [[9.], [4.], [5.]]]
