@@ -154,7 +154,8 @@ def test_batched_values_not_read():
     for f in (lambda x: x.tolist(), lambda x: x[0].tolist(), lambda x: x.numpy(), lambda x: np.asarray(x),
               lambda x: x.data_ptr(), grad(lambda x: x.sum() * x.sum().tolist())):
         _raises(RuntimeError, NO_STORAGE, lambda: vmap(f)(x))
-    _raises(NotImplementedError, "Cannot access storage of BatchedTensorImpl", lambda: vmap(lambda x: x.untyped_storage())(x))
+    _raises(NotImplementedError, "Cannot access storage of BatchedTensorImpl",
+            lambda: vmap(lambda x: x.untyped_storage())(x))
     _raises(RuntimeError, "vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
             "flow. We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .",
             lambda: vmap(lambda x: x[0].is_nonzero())(x))
