@@ -276,6 +276,11 @@ def test_inplace_views_of_batched_tensors():
     assert vmap(lambda x: x.clone().reshape(3, 1).transpose_(0, 1).mul_(2))(x).tolist() == \
         [[[0., 2., 4.]], [[6., 8., 10.]]]
     assert vmap(lambda x: x.clone().reshape(1, 3).squeeze_(0).add_(1))(x).tolist() == [[1., 2., 3.], [4., 5., 6.]]
+    m = torch.arange(12.).reshape(2, 2, 3)      # t() of batched matrices and vectors (ops.yaml `vmap:`)
+    assert vmap(lambda m: m.t())(m).tolist() == [[[0., 3.], [1., 4.], [2., 5.]], [[6., 9.], [7., 10.], [8., 11.]]]
+    assert vmap(lambda m: m[0].t())(m).tolist() == [[0., 1., 2.], [6., 7., 8.]]
+    assert vmap(lambda m: m.clone().t_().mul_(2))(m).tolist() == \
+        [[[0., 6.], [2., 8.], [4., 10.]], [[12., 18.], [14., 20.], [16., 22.]]]
 
     def write_after(x):
         y = x.clone()
