@@ -316,13 +316,16 @@ def _write_recorded(self, index, value, vshape, accumulate):
     with grad_mode.no_grad():
         ix = _apply(arange(self.numel(), dtype=D.int64, device=CPU).reshape(self._shape), index)   # host positions
         positions = F.index(ix.view, tuple(ix.indices)) if ix.indices else ix.view
+    # (the op PyTorch's write is, named in vmap's error for an unbatched self: a 0-d value fills a basic slice)
+    op = "index_put_" if ix.indices else "fill_" if isinstance(value, Tensor) and value.ndim == 0 and \
+        ix.view.ndim > 0 else "inplace arithmetic"
     if isinstance(value, Tensor):
         value = value.to(self.dtype).reshape(vshape)
     else:
         value = F.scalar_tensor(value, dtype=self.dtype)
     flat = F.reshape(self, (-1,))
     new = F.index_put(flat, (positions._array(),), value, accumulate)
-    _assign_with_history(self, F.reshape(new, self._shape))
+    _assign_with_history(self, F.reshape(new, self._shape), op)
 
 
 def _type_name(t):

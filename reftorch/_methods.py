@@ -272,12 +272,12 @@ def _copy_(self, src, non_blocking=False):
     return self
 
 
-def _assign_with_history(self, new):
+def _assign_with_history(self, new, op="inplace arithmetic"):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
     # a transform first (forward AD: self's tangent becomes new's; vmap: the whole batch written, True, or its
-    # error before anything is written -- autograd/forward_ad.py, func/_vmap.py)
-    written = _dispatch._forward is not None and _dispatch._forward.assigned(self, new)
+    # error naming `op` before anything is written -- autograd/forward_ad.py, func/_vmap.py)
+    written = _dispatch._forward is not None and _dispatch._forward.assigned(self, new, op)
     if not written and self.device.type == "cuda":
         copy_into(self, clone(new))
     elif not written and self.device.type != "meta":

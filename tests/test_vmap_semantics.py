@@ -137,6 +137,10 @@ def test_writes_into_batched_tensors():
                      "copy_": lambda z, x, y: z[:2].copy_(x[:2]),
                      "masked_fill_": lambda z, x, y: z.masked_fill_(x > 2, 1.)}.items():
         _raises(RuntimeError, _inplace("inplace arithmetic"), lambda: vmap(lambda x, y: op(z, x, y))(x, y))
+    for name, op in {"index_put_": lambda z, x, y: z.index_put_((torch.tensor([0]),), y),
+                     "index_put_ ": lambda z, x, y: z.__setitem__(torch.tensor([True, False, True]), y),
+                     "fill_": lambda z, x, y: z.__setitem__(slice(0, 2), y)}.items():
+        _raises(RuntimeError, _inplace(name.strip()), lambda: vmap(lambda x, y: op(z, x, y))(x, y))
     _raises(RuntimeError, "output with shape [3] doesn't match the broadcast shape [2, 3]",
             lambda: vmap(lambda x: z.add_(x))(x))
     _raises(RuntimeError, _inplace("inplace arithmetic"), lambda: vmap(lambda x: z.mul_(x))(x))

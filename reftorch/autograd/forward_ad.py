@@ -323,10 +323,10 @@ class _Hook:
 
 
     @staticmethod
-    def assigned(self, new):
+    def assigned(self, new, op="inplace arithmetic"):
         """new's values are being written into self (copy_, an indexed write): self's tangent becomes new's.
         Returns whether a vmap below wrote the values (reftorch/_methods.py: _assign_with_history)."""
-        written = _Hook.next is not None and _Hook.next.assigned(self, new)
+        written = _Hook.next is not None and _Hook.next.assigned(self, new, op)
         t = tangent_of(new)
         if t is not None and self.dtype.is_floating_point:
             with _suspended():

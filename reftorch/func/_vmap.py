@@ -414,15 +414,15 @@ class _Hook:
         return tensors[0]
 
     @staticmethod
-    def assigned(self, new):
+    def assigned(self, new, op="inplace arithmetic"):
         """new's values are being written into self (copy_, an indexed write, an in-place composite): batched
         at an open level, the write is the physical tensors' (the whole batch; True: nothing left to write)."""
         level = _Hook._level((self, new))
         if level is None:
-            return _Hook.next is not None and _Hook.next.assigned(self, new)
+            return _Hook.next is not None and _Hook.next.assigned(self, new, op)
         self_phys, self_batched = _phys(self, level)
-        if not self_batched:
-            raise RuntimeError(_inplace_error("inplace arithmetic"))
+        if not self_batched:        # (op: PyTorch's name in the error -- index_put_ for an advanced-index write)
+            raise RuntimeError(_inplace_error(op))
         self_phys.copy_(_phys(new, level)[0])       # (through the chain again: outer levels, tangents)
         return True
 
