@@ -15,10 +15,13 @@ innermost level runs once on the physical tensors, by the rule of its kind in op
                              the batch dim in front of the matrix dims (vectors made matrices and back)
   anything else              a loop over the samples, its results stacked
 
-and its result is tagged again. Levels nest (vmap(vmap(f))): a physical tensor may itself be the logical
-tensor of the level outside, whose rule then runs in turn. Function transforms inside vmap
-(vmap(grad(f))) work on the *bottom* tensors, which hold every open level's batch dim (to_bottom /
-rewrap), since autograd records there.
+and its result is tagged again. Writes into a batched tensor (copy_, indexed writes, in-place composites)
+write its physical tensor (`_Hook.assigned`); indexing by batched index tensors runs per sample (`_Index`);
+random ops follow each level's `randomness` flag (`_random_call`: 'different' draws with the batch dims in
+front, 'same' one draw shared by the batch, 'error' refuses). Levels nest (vmap(vmap(f))): a physical
+tensor may itself be the logical tensor of the level outside, whose rule then runs in turn. Function
+transforms inside vmap (vmap(grad(f))) work on the *bottom* tensors, which hold every open level's batch
+dim (to_bottom / rewrap), since autograd records there.
 """
 from __future__ import annotations
 
