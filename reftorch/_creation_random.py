@@ -7,6 +7,7 @@ _creation.py's (sizes, dtypes, out=, devices).
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import pickle
 
@@ -91,19 +92,28 @@ def set_rng_state(state):
     default_generator.set_state(state)
 
 
-_draw_hook = None       # called before every random draw while vmap is on (reftorch/func/_vmap.py: randomness)
+_random_hook = None     # while vmap is on: how a random op runs there (reftorch/func/_vmap.py: randomness)
+
+
+def random_op(kind):
+    """A public random op of a kind ("factory": draws of a given size; "fill": an in-place filler of self;
+    "sample": draws parameterised by tensors): inside vmap, vmap's hook runs it by its randomness flag."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            if _random_hook is None:
+                return fn(*args, **kwargs)
+            return _random_hook(kind, fn, args, kwargs)
+        return op
+    return decorate
 
 
 def _rng(generator):
-    if _draw_hook is not None:
-        _draw_hook()
     return (generator or default_generator)._rng
 
 
 def _counters(generator, n):
     """(key, first counter) of a Philox draw of n elements from generator (default: the global one)."""
-    if _draw_hook is not None:
-        _draw_hook()
     return (generator or default_generator)._counters(n)
 
 
@@ -123,6 +133,7 @@ def _check_one_size(fname, args, size, bare):
                         f"expected one of:\n" + _RANDOM_OVERLOADS)
 
 
+@random_op("factory")
 def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
          pin_memory=False):
     _check_one_size("rand", args, size, bare=dtype is None and out is None and device is None and generator is None)
@@ -140,6 +151,7 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     return _into("rand", out, t)
 
 
+@random_op("factory")
 def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
     _check_one_size("randn", args, size, bare=dtype is None and out is None and device is None and generator is None)
@@ -212,6 +224,7 @@ def _randint_args(args, kw):
     return int(got.get("low", 0)), int(got["high"]), _size_items("randint", size)
 
 
+@random_op("factory")
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
             pin_memory=False, **kw):
     """randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high)."""
@@ -231,6 +244,7 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     return _into("randint", out, t)
 
 
+@random_op("factory")
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     dt = _out_dtype("randperm", dtype, out, D.int64)
@@ -239,6 +253,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     return _into("randperm", out, t)
 
 
+@random_op("factory")
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
            requires_grad=False, pin_memory=False):
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
@@ -267,5 +282,7 @@ def randn_like(input, *, dtype=None, generator=None, requires_grad=False, device
 
 
 def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, device=None):
+    if high is None:        # randint_like(input, high)
+        low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype or input.dtype,
                    device=device if device is not None else input.device)

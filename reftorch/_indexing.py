@@ -211,12 +211,19 @@ def _index_list(result, advanced, masks):
 
 # ------------------------------------------------------------------------------ reading
 
+_vmap_index = None      # while vmap is on: indexing by batched index tensors, per sample (reftorch/func/_vmap.py)
+
+
 def getitem(self, index):
     if type(index) is int and self._shape:                  # the common x[i]
         size = self._shape[0]
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return F.select(self, 0, index)
+    if _vmap_index is not None:
+        out = _vmap_index.read(self, index)
+        if out is not None:
+            return out
     ix = _apply(self, index, warn_at=2)
     if ix.indices:
         return F.index(ix.view, tuple(ix.indices))
@@ -251,6 +258,8 @@ def _write(self, index, value, accumulate):
         name = type(value).__name__ if type(value).__module__ == "builtins" else \
             f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")
+    if _vmap_index is not None and _vmap_index.write(self, index, value, accumulate):
+        return
     with grad_mode.no_grad():
         ix = _apply(self, index, warn_at=3)
     target = ix.shape
@@ -301,12 +310,15 @@ def _check_not_leaf(self, through_view):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def _assign_with_history(self, new):
+def _assign_with_history(self, new, op="inplace arithmetic"):
     """Write new's values into self and make self's history new's (an in-place op on a non-leaf, or
     on a view of one: the base's history is rewritten too, see autograd/inplace.py)."""
-    if self.device.type == "cuda":
+    # a transform first (forward AD: self's tangent becomes new's; vmap: the whole batch written, True, or its
+    # error naming `op` before anything is written -- autograd/forward_ad.py, func/_vmap.py)
+    written = _dispatch._forward is not None and _dispatch._forward.assigned(self, new, op)
+    if not written and self.device.type == "cuda":
         copy_into(self, clone(new))
-    elif self.device.type != "meta":
+    elif not written and self.device.type != "meta":
         val = new._array()
         if np.may_share_memory(val, self._storage.data):
             val = val.copy()
@@ -314,23 +326,24 @@ def _assign_with_history(self, new):
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
         assign_history(self, new)
-    if _dispatch._forward is not None:      # forward AD: self's tangent becomes new's (autograd/forward_ad.py)
-        _dispatch._forward.assigned(self, new)
 
 
 def _write_recorded(self, index, value, vshape, accumulate):
     """The write as autograd sees it: index_put on self's flat positions, the result copied back into
-    self, self taking the result's history (_assign_with_history, below)."""
+    self, self taking the result's history (_assign_with_history, above)."""
     with grad_mode.no_grad():
         ix = _apply(arange(self.numel(), dtype=D.int64, device=CPU).reshape(self._shape), index)   # host positions
         positions = F.index(ix.view, tuple(ix.indices)) if ix.indices else ix.view
+    # (the op PyTorch's write is, named in vmap's error for an unbatched self: a 0-d value fills a basic slice)
+    op = "index_put_" if ix.indices else "fill_" if isinstance(value, Tensor) and value.ndim == 0 and \
+        ix.view.ndim > 0 else "inplace arithmetic"
     if isinstance(value, Tensor):
         value = value.to(self.dtype).reshape(vshape)
     else:
         value = F.scalar_tensor(value, dtype=self.dtype)
     flat = F.reshape(self, (-1,))
     new = F.index_put(flat, (positions._array(),), value, accumulate)
-    _assign_with_history(self, F.reshape(new, self._shape))
+    _assign_with_history(self, F.reshape(new, self._shape), op)
 
 
 def _type_name(t):

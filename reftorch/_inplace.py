@@ -129,6 +129,11 @@ def view_inplace(name, tensors, scalars):
     if not isinstance(self, Tensor):
         raise TypeError(f"{name}_(): expected a Tensor as self")
     _intercept.note_inplace(name)     # reftorch.compile: a tensor changing shape in place ends the captured region
+    if self._vmap is not None and self._vmap[0].open:   # inside vmap: self becomes the view of the whole batch
+        view = _functional.__dict__[name](*tensors, *scalars)   # (batched by vmap's rule, reftorch/func/_vmap.py)
+        self._shape, self._strides, self._offset, self._vmap = view._shape, view._strides, view._offset, view._vmap
+        self._storage.version += 1
+        return self
     shape, strides, off = spec.geometry(self._shape, self._strides, self._offset, *scalars, inplace=True)
     _check_extent(self, shape, strides, off)
     check_inplace(self)

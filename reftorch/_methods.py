@@ -94,7 +94,10 @@ def _set_grad(self, value):
 
 def _detach(self):
     """A tensor sharing self's storage (and version counter) with no history."""
-    return Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+    out = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+    if self._vmap is not None:      # inside vmap: the whole batch detached, still batched (func/_vmap.py)
+        out._vmap = (self._vmap[0], _detach(self._vmap[1]))
+    return out
 
 
 def _detach_(self):
@@ -114,7 +117,10 @@ def _data_get(self):
     """Like detach(), but with a version counter of its own: in-place changes through .data are
     invisible to autograd (PyTorch's classic .data semantics)."""
     storage = Storage(self._storage.data)
-    return Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+    out = Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+    if self._vmap is not None:      # inside vmap: the whole batch, still batched (func/_vmap.py)
+        out._vmap = (self._vmap[0], _data_get(self._vmap[1]))
+    return out
 
 
 def _data_set(self, value):

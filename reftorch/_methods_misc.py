@@ -89,6 +89,8 @@ def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
 # ------------------------------------------------------------------------------ queries
 
 def _is_nonzero(self):
+    if self._vmap is not None:      # inside vmap: control flow on one sample's view (PyTorch's error)
+        self._refuse_in_vmap("bool")
     n = self.numel()
     if n == 0:
         raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
@@ -428,7 +430,8 @@ METHODS = {
     "sum_to_size": _sum_to_size,
     "resize_": _resize_, "resize_as_": _resize_as_, "set_": _set_, "resize": _resize, "resize_as": _resize_as,
     "apply_": _apply_, "map_": _map_, "map2_": _map2_, "module_load": _module_load,
-    "untyped_storage": lambda self: UntypedStorage(self._storage, self.dtype),
+    "untyped_storage": lambda self: self._vmap is not None and self._refuse_in_vmap("storage") or
+    UntypedStorage(self._storage, self.dtype),
     "storage": lambda self: TypedStorage(self._storage, self.dtype), "storage_type": _storage_type,
 }
 
@@ -560,6 +563,8 @@ def _alias_as(self, dtype, offset, shape, strides):
 def _numpy(self, *, force=False):
     """The cpu tensor's memory as a NumPy array; refused for a tensor that requires grad while grad mode is on,
     unless force=True (detach().cpu().numpy())."""
+    if self._vmap is not None:      # inside vmap: one sample's view of a batch (PyTorch's error)
+        self._refuse_in_vmap("data")
     if force:
         return self.detach().cpu()._array()
     if self.device.type != "cpu":       # cuda and meta: PyTorch's TypeError

@@ -17,7 +17,7 @@ import numpy as np
 import reftorch._creation_random as _crand
 import reftorch._dtype as D
 from ._creation import _finish, _zero_gradient
-from ._creation_random import _counters, _rng
+from ._creation_random import _counters, _rng, random_op
 from ._args import check_inplace
 from ._dispatch import values_for_check
 from ._tensor import Tensor
@@ -69,6 +69,7 @@ def _need_float(self, name):
         raise NotImplementedError(f"\"{name}\" not implemented for '{self.dtype.short}'")
 
 
+@random_op("fill")
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     from_ = _from_keyword("uniform_", from_, kw)
     _need_float(self, "check_uniform_bounds")
@@ -77,6 +78,7 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     return _write(self, _draw(self, "uniform", generator) * (to - from_) + from_)
 
 
+@random_op("fill")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _need_float(self, "normal_kernel_cpu")
     if std < 0:
@@ -84,6 +86,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     return _write(self, _draw(self, "normal", generator) * std + mean)
 
 
+@random_op("fill")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     _need_float(self, "log_normal_cpu")
     if std <= 0:
@@ -91,6 +94,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     return _write(self, F.exp(_draw(self, "normal", generator) * std + mean))
 
 
+@random_op("fill")
 def exponential_(self, lambd=1.0, *, generator=None):
     if not self.dtype.is_floating_point:
         raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
@@ -100,6 +104,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _write(self, -F.log1p(-_draw(self, "uniform", generator)) / lambd)
 
 
+@random_op("fill")
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if not self.dtype.is_floating_point:
         raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
@@ -109,6 +114,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     return _write(self, F.tan((_draw(self, "uniform", generator) - 0.5) * math.pi) * sigma + median)
 
 
+@random_op("fill")
 def geometric_(self, p, *, generator=None):
     if self.dtype is D.bool_:
         raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
@@ -118,6 +124,7 @@ def geometric_(self, p, *, generator=None):
     return _write(self, F.clamp_min(trials, 1.0))       # the number of trials up to the first success
 
 
+@random_op("fill")
 def bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
         if not bool(F.all(F.logical_and(p >= 0, p <= 1))):
@@ -143,6 +150,7 @@ def _random_bounds(dtype, from_, to):
     return from_, to - 1
 
 
+@random_op("fill")
 def random_(self, from_=0, to=None, *, generator=None, **kw):
     """random_(from, to): integers in [from, to), or from `from` to the dtype's top (2**mantissa for floats)."""
     from_ = _from_keyword("random_", from_, kw)
@@ -160,6 +168,7 @@ def random_method(self, *args, generator=None, **kw):
     return random_(self, *args, generator=generator, **kw)
 
 
+@random_op("sample")
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Draws 0/1 with probabilities input (or p, a number), in input's dtype."""
     if not input.dtype.is_floating_point:
@@ -187,6 +196,7 @@ def _bernoulli_sample(input, p, generator):
         return (_crand.rand(input.shape, dtype=D.float64, generator=generator) < p).to(input.dtype)
 
 
+@random_op("sample")
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """num_samples category indices per row of input (non-negative weights), with or without replacement."""
     p = input.detach().cpu()._array().astype(np.float64)
@@ -214,6 +224,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return _finish(res, D.int64, input.device)
 
 
+@random_op("sample")
 def poisson(input, generator=None):
     """Poisson counts with rates input, in input's (floating) dtype."""
     if not input.dtype.is_floating_point:
@@ -224,6 +235,7 @@ def poisson(input, generator=None):
     return _finish(_rng(generator).poisson(rates).astype(input.dtype.np), input.dtype, input.device)
 
 
+@random_op("sample")
 def binomial(count, prob, generator=None):
     """Binomial counts of count trials with success probability prob, in count's (floating) dtype."""
     if not count.dtype.is_floating_point:

@@ -76,13 +76,28 @@ class Tensor:
     _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
 
     def _refuse_in_vmap(self, what):
-        if self._vmap is not None and self._vmap[0].open:     # one sample's view of a batch: no single value
+        """Inside vmap this tensor is one sample's view of a batch: no single value, data or storage (PyTorch's
+        errors; under a transform inside the vmap, grad's or jvp's, its message names both item and bool)."""
+        level = self._vmap[0] if self._vmap is not None else None
+        if level is None or not level.open:
+            return
+        if what == "data":
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        if what == "storage":
+            raise NotImplementedError("Cannot access storage of BatchedTensorImpl")
+        if level.transform_inside():
             raise RuntimeError(
-                "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() "
-                "on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring "
-                "somewhere inside PyTorch internals, please file a bug report." if what == "item" else
-                "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't "
-                "support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
+                "vmap: It looks like you're either (1) calling .item() on a Tensor or (2) attempting to use a Tensor "
+                "in some data-dependent control flow or (3) encountering this error in PyTorch internals. For (1): we "
+                "don't support vmap over calling .item() on a Tensor, please try to rewrite what you're doing with "
+                "other operations. For (2): we don't support data-dependent control flow in vmap yet, please file an "
+                "issue at https://github.com/pytorch/pytorch/issues . For (3): please file an issue.")
+        raise RuntimeError(
+            "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() "
+            "on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring "
+            "somewhere inside PyTorch internals, please file a bug report." if what == "item" else
+            "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't "
+            "support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
 
     def __init__(self, *args, **kwargs):
         pass        # Tensor(...) is built by __new__ (reftorch/_legacy.py: PyTorch's legacy constructor)
@@ -193,6 +208,8 @@ class Tensor:
         return self.dtype.itemsize
 
     def data_ptr(self):
+        if self._vmap is not None:
+            self._refuse_in_vmap("data")
         if self.device.type == "meta":
             return 0
         if self.device.type == "cuda":
@@ -260,6 +277,8 @@ class Tensor:
         return self._array().reshape(-1)[0].item()
 
     def tolist(self):
+        if self._vmap is not None:
+            self._refuse_in_vmap("data")
         return self._array().tolist()
 
     def __bool__(self):

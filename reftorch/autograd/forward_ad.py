@@ -103,12 +103,58 @@ def _check_level(level, what):
 
 # ------------------------------------------------------------------------------------ dual tensors
 
-def tangent_of(t):
-    """t's tangent at the open level, or None."""
-    fw = t._fw if t.__class__ is Tensor or isinstance(t, Tensor) else None
+def _own_tangent(t):
+    fw = t._fw
     if fw is None or fw[0] != _state.generation:
         return None
     return fw[1]
+
+
+def tangent_of(t):
+    """t's tangent at the open level, or None. A view without a tangent of its own has the same view of its
+    base's tangent (as in PyTorch, where a view's tangent is a view of the base's: writes through either show
+    in both)."""
+    if not isinstance(t, Tensor):
+        return None
+    own = _own_tangent(t)
+    if own is not None or t._base is None:
+        return own
+    return _view_of_base_tangent(t)
+
+
+def _view_of_base_tangent(t):
+    """t's geometry on its base's tangent, when the base has one laid out as the base is (else None)."""
+    base = t._base
+    bt = _own_tangent(base)
+    if bt is None or bt._strides != base._strides or bt.dtype is not t.dtype or base.dtype is not t.dtype or \
+            bt.device != t.device:
+        return None
+    offset = bt._offset + t._offset - base._offset
+    last = offset + sum((n - 1) * st for n, st in zip(t._shape, t._strides) if n > 0)
+    if offset < 0 or (t.numel() and last >= len(bt._storage.data)) or any(st < 0 for st in t._strides):
+        return None
+    return Tensor._make(bt._storage, offset, t._shape, t._strides, bt.dtype, bt.device,
+                        base=bt if bt._base is None else bt._base)
+
+
+def _write_tangent(t, tangent):
+    """t was written in place and its tangent is now `tangent`: written into t's tangent, so its base and every
+    other view of it see the change (a view whose base has no tangent gives the base a zero one first), as
+    PyTorch's in-place ops update the tangent in place. A tangent that cannot be written (a leaf requiring grad,
+    a broadcast one) is replaced instead."""
+    cur = tangent_of(t)
+    if cur is None and t._base is not None and _own_tangent(t._base) is None and t.dtype is t._base.dtype:
+        base = t._base
+        with _suspended():
+            _set_tangent(base, _state.empty_strided(base._shape, base._strides, dtype=base.dtype,
+                                                    device=base.device).zero_())
+        cur = tangent_of(t)
+    if cur is None or (cur.requires_grad and cur.grad_fn is None) or \
+            any(st == 0 and n > 1 for n, st in zip(cur._shape, cur._strides)):     # (a broadcast tangent)
+        _set_tangent(t, tangent)
+        return
+    with _suspended():
+        cur.copy_(tangent)
 
 
 def _set_tangent(t, tangent):
@@ -132,6 +178,10 @@ def make_dual(tensor, tangent, *, level=None):
                            f"forward gradient is of size {list(tangent._shape)}.")
     with _suspended():
         dual = _state.F.expand(tensor, tensor._shape)       # a view of the same layout, recorded for reverse mode
+        if tangent._strides != tensor._strides and tensor.numel() > 1:     # laid out as the primal (PyTorch's
+            # copy), so the tangents of views of the dual can be views of it
+            tangent = _state.empty_strided(tensor._shape, tensor._strides, dtype=tangent.dtype,
+                                           device=tangent.device).copy_(tangent)
     _set_tangent(dual, tangent)
     return dual
 
@@ -229,6 +279,9 @@ class _Hook:
                 return out
             outs = out if isinstance(out, (tuple, list)) else (out,)
             touts = _jvp(spec, list(tensors), scalars, tangents, outs, run)
+            if spec.kind != "view":     # only a view's tangent may alias an input's (in-place ops write tangents)
+                shared = {id(t._storage) for t in tangents if t is not None}
+                touts = [_state.F.clone(t) if t is not None and id(t._storage) in shared else t for t in touts]
         for o, t in zip(outs, touts):
             if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
                 _attach(o, _fit(t, o))
@@ -242,14 +295,19 @@ class _Hook:
             run_inplace = (lambda s, t, c, _r=run_inplace: nxt.call_inplace(s, t, c, _r, run))
         tangents = [tangent_of(x) if isinstance(x, Tensor) else None for x in tensors]
         if all(t is None for t in tangents) or not spec.differentiable:
+            if nxt is not None and spec.differentiable:     # inside vmap the tangents are on the physical tensors
+                return run_inplace(spec, tensors, scalars)  # (func.jvp's duals): its physical write carries them
             with _suspended():
                 return run_inplace(spec, tensors, scalars)
         self = tensors[0]
         tangent = tangent_of(_Hook.call(spec, tensors, scalars, run))
-        with _suspended():
-            run_inplace(spec, tensors, scalars)
+        if nxt is not None:     # a vmap below writes the physical tensors by ops through this hook: their
+            run_inplace(spec, tensors, scalars)     # tangents (the ones vmap's outputs are read from) follow
+        else:
+            with _suspended():
+                run_inplace(spec, tensors, scalars)
         if tangent is not None and self.dtype.is_floating_point:
-            _set_tangent(self, _fit(tangent, self))
+            _write_tangent(self, _fit(tangent, self))
         return self
 
     @staticmethod
@@ -265,16 +323,19 @@ class _Hook:
 
 
     @staticmethod
-    def assigned(self, new):
-        """new's values were written into self (copy_, an indexed write): self's tangent becomes new's."""
-        if _Hook.next is not None:
-            _Hook.next.assigned(self, new)
+    def assigned(self, new, op="inplace arithmetic"):
+        """new's values are being written into self (copy_, an indexed write): self's tangent becomes new's.
+        Returns whether a vmap below wrote the values (reftorch/_methods.py: _assign_with_history)."""
+        written = _Hook.next is not None and _Hook.next.assigned(self, new, op)
         t = tangent_of(new)
         if t is not None and self.dtype.is_floating_point:
             with _suspended():
-                _set_tangent(self, _fit(t, self))
-        elif tangent_of(self) is not None:
-            self._fw = None
+                t = _fit(t, self)
+            _write_tangent(self, t)
+        elif tangent_of(self) is not None:      # new values without a tangent: a zero one (written in place)
+            with _suspended():
+                _write_tangent(self, _state.F.zeros_like(self))
+        return written
 
 
 def _attach(o, tangent):
@@ -321,6 +382,8 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
         if tx._strides != x._strides:       # the primal's layout, so the view is possible where it is on x
             tx = _state.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
             t[spec.tensor_args[0]] = tx
+            if _own_tangent(x) is not None:     # x's tangent from now on: views of x get views of it
+                _set_tangent(x, tx)
     terms = [term for term in fn(F, a, t, outs[0]) if term is not None]
     if not terms:
         return [None]

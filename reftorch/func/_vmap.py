@@ -15,18 +15,26 @@ innermost level runs once on the physical tensors, by the rule of its kind in op
                              the batch dim in front of the matrix dims (vectors made matrices and back)
   anything else              a loop over the samples, its results stacked
 
-and its result is tagged again. Levels nest (vmap(vmap(f))): a physical tensor may itself be the logical
-tensor of the level outside, whose rule then runs in turn. Function transforms inside vmap
-(vmap(grad(f))) work on the *bottom* tensors, which hold every open level's batch dim (to_bottom /
-rewrap), since autograd records there.
+and its result is tagged again. Writes into a batched tensor (copy_, indexed writes, in-place composites)
+write its physical tensor (`_Hook.assigned`); indexing by batched index tensors runs per sample (`_Index`);
+random ops follow each level's `randomness` flag (`_random_call`: 'different' draws with the batch dims in
+front, 'same' one draw shared by the batch, 'error' refuses). Levels nest (vmap(vmap(f))): a physical
+tensor may itself be the logical tensor of the level outside, whose rule then runs in turn. Function
+transforms inside vmap (vmap(grad(f))) work on the *bottom* tensors, which hold every open level's batch
+dim (to_bottom / rewrap), since autograd records there.
 """
 from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 import reftorch._creation_random as _creation_random
 import reftorch._dispatch as _dispatch
 import reftorch._functional as F
+import reftorch._indexing as _indexing
+import reftorch._random as _random
+import reftorch.autograd.forward_ad as fwAD
 from .._tensor import Tensor
 from ..kernels.transforms import VMAPS
 from ._common import depth, finish
@@ -43,10 +51,17 @@ DIM_KINDS = ("reduction", "scan", "argreduction", "view")
 class _Level:
     """One vmap call's level; `open` while it runs (a tensor tagged with a closed level is a plain tensor, and
     Tensor.item() refuses a tagged tensor of an open one, as PyTorch does)."""
-    __slots__ = ("id", "size", "randomness", "open")
+    __slots__ = ("id", "size", "randomness", "open", "depth", "dual")
 
     def __init__(self, id_, size, randomness):
         self.id, self.size, self.randomness, self.open = id_, size, randomness, True
+        self.depth = depth.n        # the transforms (grad, jacrev...) running when the level opened
+        self.dual = fwAD._state.level   # and forward AD's level (jvp's)
+
+    def transform_inside(self):
+        """Whether a transform (grad, jvp...) runs inside this level (PyTorch's tensors there are wrapped again,
+        and .item() on them says so)."""
+        return depth.n > self.depth or fwAD._state.level is not self.dual
 
 
 class _State:
@@ -177,9 +192,10 @@ def _matmul(spec, phys, batched, scalars, run, level):
 def _loop(spec, phys, batched, scalars, run, level):
     """The op once per sample, the results stacked (ops no rule covers)."""
     results = []
+    per_sample = [_phys(c, level) for c in scalars]     # a scalar argument given as a batched 0-d tensor
     for i in range(level.size):
         args = [F.select(p, 0, i) if b else p for p, b in zip(phys, batched)]
-        results.append(run(spec, args, scalars))
+        results.append(run(spec, args, tuple(F.select(c, 0, i) if b else c for c, b in per_sample)))
     if isinstance(results[0], (tuple, list)):
         many = [F.stack([r[k] for r in results]) for k in range(len(results[0]))]
         return results[0].__class__(*many) if hasattr(results[0], "_fields") else tuple(many)
@@ -205,18 +221,139 @@ def _wrap_out(level, out):
     return out
 
 
-def _random_draw():
-    """Before a random draw inside vmap: randomness='error' refuses it; 'same' draws one sample's values, shared
-    by the batch (the draw has the logical shape); 'different' would need a draw per sample, which the
-    factories here cannot make."""
-    how = _state.levels[-1].randomness if _state.levels else "same"
-    if how == "error":
-        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
-                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
-                           "of vmap")
-    if how == "different":
-        raise RuntimeError("vmap: randomness='different' is not supported by reftorch's vmap (a draw per sample); "
-                           "use randomness='same' or draw the batch's values outside vmap")
+# ------------------------------------------------------------------------------------ randomness
+
+RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+RANDOM_OUT = ("vmap: We do not support calling out variants of random operations inside of vmap. Please use non-out "
+              "variants as a workaround")
+RANDOM_SAME_BATCHED = ("Vmap does not currently support same randomness with a batched tensor input. Please file an "
+                       "issue with functorch")
+RANDOM_FILL_UNBATCHED = ("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will appear "
+                         "like same randomness. If this is necessary for your usage, please file an issue with "
+                         "functorch.")
+
+
+def _levels_of(x):
+    """The open levels x is batched at."""
+    found = []
+    hit = _active(x)
+    while hit is not None:
+        found.append(hit[0])
+        hit = _active(hit[1])
+    return found
+
+
+def _random_levels(kind, tensors):
+    """The open levels, outermost first, that draw per sample ('different'), after every level's flag is checked
+    as PyTorch's are (innermost first): 'error' refuses any draw; 'same' refuses tensor inputs batched there
+    (the draws could not be shared); 'different' refuses an in-place fill of a tensor not batched there."""
+    different = []
+    batched = [set(_levels_of(t)) for t in tensors]
+    for lv in reversed(_state.levels):
+        if lv.randomness == "error":
+            raise RuntimeError(RANDOM_ERROR)
+        inputs = batched[1:] if kind == "fill" else batched
+        if lv.randomness == "same" and any(lv in b for b in inputs):
+            raise RuntimeError(RANDOM_SAME_BATCHED)
+        if lv.randomness == "different":
+            if kind == "fill" and lv not in batched[0]:
+                raise RuntimeError(RANDOM_FILL_UNBATCHED)
+            different.append(lv)
+    return different[::-1]
+
+
+def _wrap_levels(t, levels):
+    """The logical tensor of t whose leading dims are the batch dims of levels (outermost first)."""
+    for lv in levels:
+        t = wrap(lv, t)
+    return t
+
+
+def _sized_factory(fn, args, kwargs, prefix):
+    """A factory's draw with the batch sizes in front of its size (randperm: one permutation per sample)."""
+    kw = dict(kwargs)
+    name = fn.__name__
+    if name == "randperm":
+        n = 1
+        for s in prefix:
+            n *= s
+        draws = [fn(*args, **kw) for _ in range(n)]
+        return F.reshape(F.stack(draws), tuple(prefix) + tuple(draws[0]._shape))
+    if name == "randint":
+        low, high, shape = _creation_random._randint_args(args, {k: kw.pop(k) for k in ("low", "high", "size")
+                                                                  if k in kw})
+        return fn(low, high, tuple(prefix) + tuple(shape), **kw)
+    if name == "normal":
+        mean, std = (list(args) + [kw.pop("mean", 0.0), kw.pop("std", 1.0)])[:2] if len(args) < 2 else args[:2]
+        size = args[2] if len(args) > 2 else kw.pop("size", None)
+        return fn(mean, std, tuple(prefix) + _creation_random._sequence_size("normal", size), **kw)
+    shape = _creation_random._size_args(name, args, kw.pop("size", None))      # rand, randn
+    return fn(tuple(prefix) + tuple(shape), **kw)
+
+
+def _sample_phys(fn, args, kwargs, levels):
+    """A sampler's draws with its tensor inputs as physical tensors holding the batch dims of levels in front
+    (expanded where an input is not batched there: each sample draws its own)."""
+    args = [to_bottom(a, levels) if isinstance(a, Tensor) else a for a in args]
+    kwargs = {k: to_bottom(v, levels) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    if fn.__name__ != "multinomial":    # pointwise in its inputs: the batch dims broadcast through
+        return fn(*args, **kwargs)
+    probs = args[0]         # rows of probabilities: the batch dims folded into the rows and unfolded after
+    prefix = tuple(probs._shape[:len(levels)])
+    out = fn(F.reshape(probs, (-1, probs._shape[-1])), *args[1:], **kwargs)
+    return F.reshape(out, prefix + tuple(probs._shape[len(levels):-1]) + (out._shape[-1],))
+
+
+def _random_call(kind, fn, args, kwargs):
+    """A random op called inside vmap (reftorch/_creation_random.py's hook), by its levels' randomness flags."""
+    if kwargs.get("out") is not None:
+        raise RuntimeError(RANDOM_OUT)
+    if kind == "factory" and fn.__name__ == "normal" and any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+        kind = "sample"         # normal(mean_tensor, std...): draws parameterised by tensors
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    levels = _random_levels(kind, tensors)
+    _creation_random._random_hook = None        # the op's own draws (and ops) below are plain
+    try:
+        if not levels:
+            return fn(*args, **kwargs)      # one draw shared by the batch (a fill writes it into every sample)
+        prefix = tuple(lv.size for lv in levels)
+        if kind == "factory":
+            return _wrap_levels(_sized_factory(fn, args, kwargs, prefix), levels)
+        if kind == "sample":
+            return _wrap_levels(_sample_phys(fn, args, kwargs, levels), levels)
+        self = args[0]      # fill: one sample's values each, drawn into a fresh batch, then written into self
+        draws = F.empty(prefix + tuple(self._shape), dtype=self.dtype, device=self.device)
+        rest = [to_bottom(a, levels) if isinstance(a, Tensor) else a for a in args[1:]]
+        fn(draws, *rest, **kwargs)
+    finally:
+        _creation_random._random_hook = _random_call
+    return _random._write(self, _wrap_levels(draws, levels))
+
+
+def _inplace_error(name):
+    return (f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args "
+            "that has more elements than `self`. This happened due to `other` being vmapped over but `self` not being "
+            f"vmapped over in a vmap. Please try to use out-of-place operators instead of {name}. If said operator is "
+            "being called inside the PyTorch framework, please file a bug report instead.")
+
+
+# PyTorch's error for an in-place op on an unbatched self with a batched operand depends on its batch rule:
+BROADCAST_ERROR_OPS = ("add_", "atan2_", "copysign_", "bitwise_or_")     # runs, and fails to broadcast
+ARITHMETIC_OPS = ("sub_", "mul_", "div_", "clamp_min_", "logical_and_")  # "inplace arithmetic"
+NAMED_OPS = ("index_put_", "index_add_", "index_fill_", "scatter_add_", "fill_")   # by name; others: the fallback's
+
+
+def _unbatched_self_error(name, phys, level):
+    if name in BROADCAST_ERROR_OPS:
+        shape = np.broadcast_shapes(*[tuple(p._shape) for p in phys if isinstance(p, Tensor)])
+        return (f"output with shape [{', '.join(map(str, phys[0]._shape))}] doesn't match the broadcast shape "
+                f"[{', '.join(map(str, shape))}]")
+    if name in ARITHMETIC_OPS:
+        return _inplace_error("inplace arithmetic")
+    if name in NAMED_OPS:
+        return _inplace_error(name)
+    return _inplace_error("aten::" + name).replace("in a vmap.", f"at level {_state.levels.index(level) + 1}.")
 
 
 def _head(spec, tensors, scalars):
@@ -247,7 +384,7 @@ class _Hook:
 
     @staticmethod
     def call(spec, tensors, scalars, run):
-        level = _Hook._level(tensors)
+        level = _Hook._level((*tensors, *scalars))     # (a scalar argument may be a batched 0-d tensor)
         if level is None:
             return _Hook._inner(run)(spec, tensors, scalars)
         form = VMAPS.get(spec.name)
@@ -259,7 +396,7 @@ class _Hook:
         # batched there) and forward AD (their tangents) see it
         inner = _head
         phys, batched = zip(*[_phys(x, level) for x in tensors]) if tensors else ((), ())
-        rule = _rule(spec)
+        rule = None if any(_phys(c, level)[1] for c in scalars) else _rule(spec)     # (batched scalars: the loop)
         out = rule(spec, list(phys), list(batched), tuple(scalars), inner, level) if rule is not None else None
         if out is None:
             out = _loop(spec, list(phys), list(batched), tuple(scalars), inner, level)
@@ -274,19 +411,23 @@ class _Hook:
                 run_inplace(spec, tensors, scalars)
         self_phys, self_batched = _phys(tensors[0], level)
         if not self_batched:
-            raise RuntimeError(f"vmap: {spec.name}_(self, *extra_args) is not possible because there exists a Tensor "
-                               "`other` in extra_args that has more elements than `self`. This happened due to "
-                               "`other` being vmapped over but `self` not being vmapped over in a vmap. Please try "
-                               f"to use out-of-place operators instead of {spec.name}_. If said operator is being "
-                               "called inside the PyTorch framework, please file a bug report instead.")
+            raise RuntimeError(_unbatched_self_error(spec.name + "_", [_phys(x, level)[0] for x in tensors], level))
         result = _Hook.call(spec, tensors, scalars, run)        # out of place, then written into the batch
         self_phys.copy_(_phys(result, level)[0])
         return tensors[0]
 
     @staticmethod
-    def assigned(self, new):
-        if _Hook.next is not None:
-            _Hook.next.assigned(self, new)
+    def assigned(self, new, op="inplace arithmetic"):
+        """new's values are being written into self (copy_, an indexed write, an in-place composite): batched
+        at an open level, the write is the physical tensors' (the whole batch; True: nothing left to write)."""
+        level = _Hook._level((self, new))
+        if level is None:
+            return _Hook.next is not None and _Hook.next.assigned(self, new, op)
+        self_phys, self_batched = _phys(self, level)
+        if not self_batched:        # (op: PyTorch's name in the error -- index_put_ for an advanced-index write)
+            raise RuntimeError(_inplace_error(op))
+        self_phys.copy_(_phys(new, level)[0])       # (through the chain again: outer levels, tangents)
+        return True
 
     @staticmethod
     def converted(src, out):
@@ -299,11 +440,60 @@ class _Hook:
         return out
 
 
+# ------------------------------------------------------------------------------------ batched index tensors
+
+MASK_ERROR = ("vmap: We do not support batching operators that can support dynamic shape. Attempting to batch over "
+              "indexing with a boolean mask.")
+
+
+class _Index:
+    """Indexing by index tensors batched at an open level (reftorch/_indexing.py's hook): per sample, each
+    sample's indices on its own sample (a batched boolean mask has no batched shape: PyTorch's error)."""
+
+    @staticmethod
+    def _level(index):
+        items = index if isinstance(index, tuple) else (index,)
+        level = _Hook._level(items)
+        if level is not None and any(_phys(it, level)[1] and it.dtype.name in ("bool", "uint8") for it in items):
+            raise RuntimeError(MASK_ERROR)
+        return level, items
+
+    @staticmethod
+    def _sample(items, level, i, tuple_index):
+        got = tuple(F.select(_phys(it, level)[0], 0, i) if _phys(it, level)[1] else it for it in items)
+        return got if tuple_index else got[0]
+
+    @staticmethod
+    def read(self, index):
+        level, items = _Index._level(index)
+        if level is None:
+            return None
+        phys, batched = _phys(self, level)
+        outs = [(F.select(phys, 0, i) if batched else phys)[_Index._sample(items, level, i, isinstance(index, tuple))]
+                for i in range(level.size)]
+        return wrap(level, F.stack(outs))
+
+    @staticmethod
+    def write(self, index, value, accumulate):
+        level, items = _Index._level(index)
+        if level is None:
+            return False
+        phys, batched = _phys(self, level)
+        if not batched:
+            raise RuntimeError(_inplace_error("index_put_"))
+        vphys, vbatched = _phys(value, level)
+        for i in range(level.size):
+            target = F.select(phys, 0, i)
+            v = F.select(vphys, 0, i) if vbatched else vphys
+            _indexing._write(target, _Index._sample(items, level, i, isinstance(index, tuple)), v, accumulate)
+        return True
+
+
 # ------------------------------------------------------------------------------------ bottom tensors
 
-def to_bottom(x):
-    """x as one tensor with every open level's batch dim in front (outermost first), expanded where x is
-    not batched at a level."""
+def to_bottom(x, levels=None):
+    """x as one tensor with the batch dims of every open level (or of levels, which x's are among) in front
+    (outermost first), expanded where x is not batched at a level."""
     chain = []
     cur = x
     while True:
@@ -313,7 +503,7 @@ def to_bottom(x):
         chain.append(hit[0])
         cur = hit[1]
     pos = 0
-    for lv in _state.levels:
+    for lv in _state.levels if levels is None else levels:
         if lv not in chain:
             cur = F.unsqueeze(cur, pos)
             cur = F.expand(cur, tuple(cur._shape[:pos]) + (lv.size,) + tuple(cur._shape[pos + 1:]))
@@ -400,7 +590,8 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
     install = not _state.levels      # one hook serves every level (an outer vmap's is in the chain already)
     if install:
         _Hook.next, d._forward = d._forward, _Hook
-        _creation_random._draw_hook = _random_draw
+        _creation_random._random_hook = _random_call
+        _indexing._vmap_index = _Index
     _state.levels.append(level)
     try:
         args = tree_unflatten([wrap(level, x) if dd is not None else x for x, dd in zip(movedd, dims)], spec)
@@ -410,7 +601,8 @@ def _run(func, leaves, dims, spec, size, randomness, kwargs):
         level.open = False
         if install:
             d._forward, _Hook.next = _Hook.next, None
-            _creation_random._draw_hook = None
+            _creation_random._random_hook = None
+            _indexing._vmap_index = None
     outs, out_spec = tree_flatten(out)
     phys = []
     for o in outs:
@@ -462,7 +654,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _batch_size(leaves, dims, in_dims, fname)
         step = chunk_size or size
         chunks = []
+        rng = _creation_random.get_rng_state() if randomness == "same" and step < size else None
         for start in range(0, size, step):
+            if rng is not None:     # randomness='same' across chunks too: each chunk draws what the first did
+                _creation_random.set_rng_state(rng)
             n = min(step, size - start)
             part = [F.narrow(x, d % x.ndim, start, n) if d is not None and step < size else x
                     for x, d in zip(leaves, dims)]

@@ -1592,6 +1592,12 @@ JVPS = {
 }
 
 
+def t_vmap(F, a):
+    # vmap: transpose(self, 0, 1) if self.dim() == 2 else expand(self, self.shape)
+    self = a['self']
+    return F.transpose(self, 0, 1) if self.dim() == 2 else F.expand(self, self.shape)
+
+
 def _nll_loss_vmap(F, a):
     # vmap: _nll_loss_dense(self, target, weight, ignore_index, reduction)
     self = a['self']
@@ -1611,6 +1617,7 @@ def _linear_vmap(F, a):
 
 
 VMAPS = {
+    't': t_vmap,
     '_nll_loss': _nll_loss_vmap,
     '_linear': _linear_vmap,
 }
