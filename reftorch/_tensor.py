@@ -65,6 +65,7 @@ class Tensor:
 
     _fw = None      # forward-mode AD: (generation, tangent) of a dual tensor (reftorch/autograd/forward_ad.py)
     _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
+    _conj = False   # the lazy conjugate bit: a conjugate view reads its storage conjugated (reftorch/_conj.py)
 
     def _refuse_in_vmap(self, what):
         if self._vmap is not None and self._vmap[0].open:     # one sample's view of a batch: no single value
@@ -129,6 +130,8 @@ class Tensor:
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")
             from ._cuda_dispatch import host_array
             return host_array(self)
+        if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
+            return np.conj(Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype)._array())
         data = self._storage.data
         isz = data.itemsize
         if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
