@@ -125,13 +125,14 @@ class Tensor:
 
     def _array(self):
         """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
+        if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
+            return np.conj(Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype,
+                                        self.device)._array())
         if self.device.type != "cpu":
             if self.device.type == "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")
             from ._cuda_dispatch import host_array
             return host_array(self)
-        if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
-            return np.conj(Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype)._array())
         data = self._storage.data
         isz = data.itemsize
         if self._offset == 0 and self._shape == (data.shape[0],) and self._strides == (1,):
