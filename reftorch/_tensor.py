@@ -126,8 +126,8 @@ class Tensor:
     def _array(self):
         """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
         if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
-            return np.conj(Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype,
-                                        self.device)._array())
+            a = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)._array()
+            return np.conjugate(a, out=np.empty_like(a))        # (out=: a 0-d result stays an array)
         if self.device.type != "cpu":
             if self.device.type == "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")

@@ -96,3 +96,14 @@ def test_gradients_through_conjugate_views():
     np.testing.assert_allclose(g.numpy(), TORCH_GRAD, rtol=1e-9)
     with pytest.raises(RuntimeError, match="in-place operation on a conjugate view"):
         m.conj().mul_(2)
+
+
+def test_indexing_reads_and_writes_through():
+    x = torch.tensor([1 + 2j, 3 - 4j, 5j])
+    c = x.conj()
+    r = c[[0, 2]]
+    assert r.tolist() == [1 - 2j, -5j] and not r.is_conj()
+    c[1] = 7 + 1j
+    c[c.real > 4] = 2j
+    assert x.tolist() == [1 + 2j, -2j, 5j] and c.tolist() == [1 - 2j, 2j, -5j] and c.is_conj()
+    assert c[1].is_conj() and c[1].item() == 2j
