@@ -6,9 +6,10 @@ The design, chosen to keep the core unchanged where no conjugate view exists:
     the first time one is made: until then the dispatcher's only cost is reading that flag;
   * resolve on read: the dispatcher (_dispatch.call / call_inplace / call_out) hands every op the conjugate views
     among its arguments resolved -- a conjugated copy whose autograd node is clone's (grad flows back as it is, as
-    PyTorch's CloneBackward0 from resolve_conj) -- so no kernel, plan or formula knows about the bit. Measured against
-    letting elementwise kernels conjugate on load, the copy costs one extra pass per read of a conjugate view, which
-    PyTorch pays too wherever its kernels do not fuse the conjugation (and it keeps the hot paths untouched);
+    PyTorch's CloneBackward0 from resolve_conj) -- so no kernel, plan or formula knows about the bit. The price is one
+    extra pass (a conjugated copy) per read of a conjugate view; conjugating inside the elementwise kernels would save
+    it but needs a second set of kernels or a flag in every plan, and was not measured (the choice keeps the hot paths
+    untouched, which is where the dispatcher's speed lives);
   * view ops (_array.view) pass the bit on to their result, so x.conj().T / x.mH / x.adjoint() stay views;
     real() of a conjugate view is the plain real view; imag() gives the negated imaginary parts as a copy (PyTorch's
     is a view with its negative bit, which reftorch does not have); view_as_real and a dtype view raise PyTorch's
