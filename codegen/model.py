@@ -71,7 +71,9 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "fft_check_complex",
            # creation functions of the tensor layer
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
-           "arange", "eye", "as_tensor", "is_grad_enabled"}
+           "arange", "eye", "as_tensor", "is_grad_enabled",
+           # the lazy conjugate bit (reftorch/_conj.py)
+           "conj_view", "resolved"}
 ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
                     "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
                     "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",

@@ -15,6 +15,7 @@ every kind and device in _args.py, the per-op specs (from ops.yaml) in _spec.py.
 from __future__ import annotations
 
 import reftorch._autocast as _autocast
+import reftorch._conj as _conj
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._functional as _functional
 import reftorch._intercept as _intercept
@@ -43,7 +44,8 @@ _forward = None     # reftorch/autograd/forward_ad.py's hook while a dual level 
 def call(name, tensors, scalars):
     spec = SPECS[name]
     if spec.plans is not None and _intercept.tracer is None and not _autocast.state.any and \
-            not _reference.enabled and _intercept.profiler is None and not _cuda_d.used and _forward is None:
+            not _reference.enabled and _intercept.profiler is None and not _cuda_d.used and _forward is None and \
+            not _conj.used:
         # elementwise on cpu, nothing intercepting (_intercept.active(), inlined): the op's plan
         plan = _plan_for(spec, tensors)
         if plan is not None:
@@ -55,6 +57,8 @@ def call(name, tensors, scalars):
 
 
 def _call_spec(spec, tensors, scalars):
+    if _conj.used and spec.kind != "view":      # conjugate views are read resolved (reftorch/_conj.py)
+        tensors = _conj.resolve_args(tensors)
     if _intercept.active():
         return _intercept.intercept(spec, HANDLERS[spec.kind], tensors, scalars)
     return HANDLERS[spec.kind](spec, tensors, scalars)
@@ -68,6 +72,11 @@ def call_inplace(name, tensors, scalars):
 
 
 def _call_inplace_spec(spec, tensors, scalars):
+    if _conj.used:      # reftorch/_conj.py: a conjugate view written through, conjugate arguments read resolved
+        dest = tensors[0]
+        if isinstance(dest, Tensor) and dest._conj:
+            return _conj.write_through(dest, lambda: _call_spec(spec, tensors, scalars), tensors[1:])
+        tensors = _conj.resolve_args(tensors)
     return _intercept.inplace(spec.name, spec, inplace, tensors, scalars)
 
 

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+import reftorch._conj as _conj
 import reftorch._dispatch as _dispatch
 import reftorch._dtype as D
 import reftorch._functional as F
@@ -273,7 +274,10 @@ def _write(self, index, value, accumulate):
     if np.may_share_memory(val, self._storage.data):
         val = val.copy()
     val = val.reshape(vshape)
-    arr = ix.view._array()
+    view = ix.view
+    if view._conj:      # a conjugate view (reftorch/_conj.py): its storage takes the conjugates
+        view, val = _conj.raw(view), np.conj(val)
+    arr = view._array()
     if self.device.type == "cuda":          # written on a host copy of the view, then copied back
         arr = np.array(arr)
     where = ix.numpy_index() if ix.indices else Ellipsis
@@ -282,7 +286,7 @@ def _write(self, index, value, accumulate):
     else:
         arr[where] = val
     if self.device.type == "cuda":
-        write(ix.view, arr)
+        write(view, arr)
     self._storage.version += 1
 
 

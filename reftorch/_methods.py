@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+import reftorch._conj as _conj
 import reftorch._dispatch as _dispatch
 import reftorch._dtype as D
 import reftorch._functional as F
@@ -256,6 +257,8 @@ def _copy_(self, src, non_blocking=False):
     if self.device.type == "meta" and not (grad_mode.state.enabled and (src.requires_grad or self.requires_grad)):
         self._storage.version += 1      # nothing to write
         return self
+    if self._conj:      # a conjugate view: its storage takes the conjugates (reftorch/_conj.py)
+        return _conj.write_through(self, lambda: F.expand(src.to(self.dtype), self._shape), (src,))
     if grad_mode.state.enabled and (src.requires_grad or self.requires_grad) or _dispatch._forward is not None:
         new = F.expand(src.to(self.dtype), self._shape)     # (also while a transform is on: tangents follow)
         _assign_with_history(self, new)
@@ -363,7 +366,7 @@ def _mT(self):
 
 
 def _H(self):
-    """x.H / x.mH: the conjugate transpose; for complex tensors a conjugated copy (no lazy conjugate bit here)."""
+    """x.H / x.mH: the conjugate transpose; of a complex tensor a view with the conjugate bit (reftorch/_conj.py)."""
     return _T(self).conj() if self.dtype.is_complex else _T(self)
 
 

@@ -419,7 +419,7 @@ METHODS = {
     "is_signed": lambda self: self.dtype.is_signed, "is_nonzero": _is_nonzero,
     "is_same_size": lambda self, other: self._shape == other._shape, "is_set_to": _is_set_to,
     "is_neg": lambda self: False, "resolve_neg": lambda self: self,
-    "is_conj": lambda self: False,      # conj/resolve_conj/conj_physical: ops.yaml (no lazy conjugate bit)
+    "is_conj": lambda self: self._conj,     # the lazy conjugate bit (reftorch/_conj.py); conj/resolve_conj: ops.yaml
     "is_distributed": lambda self: False,
     "dim_order": _dim_order, "const_data_ptr": lambda self: self.data_ptr(),
     "mutable_data_ptr": lambda self: self.data_ptr(),
@@ -571,6 +571,9 @@ def _numpy(self, *, force=False):
         raise numpy_error(self)
     if self.requires_grad and grad_mode.state.enabled:
         raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    if self._conj:      # no NumPy array reads a conjugate view's storage conjugated (reftorch/_conj.py)
+        raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() "
+                           "instead.")
     return self._array()
 
 

@@ -74,6 +74,7 @@ class Tensor:
 
     _fw = None      # forward-mode AD: (generation, tangent) of a dual tensor (reftorch/autograd/forward_ad.py)
     _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
+    _conj = False   # the lazy conjugate bit: a conjugate view reads its storage conjugated (reftorch/_conj.py)
 
     def _refuse_in_vmap(self, what):
         """Inside vmap this tensor is one sample's view of a batch: no single value, data or storage (PyTorch's
@@ -148,6 +149,9 @@ class Tensor:
 
     def _array(self):
         """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
+        if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
+            a = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)._array()
+            return np.conjugate(a, out=np.empty_like(a))        # (out=: a 0-d result stays an array)
         if self.device.type != "cpu":
             if self.device.type == "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")

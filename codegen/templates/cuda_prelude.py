@@ -3,10 +3,12 @@
 # copies this text into reftorch/kernels/cuda.py; a helper that prelude.py defines and this file does
 # not is copied from prelude.py with its decorator switched to a device function (the PTX check in
 # tests/test_cuda_ptx.py tells when such a copy does not compile for CUDA).
+import cmath
 import math
 import numpy as np
 from numba import cuda, types
 from numba.core import config as _numba_config
+from numba.core.extending import overload as _cuda_overload
 
 from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh,
                   acosh, atanh, erf, erfc, fabs, atan2, hypot, copysign, fmod, lgamma, log2, log10, inf, nan,
@@ -30,6 +32,60 @@ if SIMULATOR:
 else:
     # libdevice's floor/ceil/trunc: on CUDA math.floor keeps the float type (np.floor has no CUDA lowering)
     _floor, _ceil, _trunc = math.floor, math.ceil, math.trunc
+
+
+# Complex arguments (issue 25), as templates/vmath.py does for the CPU: each math name also takes complex64/complex128,
+# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2). The simulator's NumPy
+# ufuncs take complex numbers already.
+@cuda.jit(device=True, inline=True)
+def _log1p_c(z):
+    # log(1 + z), |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2 (c10's log1p)
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    theta = math.atan2(y, x + 1)
+    if math.hypot(x, y) < 0.5:
+        r = x * (x + 2) + y * y
+        if r == 0:
+            return complex(x, theta)
+        return complex(0.5 * math.log1p(r), theta)
+    return complex(math.log(math.hypot(x + 1, y)), theta)
+
+
+@cuda.jit(device=True, inline=True)
+def _expm1_c(z):
+    # (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y (c10's expm1)
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    a = math.sin(y / 2)
+    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
+
+
+@cuda.jit(device=True, inline=True)
+def _log2_c(z):
+    return cmath.log(z) / 0.6931471805599453
+
+
+def _complex_aware(real_fn, complex_fn):
+    """A name for kernels: real_fn on real arguments, complex_fn on complex ones (picked while typing)."""
+    def fn(x):
+        return real_fn(x)
+
+    @_cuda_overload(fn, target="cuda")
+    def _typed(x):
+        if isinstance(x, types.Complex):
+            return lambda x: complex_fn(x)
+        return lambda x: real_fn(x)
+    return fn
+
+
+if not SIMULATOR:
+    exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, log2, \
+        log10 = (_complex_aware(r, c) for r, c in (
+            (math.exp, cmath.exp), (math.log, cmath.log), (math.log1p, _log1p_c), (math.expm1, _expm1_c),
+            (math.sqrt, cmath.sqrt), (math.sin, cmath.sin), (math.cos, cmath.cos), (math.tan, cmath.tan),
+            (math.asin, cmath.asin), (math.acos, cmath.acos), (math.atan, cmath.atan), (math.sinh, cmath.sinh),
+            (math.cosh, cmath.cosh), (math.tanh, cmath.tanh), (math.asinh, cmath.asinh), (math.acosh, cmath.acosh),
+            (math.atanh, cmath.atanh), (math.log2, _log2_c), (math.log10, cmath.log10)))
 
 
 @cuda.jit(device=True, inline=True)

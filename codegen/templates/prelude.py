@@ -191,8 +191,9 @@ def cfmod(a, b):
 @njit(inline="always")
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
-    if not isinstance(a, (float, np.float32, np.float64)):
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
+    # way through Numba's complex power (std::pow in PyTorch).
+    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         base = np.int64(a)
         e = np.int64(b)
         r = np.int64(1)

@@ -8,6 +8,7 @@
 # emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
 # The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier; erff's are Norbert Juffa's published
 # minimax fits (about 1 ulp with a correctly rounded expf).
+import cmath
 import math
 import numpy as np
 from llvmlite import ir as _ir
@@ -184,18 +185,121 @@ def erf(x):
     return math.erf(x)
 
 
-def _overload(fn, fast, slow):
+def _overload(fn, fast, slow, complex_fn=None):
     @_numba_overload(fn)
     def _typed(x):
-        if x == _types.float32:
+        if x == _types.float32 and fast is not None:
             jitted = _jitted(fast)      # the recorded helper's dispatcher (made as a kernel first uses it)
             return lambda x: jitted(x)
+        if isinstance(x, _types.Complex) and complex_fn is not None:
+            # cmath's own functions as they are, the helpers below through their recorded dispatcher
+            cjitted = complex_fn if getattr(complex_fn, "__module__", None) == "cmath" else _jitted(complex_fn)
+            return lambda x: cjitted(x)
         return lambda x: slow(x)
 
 
-_overload(exp, _exp_f32, math.exp)
-_overload(log, _log_f32, math.log)
-_overload(tanh, _tanh_f32, math.tanh)
-_overload(log1p, _log1p_f32, math.log1p)
-_overload(expm1, _expm1_f32, math.expm1)
+# Complex arguments (issue 25): the same names take complex64/complex128 through cmath, which Numba implements in
+# the argument's own precision (complex64 stays complex64, as PyTorch's c10::complex<float>). cmath has no log1p,
+# expm1 or log2: those are c10's formulas (aten/src/ATen/native/Math.h / c10/util/complex_math.h), written below.
+# Real arguments keep math's function (and float32 its polynomial above), so real kernels are unchanged. The helpers
+# compute in float64 (complex(...) is complex128 in Numba); the kernel rounds once when it stores a complex64.
+
+@njit(error_model="numpy")
+def _log1p_c(z):
+    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
+    # forming 1 + z would lose the digits of a small z
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    theta = math.atan2(y, x + 1)
+    if math.hypot(x, y) < 0.5:
+        r = x * (x + 2) + y * y
+        if r == 0:
+            return complex(x, theta)
+        return complex(0.5 * math.log1p(r), theta)
+    return complex(math.log(math.hypot(x + 1, y)), theta)
+
+
+@njit(error_model="numpy")
+def _expm1_c(z):
+    # exp(z) - 1 = (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y: no cancellation for small z
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    a = math.sin(y / 2)
+    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
+
+
+@njit(error_model="numpy")
+def _log2_c(z):
+    # c10: log(z) / log(2)
+    return cmath.log(np.complex128(z)) / 0.6931471805599453
+
+
+def sqrt(x):
+    return math.sqrt(x)
+
+
+def sin(x):
+    return math.sin(x)
+
+
+def cos(x):
+    return math.cos(x)
+
+
+def tan(x):
+    return math.tan(x)
+
+
+def asin(x):
+    return math.asin(x)
+
+
+def acos(x):
+    return math.acos(x)
+
+
+def atan(x):
+    return math.atan(x)
+
+
+def sinh(x):
+    return math.sinh(x)
+
+
+def cosh(x):
+    return math.cosh(x)
+
+
+def asinh(x):
+    return math.asinh(x)
+
+
+def acosh(x):
+    return math.acosh(x)
+
+
+def atanh(x):
+    return math.atanh(x)
+
+
+def log2(x):
+    return math.log2(x)
+
+
+def log10(x):
+    return math.log10(x)
+
+
+_overload(exp, _exp_f32, math.exp, cmath.exp)
+_overload(log, _log_f32, math.log, cmath.log)
+_overload(tanh, _tanh_f32, math.tanh, cmath.tanh)
+_overload(log1p, _log1p_f32, math.log1p, _log1p_c)
+_overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
+for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.sin), (cos, math.cos, cmath.cos),
+                           (tan, math.tan, cmath.tan), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
+                           (atan, math.atan, cmath.atan), (sinh, math.sinh, cmath.sinh),
+                           (cosh, math.cosh, cmath.cosh), (asinh, math.asinh, cmath.asinh),
+                           (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
+                           (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
+    _overload(_name, None, _slow, _cfn)

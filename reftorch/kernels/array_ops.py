@@ -1323,23 +1323,33 @@ def _fft_c2c_forward(self, dims, norm, forward):
     # ops.yaml: _fft_c2c
     if not dims:
         return self.copy()
-    mode = ("backward", "ortho", "forward")[norm] if forward else ("forward", "ortho", "backward")[norm]
-    return (np.fft.fftn if forward else np.fft.ifftn)(self, axes=dims, norm=mode).astype(self.dtype, copy=False)
+    mode = ("forward" if forward else "backward") if norm == 0 else ("ortho" if norm == 1 else
+                                                                       ("forward" if forward else "backward"))
+    r = (np.fft.fftn if forward else np.fft.ifftn)(self, axes=dims, norm=mode).astype(self.dtype, copy=False)
+    if norm == 0:
+        r *= r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+    return r
 
 
 def _fft_r2c_forward(self, dims, norm, onesided):
     # ops.yaml: _fft_r2c
-    mode = ("backward", "ortho", "forward")[norm]
+    mode = ("forward", "ortho", "forward")[norm]
     r = (np.fft.rfftn if onesided else np.fft.fftn)(self, axes=dims, norm=mode)
-    return r.astype(np.complex64 if self.dtype == np.float32 else np.complex128, copy=False)
+    r = r.astype(np.complex64 if self.dtype == np.float32 else np.complex128, copy=False)
+    if norm == 0:
+        r *= r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+    return r
 
 
 def _fft_c2r_forward(self, dims, norm, last_dim_size):
     # ops.yaml: _fft_c2r
-    mode = ("forward", "ortho", "backward")[norm]
+    mode = ("backward", "ortho", "backward")[norm]
     s = [self.shape[d] for d in dims[:-1]] + [last_dim_size]
     r = np.fft.irfftn(self, s=s, axes=dims, norm=mode)
-    return r.astype(np.float32 if self.dtype == np.complex64 else np.float64, copy=False)
+    r = r.astype(np.float32 if self.dtype == np.complex64 else np.float64, copy=False)
+    if norm == 0:
+        r *= r.dtype.type(math.prod(s))
+    return r
 
 
 def _linalg_eig_forward(A):

@@ -10,6 +10,15 @@ Each takes F (the functional namespace) first; calls of registered ops go throug
 import math
 
 
+def _pow_backward_exponent(F, grad, self, exponent, result):
+    # ops.yaml: _pow_backward_exponent
+    if exponent.dtype.is_complex:
+        cond = F.logical_and(self == 0, F.logical_and(F.imag(exponent) == 0, F.real(exponent) >= 0))
+    else:
+        cond = F.logical_and(self == 0, exponent >= 0)
+    return F.where(cond, 0.0, grad * F._conj_physical(result * F.log(self)))
+
+
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
     if dtype is None and (not self.dtype.differentiable):
@@ -133,6 +142,8 @@ def tanhshrink(F, self):
 
 def prod_backward(F, grad, self, result, dim, keepdim):
     # ops.yaml: prod_backward
+    self = F.conj(self)
+    result = F.conj(result)
     g = F.expand_reduced(grad, self.shape, dim, keepdim)
     zero = self == 0
     if not bool(F.any(zero)):
@@ -235,6 +246,8 @@ def cumprod_backward(F, grad, self, result, dim):
     # ops.yaml: cumprod_backward
     if self.ndim == 0:
         return grad
+    self = F.conj(self)
+    result = F.conj(result)
     rev_cumsum = lambda t: F.flip(F.cumsum(F.flip(t, (dim,)), dim), (dim,))
     zero = self == 0
     if not bool(F.any(zero)):
@@ -1214,6 +1227,13 @@ def mvlgamma(F, self, p):
     for j in range(1, p):
         out = out + F.lgamma(self - 0.5 * j)
     return out + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def adjoint(F, self):
+    # ops.yaml: adjoint
+    if self.ndim < 2:
+        raise RuntimeError(f'tensor.adjoint() is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.')
+    return F.conj_view(F.transpose(self, -2, -1))
 
 
 def detach(F, self):
@@ -2428,12 +2448,12 @@ def conj_physical(F, self):
 
 def conj(F, self):
     # ops.yaml: conj
-    return F._conj_physical(self) if self.dtype.is_complex else self
+    return F.conj_view(self)
 
 
 def resolve_conj(F, self):
     # ops.yaml: resolve_conj
-    return self
+    return F.resolved(self)
 
 
 def _sgn_backward(F, grad, self, result):

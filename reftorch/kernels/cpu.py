@@ -206,8 +206,9 @@ def cfmod(a, b):
 @njit(inline="always")
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
-    if not isinstance(a, (float, np.float32, np.float64)):
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
+    # way through Numba's complex power (std::pow in PyTorch).
+    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         base = np.int64(a)
         e = np.int64(b)
         r = np.int64(1)
@@ -1317,6 +1318,7 @@ def logaddexp2(a, b):
 # emit_cuda reads only prelude.py and cuda_prelude.py (libdevice is already vectorised per thread).
 # The polynomials are Cephes' (expf, logf, tanhf), by Stephen L. Moshier; erff's are Norbert Juffa's published
 # minimax fits (about 1 ulp with a correctly rounded expf).
+import cmath
 import math
 import numpy as np
 from llvmlite import ir as _ir
@@ -1492,21 +1494,124 @@ def erf(x):
     return math.erf(x)
 
 
-def _overload(fn, fast, slow):
+def _overload(fn, fast, slow, complex_fn=None):
     @_numba_overload(fn)
     def _typed(x):
-        if x == _types.float32:
+        if x == _types.float32 and fast is not None:
             jitted = _jitted(fast)      # the recorded helper's dispatcher (made as a kernel first uses it)
             return lambda x: jitted(x)
+        if isinstance(x, _types.Complex) and complex_fn is not None:
+            # cmath's own functions as they are, the helpers below through their recorded dispatcher
+            cjitted = complex_fn if getattr(complex_fn, "__module__", None) == "cmath" else _jitted(complex_fn)
+            return lambda x: cjitted(x)
         return lambda x: slow(x)
 
 
-_overload(exp, _exp_f32, math.exp)
-_overload(log, _log_f32, math.log)
-_overload(tanh, _tanh_f32, math.tanh)
-_overload(log1p, _log1p_f32, math.log1p)
-_overload(expm1, _expm1_f32, math.expm1)
+# Complex arguments (issue 25): the same names take complex64/complex128 through cmath, which Numba implements in
+# the argument's own precision (complex64 stays complex64, as PyTorch's c10::complex<float>). cmath has no log1p,
+# expm1 or log2: those are c10's formulas (aten/src/ATen/native/Math.h / c10/util/complex_math.h), written below.
+# Real arguments keep math's function (and float32 its polynomial above), so real kernels are unchanged. The helpers
+# compute in float64 (complex(...) is complex128 in Numba); the kernel rounds once when it stores a complex64.
+
+@njit(error_model="numpy")
+def _log1p_c(z):
+    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
+    # forming 1 + z would lose the digits of a small z
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    theta = math.atan2(y, x + 1)
+    if math.hypot(x, y) < 0.5:
+        r = x * (x + 2) + y * y
+        if r == 0:
+            return complex(x, theta)
+        return complex(0.5 * math.log1p(r), theta)
+    return complex(math.log(math.hypot(x + 1, y)), theta)
+
+
+@njit(error_model="numpy")
+def _expm1_c(z):
+    # exp(z) - 1 = (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y: no cancellation for small z
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    a = math.sin(y / 2)
+    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
+
+
+@njit(error_model="numpy")
+def _log2_c(z):
+    # c10: log(z) / log(2)
+    return cmath.log(np.complex128(z)) / 0.6931471805599453
+
+
+def sqrt(x):
+    return math.sqrt(x)
+
+
+def sin(x):
+    return math.sin(x)
+
+
+def cos(x):
+    return math.cos(x)
+
+
+def tan(x):
+    return math.tan(x)
+
+
+def asin(x):
+    return math.asin(x)
+
+
+def acos(x):
+    return math.acos(x)
+
+
+def atan(x):
+    return math.atan(x)
+
+
+def sinh(x):
+    return math.sinh(x)
+
+
+def cosh(x):
+    return math.cosh(x)
+
+
+def asinh(x):
+    return math.asinh(x)
+
+
+def acosh(x):
+    return math.acosh(x)
+
+
+def atanh(x):
+    return math.atanh(x)
+
+
+def log2(x):
+    return math.log2(x)
+
+
+def log10(x):
+    return math.log10(x)
+
+
+_overload(exp, _exp_f32, math.exp, cmath.exp)
+_overload(log, _log_f32, math.log, cmath.log)
+_overload(tanh, _tanh_f32, math.tanh, cmath.tanh)
+_overload(log1p, _log1p_f32, math.log1p, _log1p_c)
+_overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
+for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.sin), (cos, math.cos, cmath.cos),
+                           (tan, math.tan, cmath.tan), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
+                           (atan, math.atan, cmath.atan), (sinh, math.sinh, cmath.sinh),
+                           (cosh, math.cosh, cmath.cosh), (asinh, math.asinh, cmath.asinh),
+                           (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
+                           (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
+    _overload(_name, None, _slow, _cfn)
 
 
 @njit(inline="always")
@@ -17530,20 +17635,20 @@ def _bw_abs_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_exp_self(grad, result):
-    # ops.yaml: exp backward for self -- grad * result
-    return grad * result
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result)
+    return grad * _s__conj_physical(result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp_self_contig(out, a0, a1):
-    # ops.yaml: exp backward for self -- grad * result
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result)
     for i in range(out.shape[0]):
         out[i] = _s__bw_exp_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp backward for self -- grad * result
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -17589,7 +17694,7 @@ def _bw_exp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp backward for self -- grad * result
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -17635,20 +17740,20 @@ def _bw_exp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_log_self(grad, self):
-    # ops.yaml: log backward for self -- grad / self
-    return grad / self
+    # ops.yaml: log backward for self -- grad / _conj_physical(self)
+    return grad / _s__conj_physical(self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log_self_contig(out, a0, a1):
-    # ops.yaml: log backward for self -- grad / self
+    # ops.yaml: log backward for self -- grad / _conj_physical(self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_log_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log backward for self -- grad / self
+    # ops.yaml: log backward for self -- grad / _conj_physical(self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -17694,7 +17799,7 @@ def _bw_log_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log backward for self -- grad / self
+    # ops.yaml: log backward for self -- grad / _conj_physical(self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -17740,20 +17845,20 @@ def _bw_log_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_sqrt_self(grad, result):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result)
-    return grad / (2 * result)
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
+    return grad / (2 * _s__conj_physical(result))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sqrt_self_contig(out, a0, a1):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result)
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
     for i in range(out.shape[0]):
         out[i] = _s__bw_sqrt_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sqrt_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result)
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -17799,7 +17904,7 @@ def _bw_sqrt_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result)
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -17845,20 +17950,20 @@ def _bw_sqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_tanh_self(grad, result):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result)
-    return grad * (1 - result * result)
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
+    return grad * _s__conj_physical(1 - result * result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tanh_self_contig(out, a0, a1):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result)
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
     for i in range(out.shape[0]):
         out[i] = _s__bw_tanh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result)
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -17904,7 +18009,7 @@ def _bw_tanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result)
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -17950,20 +18055,20 @@ def _bw_tanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_sigmoid_self(grad, result):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result)
-    return grad * result * (1 - result)
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
+    return grad * _s__conj_physical(result * (1 - result))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sigmoid_self_contig(out, a0, a1):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result)
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
     for i in range(out.shape[0]):
         out[i] = _s__bw_sigmoid_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result)
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -18009,7 +18114,7 @@ def _bw_sigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result)
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -18957,20 +19062,20 @@ def _bw__div_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_pow_self(grad, exponent, self):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
-    return _s_where(exponent == 0, 0.0, grad * exponent * _s_pow(self, exponent - 1))
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_pow_self_contig(out, a0, a1, a2):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     for i in range(out.shape[0]):
         out[i] = _s__bw_pow_self(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -19039,7 +19144,7 @@ def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -19085,123 +19190,6 @@ def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(inline="always")
-def _s__bw_pow_exponent(grad, self, exponent, result):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
-    return _s_where(_s_logical_and(self == 0, exponent >= 0), 0.0, grad * result * _s_log(self))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_pow_exponent_contig(out, a0, a1, a2, a3):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_pow_exponent(a0[i], a1[i], a2[i], a3[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_pow_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    s2 = np.uint64(a2_st[last])
-    p2 = np.uint64(a2_off)
-    s3 = np.uint64(a3_st[last])
-    p3 = np.uint64(a3_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1 and s3 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_pow_exponent(a0[p0 + i], a1[p1 + i], a2[p2 + i], a3[p3 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_pow_exponent(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2], a3[p3 + i * s3])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            p3 += np.uint64(a3_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_pow_exponent_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
-    nd = len(shape)
-    R = np.uint64(shape[nd - 2])
-    C = np.uint64(shape[nd - 1])
-    ro = np.uint64(o_st[nd - 2])
-    co = np.uint64(o_st[nd - 1])
-    po = np.uint64(o_off)
-    r0 = np.uint64(a0_st[nd - 2])
-    c0 = np.uint64(a0_st[nd - 1])
-    p0 = np.uint64(a0_off)
-    r1 = np.uint64(a1_st[nd - 2])
-    c1 = np.uint64(a1_st[nd - 1])
-    p1 = np.uint64(a1_off)
-    r2 = np.uint64(a2_st[nd - 2])
-    c2 = np.uint64(a2_st[nd - 1])
-    p2 = np.uint64(a2_off)
-    r3 = np.uint64(a3_st[nd - 2])
-    c3 = np.uint64(a3_st[nd - 1])
-    p3 = np.uint64(a3_off)
-    outer = 1
-    for d in range(nd - 2):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    T = np.uint64(64)
-    for _ in range(outer):
-        for i0 in range(np.uint64(0), R, T):
-            i1 = min(i0 + T, R)
-            for j0 in range(np.uint64(0), C, T):
-                j1 = min(j0 + T, C)
-                for i in range(i0, i1):
-                    qo = po + i * ro
-                    q0 = p0 + i * r0
-                    q1 = p1 + i * r1
-                    q2 = p2 + i * r2
-                    q3 = p3 + i * r3
-                    for j in range(j0, j1):
-                        out[qo + j * co] = _s__bw_pow_exponent(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2], a3[q3 + j * c3])
-        d = nd - 3
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            p3 += np.uint64(a3_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            p3 -= np.uint64(a3_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 
@@ -21960,20 +21948,20 @@ def _bw_bce_loss_elementwise_target_blocked(shape, out, o_off, o_st, a0, a0_off,
 
 @njit(inline="always")
 def _s__bw_exp2_self(grad, result):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
-    return grad * result * 0.6931471805599453
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
+    return grad * _s__conj_physical(result) * 0.6931471805599453
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp2_self_contig(out, a0, a1):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
     for i in range(out.shape[0]):
         out[i] = _s__bw_exp2_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22019,7 +22007,7 @@ def _bw_exp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_exp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22065,20 +22053,20 @@ def _bw_exp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_expm1_self(grad, result):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1)
-    return grad * (result + 1)
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
+    return grad * _s__conj_physical(result + 1)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_expm1_self_contig(out, a0, a1):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
     for i in range(out.shape[0]):
         out[i] = _s__bw_expm1_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_expm1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22124,7 +22112,7 @@ def _bw_expm1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_expm1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1)
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22170,20 +22158,20 @@ def _bw_expm1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_log2_self(grad, self):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
-    return grad / (self * 0.6931471805599453)
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
+    return grad / (_s__conj_physical(self) * 0.6931471805599453)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log2_self_contig(out, a0, a1):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
     for i in range(out.shape[0]):
         out[i] = _s__bw_log2_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22229,7 +22217,7 @@ def _bw_log2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22275,20 +22263,20 @@ def _bw_log2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_log10_self(grad, self):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
-    return grad / (self * 2.302585092994046)
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
+    return grad / (_s__conj_physical(self) * 2.302585092994046)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log10_self_contig(out, a0, a1):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
     for i in range(out.shape[0]):
         out[i] = _s__bw_log10_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log10_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22334,7 +22322,7 @@ def _bw_log10_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log10_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22380,20 +22368,20 @@ def _bw_log10_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_log1p_self(grad, self):
-    # ops.yaml: log1p backward for self -- grad / (self + 1)
-    return grad / (self + 1)
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
+    return grad / _s__conj_physical(self + 1)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log1p_self_contig(out, a0, a1):
-    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
     for i in range(out.shape[0]):
         out[i] = _s__bw_log1p_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log1p_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22439,7 +22427,7 @@ def _bw_log1p_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_log1p_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log1p backward for self -- grad / (self + 1)
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22485,20 +22473,20 @@ def _bw_log1p_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_rsqrt_self(grad, result):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
-    return -0.5 * grad * result * result * result
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
+    return -0.5 * grad * _s__conj_physical(result * result * result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_rsqrt_self_contig(out, a0, a1):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
     for i in range(out.shape[0]):
         out[i] = _s__bw_rsqrt_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_rsqrt_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22544,7 +22532,7 @@ def _bw_rsqrt_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_rsqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22590,20 +22578,20 @@ def _bw_rsqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_reciprocal_self(grad, result):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result
-    return -grad * result * result
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
+    return -grad * _s__conj_physical(result * result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_reciprocal_self_contig(out, a0, a1):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
     for i in range(out.shape[0]):
         out[i] = _s__bw_reciprocal_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_reciprocal_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22649,7 +22637,7 @@ def _bw_reciprocal_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_reciprocal_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22695,20 +22683,20 @@ def _bw_reciprocal_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_sin_self(grad, self):
-    # ops.yaml: sin backward for self -- grad * cos(self)
-    return grad * _s_cos(self)
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
+    return grad * _s__conj_physical(_s_cos(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sin_self_contig(out, a0, a1):
-    # ops.yaml: sin backward for self -- grad * cos(self)
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_sin_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sin backward for self -- grad * cos(self)
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22754,7 +22742,7 @@ def _bw_sin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sin backward for self -- grad * cos(self)
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22800,20 +22788,20 @@ def _bw_sin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_cos_self(grad, self):
-    # ops.yaml: cos backward for self -- -grad * sin(self)
-    return -grad * _s_sin(self)
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
+    return -grad * _s__conj_physical(_s_sin(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cos_self_contig(out, a0, a1):
-    # ops.yaml: cos backward for self -- -grad * sin(self)
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_cos_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cos backward for self -- -grad * sin(self)
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22859,7 +22847,7 @@ def _bw_cos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cos backward for self -- -grad * sin(self)
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -22905,20 +22893,20 @@ def _bw_cos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_tan_self(grad, result):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result)
-    return grad * (1 + result * result)
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
+    return grad * _s__conj_physical(1 + result * result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tan_self_contig(out, a0, a1):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
     for i in range(out.shape[0]):
         out[i] = _s__bw_tan_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -22964,7 +22952,7 @@ def _bw_tan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_tan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result)
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23010,20 +22998,20 @@ def _bw_tan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_asin_self(grad, self):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
-    return grad * _s_rsqrt(1 - self * self)
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
+    return grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asin_self_contig(out, a0, a1):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_asin_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23069,7 +23057,7 @@ def _bw_asin_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23115,20 +23103,20 @@ def _bw_asin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_acos_self(grad, self):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
-    return -grad * _s_rsqrt(1 - self * self)
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
+    return -grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acos_self_contig(out, a0, a1):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_acos_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23174,7 +23162,7 @@ def _bw_acos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23220,20 +23208,20 @@ def _bw_acos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_atan_self(grad, self):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self)
-    return grad / (1 + self * self)
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
+    return grad / _s__conj_physical(1 + self * self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atan_self_contig(out, a0, a1):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_atan_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23279,7 +23267,7 @@ def _bw_atan_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self)
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23325,20 +23313,20 @@ def _bw_atan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_sinh_self(grad, self):
-    # ops.yaml: sinh backward for self -- grad * cosh(self)
-    return grad * _s_cosh(self)
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
+    return grad * _s__conj_physical(_s_cosh(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sinh_self_contig(out, a0, a1):
-    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_sinh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23384,7 +23372,7 @@ def _bw_sinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_sinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sinh backward for self -- grad * cosh(self)
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23430,20 +23418,20 @@ def _bw_sinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_cosh_self(grad, self):
-    # ops.yaml: cosh backward for self -- grad * sinh(self)
-    return grad * _s_sinh(self)
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
+    return grad * _s__conj_physical(_s_sinh(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cosh_self_contig(out, a0, a1):
-    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
     for i in range(out.shape[0]):
         out[i] = _s__bw_cosh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23489,7 +23477,7 @@ def _bw_cosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_cosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cosh backward for self -- grad * sinh(self)
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23535,20 +23523,20 @@ def _bw_cosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_asinh_self(grad, self):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
-    return grad * _s_rsqrt(self * self + 1)
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
+    return grad * _s__conj_physical(_s_rsqrt(self * self + 1))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asinh_self_contig(out, a0, a1):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
     for i in range(out.shape[0]):
         out[i] = _s__bw_asinh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23594,7 +23582,7 @@ def _bw_asinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_asinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23640,20 +23628,20 @@ def _bw_asinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
-    return grad * _s_rsqrt(self * self - 1)
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
+    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acosh_self_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
     for i in range(out.shape[0]):
         out[i] = _s__bw_acosh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23699,7 +23687,7 @@ def _bw_acosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_acosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -23745,20 +23733,20 @@ def _bw_acosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_atanh_self(grad, self):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
-    return grad / (1 - self * self)
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
+    return grad / _s__conj_physical(1 - self * self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atanh_self_contig(out, a0, a1):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_atanh_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23804,7 +23792,7 @@ def _bw_atanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_atanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])

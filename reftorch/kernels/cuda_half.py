@@ -12,10 +12,12 @@ import: each kernel compiles on its first launch (reftorch/_cuda_launch.py)."""
 # copies this text into reftorch/kernels/cuda.py; a helper that prelude.py defines and this file does
 # not is copied from prelude.py with its decorator switched to a device function (the PTX check in
 # tests/test_cuda_ptx.py tells when such a copy does not compile for CUDA).
+import cmath
 import math
 import numpy as np
 from numba import cuda, types
 from numba.core import config as _numba_config
+from numba.core.extending import overload as _cuda_overload
 
 from math import (exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh,
                   acosh, atanh, erf, erfc, fabs, atan2, hypot, copysign, fmod, lgamma, log2, log10, inf, nan,
@@ -39,6 +41,60 @@ if SIMULATOR:
 else:
     # libdevice's floor/ceil/trunc: on CUDA math.floor keeps the float type (np.floor has no CUDA lowering)
     _floor, _ceil, _trunc = math.floor, math.ceil, math.trunc
+
+
+# Complex arguments (issue 25), as templates/vmath.py does for the CPU: each math name also takes complex64/complex128,
+# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2). The simulator's NumPy
+# ufuncs take complex numbers already.
+@cuda.jit(device=True, inline=True)
+def _log1p_c(z):
+    # log(1 + z), |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2 (c10's log1p)
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    theta = math.atan2(y, x + 1)
+    if math.hypot(x, y) < 0.5:
+        r = x * (x + 2) + y * y
+        if r == 0:
+            return complex(x, theta)
+        return complex(0.5 * math.log1p(r), theta)
+    return complex(math.log(math.hypot(x + 1, y)), theta)
+
+
+@cuda.jit(device=True, inline=True)
+def _expm1_c(z):
+    # (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y (c10's expm1)
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    a = math.sin(y / 2)
+    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
+
+
+@cuda.jit(device=True, inline=True)
+def _log2_c(z):
+    return cmath.log(z) / 0.6931471805599453
+
+
+def _complex_aware(real_fn, complex_fn):
+    """A name for kernels: real_fn on real arguments, complex_fn on complex ones (picked while typing)."""
+    def fn(x):
+        return real_fn(x)
+
+    @_cuda_overload(fn, target="cuda")
+    def _typed(x):
+        if isinstance(x, types.Complex):
+            return lambda x: complex_fn(x)
+        return lambda x: real_fn(x)
+    return fn
+
+
+if not SIMULATOR:
+    exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, log2, \
+        log10 = (_complex_aware(r, c) for r, c in (
+            (math.exp, cmath.exp), (math.log, cmath.log), (math.log1p, _log1p_c), (math.expm1, _expm1_c),
+            (math.sqrt, cmath.sqrt), (math.sin, cmath.sin), (math.cos, cmath.cos), (math.tan, cmath.tan),
+            (math.asin, cmath.asin), (math.acos, cmath.acos), (math.atan, cmath.atan), (math.sinh, cmath.sinh),
+            (math.cosh, cmath.cosh), (math.tanh, cmath.tanh), (math.asinh, cmath.asinh), (math.acosh, cmath.acosh),
+            (math.atanh, cmath.atanh), (math.log2, _log2_c), (math.log10, cmath.log10)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -234,8 +290,9 @@ def cconj(x):
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
-    if not isinstance(a, (float, np.float32, np.float64)):
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
+    # way through Numba's complex power (std::pow in PyTorch).
+    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         base = np.int64(a)
         e = np.int64(b)
         r = np.int64(1)
@@ -11983,8 +12040,8 @@ def _bw_abs_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_exp_self(grad, result):
-    # ops.yaml: exp backward for self -- grad * result
-    return grad * result
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result)
+    return grad * _s__conj_physical(result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -11994,14 +12051,14 @@ def _s__bw_exp_self_f16(grad, result):
 
 @cuda.jit
 def _bw_exp_self_f16_contig(out, a0, a1):
-    # ops.yaml: exp backward for self -- grad * result [f16]
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_exp_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_exp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp backward for self -- grad * result [f16]
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12027,14 +12084,14 @@ def _s__bw_exp_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_exp_self_bf16_contig(out, a0, a1):
-    # ops.yaml: exp backward for self -- grad * result [bf16]
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_exp_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_exp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp backward for self -- grad * result [bf16]
+    # ops.yaml: exp backward for self -- grad * _conj_physical(result) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12055,8 +12112,8 @@ def _bw_exp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log_self(grad, self):
-    # ops.yaml: log backward for self -- grad / self
-    return grad / self
+    # ops.yaml: log backward for self -- grad / _conj_physical(self)
+    return grad / _s__conj_physical(self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -12066,14 +12123,14 @@ def _s__bw_log_self_f16(grad, self):
 
 @cuda.jit
 def _bw_log_self_f16_contig(out, a0, a1):
-    # ops.yaml: log backward for self -- grad / self [f16]
+    # ops.yaml: log backward for self -- grad / _conj_physical(self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log backward for self -- grad / self [f16]
+    # ops.yaml: log backward for self -- grad / _conj_physical(self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12099,14 +12156,14 @@ def _s__bw_log_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_log_self_bf16_contig(out, a0, a1):
-    # ops.yaml: log backward for self -- grad / self [bf16]
+    # ops.yaml: log backward for self -- grad / _conj_physical(self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log backward for self -- grad / self [bf16]
+    # ops.yaml: log backward for self -- grad / _conj_physical(self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12127,8 +12184,8 @@ def _bw_log_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_sqrt_self(grad, result):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result)
-    return grad / (2 * result)
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
+    return grad / (2 * _s__conj_physical(result))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12138,14 +12195,14 @@ def _s__bw_sqrt_self_f16(grad, result):
 
 @cuda.jit
 def _bw_sqrt_self_f16_contig(out, a0, a1):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result) [f16]
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sqrt_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sqrt_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result) [f16]
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12171,14 +12228,14 @@ def _s__bw_sqrt_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_sqrt_self_bf16_contig(out, a0, a1):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result) [bf16]
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sqrt_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sqrt backward for self -- grad / (2 * result) [bf16]
+    # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12199,8 +12256,8 @@ def _bw_sqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_tanh_self(grad, result):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result)
-    return grad * (1 - result * result)
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
+    return grad * _s__conj_physical(1 - result * result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -12210,14 +12267,14 @@ def _s__bw_tanh_self_f16(grad, result):
 
 @cuda.jit
 def _bw_tanh_self_f16_contig(out, a0, a1):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result) [f16]
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_tanh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_tanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result) [f16]
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12243,14 +12300,14 @@ def _s__bw_tanh_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_tanh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result) [bf16]
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_tanh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_tanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tanh backward for self -- grad * (1 - result * result) [bf16]
+    # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12271,8 +12328,8 @@ def _bw_tanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_sigmoid_self(grad, result):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result)
-    return grad * result * (1 - result)
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
+    return grad * _s__conj_physical(result * (1 - result))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12282,14 +12339,14 @@ def _s__bw_sigmoid_self_f16(grad, result):
 
 @cuda.jit
 def _bw_sigmoid_self_f16_contig(out, a0, a1):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result) [f16]
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sigmoid_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sigmoid_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result) [f16]
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12315,14 +12372,14 @@ def _s__bw_sigmoid_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_sigmoid_self_bf16_contig(out, a0, a1):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result) [bf16]
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sigmoid_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sigmoid backward for self -- grad * result * (1 - result) [bf16]
+    # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12979,8 +13036,8 @@ def _bw__div_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_pow_self(grad, exponent, self):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
-    return _s_where(exponent == 0, 0.0, grad * exponent * _s_pow(self, exponent - 1))
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12990,14 +13047,14 @@ def _s__bw_pow_self_f16(grad, exponent, self):
 
 @cuda.jit
 def _bw_pow_self_f16_contig(out, a0, a1, a2):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1)) [f16]
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_pow_self_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_pow_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1)) [f16]
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -13025,14 +13082,14 @@ def _s__bw_pow_self_bf16(grad, exponent, self):
 
 @cuda.jit
 def _bw_pow_self_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1)) [bf16]
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_pow_self_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1)) [bf16]
+    # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -13051,86 +13108,6 @@ def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
         out[po] = _s__bw_pow_self_bf16(a0[p0], a1[p1], a2[p2])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_pow_exponent(grad, self, exponent, result):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
-    return _s_where(_s_logical_and(self == 0, exponent >= 0), 0.0, grad * result * _s_log(self))
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_pow_exponent_f16(grad, self, exponent, result):
-    return f32_to_f16(_s__bw_pow_exponent(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(exponent), f16_to_f32(result)))
-
-
-@cuda.jit
-def _bw_pow_exponent_f16_contig(out, a0, a1, a2, a3):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self)) [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_pow_exponent_f16(a0[i], a1[i], a2[i], a3[i])
-
-
-@cuda.jit
-def _bw_pow_exponent_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self)) [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        p3 = a3_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-            p3 += c * a3_st[d]
-        out[po] = _s__bw_pow_exponent_f16(a0[p0], a1[p1], a2[p2], a3[p3])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_pow_exponent_bf16(grad, self, exponent, result):
-    return f32_to_bf16(_s__bw_pow_exponent(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(exponent), bf16_to_f32(result)))
-
-
-@cuda.jit
-def _bw_pow_exponent_bf16_contig(out, a0, a1, a2, a3):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self)) [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_pow_exponent_bf16(a0[i], a1[i], a2[i], a3[i])
-
-
-@cuda.jit
-def _bw_pow_exponent_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, a3, a3_off, a3_st):
-    # ops.yaml: pow backward for exponent -- where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self)) [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        p3 = a3_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-            p3 += c * a3_st[d]
-        out[po] = _s__bw_pow_exponent_bf16(a0[p0], a1[p1], a2[p2], a3[p3])
 
 
 @cuda.jit(device=True, inline=True)
@@ -14951,8 +14928,8 @@ def _bw_bce_loss_elementwise_target_bf16_strided(shape, out, o_off, o_st, a0, a0
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_exp2_self(grad, result):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453
-    return grad * result * 0.6931471805599453
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
+    return grad * _s__conj_physical(result) * 0.6931471805599453
 
 
 @cuda.jit(device=True, inline=True)
@@ -14962,14 +14939,14 @@ def _s__bw_exp2_self_f16(grad, result):
 
 @cuda.jit
 def _bw_exp2_self_f16_contig(out, a0, a1):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453 [f16]
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453 [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_exp2_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_exp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453 [f16]
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453 [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14995,14 +14972,14 @@ def _s__bw_exp2_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_exp2_self_bf16_contig(out, a0, a1):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453 [bf16]
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453 [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_exp2_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_exp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: exp2 backward for self -- grad * result * 0.6931471805599453 [bf16]
+    # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453 [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15023,8 +15000,8 @@ def _bw_exp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_expm1_self(grad, result):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1)
-    return grad * (result + 1)
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
+    return grad * _s__conj_physical(result + 1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15034,14 +15011,14 @@ def _s__bw_expm1_self_f16(grad, result):
 
 @cuda.jit
 def _bw_expm1_self_f16_contig(out, a0, a1):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1) [f16]
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_expm1_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_expm1_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1) [f16]
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15067,14 +15044,14 @@ def _s__bw_expm1_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_expm1_self_bf16_contig(out, a0, a1):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1) [bf16]
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_expm1_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_expm1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: expm1 backward for self -- grad * (result + 1) [bf16]
+    # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15095,8 +15072,8 @@ def _bw_expm1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log2_self(grad, self):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453)
-    return grad / (self * 0.6931471805599453)
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
+    return grad / (_s__conj_physical(self) * 0.6931471805599453)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15106,14 +15083,14 @@ def _s__bw_log2_self_f16(grad, self):
 
 @cuda.jit
 def _bw_log2_self_f16_contig(out, a0, a1):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453) [f16]
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log2_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453) [f16]
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15139,14 +15116,14 @@ def _s__bw_log2_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_log2_self_bf16_contig(out, a0, a1):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453) [bf16]
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log2_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log2 backward for self -- grad / (self * 0.6931471805599453) [bf16]
+    # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15167,8 +15144,8 @@ def _bw_log2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log10_self(grad, self):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046)
-    return grad / (self * 2.302585092994046)
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
+    return grad / (_s__conj_physical(self) * 2.302585092994046)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15178,14 +15155,14 @@ def _s__bw_log10_self_f16(grad, self):
 
 @cuda.jit
 def _bw_log10_self_f16_contig(out, a0, a1):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046) [f16]
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log10_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log10_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046) [f16]
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15211,14 +15188,14 @@ def _s__bw_log10_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_log10_self_bf16_contig(out, a0, a1):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046) [bf16]
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log10_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log10_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log10 backward for self -- grad / (self * 2.302585092994046) [bf16]
+    # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15239,8 +15216,8 @@ def _bw_log10_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log1p_self(grad, self):
-    # ops.yaml: log1p backward for self -- grad / (self + 1)
-    return grad / (self + 1)
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
+    return grad / _s__conj_physical(self + 1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15250,14 +15227,14 @@ def _s__bw_log1p_self_f16(grad, self):
 
 @cuda.jit
 def _bw_log1p_self_f16_contig(out, a0, a1):
-    # ops.yaml: log1p backward for self -- grad / (self + 1) [f16]
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log1p_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log1p_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log1p backward for self -- grad / (self + 1) [f16]
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15283,14 +15260,14 @@ def _s__bw_log1p_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_log1p_self_bf16_contig(out, a0, a1):
-    # ops.yaml: log1p backward for self -- grad / (self + 1) [bf16]
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_log1p_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_log1p_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: log1p backward for self -- grad / (self + 1) [bf16]
+    # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15311,8 +15288,8 @@ def _bw_log1p_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_rsqrt_self(grad, result):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result
-    return -0.5 * grad * result * result * result
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
+    return -0.5 * grad * _s__conj_physical(result * result * result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15322,14 +15299,14 @@ def _s__bw_rsqrt_self_f16(grad, result):
 
 @cuda.jit
 def _bw_rsqrt_self_f16_contig(out, a0, a1):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result [f16]
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_rsqrt_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_rsqrt_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result [f16]
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15355,14 +15332,14 @@ def _s__bw_rsqrt_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_rsqrt_self_bf16_contig(out, a0, a1):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result [bf16]
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_rsqrt_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_rsqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: rsqrt backward for self -- -0.5 * grad * result * result * result [bf16]
+    # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15383,8 +15360,8 @@ def _bw_rsqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_reciprocal_self(grad, result):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result
-    return -grad * result * result
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
+    return -grad * _s__conj_physical(result * result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15394,14 +15371,14 @@ def _s__bw_reciprocal_self_f16(grad, result):
 
 @cuda.jit
 def _bw_reciprocal_self_f16_contig(out, a0, a1):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result [f16]
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_reciprocal_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_reciprocal_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result [f16]
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15427,14 +15404,14 @@ def _s__bw_reciprocal_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_reciprocal_self_bf16_contig(out, a0, a1):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result [bf16]
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_reciprocal_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_reciprocal_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: reciprocal backward for self -- -grad * result * result [bf16]
+    # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15455,8 +15432,8 @@ def _bw_reciprocal_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_sin_self(grad, self):
-    # ops.yaml: sin backward for self -- grad * cos(self)
-    return grad * _s_cos(self)
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
+    return grad * _s__conj_physical(_s_cos(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15466,14 +15443,14 @@ def _s__bw_sin_self_f16(grad, self):
 
 @cuda.jit
 def _bw_sin_self_f16_contig(out, a0, a1):
-    # ops.yaml: sin backward for self -- grad * cos(self) [f16]
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sin_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sin_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sin backward for self -- grad * cos(self) [f16]
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15499,14 +15476,14 @@ def _s__bw_sin_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_sin_self_bf16_contig(out, a0, a1):
-    # ops.yaml: sin backward for self -- grad * cos(self) [bf16]
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sin_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sin backward for self -- grad * cos(self) [bf16]
+    # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15527,8 +15504,8 @@ def _bw_sin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_cos_self(grad, self):
-    # ops.yaml: cos backward for self -- -grad * sin(self)
-    return -grad * _s_sin(self)
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
+    return -grad * _s__conj_physical(_s_sin(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15538,14 +15515,14 @@ def _s__bw_cos_self_f16(grad, self):
 
 @cuda.jit
 def _bw_cos_self_f16_contig(out, a0, a1):
-    # ops.yaml: cos backward for self -- -grad * sin(self) [f16]
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_cos_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_cos_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cos backward for self -- -grad * sin(self) [f16]
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15571,14 +15548,14 @@ def _s__bw_cos_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_cos_self_bf16_contig(out, a0, a1):
-    # ops.yaml: cos backward for self -- -grad * sin(self) [bf16]
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_cos_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_cos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cos backward for self -- -grad * sin(self) [bf16]
+    # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15599,8 +15576,8 @@ def _bw_cos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_tan_self(grad, result):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result)
-    return grad * (1 + result * result)
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
+    return grad * _s__conj_physical(1 + result * result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15610,14 +15587,14 @@ def _s__bw_tan_self_f16(grad, result):
 
 @cuda.jit
 def _bw_tan_self_f16_contig(out, a0, a1):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result) [f16]
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_tan_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_tan_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result) [f16]
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15643,14 +15620,14 @@ def _s__bw_tan_self_bf16(grad, result):
 
 @cuda.jit
 def _bw_tan_self_bf16_contig(out, a0, a1):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result) [bf16]
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_tan_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_tan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: tan backward for self -- grad * (1 + result * result) [bf16]
+    # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15671,8 +15648,8 @@ def _bw_tan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_asin_self(grad, self):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self)
-    return grad * _s_rsqrt(1 - self * self)
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
+    return grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15682,14 +15659,14 @@ def _s__bw_asin_self_f16(grad, self):
 
 @cuda.jit
 def _bw_asin_self_f16_contig(out, a0, a1):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self) [f16]
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_asin_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_asin_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self) [f16]
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15715,14 +15692,14 @@ def _s__bw_asin_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_asin_self_bf16_contig(out, a0, a1):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self) [bf16]
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_asin_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_asin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asin backward for self -- grad * rsqrt(1 - self * self) [bf16]
+    # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15743,8 +15720,8 @@ def _bw_asin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_acos_self(grad, self):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self)
-    return -grad * _s_rsqrt(1 - self * self)
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
+    return -grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15754,14 +15731,14 @@ def _s__bw_acos_self_f16(grad, self):
 
 @cuda.jit
 def _bw_acos_self_f16_contig(out, a0, a1):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self) [f16]
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_acos_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_acos_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self) [f16]
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15787,14 +15764,14 @@ def _s__bw_acos_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_acos_self_bf16_contig(out, a0, a1):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self) [bf16]
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_acos_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_acos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acos backward for self -- -grad * rsqrt(1 - self * self) [bf16]
+    # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15815,8 +15792,8 @@ def _bw_acos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_atan_self(grad, self):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self)
-    return grad / (1 + self * self)
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
+    return grad / _s__conj_physical(1 + self * self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15826,14 +15803,14 @@ def _s__bw_atan_self_f16(grad, self):
 
 @cuda.jit
 def _bw_atan_self_f16_contig(out, a0, a1):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self) [f16]
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_atan_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_atan_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self) [f16]
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15859,14 +15836,14 @@ def _s__bw_atan_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_atan_self_bf16_contig(out, a0, a1):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self) [bf16]
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_atan_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_atan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atan backward for self -- grad / (1 + self * self) [bf16]
+    # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15887,8 +15864,8 @@ def _bw_atan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_sinh_self(grad, self):
-    # ops.yaml: sinh backward for self -- grad * cosh(self)
-    return grad * _s_cosh(self)
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
+    return grad * _s__conj_physical(_s_cosh(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15898,14 +15875,14 @@ def _s__bw_sinh_self_f16(grad, self):
 
 @cuda.jit
 def _bw_sinh_self_f16_contig(out, a0, a1):
-    # ops.yaml: sinh backward for self -- grad * cosh(self) [f16]
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sinh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sinh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sinh backward for self -- grad * cosh(self) [f16]
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15931,14 +15908,14 @@ def _s__bw_sinh_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_sinh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: sinh backward for self -- grad * cosh(self) [bf16]
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_sinh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_sinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: sinh backward for self -- grad * cosh(self) [bf16]
+    # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -15959,8 +15936,8 @@ def _bw_sinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_cosh_self(grad, self):
-    # ops.yaml: cosh backward for self -- grad * sinh(self)
-    return grad * _s_sinh(self)
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
+    return grad * _s__conj_physical(_s_sinh(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15970,14 +15947,14 @@ def _s__bw_cosh_self_f16(grad, self):
 
 @cuda.jit
 def _bw_cosh_self_f16_contig(out, a0, a1):
-    # ops.yaml: cosh backward for self -- grad * sinh(self) [f16]
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_cosh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_cosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cosh backward for self -- grad * sinh(self) [f16]
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16003,14 +15980,14 @@ def _s__bw_cosh_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_cosh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: cosh backward for self -- grad * sinh(self) [bf16]
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_cosh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_cosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: cosh backward for self -- grad * sinh(self) [bf16]
+    # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16031,8 +16008,8 @@ def _bw_cosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_asinh_self(grad, self):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1)
-    return grad * _s_rsqrt(self * self + 1)
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
+    return grad * _s__conj_physical(_s_rsqrt(self * self + 1))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16042,14 +16019,14 @@ def _s__bw_asinh_self_f16(grad, self):
 
 @cuda.jit
 def _bw_asinh_self_f16_contig(out, a0, a1):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1) [f16]
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_asinh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_asinh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1) [f16]
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16075,14 +16052,14 @@ def _s__bw_asinh_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_asinh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1) [bf16]
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_asinh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: asinh backward for self -- grad * rsqrt(self * self + 1) [bf16]
+    # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16103,8 +16080,8 @@ def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1)
-    return grad * _s_rsqrt(self * self - 1)
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
+    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16114,14 +16091,14 @@ def _s__bw_acosh_self_f16(grad, self):
 
 @cuda.jit
 def _bw_acosh_self_f16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1) [f16]
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_acosh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_acosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1) [f16]
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16147,14 +16124,14 @@ def _s__bw_acosh_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_acosh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1) [bf16]
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_acosh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_acosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * rsqrt(self * self - 1) [bf16]
+    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16175,8 +16152,8 @@ def _bw_acosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self)
-    return grad / (1 - self * self)
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
+    return grad / _s__conj_physical(1 - self * self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -16186,14 +16163,14 @@ def _s__bw_atanh_self_f16(grad, self):
 
 @cuda.jit
 def _bw_atanh_self_f16_contig(out, a0, a1):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self) [f16]
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_atanh_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_atanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self) [f16]
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -16219,14 +16196,14 @@ def _s__bw_atanh_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_atanh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self) [bf16]
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_atanh_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_atanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: atanh backward for self -- grad / (1 - self * self) [bf16]
+    # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -22472,8 +22449,6 @@ KERNELS = {
     '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_pow_exponent': dict(kind='elementwise', op='pow', tensors=('grad', 'self', 'exponent', 'result'), scalars=(),
-        kernels=('contig', 'strided')),
     '_bw_maximum_self': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_maximum_other': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),

@@ -49,9 +49,9 @@ def exp_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * result
+    # self: grad * _conj_physical(result)
     if needs[0]:
-        g[0] = F._fused('_bw_exp_self', (grad, result,), ()) if fused else grad * result
+        g[0] = F._fused('_bw_exp_self', (grad, result,), ()) if fused else grad * F._conj_physical(result)
     return g
 
 
@@ -60,9 +60,9 @@ def log_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / self
+    # self: grad / _conj_physical(self)
     if needs[0]:
-        g[0] = F._fused('_bw_log_self', (grad, self,), ()) if fused else grad / self
+        g[0] = F._fused('_bw_log_self', (grad, self,), ()) if fused else grad / F._conj_physical(self)
     return g
 
 
@@ -71,9 +71,9 @@ def sqrt_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad / (2 * result)
+    # self: grad / (2 * _conj_physical(result))
     if needs[0]:
-        g[0] = F._fused('_bw_sqrt_self', (grad, result,), ()) if fused else grad / (2 * result)
+        g[0] = F._fused('_bw_sqrt_self', (grad, result,), ()) if fused else grad / (2 * F._conj_physical(result))
     return g
 
 
@@ -82,9 +82,9 @@ def tanh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * (1 - result * result)
+    # self: grad * _conj_physical(1 - result * result)
     if needs[0]:
-        g[0] = F._fused('_bw_tanh_self', (grad, result,), ()) if fused else grad * (1 - result * result)
+        g[0] = F._fused('_bw_tanh_self', (grad, result,), ()) if fused else grad * F._conj_physical(1 - result * result)
     return g
 
 
@@ -93,9 +93,9 @@ def sigmoid_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * result * (1 - result)
+    # self: grad * _conj_physical(result * (1 - result))
     if needs[0]:
-        g[0] = F._fused('_bw_sigmoid_self', (grad, result,), ()) if fused else grad * result * (1 - result)
+        g[0] = F._fused('_bw_sigmoid_self', (grad, result,), ()) if fused else grad * F._conj_physical(result * (1 - result))
     return g
 
 
@@ -175,12 +175,12 @@ def pow_backward(F, grads, saved, needs, fused):
     result = saved['result']
     self = saved['self']
     g = [None] * 2
-    # self: where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     if needs[0]:
-        g[0] = F._fused('_bw_pow_self', (grad, exponent, self,), ()) if fused else F.where(exponent == 0, 0.0, grad * exponent * F.pow(self, exponent - 1))
-    # exponent: where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
+        g[0] = F._fused('_bw_pow_self', (grad, exponent, self,), ()) if fused else F.where(exponent == 0, 0.0, grad * F._conj_physical(exponent * F.pow(self, exponent - 1)))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
     if needs[1]:
-        g[1] = F._fused('_bw_pow_exponent', (grad, self, exponent, result,), ()) if fused else F.where(F.logical_and(self == 0, exponent >= 0), 0.0, grad * result * F.log(self))
+        g[1] = F._pow_backward_exponent(grad, self, exponent, result)
     return g
 
 
@@ -1272,9 +1272,9 @@ def exp2_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * result * 0.6931471805599453
+    # self: grad * _conj_physical(result) * 0.6931471805599453
     if needs[0]:
-        g[0] = F._fused('_bw_exp2_self', (grad, result,), ()) if fused else grad * result * 0.6931471805599453
+        g[0] = F._fused('_bw_exp2_self', (grad, result,), ()) if fused else grad * F._conj_physical(result) * 0.6931471805599453
     return g
 
 
@@ -1283,9 +1283,9 @@ def expm1_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * (result + 1)
+    # self: grad * _conj_physical(result + 1)
     if needs[0]:
-        g[0] = F._fused('_bw_expm1_self', (grad, result,), ()) if fused else grad * (result + 1)
+        g[0] = F._fused('_bw_expm1_self', (grad, result,), ()) if fused else grad * F._conj_physical(result + 1)
     return g
 
 
@@ -1294,9 +1294,9 @@ def log2_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / (self * 0.6931471805599453)
+    # self: grad / (_conj_physical(self) * 0.6931471805599453)
     if needs[0]:
-        g[0] = F._fused('_bw_log2_self', (grad, self,), ()) if fused else grad / (self * 0.6931471805599453)
+        g[0] = F._fused('_bw_log2_self', (grad, self,), ()) if fused else grad / (F._conj_physical(self) * 0.6931471805599453)
     return g
 
 
@@ -1305,9 +1305,9 @@ def log10_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / (self * 2.302585092994046)
+    # self: grad / (_conj_physical(self) * 2.302585092994046)
     if needs[0]:
-        g[0] = F._fused('_bw_log10_self', (grad, self,), ()) if fused else grad / (self * 2.302585092994046)
+        g[0] = F._fused('_bw_log10_self', (grad, self,), ()) if fused else grad / (F._conj_physical(self) * 2.302585092994046)
     return g
 
 
@@ -1316,9 +1316,9 @@ def log1p_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / (self + 1)
+    # self: grad / _conj_physical(self + 1)
     if needs[0]:
-        g[0] = F._fused('_bw_log1p_self', (grad, self,), ()) if fused else grad / (self + 1)
+        g[0] = F._fused('_bw_log1p_self', (grad, self,), ()) if fused else grad / F._conj_physical(self + 1)
     return g
 
 
@@ -1327,9 +1327,9 @@ def rsqrt_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: -0.5 * grad * result * result * result
+    # self: -0.5 * grad * _conj_physical(result * result * result)
     if needs[0]:
-        g[0] = F._fused('_bw_rsqrt_self', (grad, result,), ()) if fused else -0.5 * grad * result * result * result
+        g[0] = F._fused('_bw_rsqrt_self', (grad, result,), ()) if fused else -0.5 * grad * F._conj_physical(result * result * result)
     return g
 
 
@@ -1338,9 +1338,9 @@ def reciprocal_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: -grad * result * result
+    # self: -grad * _conj_physical(result * result)
     if needs[0]:
-        g[0] = F._fused('_bw_reciprocal_self', (grad, result,), ()) if fused else -grad * result * result
+        g[0] = F._fused('_bw_reciprocal_self', (grad, result,), ()) if fused else -grad * F._conj_physical(result * result)
     return g
 
 
@@ -1349,9 +1349,9 @@ def sin_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * cos(self)
+    # self: grad * _conj_physical(cos(self))
     if needs[0]:
-        g[0] = F._fused('_bw_sin_self', (grad, self,), ()) if fused else grad * F.cos(self)
+        g[0] = F._fused('_bw_sin_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.cos(self))
     return g
 
 
@@ -1360,9 +1360,9 @@ def cos_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: -grad * sin(self)
+    # self: -grad * _conj_physical(sin(self))
     if needs[0]:
-        g[0] = F._fused('_bw_cos_self', (grad, self,), ()) if fused else -grad * F.sin(self)
+        g[0] = F._fused('_bw_cos_self', (grad, self,), ()) if fused else -grad * F._conj_physical(F.sin(self))
     return g
 
 
@@ -1371,9 +1371,9 @@ def tan_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     result = saved['result']
     g = [None] * 1
-    # self: grad * (1 + result * result)
+    # self: grad * _conj_physical(1 + result * result)
     if needs[0]:
-        g[0] = F._fused('_bw_tan_self', (grad, result,), ()) if fused else grad * (1 + result * result)
+        g[0] = F._fused('_bw_tan_self', (grad, result,), ()) if fused else grad * F._conj_physical(1 + result * result)
     return g
 
 
@@ -1382,9 +1382,9 @@ def asin_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * rsqrt(1 - self * self)
+    # self: grad * _conj_physical(rsqrt(1 - self * self))
     if needs[0]:
-        g[0] = F._fused('_bw_asin_self', (grad, self,), ()) if fused else grad * F.rsqrt(1 - self * self)
+        g[0] = F._fused('_bw_asin_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.rsqrt(1 - self * self))
     return g
 
 
@@ -1393,9 +1393,9 @@ def acos_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: -grad * rsqrt(1 - self * self)
+    # self: -grad * _conj_physical(rsqrt(1 - self * self))
     if needs[0]:
-        g[0] = F._fused('_bw_acos_self', (grad, self,), ()) if fused else -grad * F.rsqrt(1 - self * self)
+        g[0] = F._fused('_bw_acos_self', (grad, self,), ()) if fused else -grad * F._conj_physical(F.rsqrt(1 - self * self))
     return g
 
 
@@ -1404,9 +1404,9 @@ def atan_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / (1 + self * self)
+    # self: grad / _conj_physical(1 + self * self)
     if needs[0]:
-        g[0] = F._fused('_bw_atan_self', (grad, self,), ()) if fused else grad / (1 + self * self)
+        g[0] = F._fused('_bw_atan_self', (grad, self,), ()) if fused else grad / F._conj_physical(1 + self * self)
     return g
 
 
@@ -1415,9 +1415,9 @@ def sinh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * cosh(self)
+    # self: grad * _conj_physical(cosh(self))
     if needs[0]:
-        g[0] = F._fused('_bw_sinh_self', (grad, self,), ()) if fused else grad * F.cosh(self)
+        g[0] = F._fused('_bw_sinh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.cosh(self))
     return g
 
 
@@ -1426,9 +1426,9 @@ def cosh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * sinh(self)
+    # self: grad * _conj_physical(sinh(self))
     if needs[0]:
-        g[0] = F._fused('_bw_cosh_self', (grad, self,), ()) if fused else grad * F.sinh(self)
+        g[0] = F._fused('_bw_cosh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.sinh(self))
     return g
 
 
@@ -1437,9 +1437,9 @@ def asinh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * rsqrt(self * self + 1)
+    # self: grad * _conj_physical(rsqrt(self * self + 1))
     if needs[0]:
-        g[0] = F._fused('_bw_asinh_self', (grad, self,), ()) if fused else grad * F.rsqrt(self * self + 1)
+        g[0] = F._fused('_bw_asinh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.rsqrt(self * self + 1))
     return g
 
 
@@ -1448,9 +1448,9 @@ def acosh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * rsqrt(self * self - 1)
+    # self: grad * _conj_physical(rsqrt(self * self - 1))
     if needs[0]:
-        g[0] = F._fused('_bw_acosh_self', (grad, self,), ()) if fused else grad * F.rsqrt(self * self - 1)
+        g[0] = F._fused('_bw_acosh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.rsqrt(self * self - 1))
     return g
 
 
@@ -1459,9 +1459,9 @@ def atanh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad / (1 - self * self)
+    # self: grad / _conj_physical(1 - self * self)
     if needs[0]:
-        g[0] = F._fused('_bw_atanh_self', (grad, self,), ()) if fused else grad / (1 - self * self)
+        g[0] = F._fused('_bw_atanh_self', (grad, self,), ()) if fused else grad / F._conj_physical(1 - self * self)
     return g
 
 
@@ -2412,16 +2412,6 @@ def _polygamma_backward(F, grads, saved, needs, fused):
     # self: grad * _polygamma(self, order + 1)
     if needs[0]:
         g[0] = F._fused('_bw__polygamma_self', (grad, self,), (order, )) if fused else grad * F._polygamma(self, order + 1)
-    return g
-
-
-def adjoint_backward(F, grads, saved, needs, fused):
-    # ops.yaml: adjoint
-    grad = grads[0]
-    g = [None] * 1
-    # self: adjoint(grad)
-    if needs[0]:
-        g[0] = F.adjoint(grad)
     return g
 
 

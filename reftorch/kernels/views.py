@@ -234,18 +234,6 @@ def as_strided(shape, strides, offset, size, stride, storage_offset=None, *, dty
     return tuple(size), tuple(stride), offset if storage_offset is None else storage_offset
 
 
-def adjoint(shape, strides, offset, *, dtype=None, inplace=False):
-    # ops.yaml: adjoint
-    if len(shape) < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
-                           f"{len(shape)}-D tensor.")
-    if dtype is not None and dtype.is_complex:
-        # torch's is a view with the lazy conjugate bit, which reftorch lacks: x.mH gives the conjugated copy
-        raise RuntimeError("adjoint() of a complex tensor needs a lazy conjugate view, which reftorch does not "
-                           "have; use x.mH or x.mT.conj() (a conjugated copy)")
-    return (shape[:-2] + (shape[-1], shape[-2]), strides[:-2] + (strides[-1], strides[-2]), offset)
-
-
 def real(shape, strides, offset, *, dtype=None, inplace=False):
     # ops.yaml: real
     # a complex element is two floats: strides and offset in the view's elements
