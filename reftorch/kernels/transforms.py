@@ -49,9 +49,9 @@ def exp_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * result
+    # self: grad * _conj_physical(result)
     if self_t is not None:
-        terms.append(self_t * result)
+        terms.append(self_t * F._conj_physical(result))
     return terms
 
 
@@ -59,9 +59,9 @@ def log_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / self
+    # self: grad / _conj_physical(self)
     if self_t is not None:
-        terms.append(self_t / self)
+        terms.append(self_t / F._conj_physical(self))
     return terms
 
 
@@ -69,9 +69,9 @@ def sqrt_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (2 * result)
+    # self: grad / (2 * _conj_physical(result))
     if self_t is not None:
-        terms.append(self_t / (2 * result))
+        terms.append(self_t / (2 * F._conj_physical(result)))
     return terms
 
 
@@ -79,9 +79,9 @@ def tanh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * (1 - result * result)
+    # self: grad * _conj_physical(1 - result * result)
     if self_t is not None:
-        terms.append(self_t * (1 - result * result))
+        terms.append(self_t * F._conj_physical(1 - result * result))
     return terms
 
 
@@ -89,9 +89,9 @@ def sigmoid_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * result * (1 - result)
+    # self: grad * _conj_physical(result * (1 - result))
     if self_t is not None:
-        terms.append(self_t * result * (1 - result))
+        terms.append(self_t * F._conj_physical(result * (1 - result)))
     return terms
 
 
@@ -173,12 +173,12 @@ def pow_jvp(F, a, t, result):
     self_t = t['self']
     exponent_t = t['exponent']
     terms = []
-    # self: where(exponent == 0, 0.0, grad * exponent * pow(self, exponent - 1))
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     if self_t is not None:
-        terms.append(F.where(exponent == 0, 0.0, self_t * exponent * F.pow(self, exponent - 1)))
-    # exponent: where(logical_and(self == 0, exponent >= 0), 0.0, grad * result * log(self))
+        terms.append(F.where(exponent == 0, 0.0, self_t * F._conj_physical(exponent * F.pow(self, exponent - 1))))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
     if exponent_t is not None:
-        terms.append(F.where(F.logical_and(self == 0, exponent >= 0), 0.0, exponent_t * result * F.log(self)))
+        terms.append(F._pow_backward_exponent(exponent_t, self, exponent, result))
     return terms
 
 
@@ -604,9 +604,9 @@ def exp2_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * result * 0.6931471805599453
+    # self: grad * _conj_physical(result) * 0.6931471805599453
     if self_t is not None:
-        terms.append(self_t * result * 0.6931471805599453)
+        terms.append(self_t * F._conj_physical(result) * 0.6931471805599453)
     return terms
 
 
@@ -614,9 +614,9 @@ def expm1_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * (result + 1)
+    # self: grad * _conj_physical(result + 1)
     if self_t is not None:
-        terms.append(self_t * (result + 1))
+        terms.append(self_t * F._conj_physical(result + 1))
     return terms
 
 
@@ -624,9 +624,9 @@ def log2_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (self * 0.6931471805599453)
+    # self: grad / (_conj_physical(self) * 0.6931471805599453)
     if self_t is not None:
-        terms.append(self_t / (self * 0.6931471805599453))
+        terms.append(self_t / (F._conj_physical(self) * 0.6931471805599453))
     return terms
 
 
@@ -634,9 +634,9 @@ def log10_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (self * 2.302585092994046)
+    # self: grad / (_conj_physical(self) * 2.302585092994046)
     if self_t is not None:
-        terms.append(self_t / (self * 2.302585092994046))
+        terms.append(self_t / (F._conj_physical(self) * 2.302585092994046))
     return terms
 
 
@@ -644,9 +644,9 @@ def log1p_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (self + 1)
+    # self: grad / _conj_physical(self + 1)
     if self_t is not None:
-        terms.append(self_t / (self + 1))
+        terms.append(self_t / F._conj_physical(self + 1))
     return terms
 
 
@@ -654,9 +654,9 @@ def rsqrt_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: -0.5 * grad * result * result * result
+    # self: -0.5 * grad * _conj_physical(result * result * result)
     if self_t is not None:
-        terms.append(-0.5 * self_t * result * result * result)
+        terms.append(-0.5 * self_t * F._conj_physical(result * result * result))
     return terms
 
 
@@ -664,9 +664,9 @@ def reciprocal_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: -grad * result * result
+    # self: -grad * _conj_physical(result * result)
     if self_t is not None:
-        terms.append(-self_t * result * result)
+        terms.append(-self_t * F._conj_physical(result * result))
     return terms
 
 
@@ -674,9 +674,9 @@ def sin_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * cos(self)
+    # self: grad * _conj_physical(cos(self))
     if self_t is not None:
-        terms.append(self_t * F.cos(self))
+        terms.append(self_t * F._conj_physical(F.cos(self)))
     return terms
 
 
@@ -684,9 +684,9 @@ def cos_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: -grad * sin(self)
+    # self: -grad * _conj_physical(sin(self))
     if self_t is not None:
-        terms.append(-self_t * F.sin(self))
+        terms.append(-self_t * F._conj_physical(F.sin(self)))
     return terms
 
 
@@ -694,9 +694,9 @@ def tan_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * (1 + result * result)
+    # self: grad * _conj_physical(1 + result * result)
     if self_t is not None:
-        terms.append(self_t * (1 + result * result))
+        terms.append(self_t * F._conj_physical(1 + result * result))
     return terms
 
 
@@ -704,9 +704,9 @@ def asin_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * rsqrt(1 - self * self)
+    # self: grad * _conj_physical(rsqrt(1 - self * self))
     if self_t is not None:
-        terms.append(self_t * F.rsqrt(1 - self * self))
+        terms.append(self_t * F._conj_physical(F.rsqrt(1 - self * self)))
     return terms
 
 
@@ -714,9 +714,9 @@ def acos_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: -grad * rsqrt(1 - self * self)
+    # self: -grad * _conj_physical(rsqrt(1 - self * self))
     if self_t is not None:
-        terms.append(-self_t * F.rsqrt(1 - self * self))
+        terms.append(-self_t * F._conj_physical(F.rsqrt(1 - self * self)))
     return terms
 
 
@@ -724,9 +724,9 @@ def atan_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (1 + self * self)
+    # self: grad / _conj_physical(1 + self * self)
     if self_t is not None:
-        terms.append(self_t / (1 + self * self))
+        terms.append(self_t / F._conj_physical(1 + self * self))
     return terms
 
 
@@ -734,9 +734,9 @@ def sinh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * cosh(self)
+    # self: grad * _conj_physical(cosh(self))
     if self_t is not None:
-        terms.append(self_t * F.cosh(self))
+        terms.append(self_t * F._conj_physical(F.cosh(self)))
     return terms
 
 
@@ -744,9 +744,9 @@ def cosh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * sinh(self)
+    # self: grad * _conj_physical(sinh(self))
     if self_t is not None:
-        terms.append(self_t * F.sinh(self))
+        terms.append(self_t * F._conj_physical(F.sinh(self)))
     return terms
 
 
@@ -754,9 +754,9 @@ def asinh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * rsqrt(self * self + 1)
+    # self: grad * _conj_physical(rsqrt(self * self + 1))
     if self_t is not None:
-        terms.append(self_t * F.rsqrt(self * self + 1))
+        terms.append(self_t * F._conj_physical(F.rsqrt(self * self + 1)))
     return terms
 
 
@@ -764,9 +764,9 @@ def acosh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * rsqrt(self * self - 1)
+    # self: grad * _conj_physical(rsqrt(self * self - 1))
     if self_t is not None:
-        terms.append(self_t * F.rsqrt(self * self - 1))
+        terms.append(self_t * F._conj_physical(F.rsqrt(self * self - 1)))
     return terms
 
 
@@ -774,9 +774,9 @@ def atanh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad / (1 - self * self)
+    # self: grad / _conj_physical(1 - self * self)
     if self_t is not None:
-        terms.append(self_t / (1 - self * self))
+        terms.append(self_t / F._conj_physical(1 - self * self))
     return terms
 
 
@@ -1381,13 +1381,6 @@ def _polygamma_jvp(F, a, t, result):
     return terms
 
 
-def adjoint_jvp(F, a, t, result):
-    self = a['self']
-    self_t = t['self']
-    # a view: linear, its own JVP
-    return [F.adjoint(self_t)]
-
-
 def logaddexp2_jvp(F, a, t, result):
     self = a['self']
     other = a['other']
@@ -1580,7 +1573,6 @@ JVPS = {
     'igamma': (igamma_jvp, 'derived'),
     'igammac': (igammac_jvp, 'derived'),
     '_polygamma': (_polygamma_jvp, 'derived'),
-    'adjoint': (adjoint_jvp, 'view'),
     'logaddexp2': (logaddexp2_jvp, 'derived'),
     'real': (real_jvp, 'view'),
     'imag': (imag_jvp, 'view'),
