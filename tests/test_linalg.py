@@ -6,7 +6,7 @@ import pytest
 
 import reftorch as torch
 from reftorch import _formula_helpers
-from reftorch.kernels import lapack
+from reftorch.kernels import lapack_calls
 from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
 
 A = torch.tensor([[1., 2], [2, 4]])
@@ -137,7 +137,7 @@ def test_norm_nuc_is_the_matrix_norm():
         torch.norm(torch.ones(2, 2, 2), 'nuc')
 
 
-# the direct LAPACK calls of reftorch/kernels/lapack.py (potrf, gesv, syevd, gesdd on C-ordered buffers)
+# the direct LAPACK calls of reftorch/kernels/lapack_calls.py (potrf, gesv, syevd, gesdd)
 S = [[4., 99, -7], [1, 3, 55], [2, 0, 5]]       # lower triangle: M's; upper: garbage the factorizations never read
 TORCH_S = {   # torch 2.13 on S, in float64 and float32
     "float64": {"L": [[2.0, 0.0, 0.0], [0.5, 1.6583123951777, 0.0], [1.0, -0.30151134457776363, 1.9771421064483223]],
@@ -157,8 +157,8 @@ def test_hot_four_read_one_triangle_in_their_dtype(dtype, direct, monkeypatch):
     """cholesky, eigh, svd and solve as torch computes them, float32 in float32, from C-ordered and transposed
     (Fortran-ordered) inputs, with and without the LAPACK NumPy ships (NumPy's own path then runs)."""
     if not direct:
-        monkeypatch.setattr(lapack, "_FNS", None)
-    elif lapack._FNS is None:
+        monkeypatch.setattr(lapack_calls, "_FNS", None)
+    elif lapack_calls._FNS is None:
         pytest.skip("no OpenBLAS in NumPy's wheel here")
     dt, tol = getattr(torch, dtype), (1e-12 if dtype == "float64" else 2e-6)
     want = TORCH_S[dtype]
