@@ -24,6 +24,7 @@ def generate(registry_path, text=None):
         "reftorch/kernels/array_ops.py": emit_api.emit_array_ops(ops),
         "reftorch/kernels/return_types.py": emit_api.emit_return_types(ops),
         "reftorch/kernels/lapack.py": HEADER + template("lapack.py"),
+        "reftorch/kernels/lapack_calls.py": HEADER + template("lapack_calls.py"),
         "reftorch/kernels/geometry.py": emit_views.emit_geometry(),
         "reftorch/kernels/views.py": emit_views.emit_views(ops),
         "reftorch/kernels/sorting.py": HEADER + template("sorting.py"),

@@ -6,6 +6,7 @@ import pytest
 
 import reftorch as torch
 from reftorch import _formula_helpers
+from reftorch.kernels import lapack_calls
 from reftorch.autograd.gradcheck import gradcheck, gradgradcheck
 
 A = torch.tensor([[1., 2], [2, 4]])
@@ -134,3 +135,82 @@ def test_norm_nuc_is_the_matrix_norm():
     assert torch.norm(x, 'nuc').item() == pytest.approx(7.0) and x.norm(p='nuc').item() == pytest.approx(7.0)
     with pytest.raises(RuntimeError, match="linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2"):
         torch.norm(torch.ones(2, 2, 2), 'nuc')
+
+
+# the direct LAPACK calls of reftorch/kernels/lapack_calls.py (potrf, gesv, syevd, gesdd)
+S = [[4., 99, -7], [1, 3, 55], [2, 0, 5]]       # lower triangle: M's; upper: garbage the factorizations never read
+TORCH_S = {   # torch 2.13 on S, in float64 and float32
+    "float64": {"L": [[2.0, 0.0, 0.0], [0.5, 1.6583123951777, 0.0], [1.0, -0.30151134457776363, 1.9771421064483223]],
+                "eig": [1.854897308799577, 3.4760236029181337, 6.669079088282288],
+                "sv": [99.33341253957852, 55.310241846874376, 1.9105758509313575],
+                "x": [1.4692769362675049, -0.04839477946079832, 0.012289225492998001]},
+    "float32": {"L": [[2.0, 0.0, 0.0], [0.5, 1.658312439918518, 0.0], [1.0, -0.30151134729385376, 1.977142095565796]],
+                "eig": [1.8548976182937622, 3.4760234355926514, 6.669078826904297],
+                "sv": [99.33341217041016, 55.310237884521484, 1.9105757474899292],
+                "x": [1.469277024269104, -0.04839478060603142, 0.012289225123822689]},
+}
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["lapack", "numpy-fallback"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_hot_four_read_one_triangle_in_their_dtype(dtype, direct, monkeypatch):
+    """cholesky, eigh, svd and solve as torch computes them, float32 in float32, from C-ordered and transposed
+    (Fortran-ordered) inputs, with and without the LAPACK NumPy ships (NumPy's own path then runs)."""
+    if not direct:
+        monkeypatch.setattr(lapack_calls, "_FNS", None)
+    elif lapack_calls._FNS is None:
+        pytest.skip("no OpenBLAS in NumPy's wheel here")
+    dt, tol = getattr(torch, dtype), (1e-12 if dtype == "float64" else 2e-6)
+    want = TORCH_S[dtype]
+    s = torch.tensor(S, dtype=dt)
+    for L in (torch.linalg.cholesky(s), torch.linalg.cholesky(s.mT.contiguous().mT), torch.linalg.cholesky(s.mT, upper=True).mT):
+        assert L.dtype is dt and np.allclose(L.numpy(), want["L"], rtol=tol, atol=tol)
+    for w in (torch.linalg.eigh(s)[0], torch.linalg.eigvalsh(s.mT, UPLO="U")):
+        assert w.dtype is dt and np.allclose(w.numpy(), want["eig"], rtol=tol * 4)
+    w, V = torch.linalg.eigh(s)
+    sym = np.tril(S) + np.tril(S, -1).T
+    assert np.allclose((V @ torch.diag(w) @ V.mT).numpy(), sym, atol=tol * 40)
+    U, sv, Vh = torch.linalg.svd(s)
+    assert sv.dtype is dt and np.allclose(sv.numpy(), want["sv"], rtol=tol * 4)
+    assert np.allclose((U * sv.unsqueeze(-2) @ Vh).numpy(), S, atol=tol * 400)
+    x = torch.linalg.solve(s, torch.tensor([[1.], [2], [3]], dtype=dt))
+    assert x.dtype is dt and np.allclose(x.numpy()[:, 0], want["x"], rtol=tol * 10, atol=tol)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5), (3, 3)])
+@pytest.mark.parametrize("full", [True, False])
+def test_svd_of_tall_and_wide_batches(shape, full):
+    a = np.random.default_rng(3).standard_normal(shape)
+    U, S, Vh = torch.linalg.svd(torch.tensor(a), full_matrices=full)
+    m, n = shape[-2:]
+    k = min(m, n)
+    assert U.shape == shape[:-2] + ((m, m) if full else (m, k)) and Vh.shape == shape[:-2] + ((n, n) if full else (k, n))
+    assert np.allclose(S.numpy(), np.linalg.svd(a, compute_uv=False))
+    u, vh = U.numpy(), Vh.numpy()
+    assert np.allclose(u[..., :k] * S.numpy()[..., None, :] @ vh[..., :k, :], a)
+    assert np.allclose(np.swapaxes(u, -1, -2) @ u, np.eye(u.shape[-1])) and np.allclose(vh @ np.swapaxes(vh, -1, -2), np.eye(vh.shape[-2]))
+
+
+def test_solve_broadcasts_and_solves_from_the_right():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((3, 4, 2))
+    A, Bt = torch.tensor(a), torch.tensor(b)
+    assert np.allclose(torch.linalg.solve(A, Bt).numpy(), np.linalg.solve(a, b))
+    assert np.allclose(torch.linalg.solve(A, Bt.mT, left=False).numpy(), np.swapaxes(np.linalg.solve(a.T, b), -1, -2))
+    assert np.allclose(torch.linalg.solve(A.mT, Bt[0, :, 0]).numpy(), np.linalg.solve(a.T, b[0, :, 0]))
+    assert torch.linalg.solve_ex(A.expand(3, 4, 4), Bt).info.tolist() == [0, 0, 0]
+
+
+def test_non_finite_inputs_as_torch():
+    """OpenBLAS's potrf takes a NaN pivot as positive (torch's LAPACK stops there), and its eigen and singular
+    value drivers are not given inf or NaN: torch 2.13's results."""
+    nan = float("nan")
+    for dt in (torch.float64, torch.float32):
+        L, info = torch.linalg.cholesky_ex(torch.tensor([[1., nan], [nan, 2]], dtype=dt))
+        assert info.item() == 2 and L[0].tolist() == [1.0, 0.0] and bool(L[1].isnan().all())
+        L, info = torch.linalg.cholesky_ex(torch.tensor([[1., float("inf")], [float("inf"), 2]], dtype=dt))
+        assert info.item() == 2 and L.tolist() == [[1.0, 0.0], [float("inf"), -float("inf")]]
+        w, V = torch.linalg.eigh(torch.tensor([[1., nan], [nan, 2]], dtype=dt))
+        assert bool(w.isnan().all()) and bool(V.isnan().all())
+        assert bool(torch.linalg.svdvals(torch.tensor([[1., float("inf")], [0, 2]], dtype=dt)).isnan().all())

@@ -6,9 +6,13 @@ factors (sytrf) and the matrix exponential; these are those algorithms, unblocke
 and `info` codes of the LAPACK routine they mirror, so results agree with PyTorch's element for element up
 to rounding. The loops run over one matrix dimension; each step is a NumPy operation over the whole batch.
 
+The hot four (cholesky, solve, eigh, svd) run in NumPy's own LAPACK, called directly from Numba loops
+(lapack_calls.py, the entry points at the end), with NumPy's path and these routines behind them.
+
 Copied verbatim into reftorch/kernels/lapack.py by `python -m codegen`; the array-op bodies of ops.yaml
 call it as `lapack.<name>`.
 """
+import importlib
 import math
 
 import numpy as np
@@ -268,3 +272,37 @@ def matrix_exp(a):
         more = s > step
         r[more] = r[more] @ r[more]
     return r.reshape(lead + (n, n)).astype(a.dtype)
+
+
+# -- the hot four, called directly in NumPy's LAPACK (reftorch/kernels/lapack_calls.py) --
+
+_calls = None
+
+
+def _direct():
+    """lapack_calls (Numba loops over NumPy's own LAPACK), imported on the first call: `import reftorch`
+    imports no Numba."""
+    global _calls
+    if _calls is None:
+        _calls = importlib.import_module(__package__ + ".lapack_calls")
+    return _calls
+
+
+def potrf(a, upper=False):
+    """(L, info) of cholesky(a) by LAPACK potrf, or None where NumPy's path is to run (lapack_calls.potrf)."""
+    return _direct().potrf(a, upper)
+
+
+def gesv(a, b):
+    """X with a X = b by LAPACK gesv, or None where NumPy's path is to run (lapack_calls.gesv)."""
+    return _direct().gesv(a, b)
+
+
+def syevd(a, uplo="L"):
+    """(eigenvalues, eigenvectors) by LAPACK syevd, or None where NumPy's path is to run (lapack_calls.syevd)."""
+    return _direct().syevd(a, uplo)
+
+
+def gesdd(a, full_matrices=True):
+    """(U, S, Vh) by LAPACK gesdd, or None where NumPy's path is to run (lapack_calls.gesdd)."""
+    return _direct().gesdd(a, full_matrices)
