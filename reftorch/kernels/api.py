@@ -593,7 +593,7 @@ SPECS = {
 
     '_eigh_backward': {'name': '_eigh_backward', 'kind': 'composite', 'args': (('gL', 'Tensor', None, False), ('gV', 'Tensor', None, False), ('L', 'Tensor', None, False), ('V', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'linalg_eigh': {'name': 'linalg_eigh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
+    'linalg_eigh': {'name': 'linalg_eigh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': __import__('scipy.linalg').linalg.eigh(A, lower=UPLO in 'Ll', driver='evd')", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_eigvalsh': {'name': 'linalg_eigvalsh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigvalsh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
 
@@ -601,7 +601,7 @@ SPECS = {
 
     '_svd_backward': {'name': '_svd_backward', 'kind': 'composite', 'args': (('gU', 'Tensor', None, False), ('gS', 'Tensor', None, False), ('gVh', 'Tensor', None, False), ('U', 'Tensor', None, False), ('S', 'Tensor', None, False), ('Vh', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'linalg_svd': {'name': 'linalg_svd', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', 'True', False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, full_matrices=True, driver=None: np.linalg.svd(A, full_matrices=full_matrices)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'linalg_svd': {'name': 'linalg_svd', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', 'True', False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, full_matrices=True, driver=None: __import__('scipy.linalg').linalg.svd(A, full_matrices=full_matrices, lapack_driver='gesdd')", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_svdvals': {'name': 'linalg_svdvals', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('driver', 'str?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, driver=None: np.linalg.svd(A, compute_uv=False)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4270,7 +4270,7 @@ def _eigh_backward(gL, gV, L, V):
 
 
 def linalg_eigh(A, UPLO="L", *, out=None):
-    """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices.
+    """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices. The fuzz's reference is SciPy's syevd in the input's dtype, as torch's: an eigenvector's sign is the routine's choice, and NumPy's runs float32 in float64 (ssyevd and dsyevd disagree on about one matrix in ten).
 
     ops.yaml: linalg_eigh"""
     if out is not None:
@@ -4302,7 +4302,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
-    """torch.linalg.svd — (U, S, Vh) with A = U diag(S) Vh; the fuzz checks the product, as singular vectors are fixed only up to sign.
+    """torch.linalg.svd — (U, S, Vh) with A = U diag(S) Vh; the fuzz's reference is SciPy's gesdd in the input's dtype, as torch's (singular vectors are fixed only up to sign, which is the routine's choice).
 
     ops.yaml: linalg_svd"""
     if out is not None:

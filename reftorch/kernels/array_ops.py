@@ -908,6 +908,9 @@ def _linalg_slogdet_forward(A):
 
 def _linalg_cholesky_ex_forward(A, upper):
     # ops.yaml: _linalg_cholesky_ex
+    direct = lapack.potrf(A, upper)
+    if direct is not None:
+        return direct
     try:
         return np.linalg.cholesky(A, upper=upper), np.zeros(A.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
@@ -926,8 +929,11 @@ def _linalg_solve_ex_forward(A, B, left):
     Bm = B[..., None] if vector else B
     M = A if left else np.swapaxes(A, -1, -2)
     Bm = Bm if left else np.swapaxes(Bm, -1, -2)
+    X = lapack.gesv(M, Bm)
     try:
-        X, info = np.linalg.solve(M, Bm), np.zeros(M.shape[:-2], np.int32)
+        if X is None:
+            X = np.linalg.solve(M, Bm)
+        info = np.zeros(M.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
         lu, piv, info = lapack.lu_factor(M)
         with np.errstate(all="ignore"):
@@ -981,13 +987,15 @@ def _linalg_ldl_solve_forward(LD, pivots, B):
 
 def _linalg_eigh_forward(A, UPLO):
     # ops.yaml: _linalg_eigh
-    L, V = np.linalg.eigh(A, UPLO)
+    direct = lapack.syevd(A, UPLO)
+    L, V = direct if direct is not None else np.linalg.eigh(A, UPLO)
     return L.astype(A.dtype, copy=False), V.astype(A.dtype, copy=False)
 
 
 def _linalg_svd_forward(A, full_matrices):
     # ops.yaml: _linalg_svd
-    U, S, Vh = np.linalg.svd(A, full_matrices=full_matrices)
+    direct = lapack.gesdd(A, full_matrices)
+    U, S, Vh = direct if direct is not None else np.linalg.svd(A, full_matrices=full_matrices)
     return U.astype(A.dtype, copy=False), S.astype(A.dtype, copy=False), Vh.astype(A.dtype, copy=False)
 
 
