@@ -88,7 +88,7 @@ class _Plan:
     cast to, or (wrapping NumPy type, compute dtype) for a Python number), the kernels' entry points, and caches of
     what equal calls repeat (kernel scalars, Python numbers as arrays, strided geometry)."""
     __slots__ = ("spec", "compute", "out", "out_np", "conv", "plain", "numbers", "tensor_pos", "dense", "floats",
-                 "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo")
+                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo")
 
     def __init__(self, spec, compute, out, conv):
         self.spec, self.compute, self.out, self.out_np, self.conv = spec, compute, out, out.np, conv
@@ -100,6 +100,7 @@ class _Plan:
         self.dense = self.tensor_pos != () and all(c is None or c.__class__ is tuple for c in conv)
         # kernel scalars of a floating compute dtype go in as Python floats (see _fast_scalars)
         self.floats = compute.category == 2 and bool(spec.kernel_idx)
+        self.bool_guard = bool(spec.in_dtype_pos)
         self.keep_layout = "memory_format" not in spec.arg_types    # clone (.contiguous()) returns row-major
         self.entries = {}       # (kernel suffix, kernel scalar types) -> the compiled entry point
         self.ks = {}            # scalars -> (kernel scalars, contig entry key, strided entry key)
@@ -108,12 +109,50 @@ class _Plan:
         self.geo = {}           # n -> the stride-0 strided kernel's arguments (_numbers_args)
 
     def run(self, tensors, scalars):
-        """The call: its kernel scalars, then the cheapest geometry that fits -- same-shape dense operands run the
-        flat (contig) kernel; anything else broadcasts, keeps the input's memory order and may go blocked or
-        threaded -- then the graph node when an input requires grad."""
+        """The call: its kernel scalars (kept ones when these scalars were seen before, see _fast_scalars), then
+        the cheapest geometry that fits -- every Tensor of one shape and dense from its offset runs one flat loop
+        over the n elements, Python numbers going in as arrays of n copies (small n: the contig kernel costs half a
+        strided one) or broadcast by stride 0 (large n); anything else is _run_general's -- then the graph node
+        when an input requires grad."""
         spec = self.spec
-        sc = _fast_scalars(spec, self, scalars)
-        out = _run_dense(spec, self, tensors, sc) if self.dense else None
+        try:
+            sc = self.ks.get(scalars)
+        except TypeError:       # an unhashable argument: _fast_scalars says what is wrong
+            sc = None
+        if sc is not None and self.bool_guard:
+            for i in spec.in_dtype_pos:     # True == 1: a kept value of alpha=1 must not serve alpha=True,
+                if scalars[i].__class__ is bool:    # which PyTorch refuses for a non-bool result
+                    sc = None
+        if sc is None:
+            sc = _fast_scalars(spec, self, scalars)
+        out = None
+        if self.dense:
+            shape = tensors[self.tensor_pos[0]]._shape
+            info = _shape_info.get(shape)
+            if info is None:
+                info = _info(shape)
+            cs, n = info
+            small = n <= DENSE_NUMBERS
+            args = [None]
+            for t, c in zip(tensors, self.conv):
+                if c is None:
+                    if t._strides != cs or t._shape != shape:
+                        break
+                    off = t._offset
+                    # (a storage may run past n elements: the kernels loop over the output)
+                    args.append(t._storage.data if not off else t._storage.data[off:off + n])
+                else:
+                    args.append(_dense_number(self, t, c, n) if small else _const(self, t, c)._storage.data)
+            else:
+                odata = np.empty(n, self.out_np)
+                out = _make_tensor(Storage(odata), 0, shape, cs, self.out)
+                if n:
+                    args[0] = odata
+                    fn = self.entries.get(sc[1]) if small or self.numbers is None else None
+                    if fn is not None and n < _cpu.PARALLEL_MIN:
+                        fn(*args, *sc[0])   # the commonest call of all: the contig kernel's entry point
+                    else:
+                        _run_dense(spec, self, args, sc, n, small)
         if out is None:
             out = _run_general(spec, self, tensors, sc)
         if spec.differentiable and grad_mode.state.enabled:
@@ -143,20 +182,9 @@ def _new_plan(spec, tensors, key):
 
 
 def _fast_scalars(spec, plan, scalars):
-    """(kernel scalars, contig entry key, strided entry key) of a call: the plan's when these scalars were seen
-    before, else converted (raising the op's scalar errors) and kept where equal scalars surely give equal kernel
-    values: no kernel scalars at all, or nonzero Python numbers going in as floats (0.0 == -0.0, and True == 1 is
-    why a bool at a `scalars_in_dtype` position never takes a kept value)."""
-    try:
-        hit = plan.ks.get(scalars)
-    except TypeError:       # an unhashable argument: the conversion below says what is wrong
-        hit = None
-    if hit is not None:
-        for i in spec.in_dtype_pos:
-            if scalars[i].__class__ is bool:
-                break
-        else:
-            return hit
+    """(kernel scalars, contig entry key, strided entry key) of a call, converted (raising the op's scalar errors)
+    and kept in plan.ks where equal scalars surely give equal kernel values: no kernel scalars at all, or nonzero
+    Python numbers going in as floats (0.0 == -0.0 and NaN != NaN: never kept)."""
     keep = True
     ks = None
     if not scalars or spec.kernel_idx == ():
@@ -201,45 +229,20 @@ def _entry(spec, plan, suffix, ekey, args, ks):
     plan.entries[ekey] = fn
 
 
-def _run_dense(spec, plan, tensors, sc):
-    """Every Tensor argument of one shape and dense from its offset: one flat loop over the n elements, Python
-    numbers going in as arrays of n copies (small n: the contig kernel costs half a strided one) or broadcast by
-    stride 0 (large n). None when the operands are not so."""
-    shape = tensors[plan.tensor_pos[0]]._shape
-    info = _shape_info.get(shape)
-    if info is None:
-        info = _info(shape)
-    cs, n = info
-    small = n <= DENSE_NUMBERS
-    args = [None]
-    for t, c in zip(tensors, plan.conv):
-        if c is None:
-            if t._strides != cs or t._shape != shape:
-                return None
-            off = t._offset
-            # (a storage may run past n elements: the kernels loop over the output)
-            args.append(t._storage.data if not off else t._storage.data[off:off + n])
-        elif small:
-            args.append(_dense_number(plan, t, c, n))
-        else:
-            args.append(_const(plan, t, c)._storage.data)
-    odata = np.empty(n, plan.out_np)
-    out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
-    if n:
-        ks, ckey, skey = sc
-        args[0] = odata
-        if plan.numbers is not None and not small:
-            suffix, ekey, args = "strided", skey, _numbers_args(plan, n, args)
-        else:
-            suffix, ekey = "contig", ckey
-        fn = plan.entries.get(ekey)
-        if fn is None:
-            _entry(spec, plan, suffix, ekey, args, ks)      # (runs the call)
-        elif n >= _cpu.PARALLEL_MIN and suffix == "contig":
-            _run_contig(fn, args, ks, n)
-        else:
-            fn(*args, *ks)
-    return out
+def _run_dense(spec, plan, args, sc, n, small):
+    """Run the kernel over the flat arrays of _Plan.run's dense case (args[0] the output's)."""
+    ks, ckey, skey = sc
+    if plan.numbers is not None and not small:
+        suffix, ekey, args = "strided", skey, _numbers_args(plan, n, args)
+    else:
+        suffix, ekey = "contig", ckey
+    fn = plan.entries.get(ekey)
+    if fn is None:
+        _entry(spec, plan, suffix, ekey, args, ks)      # (runs the call)
+    elif n >= _cpu.PARALLEL_MIN and suffix == "contig":
+        _run_contig(fn, args, ks, n)
+    else:
+        fn(*args, *ks)
 
 
 def _numbers_args(plan, n, flat):
