@@ -48,6 +48,8 @@ def _plan_for(spec, tensors):
     plan = spec.plans.get(key)
     if plan is None:
         plan = _new_plan(spec, tensors, key)
+    elif plan is False:     # a signature the general path serves (16-bit), known from its first call
+        return None
     return plan
 
 
@@ -166,8 +168,9 @@ class _Plan:
 def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
-    if compute.half or out_dtype.half:
-        return None             # 16-bit storage runs through run_elementwise's half path (_cpu.run_half)
+    if compute.half or out_dtype.half:      # 16-bit storage runs through run_elementwise's half path
+        spec.plans[key] = False             # (_cpu.run_half): promoted by the general path on each call
+        return None
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):
