@@ -153,16 +153,16 @@ def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
         outs = to_half(outs, dt)
     tensors_out = []
     for a in outs:
-        if a.__class__ is np.ndarray and a.base is None and a.flags.c_contiguous:
-            # a fresh array (its own memory, so no input's): wrap it as it is
-            odt = _FROM_NP.get(a.dtype)
-            tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
-                                            odt if odt is not None else D.from_numpy(a.dtype)))
-            continue
-        a = np.asarray(a)
-        if any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
-            a = a.copy()
-        tensors_out.append(Tensor._from_array(_contig(a)))
+        if a.__class__ is not np.ndarray:
+            a = np.asarray(a)
+        if a.base is not None and any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
+            a = a.copy()        # a view of an input's memory: the result gets values of its own
+        if not a.flags.c_contiguous:
+            a = _contig(a)
+        # wrapped as it is (Tensor._from_array's walk to the base array costs µs on small results)
+        odt = _FROM_NP.get(a.dtype)
+        tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
+                                        odt if odt is not None else D.from_numpy(a.dtype)))
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]

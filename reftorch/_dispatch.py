@@ -49,7 +49,7 @@ def call(name, tensors, scalars):
         # elementwise on cpu, nothing intercepting (_intercept.active(), inlined): the op's plan
         plan = _plan_for(spec, tensors)
         if plan is not None:
-            return plan.run(spec, plan, tensors, scalars)
+            return plan.run(tensors, scalars)
         return _elementwise(spec, tensors, scalars)
     if _forward is not None:
         return _forward.call(spec, tensors, scalars, _call_spec)

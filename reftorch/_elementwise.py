@@ -1,15 +1,15 @@
-"""Elementwise ops (unary, binary, ternary and fused backward kernels) on the cpu: the plan and its runs.
+"""Elementwise ops (unary, binary, ternary and fused backward kernels) on the cpu: one plan per argument signature.
 
-The first call with a given key -- each argument's dtype, 0-d-ness and wrapped-ness, or the type of a Python
-number -- runs the general promotion code once (_elementwise) and keeps the result as a plan (_Plan); later calls
-with that key skip promotion, and same-shape contiguous operands skip broadcasting and collapsing too. The compiled
-kernel is called through its entry point once its exact signature is known (Numba's dispatcher spends ~0.7 µs
-typing the arguments of every call). Per-op overhead is what small tensors pay (DESIGN §5).
+A plan (_Plan) is keyed by the op and its arguments' signature -- each argument's dtype, 0-d-ness and
+wrapped-ness, or the type of a Python number -- and built once by the general promotion code. It holds what
+every call with that signature needs: the compute and result dtypes, each argument's conversion, the compiled
+kernels' entry points (Numba's dispatcher spends ~0.7 µs typing the arguments of every call) and caches of what
+equal calls repeat. A call is: look up the plan, run it (_Plan.run). Same-shape dense operands are its cheapest
+geometry (one flat loop, _run_dense); any other layout broadcasts and keeps the input's memory order
+(_run_general). Per-op overhead is what small tensors pay (DESIGN §5).
 
-A plan runs the cheapest case that fits (plan.run): _lean_contig (every operand contiguous, of one shape, from
-offset 0) falls back to _fast_elementwise (same shape with offsets, Python numbers, broadcasting), which ends in
-the general runner (_cpu.run_elementwise) for layouts it does not cache. Ops with other tensor argument kinds
-(masks, indices) and 16-bit dtypes take _elementwise, the general path.
+Ops with other tensor argument kinds (masks, indices) and 16-bit dtypes have no plan: _elementwise promotes on
+every call and runs _cpu.run_elementwise, which holds the 16-bit variant.
 """
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ def _plan_for(spec, tensors):
     plan = spec.plans.get(key)
     if plan is None:
         plan = _new_plan(spec, tensors, key)
+    elif plan is False:     # a signature the general path serves (16-bit), known from its first call
+        return None
     return plan
 
 
@@ -59,7 +61,7 @@ def elementwise(spec, tensors, scalars):
     if spec.plans is not None:
         plan = _plan_for(spec, tensors)
         if plan is not None:
-            return plan.run(spec, plan, tensors, scalars)
+            return plan.run(tensors, scalars)
     return _elementwise(spec, tensors, scalars)
 
 
@@ -79,91 +81,218 @@ def _elementwise(spec, tensors, scalars):
 
 
 _geometry = {}          # (collapsed shape, strides...) -> the int64 arrays a strided kernel takes
+DENSE_NUMBERS = 256     # operand size up to which a Python number goes in as a cached array of that size
 
 
 class _Plan:
-    __slots__ = ("compute", "out", "out_np", "conv", "plain", "entries", "float_key", "consts", "numbers", "geo",
-                 "lean", "ks", "run", "tensor_pos", "dense")
+    """Everything a call with one argument signature needs, worked out once by the general promotion code: the
+    compute and result dtypes, each argument's conversion (conv: None for a Tensor of the compute dtype, a dtype to
+    cast to, or (wrapping NumPy type, compute dtype) for a Python number), the kernels' entry points, and caches of
+    what equal calls repeat (kernel scalars, Python numbers as arrays, strided geometry)."""
+    __slots__ = ("spec", "compute", "out", "out_np", "conv", "plain", "numbers", "tensor_pos", "dense", "floats",
+                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo")
 
-    def __init__(self, compute, out, conv, n_kernel_scalars):
-        self.float_key = ("contig", (float,) * n_kernel_scalars) \
-            if compute.category == 2 and n_kernel_scalars else None
-        self.compute, self.out, self.out_np, self.conv = compute, out, out.np, conv
+    def __init__(self, spec, compute, out, conv):
+        self.spec, self.compute, self.out, self.out_np, self.conv = spec, compute, out, out.np, conv
         self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
-        # Tensors of the compute dtype and at least one Python number (a * 2): the numbers' positions
-        self.numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple) \
-            if all(c is None or c.__class__ is tuple for c in conv) and not self.plain and \
-            any(c is None for c in conv) else None
-        self.tensor_pos = tuple(i for i, c in enumerate(conv) if c.__class__ is not tuple)   # (not numbers)
-        self.geo = {}                                 # numel -> the strided kernel's arguments (_numbers_args)
-        self.entries = {}                             # (kernel suffix, kernel scalar types) -> callable
-        self.consts = {}                              # Python number -> its 1-element compute-dtype tensor
-        # _lean_contig serves call() for plain plans whose kernel scalars (if any) go in as floats; it finds the
-        # floats of scalars it has seen in ks
-        self.lean = (self.plain or self.numbers is not None) and (not n_kernel_scalars or self.float_key is not None)
-        self.ks = {}
-        self.dense = {}                               # (Python number, n) -> its dense array (_dense_number)
-        self.run = _lean_contig if self.lean else _fast_elementwise
+        numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple)
+        self.numbers = numbers or None                # the positions of Python numbers (a * 2)
+        self.tensor_pos = tuple(i for i, c in enumerate(conv) if c.__class__ is not tuple)
+        # the dense case needs no cast: Tensors of the compute dtype, and Python numbers beside at least one
+        self.dense = self.tensor_pos != () and all(c is None or c.__class__ is tuple for c in conv)
+        # kernel scalars of a floating compute dtype go in as Python floats (see _fast_scalars)
+        self.floats = compute.category == 2 and bool(spec.kernel_idx)
+        self.bool_guard = bool(spec.in_dtype_pos)
+        self.keep_layout = "memory_format" not in spec.arg_types    # clone (.contiguous()) returns row-major
+        self.entries = {}       # (kernel suffix, kernel scalar types) -> the compiled entry point
+        self.ks = {}            # scalars -> (kernel scalars, contig entry key, strided entry key)
+        self.consts = {}        # Python number -> its 1-element compute-dtype tensor (_const)
+        self.dense_numbers = {}     # (Python number, n) -> an array of n copies of it (_dense_number)
+        self.geo = {}           # n -> the stride-0 strided kernel's arguments (_numbers_args)
+
+    def run(self, tensors, scalars):
+        """The call: its kernel scalars (kept ones when these scalars were seen before, see _fast_scalars), then
+        the cheapest geometry that fits -- every Tensor of one shape and dense from its offset runs one flat loop
+        over the n elements, Python numbers going in as arrays of n copies (small n: the contig kernel costs half a
+        strided one) or broadcast by stride 0 (large n); anything else is _run_general's -- then the graph node
+        when an input requires grad."""
+        spec = self.spec
+        try:
+            sc = self.ks.get(scalars)
+        except TypeError:       # an unhashable argument: _fast_scalars says what is wrong
+            sc = None
+        if sc is not None and self.bool_guard:
+            for i in spec.in_dtype_pos:     # True == 1: a kept value of alpha=1 must not serve alpha=True,
+                if scalars[i].__class__ is bool:    # which PyTorch refuses for a non-bool result
+                    sc = None
+        if sc is None:
+            sc = _fast_scalars(spec, self, scalars)
+        out = None
+        if self.dense:
+            shape = tensors[self.tensor_pos[0]]._shape
+            info = _shape_info.get(shape)
+            if info is None:
+                info = _info(shape)
+            cs, n = info
+            small = n <= DENSE_NUMBERS
+            args = [None]
+            for t, c in zip(tensors, self.conv):
+                if c is None:
+                    if t._strides != cs or t._shape != shape:
+                        break
+                    off = t._offset
+                    # (a storage may run past n elements: the kernels loop over the output)
+                    args.append(t._storage.data if not off else t._storage.data[off:off + n])
+                else:
+                    args.append(_dense_number(self, t, c, n) if small else _const(self, t, c)._storage.data)
+            else:
+                odata = np.empty(n, self.out_np)
+                out = _make_tensor(Storage(odata), 0, shape, cs, self.out)
+                if n:
+                    args[0] = odata
+                    fn = self.entries.get(sc[1]) if small or self.numbers is None else None
+                    if fn is not None and n < _cpu.PARALLEL_MIN:
+                        fn(*args, *sc[0])   # the commonest call of all: the contig kernel's entry point
+                    else:
+                        _run_dense(spec, self, args, sc, n, small)
+        if out is None:
+            out = _run_general(spec, self, tensors, sc)
+        if spec.differentiable and grad_mode.state.enabled:
+            for i in self.tensor_pos:
+                if _requires_grad(tensors[i]):
+                    record(spec, tensors, scalars, (out,))
+                    break
+        return out
 
 
 def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
-    if compute.half or out_dtype.half:
-        return None             # 16-bit storage runs through run_elementwise's half path (_cpu.run_half)
+    if compute.half or out_dtype.half:      # 16-bit storage runs through run_elementwise's half path
+        spec.plans[key] = False             # (_cpu.run_half): promoted by the general path on each call
+        return None
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):
             conv.append(None if t.dtype is compute else compute)
         else:
             conv.append((_PY_SCALAR_NP[type(t)], compute))
-    plan = _Plan(compute, out_dtype, tuple(conv), len(spec.kernel_idx) if spec.kernel_idx else 0)
+    plan = _Plan(spec, compute, out_dtype, tuple(conv))
     if len(spec.plans) > 256:
         spec.plans.clear()
     spec.plans[key] = plan
     return plan
 
 
-def _entry(spec, plan, suffix, args, ks):
+def _fast_scalars(spec, plan, scalars):
+    """(kernel scalars, contig entry key, strided entry key) of a call, converted (raising the op's scalar errors)
+    and kept in plan.ks where equal scalars surely give equal kernel values: no kernel scalars at all, or nonzero
+    Python numbers going in as floats (0.0 == -0.0 and NaN != NaN: never kept)."""
+    keep = True
+    ks = None
+    if not scalars or spec.kernel_idx == ():
+        ks = ()
+    elif plan.floats:       # a floating compute dtype: Python numbers go in as floats
+        ks = []
+        for i in spec.kernel_idx:
+            v = scalars[i]
+            tp = v.__class__
+            if tp is float or tp is int or tp is bool and not spec.in_dtype_pos:
+                ks.append(float(v))
+            else:
+                ks = None
+                break
+        keep = ks is not None and all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars)
+    if ks is None:
+        ks = _kernel_scalars(spec, scalars, plan.compute)
+        keep = False
+    types = tuple(map(type, ks))
+    hit = (ks, ("contig", types), ("strided", types))
+    if keep and len(plan.ks) < 64:
+        try:
+            plan.ks[scalars] = hit
+        except TypeError:   # (an unhashable scalar the op ignores)
+            pass
+    return hit
+
+
+def _entry(spec, plan, suffix, ekey, args, ks):
     """The compiled kernel for these argument types: the overload's entry point once Numba has compiled
-    (or loaded) it for exactly these types, else the dispatcher."""
-    ekey = (suffix, tuple(map(type, ks))) if ks else suffix
+    (or loaded) it for exactly these types, else the dispatcher. None the first time, which runs the call."""
+    disp = spec.kernel(suffix)
+    disp(*args, *ks)              # compiles or loads the overload (and does this call's work)
+    fn = disp
+    try:
+        sig = tuple(disp.typeof_pyval(a) for a in (*args, *ks))
+        ov = disp.overloads.get(sig)
+        if ov is not None and not ov.objectmode:
+            fn = ov.entry_point
+    except Exception:   # noqa: BLE001 -- an older/newer Numba without these: the dispatcher is fine
+        pass
+    plan.entries[ekey] = fn
+
+
+def _run_dense(spec, plan, args, sc, n, small):
+    """Run the kernel over the flat arrays of _Plan.run's dense case (args[0] the output's)."""
+    ks, ckey, skey = sc
+    if plan.numbers is not None and not small:
+        suffix, ekey, args = "strided", skey, _numbers_args(plan, n, args)
+    else:
+        suffix, ekey = "contig", ckey
     fn = plan.entries.get(ekey)
     if fn is None:
-        disp = spec.kernel(suffix)
-        disp(*args, *ks)              # compiles or loads the overload (and does this call's work)
-        fn = disp
-        try:
-            sig = tuple(disp.typeof_pyval(a) for a in (*args, *ks))
-            ov = disp.overloads.get(sig)
-            if ov is not None and not ov.objectmode:
-                fn = ov.entry_point
-        except Exception:   # noqa: BLE001 -- an older/newer Numba without these: the dispatcher is fine
-            pass
-        plan.entries[ekey] = fn
-        return None
-    return fn
+        _entry(spec, plan, suffix, ekey, args, ks)      # (runs the call)
+    elif n >= _cpu.PARALLEL_MIN and suffix == "contig":
+        _run_contig(fn, args, ks, n)
+    else:
+        fn(*args, *ks)
 
 
-def _fast_scalars(spec, plan, scalars):
-    """(kernel scalars, entry key) for the contiguous kernel."""
-    if scalars and spec.kernel_idx != ():
-        ks = None
-        if plan.float_key is not None:      # floating compute dtype: Python numbers go in as floats
-            ks = []
-            for i in spec.kernel_idx:
-                v = scalars[i]
-                tp = v.__class__
-                if tp is float or tp is int or tp is bool and not spec.in_dtype_pos:
-                    ks.append(float(v))
-                else:
-                    ks = None
-                    break
-        if ks is None:
-            ks = _kernel_scalars(spec, scalars, plan.compute)
-            return ks, ("contig", tuple(map(type, ks)))
-        return ks, plan.float_key
-    return (), "contig"
+def _numbers_args(plan, n, flat):
+    """The 1-D strided kernel's arguments for the flat arrays of _run_dense (Python numbers as 1-element arrays):
+    [shape, out, 0, out strides] then (data, 0, strides) per argument, stride 0 for the numbers (geometry cached)."""
+    args = plan.geo.get(n)
+    if args is None:
+        one, zero = np.ones(1, np.int64), np.zeros(1, np.int64)
+        args = [np.array((n,), np.int64), None, 0, one]
+        for i in range(len(plan.conv)):
+            args += [None, 0, zero if i in plan.numbers else one]
+        if len(plan.geo) > 64:
+            plan.geo.clear()
+        plan.geo[n] = args
+    args = args.copy()
+    args[1] = flat[0]
+    for i in range(1, len(flat)):
+        args[1 + 3 * i] = flat[i]
+    return args
+
+
+def _run_general(spec, plan, tensors, sc):
+    """Any geometry: arguments cast, shapes broadcast, the result in the memory order of the first input of its
+    shape (as PyTorch's TensorIterator); small row-major results take the strided kernel's entry point, the rest
+    _cpu.run_elementwise (blocked for disagreeing stride orders, threaded when large)."""
+    ins = tensors if plan.plain else _convert(plan, tensors)
+    shape = None
+    for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
+        s = t._shape
+        if s:
+            if shape is None:
+                shape = s
+            elif s != shape:
+                shape = L.broadcast_shapes(*[t._shape for t in ins])
+                break
+    if shape is None:
+        shape = ()
+    cs, n = _info(shape)
+    layout = _result_layout(shape, ins) if plan.keep_layout else None
+    if layout is None and n < _cpu.BLOCK_MIN:
+        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+        if n:
+            _run_strided(spec, plan, ins, sc, out, shape, cs, n, 0, cs)
+    else:
+        out = empty(shape, plan.out, layout)
+        run_elementwise(spec, ins, sc[0], out)
+    return out
 
 
 def _const(plan, t, c):
@@ -179,6 +308,17 @@ def _const(plan, t, c):
     return k
 
 
+def _dense_number(plan, v, c, n):
+    """Python number v as an array of n elements of the compute dtype, cached per (value, n) like _const."""
+    key = (v, n)
+    a = plan.dense_numbers.get(key)
+    if a is None or v == 0 or v != v:       # (0.0 == -0.0 and NaN != NaN: never shared)
+        a = np.full(n, _const(plan, v, c)._storage.data[0], c[1].np)     # (kernels never write their inputs;
+        if len(plan.dense_numbers) < 16:                                  # a read-only array would compile anew)
+            plan.dense_numbers[key] = a
+    return a
+
+
 def _convert(plan, tensors):
     """The arguments as tensors of the compute dtype (Python numbers as 1-element arrays)."""
     ins = []
@@ -192,212 +332,9 @@ def _convert(plan, tensors):
     return ins
 
 
-def _numbers_args(plan, n):
-    """The argument list of the 1-D strided kernel call over n elements where every Tensor argument is dense
-    (stride 1) and every Python number a broadcast 1-element array (stride 0): [shape, out, 0, out strides] then
-    (data, offset, strides) per argument, data and offsets left for the caller to fill in a copy."""
-    args = plan.geo.get(n)
-    if args is None:
-        one, zero = np.ones(1, np.int64), np.zeros(1, np.int64)
-        args = [np.array((n,), np.int64), None, 0, one]
-        for i in range(len(plan.conv)):
-            args += [None, 0, zero if i in plan.numbers else one]
-        if len(plan.geo) > 64:
-            plan.geo.clear()
-        plan.geo[n] = args
-    return args
-
-
-def _fast_numbers(spec, plan, tensors, scalars, ks, ekey):
-    """_fast_elementwise for dense same-shape Tensors of the compute dtype with Python numbers (a * 2): the
-    1-D strided kernel with cached geometry; None when the Tensors are not all dense and of one shape."""
-    shape = None
-    for i in plan.tensor_pos:
-        t = tensors[i]
-        if shape is None:
-            shape = t._shape
-            cs, n = _info(shape)
-        if t._shape != shape or t._strides != cs:
-            return None
-    odata = np.empty(n, plan.out_np)
-    out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
-    if n:
-        args = _numbers_args(plan, n).copy()
-        args[1] = odata
-        for i in plan.tensor_pos:
-            t = tensors[i]
-            args[4 + 3 * i] = t._storage.data
-            args[5 + 3 * i] = t._offset
-        for i in plan.numbers:
-            args[4 + 3 * i] = _const(plan, tensors[i], plan.conv[i])._storage.data
-        skey = ("strided", ekey[1]) if ekey.__class__ is tuple else "strided"
-        fn = plan.entries.get(skey)
-        if fn is None:
-            fn = _entry(spec, plan, "strided", args, ks)
-        if fn is not None:
-            fn(*args, *ks)
-    if spec.differentiable and grad_mode.state.enabled:
-        for i in plan.tensor_pos:
-            if _requires_grad(tensors[i]):
-                record(spec, tensors, scalars, (out,))
-                break
-    return out
-
-
-def _lean_contig(spec, plan, tensors, scalars):
-    """_fast_elementwise's commonest cases spelled out for call(): every Tensor argument of the compute dtype, all of
-    one shape, contiguous from offset 0, of a size run on one thread, and Python numbers (a * 2) only where the size
-    is at most DENSE_NUMBERS (each becomes a cached array of that size); the kernel's entry known and its scalars
-    (if any) Python numbers seen before. Anything else goes _fast_elementwise's way. At one element each Python
-    opcode here is about 1% of the op's time."""
-    numbers = plan.numbers
-    shape = (tensors[0] if numbers is None else tensors[plan.tensor_pos[0]])._shape
-    info = _shape_info.get(shape)
-    if info is not None:
-        cs, n = info
-        if n < _cpu.PARALLEL_MIN and (numbers is None or n <= DENSE_NUMBERS):
-            args = [None]
-            for t in tensors:
-                if numbers is not None and (t.__class__ is float or t.__class__ is int or t.__class__ is bool):
-                    args.append(_dense_number(plan, t, n))      # (plan.numbers: these are the only non-Tensors)
-                elif t._strides != cs or t._shape != shape or t._offset:
-                    break
-                else:
-                    args.append(t._storage.data)    # (storage may run past n elements: the kernel loops over out)
-            else:
-                if plan.float_key is None:
-                    fn, ks = plan.entries.get("contig"), ()
-                else:
-                    fn = plan.entries.get(plan.float_key)
-                    try:
-                        ks = plan.ks.get(scalars)
-                    except TypeError:       # an unhashable argument: _fast_elementwise says what is wrong
-                        ks = None
-                    for i in spec.in_dtype_pos:     # True == 1: a bool alpha must meet _in_dtype_scalars' check
-                        if scalars[i].__class__ is bool:
-                            ks = None
-                if fn is not None and ks is not None:
-                    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
-                    if n:
-                        args[0] = out._storage.data
-                        fn(*args, *ks)
-                    if spec.differentiable and grad_mode.state.enabled:
-                        for i in plan.tensor_pos:
-                            if _requires_grad(tensors[i]):
-                                record(spec, tensors, scalars, (out,))
-                                break
-                    return out
-                if numbers is not None and n:     # first call: _fast_elementwise never runs the contiguous
-                    ks, ekey = _fast_scalars(spec, plan, scalars)   # kernel with numbers, so enter it here
-                    _cache_ks(plan, scalars, ks, ekey)
-                    fn = plan.entries.get(ekey)
-                    if fn is None:
-                        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
-                        args[0] = out._storage.data
-                        _entry(spec, plan, "contig", args, ks)      # (runs the call)
-                        if spec.differentiable and grad_mode.state.enabled and \
-                                any(_requires_grad(tensors[i]) for i in plan.tensor_pos):
-                            record(spec, tensors, scalars, (out,))
-                        return out
-    return _fast_elementwise(spec, plan, tensors, scalars)
-
-
-DENSE_NUMBERS = 256     # operand size up to which a Python number goes in as a cached dense array (_lean_contig)
-
-
-def _dense_number(plan, v, n):
-    """Python number v as an array of n elements of the plan's compute dtype, cached per (value, n) like
-    _const (a contiguous kernel call costs half a strided one's at small sizes)."""
-    key = (v, n)
-    a = plan.dense.get(key)
-    if a is None or v == 0 or v != v:       # (0.0 == -0.0 and NaN != NaN: never shared)
-        c = plan.conv[plan.numbers[0]]
-        a = np.full(n, _const(plan, v, c)._storage.data[0], c[1].np)     # (kernels never write their inputs;
-        if len(plan.dense) < 16:                                          # a read-only array would compile anew)
-            plan.dense[key] = a
-    return a
-
-
-def _cache_ks(plan, scalars, ks, ekey):
-    """Keep ks, the kernel floats of scalars, for _lean_contig where equal scalars give equal floats."""
-    if plan.lean and scalars and ekey is plan.float_key and len(plan.ks) < 64 and \
-            all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars):
-        plan.ks[scalars] = ks   # floats of nonzero Python numbers: equal numbers, equal floats (unlike -0.0 and 0.0)
-
-
-def _fast_elementwise(spec, plan, tensors, scalars):
-    ks, ekey = _fast_scalars(spec, plan, scalars)
-    _cache_ks(plan, scalars, ks, ekey)
-    if plan.plain:
-        t0 = tensors[0]
-        shape = t0._shape
-        info = _shape_info.get(shape)
-        if info is None:
-            info = _info(shape)
-        cs, n = info
-        for t in tensors:
-            if t._shape != shape or t._strides != cs:
-                break
-        else:       # same shape, all contiguous: one flat loop
-            odata = np.empty(n, plan.out_np)
-            out = _make_tensor(Storage(odata), 0, shape, cs, plan.out)
-            if n:
-                args = [odata]
-                for t in tensors:
-                    d = t._storage.data
-                    off = t._offset
-                    args.append(d if off == 0 and len(d) == n else d[off:off + n])
-                fn = plan.entries.get(ekey)
-                if fn is None:
-                    fn = _entry(spec, plan, "contig", args, ks)
-                if fn is not None:
-                    if n >= _cpu.PARALLEL_MIN:
-                        _run_contig(fn, args, ks, n)
-                    else:
-                        fn(*args, *ks)
-            if spec.differentiable and grad_mode.state.enabled:
-                for t in tensors:
-                    if _requires_grad(t):
-                        record(spec, tensors, scalars, (out,))
-                        break
-            return out
-        ins = tensors
-    else:
-        if plan.numbers is not None:
-            out = _fast_numbers(spec, plan, tensors, scalars, ks, ekey)
-            if out is not None:
-                return out
-        ins = _convert(plan, tensors)
-    shape = None
-    for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
-        s = t._shape
-        if s:
-            if shape is None:
-                shape = s
-            elif s != shape:
-                shape = L.broadcast_shapes(*[t._shape for t in ins])
-                break
-    if shape is None:
-        shape = ()
-    cs, n = _info(shape)
-    layout = None if "memory_format" in spec.arg_types else _result_layout(shape, ins)
-    if layout is None and n < _cpu.BLOCK_MIN:       # small and row-major: the cached-entry strided call
-        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
-        if n:
-            _run_strided(spec, plan, ins, ks, out, shape, cs, n, 0, cs)
-    else:       # the input's memory order kept (as PyTorch does); large ones may go blocked or threaded
-        out = empty(shape, plan.out, layout)
-        run_elementwise(spec, ins, ks, out)
-    if spec.differentiable and grad_mode.state.enabled:
-        for t in tensors:
-            if isinstance(t, Tensor) and _requires_grad(t):
-                record(spec, tensors, scalars, (out,))
-                break
-    return out
-
-
-def _run_strided(spec, plan, ins, ks, out, shape, cs, n, o_off, o_st):
-    """Run the kernel into out (offset o_off, strides o_st) over inputs broadcast to shape."""
+def _run_strided(spec, plan, ins, sc, out, shape, cs, n, o_off, o_st):
+    """Run the kernel into out (offset o_off, strides o_st) over inputs broadcast to shape; sc is _fast_scalars'."""
+    ks, ckey, skey = sc
     odata = out._storage.data
     strides = [o_st]
     contig = o_st == cs
@@ -409,8 +346,10 @@ def _run_strided(spec, plan, ins, ks, out, shape, cs, n, o_off, o_st):
             strides.append(L.broadcast_strides(t._shape, t._strides, shape))
     if contig:
         args = [odata[o_off:o_off + n]] + [t._storage.data[t._offset:t._offset + n] for t in ins]
-        fn = _entry(spec, plan, "contig", args, ks)
-        if fn is not None:
+        fn = plan.entries.get(ckey)
+        if fn is None:
+            _entry(spec, plan, "contig", ckey, args, ks)
+        else:
             fn(*args, *ks)
         return
     gkey = (shape, *strides)
@@ -424,8 +363,10 @@ def _run_strided(spec, plan, ins, ks, out, shape, cs, n, o_off, o_st):
     args = [geo[0], odata, o_off, geo[1]]
     for t, g in zip(ins, geo[2:]):
         args += [t._storage.data, t._offset, g]
-    fn = _entry(spec, plan, "strided", args, ks)
-    if fn is not None:
+    fn = plan.entries.get(skey)
+    if fn is None:
+        _entry(spec, plan, "strided", skey, args, ks)
+    else:
         fn(*args, *ks)
 
 

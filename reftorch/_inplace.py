@@ -62,8 +62,8 @@ def _fast_inplace(spec, plan, self, tensors, scalars):
     ins = tensors if plan.plain else _convert(plan, tensors)
     cs, n = _info(shape)
     if n:
-        ks, _ = _fast_scalars(spec, plan, scalars)
-        _run_strided(spec, plan, ins, ks, self, shape, cs, n, self._offset, self._strides)
+        _run_strided(spec, plan, ins, _fast_scalars(spec, plan, scalars), self, shape, cs, n, self._offset,
+                     self._strides)
     storage.version += 1
     return self
 

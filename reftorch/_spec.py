@@ -56,7 +56,8 @@ class _KernelCache(dict):
         plans = self.spec.plans
         if plans:
             for plan in plans.values():
-                plan.entries.clear()
+                if plan:        # (False: a 16-bit signature, which has no plan)
+                    plan.entries.clear()
 
     def __setitem__(self, key, value):
         replaced = key in self      # a new suffix: no plan holds an entry point of it yet
@@ -99,8 +100,8 @@ class OpSpec:
         self.kernel_idx = tuple(i for i, n in enumerate(self.scalar_names) if n in kernel_args) \
             if d["kind"] != "fused" else None
         self._kernel_cache = _KernelCache(self)
-        # the lean elementwise path (see _fast_elementwise): one plan per argument-type key, for ops whose
-        # tensor arguments are all plain promoted Tensors
+        # elementwise plans (reftorch/_elementwise.py): one per argument signature, for ops whose tensor
+        # arguments are all plain promoted Tensors
         self.plans = {} if (self.kind in ("unary", "binary", "ternary", "fused")
                             and all(ty == "Tensor" for ty in self.tensor_types)) else None
         self.save_plan = _save_plan(self)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import reftorch as torch
+from reftorch._spec import SPECS
 
 
 def _same(t, expected):
@@ -108,3 +109,26 @@ def test_number_operands_at_sizes_around_the_dense_limit(n):
         y.sum().backward()
         np.testing.assert_array_equal(r.grad.numpy(), np.full(n, 7.5, np.float32))
     assert y.grad_fn is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_python_numbers_beside_large_dense_views(dtype):
+    # above DENSE_NUMBERS elements a Python number is broadcast by stride 0 into the flat loop, from any offset
+    base_np = np.arange(1203, dtype=dtype) - 600
+    base = torch.tensor(base_np)
+    for k in (3, 3, -0.0, 2.5):
+        rdt = np.float32 if isinstance(k, float) and dtype == np.int64 else dtype
+        _same(base[3:1203] * k, base_np[3:1203].astype(rdt) * rdt(k))
+        _same(k - base[1:1201], rdt(k) - base_np[1:1201].astype(rdt))
+        _same(torch.add(base[2:1202], k, alpha=2), base_np[2:1202].astype(rdt) + rdt(2) * rdt(k))
+
+
+def test_half_signatures_remember_their_general_path():
+    a = torch.tensor(np.array([1.5, -2.0, 0.25], np.float16))
+    for _ in range(3):      # the first call marks the signature; later ones go straight to the general path
+        _same(a * 2, np.array([3.0, -4.0, 0.5], np.float16))
+        _same(a + a, np.array([3.0, -4.0, 0.5], np.float16))
+    spec = SPECS["mul"]
+    spec._kernel_cache["contig"] = spec.kernel("contig")    # replacing a kernel drops the plans' entry points
+    _same(a * 2, np.array([3.0, -4.0, 0.5], np.float16))
+    _same(torch.ones(2) * 2, np.array([2.0, 2.0], np.float32))
