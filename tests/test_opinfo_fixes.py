@@ -208,3 +208,68 @@ def test_ormqr_with_more_columns_than_rows_and_lu_solve_of_empties():
     assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
     x = torch.linalg.lu_solve(torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32), torch.zeros(0, 4))
     assert x.shape == (0, 4)
+
+
+# ---------------------------------------------------------------- linalg.lu's P, quantile's q, topk's ties
+
+_LU_A = [[2.0, 1.0, 0.5], [4.0, -1.0, 3.0], [1.0, 2.0, -2.0], [0.5, 0.25, 1.0]]
+_LU_GRADS = {   # d(L.sum() + (U * U).sum()) / dA in torch 2.13: tall, wide, square
+    "tall": [[-0.04914529914529919, 1.5726495726495726, 0.9230769230769231],
+             [6.613154266199139, -3.834611732047629, 6.945923734385273],
+             [5.788808532398276, 3.0807765359047417, -6.358152531229455],
+             [-0.2862699978084594, 2.2247424939732627, 1.4566074950690333]],
+    "wide": [[-3.946180555555555, 11.923611111111112, 1.9583333333333333, -0.02083333333333326],
+             [13.652777777777777, -7.055555555555555, 1.3333333333333335, 1.1666666666666665],
+             [4.479166666666666, -1.5833333333333333, -2.5, 1.75]],
+    "square": [[-0.37962962962962965, 2.4814814814814814, 1.6666666666666665],
+               [6.709876543209876, -3.952160493827159, 6.8194444444444455],
+               [5.919753086419754, 2.8456790123456783, -6.611111111111112]],
+}
+
+
+@pytest.mark.parametrize("case", ["tall", "wide", "square"])
+def test_linalg_lu_permutation_is_not_differentiable_and_gradients_match(case):
+    a = torch.tensor(_LU_A, dtype=F64)
+    a = {"tall": a, "wide": a.mT.contiguous(), "square": a[:3].clone()}[case].requires_grad_()
+    p, l, u = torch.linalg.lu(a)
+    assert not p.requires_grad and p.grad_fn is None           # PyTorch: P is piecewise constant
+    assert l.grad_fn.name() == "LinalgLuBackward0"
+    (l.sum() + (u * u).sum() + p.sum()).backward()              # P's part adds nothing
+    assert torch.allclose(a.grad, torch.tensor(_LU_GRADS[case], dtype=F64), rtol=1e-12, atol=1e-12)
+
+
+def test_quantile_gradient_to_a_tensor_q():
+    x = torch.tensor([[3.0, 1.0, 4.0, 1.0, 5.0], [9.0, 2.0, 6.0, 5.0, 3.0]], dtype=F64, requires_grad=True)
+    q = torch.tensor([0.25, 0.6], dtype=F64, requires_grad=True)
+    torch.quantile(x, q, dim=1).sum().backward()
+    assert q.grad.tolist() == [0.0, 8.0]                        # (upper - lower) * (n - 1), linear only
+    assert torch.allclose(x.grad, torch.tensor([[0.6, 0.0, 0.4, 1.0, 0.0], [0.0, 0.0, 0.4, 0.6, 1.0]], dtype=F64))
+    q.grad = None
+    torch.nanquantile(x, q).sum().backward()
+    assert q.grad.tolist() == [9.0, 9.0]
+    for interp, want in [("lower", [[2.0] * 4 + [0.0], [0.0] * 4 + [2.0]]),
+                         ("higher", [[0.0] * 4 + [2.0], [2.0] * 4 + [0.0]]), ("midpoint", [[1.0] * 5] * 2)]:
+        q.grad = x.grad = None
+        out = torch.quantile(x, q, dim=0, interpolation=interp)
+        out.sum().backward()
+        assert q.grad is None and x.grad.tolist() == want       # rounding cuts q from the graph (PyTorch's)
+        assert not torch.quantile(x.detach(), q, dim=0, interpolation=interp).requires_grad
+
+
+def test_topk_order_among_ties_is_libstdcxx_selection():
+    t = torch.tensor([[3, 1, 3, 2, 3, 1, 1, 2, 3, 3], [0] * 10])
+    for args, want in [((3,), [[0, 4, 9], [8, 6, 7]]), ((4, -1, False), [[1, 6, 5, 7], [8, 6, 7, 5]]),
+                       ((5, -1, True, False), [[9, 8, 0, 4, 2], [8, 6, 7, 5, 9]]),
+                       ((6, -1, False, False), [[1, 6, 5, 7, 3, 8], [5, 9, 8, 7, 6, 3]]), ((1,), [[0], [8]])]:
+        res = torch.topk(t, *args)
+        assert res.indices.tolist() == want, args
+        assert torch.equal(res.values, t.gather(1, res.indices))
+    v = torch.tensor([1.0, float("nan"), 2.0, float("nan"), 2.0, 0.0])
+    assert torch.topk(v, 3).indices.tolist() == [1, 3, 2]       # NaN the largest
+    assert torch.topk(v, 3, largest=False).indices.tolist() == [5, 0, 4]
+    big = torch.arange(200) % 7                                 # k * 64 <= n: partial_sort
+    assert torch.topk(big, 3).indices.tolist() == [20, 13, 6]
+    assert torch.topk(big, 3, largest=False, sorted=False).indices.tolist() == [14, 7, 0]
+    assert torch.topk(t.t(), 2, dim=0).indices.tolist() == [[0, 8], [4, 6]]     # along a non-last dim
+    with pytest.raises(RuntimeError, match="^topk does not support bool dtypes on CPU$"):
+        torch.topk(torch.tensor([True, False]), 1)

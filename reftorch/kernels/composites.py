@@ -777,7 +777,7 @@ def linalg_lu(F, A, *, pivot=True):
     F.linalg_check(A, 'linalg.lu')
     F.linalg_check_pivot(pivot, A)
     P, L, U = F._linalg_lu(A)
-    return F.return_type('linalg_lu', P=P, L=L, U=U)
+    return F.return_type('linalg_lu', P=P.detach(), L=L, U=U)
 
 
 def lu(F, A, pivot=True, get_infos=False):
@@ -2186,8 +2186,9 @@ def _quantile(F, self, q, dim, keepdim, interpolation, ignore_nan):
         ranks = F.ceil(ranks)
     elif interpolation == 'nearest':
         ranks = F.round(ranks)
-    ranks = ranks.detach()
-    below = ranks.long()
+    if interpolation != 'linear':
+        ranks = ranks.detach()
+    below = ranks.detach().long()
     out = F.gather(s, -1, below)
     if interpolation in ('linear', 'midpoint'):
         weights = ranks - below if interpolation == 'linear' else F.where(ranks > below, 0.5, 0.0).to(s.dtype)
