@@ -273,3 +273,60 @@ def test_topk_order_among_ties_is_libstdcxx_selection():
     assert torch.topk(t.t(), 2, dim=0).indices.tolist() == [[0, 8], [4, 6]]     # along a non-last dim
     with pytest.raises(RuntimeError, match="^topk does not support bool dtypes on CPU$"):
         torch.topk(torch.tensor([True, False]), 1)
+
+
+# ---------------------------------------------------------------- cholesky_solve / cholesky_inverse
+
+_CHOL_L = [[2.0, 0.0, 0.0], [0.5, 1.5, 0.0], [-1.0, 0.25, 1.0]]
+_CHOL_B = [[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]]
+_CHOL_SOLVE_GRAD_L = [[-14.870424623842581, 11.824566374099792, -60.98144179607124],     # torch 2.13: full
+                      [6.590205439814813, -5.503030156893002, 25.540326404963988],      # matrices, the unread
+                      [-21.020399305555543, 16.267409336419746, -88.17232108410494]]    # triangle included
+_CHOL_SOLVE_GRAD_B = [[6.6281406732253085, 4.126265914351851], [-2.72755111882716, -2.1387442129629624],
+                      [9.696325231481481, 5.568576388888888]]
+_CHOL_INV_GRAD_L = [[-1.3204149787808621, 1.2412250032150203, -5.169205025880915],
+                    [0.600815007716049, -0.9771492412551437, 2.2629263921039096],
+                    [-1.769241898148147, 1.534963348765432, -7.437704957561728]]
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_gradients_are_pytorchs_full_formulas(upper):
+    L = torch.tensor(_CHOL_L, dtype=F64)
+    t = (lambda m: torch.tensor(m, dtype=F64).mT) if upper else (lambda m: torch.tensor(m, dtype=F64))
+    f = (L.mT if upper else L).clone().requires_grad_()
+    b = torch.tensor(_CHOL_B, dtype=F64, requires_grad=True)
+    x = torch.cholesky_solve(b, f, upper)
+    assert x.grad_fn.name() == "CholeskySolveBackward0"
+    (x * x).sum().backward()
+    assert torch.allclose(f.grad, t(_CHOL_SOLVE_GRAD_L), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(b.grad, torch.tensor(_CHOL_SOLVE_GRAD_B, dtype=F64), rtol=1e-12, atol=1e-12)
+    f.grad = None
+    inv = torch.cholesky_inverse(f, upper)
+    assert inv.grad_fn.name() == "CholeskyInverseBackward0"
+    inv.pow(2).sum().backward()
+    assert torch.allclose(f.grad, t(_CHOL_INV_GRAD_L), rtol=1e-12, atol=1e-12)
+
+
+def test_cholesky_solve_broadcasts_and_checks_as_torch():
+    b = torch.tensor(_CHOL_B, dtype=F64, requires_grad=True)
+    torch.cholesky_solve(b, torch.tensor(_CHOL_L, dtype=F64).expand(2, 3, 3)).sum().backward()
+    assert torch.allclose(b.grad, torch.tensor([[1.8229166666666667] * 2, [0.20833333333333331] * 2, [2.75] * 2],
+                                               dtype=F64), rtol=1e-12)
+    f = torch.eye(3, dtype=F64)
+    cases = [((torch.ones(3), f), RuntimeError, r"^b should have at least 2 dimensions, but has 1 dimensions instead$"),
+             ((torch.ones(3, 2, dtype=F64), torch.ones(3, dtype=F64)), RuntimeError, r"^u should have at least 2"),
+             ((torch.ones(3, 2), f), RuntimeError, r"^Expected b and A to have the same dtype, but found b of type "
+                                                   r"Float and A of type Double instead\.$"),
+             ((torch.ones(3, 2, dtype=F64), torch.ones(3, 2, dtype=F64)), RuntimeError,
+              r"^A must be batches of square matrices, but they are 3 by 2 matrices$"),
+             ((torch.ones(4, 2, dtype=F64), f), RuntimeError, r"^Incompatible matrix sizes for cholesky_solve: each A "
+                                                              r"matrix is 3 by 3 but each b matrix is 4 by 2$"),
+             ((torch.ones(3, 2, dtype=torch.int64), torch.ones(3, 3, dtype=torch.int64)), NotImplementedError,
+              "^\"cholesky_solve_cpu\" not implemented for 'Long'$")]
+    for args, cls, msg in cases:
+        with pytest.raises(cls, match=msg):
+            torch.cholesky_solve(*args)
+    with pytest.raises(RuntimeError, match=r"^cholesky_inverse: A must be batches of square matrices, but they are 3 by 2"):
+        torch.cholesky_inverse(torch.ones(3, 2))
+    with pytest.raises(NotImplementedError, match="^\"cholesky_inverse_out_cpu\" not implemented for 'Long'$"):
+        torch.cholesky_inverse(torch.ones(3, 3, dtype=torch.int64))

@@ -606,7 +606,7 @@ def _topk_forward(self, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError("selected index k out of range")
     if x.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
-    rows = x.reshape(-1, n)
+    rows = x.reshape(math.prod(x.shape[:-1]), n)
     if largest:
         order = n - 1 - np.flip(np.argsort(np.flip(rows, -1), axis=-1, kind="stable"), -1)
     else:
@@ -922,6 +922,23 @@ def _linalg_cholesky_ex_forward(A, upper):
         return np.linalg.cholesky(A, upper=upper), np.zeros(A.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
         return lapack.cholesky(A, upper)
+
+
+def _cholesky_solve_forward(self, input2, upper):
+    # ops.yaml: _cholesky_solve
+    L = np.swapaxes(input2, -1, -2) if upper else input2        # the lower factor; only its triangle is read
+    with np.errstate(all="ignore"):
+        y = lapack.solve_triangular(L, self, False)
+        return lapack.solve_triangular(np.swapaxes(L, -1, -2), y, True).astype(np.result_type(self, input2), copy=False)
+
+
+def _cholesky_inverse_forward(self, upper):
+    # ops.yaml: _cholesky_inverse
+    L = np.swapaxes(self, -1, -2) if upper else self
+    eye = np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), L.shape)
+    with np.errstate(all="ignore"):
+        L_inv = lapack.solve_triangular(L, eye, False)
+    return np.matmul(np.swapaxes(L_inv, -1, -2), L_inv)
 
 
 def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):

@@ -647,19 +647,43 @@ def cholesky(F, self, upper=False):
     return F.linalg_cholesky(self, upper=upper)
 
 
+def _cholesky_solve_grad_factor(F, grad, input2, X, upper):
+    # ops.yaml: _cholesky_solve_grad_factor
+    common = F.matmul(F._cholesky_solve(grad, input2, upper), X.mH)
+    common = common + common.mH
+    return F.sum_to(-F.matmul(input2, common) if upper else -F.matmul(common, input2), input2.shape)
+
+
 def cholesky_solve(F, self, input2, upper=False):
     # ops.yaml: cholesky_solve
-    L = input2.mT if upper else input2
-    y = F.linalg_solve_triangular(L, self, upper=False)
-    return F.linalg_solve_triangular(L.mT, y, upper=True)
+    if self.ndim < 2:
+        raise RuntimeError(f'b should have at least 2 dimensions, but has {self.ndim} dimensions instead')
+    if input2.ndim < 2:
+        raise RuntimeError(f'u should have at least 2 dimensions, but has {input2.ndim} dimensions instead')
+    if self.dtype != input2.dtype:
+        raise RuntimeError(f'Expected b and A to have the same dtype, but found b of type {self.dtype.short} and A of type {input2.dtype.short} instead.')
+    n = input2.shape[-1]
+    if input2.shape[-2] != n:
+        raise RuntimeError(f'A must be batches of square matrices, but they are {input2.shape[-2]} by {n} matrices')
+    if self.shape[-2] != n:
+        raise RuntimeError(f'Incompatible matrix sizes for cholesky_solve: each A matrix is {n} by {n} but each b matrix is {self.shape[-2]} by {self.shape[-1]}')
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_solve_cpu" not implemented for '{self.dtype.short}'""")
+    return F._cholesky_solve(self, input2, upper)
+
+
+def _cholesky_inverse_grad(F, grad, self, inverse, upper):
+    # ops.yaml: _cholesky_inverse_grad
+    common = F.matmul(inverse, F.matmul(grad + grad.mH, inverse))
+    return -F.matmul(self, common) if upper else -F.matmul(common, self)
 
 
 def cholesky_inverse(F, self, upper=False):
     # ops.yaml: cholesky_inverse
-    L = self.mT if upper else self
-    n = L.shape[-1]
-    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
-    return F.matmul(L_inv.mT, L_inv)
+    F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
+    return F._cholesky_inverse(self, upper)
 
 
 def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
