@@ -330,3 +330,33 @@ def test_cholesky_solve_broadcasts_and_checks_as_torch():
         torch.cholesky_inverse(torch.ones(3, 2))
     with pytest.raises(NotImplementedError, match="^\"cholesky_inverse_out_cpu\" not implemented for 'Long'$"):
         torch.cholesky_inverse(torch.ones(3, 3, dtype=torch.int64))
+
+
+# ---------------------------------------------------------------- randint_like, index_reduce of 0-d tensors
+
+def test_randint_like_takes_high_alone_and_honours_requires_grad():
+    x = torch.zeros(2, 3)
+    r = torch.randint_like(x, 10)
+    assert r.shape == (2, 3) and r.dtype == torch.float32 and bool(((r >= 0) & (r < 10) & (r == r.floor())).all())
+    r = torch.randint_like(x, 2, 5, dtype=torch.int64)
+    assert r.dtype == torch.int64 and bool(((r >= 2) & (r < 5)).all())
+    assert torch.randint_like(x, 2, 5, requires_grad=True).requires_grad
+    assert torch.randint_like(x, torch.tensor(3)).lt(3).all()
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require gradients$"):
+        torch.randint_like(torch.zeros(3, dtype=torch.int64), 10, requires_grad=True)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_of_a_0d_tensor():
+    want = {("amax", True): (3.0, 5), ("amax", False): (3.0, 2), ("amin", True): (2.0, 2), ("amin", False): (3.0, 2),
+            ("prod", True): (6.0, 10), ("prod", False): (3.0, 2), ("mean", True): (2.5, 3), ("mean", False): (3.0, 2)}
+    for (reduce, inc), (f, i) in want.items():      # torch 2.13's values
+        got = torch.index_reduce(torch.tensor(2.0), 0, torch.tensor([0]), torch.tensor(3.0), reduce, include_self=inc)
+        assert got.shape == () and got.item() == f, (reduce, inc)
+        got = torch.tensor(5).index_reduce(-1, torch.tensor([0]), torch.tensor(2), reduce, include_self=inc)
+        assert got.shape == () and got.dtype == torch.int64 and got.item() == i, (reduce, inc)
+    x = torch.tensor(2.0, dtype=F64, requires_grad=True)
+    torch.index_reduce(x, 0, torch.tensor([0]), torch.tensor(3.0, dtype=F64), "prod").backward()
+    assert x.grad.item() == 3.0
+    with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)$"):
+        torch.index_reduce(torch.tensor(2.0), 1, torch.tensor([0]), torch.tensor(3.0), "amax")

@@ -1939,6 +1939,10 @@ def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self
 def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
     # ops.yaml: index_reduce
     F.warn_once('index_reduce() is in beta and the API may change at any time.')
+    if self.ndim == 0:
+        F.normalize_dims(dim, 1)
+        out = F.index_reduce(self.reshape(1), 0, index, source.reshape(-1), reduce, include_self=include_self)
+        return out.reshape(())
     d = F.normalize_dims(dim, self.ndim)[0]
     if reduce not in ('prod', 'mean', 'amax', 'amin'):
         raise RuntimeError(f'index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.')
