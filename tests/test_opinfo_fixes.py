@@ -360,3 +360,23 @@ def test_index_reduce_of_a_0d_tensor():
     assert x.grad.item() == 3.0
     with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)$"):
         torch.index_reduce(torch.tensor(2.0), 1, torch.tensor([0]), torch.tensor(3.0), "amax")
+
+
+def test_prelu_takes_one_slope_per_channel_with_torchs_checks():
+    x = torch.tensor([[[-1.0, 2.0], [-3.0, 4.0]], [[5.0, -6.0], [-7.0, -8.0]]], dtype=F64, requires_grad=True)
+    w = torch.tensor([0.5, 0.25], dtype=F64, requires_grad=True)
+    y = torch.prelu(x, w)                                       # slopes along dim 1, not broadcast on the last
+    assert y.grad_fn.name() == "PreluKernelBackward0"
+    assert y.tolist() == [[[-0.5, 2.0], [-0.75, 4.0]], [[5.0, -3.0], [-1.75, -2.0]]]
+    y.sum().backward()
+    assert w.grad.tolist() == [-7.0, -18.0]
+    assert torch.prelu(torch.tensor(-2.0), torch.tensor([0.5])).shape == ()
+    cases = [((torch.ones(3), torch.ones(3)), "^Mismatch of parameter numbers and input channel size. Found parameter "
+                                              r"numbers = 3 and channel size = 1\.$"),
+             ((torch.tensor(1.0), torch.ones(2)), r"^Not allow zero-dim input tensor\.$"),
+             ((torch.ones(2, 3), torch.ones(3, dtype=F64)), "^prelu: Type promoting not supported. Got Float and Double$"),
+             ((torch.ones(2, 3), torch.ones(1, 3)), "^prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                                                    "ndim = 2$")]
+    for args, msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            torch.nn.functional.prelu(*args)

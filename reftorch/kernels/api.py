@@ -165,7 +165,9 @@ SPECS = {
 
     'threshold': {'name': 'threshold', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('threshold', 'Scalar', None, False), ('value', 'Scalar', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'threshold'), 'kernel_args': ('threshold', 'value'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, threshold=0.0, value=-1.0: np.where(x <= threshold, value, x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'prelu': {'name': 'prelu', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, w: np.where(x > 0, x, w * x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    '_prelu_kernel': {'name': '_prelu_kernel', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, w: np.where(x > 0, x, w * x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'prelu': {'name': 'prelu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'bce_loss_elementwise': {'name': 'bce_loss_elementwise', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('target', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'target'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, y: -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'fp32'},
 
@@ -1916,13 +1918,20 @@ def threshold(self, threshold, value, *, out=None):
     return _rt.call('threshold', (self, ), (threshold, value, ))
 
 
+def _prelu_kernel(self, weight):
+    """x for x > 0, weight * x otherwise, weight broadcasting (helper of prelu).
+
+    ops.yaml: _prelu_kernel"""
+    return _rt.call('_prelu_kernel', (self, weight, ), ())
+
+
 def prelu(self, weight, *, out=None):
-    """x for x > 0, weight * x otherwise (weight broadcasts, one slope per channel in nn.PReLU).
+    """x for x > 0, weight * x otherwise; weight is one slope or one per channel (dim 1), with PyTorch's checks (tests/test_opinfo_fixes.py).
 
     ops.yaml: prelu"""
     if out is not None:
         return _rt.call_out('prelu', out, prelu, self, weight)
-    return _rt.call('prelu', (self, weight, ), ())
+    return _rt.composite('prelu', self, weight)
 
 
 def bce_loss_elementwise(self, target):

@@ -131,6 +131,23 @@ def tanhshrink(F, self):
     return self - F.tanh(self)
 
 
+def prelu(F, self, weight):
+    # ops.yaml: prelu
+    if self.dtype != weight.dtype:
+        raise RuntimeError(f'prelu: Type promoting not supported. Got {self.dtype.short} and {weight.dtype.short}')
+    if weight.numel() != 1:
+        if self.ndim == 0:
+            raise RuntimeError('Not allow zero-dim input tensor.')
+        channels = self.shape[1] if self.ndim > 1 else 1
+        if channels != weight.numel():
+            raise RuntimeError(f'Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} and channel size = {channels}.')
+    if weight.ndim > 1:
+        raise RuntimeError(f'prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}')
+    if self.ndim != weight.ndim:
+        weight = weight.reshape(tuple((weight.numel() if i == 1 else 1 for i in range(self.ndim))))
+    return F._prelu_kernel(self, weight)
+
+
 def prod_backward(F, grad, self, result, dim, keepdim):
     # ops.yaml: prod_backward
     g = F.expand_reduced(grad, self.shape, dim, keepdim)

@@ -769,18 +769,18 @@ def threshold_backward(F, grads, saved, needs, fused):
     return g
 
 
-def prelu_backward(F, grads, saved, needs, fused):
-    # ops.yaml: prelu
+def _prelu_kernel_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _prelu_kernel
     grad = grads[0]
     self = saved['self']
     weight = saved['weight']
     g = [None] * 2
     # self: where(self > 0, grad, grad * weight)
     if needs[0]:
-        g[0] = F._fused('_bw_prelu_self', (grad, self, weight,), ()) if fused else F.where(self > 0, grad, grad * weight)
+        g[0] = F._fused('_bw__prelu_kernel_self', (grad, self, weight,), ()) if fused else F.where(self > 0, grad, grad * weight)
     # weight: where(self > 0, 0.0, grad * self)
     if needs[1]:
-        g[1] = F._fused('_bw_prelu_weight', (grad, self,), ()) if fused else F.where(self > 0, 0.0, grad * self)
+        g[1] = F._fused('_bw__prelu_kernel_weight', (grad, self,), ()) if fused else F.where(self > 0, 0.0, grad * self)
     return g
 
 
@@ -2763,7 +2763,7 @@ SAVE_USERS = {
     'pow': {'result': (1,)},
     'index_put': {'accumulate': (0,)},
     'gelu_erf_backward': {'grad_output': (1,)},
-    'prelu': {'weight': (0,)},
+    '_prelu_kernel': {'weight': (0,)},
     'bce_loss_elementwise': {'target': (0,)},
     'mm': {'mat2': (0,), 'self': (1,)},
     'bmm': {'mat2': (0,), 'self': (1,)},
