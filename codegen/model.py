@@ -28,7 +28,7 @@ ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
 VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
-             "hermitian")
+             "hermitian", "triangular")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
 # constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
@@ -164,6 +164,8 @@ class TestSpec:
     fuzz: bool
     grad_domain: tuple
     hermitian: tuple = ()    # args the op reads one triangle of: gradchecks perturb them symmetrically
+    triangular: tuple = ()   # triangular factors (upper= picks the triangle) whose gradient PyTorch gives as a full
+                             # matrix: gradchecks differentiate through tril/triu, as OpInfo's triangular wrapper
 
 
 @dataclass(frozen=True)
@@ -620,7 +622,7 @@ def _parse_test(e, kind, sig, dtypes, differentiable):
                     tuple((k, str(val)) for k, val in test_args.items()),
                     tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
                     shapes_hint, te.pop("fuzz", bool, default=True), grad_domain,
-                    tuple(te.pop("hermitian", list, default=[])))
+                    tuple(te.pop("hermitian", list, default=[])), tuple(te.pop("triangular", list, default=[])))
     te.finish("test key")
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")

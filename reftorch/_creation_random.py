@@ -281,8 +281,11 @@ def randn_like(input, *, dtype=None, generator=None, requires_grad=False, device
                  device=device if device is not None else input.device)
 
 
-def randint_like(input, low, high=None, *, dtype=None, requires_grad=False, device=None):
-    if high is None:        # randint_like(input, high)
-        low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype or input.dtype,
-                   device=device if device is not None else input.device)
+def randint_like(input, low, high=None, *, generator=None, dtype=None, layout=None, device=None,
+                 requires_grad=False, pin_memory=False):
+    """randint_like(input, high) or randint_like(input, low, high): input's shape, dtype and device (unless
+    given), integers drawn uniformly from [low, high); high may be a 0-d tensor, as in PyTorch."""
+    low, high = (0, low) if high is None else (low, high)
+    return randint(int(low), int(high), tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                   layout=layout, device=device if device is not None else input.device,
+                   requires_grad=requires_grad, pin_memory=pin_memory)

@@ -208,3 +208,175 @@ def test_ormqr_with_more_columns_than_rows_and_lu_solve_of_empties():
     assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
     x = torch.linalg.lu_solve(torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32), torch.zeros(0, 4))
     assert x.shape == (0, 4)
+
+
+# ---------------------------------------------------------------- linalg.lu's P, quantile's q, topk's ties
+
+_LU_A = [[2.0, 1.0, 0.5], [4.0, -1.0, 3.0], [1.0, 2.0, -2.0], [0.5, 0.25, 1.0]]
+_LU_GRADS = {   # d(L.sum() + (U * U).sum()) / dA in torch 2.13: tall, wide, square
+    "tall": [[-0.04914529914529919, 1.5726495726495726, 0.9230769230769231],
+             [6.613154266199139, -3.834611732047629, 6.945923734385273],
+             [5.788808532398276, 3.0807765359047417, -6.358152531229455],
+             [-0.2862699978084594, 2.2247424939732627, 1.4566074950690333]],
+    "wide": [[-3.946180555555555, 11.923611111111112, 1.9583333333333333, -0.02083333333333326],
+             [13.652777777777777, -7.055555555555555, 1.3333333333333335, 1.1666666666666665],
+             [4.479166666666666, -1.5833333333333333, -2.5, 1.75]],
+    "square": [[-0.37962962962962965, 2.4814814814814814, 1.6666666666666665],
+               [6.709876543209876, -3.952160493827159, 6.8194444444444455],
+               [5.919753086419754, 2.8456790123456783, -6.611111111111112]],
+}
+
+
+@pytest.mark.parametrize("case", ["tall", "wide", "square"])
+def test_linalg_lu_permutation_is_not_differentiable_and_gradients_match(case):
+    a = torch.tensor(_LU_A, dtype=F64)
+    a = {"tall": a, "wide": a.mT.contiguous(), "square": a[:3].clone()}[case].requires_grad_()
+    p, l, u = torch.linalg.lu(a)
+    assert not p.requires_grad and p.grad_fn is None           # PyTorch: P is piecewise constant
+    assert l.grad_fn.name() == "LinalgLuBackward0"
+    (l.sum() + (u * u).sum() + p.sum()).backward()              # P's part adds nothing
+    assert torch.allclose(a.grad, torch.tensor(_LU_GRADS[case], dtype=F64), rtol=1e-12, atol=1e-12)
+
+
+def test_quantile_gradient_to_a_tensor_q():
+    x = torch.tensor([[3.0, 1.0, 4.0, 1.0, 5.0], [9.0, 2.0, 6.0, 5.0, 3.0]], dtype=F64, requires_grad=True)
+    q = torch.tensor([0.25, 0.6], dtype=F64, requires_grad=True)
+    torch.quantile(x, q, dim=1).sum().backward()
+    assert q.grad.tolist() == [0.0, 8.0]                        # (upper - lower) * (n - 1), linear only
+    assert torch.allclose(x.grad, torch.tensor([[0.6, 0.0, 0.4, 1.0, 0.0], [0.0, 0.0, 0.4, 0.6, 1.0]], dtype=F64))
+    q.grad = None
+    torch.nanquantile(x, q).sum().backward()
+    assert q.grad.tolist() == [9.0, 9.0]
+    for interp, want in [("lower", [[2.0] * 4 + [0.0], [0.0] * 4 + [2.0]]),
+                         ("higher", [[0.0] * 4 + [2.0], [2.0] * 4 + [0.0]]), ("midpoint", [[1.0] * 5] * 2)]:
+        q.grad = x.grad = None
+        out = torch.quantile(x, q, dim=0, interpolation=interp)
+        out.sum().backward()
+        assert q.grad is None and x.grad.tolist() == want       # rounding cuts q from the graph (PyTorch's)
+        assert not torch.quantile(x.detach(), q, dim=0, interpolation=interp).requires_grad
+
+
+def test_topk_order_among_ties_is_libstdcxx_selection():
+    t = torch.tensor([[3, 1, 3, 2, 3, 1, 1, 2, 3, 3], [0] * 10])
+    for args, want in [((3,), [[0, 4, 9], [8, 6, 7]]), ((4, -1, False), [[1, 6, 5, 7], [8, 6, 7, 5]]),
+                       ((5, -1, True, False), [[9, 8, 0, 4, 2], [8, 6, 7, 5, 9]]),
+                       ((6, -1, False, False), [[1, 6, 5, 7, 3, 8], [5, 9, 8, 7, 6, 3]]), ((1,), [[0], [8]])]:
+        res = torch.topk(t, *args)
+        assert res.indices.tolist() == want, args
+        assert torch.equal(res.values, t.gather(1, res.indices))
+    v = torch.tensor([1.0, float("nan"), 2.0, float("nan"), 2.0, 0.0])
+    assert torch.topk(v, 3).indices.tolist() == [1, 3, 2]       # NaN the largest
+    assert torch.topk(v, 3, largest=False).indices.tolist() == [5, 0, 4]
+    big = torch.arange(200) % 7                                 # k * 64 <= n: partial_sort
+    assert torch.topk(big, 3).indices.tolist() == [20, 13, 6]
+    assert torch.topk(big, 3, largest=False, sorted=False).indices.tolist() == [14, 7, 0]
+    assert torch.topk(t.t(), 2, dim=0).indices.tolist() == [[0, 8], [4, 6]]     # along a non-last dim
+    with pytest.raises(RuntimeError, match="^topk does not support bool dtypes on CPU$"):
+        torch.topk(torch.tensor([True, False]), 1)
+
+
+# ---------------------------------------------------------------- cholesky_solve / cholesky_inverse
+
+_CHOL_L = [[2.0, 0.0, 0.0], [0.5, 1.5, 0.0], [-1.0, 0.25, 1.0]]
+_CHOL_B = [[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]]
+_CHOL_SOLVE_GRAD_L = [[-14.870424623842581, 11.824566374099792, -60.98144179607124],     # torch 2.13: full
+                      [6.590205439814813, -5.503030156893002, 25.540326404963988],      # matrices, the unread
+                      [-21.020399305555543, 16.267409336419746, -88.17232108410494]]    # triangle included
+_CHOL_SOLVE_GRAD_B = [[6.6281406732253085, 4.126265914351851], [-2.72755111882716, -2.1387442129629624],
+                      [9.696325231481481, 5.568576388888888]]
+_CHOL_INV_GRAD_L = [[-1.3204149787808621, 1.2412250032150203, -5.169205025880915],
+                    [0.600815007716049, -0.9771492412551437, 2.2629263921039096],
+                    [-1.769241898148147, 1.534963348765432, -7.437704957561728]]
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_gradients_are_pytorchs_full_formulas(upper):
+    L = torch.tensor(_CHOL_L, dtype=F64)
+    t = (lambda m: torch.tensor(m, dtype=F64).mT) if upper else (lambda m: torch.tensor(m, dtype=F64))
+    f = (L.mT if upper else L).clone().requires_grad_()
+    b = torch.tensor(_CHOL_B, dtype=F64, requires_grad=True)
+    x = torch.cholesky_solve(b, f, upper)
+    assert x.grad_fn.name() == "CholeskySolveBackward0"
+    (x * x).sum().backward()
+    assert torch.allclose(f.grad, t(_CHOL_SOLVE_GRAD_L), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(b.grad, torch.tensor(_CHOL_SOLVE_GRAD_B, dtype=F64), rtol=1e-12, atol=1e-12)
+    f.grad = None
+    inv = torch.cholesky_inverse(f, upper)
+    assert inv.grad_fn.name() == "CholeskyInverseBackward0"
+    inv.pow(2).sum().backward()
+    assert torch.allclose(f.grad, t(_CHOL_INV_GRAD_L), rtol=1e-12, atol=1e-12)
+
+
+def test_cholesky_solve_broadcasts_and_checks_as_torch():
+    b = torch.tensor(_CHOL_B, dtype=F64, requires_grad=True)
+    torch.cholesky_solve(b, torch.tensor(_CHOL_L, dtype=F64).expand(2, 3, 3)).sum().backward()
+    assert torch.allclose(b.grad, torch.tensor([[1.8229166666666667] * 2, [0.20833333333333331] * 2, [2.75] * 2],
+                                               dtype=F64), rtol=1e-12)
+    f = torch.eye(3, dtype=F64)
+    cases = [((torch.ones(3), f), RuntimeError, r"^b should have at least 2 dimensions, but has 1 dimensions instead$"),
+             ((torch.ones(3, 2, dtype=F64), torch.ones(3, dtype=F64)), RuntimeError, r"^u should have at least 2"),
+             ((torch.ones(3, 2), f), RuntimeError, r"^Expected b and A to have the same dtype, but found b of type "
+                                                   r"Float and A of type Double instead\.$"),
+             ((torch.ones(3, 2, dtype=F64), torch.ones(3, 2, dtype=F64)), RuntimeError,
+              r"^A must be batches of square matrices, but they are 3 by 2 matrices$"),
+             ((torch.ones(4, 2, dtype=F64), f), RuntimeError, r"^Incompatible matrix sizes for cholesky_solve: each A "
+                                                              r"matrix is 3 by 3 but each b matrix is 4 by 2$"),
+             ((torch.ones(3, 2, dtype=torch.int64), torch.ones(3, 3, dtype=torch.int64)), NotImplementedError,
+              "^\"cholesky_solve_cpu\" not implemented for 'Long'$")]
+    for args, cls, msg in cases:
+        with pytest.raises(cls, match=msg):
+            torch.cholesky_solve(*args)
+    with pytest.raises(RuntimeError, match=r"^cholesky_inverse: A must be batches of square matrices, but they are 3 by 2"):
+        torch.cholesky_inverse(torch.ones(3, 2))
+    with pytest.raises(NotImplementedError, match="^\"cholesky_inverse_out_cpu\" not implemented for 'Long'$"):
+        torch.cholesky_inverse(torch.ones(3, 3, dtype=torch.int64))
+
+
+# ---------------------------------------------------------------- randint_like, index_reduce of 0-d tensors
+
+def test_randint_like_takes_high_alone_and_honours_requires_grad():
+    x = torch.zeros(2, 3)
+    r = torch.randint_like(x, 10)
+    assert r.shape == (2, 3) and r.dtype == torch.float32 and bool(((r >= 0) & (r < 10) & (r == r.floor())).all())
+    r = torch.randint_like(x, 2, 5, dtype=torch.int64)
+    assert r.dtype == torch.int64 and bool(((r >= 2) & (r < 5)).all())
+    assert torch.randint_like(x, 2, 5, requires_grad=True).requires_grad
+    assert torch.randint_like(x, torch.tensor(3)).lt(3).all()
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require gradients$"):
+        torch.randint_like(torch.zeros(3, dtype=torch.int64), 10, requires_grad=True)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_of_a_0d_tensor():
+    want = {("amax", True): (3.0, 5), ("amax", False): (3.0, 2), ("amin", True): (2.0, 2), ("amin", False): (3.0, 2),
+            ("prod", True): (6.0, 10), ("prod", False): (3.0, 2), ("mean", True): (2.5, 3), ("mean", False): (3.0, 2)}
+    for (reduce, inc), (f, i) in want.items():      # torch 2.13's values
+        got = torch.index_reduce(torch.tensor(2.0), 0, torch.tensor([0]), torch.tensor(3.0), reduce, include_self=inc)
+        assert got.shape == () and got.item() == f, (reduce, inc)
+        got = torch.tensor(5).index_reduce(-1, torch.tensor([0]), torch.tensor(2), reduce, include_self=inc)
+        assert got.shape == () and got.dtype == torch.int64 and got.item() == i, (reduce, inc)
+    x = torch.tensor(2.0, dtype=F64, requires_grad=True)
+    torch.index_reduce(x, 0, torch.tensor([0]), torch.tensor(3.0, dtype=F64), "prod").backward()
+    assert x.grad.item() == 3.0
+    with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)$"):
+        torch.index_reduce(torch.tensor(2.0), 1, torch.tensor([0]), torch.tensor(3.0), "amax")
+
+
+def test_prelu_takes_one_slope_per_channel_with_torchs_checks():
+    x = torch.tensor([[[-1.0, 2.0], [-3.0, 4.0]], [[5.0, -6.0], [-7.0, -8.0]]], dtype=F64, requires_grad=True)
+    w = torch.tensor([0.5, 0.25], dtype=F64, requires_grad=True)
+    y = torch.prelu(x, w)                                       # slopes along dim 1, not broadcast on the last
+    assert y.grad_fn.name() == "PreluKernelBackward0"
+    assert y.tolist() == [[[-0.5, 2.0], [-0.75, 4.0]], [[5.0, -3.0], [-1.75, -2.0]]]
+    y.sum().backward()
+    assert w.grad.tolist() == [-7.0, -18.0]
+    assert torch.prelu(torch.tensor(-2.0), torch.tensor([0.5])).shape == ()
+    cases = [((torch.ones(3), torch.ones(3)), "^Mismatch of parameter numbers and input channel size. Found parameter "
+                                              r"numbers = 3 and channel size = 1\.$"),
+             ((torch.tensor(1.0), torch.ones(2)), r"^Not allow zero-dim input tensor\.$"),
+             ((torch.ones(2, 3), torch.ones(3, dtype=F64)), "^prelu: Type promoting not supported. Got Float and Double$"),
+             ((torch.ones(2, 3), torch.ones(1, 3)), "^prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                                                    "ndim = 2$")]
+    for args, msg in cases:
+        with pytest.raises(RuntimeError, match=msg):
+            torch.nn.functional.prelu(*args)

@@ -96,6 +96,8 @@ def prepared(op, case, dtype="float64"):
         for (name, i), t in zip(slots, ts):
             if name in op.test.hermitian:       # the op reads one triangle: differentiate A -> (A + A^T) / 2
                 t = (t + t.mT) / 2
+            if name in op.test.triangular:      # a factor: the unread triangle's full-formula gradient drops out
+                t = t.triu() if kwargs.get("upper") else t.tril()
             if i is None:
                 kwargs[name] = t
             else:

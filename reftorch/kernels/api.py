@@ -167,7 +167,9 @@ SPECS = {
 
     'threshold': {'name': 'threshold', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('threshold', 'Scalar', None, False), ('value', 'Scalar', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'threshold'), 'kernel_args': ('threshold', 'value'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, threshold=0.0, value=-1.0: np.where(x <= threshold, value, x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'prelu': {'name': 'prelu', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, w: np.where(x > 0, x, w * x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+    '_prelu_kernel': {'name': '_prelu_kernel', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, w: np.where(x > 0, x, w * x)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower'},
+
+    'prelu': {'name': 'prelu', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'bce_loss_elementwise': {'name': 'bce_loss_elementwise', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('target', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'target'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, y: -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'fp32'},
 
@@ -531,7 +533,15 @@ SPECS = {
 
     'cholesky': {'name': 'cholesky', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.cholesky(self, upper=upper)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_cholesky_solve': {'name': '_cholesky_solve', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input2', 'result', 'self.shape', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_cholesky_solve_grad_factor': {'name': '_cholesky_solve_grad_factor', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('X', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'cholesky_solve': {'name': 'cholesky_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, input2, upper=False: np.linalg.solve((lambda L: L @ np.swapaxes(L, -1, -2))(np.swapaxes(np.triu(input2), -1, -2) if upper else np.tril(input2)), self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_cholesky_inverse': {'name': '_cholesky_inverse', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_cholesky_inverse_grad': {'name': '_cholesky_inverse_grad', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('inverse', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'cholesky_inverse': {'name': 'cholesky_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.inv((lambda L: L @ np.swapaxes(L, -1, -2))(np.swapaxes(np.triu(self), -1, -2) if upper else np.tril(self)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -1917,13 +1927,20 @@ def threshold(self, threshold, value, *, out=None):
     return _rt.call('threshold', (self, ), (threshold, value, ))
 
 
+def _prelu_kernel(self, weight):
+    """x for x > 0, weight * x otherwise, weight broadcasting (helper of prelu).
+
+    ops.yaml: _prelu_kernel"""
+    return _rt.call('_prelu_kernel', (self, weight, ), ())
+
+
 def prelu(self, weight, *, out=None):
-    """x for x > 0, weight * x otherwise (weight broadcasts, one slope per channel in nn.PReLU).
+    """x for x > 0, weight * x otherwise; weight is one slope or one per channel (dim 1), with PyTorch's checks (tests/test_opinfo_fixes.py).
 
     ops.yaml: prelu"""
     if out is not None:
         return _rt.call_out('prelu', out, prelu, self, weight)
-    return _rt.call('prelu', (self, weight, ), ())
+    return _rt.composite('prelu', self, weight)
 
 
 def bce_loss_elementwise(self, target):
@@ -2651,7 +2668,7 @@ def _topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED):
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True, *, axis=_REQUIRED, out=None):
-    """(values, indices) of the k largest elements along dim (largest=False for the smallest).
+    """(values, indices) of the k largest elements along dim (largest=False for the smallest); bool refused as PyTorch's CPU kernel.
 
     ops.yaml: topk"""
     if axis is not _REQUIRED:
@@ -4020,6 +4037,20 @@ def cholesky(self, upper=False, *, out=None):
     return _rt.composite('cholesky', self, upper)
 
 
+def _cholesky_solve(self, input2, upper):
+    """X with (L L^T) X = B from the factor (helper of cholesky_solve; potrs).
+
+    ops.yaml: _cholesky_solve"""
+    return _rt.call('_cholesky_solve', (self, input2, ), (upper, ))
+
+
+def _cholesky_solve_grad_factor(grad, input2, X, upper):
+    """The gradient of cholesky_solve for the factor, PyTorch's cholesky_solve_backward: -(G X^H + X G^H) L (or -U (...) with upper), G = cholesky_solve(grad); a full matrix, the triangle the forward leaves unread included.
+
+    ops.yaml: _cholesky_solve_grad_factor"""
+    return _rt.composite('_cholesky_solve_grad_factor', grad, input2, X, upper)
+
+
 def cholesky_solve(self, input2, upper=False, *, out=None):
     """X with A X = B from A's Cholesky factor (self is B, input2 the factor L, or U with upper=True).
 
@@ -4027,6 +4058,20 @@ def cholesky_solve(self, input2, upper=False, *, out=None):
     if out is not None:
         return _rt.call_out('cholesky_solve', out, cholesky_solve, self, input2, upper)
     return _rt.composite('cholesky_solve', self, input2, upper)
+
+
+def _cholesky_inverse(self, upper):
+    """(L L^T)^-1 from the factor (helper of cholesky_inverse; potri).
+
+    ops.yaml: _cholesky_inverse"""
+    return _rt.call('_cholesky_inverse', (self, ), (upper, ))
+
+
+def _cholesky_inverse_grad(grad, self, inverse, upper):
+    """The gradient of cholesky_inverse, PyTorch's cholesky_inverse_backward: -A^-1 (G + G^H) A^-1 L (-U A^-1 (...) with upper), a full matrix.
+
+    ops.yaml: _cholesky_inverse_grad"""
+    return _rt.composite('_cholesky_inverse_grad', grad, self, inverse, upper)
 
 
 def cholesky_inverse(self, upper=False, *, out=None):

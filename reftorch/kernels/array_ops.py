@@ -600,19 +600,29 @@ def _sort_forward(self, dim=-1, descending=False, stable=False):
 
 def _topk_forward(self, k, dim=-1, largest=True, sorted=True):
     # ops.yaml: _topk
-    x = self.reshape(1) if self.ndim == 0 else self
-    n = x.shape[dim]
+    x = np.moveaxis(self.reshape(1) if self.ndim == 0 else self, dim, -1)
+    n = x.shape[-1]
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
+    if x.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    rows = x.reshape(math.prod(x.shape[:-1]), n)
     if largest:
-        idx = n - 1 - np.flip(np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+        order = n - 1 - np.flip(np.argsort(np.flip(rows, -1), axis=-1, kind="stable"), -1)
     else:
-        idx = np.argsort(x, axis=dim, kind="stable")
-    idx = np.take(idx, np.arange(k), axis=dim)
-    values = np.take_along_axis(x, idx, dim)
+        order = np.argsort(rows, axis=-1, kind="stable")
+    top = np.take_along_axis(rows, order[:, :k + 1], -1)
+    tie = (top[:, 1:] == top[:, :-1]) | ((top[:, 1:] != top[:, 1:]) & (top[:, :-1] != top[:, :-1]))
+    idx = order[:, :k].astype(np.int64)
+    # the sorted top k is unique unless equal values (NaNs) meet in it or at its edge; then, or when the
+    # unsorted order is nth_element's, the positions are those libstdc++'s selection leaves (PyTorch's)
+    for r in range(len(rows)) if not sorted and 2 < k and n < k * 64 else np.flatnonzero(tie.any(-1)):
+        idx[r] = sorting.topk_order(rows[r].tolist(), k, largest, sorted)
+    values = np.take_along_axis(rows, idx, -1).reshape(x.shape[:-1] + (k,))
+    idx = idx.reshape(x.shape[:-1] + (k,))
     if self.ndim == 0:
-        return values.reshape(()), idx.reshape(()).astype(np.int64)
-    return values, idx.astype(np.int64)
+        return values.reshape(()), idx.reshape(())
+    return np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim)
 
 
 def _unique_forward(self, sorted=True, dim=None):
@@ -915,6 +925,23 @@ def _linalg_cholesky_ex_forward(A, upper):
         return np.linalg.cholesky(A, upper=upper), np.zeros(A.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
         return lapack.cholesky(A, upper)
+
+
+def _cholesky_solve_forward(self, input2, upper):
+    # ops.yaml: _cholesky_solve
+    L = np.swapaxes(input2, -1, -2) if upper else input2        # the lower factor; only its triangle is read
+    with np.errstate(all="ignore"):
+        y = lapack.solve_triangular(L, self, False)
+        return lapack.solve_triangular(np.swapaxes(L, -1, -2), y, True).astype(np.result_type(self, input2), copy=False)
+
+
+def _cholesky_inverse_forward(self, upper):
+    # ops.yaml: _cholesky_inverse
+    L = np.swapaxes(self, -1, -2) if upper else self
+    eye = np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), L.shape)
+    with np.errstate(all="ignore"):
+        L_inv = lapack.solve_triangular(L, eye, False)
+    return np.matmul(np.swapaxes(L_inv, -1, -2), L_inv)
 
 
 def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):

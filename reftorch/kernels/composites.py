@@ -140,6 +140,23 @@ def tanhshrink(F, self):
     return self - F.tanh(self)
 
 
+def prelu(F, self, weight):
+    # ops.yaml: prelu
+    if self.dtype != weight.dtype:
+        raise RuntimeError(f'prelu: Type promoting not supported. Got {self.dtype.short} and {weight.dtype.short}')
+    if weight.numel() != 1:
+        if self.ndim == 0:
+            raise RuntimeError('Not allow zero-dim input tensor.')
+        channels = self.shape[1] if self.ndim > 1 else 1
+        if channels != weight.numel():
+            raise RuntimeError(f'Mismatch of parameter numbers and input channel size. Found parameter numbers = {weight.numel()} and channel size = {channels}.')
+    if weight.ndim > 1:
+        raise RuntimeError(f'prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}')
+    if self.ndim != weight.ndim:
+        weight = weight.reshape(tuple((weight.numel() if i == 1 else 1 for i in range(self.ndim))))
+    return F._prelu_kernel(self, weight)
+
+
 def prod_backward(F, grad, self, result, dim, keepdim):
     # ops.yaml: prod_backward
     self = F.conj(self)
@@ -660,19 +677,43 @@ def cholesky(F, self, upper=False):
     return F.linalg_cholesky(self, upper=upper)
 
 
+def _cholesky_solve_grad_factor(F, grad, input2, X, upper):
+    # ops.yaml: _cholesky_solve_grad_factor
+    common = F.matmul(F._cholesky_solve(grad, input2, upper), X.mH)
+    common = common + common.mH
+    return F.sum_to(-F.matmul(input2, common) if upper else -F.matmul(common, input2), input2.shape)
+
+
 def cholesky_solve(F, self, input2, upper=False):
     # ops.yaml: cholesky_solve
-    L = input2.mT if upper else input2
-    y = F.linalg_solve_triangular(L, self, upper=False)
-    return F.linalg_solve_triangular(L.mT, y, upper=True)
+    if self.ndim < 2:
+        raise RuntimeError(f'b should have at least 2 dimensions, but has {self.ndim} dimensions instead')
+    if input2.ndim < 2:
+        raise RuntimeError(f'u should have at least 2 dimensions, but has {input2.ndim} dimensions instead')
+    if self.dtype != input2.dtype:
+        raise RuntimeError(f'Expected b and A to have the same dtype, but found b of type {self.dtype.short} and A of type {input2.dtype.short} instead.')
+    n = input2.shape[-1]
+    if input2.shape[-2] != n:
+        raise RuntimeError(f'A must be batches of square matrices, but they are {input2.shape[-2]} by {n} matrices')
+    if self.shape[-2] != n:
+        raise RuntimeError(f'Incompatible matrix sizes for cholesky_solve: each A matrix is {n} by {n} but each b matrix is {self.shape[-2]} by {self.shape[-1]}')
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_solve_cpu" not implemented for '{self.dtype.short}'""")
+    return F._cholesky_solve(self, input2, upper)
+
+
+def _cholesky_inverse_grad(F, grad, self, inverse, upper):
+    # ops.yaml: _cholesky_inverse_grad
+    common = F.matmul(inverse, F.matmul(grad + grad.mH, inverse))
+    return -F.matmul(self, common) if upper else -F.matmul(common, self)
 
 
 def cholesky_inverse(F, self, upper=False):
     # ops.yaml: cholesky_inverse
-    L = self.mT if upper else self
-    n = L.shape[-1]
-    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
-    return F.matmul(L_inv.mT, L_inv)
+    F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
+    return F._cholesky_inverse(self, upper)
 
 
 def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
@@ -790,7 +831,7 @@ def linalg_lu(F, A, *, pivot=True):
     F.linalg_check(A, 'linalg.lu')
     F.linalg_check_pivot(pivot, A)
     P, L, U = F._linalg_lu(A)
-    return F.return_type('linalg_lu', P=P, L=L, U=U)
+    return F.return_type('linalg_lu', P=P.detach(), L=L, U=U)
 
 
 def lu(F, A, pivot=True, get_infos=False):
@@ -1935,6 +1976,10 @@ def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self
 def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
     # ops.yaml: index_reduce
     F.warn_once('index_reduce() is in beta and the API may change at any time.')
+    if self.ndim == 0:
+        F.normalize_dims(dim, 1)
+        out = F.index_reduce(self.reshape(1), 0, index, source.reshape(-1), reduce, include_self=include_self)
+        return out.reshape(())
     d = F.normalize_dims(dim, self.ndim)[0]
     if reduce not in ('prod', 'mean', 'amax', 'amin'):
         raise RuntimeError(f'index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.')
@@ -2206,8 +2251,9 @@ def _quantile(F, self, q, dim, keepdim, interpolation, ignore_nan):
         ranks = F.ceil(ranks)
     elif interpolation == 'nearest':
         ranks = F.round(ranks)
-    ranks = ranks.detach()
-    below = ranks.long()
+    if interpolation != 'linear':
+        ranks = ranks.detach()
+    below = ranks.detach().long()
     out = F.gather(s, -1, below)
     if interpolation in ('linear', 'midpoint'):
         weights = ranks - below if interpolation == 'linear' else F.where(ranks > below, 0.5, 0.0).to(s.dtype)

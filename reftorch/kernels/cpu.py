@@ -5062,21 +5062,21 @@ def threshold_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold, val
 
 
 @njit(inline="always")
-def _s_prelu(self, weight):
-    # ops.yaml: prelu -- self if self > 0 else weight * self
+def _s__prelu_kernel(self, weight):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_contig(out, a0, a1):
-    # ops.yaml: prelu
+def _prelu_kernel_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel
     for i in range(out.shape[0]):
-        out[i] = _s_prelu(a0[i], a1[i])
+        out[i] = _s__prelu_kernel(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu
+def _prelu_kernel_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -5093,18 +5093,18 @@ def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s_prelu(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__prelu_kernel(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s_prelu(a0[p0 + i], v1)
+                out[po + i] = _s__prelu_kernel(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s_prelu(v0, a1[p1 + i])
+                out[po + i] = _s__prelu_kernel(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s_prelu(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__prelu_kernel(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -5121,8 +5121,8 @@ def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu
+def _prelu_kernel_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -5150,7 +5150,7 @@ def prelu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
                     q0 = p0 + i * r0
                     q1 = p1 + i * r1
                     for j in range(j0, j1):
-                        out[qo + j * co] = _s_prelu(a0[q0 + j * c0], a1[q1 + j * c1])
+                        out[qo + j * co] = _s__prelu_kernel(a0[q0 + j * c0], a1[q1 + j * c1])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -21469,21 +21469,21 @@ def _bw_threshold_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 
 @njit(inline="always")
-def _s__bw_prelu_self(grad, self, weight):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _s__bw__prelu_kernel_self(grad, self, weight):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _bw__prelu_kernel_self_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_self(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _bw__prelu_kernel_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -21502,37 +21502,37 @@ def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(a0[p0 + i], a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self(a0[p0 + i], a1[p1 + i], v2)
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(a0[p0 + i], v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self(a0[p0 + i], v1, a2[p2 + i])
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(v0, a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self(v0, a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
             v1 = a1[p1]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(a0[p0 + i], v1, v2)
+                out[po + i] = _s__bw__prelu_kernel_self(a0[p0 + i], v1, v2)
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
             v0 = a0[p0]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(v0, a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self(v0, a1[p1 + i], v2)
         elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
             v0 = a0[p0]
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self(v0, v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self(v0, v1, a2[p2 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+                out[po + i * so] = _s__bw__prelu_kernel_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -21551,8 +21551,8 @@ def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _bw__prelu_kernel_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -21584,7 +21584,7 @@ def _bw_prelu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
                     q1 = p1 + i * r1
                     q2 = p2 + i * r2
                     for j in range(j0, j1):
-                        out[qo + j * co] = _s__bw_prelu_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
+                        out[qo + j * co] = _s__bw__prelu_kernel_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -21603,21 +21603,21 @@ def _bw_prelu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @njit(inline="always")
-def _s__bw_prelu_weight(grad, self):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _s__bw__prelu_kernel_weight(grad, self):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _bw__prelu_kernel_weight_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_weight(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _bw__prelu_kernel_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -21634,18 +21634,18 @@ def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight(a0[p0 + i], v1)
+                out[po + i] = _s__bw__prelu_kernel_weight(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight(v0, a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_weight(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__bw__prelu_kernel_weight(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -21662,8 +21662,8 @@ def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _bw__prelu_kernel_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -21691,7 +21691,7 @@ def _bw_prelu_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
                     q0 = p0 + i * r0
                     q1 = p1 + i * r1
                     for j in range(j0, j1):
-                        out[qo + j * co] = _s__bw_prelu_weight(a0[q0 + j * c0], a1[q1 + j * c1])
+                        out[qo + j * co] = _s__bw__prelu_kernel_weight(a0[q0 + j * c0], a1[q1 + j * c1])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)

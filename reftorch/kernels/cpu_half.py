@@ -5992,26 +5992,26 @@ def threshold_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold
 
 
 @njit(inline="always")
-def _s_prelu(self, weight):
-    # ops.yaml: prelu -- self if self > 0 else weight * self
+def _s__prelu_kernel(self, weight):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
 
 
 @njit(inline="always")
-def _s_prelu_f16(self, weight):
-    return f32_to_f16(_s_prelu(f16_to_f32(self), f16_to_f32(weight)))
+def _s__prelu_kernel_f16(self, weight):
+    return f32_to_f16(_s__prelu_kernel(f16_to_f32(self), f16_to_f32(weight)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_f16_contig(out, a0, a1):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [f16]
+def _prelu_kernel_f16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [f16]
     for i in range(out.shape[0]):
-        out[i] = _s_prelu_f16(a0[i], a1[i])
+        out[i] = _s__prelu_kernel_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [f16]
+def _prelu_kernel_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -6028,18 +6028,18 @@ def prelu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s_prelu_f16(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__prelu_kernel_f16(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s_prelu_f16(a0[p0 + i], v1)
+                out[po + i] = _s__prelu_kernel_f16(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s_prelu_f16(v0, a1[p1 + i])
+                out[po + i] = _s__prelu_kernel_f16(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s_prelu_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__prelu_kernel_f16(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -6056,20 +6056,20 @@ def prelu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
 
 
 @njit(inline="always")
-def _s_prelu_bf16(self, weight):
-    return f32_to_bf16(_s_prelu(bf16_to_f32(self), bf16_to_f32(weight)))
+def _s__prelu_kernel_bf16(self, weight):
+    return f32_to_bf16(_s__prelu_kernel(bf16_to_f32(self), bf16_to_f32(weight)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_bf16_contig(out, a0, a1):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [bf16]
+def _prelu_kernel_bf16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [bf16]
     for i in range(out.shape[0]):
-        out[i] = _s_prelu_bf16(a0[i], a1[i])
+        out[i] = _s__prelu_kernel_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def prelu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [bf16]
+def _prelu_kernel_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -6086,18 +6086,18 @@ def prelu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s_prelu_bf16(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__prelu_kernel_bf16(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s_prelu_bf16(a0[p0 + i], v1)
+                out[po + i] = _s__prelu_kernel_bf16(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s_prelu_bf16(v0, a1[p1 + i])
+                out[po + i] = _s__prelu_kernel_bf16(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s_prelu_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__prelu_kernel_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -24556,26 +24556,26 @@ def _bw_threshold_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
 
 
 @njit(inline="always")
-def _s__bw_prelu_self(grad, self, weight):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _s__bw__prelu_kernel_self(grad, self, weight):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
 
 
 @njit(inline="always")
-def _s__bw_prelu_self_f16(grad, self, weight):
-    return f32_to_f16(_s__bw_prelu_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(weight)))
+def _s__bw__prelu_kernel_self_f16(grad, self, weight):
+    return f32_to_f16(_s__bw__prelu_kernel_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(weight)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_f16_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [f16]
+def _bw__prelu_kernel_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [f16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_self_f16(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self_f16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [f16]
+def _bw__prelu_kernel_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -24594,37 +24594,37 @@ def _bw_prelu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(a0[p0 + i], a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self_f16(a0[p0 + i], a1[p1 + i], v2)
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(a0[p0 + i], v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_f16(a0[p0 + i], v1, a2[p2 + i])
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(v0, a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_f16(v0, a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
             v1 = a1[p1]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(a0[p0 + i], v1, v2)
+                out[po + i] = _s__bw__prelu_kernel_self_f16(a0[p0 + i], v1, v2)
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
             v0 = a0[p0]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(v0, a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self_f16(v0, a1[p1 + i], v2)
         elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
             v0 = a0[p0]
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_f16(v0, v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_f16(v0, v1, a2[p2 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+                out[po + i * so] = _s__bw__prelu_kernel_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -24643,20 +24643,20 @@ def _bw_prelu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 
 @njit(inline="always")
-def _s__bw_prelu_self_bf16(grad, self, weight):
-    return f32_to_bf16(_s__bw_prelu_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(weight)))
+def _s__bw__prelu_kernel_self_bf16(grad, self, weight):
+    return f32_to_bf16(_s__bw__prelu_kernel_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(weight)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [bf16]
+def _bw__prelu_kernel_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [bf16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_self_bf16(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self_bf16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [bf16]
+def _bw__prelu_kernel_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -24675,37 +24675,37 @@ def _bw_prelu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(a0[p0 + i], a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(a0[p0 + i], a1[p1 + i], v2)
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(a0[p0 + i], v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(a0[p0 + i], v1, a2[p2 + i])
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(v0, a1[p1 + i], a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(v0, a1[p1 + i], a2[p2 + i])
         elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
             v1 = a1[p1]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(a0[p0 + i], v1, v2)
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(a0[p0 + i], v1, v2)
         elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
             v0 = a0[p0]
             v2 = a2[p2]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(v0, a1[p1 + i], v2)
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(v0, a1[p1 + i], v2)
         elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
             v0 = a0[p0]
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_self_bf16(v0, v1, a2[p2 + i])
+                out[po + i] = _s__bw__prelu_kernel_self_bf16(v0, v1, a2[p2 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+                out[po + i * so] = _s__bw__prelu_kernel_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -24724,26 +24724,26 @@ def _bw_prelu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 
 @njit(inline="always")
-def _s__bw_prelu_weight(grad, self):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _s__bw__prelu_kernel_weight(grad, self):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
 
 
 @njit(inline="always")
-def _s__bw_prelu_weight_f16(grad, self):
-    return f32_to_f16(_s__bw_prelu_weight(f16_to_f32(grad), f16_to_f32(self)))
+def _s__bw__prelu_kernel_weight_f16(grad, self):
+    return f32_to_f16(_s__bw__prelu_kernel_weight(f16_to_f32(grad), f16_to_f32(self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_f16_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [f16]
+def _bw__prelu_kernel_weight_f16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [f16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_weight_f16(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [f16]
+def _bw__prelu_kernel_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -24760,18 +24760,18 @@ def _bw_prelu_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_f16(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight_f16(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_f16(a0[p0 + i], v1)
+                out[po + i] = _s__bw__prelu_kernel_weight_f16(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_f16(v0, a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight_f16(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_weight_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__bw__prelu_kernel_weight_f16(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -24788,20 +24788,20 @@ def _bw_prelu_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 
 
 @njit(inline="always")
-def _s__bw_prelu_weight_bf16(grad, self):
-    return f32_to_bf16(_s__bw_prelu_weight(bf16_to_f32(grad), bf16_to_f32(self)))
+def _s__bw__prelu_kernel_weight_bf16(grad, self):
+    return f32_to_bf16(_s__bw__prelu_kernel_weight(bf16_to_f32(grad), bf16_to_f32(self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_bf16_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
+def _bw__prelu_kernel_weight_bf16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
     for i in range(out.shape[0]):
-        out[i] = _s__bw_prelu_weight_bf16(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_prelu_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
+def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -24818,18 +24818,18 @@ def _bw_prelu_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
     for _ in range(outer):
         if so == 1 and s0 == 1 and s1 == 1:
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_bf16(a0[p0 + i], a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight_bf16(a0[p0 + i], a1[p1 + i])
         elif so == 1 and s0 == 1 and s1 == 0:
             v1 = a1[p1]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_bf16(a0[p0 + i], v1)
+                out[po + i] = _s__bw__prelu_kernel_weight_bf16(a0[p0 + i], v1)
         elif so == 1 and s0 == 0 and s1 == 1:
             v0 = a0[p0]
             for i in range(n):
-                out[po + i] = _s__bw_prelu_weight_bf16(v0, a1[p1 + i])
+                out[po + i] = _s__bw__prelu_kernel_weight_bf16(v0, a1[p1 + i])
         else:
             for i in range(n):
-                out[po + i * so] = _s__bw_prelu_weight_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+                out[po + i * so] = _s__bw__prelu_kernel_weight_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)

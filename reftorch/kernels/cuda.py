@@ -2500,21 +2500,21 @@ def threshold_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold, val
 
 
 @cuda.jit(device=True, inline=True)
-def _s_prelu(self, weight):
-    # ops.yaml: prelu -- self if self > 0 else weight * self
+def _s__prelu_kernel(self, weight):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
 
 
 @cuda.jit
-def prelu_contig(out, a0, a1):
-    # ops.yaml: prelu
+def _prelu_kernel_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s_prelu(a0[i], a1[i])
+        out[i] = _s__prelu_kernel(a0[i], a1[i])
 
 
 @cuda.jit
-def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu
+def _prelu_kernel_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2530,7 +2530,7 @@ def prelu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s_prelu(a0[p0], a1[p1])
+        out[po] = _s__prelu_kernel(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -7759,21 +7759,21 @@ def _bw_threshold_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_self(grad, self, weight):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _s__bw__prelu_kernel_self(grad, self, weight):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
 
 
 @cuda.jit
-def _bw_prelu_self_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _bw__prelu_kernel_self_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_self(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
-def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _bw__prelu_kernel_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7791,25 +7791,25 @@ def _bw_prelu_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
-        out[po] = _s__bw_prelu_self(a0[p0], a1[p1], a2[p2])
+        out[po] = _s__bw__prelu_kernel_self(a0[p0], a1[p1], a2[p2])
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_weight(grad, self):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _s__bw__prelu_kernel_weight(grad, self):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
 
 
 @cuda.jit
-def _bw_prelu_weight_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _bw__prelu_kernel_weight_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_weight(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight(a0[i], a1[i])
 
 
 @cuda.jit
-def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _bw__prelu_kernel_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7825,7 +7825,7 @@ def _bw_prelu_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s__bw_prelu_weight(a0[p0], a1[p1])
+        out[po] = _s__bw__prelu_kernel_weight(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -11510,7 +11510,7 @@ KERNELS = {
     'hardshrink': dict(kind='elementwise', op='hardshrink', tensors=('self',), scalars=('lambd',), kernels=('contig', 'strided')),
     'softshrink': dict(kind='elementwise', op='softshrink', tensors=('self',), scalars=('lambd',), kernels=('contig', 'strided')),
     'threshold': dict(kind='elementwise', op='threshold', tensors=('self',), scalars=('threshold', 'value'), kernels=('contig', 'strided')),
-    'prelu': dict(kind='elementwise', op='prelu', tensors=('self', 'weight'), scalars=(), kernels=('contig', 'strided')),
+    '_prelu_kernel': dict(kind='elementwise', op='_prelu_kernel', tensors=('self', 'weight'), scalars=(), kernels=('contig', 'strided')),
     'bce_loss_elementwise': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('self', 'target'), scalars=(),
         kernels=('contig', 'strided')),
     'exp2': dict(kind='elementwise', op='exp2', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -11708,8 +11708,10 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_threshold_self': dict(kind='elementwise', op='threshold', tensors=('grad', 'self'), scalars=('threshold',),
         kernels=('contig', 'strided')),
-    '_bw_prelu_self': dict(kind='elementwise', op='prelu', tensors=('grad', 'self', 'weight'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_prelu_weight': dict(kind='elementwise', op='prelu', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__prelu_kernel_self': dict(kind='elementwise', op='_prelu_kernel', tensors=('grad', 'self', 'weight'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw__prelu_kernel_weight': dict(kind='elementwise', op='_prelu_kernel', tensors=('grad', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
     '_bw_bce_loss_elementwise_self': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('grad', 'self', 'target'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_bce_loss_elementwise_target': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('grad', 'self'), scalars=(),

@@ -4056,26 +4056,26 @@ def threshold_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold
 
 
 @cuda.jit(device=True, inline=True)
-def _s_prelu(self, weight):
-    # ops.yaml: prelu -- self if self > 0 else weight * self
+def _s__prelu_kernel(self, weight):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
 
 
 @cuda.jit(device=True, inline=True)
-def _s_prelu_f16(self, weight):
-    return f32_to_f16(_s_prelu(f16_to_f32(self), f16_to_f32(weight)))
+def _s__prelu_kernel_f16(self, weight):
+    return f32_to_f16(_s__prelu_kernel(f16_to_f32(self), f16_to_f32(weight)))
 
 
 @cuda.jit
-def prelu_f16_contig(out, a0, a1):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [f16]
+def _prelu_kernel_f16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s_prelu_f16(a0[i], a1[i])
+        out[i] = _s__prelu_kernel_f16(a0[i], a1[i])
 
 
 @cuda.jit
-def prelu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [f16]
+def _prelu_kernel_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4091,24 +4091,24 @@ def prelu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s_prelu_f16(a0[p0], a1[p1])
+        out[po] = _s__prelu_kernel_f16(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
-def _s_prelu_bf16(self, weight):
-    return f32_to_bf16(_s_prelu(bf16_to_f32(self), bf16_to_f32(weight)))
+def _s__prelu_kernel_bf16(self, weight):
+    return f32_to_bf16(_s__prelu_kernel(bf16_to_f32(self), bf16_to_f32(weight)))
 
 
 @cuda.jit
-def prelu_bf16_contig(out, a0, a1):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [bf16]
+def _prelu_kernel_bf16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s_prelu_bf16(a0[i], a1[i])
+        out[i] = _s__prelu_kernel_bf16(a0[i], a1[i])
 
 
 @cuda.jit
-def prelu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu -- self if self > 0 else weight * self [bf16]
+def _prelu_kernel_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4124,7 +4124,7 @@ def prelu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s_prelu_bf16(a0[p0], a1[p1])
+        out[po] = _s__prelu_kernel_bf16(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -14631,26 +14631,26 @@ def _bw_threshold_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_self(grad, self, weight):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight)
+def _s__bw__prelu_kernel_self(grad, self, weight):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_self_f16(grad, self, weight):
-    return f32_to_f16(_s__bw_prelu_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(weight)))
+def _s__bw__prelu_kernel_self_f16(grad, self, weight):
+    return f32_to_f16(_s__bw__prelu_kernel_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(weight)))
 
 
 @cuda.jit
-def _bw_prelu_self_f16_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [f16]
+def _bw__prelu_kernel_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_self_f16(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
-def _bw_prelu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [f16]
+def _bw__prelu_kernel_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14668,24 +14668,24 @@ def _bw_prelu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
-        out[po] = _s__bw_prelu_self_f16(a0[p0], a1[p1], a2[p2])
+        out[po] = _s__bw__prelu_kernel_self_f16(a0[p0], a1[p1], a2[p2])
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_self_bf16(grad, self, weight):
-    return f32_to_bf16(_s__bw_prelu_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(weight)))
+def _s__bw__prelu_kernel_self_bf16(grad, self, weight):
+    return f32_to_bf16(_s__bw__prelu_kernel_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(weight)))
 
 
 @cuda.jit
-def _bw_prelu_self_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [bf16]
+def _bw__prelu_kernel_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_self_bf16(a0[i], a1[i], a2[i])
+        out[i] = _s__bw__prelu_kernel_self_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
-def _bw_prelu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: prelu backward for self -- where(self > 0, grad, grad * weight) [bf16]
+def _bw__prelu_kernel_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14703,30 +14703,30 @@ def _bw_prelu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
             p2 += c * a2_st[d]
-        out[po] = _s__bw_prelu_self_bf16(a0[p0], a1[p1], a2[p2])
+        out[po] = _s__bw__prelu_kernel_self_bf16(a0[p0], a1[p1], a2[p2])
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_weight(grad, self):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self)
+def _s__bw__prelu_kernel_weight(grad, self):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_weight_f16(grad, self):
-    return f32_to_f16(_s__bw_prelu_weight(f16_to_f32(grad), f16_to_f32(self)))
+def _s__bw__prelu_kernel_weight_f16(grad, self):
+    return f32_to_f16(_s__bw__prelu_kernel_weight(f16_to_f32(grad), f16_to_f32(self)))
 
 
 @cuda.jit
-def _bw_prelu_weight_f16_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [f16]
+def _bw__prelu_kernel_weight_f16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_weight_f16(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight_f16(a0[i], a1[i])
 
 
 @cuda.jit
-def _bw_prelu_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [f16]
+def _bw__prelu_kernel_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14742,24 +14742,24 @@ def _bw_prelu_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s__bw_prelu_weight_f16(a0[p0], a1[p1])
+        out[po] = _s__bw__prelu_kernel_weight_f16(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_prelu_weight_bf16(grad, self):
-    return f32_to_bf16(_s__bw_prelu_weight(bf16_to_f32(grad), bf16_to_f32(self)))
+def _s__bw__prelu_kernel_weight_bf16(grad, self):
+    return f32_to_bf16(_s__bw__prelu_kernel_weight(bf16_to_f32(grad), bf16_to_f32(self)))
 
 
 @cuda.jit
-def _bw_prelu_weight_bf16_contig(out, a0, a1):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
+def _bw__prelu_kernel_weight_bf16_contig(out, a0, a1):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_prelu_weight_bf16(a0[i], a1[i])
+        out[i] = _s__bw__prelu_kernel_weight_bf16(a0[i], a1[i])
 
 
 @cuda.jit
-def _bw_prelu_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: prelu backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
+def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14775,7 +14775,7 @@ def _bw_prelu_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             po += c * o_st[d]
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
-        out[po] = _s__bw_prelu_weight_bf16(a0[p0], a1[p1])
+        out[po] = _s__bw__prelu_kernel_weight_bf16(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -22293,7 +22293,7 @@ KERNELS = {
     'hardshrink': dict(kind='elementwise', op='hardshrink', tensors=('self',), scalars=('lambd',), kernels=('contig', 'strided')),
     'softshrink': dict(kind='elementwise', op='softshrink', tensors=('self',), scalars=('lambd',), kernels=('contig', 'strided')),
     'threshold': dict(kind='elementwise', op='threshold', tensors=('self',), scalars=('threshold', 'value'), kernels=('contig', 'strided')),
-    'prelu': dict(kind='elementwise', op='prelu', tensors=('self', 'weight'), scalars=(), kernels=('contig', 'strided')),
+    '_prelu_kernel': dict(kind='elementwise', op='_prelu_kernel', tensors=('self', 'weight'), scalars=(), kernels=('contig', 'strided')),
     'bce_loss_elementwise': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('self', 'target'), scalars=(),
         kernels=('contig', 'strided')),
     'exp2': dict(kind='elementwise', op='exp2', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -22481,8 +22481,10 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_bw_threshold_self': dict(kind='elementwise', op='threshold', tensors=('grad', 'self'), scalars=('threshold',),
         kernels=('contig', 'strided')),
-    '_bw_prelu_self': dict(kind='elementwise', op='prelu', tensors=('grad', 'self', 'weight'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_prelu_weight': dict(kind='elementwise', op='prelu', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__prelu_kernel_self': dict(kind='elementwise', op='_prelu_kernel', tensors=('grad', 'self', 'weight'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw__prelu_kernel_weight': dict(kind='elementwise', op='_prelu_kernel', tensors=('grad', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
     '_bw_bce_loss_elementwise_self': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('grad', 'self', 'target'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_bce_loss_elementwise_target': dict(kind='elementwise', op='bce_loss_elementwise', tensors=('grad', 'self'), scalars=(),

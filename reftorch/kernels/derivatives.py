@@ -769,18 +769,18 @@ def threshold_backward(F, grads, saved, needs, fused):
     return g
 
 
-def prelu_backward(F, grads, saved, needs, fused):
-    # ops.yaml: prelu
+def _prelu_kernel_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _prelu_kernel
     grad = grads[0]
     self = saved['self']
     weight = saved['weight']
     g = [None] * 2
     # self: where(self > 0, grad, grad * weight)
     if needs[0]:
-        g[0] = F._fused('_bw_prelu_self', (grad, self, weight,), ()) if fused else F.where(self > 0, grad, grad * weight)
+        g[0] = F._fused('_bw__prelu_kernel_self', (grad, self, weight,), ()) if fused else F.where(self > 0, grad, grad * weight)
     # weight: where(self > 0, 0.0, grad * self)
     if needs[1]:
-        g[1] = F._fused('_bw_prelu_weight', (grad, self,), ()) if fused else F.where(self > 0, 0.0, grad * self)
+        g[1] = F._fused('_bw__prelu_kernel_weight', (grad, self,), ()) if fused else F.where(self > 0, 0.0, grad * self)
     return g
 
 
@@ -2063,6 +2063,36 @@ def _linalg_cholesky_ex_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _cholesky_solve_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cholesky_solve
+    grad = grads[0]
+    input2 = saved['input2']
+    result = saved['result']
+    self_shape = saved['self.shape']
+    upper = saved['upper']
+    g = [None] * 2
+    # self: sum_to(_cholesky_solve(grad, input2, upper), self.shape)
+    if needs[0]:
+        g[0] = F.sum_to(F._cholesky_solve(grad, input2, upper), self_shape)
+    # input2: _cholesky_solve_grad_factor(grad, input2, result, upper)
+    if needs[1]:
+        g[1] = F._cholesky_solve_grad_factor(grad, input2, result, upper)
+    return g
+
+
+def _cholesky_inverse_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _cholesky_inverse
+    grad = grads[0]
+    result = saved['result']
+    self = saved['self']
+    upper = saved['upper']
+    g = [None] * 1
+    # self: _cholesky_inverse_grad(grad, self, result, upper)
+    if needs[0]:
+        g[0] = F._cholesky_inverse_grad(grad, self, result, upper)
+    return g
+
+
 def _linalg_solve_triangular_backward(F, grads, saved, needs, fused):
     # ops.yaml: _linalg_solve_triangular
     grad = grads[0]
@@ -2723,7 +2753,7 @@ SAVE_USERS = {
     'pow': {'result': (1,)},
     'index_put': {'accumulate': (0,)},
     'gelu_erf_backward': {'grad_output': (1,)},
-    'prelu': {'weight': (0,)},
+    '_prelu_kernel': {'weight': (0,)},
     'bce_loss_elementwise': {'target': (0,)},
     'mm': {'mat2': (0,), 'self': (1,)},
     'bmm': {'mat2': (0,), 'self': (1,)},
@@ -2744,6 +2774,7 @@ SAVE_USERS = {
     '_linear_weight_grad': {'grad_output': (1,), 'input': (0,)},
     '_layer_norm': {'eps': (0, 1), 'input': (0, 1), 'ndim': (0, 1), 'weight': (0,)},
     '_log_softmax_backward': {'grad_output': (1,)},
+    '_cholesky_solve': {'result': (1,)},
     '_linalg_solve_triangular': {'result': (0,)},
     '_linalg_solve_ex': {'B': (0,), 'results': (0,)},
     '_linalg_lu_solve': {'result': (0,)},

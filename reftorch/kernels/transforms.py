@@ -552,7 +552,7 @@ def threshold_jvp(F, a, t, result):
     return terms
 
 
-def prelu_jvp(F, a, t, result):
+def _prelu_kernel_jvp(F, a, t, result):
     self = a['self']
     weight = a['weight']
     self_t = t['self']
@@ -1505,7 +1505,7 @@ JVPS = {
     'hardshrink': (hardshrink_jvp, 'derived'),
     'softshrink': (softshrink_jvp, 'derived'),
     'threshold': (threshold_jvp, 'derived'),
-    'prelu': (prelu_jvp, 'derived'),
+    '_prelu_kernel': (_prelu_kernel_jvp, 'derived'),
     'bce_loss_elementwise': (bce_loss_elementwise_jvp, 'derived'),
     'mm': (mm_jvp, 'forward'),
     'bmm': (bmm_jvp, 'forward'),

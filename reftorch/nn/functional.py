@@ -148,13 +148,7 @@ def leaky_relu_(input, negative_slope=0.01):
 
 @_autocast("lower")
 def prelu(input, weight):
-    if weight.numel() != 1 and (input.dim() < 2 and weight.numel() != input.shape[-1] or
-                                input.dim() >= 2 and weight.numel() != input.shape[1]):
-        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() >= 2 else 1}.")
-    if weight.numel() == 1:
-        return torch.prelu(input, weight.reshape(()))
-    return torch.prelu(input, weight.reshape(_channel_shape(input, weight.numel())))
+    return torch.prelu(input, weight)       # its checks and per-channel slopes are torch.prelu's, as in PyTorch
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
