@@ -141,10 +141,17 @@ def test_xlogy_gradients_match_torch():
     np.testing.assert_allclose(gy.numpy(), [0.7142857142857143, 0.6, 0.0], rtol=1e-14)
 
 
-def _ulps(got, want):
+def _ulps(got, want, floor=1e-300):
+    """The largest error in ulps of the reference; below `floor` in magnitude, in ulps of floor (an absolute bound
+    near a function's roots, where relative accuracy is not what libm promises)."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     ok = np.isfinite(want) & (np.abs(want) > 1e-300)
-    return float(np.max(np.abs(got[ok] - want[ok]) / np.spacing(np.abs(want[ok]))))
+    return float(np.max(np.abs(got[ok] - want[ok]) / np.spacing(np.maximum(np.abs(want[ok]), floor))))
+
+
+# libm's lgamma is ~1e-16 absolute near its roots 1 and 2 (-0.00467 at x = 1.98886 is 197 ulps off SciPy's with
+# numba 0.68 / SciPy 1.17): measured there against the ulp of 0.05
+FLOOR = {"lgamma": 0.05}
 
 
 RNG = np.random.default_rng(21)
@@ -169,7 +176,7 @@ ACCURACY = [
 
 @pytest.mark.parametrize("name, fn, ref, xs, bound", ACCURACY, ids=[a[0] for a in ACCURACY])
 def test_float64_accuracy_against_scipy(name, fn, ref, xs, bound):
-    assert _ulps(fn(torch.tensor(xs, dtype=torch.float64)).numpy(), ref(xs)) <= bound
+    assert _ulps(fn(torch.tensor(xs, dtype=torch.float64)).numpy(), ref(xs), FLOOR.get(name, 1e-300)) <= bound
 
 
 @pytest.mark.parametrize("name, fn, ref, xs, bound", ACCURACY, ids=[a[0] for a in ACCURACY])

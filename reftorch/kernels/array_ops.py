@@ -1362,7 +1362,9 @@ def _fft_c2c_forward(self, dims, norm, forward):
                                                                        ("forward" if forward else "backward"))
     r = (np.fft.fftn if forward else np.fft.ifftn)(self, axes=dims, norm=mode).astype(self.dtype, copy=False)
     if norm == 0:
-        r *= r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+        n = r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+        r.real *= n     # each part by a real n: a complex product would make inf * 0j a NaN
+        r.imag *= n
     return r
 
 
@@ -1372,7 +1374,9 @@ def _fft_r2c_forward(self, dims, norm, onesided):
     r = (np.fft.rfftn if onesided else np.fft.fftn)(self, axes=dims, norm=mode)
     r = r.astype(np.complex64 if self.dtype == np.float32 else np.complex128, copy=False)
     if norm == 0:
-        r *= r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+        n = r.real.dtype.type(math.prod(self.shape[d] for d in dims))
+        r.real *= n     # each part by a real n: a complex product would make inf * 0j a NaN
+        r.imag *= n
     return r
 
 
