@@ -4,13 +4,17 @@ No GPU is needed, only numba-cuda with the CUDA 13 toolkit wheels (`pip install 
 without them the module is skipped. The simulator runs kernels as Python and catches no typing
 error; this does. Parametrised from the generated KERNELS table, so new ops are covered by themselves.
 
-Sampling, to fit CI: the strided kernel (the scalar function plus the full index arithmetic) is
-compiled for one dtype of each family the op accepts (bool, int64, float32), the contiguous kernel
-for one dtype (float64 when the op takes floats); reductions and scans for each family (float32),
-matmul for float32, float64 and int64. REFTORCH_PTX_ALL=1 compiles every family for both float dtypes.
+Sampling, to fit CI (NVVM compiles are not cached: this file was ~18% of the suite's time cold): the
+strided kernel (the scalar function plus the full index arithmetic) is compiled for one dtype of each
+family the op accepts (bool, int64, and for floats float32 or float64, by the parity of the kernel name's
+CRC-32, so both widths are typed across the registry); the contiguous kernel, the same scalar function
+around a plainer loop, only where an op has no strided kernel; reductions and scans for each family
+(float32), matmul for float32, float64 and int64. REFTORCH_PTX_ALL=1 compiles every kernel for every
+family and both float dtypes.
 """
 import math
 import os
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -151,11 +155,14 @@ def cases():
                 out.append(pytest.param(name, "tiled", dt, id=f"matmul-{np.dtype(dt).name}"))
             continue
         fams = ["float"] if name.startswith("_bw_") else list(op.dtypes)
-        dts = [NP_TYPE[f] for f in fams]
+        wide = zlib.crc32(name.encode()) % 2 == 1       # this kernel's float family in float64, else float32
+        dts = [np.float64 if f == "float" and wide else NP_TYPE[f] for f in fams]
         if ALL and "float" in fams:
-            dts.append(np.float64)
+            dts = [NP_TYPE[f] for f in fams] + [np.float64]
         for suffix in info["kernels"]:
             if suffix == "contig" and not ALL:
+                if "strided" in info["kernels"]:
+                    continue        # the same scalar function as the strided kernel, around a plainer loop
                 chosen = [np.float64 if "float" in fams else dts[-1]]
             else:
                 chosen = dts
