@@ -3,7 +3,6 @@ cached Numba runtime, REFTORCH_EAGER_INIT. No timings are asserted (benches/star
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
 
@@ -17,48 +16,53 @@ def _run(code, **env):
     return r.stdout.strip().splitlines()[-1]
 
 
-def _not_looked_up(suffix):
-    """Kernels of cpu.py that no code has looked up yet in this process (still outside the module)."""
-    from reftorch.kernels import _cache, cpu
+# in a process of its own: in the suite's workers, other tests have looked up (or bound the helpers of) any
+# kernel this could pick, in an order that depends on how xdist shares the tests out
+_LOOKUP = """
+import threading
+from numba.core.dispatcher import Dispatcher
+from reftorch.kernels import _cache, cpu
+
+
+def not_looked_up(suffix):
     return [n for n in _cache._PENDING[cpu.__name__] if n.endswith(suffix) and n not in vars(cpu)]
 
 
-def test_kernels_are_jitted_on_first_lookup():
-    from numba.core.dispatcher import Dispatcher
-    from reftorch.kernels import _cache, cpu
-    # a kernel whose scalar helper is unbound too: another variant (contig, blocked) of the same op
-    # compiled earlier in this worker binds the helper they share
-    fresh = [n for n in _not_looked_up("_strided") if "_s_" + n[:-len("_strided")] not in vars(cpu)]
-    assert fresh, "every strided kernel of cpu.py was already looked up"
-    name = fresh[-1]
-    k = getattr(cpu, name)
-    assert isinstance(k, Dispatcher)
-    assert cpu.__dict__[name] is k and getattr(cpu, name) is k      # bound in the module: later lookups are plain
-    helper = "_s_" + name[:-len("_strided")]
-    assert helper not in cpu.__dict__                               # the scalar function it calls: bound when ...
-    _cache._bind_helpers(k.py_func)                                 # ... the kernel first compiles (not on a load)
-    assert isinstance(cpu.__dict__[helper], Dispatcher) and k.py_func not in _cache._UNBOUND
-    assert k.targetoptions.get("nogil") and k.targetoptions.get("error_model") == "numpy"
-    assert not hasattr(cpu, "no_such_kernel")
-    assert name in dir(cpu) and set(_not_looked_up("_contig")) <= set(dir(cpu))
+fresh = [n for n in not_looked_up("_strided") if "_s_" + n[:-len("_strided")] not in vars(cpu)]
+name = fresh[-1]
+k = getattr(cpu, name)
+assert isinstance(k, Dispatcher)
+assert cpu.__dict__[name] is k and getattr(cpu, name) is k      # bound in the module: later lookups are plain
+helper = "_s_" + name[:-len("_strided")]
+assert helper not in cpu.__dict__                               # the scalar function it calls: bound when ...
+_cache._bind_helpers(k.py_func)                                 # ... the kernel first compiles (not on a load)
+assert isinstance(cpu.__dict__[helper], Dispatcher) and k.py_func not in _cache._UNBOUND
+assert k.targetoptions.get("nogil") and k.targetoptions.get("error_model") == "numpy"
+assert not hasattr(cpu, "no_such_kernel")
+assert name in dir(cpu) and set(not_looked_up("_contig")) <= set(dir(cpu))
+
+names = not_looked_up("_blocked")[:3]                           # six threads look up the same three kernels
+got, barrier = [], threading.Barrier(6)
 
 
-def test_lookup_from_threads_gives_one_dispatcher():
-    from reftorch.kernels import cpu
-    names = _not_looked_up("_blocked")[:3]
-    got, barrier = [], threading.Barrier(6)
+def look():
+    barrier.wait()
+    got.append(tuple(getattr(cpu, n) for n in names))
 
-    def look():
-        barrier.wait()
-        got.append(tuple(getattr(cpu, n) for n in names))
 
-    threads = [threading.Thread(target=look) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(names) == 3 and len(got) == 6 and all(g == got[0] for g in got)
-    assert all(cpu.__dict__[n] is d for n, d in zip(names, got[0]))
+threads = [threading.Thread(target=look) for _ in range(6)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert len(names) == 3 and len(got) == 6 and all(g == got[0] for g in got)
+assert all(cpu.__dict__[n] is d for n, d in zip(names, got[0]))
+print("ok")
+"""
+
+
+def test_kernels_are_jitted_on_first_lookup_once_across_threads():
+    assert _run(_LOOKUP, REFTORCH_EAGER_INIT="0") == "ok"
 
 
 def test_jitted_kernel_runs():
