@@ -245,11 +245,24 @@ def to_half(arrays, dtype):
     out = []
     for a in arrays:
         a = np.asarray(a)
-        out.append(a.astype(dtype.np) if a.dtype.kind == "f" and a.dtype != dtype.np else a)
+        if a.dtype.kind == "f" and a.dtype != dtype.np:
+            a = _convert(a, dtype.np, f"{dtype.half}_store_array") if a.dtype == np.float32 else a.astype(dtype.np)
+        out.append(a)
     return out
 
 
 def half_up(arr):
     """A 16-bit array as float32 for a NumPy body (exact)."""
-    return arr.astype(np.float32) if arr is not None and arr.dtype.itemsize == 2 and arr.dtype.kind not in "iu" \
-        else arr
+    if arr is None or arr.dtype.itemsize != 2 or arr.dtype.kind in "iu":
+        return arr
+    return _convert(arr, np.float32, f"{D.from_numpy(arr.dtype).half}_load_array")
+
+
+def _convert(arr, np_dtype, kernel):
+    """arr as np_dtype through a conversion kernel of cpu_half (see cast_into: NumPy's 16-bit casts are
+    software, ~16x slower; around every array op of a float16 model they were a third of its step)."""
+    if not arr.flags.c_contiguous:
+        return arr.astype(np_dtype)
+    out = np.empty(arr.shape, np_dtype)
+    _run_contig(getattr(half_kernels(), kernel), [bits(arr).reshape(-1), bits(out).reshape(-1)], (), arr.size)
+    return out

@@ -17,7 +17,7 @@ import reftorch._cuda_dispatch as _cuda_d
 import reftorch._dtype as D
 import reftorch._layout as L
 from ._args import ReductionCall, _acc_dtype, _cast, _identity, _info, _reduced_shape, as_tensor_arg
-from ._cpu import _chunks, _in_threads, bits, half_kernel, new_tensor
+from ._cpu import _chunks, _in_threads, bits, half_kernel, new_tensor, to_half
 from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.record import record
@@ -196,7 +196,12 @@ def _reduction(spec, tensors, scalars, key):
             if len(_reduction_plans) > 4096:
                 _reduction_plans.clear()
             _reduction_plans[key] = plan
-    res = acc if acc.dtype == out_dtype.np else acc.astype(out_dtype.np)
+    if acc.dtype == out_dtype.np:
+        res = acc
+    elif out_dtype.half and acc.dtype == np.float32:      # (NumPy's 16-bit casts are software: _cpu.to_half)
+        res = to_half([acc], out_dtype)[0]
+    else:
+        res = acc.astype(out_dtype.np)
     out = new_tensor(res.reshape(out_shape), out_dtype)
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, (x,), scalars, (out,))
