@@ -26,7 +26,7 @@ from ._cpu import cast_into, empty, run_elementwise
 from ._spec import SPECS
 from .autograd.record import record
 from ._tensor import Storage
-from .autograd import backward
+from .autograd._grad import backward
 from .autograd.graph import RemovableHandle
 from ._cuda_dispatch import move
 from ._cuda_dispatch import clone

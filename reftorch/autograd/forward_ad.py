@@ -19,8 +19,13 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
+import reftorch._creation as _creation
+import reftorch._dispatch as _dispatch
+import reftorch._dtype as _dtype
+import reftorch._functional as F
 from .._tensor import Tensor
 from ..kernels.transforms import JVPS
+import reftorch.autograd._grad as _grad
 import reftorch.autograd.grad_mode as grad_mode
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
@@ -30,24 +35,14 @@ class _State:
     level = None            # the open level (0), or None
     generation = 0          # tangents carry the generation of the level they were set at
     duals = None            # {id: weak reference} of the tensors given a tangent at the open level
-    dispatch = None         # reftorch._dispatch, bound on first use (it imports the autograd package)
-    F = None                # reftorch._functional, likewise
-    grad = None             # reftorch.autograd.grad, likewise (this module is imported by the package)
-    empty_strided = None    # reftorch._creation.empty_strided, likewise
 
 
 _state = _State()
 
 
-def _core():
-    if _state.dispatch is None:
-        from .. import _dispatch, _functional, _creation, _dtype
-        from . import grad
-        _state.dispatch, _state.F, _state.grad = _dispatch, _functional, grad
-        _state.empty_strided = _creation.empty_strided
-        _state.number = lambda x: _creation.tensor(x, dtype=_dtype.complex128 if isinstance(x, complex)
-                                                   else _dtype.float64)
-    return _state.dispatch
+def _number(x):
+    """A Python number as a tensor operand of a formula."""
+    return _creation.tensor(x, dtype=_dtype.complex128 if isinstance(x, complex) else _dtype.float64)
 
 
 # ------------------------------------------------------------------------------------ levels
@@ -56,8 +51,7 @@ def enter_dual_level():
     """Open a dual level (only one at a time, as in PyTorch) and return its number."""
     if _state.level is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    d = _core()
-    _Hook.next, d._forward = d._forward, _Hook      # (under a vmap's hook, when one is installed)
+    _Hook.next, _dispatch._forward = _dispatch._forward, _Hook      # (under a vmap's hook, when one is installed)
     _state.level = 0
     _state.generation += 1
     _state.duals = {}
@@ -80,7 +74,7 @@ def exit_dual_level(*, level=None):
     _state.duals = None
     _state.level = None
     _state.generation += 1
-    _core()._forward = _Hook.next
+    _dispatch._forward = _Hook.next
 
 
 class dual_level:
@@ -146,7 +140,7 @@ def _write_tangent(t, tangent):
     if cur is None and t._base is not None and _own_tangent(t._base) is None and t.dtype is t._base.dtype:
         base = t._base
         with _suspended():
-            _set_tangent(base, _state.empty_strided(base._shape, base._strides, dtype=base.dtype,
+            _set_tangent(base, _creation.empty_strided(base._shape, base._strides, dtype=base.dtype,
                                                     device=base.device).zero_())
         cur = tangent_of(t)
     if cur is None or (cur.requires_grad and cur.grad_fn is None) or \
@@ -177,10 +171,10 @@ def make_dual(tensor, tangent, *, level=None):
                            f"Tensor, this is not supported. Tensor is of size {list(tensor._shape)} while the given "
                            f"forward gradient is of size {list(tangent._shape)}.")
     with _suspended():
-        dual = _state.F.expand(tensor, tensor._shape)       # a view of the same layout, recorded for reverse mode
+        dual = F.expand(tensor, tensor._shape)       # a view of the same layout, recorded for reverse mode
         if tangent._strides != tensor._strides and tensor.numel() > 1:     # laid out as the primal (PyTorch's
             # copy), so the tangents of views of the dual can be views of it
-            tangent = _state.empty_strided(tensor._shape, tensor._strides, dtype=tangent.dtype,
+            tangent = _creation.empty_strided(tensor._shape, tensor._strides, dtype=tangent.dtype,
                                            device=tangent.device).copy_(tangent)
     _set_tangent(dual, tangent)
     return dual
@@ -198,7 +192,7 @@ def unpack_dual(tensor, *, level=None):
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
     with _suspended():
-        primal = _state.F.expand(tensor, tensor._shape)
+        primal = F.expand(tensor, tensor._shape)
     return UnpackedDualTensor(primal, tangent)
 
 
@@ -211,7 +205,7 @@ def tangents_of(args):
     if all(t is None for t in ts):
         return None
     with _suspended():
-        return [_state.F.zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, ts)]
+        return [F.zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, ts)]
 
 
 def set_output_tangents(output, tangents):
@@ -244,11 +238,10 @@ class _suspended:
     level (a vmap's) stay."""
 
     def __enter__(self):
-        d = _core()
-        self.saved, d._forward = d._forward, _Hook.next
+        self.saved, _dispatch._forward = _dispatch._forward, _Hook.next
 
     def __exit__(self, *exc):
-        _state.dispatch._forward = self.saved
+        _dispatch._forward = self.saved
 
 
 # ------------------------------------------------------------------------------------ propagation
@@ -281,7 +274,7 @@ class _Hook:
             touts = _jvp(spec, list(tensors), scalars, tangents, outs, run)
             if spec.kind != "view":     # only a view's tangent may alias an input's (in-place ops write tangents)
                 shared = {id(t._storage) for t in tangents if t is not None}
-                touts = [_state.F.clone(t) if t is not None and id(t._storage) in shared else t for t in touts]
+                touts = [F.clone(t) if t is not None and id(t._storage) in shared else t for t in touts]
         for o, t in zip(outs, touts):
             if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
                 _attach(o, _fit(t, o))
@@ -334,7 +327,7 @@ class _Hook:
             _write_tangent(self, t)
         elif tangent_of(self) is not None:      # new values without a tangent: a zero one (written in place)
             with _suspended():
-                _write_tangent(self, _state.F.zeros_like(self))
+                _write_tangent(self, F.zeros_like(self))
         return written
 
 
@@ -353,7 +346,6 @@ def _attach(o, tangent):
 
 def _fit(t, o):
     """A tangent term in o's dtype and shape (elementwise terms may be broadcast)."""
-    F = _state.F
     if t.dtype is not o.dtype:
         t = t.to(o.dtype)
     if tuple(t._shape) != tuple(o._shape):
@@ -367,10 +359,9 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
     if entry is None or spec.list_arg is not None:
         return _fallback(spec, tensors, scalars, tangents, outs, run)
     fn, how = entry
-    F = _state.F
     # a Python float operand (x / 3 ** 0.5) enters the formulas as a 0-d tensor of its own precision, as the
     # backward's saved numbers do: alone in a formula's op it would otherwise promote to the default float32
-    a = {n: _state.number(x) if isinstance(x, (float, complex)) else x for n, x in zip(spec.tensor_args, tensors)}
+    a = {n: _number(x) if isinstance(x, (float, complex)) else x for n, x in zip(spec.tensor_args, tensors)}
     a.update(zip(spec.scalar_names, scalars))
     t = dict(zip(spec.tensor_args, tangents))
     if how == "forward":
@@ -380,7 +371,7 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
     elif how == "view":
         x, tx = tensors[0], tangents[0]
         if tx._strides != x._strides:       # the primal's layout, so the view is possible where it is on x
-            tx = _state.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
+            tx = _creation.empty_strided(x._shape, x._strides, dtype=tx.dtype, device=tx.device).copy_(tx)
             t[spec.tensor_args[0]] = tx
             if _own_tangent(x) is not None:     # x's tangent from now on: views of x get views of it
                 _set_tangent(x, tx)
@@ -396,7 +387,6 @@ def _jvp(spec, tensors, scalars, tangents, outs, run):
 def _fallback(spec, tensors, scalars, tangents, outs, run):
     """jvp(t) = d/du <vjp(u), t>: the op run again on inputs that require grad, its backward taken at a
     dummy u with create_graph, and the product with the tangents differentiated with respect to u."""
-    F, autograd_grad = _state.F, _state.grad
     ins = list(tensors)
     wrt, tans = [], []
     for i, (x, t) in enumerate(zip(tensors, tangents)):
@@ -418,7 +408,7 @@ def _fallback(spec, tensors, scalars, tangents, outs, run):
             return [None] * len(outs)
         us = [F.ones_like(res[i]).requires_grad_(True) for i in diff]     # (any point: vjp is linear in u;
         # ones keep formulas finite that take log(|grad|), as logcumsumexp's does)
-        gs = autograd_grad([res[i] for i in diff], wrt, us, create_graph=True, allow_unused=True)
+        gs = _grad.grad([res[i] for i in diff], wrt, us, create_graph=True, allow_unused=True)
         total = None
         for g, t in zip(gs, tans):
             if g is not None:
@@ -426,7 +416,7 @@ def _fallback(spec, tensors, scalars, tangents, outs, run):
                 total = term if total is None else total + term
         if total is None or not total.requires_grad:
             return [F.zeros_like(res[i]) if i in diff else None for i in range(len(outs))]
-        jv = autograd_grad([total], us, create_graph=outer, allow_unused=True)
+        jv = _grad.grad([total], us, create_graph=outer, allow_unused=True)
     out = [None] * len(outs)
     for i, j in zip(diff, jv):
         out[i] = j if j is not None else F.zeros_like(res[i])

@@ -26,6 +26,7 @@ import reftorch.autograd.forward_ad as forward_ad
 import reftorch.autograd.grad_mode as grad_mode
 from .anomaly_mode import record_trace
 from .graph import Node, SavedTensor, gradient_edge
+from .inplace import note_view, rebase_history
 
 
 class FunctionCtx:
@@ -154,7 +155,6 @@ class Function:
 
 def _record(ctx, args, output):
     """Make ctx the grad_fn of the outputs and save what forward asked to save."""
-    from .inplace import note_view, rebase_history
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     ctx._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
     ctx.next_functions = tuple(gradient_edge(a) if a.dtype.differentiable else (None, 0) for a in tensor_args)

@@ -12,7 +12,7 @@ from .._tensor import Tensor
 import reftorch.autograd.forward_ad as fwAD
 import reftorch.autograd.grad_mode as grad_mode
 from .engine import run_backward
-from .graph import _functional
+import reftorch._functional as F
 
 
 def _grad(outputs, inputs, grad_outputs, create_graph=False, retain_graph=None):
@@ -187,7 +187,6 @@ def _jacobian_reverse(outputs, inputs, create_graph, strict):
 
 
 def _stack_rows(rows, out, x):
-    F = _functional()      # (reftorch._functional: it imports this package)
     if not rows:
         return x.new_zeros(tuple(out._shape) + tuple(x._shape))
     return F.stack(rows).reshape(tuple(out._shape) + tuple(x._shape))
@@ -195,7 +194,6 @@ def _stack_rows(rows, out, x):
 
 def _jacobian_forward(func, inputs):
     """Columns by forward-mode AD: one JVP per input element (a unit tangent)."""
-    F = _functional()      # (reftorch._functional: it imports this package)
     cols = None
     for k, x in enumerate(inputs):
         n = x.numel()

@@ -265,7 +265,6 @@ class OpNode(Node):
         return names.get("default") or f"{_camel(self.op)}Backward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        F = _F if _F is not None else _functional()
         for g in grads:
             if g is None:
                 grads = self._materialize(grads)
@@ -373,16 +372,14 @@ class RemovableHandle:
 _Handle = RemovableHandle
 
 
-_F = None
+# reftorch._functional, whose ops the backward formulas call. It binds itself here when it loads: it imports the
+# tensor core, which imports this module, so this module cannot import it.
+F = None
 
 
-def _functional():
-    """reftorch._functional (imported on first use: it imports the tensor core, which imports this module)."""
-    global _F
-    if _F is None:
-        from .. import _functional as F
-        _F = F
-    return _F
+def bind_functional(module):
+    global F
+    F = module
 
 
 # PyTorch's node names where they differ from the op's (ops.yaml `grad_fn:`)

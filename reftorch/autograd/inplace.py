@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from .._tensor import Tensor
-from .function import Function
+import reftorch.autograd.graph as graph
 from .graph import Node, gradient_edge
 from .engine import _conform
 
@@ -117,7 +117,7 @@ class CopySlices(Node):
     def apply(self, grads, create_graph=False, needs=None):
         needs = self._needs(needs)
         g = self._materialize(grads)[0]
-        slice_grad = Gather.apply(g, self.index)
+        slice_grad = _gather(g, self.index)
         res = list(self.fn.apply([slice_grad], create_graph, [needs[0]] + list(needs[1:])))
         base_grad = None
         if needs[0]:
@@ -126,7 +126,7 @@ class CopySlices(Node):
             base_grad = g * Tensor._from_array(keep.reshape(g._shape))
             if res[0] is not None:
                 written = _conform(res[0], self.fn.input_meta[0], self.fn, 0)
-                base_grad = base_grad + ScatterAdd.apply(written, self.index, tuple(g._shape))
+                base_grad = base_grad + _scatter_add(written, self.index, tuple(g._shape))
         return [base_grad] + res[1:]
 
     def release(self):
@@ -152,41 +152,16 @@ class AsStridedBackward0(Node):
         self.index = index
 
     def apply(self, grads, create_graph=False, needs=None):
-        return [ScatterAdd.apply(self._materialize(grads)[0], self.index, tuple(self.input_meta[0][0]))]
+        return [_scatter_add(self._materialize(grads)[0], self.index, tuple(self.input_meta[0][0]))]
 
 
-class Gather(Function):
+# the differentiable (twice) moves between a view's elements and its base's, as registry ops
+def _gather(x, index):
     """x's elements at (row-major) positions `index`, shaped like index."""
-
-    @staticmethod
-    def forward(ctx, x, index):
-        ctx.index, ctx.shape = index, tuple(x._shape)
-        flat = np.ascontiguousarray(x._array()).reshape(-1)
-        return Tensor._from_array(np.asarray(flat[index]), x.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return ScatterAdd.apply(grad, ctx.index, ctx.shape), None
-
-    @staticmethod
-    def jvp(ctx, t, _):
-        return Gather.apply(t, ctx.index)        # linear
+    return graph.F.take(x, graph.F.as_tensor(index, device=x.device))
 
 
-class ScatterAdd(Function):
+def _scatter_add(src, index, shape):
     """Zeros of `shape` with src added at (row-major) positions `index`."""
-
-    @staticmethod
-    def forward(ctx, src, index, shape):
-        ctx.index, ctx.shape = index, shape
-        out = np.zeros(int(np.prod(shape, dtype=np.int64)), src.dtype.np)
-        np.add.at(out, index.reshape(-1), np.ascontiguousarray(src._array()).reshape(-1))
-        return Tensor._from_array(out.reshape(shape), src.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return Gather.apply(grad, ctx.index), None, None
-
-    @staticmethod
-    def jvp(ctx, t, *_):
-        return ScatterAdd.apply(t, ctx.index, ctx.shape)     # linear
+    F = graph.F
+    return F.put(F.zeros(shape, dtype=src.dtype, device=src.device), F.as_tensor(index, device=src.device), src, True)
