@@ -123,6 +123,8 @@ from ._methods_misc import FUNCTIONS as _MISC_FUNCTIONS, STORAGE_TYPES as _STORA
 from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
 globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
 globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
+from ._sym import FUNCTIONS as _SYM_FUNCTIONS  # noqa: E402
+globals().update(_SYM_FUNCTIONS)             # sym_int, sym_max, ... on plain numbers (reftorch/_sym.py)
 
 # ---------------- toolbox (issue 22, branch toolbox): multiprocessing registers the shared-memory pickling of
 # tensors and Tensor.share_memory_ / is_shared when imported (as torch's); it imports no library module
