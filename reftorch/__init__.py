@@ -151,6 +151,9 @@ _EXPORTS["cpu"] = "amp.legacy"      # reftorch.cpu(.amp): module objects that am
 _EXPORTS.update(dict.fromkeys(("hann_window", "hamming_window", "blackman_window", "bartlett_window",
                               "kaiser_window"), "signal.windows"))
 _EXPORTS.update(stft="signal._stft", istft="signal._stft")
+_EXPORTS.update(dict.fromkeys((         # SyncBatchNorm's statistics ops (reftorch/nn/_sync_stats.py)
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+    "batch_norm_backward_reduce", "batch_norm_backward_elemt", "batch_norm_update_stats"), "nn._sync_stats"))
 
 
 def _library_method(name):

@@ -11,7 +11,7 @@ import numpy as np
 import reftorch._functional as F
 import reftorch._dtype as D
 from reftorch._device import no_kernel
-from reftorch.autograd.function import Function
+from reftorch.autograd.function import without_derivative
 
 from ._coo import SparseTensor, _rows, _sparse, _type_name
 
@@ -22,19 +22,6 @@ _RESIZE_OPTIONS = ("You could try the following options:\n1. If you need an empt
                    "options:\n    1. For both sparse and dense dimensions, keep the number of them constant and the "
                    "size of them non-shrinking, and then try the same call again.\n    2. Or, create a new sparse "
                    "tensor with the correct indices and values from this sparse tensor.")
-
-
-class _NoDerivative(Function):
-    """An op torch records with no derivative formula: backward through it raises torch's error."""
-
-    @staticmethod
-    def forward(ctx, name, compute, *operands):
-        ctx.op = name
-        return compute(*operands)
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
 
 
 def _row_products(s, dense, alpha):
@@ -112,7 +99,7 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     if input.dtype is not mat1.dtype:
         raise RuntimeError(f"dtype of values ({_type_name(mat1.dtype)}) must match dtype of sparse tensor "
                            f"({_type_name(input.dtype)})")
-    result = _NoDerivative.apply("sspaddmm", lambda t, s, d: _sspaddmm_values(t, s, d, beta, alpha), input, mat1,
+    result = without_derivative("sspaddmm", lambda t, s, d: _sspaddmm_values(t, s, d, beta, alpha), input, mat1,
                                  mat2)
     return result if out is None else _into(out, result)
 
@@ -126,7 +113,7 @@ def smm(input, mat2):
         raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
     _check_product("sspaddmm", input, mat2)
     _check_dense("sspaddmm", input, mat2)
-    return _NoDerivative.apply("sspaddmm", lambda s, d: _sspaddmm_values(None, s, d, 0, 1), input, mat2)
+    return without_derivative("sspaddmm", lambda s, d: _sspaddmm_values(None, s, d, 0, 1), input, mat2)
 
 
 def _hspmm_values(s, dense):
@@ -140,7 +127,7 @@ def hspmm(mat1, mat2, *, out=None):
     1 dense dim)."""
     _check_product("hspmm", mat1, mat2)
     _check_dense("hspmm", mat1, mat2)
-    result = _NoDerivative.apply("hspmm", _hspmm_values, mat1, mat2)
+    result = without_derivative("hspmm", _hspmm_values, mat1, mat2)
     return result if out is None else _into(out, result)
 
 
