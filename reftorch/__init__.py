@@ -154,6 +154,7 @@ _EXPORTS.update(stft="signal._stft", istft="signal._stft")
 _EXPORTS.update(dict.fromkeys((         # SyncBatchNorm's statistics ops (reftorch/nn/_sync_stats.py)
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
     "batch_norm_backward_reduce", "batch_norm_backward_elemt", "batch_norm_update_stats"), "nn._sync_stats"))
+_EXPORTS["fused_moving_avg_obs_fake_quant"] = "nn._fake_quant"
 
 
 def _library_method(name):
