@@ -166,3 +166,46 @@ def test_record_stream_refuses_non_streams_and_cpu_tensors():
         torch.ones(2).record_stream(Stream())
     with pytest.raises(TypeError):
         torch.ones(2).record_stream()
+
+
+# ------------------------------------------------------------------ torch.hash_tensor (and its uint64 result)
+
+def _bits(a, kind):
+    return np.asarray(a, kind).view(np.uint64)
+
+
+def test_hash_tensor_xors_the_64_bit_patterns():
+    a = np.array([[1.5, -2.0, 0.25], [3.0, 0.0, -0.0]], np.float32)
+    bits = _bits(a.astype(np.float64), np.float64)
+    t = torch.tensor(a)
+    h = torch.hash_tensor(t)
+    assert h.dtype == torch.uint64 and h.shape == () and h.item() == int(np.bitwise_xor.reduce(bits, axis=None))
+    assert torch.hash_tensor(t, 1).tolist() == np.bitwise_xor.reduce(bits, axis=1).tolist()
+    assert t.hash_tensor(0).tolist() == np.bitwise_xor.reduce(bits, axis=0).tolist()
+    assert torch.hash_tensor(t, [0, 1], keepdim=True).shape == (1, 1)
+    assert torch.hash_tensor(t, ()).item() == h.item() and torch.hash_tensor(t.half()).item() == h.item()
+    assert torch.hash_tensor(torch.tensor([1, -2, 3])).item() == 1 ^ (2 ** 64 - 2) ^ 3     # int64 two's complement
+    assert torch.hash_tensor(torch.tensor([1, 2, 250], dtype=torch.uint8)).item() == 249
+    assert torch.hash_tensor(torch.tensor([True, False, True])).item() == 0
+    assert torch.hash_tensor(torch.zeros(2, 0), 0).shape == (0,)
+
+
+def test_hash_tensor_errors():
+    with pytest.raises(RuntimeError, match="Unknown hash_tensor mode: 1"):
+        torch.hash_tensor(torch.ones(2), mode=1)
+    with pytest.raises(RuntimeError, match="Expected reduction dim to be specified for input.numel\\(\\) == 0"):
+        torch.hash_tensor(torch.zeros(0))
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        torch.hash_tensor(torch.zeros(2, 0), 1)
+    with pytest.raises(NotImplementedError, match="\"xor_sum_cpu\" not implemented for 'ComplexFloat'"):
+        torch.hash_tensor(torch.ones(2, dtype=torch.complex64))
+
+
+def test_uint64_tensors_hold_the_full_range_and_refuse_integer_promotion():
+    t = torch.from_numpy(np.array([1, 2 ** 63 + 5, 2 ** 64 - 1], np.uint64))
+    assert t.dtype == torch.uint64 and t.tolist() == [1, 2 ** 63 + 5, 2 ** 64 - 1] and not t.is_signed()
+    assert "dtype=torch.uint64" in repr(t)
+    assert torch.promote_types(torch.uint64, torch.float32) == torch.float32
+    with pytest.raises(RuntimeError, match="Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+                                           "promote UInt64 and Long"):
+        torch.promote_types(torch.uint64, torch.int64)

@@ -917,6 +917,8 @@ SPECS = {
 
     '_segment_reduce_backward': {'name': '_segment_reduce_backward', 'kind': 'array', 'args': (('grad', 'Tensor', None, False), ('output', 'Tensor', None, False), ('data', 'Tensor', None, False), ('reduce', 'str', None, False), ('offsets', 'Index', None, False), ('axis', 'int', None, False), ('initial', 'Scalar?', 'None', False), ('dtype', 'str', '"float32"', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'hash_tensor': {'name': 'hash_tensor', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', True), ('mode', 'int', '0', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'index_reduce': {'name': 'index_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, reduce, include_self=True: np.asarray(self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'msort': {'name': 'msort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.sort(self, axis=0) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -5800,6 +5802,17 @@ def _segment_reduce_backward(grad, output, data, reduce, offsets, axis, initial=
 
     ops.yaml: _segment_reduce_backward"""
     return _rt.call('_segment_reduce_backward', (grad, output, data, offsets, ), (reduce, axis, initial, dtype, ))
+
+
+def hash_tensor(self, dim=None, *, keepdim=False, mode=0, axis=_REQUIRED, out=None):
+    """xor of every element's bits as a 64-bit float or integer (upcast, then read as uint64), over dim (all dims when None): a uint64 hash of the tensor's values. Hand-tested in tests/test_surface16.py.
+
+    ops.yaml: hash_tensor"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('hash_tensor', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('hash_tensor', out, hash_tensor, self, dim, keepdim=keepdim, mode=mode)
+    return _rt.call('hash_tensor', (self, ), (dim, keepdim, mode, ))
 
 
 def index_reduce(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, reduce=_REQUIRED, *, include_self=True, axis=_REQUIRED, out=None):

@@ -1231,6 +1231,32 @@ def _segment_reduce_backward_forward(grad, output, data, reduce, offsets, axis, 
     return out.reshape(data.shape).astype(data.dtype, copy=False)
 
 
+def hash_tensor_forward(self, dim=None, *, keepdim=False, mode=0):
+    # ops.yaml: hash_tensor
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    if self.dtype.kind == "c" or self.dtype == np.uint64:
+        name = {8: "ComplexFloat", 16: "ComplexDouble"}[self.dtype.itemsize] if self.dtype.kind == "c" else "UInt64"
+        raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{name}'")
+    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(d % self.ndim for d in dims) if self.ndim else ()
+    for i, d in enumerate(axes):
+        if d in axes[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    axes = axes or tuple(range(self.ndim))
+    if self.size == 0 and not dims:
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    for d in axes:
+        if self.ndim and self.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    # every element as its 64-bit float / integer equivalent, those bits as uint64, xor-reduced
+    wide = self.astype(np.float64 if self.dtype.kind == "f" else np.int64).view(np.uint64)
+    if self.ndim == 0:
+        return wide.reshape(()).copy()
+    return np.bitwise_xor.reduce(wide, axis=axes, keepdims=keepdim)
+
+
 def _nextafter_forward(self, other):
     # ops.yaml: _nextafter
     return np.nextafter(self, other)
