@@ -17,7 +17,7 @@ _api._rt = _dispatch            # generated wrappers call into the dispatcher
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
                      get_default_dtype, set_default_dtype, promote_types)
-from ._dtype import float16, bfloat16, complex64, complex128  # noqa: E402
+from ._dtype import float16, bfloat16, complex64, complex128, uint64  # noqa: E402
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
@@ -123,6 +123,8 @@ from ._methods_misc import FUNCTIONS as _MISC_FUNCTIONS, STORAGE_TYPES as _STORA
 from ._methods_misc import TypedStorage, UntypedStorage  # noqa: E402,F401
 globals().update(_MISC_FUNCTIONS)            # get_device, is_nonzero, conj, resolve_neg ... of real tensors
 globals().update(_STORAGE_TYPES)             # FloatStorage, LongStorage, ...
+from ._sym import FUNCTIONS as _SYM_FUNCTIONS  # noqa: E402
+globals().update(_SYM_FUNCTIONS)             # sym_int, sym_max, ... on plain numbers (reftorch/_sym.py)
 
 # ---------------- toolbox (issue 22, branch toolbox): multiprocessing registers the shared-memory pickling of
 # tensors and Tensor.share_memory_ / is_shared when imported (as torch's); it imports no library module
@@ -149,6 +151,10 @@ _EXPORTS["cpu"] = "amp.legacy"      # reftorch.cpu(.amp): module objects that am
 _EXPORTS.update(dict.fromkeys(("hann_window", "hamming_window", "blackman_window", "bartlett_window",
                               "kaiser_window"), "signal.windows"))
 _EXPORTS.update(stft="signal._stft", istft="signal._stft")
+_EXPORTS.update(dict.fromkeys((         # SyncBatchNorm's statistics ops (reftorch/nn/_sync_stats.py)
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+    "batch_norm_backward_reduce", "batch_norm_backward_elemt", "batch_norm_update_stats"), "nn._sync_stats"))
+_EXPORTS["fused_moving_avg_obs_fake_quant"] = "nn._fake_quant"
 
 
 def _library_method(name):

@@ -162,8 +162,21 @@ def _can_cast(src, dst):
     return src.category <= dst.category
 
 
+INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+                     "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+                     "more details.")
+
+
+def check_inference_write(t):
+    """An inference tensor is written in place only inside inference_mode."""
+    if t._storage.inference and not grad_mode.state.inference:
+        raise RuntimeError(INFERENCE_INPLACE)
+
+
 def check_inplace(t):
     """PyTorch's checks before an in-place write that autograd may record."""
+    if t._storage.inference and not grad_mode.state.inference:
+        raise RuntimeError(INFERENCE_INPLACE)
     if not grad_mode.state.enabled:
         return
     base = t._base

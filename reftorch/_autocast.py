@@ -61,11 +61,11 @@ def _cast_one(t, to, device):
         t.requires_grad and t.grad_fn is None and t._base is None and grad_mode.state.enabled
     if cacheable:
         hit = state.cache.get(id(t))
-        if hit is not None and hit[0] is t and hit[1] == t._version:
+        if hit is not None and hit[0] is t and hit[1] == t._storage.version:
             return hit[2]
     out = t.to(to)
     if cacheable:
-        state.cache[id(t)] = (t, t._version, out)
+        state.cache[id(t)] = (t, t._storage.version, out)
     return out
 
 

@@ -136,3 +136,12 @@ def _check_backend(dev):
     raise NotImplementedError(f"Could not run 'aten::empty.memory_format' with arguments from the "
                               f"'{name.get(dev.type, dev.type.upper())}' backend. reftorch keeps tensors on cpu, cuda "
                               "and meta only.")
+
+
+def no_kernel(op, backend):
+    """PyTorch's error for an operator with no kernel for a tensor's back end ('CPU', 'SparseCPU' ...)."""
+    return NotImplementedError(
+        f"Could not run 'aten::{op}' with arguments from the '{backend}' backend. This could be because the operator "
+        "doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom "
+        "build). If you are a Facebook employee using PyTorch on mobile, please visit https://fburl.com/ptmfixes for "
+        "possible resolutions.")

@@ -34,7 +34,7 @@ class dtype:
 
     @property
     def is_signed(self):
-        return self.name not in ("bool", "uint8")
+        return self.name not in ("bool", "uint8", "uint64")
 
     @property
     def is_complex(self):
@@ -76,8 +76,11 @@ complex128 = dtype("complex128", np.complex128, 3, "ComplexDouble")
 _TO_REAL = {complex64: float32, complex128: float64}
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-_FROM_NP = {d.np: d for d in ALL}
-_BY_NAME = {d.name: d for d in ALL}
+# uint64: a result dtype only (torch.hash_tensor's), as PyTorch's own support of it is limited: tensors of it are
+# made, printed, compared and converted; no op of ops.yaml lists it among its dtypes
+uint64 = dtype("uint64", np.uint64, 1, "UInt64")
+_FROM_NP = {d.np: d for d in ALL + (uint64,)}
+_BY_NAME = {d.name: d for d in ALL + (uint64,)}
 ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": float16,
            "bool": bool_, "cfloat": complex64, "cdouble": complex128}
 _BY_NAME["half"] = float16
@@ -152,6 +155,9 @@ def promote_types(a, b):
     """The smallest dtype both a and b convert to without loss (PyTorch's table)."""
     if a is b:
         return a
+    if (a is uint64 or b is uint64) and a.category < 2 and b.category < 2:
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{a.short} and {b.short}")
     if a.category != b.category:
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == 3 and lo is float64:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._args import _info, check_no_internal_overlap
+from ._args import _info, check_inference_write, check_no_internal_overlap
 from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
 import reftorch.kernels.api as _api
@@ -91,6 +91,7 @@ def _group_arrays(group, upd, copies):
         data = t._storage.data
         flags = data.flags
         if i in upd:
+            check_inference_write(t)
             if not flags.writeable:
                 raise ValueError("assignment destination is read-only")
             if rg_check and _requires_grad(t):

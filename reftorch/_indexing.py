@@ -26,6 +26,7 @@ import reftorch._dtype as D
 import reftorch._functional as F
 from ._device import CPU
 from ._tensor import Tensor
+from ._args import check_inference_write
 import reftorch.autograd.grad_mode as grad_mode
 from ._cuda_dispatch import clone, copy_into, write
 from .autograd.inplace import assign_history
@@ -261,6 +262,7 @@ def _write(self, index, value, accumulate):
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")
     if _vmap_index is not None and _vmap_index.write(self, index, value, accumulate):
         return
+    check_inference_write(self)
     with grad_mode.no_grad():
         ix = _apply(self, index, warn_at=3)
     target = ix.shape

@@ -64,6 +64,8 @@ def _set_requires_grad(self, value):
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     if not value and getattr(self, "grad_fn", None) is not None:
         raise RuntimeError(_NON_LEAF_REQUIRES_GRAD)
+    if value and self._storage.inference and not grad_mode.state.inference:
+        raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
     _REQUIRES_GRAD_SLOT.__set__(self, value)
 
 
@@ -118,6 +120,7 @@ def _data_get(self):
     """Like detach(), but with a version counter of its own: in-place changes through .data are
     invisible to autograd (PyTorch's classic .data semantics)."""
     storage = Storage(self._storage.data)
+    storage.inference = self._storage.inference      # a view of an inference tensor is one
     out = Tensor._make(storage, self._offset, self._shape, self._strides, self.dtype, self.device)
     if self._vmap is not None:      # inside vmap: the whole batch, still batched (func/_vmap.py)
         out._vmap = (self._vmap[0], _data_get(self._vmap[1]))

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ._args import check_inplace
+from ._args import check_inference_write, check_inplace
 import reftorch._dtype as D
 import reftorch._layout as L
 import reftorch._functional as F
@@ -20,7 +20,7 @@ import reftorch.autograd.grad_mode as grad_mode
 import reftorch._legacy as _legacy
 import reftorch.cuda as cuda
 from ._cuda_dispatch import numpy_error
-from ._device import CPU
+from ._device import CPU, no_kernel
 from ._creation import _copy_tensor, _rebuild
 import reftorch._meta as _meta
 from ._repr import tensor_repr
@@ -159,6 +159,28 @@ def _expandable(shape, target):
     return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(target)))
 
 
+def _backend_name(t):
+    return ("Sparse" if t.is_sparse else "") + ("CUDA" if t.device.type == "cuda" else "CPU")
+
+
+def qscheme(self):
+    """The quantization scheme of a quantized tensor: reftorch has none, and PyTorch refuses any other tensor."""
+    if self.device.type == "meta":
+        raise NotImplementedError("aten::qscheme: attempted to run this operator with Meta tensors, but there was no "
+                                  "fake impl or Meta kernel registered.")
+    raise no_kernel("qscheme", _backend_name(self))
+
+
+def record_stream(self, s):
+    """Tell the caching allocator that stream s uses this tensor's memory. reftorch has no stream objects of its
+    own and launches every kernel on the default stream: a stream (numba.cuda's) given for a cuda tensor has
+    nothing to record. PyTorch refuses a cpu tensor, and any argument that is not a stream."""
+    if type(s).__name__ != "Stream":
+        raise RuntimeError("unknown parameter type")
+    if self.device.type == "cpu":
+        raise no_kernel("record_stream", _backend_name(self))
+
+
 # ------------------------------------------------------------------------------ storage geometry
 
 def _resize_(self, *sizes, memory_format=None):
@@ -168,6 +190,7 @@ def _resize_(self, *sizes, memory_format=None):
     shape = tuple(int(s) for s in shape)
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    check_inference_write(self)
     if any(s < 0 for s in shape):
         raise RuntimeError("numel: integer multiplication overflow" if len(shape) == 1 else
                            f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
@@ -427,7 +450,7 @@ METHODS = {
     "is_coalesced": _sparse_only("is_coalesced"), "coalesce": _sparse_only("coalesce"),
     "indices": _sparse_only("indices"), "values": _sparse_only("values"),
     "to_dense": lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype),
-    "sum_to_size": _sum_to_size,
+    "sum_to_size": _sum_to_size, "qscheme": qscheme, "record_stream": record_stream,
     "resize_": _resize_, "resize_as_": _resize_as_, "set_": _set_, "resize": _resize, "resize_as": _resize_as,
     "apply_": _apply_, "map_": _map_, "map2_": _map2_, "module_load": _module_load,
     "untyped_storage": lambda self: self._vmap is not None and self._refuse_in_vmap("storage") or
@@ -586,4 +609,11 @@ METHODS.update({
     "__pos__": positive, "positive": positive, "where": _tensor_where, "equal": equal, "isclose": isclose,
     "allclose": allclose, "numpy": _numpy, "__array__": _array_protocol,
 })
-FUNCTIONS.update({"positive": positive, "equal": equal, "isclose": isclose, "allclose": allclose})
+def is_inference(input):
+    """torch.is_inference: input was allocated inside inference_mode, or is a view of such a tensor."""
+    _check_tensor("is_inference", "input", 1, input)
+    return input.is_inference()
+
+
+FUNCTIONS.update({"positive": positive, "equal": equal, "isclose": isclose, "allclose": allclose,
+                  "is_inference": is_inference})

@@ -13,6 +13,7 @@ from ._layout import contiguous_array as _contig
 import reftorch._dtype as D
 import reftorch._layout as L
 from ._device import CPU
+from ._grad_state import state as _grad_state
 
 
 _byte_strides = {}      # (strides in elements, itemsize) -> strides in bytes (Tensor._array)
@@ -28,11 +29,12 @@ def numpy_error(t):
 
 
 class Storage:
-    __slots__ = ("data", "version", "__weakref__")
+    __slots__ = ("data", "version", "inference", "__weakref__")
 
     def __init__(self, data):
         self.data = data        # 1-D numpy array
         self.version = 0
+        self.inference = _grad_state.inference      # allocated inside inference_mode: its tensors are inference tensors
 
 
 class _AliasStorage(Storage):
@@ -56,6 +58,10 @@ class _AliasStorage(Storage):
     @version.setter
     def version(self, v):
         self.owner.version = v
+
+    @property
+    def inference(self):
+        return self.owner.inference
 
 
 def reinterpreted(storage, np_dtype):
@@ -246,7 +252,13 @@ class Tensor:
 
     @property
     def _version(self):
+        if self._storage.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._storage.version
+
+    def is_inference(self):
+        """A tensor allocated inside inference_mode, or a view of one (its storage was)."""
+        return self._storage.inference
 
     def __len__(self):
         if not self._shape:

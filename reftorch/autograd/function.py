@@ -209,3 +209,22 @@ def once_differentiable(fn):
         with grad_mode.no_grad():
             return fn(ctx, *args)
     return wrapper
+
+
+class _NoDerivative(Function):
+    """An op PyTorch records with no derivative formula: its outputs require grad when an input does, and a
+    backward through them raises PyTorch's error."""
+
+    @staticmethod
+    def forward(ctx, op, compute, *operands):
+        ctx.op = op
+        return compute(*operands)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for aten::{ctx.op} is not implemented")
+
+
+def without_derivative(op, compute, *operands):
+    """compute(*operands), recorded as PyTorch records aten::op: with no derivative."""
+    return _NoDerivative.apply(op, compute, *operands)

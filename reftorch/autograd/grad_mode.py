@@ -7,15 +7,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 
-
-class _State(threading.local):
-    enabled = True          # record ops for autograd
-    inference = False       # inside inference_mode
-
-
-state = _State()
+from .._grad_state import state
 
 
 def is_grad_enabled():
@@ -136,10 +129,9 @@ class inference_mode(_Mode):
     def __init__(self, mode=True):
         self.mode = bool(mode)
 
-    def _set(self):
-        if self.mode:
-            state.enabled = False
-            state.inference = True
+    def _set(self):        # inference_mode(False) turns recording back on, as PyTorch's InferenceMode(false)
+        state.enabled = not self.mode
+        state.inference = self.mode
 
     def clone(self):
         return self.__class__(self.mode)

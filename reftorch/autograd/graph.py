@@ -69,6 +69,11 @@ def _freed_error():
         "if you need to access saved tensors after calling backward.")
 
 
+INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                   "mode in computation tracked by autograd. To work around this, you can make a clone to get a normal "
+                   "tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
+
+
 class SavedTensor:
     """A tensor kept for backward, with the storage version it had when saved.
 
@@ -80,6 +85,8 @@ class SavedTensor:
     def __init__(self, t, is_output=False, version=None):
         if is_output:
             t = Tensor._make(t._storage, t._offset, t._shape, t._strides, t.dtype, t.device)
+        elif t._storage.inference:
+            raise RuntimeError(INFERENCE_SAVED)
         self.tensor = t
         self.version = t._storage.version if version is None else version
         self.is_output = is_output

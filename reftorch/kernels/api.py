@@ -911,6 +911,14 @@ SPECS = {
 
     'scatter_reduce_backward': {'name': 'scatter_reduce_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('src', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'segment_reduce': {'name': 'segment_reduce', 'kind': 'composite', 'args': (('data', 'Tensor', None, False), ('reduce', 'str', None, False), ('lengths', 'Tensor?', 'None', True), ('indices', 'Tensor?', 'None', True), ('offsets', 'Tensor?', 'None', True), ('axis', 'int', '0', True), ('unsafe', 'bool', 'False', True), ('initial', 'Scalar?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_segment_reduce': {'name': '_segment_reduce', 'kind': 'array', 'args': (('data', 'Tensor', None, False), ('reduce', 'str', None, False), ('offsets', 'Index', None, False), ('axis', 'int', None, False), ('initial', 'Scalar?', 'None', False), ('dtype', 'str', '"float32"', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('axis', 'data', 'dtype', 'initial', 'offsets', 'reduce', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'SegmentReduceBackward0'},
+
+    '_segment_reduce_backward': {'name': '_segment_reduce_backward', 'kind': 'array', 'args': (('grad', 'Tensor', None, False), ('output', 'Tensor', None, False), ('data', 'Tensor', None, False), ('reduce', 'str', None, False), ('offsets', 'Index', None, False), ('axis', 'int', None, False), ('initial', 'Scalar?', 'None', False), ('dtype', 'str', '"float32"', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    'hash_tensor': {'name': 'hash_tensor', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', True), ('mode', 'int', '0', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'index_reduce': {'name': 'index_reduce', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('index', 'Index', None, False), ('source', 'Tensor', None, False), ('reduce', 'str', None, False), ('include_self', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, index, source, dim, reduce, include_self=True: np.asarray(self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'msort': {'name': 'msort', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.sort(self, axis=0) if self.ndim else self', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -5771,6 +5779,40 @@ def scatter_reduce_backward(grad, self, dim=_REQUIRED, index=_REQUIRED, src=_REQ
     if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED or reduce is _REQUIRED or include_self is _REQUIRED or result is _REQUIRED:
         _rt.missing_arguments('scatter_reduce_backward', ('dim', dim), ('index', index), ('src', src), ('reduce', reduce), ('include_self', include_self), ('result', result))
     return _rt.composite('scatter_reduce_backward', grad, self, dim, index, src, reduce, include_self, result)
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None, out=None):
+    """data reduced (sum, mean, max/amax, min/amin, prod) over consecutive segments of axis given by lengths or offsets (one row of them per index of the leading dims); an empty segment gives initial, or the reduction's identity (NaN for mean). Hand-tested in tests/test_segment_reduce.py (its arguments constrain each other).
+
+    ops.yaml: segment_reduce"""
+    if out is not None:
+        return _rt.call_out('segment_reduce', out, segment_reduce, data, reduce, lengths=lengths, indices=indices, offsets=offsets, axis=axis, unsafe=unsafe, initial=initial)
+    return _rt.composite('segment_reduce', data, reduce, lengths=lengths, indices=indices, offsets=offsets, axis=axis, unsafe=unsafe, initial=initial)
+
+
+def _segment_reduce(data, reduce, offsets, axis, initial=None, dtype="float32"):
+    """segment_reduce over segments [offsets[i], offsets[i+1]) of axis (checked by segment_reduce).
+
+    ops.yaml: _segment_reduce"""
+    return _rt.call('_segment_reduce', (data, offsets, ), (reduce, axis, initial, dtype, ))
+
+
+def _segment_reduce_backward(grad, output, data, reduce, offsets, axis, initial=None, dtype="float32"):
+    """Gradient of _segment_reduce for data (PyTorch's kernel: positive gradients split over ties of max/min).
+
+    ops.yaml: _segment_reduce_backward"""
+    return _rt.call('_segment_reduce_backward', (grad, output, data, offsets, ), (reduce, axis, initial, dtype, ))
+
+
+def hash_tensor(self, dim=None, *, keepdim=False, mode=0, axis=_REQUIRED, out=None):
+    """xor of every element's bits as a 64-bit float or integer (upcast, then read as uint64), over dim (all dims when None): a uint64 hash of the tensor's values. Hand-tested in tests/test_surface16.py.
+
+    ops.yaml: hash_tensor"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('hash_tensor', dim, None, axis)
+    if out is not None:
+        return _rt.call_out('hash_tensor', out, hash_tensor, self, dim, keepdim=keepdim, mode=mode)
+    return _rt.call('hash_tensor', (self, ), (dim, keepdim, mode, ))
 
 
 def index_reduce(self, dim=_REQUIRED, index=_REQUIRED, source=_REQUIRED, reduce=_REQUIRED, *, include_self=True, axis=_REQUIRED, out=None):

@@ -1155,6 +1155,108 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
     return out
 
 
+def _segment_reduce_forward(data, reduce, offsets, axis, initial=None, dtype="float32"):
+    # ops.yaml: _segment_reduce
+    # dtype: data's own; a 16-bit float arrives here as float32, and PyTorch's kernel rounds every step to it
+    kind = {"amax": "max", "amin": "min"}.get(reduce, reduce)
+    outer, n = data.shape[:axis], data.shape[axis]
+    inner = int(np.prod(data.shape[axis + 1:], dtype=np.int64))
+    off = offsets.reshape(-1, offsets.shape[-1]).astype(np.int64)
+    seglen = np.diff(off, axis=1)
+    if (seglen < 0).any():
+        raise RuntimeError("Expected segment_length >= 0 to be true, but got false.  (Could this error message be "
+                           "improved?  If so, please report an enhancement request to PyTorch.)")
+    if off.size and (off.min() < 0 or off.max() > n):
+        raise RuntimeError(f"segment_reduce(): segments must lie within data.size(axis) = {n}, got offsets "
+                           f"from {off.min()} to {off.max()}")
+    x = data.reshape(len(off), n, inner).astype(dtype, copy=False)
+    start = initial if initial is not None else {"max": -np.inf, "min": np.inf, "prod": 1}.get(kind, 0)
+    out = np.full((len(off), seglen.shape[1], inner), start, np.dtype(dtype))
+    combine = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}.get(kind, np.add)
+    for o in range(len(off)):
+        seg = np.repeat(np.arange(seglen.shape[1]), seglen[o])
+        combine.at(out[o], seg, x[o, off[o, 0]:off[o, 0] + seg.size])
+    if kind == "mean":
+        count = np.broadcast_to(seglen[:, :, None], out.shape)
+        divide = (count > 0) & ~np.isnan(out)
+        out[divide] = out[divide] / count[divide].astype(out.dtype)
+        if initial is None:
+            out[count == 0] = np.nan
+    return out.reshape(outer + (seglen.shape[1],) + data.shape[axis + 1:]).astype(data.dtype, copy=False)
+
+
+def _segment_reduce_backward_forward(grad, output, data, reduce, offsets, axis, initial=None, dtype="float32"):
+    # ops.yaml: _segment_reduce_backward
+    kind = {"amax": "max", "amin": "min"}.get(reduce, reduce)
+    outer, n = data.shape[:axis], data.shape[axis]
+    inner = int(np.prod(data.shape[axis + 1:], dtype=np.int64))
+    off = offsets.reshape(-1, offsets.shape[-1]).astype(np.int64)
+    seglen = np.diff(off, axis=1)
+    if (seglen < 0).any():
+        raise RuntimeError("Expected segment_length >= 0 to be true, but got false.  (Could this error message be "
+                           "improved?  If so, please report an enhancement request to PyTorch.)")
+    if off.size and (off.min() < 0 or off.max() > n):
+        raise RuntimeError(f"segment_reduce(): segments must lie within data.size(axis) = {n}, got offsets "
+                           f"from {off.min()} to {off.max()}")
+    dt, segs = np.dtype(dtype), seglen.shape[1]
+    x = data.reshape(len(off), n, inner).astype(dt, copy=False)
+    g, res = grad.reshape(len(off), segs, inner).astype(dt, copy=False), output.reshape(len(off), segs, inner).astype(dt, copy=False)
+    out = np.zeros((len(off), n, inner), dt)
+    for o in range(len(off)):
+        seg = np.repeat(np.arange(segs), seglen[o])
+        lo = off[o, 0]
+        xs, gs = x[o, lo:lo + seg.size], g[o][seg]
+        if kind == "sum":
+            gi = gs
+        elif kind == "mean":
+            gi = (g[o] / np.maximum(seglen[o], 1)[:, None].astype(dt))[seg]
+        elif kind in ("max", "min"):        # ties share a positive gradient; a NaN is the extremum it made
+            hit = np.isnan(xs) | (xs == res[o][seg])
+            gi = np.where(hit, gs, np.zeros((), dt))
+            count = np.zeros((segs, inner), np.int64)
+            np.add.at(count, seg, hit)
+            c = count[seg]
+            gi = np.where((c >= 2) & (gi > 0), gi / np.maximum(c, 1).astype(dt), gi)
+        else:                               # prod: grad * output / x, or the product of the others at 0 / NaN
+            zero = np.isnan(xs) | (xs == 0)
+            gi = (g[o] * res[o])[seg] / np.where(zero, np.ones((), dt), xs)
+            for j, i in np.argwhere(zero):
+                first = off[o, seg[j]] - lo
+                p = dt.type(1 if initial is None else initial)
+                for k in range(first, first + seglen[o, seg[j]]):
+                    if k != j:
+                        p = p * xs[k, i]
+                gi[j, i] = gs[j, i] * p
+        out[o, lo:lo + seg.size] = gi
+    return out.reshape(data.shape).astype(data.dtype, copy=False)
+
+
+def hash_tensor_forward(self, dim=None, *, keepdim=False, mode=0):
+    # ops.yaml: hash_tensor
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    if self.dtype.kind == "c" or self.dtype == np.uint64:
+        name = {8: "ComplexFloat", 16: "ComplexDouble"}[self.dtype.itemsize] if self.dtype.kind == "c" else "UInt64"
+        raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for '{name}'")
+    dims = () if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(d % self.ndim for d in dims) if self.ndim else ()
+    for i, d in enumerate(axes):
+        if d in axes[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    axes = axes or tuple(range(self.ndim))
+    if self.size == 0 and not dims:
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    for d in axes:
+        if self.ndim and self.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    # every element as its 64-bit float / integer equivalent, those bits as uint64, xor-reduced
+    wide = self.astype(np.float64 if self.dtype.kind == "f" else np.int64).view(np.uint64)
+    if self.ndim == 0:
+        return wide.reshape(()).copy()
+    return np.bitwise_xor.reduce(wide, axis=axes, keepdims=keepdim)
+
+
 def _nextafter_forward(self, other):
     # ops.yaml: _nextafter
     return np.nextafter(self, other)

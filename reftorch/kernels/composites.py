@@ -1973,6 +1973,46 @@ def scatter_reduce_backward(F, grad, self, dim, index, src, reduce, include_self
     return (g_self, F.pad_to(g_src, tuple(src.shape)))
 
 
+def segment_reduce(F, data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    # ops.yaml: segment_reduce
+    for what, t in (('lengths', lengths), ('indices', indices), ('offsets', offsets)):
+        if t is not None and (not F.is_tensor(t)):
+            raise TypeError(f"segment_reduce(): argument '{what}' must be Tensor, not {type(t).__name__}")
+    if indices is not None:
+        raise RuntimeError('segment_reduce(): indices based reduction is not supported yet.')
+    if lengths is None and offsets is None:
+        raise RuntimeError('segment_reduce(): Either lengths or offsets must be defined.')
+    if reduce not in ('sum', 'prod', 'mean', 'max', 'min', 'amax', 'amin'):
+        raise RuntimeError(f'reduce argument must be either sum, prod, mean, amax or amin, got {reduce}')
+    axis = F.normalize_dims(axis, data.ndim or 1)[0]
+    bounds, what = (lengths, 'lengths') if lengths is not None else (offsets, 'offsets')
+    if data.ndim < bounds.ndim:
+        raise RuntimeError(f'Expected data.dim() >= {what}_value.dim() to be true, but got false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)')
+    if bounds.ndim - 1 != axis:
+        raise RuntimeError(f'segment_reduce(): Expected axis to be the last dimension of {what} but got {axis}.')
+    if tuple(bounds.shape[:-1]) != tuple(data.shape[:axis]):
+        raise RuntimeError(f'segment_reduce(): Expected {what} of shape {list(data.shape[:axis])} + [segments], got {list(bounds.shape)}')
+    if lengths is not None and (not unsafe):
+        if lengths.min().item() < 0:
+            raise RuntimeError('lengths contains negative value!')
+        if bool((lengths.sum(-1) != data.shape[axis]).any()):
+            raise RuntimeError('segment_reduce(): Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) when !unsafe.')
+    if bounds.dtype.name not in ('int32', 'int64'):
+        raise NotImplementedError(f""""_segment_reduce_{what}_cpu_kernel1" not implemented for '{bounds.dtype.short}'""")
+    if not data.dtype.is_floating_point:
+        raise NotImplementedError(f""""_segment_reduce_cpu" not implemented for '{data.dtype.short}'""")
+    if initial is not None:
+        initial = initial.item() if F.is_tensor(initial) else initial
+        c_name = {'float16': 'c10::Half', 'bfloat16': 'c10::BFloat16', 'float32': 'float'}.get(data.dtype.name, 'double')
+        big = {'float16': 65504.0, 'bfloat16': 3.3895313892515355e+38, 'float32': 3.4028234663852886e+38}.get(data.dtype.name, math.inf)
+        if isinstance(initial, complex) and initial.imag != 0 or ((initial.real > big or initial.real < -big) and (not math.isinf(initial.real))):
+            raise RuntimeError(f'value cannot be converted to type {c_name} without overflow')
+        initial = initial.real if isinstance(initial, complex) else initial
+    if lengths is not None:
+        bounds = F.cat((F.zeros(tuple(lengths.shape[:-1]) + (1,), dtype=lengths.dtype, device=F.device_of(data, lengths, indices, offsets)), F.cumsum(lengths, -1)), -1)
+    return F._segment_reduce(data, reduce, bounds, axis, initial, data.dtype.name)
+
+
 def index_reduce(F, self, dim, index, source, reduce, *, include_self=True):
     # ops.yaml: index_reduce
     F.warn_once('index_reduce() is in beta and the API may change at any time.')

@@ -2509,6 +2509,36 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _segment_reduce_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _segment_reduce
+    grad = grads[0]
+    axis = saved['axis']
+    data = saved['data']
+    dtype = saved['dtype']
+    initial = saved['initial']
+    offsets = saved['offsets']
+    reduce = saved['reduce']
+    result = saved['result']
+    g = [None] * 2
+    # data: _segment_reduce_backward(grad, result, data, reduce, offsets, axis, initial, dtype)
+    if needs[0]:
+        g[0] = F._segment_reduce_backward(grad, result, data, reduce, offsets, axis, initial, dtype)
+    return g
+
+
+def _segment_reduce_backward_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _segment_reduce_backward
+    grad = grads[0]
+    g = [None] * 4
+    # grad: not_implemented('_segment_reduce_backward')
+    if needs[0]:
+        g[0] = F.not_implemented('_segment_reduce_backward')
+    # data: not_implemented('_segment_reduce_backward')
+    if needs[2]:
+        g[2] = F.not_implemented('_segment_reduce_backward')
+    return g
+
+
 def logaddexp2_backward(F, grads, saved, needs, fused):
     # ops.yaml: logaddexp2
     grad = grads[0]

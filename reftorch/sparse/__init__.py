@@ -7,6 +7,7 @@ import reftorch._functional as F
 from reftorch._tensor import Tensor
 
 import reftorch.sparse._coo as _coo
+import reftorch.sparse._products as _products
 from ._coo import SparseTensor, check_sparse_tensor_invariants, sparse_coo_tensor
 
 __all__ = ["mm", "addmm", "sum", "spmm", "sparse_coo_tensor", "check_sparse_tensor_invariants"]
@@ -94,6 +95,11 @@ def spmm(input, mat2):
     return _mm(input, mat2)
 
 
+def dsmm(input, mat2):
+    """torch.dsmm: input @ mat2 as a dense tensor, input sparse (or dense), differentiable as torch.mm."""
+    return _mm(input, mat2)
+
+
 def _is_sparse(self):
     return False
 
@@ -106,6 +112,10 @@ def bind(namespace):
         namespace[name] = _sparse_first(namespace[name], sparse_fn)
     namespace["sparse_coo_tensor"] = sparse_coo_tensor
     namespace["spmm"] = spmm
+    namespace["dsmm"] = dsmm
+    namespace.update(_products.FUNCTIONS)       # sspaddmm, smm, hspmm ..., indices_copy, values_copy
+    for name, method in _products.METHODS.items():
+        setattr(Tensor, name, method)
     namespace["sparse_coo"] = _coo.LAYOUT
     Tensor.to_sparse = _coo.to_sparse
     Tensor.to_sparse_coo = _coo.to_sparse

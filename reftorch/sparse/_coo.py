@@ -209,6 +209,7 @@ class _NoStrides:
     """What a sparse tensor has in place of strided storage: any op that reaches for it is one the sparse layout
     lacks, and says so as torch does."""
     __slots__ = ()
+    inference = False       # (what autograd asks of every storage: a sparse tensor is never an inference tensor)
 
     def _refuse(self, *args):
         raise NotImplementedError("Could not run this operator with arguments from the 'SparseCPU' backend. This "
