@@ -4116,7 +4116,7 @@ def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False, 
 
 
 def _linalg_solve_ex(A, B, left):
-    """(X, info) of A X = B (left=False - X A = B) by LU (LAPACK gesv); B is a (batch of) vector(s) when B.ndim == 1 or B.shape == A.shape[:-1].
+    """(X, info) of A X = B (left=False - X A = B) by LU (LAPACK getrf and getrs; a C-ordered A is factored as A^T, as torch does); B is a (batch of) vector(s) when B.ndim == 1 or B.shape == A.shape[:-1].
 
     ops.yaml: _linalg_solve_ex"""
     return _rt.call('_linalg_solve_ex', (A, B, ), (left, ))
