@@ -149,6 +149,7 @@ _EXPORTS["cpu"] = "amp.legacy"      # reftorch.cpu(.amp): module objects that am
 _EXPORTS.update(dict.fromkeys(("hann_window", "hamming_window", "blackman_window", "bartlett_window",
                               "kaiser_window"), "signal.windows"))
 _EXPORTS.update(stft="signal._stft", istft="signal._stft")
+_EXPORTS.update(svd_lowrank="linalg._lowrank", pca_lowrank="linalg._lowrank", lobpcg="linalg._lobpcg")
 
 
 def _library_method(name):
