@@ -161,3 +161,15 @@ def test_norm_except_dim():
     with pytest.raises(RuntimeError, match="^norm\\(\\): input dtype should be either floating point or complex. Got "
                                            "Long instead.$"):
         torch.norm_except_dim(torch.arange(6).reshape(2, 3), 2, 0)
+
+
+def test_lobpcg_preconditioned_sparse_and_unbounded_niter():
+    a = _spd(45, 19)
+    want = np.linalg.eigvalsh(a)[:2]
+    torch.manual_seed(4)
+    iK = torch.tensor(np.diag(1 / np.diag(a)))          # a Jacobi preconditioner for the smallest pairs
+    E, X = torch.lobpcg(torch.tensor(a), k=2, iK=iK, largest=False, niter=-1)
+    assert np.allclose(E.numpy(), want, rtol=1e-10)
+    torch.manual_seed(4)
+    E, X = torch.lobpcg(torch.tensor(a).to_sparse(), k=2, largest=False)
+    assert np.allclose(E.numpy(), want, rtol=1e-10)

@@ -210,6 +210,8 @@ def _lobpcg(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_ipara
             fparams.setdefault(key, tol)
         bparams.setdefault("ortho_use_drop", False)
     lead = A.shape[:-2]
+    if not lead:            # (a sparse A is 2-D, and is only multiplied)
+        return _iterate(A, B, _start(X, m, n, dtype, A.device), iK, iparams, fparams, bparams, method, tracker)
     count = 1
     for s in lead:
         count *= s
@@ -218,17 +220,21 @@ def _lobpcg(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_ipara
     bX = None if X is None else X.reshape((count,) + X.shape[-2:])
     Es, Xs = [], []
     for i in range(count):
-        X_ = torch.randn((m, n), dtype=dtype, device=A.device) if bX is None else bX[i]
-        if not (len(X_.shape) == 2 and tuple(X_.shape) == (m, n)):
-            raise AssertionError(f"X shape mismatch: got {X_.shape}, expected {(m, n)}")
         iparams["batch_index"] = i
-        E_, V_ = _iterate(bA[i], None if bB is None else bB[i], X_.to(dtype), iK, iparams, fparams, bparams, method,
-                          tracker)
+        E_, V_ = _iterate(bA[i], None if bB is None else bB[i], _start(None if bX is None else bX[i], m, n, dtype,
+                                                                      A.device), iK, iparams, fparams, bparams,
+                          method, tracker)
         Es.append(E_)
         Xs.append(V_)
-    if not lead:
-        return Es[0], Xs[0]
     return torch.stack(Es).reshape(lead + (k,)), torch.stack(Xs).reshape(lead + (m, k))
+
+
+def _start(X, m, n, dtype, device):
+    """The starting vectors: X (checked to be m x n), or n random ones."""
+    X = torch.randn((m, n), dtype=dtype, device=device) if X is None else X
+    if not (len(X.shape) == 2 and tuple(X.shape) == (m, n)):
+        raise AssertionError(f"X shape mismatch: got {X.shape}, expected {(m, n)}")
+    return X.to(dtype)
 
 
 class _LOBPCGFunction(torch.autograd.Function):
