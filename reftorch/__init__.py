@@ -155,6 +155,7 @@ _EXPORTS.update(dict.fromkeys((         # SyncBatchNorm's statistics ops (reftor
     "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
     "batch_norm_backward_reduce", "batch_norm_backward_elemt", "batch_norm_update_stats"), "nn._sync_stats"))
 _EXPORTS["fused_moving_avg_obs_fake_quant"] = "nn._fake_quant"
+_EXPORTS.update(svd_lowrank="linalg._lowrank", pca_lowrank="linalg._lowrank", lobpcg="linalg._lobpcg")
 
 
 def _library_method(name):

@@ -157,18 +157,29 @@ def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
             a = np.asarray(a)
         if a.base is not None and any(np.may_share_memory(a, t._storage.data) for t in ts if t is not None):
             a = a.copy()        # a view of an input's memory: the result gets values of its own
-        if not a.flags.c_contiguous:
-            a = _contig(a)
+        flat, strides = _fresh_layout(a)
         # wrapped as it is (Tensor._from_array's walk to the base array costs µs on small results)
-        odt = _FROM_NP.get(a.dtype)
-        tensors_out.append(_make_tensor(Storage(a.reshape(-1)), 0, a.shape, _info(a.shape)[0],
-                                        odt if odt is not None else D.from_numpy(a.dtype)))
+        odt = _FROM_NP.get(flat.dtype)
+        tensors_out.append(_make_tensor(Storage(flat), 0, a.shape, strides,
+                                        odt if odt is not None else D.from_numpy(flat.dtype)))
     if spec.differentiable and grad_mode.state.enabled:
         record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
 
 
 _array_fns = {}         # array op -> its generated NumPy body (kernels/array_ops.py)
+
+
+def _fresh_layout(a):
+    """(flat storage array, strides in elements) of a fresh result a: C-ordered as it is, or, where its matrices
+    are column-major (the factors LAPACK leaves: eigh's, svd's, solve's, which torch returns so too), as they
+    lie; other layouts are copied to C order."""
+    if not a.flags.c_contiguous:
+        t = a.swapaxes(-1, -2) if a.ndim >= 2 else a
+        if t.flags.c_contiguous and t.size:
+            return t.reshape(-1), tuple(s // a.itemsize for s in a.strides)
+        a = _contig(a)
+    return a.reshape(-1), _info(a.shape)[0]
 
 
 def _call_body(fn, args, kw, arrays):

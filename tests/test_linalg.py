@@ -214,3 +214,31 @@ def test_non_finite_inputs_as_torch():
         w, V = torch.linalg.eigh(torch.tensor([[1., nan], [nan, 2]], dtype=dt))
         assert bool(w.isnan().all()) and bool(V.isnan().all())
         assert bool(torch.linalg.svdvals(torch.tensor([[1., float("inf")], [0, 2]], dtype=dt)).isnan().all())
+
+
+def test_factors_come_back_column_major_as_torch():
+    """eigh's eigenvectors, svd's U and Vh and solve's X keep the column-major matrices LAPACK leaves (torch
+    2.13's strides, recorded); solve factors a C-ordered A as A^T (getrs 'T') and a column-major one as it lies
+    ('N'): both against NumPy, broadcast batches included."""
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((5, 4, 4))
+    s = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    b = rng.standard_normal((5, 4, 2))
+    S, A, B = torch.tensor(s), torch.tensor(a), torch.tensor(b)
+    assert torch.linalg.eigh(S)[1].stride() == (16, 1, 4)
+    U, _, Vh = torch.linalg.svd(A, full_matrices=False)
+    assert U.stride() == (16, 1, 4) and Vh.stride() == (16, 1, 4)
+    U, _, Vh = torch.linalg.svd(torch.tensor(rng.standard_normal((5, 4, 3))), full_matrices=False)
+    assert U.stride() == (12, 1, 4) and Vh.stride() == (9, 1, 3)
+    X = torch.linalg.solve(S, B)
+    assert X.stride() == (8, 1, 4) and np.allclose(X.numpy(), np.linalg.solve(s, b))
+    assert torch.linalg.solve(S, B.mT, left=False).stride() == (8, 4, 1)
+    for dt, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
+        M = torch.tensor(a + 4 * np.eye(4), dtype=dt)
+        want = np.linalg.solve(a + 4 * np.eye(4), b)
+        for m in (M, M.mT.contiguous().mT):             # C-ordered and column-major matrices
+            assert np.allclose(torch.linalg.solve(m, B.to(dt)).numpy(), want, rtol=tol, atol=tol)
+        assert np.allclose(torch.linalg.solve(M[0], B.to(dt)).numpy(), np.linalg.solve(a[0] + 4 * np.eye(4), b),
+                           rtol=tol, atol=tol)
+    with pytest.raises(torch.linalg.LinAlgError, match="singular"):
+        torch.linalg.solve(torch.zeros(3, 3), torch.ones(3, 1))

@@ -1,13 +1,17 @@
-"""The hot four of reftorch/kernels/lapack.py (potrf, gesv, syevd, gesdd: cholesky, solve, eigh, svd), called
-directly in the LAPACK that NumPy's own wheel ships (its OpenBLAS), from a Numba loop over the batch.
+"""The hot four of reftorch/kernels/lapack.py (cholesky, solve, eigh, svd: potrf, getrf + getrs, syevd, gesdd),
+called directly in the LAPACK that NumPy's own wheel ships (its OpenBLAS), from a Numba loop over the batch.
 
 numpy.linalg computes float32 in float64 (twice the time at 256 x 256), and costs ~10 µs of Python per call.
-These calls take Fortran-ordered copies, as NumPy and torch do, so that eigenvectors and singular vectors come
-out with the same signs; only potrf, whose factor is unique, reads the C buffer as it is (its transpose in
-Fortran order, so the other triangle is named). Where that LAPACK is not found, or a call reports a failure,
-the caller takes NumPy's path (and lapack.py's unblocked routines for the info codes). SciPy's
-scipy.linalg.lapack reaches the same routines but is not a runtime dependency (importing scipy.linalg alone
-costs ~0.25 s at startup), and its per-call wrappers would loop over a batch in Python.
+syevd and gesdd take Fortran-ordered copies, as NumPy and torch do, so that eigenvectors and singular vectors
+come out with the same signs; the copy is one Numba pass that also checks the input is finite (where those
+drivers misbehave). Their factors come back as LAPACK leaves them, matrices in column-major order, which is how
+torch returns them (the runtime wraps such an array with its strides, no copy). potrf, whose factor is unique,
+reads the C buffer as it is (its transpose in Fortran order, so the other triangle is named), and solve factors
+the C buffer, A^T in Fortran order, and solves with getrs('T'), as torch does for a contiguous A: no transposed
+copy of A. Where that LAPACK is not found, or a call reports a failure, the caller takes NumPy's path (and
+lapack.py's unblocked routines for the info codes). SciPy's scipy.linalg.lapack reaches the same routines but is
+not a runtime dependency (importing scipy.linalg alone costs ~0.25 s at startup), and its per-call wrappers
+would loop over a batch in Python.
 
 Copied verbatim into reftorch/kernels/lapack_calls.py by `python -m codegen`; reftorch/kernels/lapack.py
 imports it on the first call (`import reftorch` imports no Numba).
@@ -30,7 +34,7 @@ from .lapack import cholesky
 # (symbol pattern, Fortran INTEGER) of the OpenBLAS builds in NumPy's wheels: scipy-openblas64 (NumPy 2),
 # openblas64_ (NumPy 1.22 to 1.26), scipy-openblas32
 _PATTERNS = (("scipy_{}_64_", np.int64), ("{}_64_", np.int64), ("scipy_{}_", np.int32))
-_ROUTINES = ("potrf", "gesv", "syevd", "gesdd")
+_ROUTINES = ("potrf", "getrf", "getrs", "syevd", "gesdd")
 _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 
 
@@ -79,14 +83,7 @@ def _letter(a):
     return None if _FNS is None or a.size == 0 else _LETTER.get(a.dtype)
 
 
-_CHAR = {c: np.array([ord(c)], np.uint8) for c in "ULVAS"}     # CHARACTER arguments (LAPACK only reads them)
-
-
-def _fortran_copy(a):
-    """A C-ordered array whose matrices hold a's transposed: a's matrices in Fortran order (and back)."""
-    x = np.empty(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
-    x[...] = np.swapaxes(a, -1, -2)
-    return x
+_CHAR = {c: np.array([ord(c)], np.uint8) for c in "ULVASTN"}     # CHARACTER arguments (LAPACK only reads them)
 
 
 def _stack(a):
@@ -94,13 +91,36 @@ def _stack(a):
     return a.reshape((-1,) + a.shape[-2:])
 
 
+_TILE = 16
+
+
 @numba.njit(cache=CACHE)
-def _finite(x, i):
-    """Whether matrix i of x holds no inf or NaN (where LAPACK's eigen and singular value drivers misbehave)."""
-    for v in x[i].flat:
-        if not math.isfinite(v):
-            return False
-    return True
+def _transpose_into(src, dst):
+    """dst[i] = src[i].T for each matrix (src (batch, m, n) of any strides, dst (batch, n, m) C-ordered: src's
+    matrices in Fortran order), in tiles; whether every value is finite (v * 0 is 0 for a finite v, else NaN)."""
+    b, m, n = src.shape
+    acc = src.dtype.type(0)
+    for i in range(b):
+        for r0 in range(0, m, _TILE):
+            for c0 in range(0, n, _TILE):
+                for r in range(r0, min(r0 + _TILE, m)):
+                    for c in range(c0, min(c0 + _TILE, n)):
+                        v = src[i, r, c]
+                        dst[i, c, r] = v
+                        acc += v * 0
+    return acc == 0
+
+
+def _fortran_copy(a):
+    """(x, finite): x a C-ordered array whose matrices hold a's transposed (a's matrices in Fortran order), and
+    whether a holds no inf or NaN."""
+    x = np.empty(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+    return x, _transpose_into(_stack(a), _stack(x))
+
+
+def _columns(x):
+    """The matrices x (C-ordered) holds transposed, as column-major matrices: a view, no copy."""
+    return np.swapaxes(x, -1, -2)
 
 
 @numba.njit(cache=CACHE)
@@ -141,48 +161,51 @@ def potrf(a, upper=False):
 
 
 @numba.njit(cache=CACHE)
-def _gesv_batch(f, a, b, piv, iv):
-    """gesv on each matrix of a ((batch, n, n), each A^T in C order: A in Fortran's) and right side of b
-    ((batch, k, n): B^T), both in place; whether any failed (a singular matrix)."""
+def _lu_solve_batch(getrf, getrs, a, b, piv, iv, trans):
+    """getrf on each matrix of a ((batch, n, n) in C order: Fortran reads each transposed), then getrs(trans)
+    with it on the right side of b ((batch, k, n): B^T, so B in Fortran order), both in place; whether any
+    failed (a singular matrix)."""
     bsz, n, k = a.shape[0], a.shape[1], b.shape[1]
     iv[0], iv[1] = n, k
     ip, w = iv.ctypes.data, iv.itemsize
     sa, sb = n * n * a.itemsize, k * n * b.itemsize
     for i in range(bsz):
-        _fortran_call(f, (ip, ip + w, a.ctypes.data + i * sa, ip, piv.ctypes.data, b.ctypes.data + i * sb, ip,
-                          ip + 2 * w))
+        _fortran_call(getrf, (ip, ip, a.ctypes.data + i * sa, ip, piv.ctypes.data, ip + 2 * w))
         if iv[2] != 0:
             return True
+        _fortran_call(getrs, (trans.ctypes.data, ip, ip + w, a.ctypes.data + i * sa, ip, piv.ctypes.data,
+                              b.ctypes.data + i * sb, ip, ip + 2 * w, 1))
     return False
 
 
-def gesv(a, b):
-    """X with a X = b ((..., n, n) and (..., n, k), batch dims broadcast) by LAPACK gesv; None where NumPy's
-    path is to run (a singular matrix included, whose info code that path reports)."""
+def getrs(a, b):
+    """X with a X = b ((..., n, n) and (..., n, k), batch dims broadcast) by LAPACK getrf and getrs, X's
+    matrices column-major; None where NumPy's path is to run (a singular matrix included, whose info code that
+    path reports). A C-ordered a is factored as it lies, A^T in Fortran order, and solved with getrs('T'), as
+    torch does for a contiguous A (no transposed copy); a's with column-major matrices as A, with getrs('N')."""
     p = _letter(a)
     if p is None or b.dtype != a.dtype or b.size == 0:
         return None
     shape = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     n, k = a.shape[-1], b.shape[-1]
-    af = _fortran_copy(np.broadcast_to(a, shape + (n, n)))
-    bf = _fortran_copy(np.broadcast_to(b, shape + (n, k)))
-    if _gesv_batch(_FNS[p + "gesv"], _stack(af), _stack(bf), np.empty(n, _INT), np.zeros(3, _INT)):
+    columns = not a.flags.c_contiguous and _columns(a).flags.c_contiguous
+    af = np.array(np.broadcast_to(_columns(a) if columns else a, shape + (n, n)), order="C")
+    bf, _ = _fortran_copy(np.broadcast_to(b, shape + (n, k)))
+    if _lu_solve_batch(_FNS[p + "getrf"], _FNS[p + "getrs"], _stack(af), _stack(bf), np.empty(n, _INT),
+                       np.zeros(3, _INT), _CHAR["N" if columns else "T"]):
         return None
-    return _fortran_copy(bf)
+    return _columns(bf)
 
 
 @numba.njit(cache=CACHE)
 def _syevd_batch(f, x, w, work, iwork, iv, jobz, uplo, query):
     """syevd on each matrix of x in place (eigenvectors as Fortran columns), eigenvalues into w; whether any
-    failed or held inf or NaN. query: only the workspace query (lwork = liwork = -1), answered in work[0] and
-    iwork[0]."""
+    failed. query: only the workspace query (lwork = liwork = -1), answered in work[0] and iwork[0]."""
     b, n = x.shape[0], x.shape[1]
     iv[0] = n
     iv[1], iv[2] = (-1, -1) if query else (work.size, iwork.size)
     ip, s = iv.ctypes.data, iv.itemsize
     for i in range(1 if query else b):
-        if not (query or _finite(x, i)):
-            return True
         _fortran_call(f, (jobz.ctypes.data, uplo.ctypes.data, ip, x.ctypes.data + i * n * n * x.itemsize, ip,
                           w.ctypes.data + i * n * w.itemsize, work.ctypes.data, ip + s, iwork.ctypes.data, ip + 2 * s,
                           ip + 3 * s, 1, 1))
@@ -204,11 +227,14 @@ def _workspace(key, dtype, run):
 def syevd(a, uplo="L"):
     """(eigenvalues, eigenvectors) of symmetric a from its uplo triangle by LAPACK syevd; None where NumPy's
     path is to run (inf or NaN in a, no convergence). On a Fortran-ordered copy, as for gesdd: the C buffer
-    read as the other triangle would give eigenvectors of other signs (sytrd reduces it from the other end)."""
+    read as the other triangle would give eigenvectors of other signs (sytrd reduces it from the other end).
+    The eigenvectors' matrices are column-major (as torch returns them)."""
     p = _letter(a)
     if p is None:
         return None
-    x = _fortran_copy(a)
+    x, finite = _fortran_copy(a)
+    if not finite:
+        return None
     n = x.shape[-1]
     w = np.empty(a.shape[:-1], x.dtype)
     triangle = _CHAR["L" if uplo in "Ll" else "U"]
@@ -218,7 +244,7 @@ def syevd(a, uplo="L"):
                             _CHAR["V"], triangle, query)
     if run(*_workspace(("syevd", p, n), x.dtype, run), False):
         return None
-    return w, _fortran_copy(x)
+    return w, _columns(x)
 
 
 @numba.njit(cache=CACHE)
@@ -232,8 +258,6 @@ def _gesdd_batch(f, x, s, u, vt, work, iwork, iv, jobz, query):
     sx, ss = mf * nf * x.itemsize, s.shape[1] * s.itemsize
     su, sv = u.shape[1] * u.shape[2] * u.itemsize, vt.shape[1] * vt.shape[2] * vt.itemsize
     for i in range(1 if query else b):
-        if not (query or _finite(x, i)):
-            return True
         _fortran_call(f, (jobz.ctypes.data, ip, ip + w, x.ctypes.data + i * sx, ip, s.ctypes.data + i * ss,
                           u.ctypes.data + i * su, ip + 2 * w, vt.ctypes.data + i * sv, ip + 3 * w, work.ctypes.data,
                           ip + 4 * w, iwork.ctypes.data, ip + 5 * w, 1))
@@ -246,11 +270,14 @@ def gesdd(a, full_matrices=True):
     """(U, S, Vh) of a by LAPACK gesdd; None where NumPy's path is to run (inf or NaN in a, no convergence).
 
     Called on Fortran-ordered copies, as NumPy and torch call it: the SVD of the C buffer (a^T to Fortran)
-    would save the transposes but take gesdd's other path, with singular vectors of other signs."""
+    would save the transposes but take gesdd's other path, with singular vectors of other signs. U's and Vh's
+    matrices are column-major (as torch returns them)."""
     p = _letter(a)
     if p is None:
         return None
-    x = _fortran_copy(a)
+    x, finite = _fortran_copy(a)
+    if not finite:
+        return None
     lead, (m, n) = a.shape[:-2], a.shape[-2:]
     k = min(m, n)
     s = np.empty(lead + (k,), x.dtype)
@@ -261,4 +288,4 @@ def gesdd(a, full_matrices=True):
         return _gesdd_batch(_FNS[p + "gesdd"], _stack(x), s.reshape(-1, k), _stack(u), _stack(vh), work, iwork,
                             np.zeros(6, _INT), _CHAR["A" if full_matrices else "S"], query)
     work, _ = _workspace(("gesdd", p, m, n, full_matrices), x.dtype, run)
-    return None if run(work, np.empty(8 * k, _INT), False) else (_fortran_copy(u), s, _fortran_copy(vh))
+    return None if run(work, np.empty(8 * k, _INT), False) else (_columns(u), s, _columns(vh))

@@ -205,6 +205,8 @@ SPECS = {
 
     'norm': {'name': 'norm', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('p', 'any', '"fro"', False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, p='fro', dim=None, keepdim=False, dtype=None: np.sqrt(np.sum(np.abs(self) ** 2, axis=dim, keepdims=keepdim))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
+    'norm_except_dim': {'name': 'norm_except_dim', 'kind': 'composite', 'args': (('v', 'Tensor', None, False), ('pow', 'int', '2', False), ('dim', 'int', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'cumprod': {'name': 'cumprod', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, dtype=None: np.cumprod(np.atleast_1d(self), axis=dim, dtype=dtype).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
     'cumprod_backward': {'name': 'cumprod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
@@ -2128,6 +2130,17 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None, *, axis=_REQUIRED, 
     if out is not None:
         return _rt.call_out('norm', out, norm, self, p, dim, keepdim, dtype)
     return _rt.composite('norm', self, p, dim, keepdim, dtype)
+
+
+def norm_except_dim(v, pow=2, dim=0, *, axis=_REQUIRED, out=None):
+    """torch.norm_except_dim (weight_norm's g): the pow-norm of v over every dimension but dim, kept as size-1 dimensions; dim=-1 is the norm of all of v. Not fuzzed (tests/test_lowrank.py checks it against NumPy).
+
+    ops.yaml: norm_except_dim"""
+    if axis is not _REQUIRED:
+        dim = _rt.dim_alias('norm_except_dim', dim, 0, axis)
+    if out is not None:
+        return _rt.call_out('norm_except_dim', out, norm_except_dim, v, pow, dim)
+    return _rt.composite('norm_except_dim', v, pow, dim)
 
 
 def cumprod(self, dim=_REQUIRED, *, dtype=None, axis=_REQUIRED, out=None):
@@ -4124,7 +4137,7 @@ def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False, 
 
 
 def _linalg_solve_ex(A, B, left):
-    """(X, info) of A X = B (left=False - X A = B) by LU (LAPACK gesv); B is a (batch of) vector(s) when B.ndim == 1 or B.shape == A.shape[:-1].
+    """(X, info) of A X = B (left=False - X A = B) by LU (LAPACK getrf and getrs; a C-ordered A is factored as A^T, as torch does); B is a (batch of) vector(s) when B.ndim == 1 or B.shape == A.shape[:-1].
 
     ops.yaml: _linalg_solve_ex"""
     return _rt.call('_linalg_solve_ex', (A, B, ), (left, ))

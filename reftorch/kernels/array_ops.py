@@ -956,7 +956,7 @@ def _linalg_solve_ex_forward(A, B, left):
     Bm = B[..., None] if vector else B
     M = A if left else np.swapaxes(A, -1, -2)
     Bm = Bm if left else np.swapaxes(Bm, -1, -2)
-    X = lapack.gesv(M, Bm)
+    X = lapack.getrs(M, Bm)
     try:
         if X is None:
             X = np.linalg.solve(M, Bm)

@@ -259,6 +259,25 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
     return F.linalg_vector_norm(self, p, dim, keepdim)
 
 
+def norm_except_dim(F, v, pow=2, dim=0):
+    # ops.yaml: norm_except_dim
+    if not (F.is_floating(v) or v.dtype.is_complex):
+        raise RuntimeError(f'norm(): input dtype should be either floating point or complex. Got {v.dtype.short} instead.')
+    if not isinstance(pow, int):
+        raise TypeError(f"norm_except_dim(): argument 'pow' (position 2) must be int, not {type(pow).__name__}")
+    if dim == -1:
+        return F.norm(v, pow)
+    if v.ndim == 0:
+        raise IndexError('Dimension specified as 0 but tensor has no dimensions')
+    if dim != 0 and dim != v.ndim - 1:
+        return F.transpose(F.norm_except_dim(F.transpose(v, 0, dim), pow, 0), 0, dim)
+    size = v.size(dim)
+    shape = [1] * v.ndim
+    shape[dim] = size
+    rows = F.reshape(v, (size, -1)) if dim == 0 else F.reshape(v, (-1, size))
+    return F.reshape(F.norm(rows, pow, 1 if dim == 0 else 0), shape)
+
+
 def cumprod_backward(F, grad, self, result, dim):
     # ops.yaml: cumprod_backward
     if self.ndim == 0:

@@ -295,9 +295,9 @@ def potrf(a, upper=False):
     return _direct().potrf(a, upper)
 
 
-def gesv(a, b):
-    """X with a X = b by LAPACK gesv, or None where NumPy's path is to run (lapack_calls.gesv)."""
-    return _direct().gesv(a, b)
+def getrs(a, b):
+    """X with a X = b by LAPACK getrf and getrs, or None where NumPy's path is to run (lapack_calls.getrs)."""
+    return _direct().getrs(a, b)
 
 
 def syevd(a, uplo="L"):
