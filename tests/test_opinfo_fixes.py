@@ -380,3 +380,70 @@ def test_prelu_takes_one_slope_per_channel_with_torchs_checks():
     for args, msg in cases:
         with pytest.raises(RuntimeError, match=msg):
             torch.nn.functional.prelu(*args)
+
+
+# ---------------------------------------------------------------- Python numbers where PyTorch wants a Tensor
+
+def test_python_numbers_follow_pytorchs_overloads():
+    t = torch.tensor([1.0, 4.0])
+    with pytest.raises(TypeError, match=r"^atan2\(\): argument 'other' \(position 2\) must be Tensor, not int$"):
+        torch.atan2(t, 2)                              # no Number overload at all
+    with pytest.raises(TypeError, match=r"^maximum\(\): argument 'input' \(position 1\) must be Tensor, not float$"):
+        torch.maximum(2.0, t)
+    with pytest.raises(TypeError, match=r"^eq\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.eq(2, t)                                 # eq(Tensor, Number) exists, eq(Number, Tensor) does not
+    with pytest.raises(TypeError, match=r"^fmod\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.fmod(2, t)
+    with pytest.raises(TypeError, match=r"^pow\(\) received an invalid combination of arguments - got \(int, int\)"):
+        torch.pow(2, 3)                                # one of the two must be a tensor
+    with pytest.raises(TypeError, match=r"^xlogy\(\) received an invalid combination"):
+        torch.xlogy(2.0, 3)
+    with pytest.raises(TypeError, match=r"^clamp_min\(\) received an invalid combination"):
+        torch.clamp_min(2, t)
+    with pytest.raises(TypeError):
+        t.atan2_(2)
+    # what PyTorch does take: a number on the right, on either side, or both (add's family)
+    assert torch.eq(t, 4).tolist() == [False, True]
+    assert torch.fmod(t, 3).tolist() == [1.0, 1.0]
+    assert torch.xlogy(2.0, t).tolist() == pytest.approx([0.0, 2 * np.log(4.0)])
+    assert torch.pow(2, t).tolist() == [2.0, 16.0]
+    assert torch.remainder(5, t).tolist() == [0.0, 1.0]
+    assert torch.add(2, 3).item() == 5 and torch.mul(2, t).tolist() == [2.0, 8.0]
+    assert torch.atan2(t, torch.tensor(1.0)).tolist() == pytest.approx(np.arctan2([1.0, 4.0], 1.0).tolist())
+    assert (2 == t).tolist() == [False, False] and (4 > t).tolist() == [True, False]   # reflected operators
+
+
+def test_internal_callers_pass_tensors_where_pytorch_wants_them():
+    # hardsigmoid's and hardswish's gradients (once gt(3.0, self)), bce's (once maximum(x, 1e-12)), addr of bools
+    x = torch.tensor([-4.0, -3.0, -1.0, 3.0, 4.0], dtype=F64, requires_grad=True)
+    torch.nn.functional.hardsigmoid(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, float(np.float32(1 / 6)), 0.0, 0.0]
+    x.grad = None
+    torch.nn.functional.hardswish(x).sum().backward()
+    assert x.grad.tolist() == pytest.approx([0.0, 0.0, -1 / 3 + 0.5, 1.0, 1.0])   # 3 takes the right branch
+    p = torch.tensor([0.25, 0.5], dtype=F64, requires_grad=True)
+    y = torch.tensor([0.0, 1.0], dtype=F64, requires_grad=True)
+    torch.nn.functional.binary_cross_entropy(p, y).backward()
+    assert p.grad.tolist() == pytest.approx([0.25 / 0.1875 / 2, -0.5 / 0.25 / 2])
+    assert y.grad.tolist() == pytest.approx([np.log(3.0) / 2, 0.0])
+    m = torch.tensor([[True, False], [False, False]])
+    v1, v2 = torch.tensor([True, False]), torch.tensor([False, True])
+    assert torch.addr(m, v1, v2).tolist() == [[True, True], [False, False]]
+    assert torch.addr(m, v1, v2, beta=False).tolist() == [[False, True], [False, False]]
+
+
+def test_fractional_max_pool3d_of_an_empty_batch():
+    x = torch.zeros(0, 1, 4, 5, 4)
+    out, idx = torch.nn.functional.fractional_max_pool3d(x, (2, 2, 1), output_size=(2, 3, 2), return_indices=True)
+    assert out.shape == (0, 1, 2, 3, 2) and idx.shape == (0, 1, 2, 3, 2) and idx.dtype == torch.int64
+
+
+def test_integer_addmv_addbmm_addmm_truncate_float_beta_and_alpha():
+    m, a, v = torch.tensor([1, 2]), torch.tensor([[1, 2], [3, 4]]), torch.tensor([1, 1])
+    out = torch.addmv(m, a, v, beta=0.2, alpha=0.6)          # int(0.2) == int(0.6) == 0, as ATen's kernel
+    assert out.dtype == torch.int64 and out.tolist() == [0, 0]
+    assert torch.addmv(m, a, v, beta=1.5, alpha=2.7).tolist() == [1 + 2 * 3, 2 + 2 * 7]
+    b1, b2 = a[None].expand(2, 2, 2), a[None].expand(2, 2, 2)
+    out = torch.addbmm(a, b1, b2, beta=2.9, alpha=1.2)          # beta 2, alpha 1: 2 * a + 2 * (a @ a)
+    assert out.dtype == torch.int64 and out.tolist() == (2 * np.array([[1, 2], [3, 4]]) + 2 * np.array([[7, 10], [15, 22]])).tolist()
+    assert torch.addmm(a, a, a, beta=0.5, alpha=-1.5).tolist() == (-np.array([[7, 10], [15, 22]])).tolist()

@@ -1910,7 +1910,7 @@ def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _rando
         coord = [starts[d][grid[d]][:, None] + offs[d][None, :] for d in range(nd)]
         sel[p] = np.ravel_multi_index(coord, in_sizes)
     planes = input.reshape(batch * channels, n_in)
-    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, -1)).to(input.device))
+    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, cells * kk)).to(input.device))
     windows = windows.reshape(batch * channels, cells, kk)
     idx = windows.argmax(-1, keepdim=True)                               # the first maximum, NaN wins
     chosen = torch.arange(kk, device=idx.device).reshape(1, 1, kk) == idx
