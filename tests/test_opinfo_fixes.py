@@ -447,3 +447,12 @@ def test_integer_addmv_addbmm_addmm_truncate_float_beta_and_alpha():
     out = torch.addbmm(a, b1, b2, beta=2.9, alpha=1.2)          # beta 2, alpha 1: 2 * a + 2 * (a @ a)
     assert out.dtype == torch.int64 and out.tolist() == (2 * np.array([[1, 2], [3, 4]]) + 2 * np.array([[7, 10], [15, 22]])).tolist()
     assert torch.addmm(a, a, a, beta=0.5, alpha=-1.5).tolist() == (-np.array([[7, 10], [15, 22]])).tolist()
+
+
+def test_batch_norm_of_a_1d_input():
+    z = torch.zeros(0, dtype=F64, requires_grad=True)
+    for training in (True, False):
+        out = torch.nn.functional.batch_norm(z, torch.zeros(0), torch.ones(0), training=training)
+        assert out.shape == (0,) and out.requires_grad
+    with pytest.raises(RuntimeError, match=r"^running_mean should contain 0 elements not 3$"):
+        torch.nn.functional.batch_norm(torch.ones(3), torch.zeros(3), torch.ones(3))

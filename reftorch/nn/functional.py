@@ -729,7 +729,11 @@ def _update_running(running, value, momentum):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalises over every dim but the channel dim (1); in training mode with running stats given,
     updates them in place (the running variance uses the unbiased estimate)."""
-    if input.dim() < 2:
+    if input.dim() < 2:     # ATen counts no channels in a 1-D input: only an empty one goes through
+        if input.numel() == 0:
+            return input.clone()
+        if running_mean is not None:
+            raise RuntimeError(f"running_mean should contain 0 elements not {running_mean.numel()}")
         raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
     c = input.shape[1]
     shape = _channel_shape(input, c)
