@@ -456,3 +456,30 @@ def test_batch_norm_of_a_1d_input():
         assert out.shape == (0,) and out.requires_grad
     with pytest.raises(RuntimeError, match=r"^running_mean should contain 0 elements not 3$"):
         torch.nn.functional.batch_norm(torch.ones(3), torch.zeros(3), torch.ones(3))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"stride": (-1,)}, r"^non-positive stride is not supported$"),
+    ({"padding": (-1,)}, r"^negative padding is not supported$"),
+    ({"dilation": (-1,)}, r"^dilation should be greater than zero$"),
+    ({"groups": 0, "padding": "same"}, r"^non-positive groups is not supported$"),
+    ({"groups": 3}, r"^Given groups=3, expected weight to be at least 3 at dimension 0, but got weight of size "
+                    r"\[1, 2, 2, 3\] instead$"),
+])
+def test_conv_argument_checks_come_before_the_channel_check(kwargs, message):
+    x, w = torch.ones(1, 1, 4, 4, dtype=F64), torch.ones(1, 2, 2, 3, dtype=F64)     # channels disagree too
+    with pytest.raises(RuntimeError, match=message):
+        torch.nn.functional.conv2d(x, w, **kwargs)
+
+
+def test_conv_bias_dtype_and_same_padding_checks():
+    x, w = torch.ones(2, 4, 4, dtype=torch.int64), torch.ones(3, 2, 3, 3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=r"^Input type \(long int\) and bias type \(double\) should be the same$"):
+        torch.nn.functional.conv2d(x, w, torch.ones(3, dtype=F64))
+    with pytest.raises(RuntimeError, match=r"^Expected 3-dimensional input for 3-dimensional weight\[1, 2, 2\], but got "
+                                           r"4-dimensional input of size \[1, 1, 4, 3\] instead$"):
+        torch.nn.functional.conv2d(torch.ones(1, 1, 4, 3), torch.ones(1, 2, 2), padding="same")
+    with pytest.raises(RuntimeError, match=r"^padding='same' is not supported for strided convolutions$"):
+        torch.nn.functional.conv1d(torch.ones(1, 1, 6), torch.ones(1, 1, 3), stride=2, padding="same")
+    out = torch.nn.functional.conv1d(torch.ones(1, 1, 6, dtype=F64), torch.ones(1, 1, 3, dtype=F64), padding="same")
+    assert out.tolist() == [[[2.0, 3.0, 3.0, 3.0, 3.0, 2.0]]]

@@ -326,7 +326,7 @@ def _conv_padding(padding, nd, kernel, dilation, stride):
             return (0,) * (2 * nd)
         if padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = []
             for k, d in zip(kernel, dilation):
                 total = d * (k - 1)
@@ -352,6 +352,33 @@ def _im2col(input, kernel, dilation, pads, stride):
     return x.reshape(x.shape[0], -1, int(np.prod(x.shape[2 + nd:])))      # (N, C*K, L), as torch.im2col
 
 
+_C_TYPES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+            torch.int64: "long int", torch.int32: "int", torch.int16: "short int", torch.int8: "signed char",
+            torch.uint8: "unsigned char", torch.bool: "bool"}
+
+
+def _conv_param_checks(input, weight, bias, stride, padding, dilation, groups):
+    """ATen's convolution argument checks, in its order, before any shape is worked out (input batched)."""
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if not isinstance(padding, str) and any(p < 0 for p in (padding if isinstance(padding, (tuple, list)) else [padding])):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if isinstance(padding, str) and weight.dim() != input.dim():
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight"
+                           f"{list(weight.shape)}, but got {input.dim()}-dimensional input of size {list(input.shape)} "
+                           "instead")
+    if weight.dim() > 0 and weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(weight.shape)} instead")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_C_TYPES.get(input.dtype, input.dtype)}) and bias type "
+                           f"({_C_TYPES.get(bias.dtype, bias.dtype)}) should be the same")
+
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     name = f"conv{nd}d"
     unbatched = input.dim() == nd + 1
@@ -360,11 +387,12 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     if input.dim() != nd + 2:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
                            f"of size: {list(input.shape)}")
+    stride = _ntuple(stride, nd, "stride")
+    dilation = _ntuple(dilation, nd, "dilation")
+    _conv_param_checks(input, weight, bias, stride, padding, dilation, groups)
     if weight.dim() != nd + 2:
         raise RuntimeError(f"weight should have at least three dimensions to {name}: got weight of size "
                            f"{list(weight.shape)}")
-    stride = _ntuple(stride, nd, "stride")
-    dilation = _ntuple(dilation, nd, "dilation")
     kernel = tuple(weight.shape[2:])
     pads = _conv_padding(padding, nd, kernel, dilation, stride)
     n, c = input.shape[0], input.shape[1]
