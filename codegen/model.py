@@ -797,14 +797,14 @@ def _parse_checks(e, checks, sig):
 
 
 def _parse_numbers(e, kind, sig):
-    """`numbers: [other]`: the Tensor args of an elementwise op that PyTorch's argument parser also takes as a
+    """`numbers: [other]`: the Tensor args of an elementwise (or composite) op that PyTorch's argument parser also takes as a
     Python number (its Scalar overloads: eq(t, 2) but not eq(2, t)); a number for any other is a TypeError,
     as is every one of them a number (pow(2, 3)). Absent: any and all may be numbers (add(2, 3))."""
     value = e.pop("numbers", list)
     if value is None:
         return None
-    if kind not in ELEMENTWISE:
-        e.fail("numbers", f"only elementwise ops take numbers, not kind {kind!r}")
+    if kind not in ELEMENTWISE + ("composite",):
+        e.fail("numbers", f"only elementwise and composite ops take numbers, not kind {kind!r}")
     tensors = [a.name for a in sig.tensor_args]
     for name in value:
         if name not in tensors:

@@ -402,6 +402,9 @@ def test_python_numbers_follow_pytorchs_overloads():
         torch.clamp_min(2, t)
     with pytest.raises(TypeError):
         t.atan2_(2)
+    with pytest.raises(TypeError, match=r"^rsub\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.rsub(2, t)
+    assert torch.rsub(t, 2).tolist() == [1.0, -2.0]
     # what PyTorch does take: a number on the right, on either side, or both (add's family)
     assert torch.eq(t, 4).tolist() == [False, True]
     assert torch.fmod(t, 3).tolist() == [1.0, 1.0]

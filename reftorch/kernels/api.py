@@ -6194,6 +6194,8 @@ def rsub(self, other, *, alpha=1, out=None):
     """other - alpha * self (sub with its operands swapped).
 
     ops.yaml: rsub"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('rsub', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('rsub', out, rsub, self, other, alpha=alpha)
     return _rt.composite('rsub', self, other, alpha=alpha)
