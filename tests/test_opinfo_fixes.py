@@ -486,3 +486,22 @@ def test_conv_bias_dtype_and_same_padding_checks():
         torch.nn.functional.conv1d(torch.ones(1, 1, 6), torch.ones(1, 1, 3), stride=2, padding="same")
     out = torch.nn.functional.conv1d(torch.ones(1, 1, 6, dtype=F64), torch.ones(1, 1, 3, dtype=F64), padding="same")
     assert out.tolist() == [[[2.0, 3.0, 3.0, 3.0, 3.0, 2.0]]]
+
+
+def test_multi_margin_loss_checks_in_pytorchs_order():
+    x, t = torch.zeros(5, 4), torch.tensor([0, 1, 2, 3, 0])
+    mml = torch.nn.functional.multi_margin_loss
+    for args, kwargs, cls, message in [
+            ((x, t.float()), {"reduction": "abc"}, ValueError, r"^abc is not a valid value for reduction$"),
+            ((x, t), {"p": 3}, ValueError, r"^only p == 1 and p == 2 supported$"),
+            ((x, t), {"weight": torch.ones(4, 1)}, ValueError, r"^weight must be one-dimensional$"),
+            ((torch.zeros(5, 0), t), {}, RuntimeError,
+             r"^Expected non-empty vector or matrix with optional 0-dim batch size, but got: \[5, 0\]$"),
+            ((x, t.reshape(5, 1).expand(5, 4)), {}, RuntimeError,
+             r"^multi_margin_loss: target tensor should be 1-D .* Expected target size \[5\], but got \[5, 4\]\. "
+             r"Input has shape \[5, 4\]\.$"),
+            ((x, t), {"weight": torch.ones(5)}, RuntimeError, r"^inconsistent weight size, expected 4 but got \[5\]$"),
+            ((x, t.float()), {}, RuntimeError, r"^expected scalar type Long but found Float$")]:
+        with pytest.raises(cls, match=message):
+            mml(*args, **kwargs)
+    assert mml(x, t).item() == pytest.approx(0.75)          # (4 - 1) margins of 1 over 4 classes, each sample

@@ -1740,9 +1740,34 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 
 @_autocast("fp32")
+def _multi_margin_checks(input, target, p, weight, reduction):
+    """torch.nn.functional's checks, then ATen's multi_margin_loss_shape_check, in their order."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    frames = 1 if nd <= 1 else input.shape[0]
+    if target.dim() > 1 or target.numel() != frames:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{frames}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    classes = 1 if nd == 0 else input.shape[-1]
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    if target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.short}")
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    _multi_margin_checks(input, target, p, weight, reduction)
     x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = target.reshape(-1)
     c = x.shape[1]
