@@ -505,3 +505,15 @@ def test_multi_margin_loss_checks_in_pytorchs_order():
         with pytest.raises(cls, match=message):
             mml(*args, **kwargs)
     assert mml(x, t).item() == pytest.approx(0.75)          # (4 - 1) margins of 1 over 4 classes, each sample
+
+
+def test_avg_pool_refuses_negative_padding_and_a_zero_divisor():
+    F = torch.nn.functional
+    for pool, x in ((F.avg_pool1d, torch.zeros(0, 1, 49)), (F.avg_pool2d, torch.zeros(0, 1, 49))):
+        with pytest.raises(RuntimeError, match=r"^pad must be non-negative, but got pad: -1$"):
+            pool(x, kernel_size=2, stride=50, padding=-1)
+    for pool, x in ((F.avg_pool2d, torch.zeros(3, 3, 3)), (F.avg_pool3d, torch.zeros(3, 3, 3, 3))):
+        with pytest.raises(RuntimeError, match=r"^divisor must be not zero$"):
+            pool(x, kernel_size=2, divisor_override=0)
+    out = F.avg_pool2d(torch.ones(1, 2, 2), kernel_size=2, divisor_override=2)
+    assert out.tolist() == [[[2.0]]]

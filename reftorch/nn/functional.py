@@ -607,6 +607,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
     kernel, stride, padding, dilation = _pool_args(nd, kernel_size, stride, padding, 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if any(p < 0 for p in padding):             # ATen's pooling_output_shape
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
     lead, planes = _pool_input(input, nd, f"avg_pool{nd}d")
     in_sizes = tuple(input.shape[-nd:])
     out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
