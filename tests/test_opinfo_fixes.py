@@ -517,3 +517,25 @@ def test_avg_pool_refuses_negative_padding_and_a_zero_divisor():
             pool(x, kernel_size=2, divisor_override=0)
     out = F.avg_pool2d(torch.ones(1, 2, 2), kernel_size=2, divisor_override=2)
     assert out.tolist() == [[[2.0]]]
+
+
+def test_triplet_margin_loss_and_rms_norm_check_their_arguments():
+    F = torch.nn.functional
+    a = torch.ones(3, 4)
+    with pytest.raises(ValueError, match=r"^margin must be greater than 0, got -1\.0$"):
+        F.triplet_margin_loss(a, a, a, margin=-1.0)
+    with pytest.raises(RuntimeError, match=r"^The anchor, positive, and negative tensors are expected to have the same "
+                                           r"number of dimensions, but got: anchor 2D, positive 1D, and negative 2D inputs$"):
+        F.triplet_margin_loss(a, torch.ones(4), a)
+    assert F.triplet_margin_loss(a, a, a + 1).item() == pytest.approx(max(0.0, 1.0 - 2.0 + 4e-6), abs=1e-5)
+    x = torch.ones(2, 2, 3)
+    with pytest.raises(RuntimeError, match=r"^Expected normalized_shape to be at least 1-dimensional"):
+        F.rms_norm(x, [])
+    with pytest.raises(RuntimeError, match=r"^Expected weight to be of same shape as normalized_shape, but got weight "
+                                           r"of shape \[1, 2\] and normalized_shape = \[2, 3\]$"):
+        F.rms_norm(x, [2, 3], torch.ones(1, 2))
+    with pytest.raises(RuntimeError, match=r"^Given normalized_shape=\[2, 2\], expected input with shape \[\*2, 2\], "
+                                           r"but got input of size\[2, 2, 3\]$"):
+        F.rms_norm(x, [2, 2])
+    assert F.rms_norm(torch.tensor([[3.0, 4.0]], dtype=F64), [2], eps=0.0)[0].tolist() == \
+        pytest.approx([3 / np.sqrt(12.5), 4 / np.sqrt(12.5)])

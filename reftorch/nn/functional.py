@@ -845,9 +845,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def _rms_norm_checks(input, normalized_shape, weight):
+    """ATen's rms_norm checks of normalized_shape, weight and input, in its order and words."""
+    if not normalized_shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {list(normalized_shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    k = len(normalized_shape)
+    if input.dim() < k or tuple(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
         else tuple(normalized_shape)
+    _rms_norm_checks(input, normalized_shape, weight)
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     if eps is None:
         eps = float(ml_dtypes.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
@@ -1735,6 +1750,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+                           f"{negative.dim()}D inputs")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
