@@ -405,6 +405,9 @@ def test_python_numbers_follow_pytorchs_overloads():
     with pytest.raises(TypeError, match=r"^rsub\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
         torch.rsub(2, t)
     assert torch.rsub(t, 2).tolist() == [1.0, -2.0]
+    for fn in (torch.polar, torch.ldexp, torch.nextafter):       # composites with no Number overload
+        with pytest.raises(TypeError, match=r"\(\): argument '\w+' \(position 2\) must be Tensor, not int$"):
+            fn(t, 2)
     # what PyTorch does take: a number on the right, on either side, or both (add's family)
     assert torch.eq(t, 4).tolist() == [False, True]
     assert torch.fmod(t, 3).tolist() == [1.0, 1.0]

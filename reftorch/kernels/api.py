@@ -6120,6 +6120,8 @@ def nextafter(self, other, *, out=None):
     """The next floating-point value after self towards other (in float16 and bfloat16 too; the gradient passes to self).
 
     ops.yaml: nextafter"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('nextafter', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('nextafter', out, nextafter, self, other)
     return _rt.composite('nextafter', self, other)
@@ -6127,6 +6129,8 @@ def nextafter(self, other, *, out=None):
 
 def nextafter_(self, other):
     """In-place nextafter: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('nextafter', ('input', 'other'), (), (self, other, ))
     return _rt.composite_inplace('nextafter', self, other)
 
 
@@ -6180,6 +6184,8 @@ def ldexp(self, other, *, out=None):
     """self * 2**other (integer inputs give the default float dtype).
 
     ops.yaml: ldexp"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('ldexp', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('ldexp', out, ldexp, self, other)
     return _rt.composite('ldexp', self, other)
@@ -6187,6 +6193,8 @@ def ldexp(self, other, *, out=None):
 
 def ldexp_(self, other):
     """In-place ldexp: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('ldexp', ('input', 'other'), (), (self, other, ))
     return _rt.composite_inplace('ldexp', self, other)
 
 
@@ -6690,6 +6698,8 @@ def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)).
 
     ops.yaml: polar"""
+    if isinstance(abs, _NUMBER) or isinstance(angle, _NUMBER):
+        _refuse_numbers('polar', ('abs', 'angle'), (), (abs, angle, ))
     if out is not None:
         return _rt.call_out('polar', out, polar, abs, angle)
     return _rt.composite('polar', abs, angle)
