@@ -542,3 +542,23 @@ def test_triplet_margin_loss_and_rms_norm_check_their_arguments():
         F.rms_norm(x, [2, 2])
     assert F.rms_norm(torch.tensor([[3.0, 4.0]], dtype=F64), [2], eps=0.0)[0].tolist() == \
         pytest.approx([3 / np.sqrt(12.5), 4 / np.sqrt(12.5)])
+
+
+def test_multilabel_margin_loss_checks_in_pytorchs_order():
+    def mlml(x, t, reduction="mean"):
+        return torch.nn.functional.multilabel_margin_loss(x, t, reduction=reduction)
+    for args, cls, message in [
+            ((torch.ones(5, 4), torch.ones(5, 4).long(), "abc"), ValueError, r"^abc is not a valid value for reduction$"),
+            ((torch.ones(5, 0), torch.ones(5, 4).long()), RuntimeError,
+             r"^Expected non-empty vector or matrix with optional 0-dim batch size, but got: \[5, 0\]$"),
+            ((torch.ones(0), torch.ones(0).long()), RuntimeError, r"but got: \[0\]$"),
+            ((torch.ones(5, 4), torch.ones(4).long()), RuntimeError,
+             r"^inconsistent target size: \[4\] for input of size: \[5, 4\]$"),
+            ((torch.ones(5, 4), torch.tensor(1)), RuntimeError, r"^inconsistent target size: \[\] for input of size"),
+            ((torch.ones(4), torch.ones(4)), RuntimeError, r"^expected scalar type Long but found Float$")]:
+        with pytest.raises(cls, match=message):
+            mlml(*args)
+    # sample 0: target class 0 (then -1 ends the list); hinge 1 - (x0 - xi) over the 3 others, / 4 classes
+    x = torch.tensor([[0.5, 0.1, 0.3, 0.0]], dtype=F64)
+    want = sum(max(0.0, 1 - (0.5 - v)) for v in (0.1, 0.3, 0.0)) / 4
+    assert mlml(x, torch.tensor([[0, -1, 1, 2]])).item() == pytest.approx(want)

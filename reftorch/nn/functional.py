@@ -1814,8 +1814,25 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 @_autocast("fp32")
+def _multilabel_margin_checks(input, target, reduction):
+    """torch.nn.functional's reduction check, then ATen's multilabel_margin_loss_shape_check, in their order."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    fits = (target.dim() <= 1 and target.numel() == (1 if nd == 0 else input.shape[0])) if nd <= 1 else \
+        tuple(target.shape) == tuple(input.shape)
+    if not fits:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.short}")
+
+
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    _multilabel_margin_checks(input, target, reduction)
     x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = (target if target.dim() == 2 else target.reshape(1, -1)).cpu().numpy()
     n, c = x.shape
