@@ -81,6 +81,16 @@ def _to_ref(obj, memo):
         if obj.is_complex() or obj.layout != torch.strided or obj.is_quantized or obj.device.type != "cpu":
             raise Skip("complex/sparse/meta")
         src = obj.detach()
+        whole = src.untyped_storage().nbytes() // max(src.element_size(), 1)
+        if src.numel() > 0 and whole > src.numel() and src.is_contiguous():
+            # a view into a larger storage (base[5:15]): as_strided reads the whole storage, so it travels too
+            flat = torch.empty(0, dtype=src.dtype).set_(src.untyped_storage(), 0, (whole,), (1,))
+            data = _to_ref(flat.clone(), {}).as_strided(tuple(src.shape), tuple(src.stride()),
+                                                        src.storage_offset())
+            if obj.requires_grad:
+                data.requires_grad_(True)
+            memo[key] = data
+            return data
         arr = (src.float() if src.dtype == torch.bfloat16 else src).contiguous().numpy().copy()
         data = reftorch.from_numpy(arr)
         if src.dtype == torch.bfloat16:

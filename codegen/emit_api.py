@@ -156,10 +156,45 @@ def _checks(op):
     return [f"    if {cond}:\n        raise {cls}({msg!r})" for cond, cls, msg in op.checks]
 
 
+def _numbers(op):
+    """The wrapper's lines for ops.yaml `numbers`: a Python number where PyTorch's parser wants a Tensor (atan2(t, 2),
+    eq(2, t), pow(2, 3)) is its TypeError, tested before the call."""
+    if op.numbers is None:
+        return []
+    tensors = [a.name for a in op.signature.tensor_args]
+    refused = [f"isinstance({a}, _NUMBER)" for a in tensors if a not in op.numbers]
+    if set(op.numbers) == set(tensors):
+        refused.append("(" + " and ".join(f"isinstance({a}, _NUMBER)" for a in tensors) + ")")
+    params = tuple("input" if a == "self" else a for a in tensors)
+    return [f"    if {' or '.join(refused)}:\n        _refuse_numbers({op.name!r}, {params!r}, "
+            f"{tuple(tensors.index(a) for a in op.numbers)!r}, ({''.join(a + ', ' for a in tensors)}))"]
+
+
+NUMBERS_HELPER = '''
+_NUMBER = (bool, int, float, complex)
+
+
+def _refuse_numbers(name, params, allowed, args):
+    """PyTorch's argument parser refusing a Python number for a Tensor argument (ops.yaml `numbers`)."""
+    given = [isinstance(a, _NUMBER) for a in args]
+    if not allowed:
+        i = given.index(True)
+        raise TypeError(f"{name}(): argument '{params[i]}' (position {i + 1}) must be Tensor, not {type(args[i]).__name__}")
+    got = ", ".join(type(a).__name__ if g else "Tensor" for a, g in zip(args, given))
+    forms = [", ".join(f"Tensor {p}" for p in params)]
+    for i in allowed:
+        forms.append(", ".join(("Number self" if p == "input" else f"Number {p}") if j == i else f"Tensor {p}"
+                               for j, p in enumerate(params)))
+    raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\\n"
+                    + "".join(f" * ({form}, *, Tensor out = None)\\n" for form in forms))
+'''
+
+
 def emit_api(ops, saves):
     out = [HEADER, '"""One function per op of ops.yaml with its real signature; the runtime does the rest."""\n',
            "_rt = None  # the dispatcher, bound by reftorch/__init__.py\n",
-           "_REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)\n", "SPECS = {"]
+           "_REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)\n", NUMBERS_HELPER,
+           "SPECS = {"]
     out += [_spec_literal(op, saves) for op in ops]
     out.append("}\n")
     for op in ops:
@@ -167,7 +202,7 @@ def emit_api(ops, saves):
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
         names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
                           for a in op.signature.args)
-        prologue += _checks(op)
+        prologue += _numbers(op) + _checks(op)
         if _takes_out(op):
             prologue.append(f"    if out is not None:\n        return _rt.call_out({op.name!r}, out, {op.name}, {names})")
         if op.kind == "composite" and op.grad_fn is not None:     # PyTorch names the node of its results
@@ -200,7 +235,7 @@ def emit_api(ops, saves):
                 t, s = _call(op)
                 call = f"_rt.call_inplace({op.name!r}, {t}, {s})"
             out.append(f"def {op.name}_({sig}):\n    \"\"\"In-place {op.name}: writes the result into self.\"\"\"\n"
-                       + "".join(line + "\n" for line in _checks(op)) + f"    return {call}\n")
+                       + "".join(line + "\n" for line in _numbers(op) + _checks(op)) + f"    return {call}\n")
         for alias in op.variants.aliases:
             out.append(f"{alias} = {op.name}" + (f"\n{alias}_ = {op.name}_" if op.variants.inplace else "") + "\n")
     return "\n\n".join(out)

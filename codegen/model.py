@@ -194,6 +194,7 @@ class Op:
     forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
     vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
     checks: tuple = ()           # ((condition, exception class, message), ...): argument values PyTorch refuses
+    numbers: Optional[tuple] = None  # the Tensor args a Python number may stand for (None: any and all of them)
 
     @property
     def tensor_inputs(self):
@@ -297,7 +298,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -454,10 +455,11 @@ def parse_op(raw, path, registered_names) -> Op:
     forward = _parse_forward(e, sig, outputs, registered_names)
     vmap = _parse_vmap(e, sig, registered_names)
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
+    numbers = _parse_numbers(e, kind, sig)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks)
+              forward, vmap, checks, numbers)
 
 
 def _parse_scalar(e, kind, sig):
@@ -792,6 +794,22 @@ def _parse_checks(e, checks, sig):
         cls, text = (m.group(1), m.group(2)) if m and m.group(1) in CHECK_ERRORS else ("RuntimeError", msg)
         out.append((str(cond), cls, text))
     return tuple(out)
+
+
+def _parse_numbers(e, kind, sig):
+    """`numbers: [other]`: the Tensor args of an elementwise (or composite) op that PyTorch's argument parser also takes as a
+    Python number (its Scalar overloads: eq(t, 2) but not eq(2, t)); a number for any other is a TypeError,
+    as is every one of them a number (pow(2, 3)). Absent: any and all may be numbers (add(2, 3))."""
+    value = e.pop("numbers", list)
+    if value is None:
+        return None
+    if kind not in ELEMENTWISE + ("composite",):
+        e.fail("numbers", f"only elementwise and composite ops take numbers, not kind {kind!r}")
+    tensors = [a.name for a in sig.tensor_args]
+    for name in value:
+        if name not in tensors:
+            e.fail("numbers", f"{name!r} is not a Tensor argument (known: {', '.join(tensors)})")
+    return tuple(value)
 
 
 def _parse_grad_fn(e, kind, value, sig):

@@ -71,6 +71,17 @@ def test_rejects_parse_and_a_malformed_one_is_named():
     assert "<any|all> <bool|int|float>" in msg
 
 
+def test_numbers_parse_and_name_only_tensor_args():
+    (op,) = load("ops.yaml", text=GOOD + "  numbers: []\n")
+    assert op.numbers == ()
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.numbers is None                       # absent: any and all may be Python numbers
+    text = GOOD + "  numbers: [other]\n"
+    msg = parse_error(text)
+    assert_names(msg, "twice", "numbers", line_of(text, "numbers"))
+    assert "'other' is not a Tensor argument" in msg
+
+
 def test_checks_parse_and_an_unknown_name_is_named():
     (op,) = load("ops.yaml", text=GOOD + '  checks: {"self is None": "TypeError: no None"}\n')
     assert op.checks == (("self is None", "TypeError", "no None"),)

@@ -212,6 +212,10 @@ INPLACE = {"add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder
            "copysign", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "clamp_min",
            "clamp_max"}
 COMPARE = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+# PyTorch's argument parser: no Number overload at all, or one for the right operand only
+NO_NUMBER = {"atan2", "maximum", "minimum", "fmax", "fmin", "hypot", "logaddexp", "logical_and", "logical_or",
+             "logical_xor"}
+RIGHT_NUMBER = {"fmod", "copysign", "eq", "ne", "lt", "le", "gt", "ge", "clamp_min", "clamp_max"}
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -222,11 +226,22 @@ def test_binary_against_numpy(name):
     check(fn(f64(a), f64(b)), ref(a, b), want_dtype)
     check(getattr(f64(a), name)(f64(b)), ref(a, b))                                # the method
     s = 0.75
-    check(fn(f64(a), s), ref(a, s), want_dtype)                                    # a Python number on the right
-    check(fn(s, f64(b)), ref(s, b), want_dtype)                                    # ... and on the left
+    check(fn(f64(a), f64(s)), ref(a, s), want_dtype)                               # a 0-d tensor on the right
+    check(fn(f64(s), f64(b)), ref(s, b), want_dtype)                               # ... and on the left
+    if name in NO_NUMBER:
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'other' \(position 2\) must be Tensor, not float$"):
+            fn(f64(a), s)
+    else:
+        check(fn(f64(a), s), ref(a, s), want_dtype)                                # a Python number on the right
+    if name in NO_NUMBER | RIGHT_NUMBER:
+        with pytest.raises(TypeError, match=rf"^{name}\(\)(: argument 'input' \(position 1\) must be Tensor, not float$"
+                                            rf"| received an invalid combination of arguments - got \(float, Tensor\))"):
+            fn(s, f64(b))
+    else:
+        check(fn(s, f64(b)), ref(s, b), want_dtype)                                # ... and on the left
     if name in INPLACE:
         y = f64(a)
-        assert getattr(y, name + "_")(s) is y
+        assert getattr(y, name + "_")(f64(s) if name in NO_NUMBER else s) is y
         check(y, ref(a, s))
     if promotes is not None:
         ib = IB if name not in ("floor_divide", "remainder", "fmod", "pow") else np.abs(IB)
@@ -372,9 +387,11 @@ def test_bitwise_and_logical():
     with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
         torch.bitwise_or(torch.tensor([1.0]), 1)
     fl = f64([NAN, 0.0, -0.0, 2.0])
-    check(torch.logical_and(fl, 1), [True, False, False, True], torch.bool)
+    check(torch.logical_and(fl, torch.tensor(1)), [True, False, False, True], torch.bool)
     check(torch.logical_or(fl, torch.tensor([0, 0, 1, 0])), [True, False, True, True], torch.bool)
-    check(torch.logical_xor(fl, True), [False, True, True, False], torch.bool)
+    check(torch.logical_xor(fl, torch.tensor(True)), [False, True, True, False], torch.bool)
+    with pytest.raises(TypeError, match=r"^logical_and\(\): argument 'other' \(position 2\) must be Tensor, not int$"):
+        torch.logical_and(fl, 1)            # PyTorch has no Number overload for the logical ops
     y = torch.tensor([1, 0, 3])
     assert y.logical_and_(torch.tensor([1, 1, 0])) is y
     check(y, [1, 0, 0], torch.int64)
@@ -387,7 +404,7 @@ def test_min_max_nan_rules():
     check(torch.fmax(a, b), np.fmax(npy(a), npy(b)))
     check(torch.fmin(a, b), np.fmin(npy(a), npy(b)))
     check(torch.maximum(torch.tensor([True, False]), torch.tensor([False, False])), [True, False], torch.bool)
-    check(torch.fmin(torch.tensor(INTS), 0), np.fmin(INTS, 0), torch.int64)
+    check(torch.fmin(torch.tensor(INTS), torch.tensor(0)), np.fmin(INTS, 0), torch.int64)
     check(torch.logaddexp(f64([-INF, INF, INF, 1.0]), f64([-INF, INF, -INF, 1.0])), [-INF, INF, INF, 1 + math.log(2)])
     check(torch.hypot(f64([3e200, 3.0]), f64([4e200, 4.0])), [5e200, 5.0])
     check(torch.copysign(f64([1.0, 2.0, 3.0]), f64([-0.0, 0.0, -INF])), [-1.0, 2.0, -3.0])

@@ -380,3 +380,185 @@ def test_prelu_takes_one_slope_per_channel_with_torchs_checks():
     for args, msg in cases:
         with pytest.raises(RuntimeError, match=msg):
             torch.nn.functional.prelu(*args)
+
+
+# ---------------------------------------------------------------- Python numbers where PyTorch wants a Tensor
+
+def test_python_numbers_follow_pytorchs_overloads():
+    t = torch.tensor([1.0, 4.0])
+    with pytest.raises(TypeError, match=r"^atan2\(\): argument 'other' \(position 2\) must be Tensor, not int$"):
+        torch.atan2(t, 2)                              # no Number overload at all
+    with pytest.raises(TypeError, match=r"^maximum\(\): argument 'input' \(position 1\) must be Tensor, not float$"):
+        torch.maximum(2.0, t)
+    with pytest.raises(TypeError, match=r"^eq\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.eq(2, t)                                 # eq(Tensor, Number) exists, eq(Number, Tensor) does not
+    with pytest.raises(TypeError, match=r"^fmod\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.fmod(2, t)
+    with pytest.raises(TypeError, match=r"^pow\(\) received an invalid combination of arguments - got \(int, int\)"):
+        torch.pow(2, 3)                                # one of the two must be a tensor
+    with pytest.raises(TypeError, match=r"^xlogy\(\) received an invalid combination"):
+        torch.xlogy(2.0, 3)
+    with pytest.raises(TypeError, match=r"^clamp_min\(\) received an invalid combination"):
+        torch.clamp_min(2, t)
+    with pytest.raises(TypeError):
+        t.atan2_(2)
+    with pytest.raises(TypeError, match=r"^rsub\(\) received an invalid combination of arguments - got \(int, Tensor\)"):
+        torch.rsub(2, t)
+    assert torch.rsub(t, 2).tolist() == [1.0, -2.0]
+    for fn in (torch.polar, torch.ldexp, torch.nextafter):       # composites with no Number overload
+        with pytest.raises(TypeError, match=r"\(\): argument '\w+' \(position 2\) must be Tensor, not int$"):
+            fn(t, 2)
+    # what PyTorch does take: a number on the right, on either side, or both (add's family)
+    assert torch.eq(t, 4).tolist() == [False, True]
+    assert torch.fmod(t, 3).tolist() == [1.0, 1.0]
+    assert torch.xlogy(2.0, t).tolist() == pytest.approx([0.0, 2 * np.log(4.0)])
+    assert torch.pow(2, t).tolist() == [2.0, 16.0]
+    assert torch.remainder(5, t).tolist() == [0.0, 1.0]
+    assert torch.add(2, 3).item() == 5 and torch.mul(2, t).tolist() == [2.0, 8.0]
+    assert torch.atan2(t, torch.tensor(1.0)).tolist() == pytest.approx(np.arctan2([1.0, 4.0], 1.0).tolist())
+    assert (2 == t).tolist() == [False, False] and (4 > t).tolist() == [True, False]   # reflected operators
+
+
+def test_internal_callers_pass_tensors_where_pytorch_wants_them():
+    # hardsigmoid's and hardswish's gradients (once gt(3.0, self)), bce's (once maximum(x, 1e-12)), addr of bools
+    x = torch.tensor([-4.0, -3.0, -1.0, 3.0, 4.0], dtype=F64, requires_grad=True)
+    torch.nn.functional.hardsigmoid(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, float(np.float32(1 / 6)), 0.0, 0.0]
+    x.grad = None
+    torch.nn.functional.hardswish(x).sum().backward()
+    assert x.grad.tolist() == pytest.approx([0.0, 0.0, -1 / 3 + 0.5, 1.0, 1.0])   # 3 takes the right branch
+    p = torch.tensor([0.25, 0.5], dtype=F64, requires_grad=True)
+    y = torch.tensor([0.0, 1.0], dtype=F64, requires_grad=True)
+    torch.nn.functional.binary_cross_entropy(p, y).backward()
+    assert p.grad.tolist() == pytest.approx([0.25 / 0.1875 / 2, -0.5 / 0.25 / 2])
+    assert y.grad.tolist() == pytest.approx([np.log(3.0) / 2, 0.0])
+    m = torch.tensor([[True, False], [False, False]])
+    v1, v2 = torch.tensor([True, False]), torch.tensor([False, True])
+    assert torch.addr(m, v1, v2).tolist() == [[True, True], [False, False]]
+    assert torch.addr(m, v1, v2, beta=False).tolist() == [[False, True], [False, False]]
+
+
+def test_fractional_max_pool3d_of_an_empty_batch():
+    x = torch.zeros(0, 1, 4, 5, 4)
+    out, idx = torch.nn.functional.fractional_max_pool3d(x, (2, 2, 1), output_size=(2, 3, 2), return_indices=True)
+    assert out.shape == (0, 1, 2, 3, 2) and idx.shape == (0, 1, 2, 3, 2) and idx.dtype == torch.int64
+
+
+def test_integer_addmv_addbmm_addmm_truncate_float_beta_and_alpha():
+    m, a, v = torch.tensor([1, 2]), torch.tensor([[1, 2], [3, 4]]), torch.tensor([1, 1])
+    out = torch.addmv(m, a, v, beta=0.2, alpha=0.6)          # int(0.2) == int(0.6) == 0, as ATen's kernel
+    assert out.dtype == torch.int64 and out.tolist() == [0, 0]
+    assert torch.addmv(m, a, v, beta=1.5, alpha=2.7).tolist() == [1 + 2 * 3, 2 + 2 * 7]
+    b1, b2 = a[None].expand(2, 2, 2), a[None].expand(2, 2, 2)
+    out = torch.addbmm(a, b1, b2, beta=2.9, alpha=1.2)          # beta 2, alpha 1: 2 * a + 2 * (a @ a)
+    assert out.dtype == torch.int64 and out.tolist() == (2 * np.array([[1, 2], [3, 4]]) + 2 * np.array([[7, 10], [15, 22]])).tolist()
+    assert torch.addmm(a, a, a, beta=0.5, alpha=-1.5).tolist() == (-np.array([[7, 10], [15, 22]])).tolist()
+
+
+def test_batch_norm_of_a_1d_input():
+    z = torch.zeros(0, dtype=F64, requires_grad=True)
+    for training in (True, False):
+        out = torch.nn.functional.batch_norm(z, torch.zeros(0), torch.ones(0), training=training)
+        assert out.shape == (0,) and out.requires_grad
+    with pytest.raises(RuntimeError, match=r"^running_mean should contain 0 elements not 3$"):
+        torch.nn.functional.batch_norm(torch.ones(3), torch.zeros(3), torch.ones(3))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"stride": (-1,)}, r"^non-positive stride is not supported$"),
+    ({"padding": (-1,)}, r"^negative padding is not supported$"),
+    ({"dilation": (-1,)}, r"^dilation should be greater than zero$"),
+    ({"groups": 0, "padding": "same"}, r"^non-positive groups is not supported$"),
+    ({"groups": 3}, r"^Given groups=3, expected weight to be at least 3 at dimension 0, but got weight of size "
+                    r"\[1, 2, 2, 3\] instead$"),
+])
+def test_conv_argument_checks_come_before_the_channel_check(kwargs, message):
+    x, w = torch.ones(1, 1, 4, 4, dtype=F64), torch.ones(1, 2, 2, 3, dtype=F64)     # channels disagree too
+    with pytest.raises(RuntimeError, match=message):
+        torch.nn.functional.conv2d(x, w, **kwargs)
+
+
+def test_conv_bias_dtype_and_same_padding_checks():
+    x, w = torch.ones(2, 4, 4, dtype=torch.int64), torch.ones(3, 2, 3, 3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=r"^Input type \(long int\) and bias type \(double\) should be the same$"):
+        torch.nn.functional.conv2d(x, w, torch.ones(3, dtype=F64))
+    with pytest.raises(RuntimeError, match=r"^Expected 3-dimensional input for 3-dimensional weight\[1, 2, 2\], but got "
+                                           r"4-dimensional input of size \[1, 1, 4, 3\] instead$"):
+        torch.nn.functional.conv2d(torch.ones(1, 1, 4, 3), torch.ones(1, 2, 2), padding="same")
+    with pytest.raises(RuntimeError, match=r"^padding='same' is not supported for strided convolutions$"):
+        torch.nn.functional.conv1d(torch.ones(1, 1, 6), torch.ones(1, 1, 3), stride=2, padding="same")
+    out = torch.nn.functional.conv1d(torch.ones(1, 1, 6, dtype=F64), torch.ones(1, 1, 3, dtype=F64), padding="same")
+    assert out.tolist() == [[[2.0, 3.0, 3.0, 3.0, 3.0, 2.0]]]
+
+
+def test_multi_margin_loss_checks_in_pytorchs_order():
+    x, t = torch.zeros(5, 4), torch.tensor([0, 1, 2, 3, 0])
+    mml = torch.nn.functional.multi_margin_loss
+    for args, kwargs, cls, message in [
+            ((x, t.float()), {"reduction": "abc"}, ValueError, r"^abc is not a valid value for reduction$"),
+            ((x, t), {"p": 3}, ValueError, r"^only p == 1 and p == 2 supported$"),
+            ((x, t), {"weight": torch.ones(4, 1)}, ValueError, r"^weight must be one-dimensional$"),
+            ((torch.zeros(5, 0), t), {}, RuntimeError,
+             r"^Expected non-empty vector or matrix with optional 0-dim batch size, but got: \[5, 0\]$"),
+            ((x, t.reshape(5, 1).expand(5, 4)), {}, RuntimeError,
+             r"^multi_margin_loss: target tensor should be 1-D .* Expected target size \[5\], but got \[5, 4\]\. "
+             r"Input has shape \[5, 4\]\.$"),
+            ((x, t), {"weight": torch.ones(5)}, RuntimeError, r"^inconsistent weight size, expected 4 but got \[5\]$"),
+            ((x, t.float()), {}, RuntimeError, r"^expected scalar type Long but found Float$")]:
+        with pytest.raises(cls, match=message):
+            mml(*args, **kwargs)
+    assert mml(x, t).item() == pytest.approx(0.75)          # (4 - 1) margins of 1 over 4 classes, each sample
+
+
+def test_avg_pool_refuses_negative_padding_and_a_zero_divisor():
+    F = torch.nn.functional
+    for pool, x in ((F.avg_pool1d, torch.zeros(0, 1, 49)), (F.avg_pool2d, torch.zeros(0, 1, 49))):
+        with pytest.raises(RuntimeError, match=r"^pad must be non-negative, but got pad: -1$"):
+            pool(x, kernel_size=2, stride=50, padding=-1)
+    for pool, x in ((F.avg_pool2d, torch.zeros(3, 3, 3)), (F.avg_pool3d, torch.zeros(3, 3, 3, 3))):
+        with pytest.raises(RuntimeError, match=r"^divisor must be not zero$"):
+            pool(x, kernel_size=2, divisor_override=0)
+    out = F.avg_pool2d(torch.ones(1, 2, 2), kernel_size=2, divisor_override=2)
+    assert out.tolist() == [[[2.0]]]
+
+
+def test_triplet_margin_loss_and_rms_norm_check_their_arguments():
+    F = torch.nn.functional
+    a = torch.ones(3, 4)
+    with pytest.raises(ValueError, match=r"^margin must be greater than 0, got -1\.0$"):
+        F.triplet_margin_loss(a, a, a, margin=-1.0)
+    with pytest.raises(RuntimeError, match=r"^The anchor, positive, and negative tensors are expected to have the same "
+                                           r"number of dimensions, but got: anchor 2D, positive 1D, and negative 2D inputs$"):
+        F.triplet_margin_loss(a, torch.ones(4), a)
+    assert F.triplet_margin_loss(a, a, a + 1).item() == pytest.approx(max(0.0, 1.0 - 2.0 + 4e-6), abs=1e-5)
+    x = torch.ones(2, 2, 3)
+    with pytest.raises(RuntimeError, match=r"^Expected normalized_shape to be at least 1-dimensional"):
+        F.rms_norm(x, [])
+    with pytest.raises(RuntimeError, match=r"^Expected weight to be of same shape as normalized_shape, but got weight "
+                                           r"of shape \[1, 2\] and normalized_shape = \[2, 3\]$"):
+        F.rms_norm(x, [2, 3], torch.ones(1, 2))
+    with pytest.raises(RuntimeError, match=r"^Given normalized_shape=\[2, 2\], expected input with shape \[\*2, 2\], "
+                                           r"but got input of size\[2, 2, 3\]$"):
+        F.rms_norm(x, [2, 2])
+    assert F.rms_norm(torch.tensor([[3.0, 4.0]], dtype=F64), [2], eps=0.0)[0].tolist() == \
+        pytest.approx([3 / np.sqrt(12.5), 4 / np.sqrt(12.5)])
+
+
+def test_multilabel_margin_loss_checks_in_pytorchs_order():
+    def mlml(x, t, reduction="mean"):
+        return torch.nn.functional.multilabel_margin_loss(x, t, reduction=reduction)
+    for args, cls, message in [
+            ((torch.ones(5, 4), torch.ones(5, 4).long(), "abc"), ValueError, r"^abc is not a valid value for reduction$"),
+            ((torch.ones(5, 0), torch.ones(5, 4).long()), RuntimeError,
+             r"^Expected non-empty vector or matrix with optional 0-dim batch size, but got: \[5, 0\]$"),
+            ((torch.ones(0), torch.ones(0).long()), RuntimeError, r"but got: \[0\]$"),
+            ((torch.ones(5, 4), torch.ones(4).long()), RuntimeError,
+             r"^inconsistent target size: \[4\] for input of size: \[5, 4\]$"),
+            ((torch.ones(5, 4), torch.tensor(1)), RuntimeError, r"^inconsistent target size: \[\] for input of size"),
+            ((torch.ones(4), torch.ones(4)), RuntimeError, r"^expected scalar type Long but found Float$")]:
+        with pytest.raises(cls, match=message):
+            mlml(*args)
+    # sample 0: target class 0 (then -1 ends the list); hinge 1 - (x0 - xi) over the 3 others, / 4 classes
+    x = torch.tensor([[0.5, 0.1, 0.3, 0.0]], dtype=F64)
+    want = sum(max(0.0, 1 - (0.5 - v)) for v in (0.1, 0.3, 0.0)) / 4
+    assert mlml(x, torch.tensor([[0, -1, 1, 2]])).item() == pytest.approx(want)

@@ -7556,20 +7556,20 @@ def _bw_hardtanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardsigmoid_self(grad, self):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
-    return _s_where(_s_gt(self, -3.0) * _s_gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
+    return _s_where(_s_gt(self, -3.0) * _s_lt(self, 3.0), grad * 0.1666666716337204, 0.0)
 
 
 @cuda.jit
 def _bw_hardsigmoid_self_contig(out, a0, a1):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardsigmoid_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7590,20 +7590,20 @@ def _bw_hardsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
 
 
 @cuda.jit
 def _bw_hardswish_self_contig(out, a0, a1):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardswish_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardswish_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7830,20 +7830,20 @@ def _bw__prelu_kernel_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_maximum((1 - self) * self, 1e-12)
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
+    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_contig(out, a0, a1, a2):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_self(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -7866,20 +7866,20 @@ def _bw_bce_loss_elementwise_self_strided(shape, out, o_off, o_st, a0, a0_off, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_target(grad, self):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
-    return grad * (_s_maximum(_s_log(1 - self), -100.0) - _s_maximum(_s_log(self), -100.0))
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
+    return grad * (_s_clamp_min(_s_log(1 - self), -100.0) - _s_clamp_min(_s_log(self), -100.0))
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_contig(out, a0, a1):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_target(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     nd = len(shape)
     n = 1
     for d in range(nd):

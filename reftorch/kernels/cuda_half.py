@@ -14200,8 +14200,8 @@ def _bw_hardtanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardsigmoid_self(grad, self):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
-    return _s_where(_s_gt(self, -3.0) * _s_gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
+    return _s_where(_s_gt(self, -3.0) * _s_lt(self, 3.0), grad * 0.1666666716337204, 0.0)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14211,14 +14211,14 @@ def _s__bw_hardsigmoid_self_f16(grad, self):
 
 @cuda.jit
 def _bw_hardsigmoid_self_f16_contig(out, a0, a1):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0) [f16]
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardsigmoid_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardsigmoid_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0) [f16]
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14244,14 +14244,14 @@ def _s__bw_hardsigmoid_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_hardsigmoid_self_bf16_contig(out, a0, a1):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0) [bf16]
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardsigmoid_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0) [bf16]
+    # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14272,8 +14272,8 @@ def _bw_hardsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14283,14 +14283,14 @@ def _s__bw_hardswish_self_f16(grad, self):
 
 @cuda.jit
 def _bw_hardswish_self_f16_contig(out, a0, a1):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0) [f16]
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardswish_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardswish_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0) [f16]
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14316,14 +14316,14 @@ def _s__bw_hardswish_self_bf16(grad, self):
 
 @cuda.jit
 def _bw_hardswish_self_bf16_contig(out, a0, a1):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0) [bf16]
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardswish_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_hardswish_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0) [bf16]
+    # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14780,8 +14780,8 @@ def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_maximum((1 - self) * self, 1e-12)
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
+    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14791,14 +14791,14 @@ def _s__bw_bce_loss_elementwise_self_f16(grad, self, target):
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_f16_contig(out, a0, a1, a2):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12) [f16]
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_self_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12) [f16]
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14826,14 +14826,14 @@ def _s__bw_bce_loss_elementwise_self_bf16(grad, self, target):
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12) [bf16]
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_self_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / maximum((1 - self) * self, 1e-12) [bf16]
+    # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14856,8 +14856,8 @@ def _bw_bce_loss_elementwise_self_bf16_strided(shape, out, o_off, o_st, a0, a0_o
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_target(grad, self):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
-    return grad * (_s_maximum(_s_log(1 - self), -100.0) - _s_maximum(_s_log(self), -100.0))
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
+    return grad * (_s_clamp_min(_s_log(1 - self), -100.0) - _s_clamp_min(_s_log(self), -100.0))
 
 
 @cuda.jit(device=True, inline=True)
@@ -14867,14 +14867,14 @@ def _s__bw_bce_loss_elementwise_target_f16(grad, self):
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_f16_contig(out, a0, a1):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0)) [f16]
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_target_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0)) [f16]
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14900,14 +14900,14 @@ def _s__bw_bce_loss_elementwise_target_bf16(grad, self):
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_bf16_contig(out, a0, a1):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0)) [bf16]
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_bce_loss_elementwise_target_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_bce_loss_elementwise_target_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: bce_loss_elementwise backward for target -- grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0)) [bf16]
+    # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):

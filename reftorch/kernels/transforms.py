@@ -492,9 +492,9 @@ def hardsigmoid_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # self: where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     if self_t is not None:
-        terms.append(F.where(F.gt(self, -3.0) * F.gt(3.0, self), self_t * 0.1666666716337204, 0.0))
+        terms.append(F.where(F.gt(self, -3.0) * F.lt(self, 3.0), self_t * 0.1666666716337204, 0.0))
     return terms
 
 
@@ -502,9 +502,9 @@ def hardswish_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # self: where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     if self_t is not None:
-        terms.append(F.where(F.gt(self, -3.0), F.where(F.gt(3.0, self), self_t * (self / 3.0 + 0.5), self_t), 0.0))
+        terms.append(F.where(F.gt(self, -3.0), F.where(F.lt(self, 3.0), self_t * (self / 3.0 + 0.5), self_t), 0.0))
     return terms
 
 
@@ -573,12 +573,12 @@ def bce_loss_elementwise_jvp(F, a, t, result):
     self_t = t['self']
     target_t = t['target']
     terms = []
-    # self: grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    # self: grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     if self_t is not None:
-        terms.append(self_t * (self - target) / F.maximum((1 - self) * self, 1e-12))
-    # target: grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+        terms.append(self_t * (self - target) / F.clamp_min((1 - self) * self, 1e-12))
+    # target: grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     if target_t is not None:
-        terms.append(target_t * (F.maximum(F.log(1 - self), -100.0) - F.maximum(F.log(self), -100.0)))
+        terms.append(target_t * (F.clamp_min(F.log(1 - self), -100.0) - F.clamp_min(F.log(self), -100.0)))
     return terms
 
 

@@ -326,7 +326,7 @@ def _conv_padding(padding, nd, kernel, dilation, stride):
             return (0,) * (2 * nd)
         if padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = []
             for k, d in zip(kernel, dilation):
                 total = d * (k - 1)
@@ -352,6 +352,33 @@ def _im2col(input, kernel, dilation, pads, stride):
     return x.reshape(x.shape[0], -1, int(np.prod(x.shape[2 + nd:])))      # (N, C*K, L), as torch.im2col
 
 
+_C_TYPES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
+            torch.int64: "long int", torch.int32: "int", torch.int16: "short int", torch.int8: "signed char",
+            torch.uint8: "unsigned char", torch.bool: "bool"}
+
+
+def _conv_param_checks(input, weight, bias, stride, padding, dilation, groups):
+    """ATen's convolution argument checks, in its order, before any shape is worked out (input batched)."""
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if not isinstance(padding, str) and any(p < 0 for p in (padding if isinstance(padding, (tuple, list)) else [padding])):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if isinstance(padding, str) and weight.dim() != input.dim():
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight"
+                           f"{list(weight.shape)}, but got {input.dim()}-dimensional input of size {list(input.shape)} "
+                           "instead")
+    if weight.dim() > 0 and weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(weight.shape)} instead")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_C_TYPES.get(input.dtype, input.dtype)}) and bias type "
+                           f"({_C_TYPES.get(bias.dtype, bias.dtype)}) should be the same")
+
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     name = f"conv{nd}d"
     unbatched = input.dim() == nd + 1
@@ -360,11 +387,12 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
     if input.dim() != nd + 2:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
                            f"of size: {list(input.shape)}")
+    stride = _ntuple(stride, nd, "stride")
+    dilation = _ntuple(dilation, nd, "dilation")
+    _conv_param_checks(input, weight, bias, stride, padding, dilation, groups)
     if weight.dim() != nd + 2:
         raise RuntimeError(f"weight should have at least three dimensions to {name}: got weight of size "
                            f"{list(weight.shape)}")
-    stride = _ntuple(stride, nd, "stride")
-    dilation = _ntuple(dilation, nd, "dilation")
     kernel = tuple(weight.shape[2:])
     pads = _conv_padding(padding, nd, kernel, dilation, stride)
     n, c = input.shape[0], input.shape[1]
@@ -579,6 +607,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _avg_poolnd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
     kernel, stride, padding, dilation = _pool_args(nd, kernel_size, stride, padding, 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if any(p < 0 for p in padding):             # ATen's pooling_output_shape
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
     lead, planes = _pool_input(input, nd, f"avg_pool{nd}d")
     in_sizes = tuple(input.shape[-nd:])
     out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
@@ -729,7 +761,11 @@ def _update_running(running, value, momentum):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalises over every dim but the channel dim (1); in training mode with running stats given,
     updates them in place (the running variance uses the unbiased estimate)."""
-    if input.dim() < 2:
+    if input.dim() < 2:     # ATen counts no channels in a 1-D input: only an empty one goes through
+        if input.numel() == 0:
+            return input.clone()
+        if running_mean is not None:
+            raise RuntimeError(f"running_mean should contain 0 elements not {running_mean.numel()}")
         raise ValueError(f"expected 2D or higher input (got {input.dim()}D input)")
     c = input.shape[1]
     shape = _channel_shape(input, c)
@@ -809,9 +845,24 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def _rms_norm_checks(input, normalized_shape, weight):
+    """ATen's rms_norm checks of normalized_shape, weight and input, in its order and words."""
+    if not normalized_shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {list(normalized_shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    k = len(normalized_shape)
+    if input.dim() < k or tuple(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
         else tuple(normalized_shape)
+    _rms_norm_checks(input, normalized_shape, weight)
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     if eps is None:
         eps = float(ml_dtypes.finfo(input.dtype.np if hasattr(input.dtype, "np") else np.float32).eps)
@@ -1699,6 +1750,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
+                           f"{negative.dim()}D inputs")
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -1708,9 +1765,34 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 
 @_autocast("fp32")
+def _multi_margin_checks(input, target, p, weight, reduction):
+    """torch.nn.functional's checks, then ATen's multi_margin_loss_shape_check, in their order."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    frames = 1 if nd <= 1 else input.shape[0]
+    if target.dim() > 1 or target.numel() != frames:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{frames}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    classes = 1 if nd == 0 else input.shape[-1]
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    if target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.short}")
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    _multi_margin_checks(input, target, p, weight, reduction)
     x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = target.reshape(-1)
     c = x.shape[1]
@@ -1732,8 +1814,25 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 @_autocast("fp32")
+def _multilabel_margin_checks(input, target, reduction):
+    """torch.nn.functional's reduction check, then ATen's multilabel_margin_loss_shape_check, in their order."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    fits = (target.dim() <= 1 and target.numel() == (1 if nd == 0 else input.shape[0])) if nd <= 1 else \
+        tuple(target.shape) == tuple(input.shape)
+    if not fits:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if target.dtype != torch.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.short}")
+
+
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
+    _multilabel_margin_checks(input, target, reduction)
     x = input if input.dim() == 2 else input.reshape(1, -1)         # 0-d: one sample of one class
     t = (target if target.dim() == 2 else target.reshape(1, -1)).cpu().numpy()
     n, c = x.shape
@@ -1910,7 +2009,7 @@ def _fractional_max_poolnd(input, kernel_size, output_size, output_ratio, _rando
         coord = [starts[d][grid[d]][:, None] + offs[d][None, :] for d in range(nd)]
         sel[p] = np.ravel_multi_index(coord, in_sizes)
     planes = input.reshape(batch * channels, n_in)
-    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, -1)).to(input.device))
+    windows = planes.gather(1, torch.from_numpy(sel.reshape(batch * channels, cells * kk)).to(input.device))
     windows = windows.reshape(batch * channels, cells, kk)
     idx = windows.argmax(-1, keepdim=True)                               # the first maximum, NaN wins
     chosen = torch.arange(kk, device=idx.device).reshape(1, 1, kk) == idx
