@@ -11,6 +11,25 @@ _rt = None  # the dispatcher, bound by reftorch/__init__.py
 _REQUIRED = object()  # an argument not given (axis= forms, see codegen/emit_api.py)
 
 
+
+_NUMBER = (bool, int, float, complex)
+
+
+def _refuse_numbers(name, params, allowed, args):
+    """PyTorch's argument parser refusing a Python number for a Tensor argument (ops.yaml `numbers`)."""
+    given = [isinstance(a, _NUMBER) for a in args]
+    if not allowed:
+        i = given.index(True)
+        raise TypeError(f"{name}(): argument '{params[i]}' (position {i + 1}) must be Tensor, not {type(args[i]).__name__}")
+    got = ", ".join(type(a).__name__ if g else "Tensor" for a, g in zip(args, given))
+    forms = [", ".join(f"Tensor {p}" for p in params)]
+    for i in allowed:
+        forms.append(", ".join(("Number self" if p == "input" else f"Number {p}") if j == i else f"Tensor {p}"
+                               for j, p in enumerate(params)))
+    raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                    + "".join(f" * ({form}, *, Tensor out = None)\n" for form in forms))
+
+
 SPECS = {
 
     'neg': {'name': 'neg', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__neg__',), 'aliases': ('negative',), 'ref': 'np.negative', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'bool', 'Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.'),)},
@@ -1318,6 +1337,8 @@ def pow(self, exponent, *, out=None):
     """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
 
     ops.yaml: pow"""
+    if (isinstance(self, _NUMBER) and isinstance(exponent, _NUMBER)):
+        _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
     if out is not None:
@@ -1327,6 +1348,8 @@ def pow(self, exponent, *, out=None):
 
 def pow_(self, exponent):
     """In-place pow: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(exponent, _NUMBER)):
+        _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
     return _rt.call_inplace('pow', (self, exponent, ), ())
@@ -1343,6 +1366,8 @@ def maximum(self, other, *, out=None):
     """Elementwise maximum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: maximum"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('maximum', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('maximum', out, maximum, self, other)
     return _rt.call('maximum', (self, other, ), ())
@@ -1352,6 +1377,8 @@ def eq(self, other, *, out=None):
     """self == other elementwise.
 
     ops.yaml: eq"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('eq', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('eq', out, eq, self, other)
     return _rt.call('eq', (self, other, ), ())
@@ -1359,6 +1386,8 @@ def eq(self, other, *, out=None):
 
 def eq_(self, other):
     """In-place eq: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('eq', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('eq', (self, other, ), ())
 
 
@@ -1366,6 +1395,8 @@ def gt(self, other, *, out=None):
     """self > other elementwise.
 
     ops.yaml: gt"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('gt', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('gt', out, gt, self, other)
     return _rt.call('gt', (self, other, ), ())
@@ -1373,6 +1404,8 @@ def gt(self, other, *, out=None):
 
 def gt_(self, other):
     """In-place gt: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('gt', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('gt', (self, other, ), ())
 
 
@@ -3312,6 +3345,8 @@ def remainder(self, other, *, out=None):
     """Remainder with the sign of the divisor (Python's %); integer division by zero raises.
 
     ops.yaml: remainder"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('remainder', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('remainder', out, remainder, self, other)
     return _rt.call('remainder', (self, other, ), ())
@@ -3319,6 +3354,8 @@ def remainder(self, other, *, out=None):
 
 def remainder_(self, other):
     """In-place remainder: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('remainder', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('remainder', (self, other, ), ())
 
 
@@ -3326,6 +3363,8 @@ def fmod(self, other, *, out=None):
     """Remainder with the sign of the dividend (C's fmod); integer division by zero raises.
 
     ops.yaml: fmod"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('fmod', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('fmod', out, fmod, self, other)
     return _rt.call('fmod', (self, other, ), ())
@@ -3333,6 +3372,8 @@ def fmod(self, other, *, out=None):
 
 def fmod_(self, other):
     """In-place fmod: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('fmod', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('fmod', (self, other, ), ())
 
 
@@ -3340,6 +3381,8 @@ def atan2(self, other, *, out=None):
     """The angle of the point (other, self), in [-pi, pi].
 
     ops.yaml: atan2"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('atan2', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('atan2', out, atan2, self, other)
     return _rt.call('atan2', (self, other, ), ())
@@ -3347,6 +3390,8 @@ def atan2(self, other, *, out=None):
 
 def atan2_(self, other):
     """In-place atan2: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('atan2', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('atan2', (self, other, ), ())
 
 
@@ -3358,6 +3403,8 @@ def minimum(self, other, *, out=None):
     """Elementwise minimum, NaN-propagating; ties split the gradient evenly.
 
     ops.yaml: minimum"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('minimum', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('minimum', out, minimum, self, other)
     return _rt.call('minimum', (self, other, ), ())
@@ -3367,6 +3414,8 @@ def fmax(self, other, *, out=None):
     """Elementwise maximum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmax"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('fmax', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('fmax', out, fmax, self, other)
     return _rt.call('fmax', (self, other, ), ())
@@ -3376,6 +3425,8 @@ def fmin(self, other, *, out=None):
     """Elementwise minimum ignoring NaN (NaN only where both are); ties give self the gradient.
 
     ops.yaml: fmin"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('fmin', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('fmin', out, fmin, self, other)
     return _rt.call('fmin', (self, other, ), ())
@@ -3385,6 +3436,8 @@ def hypot(self, other, *, out=None):
     """sqrt(self**2 + other**2) without overflow.
 
     ops.yaml: hypot"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('hypot', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('hypot', out, hypot, self, other)
     return _rt.call('hypot', (self, other, ), ())
@@ -3392,6 +3445,8 @@ def hypot(self, other, *, out=None):
 
 def hypot_(self, other):
     """In-place hypot: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('hypot', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('hypot', (self, other, ), ())
 
 
@@ -3399,6 +3454,8 @@ def logaddexp(self, other, *, out=None):
     """log(exp(self) + exp(other)) without overflow.
 
     ops.yaml: logaddexp"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logaddexp', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('logaddexp', out, logaddexp, self, other)
     return _rt.call('logaddexp', (self, other, ), ())
@@ -3408,6 +3465,8 @@ def copysign(self, other, *, out=None):
     """The magnitude of self with the sign of other (-0.0 counts as negative); floats result.
 
     ops.yaml: copysign"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('copysign', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('copysign', out, copysign, self, other)
     return _rt.call('copysign', (self, other, ), ())
@@ -3415,6 +3474,8 @@ def copysign(self, other, *, out=None):
 
 def copysign_(self, other):
     """In-place copysign: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('copysign', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('copysign', (self, other, ), ())
 
 
@@ -3422,6 +3483,8 @@ def ne(self, other, *, out=None):
     """self != other elementwise (NaN != NaN).
 
     ops.yaml: ne"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('ne', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('ne', out, ne, self, other)
     return _rt.call('ne', (self, other, ), ())
@@ -3429,6 +3492,8 @@ def ne(self, other, *, out=None):
 
 def ne_(self, other):
     """In-place ne: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('ne', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('ne', (self, other, ), ())
 
 
@@ -3440,6 +3505,8 @@ def lt(self, other, *, out=None):
     """self < other elementwise.
 
     ops.yaml: lt"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('lt', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('lt', out, lt, self, other)
     return _rt.call('lt', (self, other, ), ())
@@ -3447,6 +3514,8 @@ def lt(self, other, *, out=None):
 
 def lt_(self, other):
     """In-place lt: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('lt', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('lt', (self, other, ), ())
 
 
@@ -3458,6 +3527,8 @@ def le(self, other, *, out=None):
     """self <= other elementwise.
 
     ops.yaml: le"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('le', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('le', out, le, self, other)
     return _rt.call('le', (self, other, ), ())
@@ -3465,6 +3536,8 @@ def le(self, other, *, out=None):
 
 def le_(self, other):
     """In-place le: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('le', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('le', (self, other, ), ())
 
 
@@ -3476,6 +3549,8 @@ def ge(self, other, *, out=None):
     """self >= other elementwise.
 
     ops.yaml: ge"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('ge', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('ge', out, ge, self, other)
     return _rt.call('ge', (self, other, ), ())
@@ -3483,6 +3558,8 @@ def ge(self, other, *, out=None):
 
 def ge_(self, other):
     """In-place ge: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('ge', ('input', 'other'), (1,), (self, other, ))
     return _rt.call_inplace('ge', (self, other, ), ())
 
 
@@ -3494,6 +3571,8 @@ def logical_and(self, other, *, out=None):
     """True where both are non-zero.
 
     ops.yaml: logical_and"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_and', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('logical_and', out, logical_and, self, other)
     return _rt.call('logical_and', (self, other, ), ())
@@ -3501,6 +3580,8 @@ def logical_and(self, other, *, out=None):
 
 def logical_and_(self, other):
     """In-place logical_and: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_and', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('logical_and', (self, other, ), ())
 
 
@@ -3508,6 +3589,8 @@ def logical_or(self, other, *, out=None):
     """True where either is non-zero.
 
     ops.yaml: logical_or"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_or', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('logical_or', out, logical_or, self, other)
     return _rt.call('logical_or', (self, other, ), ())
@@ -3515,6 +3598,8 @@ def logical_or(self, other, *, out=None):
 
 def logical_or_(self, other):
     """In-place logical_or: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_or', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('logical_or', (self, other, ), ())
 
 
@@ -3522,6 +3607,8 @@ def logical_xor(self, other, *, out=None):
     """True where exactly one is non-zero.
 
     ops.yaml: logical_xor"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_xor', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('logical_xor', out, logical_xor, self, other)
     return _rt.call('logical_xor', (self, other, ), ())
@@ -3529,6 +3616,8 @@ def logical_xor(self, other, *, out=None):
 
 def logical_xor_(self, other):
     """In-place logical_xor: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logical_xor', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('logical_xor', (self, other, ), ())
 
 
@@ -3536,6 +3625,8 @@ def bitwise_and(self, other, *, out=None):
     """Bitwise AND (&); logical AND for bool tensors.
 
     ops.yaml: bitwise_and"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_and', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('bitwise_and', out, bitwise_and, self, other)
     return _rt.call('bitwise_and', (self, other, ), ())
@@ -3543,6 +3634,8 @@ def bitwise_and(self, other, *, out=None):
 
 def bitwise_and_(self, other):
     """In-place bitwise_and: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_and', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('bitwise_and', (self, other, ), ())
 
 
@@ -3550,6 +3643,8 @@ def bitwise_or(self, other, *, out=None):
     """Bitwise OR (|); logical OR for bool tensors.
 
     ops.yaml: bitwise_or"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_or', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('bitwise_or', out, bitwise_or, self, other)
     return _rt.call('bitwise_or', (self, other, ), ())
@@ -3557,6 +3652,8 @@ def bitwise_or(self, other, *, out=None):
 
 def bitwise_or_(self, other):
     """In-place bitwise_or: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_or', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('bitwise_or', (self, other, ), ())
 
 
@@ -3564,6 +3661,8 @@ def bitwise_xor(self, other, *, out=None):
     """Bitwise XOR (^); logical XOR for bool tensors.
 
     ops.yaml: bitwise_xor"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_xor', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('bitwise_xor', out, bitwise_xor, self, other)
     return _rt.call('bitwise_xor', (self, other, ), ())
@@ -3571,6 +3670,8 @@ def bitwise_xor(self, other, *, out=None):
 
 def bitwise_xor_(self, other):
     """In-place bitwise_xor: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_xor', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('bitwise_xor', (self, other, ), ())
 
 
@@ -3578,6 +3679,8 @@ def bitwise_left_shift(self, other, *, out=None):
     """self << other, wrapping in the dtype; shifts by a negative amount or the dtype's width or more give 0.
 
     ops.yaml: bitwise_left_shift"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_left_shift', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('bitwise_left_shift', out, bitwise_left_shift, self, other)
     return _rt.call('bitwise_left_shift', (self, other, ), ())
@@ -3585,6 +3688,8 @@ def bitwise_left_shift(self, other, *, out=None):
 
 def bitwise_left_shift_(self, other):
     """In-place bitwise_left_shift: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_left_shift', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('bitwise_left_shift', (self, other, ), ())
 
 
@@ -3592,6 +3697,8 @@ def bitwise_right_shift(self, other, *, out=None):
     """self >> other (arithmetic); shifts by a negative amount or past the dtype's width fill with the sign.
 
     ops.yaml: bitwise_right_shift"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_right_shift', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('bitwise_right_shift', out, bitwise_right_shift, self, other)
     return _rt.call('bitwise_right_shift', (self, other, ), ())
@@ -3599,6 +3706,8 @@ def bitwise_right_shift(self, other, *, out=None):
 
 def bitwise_right_shift_(self, other):
     """In-place bitwise_right_shift: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('bitwise_right_shift', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('bitwise_right_shift', (self, other, ), ())
 
 
@@ -3624,6 +3733,8 @@ def clamp_min(self, min, *, out=None):
     """max(x, min), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_min"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('clamp_min', ('input', 'min'), (1,), (self, min, ))
     if out is not None:
         return _rt.call_out('clamp_min', out, clamp_min, self, min)
     return _rt.call('clamp_min', (self, min, ), ())
@@ -3631,6 +3742,8 @@ def clamp_min(self, min, *, out=None):
 
 def clamp_min_(self, min):
     """In-place clamp_min: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('clamp_min', ('input', 'min'), (1,), (self, min, ))
     return _rt.call_inplace('clamp_min', (self, min, ), ())
 
 
@@ -3638,6 +3751,8 @@ def clamp_max(self, max, *, out=None):
     """min(x, max), NaN-propagating; at a tie the gradient goes to x.
 
     ops.yaml: clamp_max"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('clamp_max', ('input', 'max'), (1,), (self, max, ))
     if out is not None:
         return _rt.call_out('clamp_max', out, clamp_max, self, max)
     return _rt.call('clamp_max', (self, max, ), ())
@@ -3645,6 +3760,8 @@ def clamp_max(self, max, *, out=None):
 
 def clamp_max_(self, max):
     """In-place clamp_max: writes the result into self."""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('clamp_max', ('input', 'max'), (1,), (self, max, ))
     return _rt.call_inplace('clamp_max', (self, max, ), ())
 
 
@@ -4867,6 +4984,8 @@ def xlogy(self, other, *, out=None):
     """self * log(other), 0 where self == 0 unless other is NaN (torch.special.xlogy).
 
     ops.yaml: xlogy"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('xlogy', ('input', 'other'), (0, 1), (self, other, ))
     if out is not None:
         return _rt.call_out('xlogy', out, xlogy, self, other)
     return _rt.call('xlogy', (self, other, ), ())
@@ -4874,6 +4993,8 @@ def xlogy(self, other, *, out=None):
 
 def xlogy_(self, other):
     """In-place xlogy: writes the result into self."""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('xlogy', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call_inplace('xlogy', (self, other, ), ())
 
 
@@ -4881,6 +5002,8 @@ def special_xlog1py(self, other):
     """self * log1p(other), 0 where self == 0 unless other is NaN.
 
     ops.yaml: special_xlog1py"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('special_xlog1py', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call('special_xlog1py', (self, other, ), ())
 
 
@@ -4888,6 +5011,8 @@ def special_zeta(self, other):
     """Hurwitz zeta function sum_k (k + other)^-self. Differentiable in other (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: special_zeta"""
+    if (isinstance(self, _NUMBER) and isinstance(other, _NUMBER)):
+        _refuse_numbers('special_zeta', ('input', 'other'), (0, 1), (self, other, ))
     return _rt.call('special_zeta', (self, other, ), ())
 
 
@@ -4895,6 +5020,8 @@ def igamma(self, other, *, out=None):
     """Regularized lower incomplete gamma P(self, other) (torch.special.gammainc). Differentiable in other only (self's gradient raises torch's NotImplementedError).
 
     ops.yaml: igamma"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('igamma', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('igamma', out, igamma, self, other)
     return _rt.call('igamma', (self, other, ), ())
@@ -4902,6 +5029,8 @@ def igamma(self, other, *, out=None):
 
 def igamma_(self, other):
     """In-place igamma: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('igamma', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('igamma', (self, other, ), ())
 
 
@@ -4909,6 +5038,8 @@ def igammac(self, other, *, out=None):
     """Regularized upper incomplete gamma Q(self, other) = 1 - P (torch.special.gammaincc). Differentiable in other only (self's raises, as torch).
 
     ops.yaml: igammac"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('igammac', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('igammac', out, igammac, self, other)
     return _rt.call('igammac', (self, other, ), ())
@@ -4916,6 +5047,8 @@ def igammac(self, other, *, out=None):
 
 def igammac_(self, other):
     """In-place igammac: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('igammac', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('igammac', (self, other, ), ())
 
 
@@ -4923,6 +5056,8 @@ def special_chebyshev_polynomial_t(self, n):
     """Chebyshev polynomial of the first kind T_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_chebyshev_polynomial_t"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_chebyshev_polynomial_t', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_chebyshev_polynomial_t', (self, n, ), ())
 
 
@@ -4930,6 +5065,8 @@ def special_chebyshev_polynomial_u(self, n):
     """Chebyshev polynomial of the second kind U_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_chebyshev_polynomial_u"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_chebyshev_polynomial_u', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_chebyshev_polynomial_u', (self, n, ), ())
 
 
@@ -4937,6 +5074,8 @@ def special_chebyshev_polynomial_v(self, n):
     """Chebyshev polynomial of the third kind V_n(x) = U_n(x) - U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_chebyshev_polynomial_v"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_chebyshev_polynomial_v', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_chebyshev_polynomial_v', (self, n, ), ())
 
 
@@ -4944,6 +5083,8 @@ def special_chebyshev_polynomial_w(self, n):
     """Chebyshev polynomial of the fourth kind W_n(x) = U_n(x) + U_n-1(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_chebyshev_polynomial_w"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_chebyshev_polynomial_w', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_chebyshev_polynomial_w', (self, n, ), ())
 
 
@@ -4951,6 +5092,8 @@ def special_shifted_chebyshev_polynomial_t(self, n):
     """Shifted Chebyshev polynomial T*_n(x) = T_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_shifted_chebyshev_polynomial_t"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_shifted_chebyshev_polynomial_t', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_shifted_chebyshev_polynomial_t', (self, n, ), ())
 
 
@@ -4958,6 +5101,8 @@ def special_shifted_chebyshev_polynomial_u(self, n):
     """Shifted Chebyshev polynomial U*_n(x) = U_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_shifted_chebyshev_polynomial_u"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_shifted_chebyshev_polynomial_u', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_shifted_chebyshev_polynomial_u', (self, n, ), ())
 
 
@@ -4965,6 +5110,8 @@ def special_shifted_chebyshev_polynomial_v(self, n):
     """Shifted Chebyshev polynomial V*_n(x) = V_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_shifted_chebyshev_polynomial_v"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_shifted_chebyshev_polynomial_v', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_shifted_chebyshev_polynomial_v', (self, n, ), ())
 
 
@@ -4972,6 +5119,8 @@ def special_shifted_chebyshev_polynomial_w(self, n):
     """Shifted Chebyshev polynomial W*_n(x) = W_n(2x - 1). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_shifted_chebyshev_polynomial_w"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_shifted_chebyshev_polynomial_w', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_shifted_chebyshev_polynomial_w', (self, n, ), ())
 
 
@@ -4979,6 +5128,8 @@ def special_hermite_polynomial_h(self, n):
     """Physicists' Hermite polynomial H_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_hermite_polynomial_h"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_hermite_polynomial_h', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_hermite_polynomial_h', (self, n, ), ())
 
 
@@ -4986,6 +5137,8 @@ def special_hermite_polynomial_he(self, n):
     """Probabilists' Hermite polynomial He_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_hermite_polynomial_he"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_hermite_polynomial_he', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_hermite_polynomial_he', (self, n, ), ())
 
 
@@ -4993,6 +5146,8 @@ def special_laguerre_polynomial_l(self, n):
     """Laguerre polynomial L_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_laguerre_polynomial_l"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_laguerre_polynomial_l', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_laguerre_polynomial_l', (self, n, ), ())
 
 
@@ -5000,6 +5155,8 @@ def special_legendre_polynomial_p(self, n):
     """Legendre polynomial P_n(x). n is truncated to an integer (0 for n < 0); not differentiable, as in torch.
 
     ops.yaml: special_legendre_polynomial_p"""
+    if (isinstance(self, _NUMBER) and isinstance(n, _NUMBER)):
+        _refuse_numbers('special_legendre_polynomial_p', ('input', 'n'), (0, 1), (self, n, ))
     return _rt.call('special_legendre_polynomial_p', (self, n, ), ())
 
 
@@ -5971,6 +6128,8 @@ def gcd(self, other, *, out=None):
     """Greatest common divisor of |self| and |other| (0 for two zeros); integers only.
 
     ops.yaml: gcd"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('gcd', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('gcd', out, gcd, self, other)
     return _rt.call('gcd', (self, other, ), ())
@@ -5978,6 +6137,8 @@ def gcd(self, other, *, out=None):
 
 def gcd_(self, other):
     """In-place gcd: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('gcd', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('gcd', (self, other, ), ())
 
 
@@ -5985,6 +6146,8 @@ def lcm(self, other, *, out=None):
     """Least common multiple of |self| and |other| (0 when either is 0), wrapping in the integer dtype; integers only.
 
     ops.yaml: lcm"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('lcm', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('lcm', out, lcm, self, other)
     return _rt.call('lcm', (self, other, ), ())
@@ -5992,6 +6155,8 @@ def lcm(self, other, *, out=None):
 
 def lcm_(self, other):
     """In-place lcm: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('lcm', ('input', 'other'), (), (self, other, ))
     return _rt.call_inplace('lcm', (self, other, ), ())
 
 
@@ -5999,6 +6164,8 @@ def logaddexp2(self, other, *, out=None):
     """log2(2**self + 2**other) without overflow.
 
     ops.yaml: logaddexp2"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('logaddexp2', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('logaddexp2', out, logaddexp2, self, other)
     return _rt.call('logaddexp2', (self, other, ), ())
@@ -6008,6 +6175,8 @@ def nextafter(self, other, *, out=None):
     """The next floating-point value after self towards other (in float16 and bfloat16 too; the gradient passes to self).
 
     ops.yaml: nextafter"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('nextafter', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('nextafter', out, nextafter, self, other)
     return _rt.composite('nextafter', self, other)
@@ -6015,6 +6184,8 @@ def nextafter(self, other, *, out=None):
 
 def nextafter_(self, other):
     """In-place nextafter: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('nextafter', ('input', 'other'), (), (self, other, ))
     return _rt.composite_inplace('nextafter', self, other)
 
 
@@ -6068,6 +6239,8 @@ def ldexp(self, other, *, out=None):
     """self * 2**other (integer inputs give the default float dtype).
 
     ops.yaml: ldexp"""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('ldexp', ('input', 'other'), (), (self, other, ))
     if out is not None:
         return _rt.call_out('ldexp', out, ldexp, self, other)
     return _rt.composite('ldexp', self, other)
@@ -6075,6 +6248,8 @@ def ldexp(self, other, *, out=None):
 
 def ldexp_(self, other):
     """In-place ldexp: writes the result into self."""
+    if isinstance(self, _NUMBER) or isinstance(other, _NUMBER):
+        _refuse_numbers('ldexp', ('input', 'other'), (), (self, other, ))
     return _rt.composite_inplace('ldexp', self, other)
 
 
@@ -6082,6 +6257,8 @@ def rsub(self, other, *, alpha=1, out=None):
     """other - alpha * self (sub with its operands swapped).
 
     ops.yaml: rsub"""
+    if isinstance(self, _NUMBER):
+        _refuse_numbers('rsub', ('input', 'other'), (1,), (self, other, ))
     if out is not None:
         return _rt.call_out('rsub', out, rsub, self, other, alpha=alpha)
     return _rt.composite('rsub', self, other, alpha=alpha)
@@ -6576,6 +6753,8 @@ def polar(abs, angle, *, out=None):
     """abs * (cos(angle) + i sin(angle)).
 
     ops.yaml: polar"""
+    if isinstance(abs, _NUMBER) or isinstance(angle, _NUMBER):
+        _refuse_numbers('polar', ('abs', 'angle'), (), (abs, angle, ))
     if out is not None:
         return _rt.call_out('polar', out, polar, abs, angle)
     return _rt.composite('polar', abs, angle)

@@ -705,9 +705,9 @@ def hardsigmoid_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: where(gt(self, -3.0) * gt(3.0, self), grad * 0.1666666716337204, 0.0)
+    # self: where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     if needs[0]:
-        g[0] = F._fused('_bw_hardsigmoid_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0) * F.gt(3.0, self), grad * 0.1666666716337204, 0.0)
+        g[0] = F._fused('_bw_hardsigmoid_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0) * F.lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     return g
 
 
@@ -716,9 +716,9 @@ def hardswish_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: where(gt(self, -3.0), where(gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+    # self: where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     if needs[0]:
-        g[0] = F._fused('_bw_hardswish_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0), F.where(F.gt(3.0, self), grad * (self / 3.0 + 0.5), grad), 0.0)
+        g[0] = F._fused('_bw_hardswish_self', (grad, self,), ()) if fused else F.where(F.gt(self, -3.0), F.where(F.lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     return g
 
 
@@ -790,12 +790,12 @@ def bce_loss_elementwise_backward(F, grads, saved, needs, fused):
     self = saved['self']
     target = saved['target']
     g = [None] * 2
-    # self: grad * (self - target) / maximum((1 - self) * self, 1e-12)
+    # self: grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     if needs[0]:
-        g[0] = F._fused('_bw_bce_loss_elementwise_self', (grad, self, target,), ()) if fused else grad * (self - target) / F.maximum((1 - self) * self, 1e-12)
-    # target: grad * (maximum(log(1 - self), -100.0) - maximum(log(self), -100.0))
+        g[0] = F._fused('_bw_bce_loss_elementwise_self', (grad, self, target,), ()) if fused else grad * (self - target) / F.clamp_min((1 - self) * self, 1e-12)
+    # target: grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     if needs[1]:
-        g[1] = F._fused('_bw_bce_loss_elementwise_target', (grad, self,), ()) if fused else grad * (F.maximum(F.log(1 - self), -100.0) - F.maximum(F.log(self), -100.0))
+        g[1] = F._fused('_bw_bce_loss_elementwise_target', (grad, self,), ()) if fused else grad * (F.clamp_min(F.log(1 - self), -100.0) - F.clamp_min(F.log(self), -100.0))
     return g
 
 
