@@ -73,7 +73,7 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled",
            # the lazy conjugate bit (reftorch/_conj.py)
-           "conj_view", "resolved"}
+           "conj_view", "neg_view", "resolved", "resolved_conj", "resolved_neg"}
 ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
                     "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
                     "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",
@@ -194,6 +194,8 @@ class Op:
     forward: Optional[str] = None  # forward-mode AD: the output tangent over inputs, <arg>_t tangents, result
     vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
     checks: tuple = ()           # ((condition, exception class, message), ...): argument values PyTorch refuses
+    chalf: object = None         # complex32 on cpu: True (computed through complex64), or the kernel name of
+                                 # PyTorch's NotImplementedError; None: that error naming the op
 
     @property
     def tensor_inputs(self):
@@ -297,7 +299,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "chalf")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -454,10 +456,25 @@ def parse_op(raw, path, registered_names) -> Op:
     forward = _parse_forward(e, sig, outputs, registered_names)
     vmap = _parse_vmap(e, sig, registered_names)
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
+    chalf = _parse_chalf(e, kind)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks)
+              forward, vmap, checks, chalf)
+
+
+def _parse_chalf(e, kind):
+    """`chalf:` -- what PyTorch's cpu kernels do with complex32 (torch.chalf) inputs: `true`, the op runs (reftorch
+    computes it through complex64 and rounds the results back, reftorch/_chalf.py); a string, PyTorch raises
+    NotImplementedError '"<that name>" not implemented for 'ComplexHalf'' ("RuntimeError: <message>": that error).
+    Absent: the NotImplementedError naming the op.
+    Views and composites need none (views move bytes; a composite's ops answer for themselves)."""
+    chalf = e.pop("chalf", (bool, str))
+    if chalf is False:
+        e.fail("chalf", "give the kernel name PyTorch's error names (chalf: \"exp_vml_cpu\"), or leave it out")
+    if chalf is not None and kind in ("view", "composite"):
+        e.fail("chalf", f"a {kind} op needs no chalf: field (views move bytes; a composite's ops answer for it)")
+    return chalf
 
 
 def _parse_scalar(e, kind, sig):

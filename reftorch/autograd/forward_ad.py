@@ -338,6 +338,20 @@ class _Hook:
         return written
 
 
+def flipped(src, out, conj, neg):
+    """out is src's view with its conjugate/negative bit flipped (reftorch/_conj.py, outside the dispatcher): its
+    tangent is src's, flipped alike."""
+    t = tangent_of(src)
+    if t is None:
+        return
+    with _suspended():
+        if conj:
+            t = _state.F.conj(t)
+        if neg:
+            t = _state.F._neg_view(t)
+        _attach(out, t)
+
+
 def _attach(o, tangent):
     """o's tangent; also on the alias of o its node saved (so a backward inside the level sees it)."""
     _set_tangent(o, tangent)

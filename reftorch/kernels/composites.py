@@ -2499,7 +2499,17 @@ def conj(F, self):
 
 def resolve_conj(F, self):
     # ops.yaml: resolve_conj
-    return F.resolved(self)
+    return F.resolved_conj(self)
+
+
+def _neg_view(F, self):
+    # ops.yaml: _neg_view
+    return F.neg_view(self)
+
+
+def resolve_neg(F, self):
+    # ops.yaml: resolve_neg
+    return F.resolved_neg(self)
 
 
 def _sgn_backward(F, grad, self, result):
