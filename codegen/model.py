@@ -652,8 +652,10 @@ def _parse_rejects(e):
     for key, msg in e.pop("rejects", dict, default={}).items():
         m = re.fullmatch(r"(any|all) (bool|int|float|complex)", str(key))
         if m is None or not isinstance(msg, str):
-            e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
-                              "raises when any/all tensor inputs have that dtype family)")
+            e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float|complex>: message' (the error "
+                              "PyTorch raises when any/all tensor inputs have that dtype family; RuntimeError, or "
+                              "NotImplementedError where the message starts 'NotImplementedError: '; {dtype} "
+                              "reads the dtype's name, ComplexFloat ...)")
         rejects.append((m.group(1), m.group(2), msg))
     return tuple(rejects)
 

@@ -70,6 +70,15 @@ class _KernelCache(dict):
         self._forget()
 
 
+def _rejection(msg, dtype):
+    """The exception of an ops.yaml `rejects:` message: RuntimeError, or the class its "NotImplementedError: "
+    prefix names; {dtype} reads the refused dtype's PyTorch name (ComplexFloat ...)."""
+    cls = RuntimeError
+    if msg.startswith("NotImplementedError: "):
+        cls, msg = NotImplementedError, msg[len("NotImplementedError: "):]
+    return cls(msg.replace("{dtype}", dtype.short))
+
+
 class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
@@ -121,11 +130,14 @@ class OpSpec:
         fams = [D.FAMILIES[t.dtype.category] for t in ts]
         for quant, fam, msg in self.rejects:
             if (any if quant == "any" else all)(f == fam for f in fams):
-                raise RuntimeError(msg)
+                raise _rejection(msg, next(t.dtype for t, f in zip(ts, fams) if f == fam))
 
     def check_dtype(self, dtype):
         fam = D.FAMILIES[dtype.category]
         if fam not in self.families:
+            for _, rejected, msg in self.rejects:      # the op's own words for that family, where it has them
+                if rejected == fam:
+                    raise _rejection(msg, dtype)
             raise RuntimeError(f"\"{self.name}\" not implemented for '{dtype.short}'")
 
     def kernel(self, suffix):

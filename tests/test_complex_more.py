@@ -233,3 +233,100 @@ def test_detach_keeps_the_bits():
     a = torch.tensor([1 + 2j])
     assert a.conj().detach().is_conj() and a.conj().detach().tolist() == [1 - 2j]
     assert torch._neg_view(a).detach().is_neg() and torch._neg_view(a).detach().tolist() == [-1 - 2j]
+
+
+# ---------------------------------------------------------------------------------------------- forward-mode AD
+
+
+_P = np.array([1 + 2j, 0.5 - 1j, -2 + 0.25j])
+_T = np.array([0.3 - 1j, 2 + 0.5j, -1j])
+_Q = np.array([2 - 1j, 1 + 1j, 0.5j])
+_M = np.array([[1 + 1j, 2], [0.5j, -1], [3, 1 - 1j]])
+
+
+def _tangent(f):
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        out = f(fwAD.make_dual(torch.tensor(_P), torch.tensor(_T)))
+        return fwAD.unpack_dual(out).tangent.numpy()
+
+
+@pytest.mark.parametrize("f, expected", [
+    # holomorphic: f'(z) t
+    (lambda x: x.exp(), np.exp(_P) * _T),
+    (lambda x: x * torch.tensor(_Q), _Q * _T),
+    (lambda x: x * x, 2 * _P * _T),
+    (lambda x: x / torch.tensor(_Q), _T / _Q),
+    (lambda x: torch.tensor(_Q) / x, -_Q / _P ** 2 * _T),
+    (lambda x: x.sin(), np.cos(_P) * _T),
+    (lambda x: x.log(), _T / _P),
+    (lambda x: x.sqrt(), _T / (2 * np.sqrt(_P))),
+    (lambda x: x.tanh(), (1 - np.tanh(_P) ** 2) * _T),
+    (lambda x: x.reciprocal(), -_T / _P ** 2),
+    (lambda x: x.sum(), _T.sum()),
+    (lambda x: x.prod(), np.prod(_P) * (_T / _P).sum()),
+    (lambda x: x @ torch.tensor(_M), _T @ _M),
+    (lambda x: torch.tensor(_M).T @ x, _M.T @ _T),
+    # not holomorphic: the real-linear map of the tangent
+    (lambda x: x.conj_physical(), np.conj(_T)),
+    (lambda x: x.conj() * 1, np.conj(_T)),
+    (lambda x: x.abs(), np.real(np.conj(_P / abs(_P)) * _T)),
+    (lambda x: x.angle(), np.imag(_T * np.conj(_P)) / abs(_P) ** 2),
+    (lambda x: x.real * 1, _T.real),
+    (lambda x: x.imag * 1, _T.imag),
+    (lambda x: torch.view_as_real(x) * 1, np.stack([_T.real, _T.imag], -1)),
+    (lambda x: x.sgn(), (_T - np.real(_T * np.conj(_P / abs(_P))) * _P / abs(_P)) / abs(_P)),
+    (lambda x: torch._neg_view(x) * 1, -_T),
+])
+def test_forward_ad_complex_tangents(f, expected):
+    np.testing.assert_allclose(_tangent(f), expected, rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------- ordering complex numbers
+
+
+_C = [1 + 2j, 3]
+_ORDERING_REFUSALS = [
+    (lambda c: c >= c, NotImplementedError, "\"ge_cpu\" not implemented for '{}'"),
+    (lambda c: c > 1, NotImplementedError, "\"gt_cpu\" not implemented for '{}'"),
+    (lambda c: c <= c, NotImplementedError, "\"le_cpu\" not implemented for '{}'"),
+    (lambda c: c.lt(c), NotImplementedError, "\"lt_cpu\" not implemented for '{}'"),
+    (lambda c: c.max(), NotImplementedError, "\"max_all\" not implemented for '{}'"),
+    (lambda c: c.min(), NotImplementedError, "\"min_all\" not implemented for '{}'"),
+    (lambda c: c.max(0), RuntimeError, "max(): does not support complex input"),
+    (lambda c: c.amax(), NotImplementedError, "\"max_values_cpu\" not implemented for '{}'"),
+    (lambda c: c.amin(), NotImplementedError, "\"min_values_cpu\" not implemented for '{}'"),
+    (lambda c: c.aminmax(), NotImplementedError, "\"aminmax_cpu\" not implemented for '{}'"),
+    (lambda c: c.sort(), RuntimeError, " Sort does not support complex dtypes on CPU"),
+    (lambda c: c.argsort(), RuntimeError, " Sort does not support complex dtypes on CPU"),
+    (lambda c: c.topk(1), RuntimeError, " topk does not support complex dtypes on CPU"),
+    (lambda c: torch.maximum(c, c), RuntimeError, "maximum not implemented for complex tensors."),
+    (lambda c: torch.max(c, c), RuntimeError, "maximum not implemented for complex tensors."),
+    (lambda c: torch.fmin(c, c), RuntimeError, "fmin not implemented for complex tensors."),
+    (lambda c: c.clamp(0, 1), NotImplementedError, "clamp is not supported for complex types"),
+    (lambda c: c.clamp(min=0), NotImplementedError, "clamp is not supported for complex types"),
+    (lambda c: c.argmax(), RuntimeError, "argmax(): does not support complex input"),
+    (lambda c: c.cummax(0), NotImplementedError, "\"cummax_cpu\" not implemented for '{}'"),
+    (lambda c: c.kthvalue(1), NotImplementedError, "\"kthvalue_cpu\" not implemented for '{}'"),
+    (lambda c: c.median(), NotImplementedError, "\"median_cpu\" not implemented for '{}'"),
+    (lambda c: c.floor(), NotImplementedError, "floor is not supported for complex inputs"),
+    (lambda c: c.sign(), NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                              "Please use torch.sgn instead."),
+    (lambda c: c.unique(), NotImplementedError, "\"unique\" not implemented for '{}'"),
+]
+
+
+@pytest.mark.parametrize("call, cls, msg", _ORDERING_REFUSALS)
+@pytest.mark.parametrize("dtype", [torch.cfloat, torch.cdouble])
+def test_ordering_complex_numbers_is_refused(call, cls, msg, dtype):
+    with pytest.raises(cls) as err:
+        call(torch.tensor(_C, dtype=dtype))
+    assert str(err.value) == msg.format(dtype.short)
+
+
+def test_ordering_complex32_is_refused_alike():
+    c = torch.tensor(_C, dtype=torch.chalf)
+    with pytest.raises(NotImplementedError, match="\"ge_cpu\" not implemented for 'ComplexHalf'"):
+        c >= c
+    with pytest.raises(RuntimeError, match=" Sort does not support complex dtypes on CPU"):
+        c.sort()

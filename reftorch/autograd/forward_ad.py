@@ -7,7 +7,8 @@ op runs on the primals as usual (recorded for reverse mode as usual), then the o
 computed from the op's JVP in reftorch/kernels/transforms.py (generated from ops.yaml by
 codegen/emit_forward.py) or, for ops with none there, by the generic fallback: the transpose of the VJP,
 
-    jvp(t) = d/du < vjp(u), t >     (vjp(u) = the backward of the op at u, taken with create_graph)
+    jvp(t) = d/du Re< vjp(u), t >  (vjp(u) = the backward of the op at u, taken with create_graph; Re<a, b> =
+                                     Re sum(conj(a) b), so complex tangents are right too)
 
 which is right for every op whose backward formula is differentiable. Tangents are computed with the
 hook suspended (one level: PyTorch does not nest forward levels either) and with ordinary, recorded
@@ -165,9 +166,9 @@ def _set_tangent(t, tangent):
 def make_dual(tensor, tangent, *, level=None):
     """A view of `tensor` carrying `tangent` at the open level (differentiable in reverse mode as tensor is)."""
     _check_level(level, "create a dual Tensor")
-    if not tensor.dtype.is_floating_point:
+    if not tensor.dtype.differentiable:
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not tangent.dtype.is_floating_point:
+    if not tangent.dtype.differentiable:
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     if tangent_of(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the same "
@@ -219,7 +220,7 @@ def set_output_tangents(output, tangents):
     outs = output if isinstance(output, tuple) else (output,)
     tangents = tangents if isinstance(tangents, tuple) else (tangents,)
     for o, t in zip(outs, tangents):
-        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+        if t is not None and isinstance(o, Tensor) and o.dtype.differentiable:
             with _suspended():
                 _set_tangent(o, _fit(t, o))
 
@@ -283,7 +284,7 @@ class _Hook:
                 shared = {id(t._storage) for t in tangents if t is not None}
                 touts = [_state.F.clone(t) if t is not None and id(t._storage) in shared else t for t in touts]
         for o, t in zip(outs, touts):
-            if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+            if t is not None and isinstance(o, Tensor) and o.dtype.differentiable:
                 _attach(o, _fit(t, o))
         return out
 
@@ -306,7 +307,7 @@ class _Hook:
         else:
             with _suspended():
                 run_inplace(spec, tensors, scalars)
-        if tangent is not None and self.dtype.is_floating_point:
+        if tangent is not None and self.dtype.differentiable:
             _write_tangent(self, _fit(tangent, self))
         return self
 
@@ -316,7 +317,7 @@ class _Hook:
         if _Hook.next is not None:
             out = _Hook.next.converted(src, out)
         t = tangent_of(src)
-        if t is not None and out.dtype.is_floating_point:
+        if t is not None and out.dtype.differentiable:
             with _suspended():
                 _attach(out, _fit(t, out))
         return out
@@ -328,7 +329,7 @@ class _Hook:
         Returns whether a vmap below wrote the values (reftorch/_methods.py: _assign_with_history)."""
         written = _Hook.next is not None and _Hook.next.assigned(self, new, op)
         t = tangent_of(new)
-        if t is not None and self.dtype.is_floating_point:
+        if t is not None and self.dtype.differentiable:
             with _suspended():
                 t = _fit(t, self)
             _write_tangent(self, t)
@@ -368,6 +369,8 @@ def _attach(o, tangent):
 def _fit(t, o):
     """A tangent term in o's dtype and shape (elementwise terms may be broadcast)."""
     F = _state.F
+    if t.dtype.is_complex and not o.dtype.is_complex:   # a real output of complex inputs (abs): the real part
+        t = F.real(t)
     if t.dtype is not o.dtype:
         t = t.to(o.dtype)
     if tuple(t._shape) != tuple(o._shape):
@@ -436,7 +439,7 @@ def _fallback(spec, tensors, scalars, tangents, outs, run):
         total = None
         for g, t in zip(gs, tans):
             if g is not None:
-                term = (g * t).sum()
+                term = F.real(F.conj(g) * t).sum()    # Re<t, vjp(u)>, whose gradient in u is J t
                 total = term if total is None else total + term
         if total is None or not total.requires_grad:
             return [F.zeros_like(res[i]) if i in diff else None for i in range(len(outs))]

@@ -180,6 +180,10 @@ def max(F, self, dim=None, keepdim=False, *, other=None):
     # ops.yaml: max
     if other is not None or F.is_tensor(dim):
         return F.maximum(self, dim if other is None else other)
+    if self.dtype.is_complex:
+        if dim is None:
+            raise NotImplementedError(f""""max_all" not implemented for '{self.dtype.short}'""")
+        raise RuntimeError('max(): does not support complex input')
     if dim is None:
         if self.numel() == 0:
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -524,6 +528,10 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     # ops.yaml: min
     if other is not None or F.is_tensor(dim):
         return F.minimum(self, dim if other is None else other)
+    if self.dtype.is_complex:
+        if dim is None:
+            raise NotImplementedError(f""""min_all" not implemented for '{self.dtype.short}'""")
+        raise RuntimeError('min(): does not support complex input')
     if dim is None:
         if self.numel() == 0:
             raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -2166,6 +2174,8 @@ def aminmax(F, self, *, dim=None, keepdim=False):
     # ops.yaml: aminmax
     if dim is not None and (not isinstance(dim, int)):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    if self.dtype.is_complex:
+        raise NotImplementedError(f""""aminmax_cpu" not implemented for '{self.dtype.short}'""")
     if dim is None and self.numel() == 0:
         raise RuntimeError('aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.')
     if dim is not None and self.ndim and (self.shape[F.normalize_dims(dim, self.ndim)[0]] == 0):
