@@ -821,7 +821,7 @@ def _parse_grad_fn(e, kind, value, sig):
         return None
     names = [value] if isinstance(value, str) else list(value.values())
     for n in names:
-        if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+", n):
+        if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+(_copy)?", n):
             e.fail("grad_fn", f"expected a PyTorch node name such as MmBackward0, got {n!r}")
     if isinstance(value, str):
         return value

@@ -330,3 +330,24 @@ def test_ordering_complex32_is_refused_alike():
         c >= c
     with pytest.raises(RuntimeError, match=" Sort does not support complex dtypes on CPU"):
         c.sort()
+
+
+def test_view_as_real_and_complex_copies():
+    x = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    r = torch.view_as_real_copy(x)
+    assert r.tolist() == [[1, 2], [3, -1]] and r._base is None and r.is_contiguous()
+    assert r.grad_fn.name() == "ViewAsRealBackward0_copy"
+    (g,) = torch.autograd.grad((r * torch.tensor([[1.0, 2.0], [3.0, 4.0]])).sum(), x)
+    assert g.tolist() == [1 + 2j, 3 + 4j]          # d/dRe + i d/dIm
+    assert torch.view_as_real_copy(x.detach().conj()).tolist() == [[1, -2], [3, 1]]
+    assert torch.view_as_real_copy(torch.zeros(2, dtype=torch.chalf)).dtype is torch.float16
+    f = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    c = torch.view_as_complex_copy(f)
+    assert c.tolist() == [1 + 2j, 3 + 4j] and c._base is None
+    c[0] = 0
+    assert f.tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(RuntimeError, match="view_as_complex_copy does not support automatic differentiation for "
+                                           "outputs with complex dtype."):
+        torch.view_as_complex_copy(f.requires_grad_())
+    with pytest.raises(RuntimeError, match="view_as_real is only supported for complex tensors"):
+        torch.view_as_real_copy(torch.ones(2))

@@ -1041,6 +1041,10 @@ SPECS = {
 
     'view_as_complex': {'name': 'view_as_complex', 'kind': 'view', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    'view_as_real_copy': {'name': 'view_as_real_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.stack([x.real, x.imag], -1)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ViewAsRealBackward0_copy'},
+
+    'view_as_complex_copy': {'name': 'view_as_complex_copy', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     '_conj_physical': {'name': '_conj_physical', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': True},
 
     'conj_physical': {'name': 'conj_physical', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.conj', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -6434,6 +6438,24 @@ def view_as_complex(self):
 
     ops.yaml: view_as_complex"""
     return _rt.call('view_as_complex', (self, ), ())
+
+
+def view_as_real_copy(self, *, out=None):
+    """view_as_real's values in storage of their own (PyTorch's *_copy variant; a conjugate view is read resolved).
+
+    ops.yaml: view_as_real_copy"""
+    if out is not None:
+        return _rt.call_out('view_as_real_copy', out, view_as_real_copy, self)
+    return _rt.named_composite('view_as_real_copy#ViewAsRealBackward0_copy', 'view_as_real_copy', self)
+
+
+def view_as_complex_copy(self, *, out=None):
+    """view_as_complex's values in storage of their own (PyTorch's *_copy variant, not differentiable as PyTorch's); its input needs a last dim of 2, so tests/test_complex_more.py checks it.
+
+    ops.yaml: view_as_complex_copy"""
+    if out is not None:
+        return _rt.call_out('view_as_complex_copy', out, view_as_complex_copy, self)
+    return _rt.composite('view_as_complex_copy', self)
 
 
 def _conj_physical(self):

@@ -2497,6 +2497,18 @@ def _nll_loss_dense(F, self, target, weight, ignore_index, reduction):
     return F.sum(loss) / F.sum(w)
 
 
+def view_as_real_copy(F, self):
+    # ops.yaml: view_as_real_copy
+    return F.clone(F.view_as_real(F.resolve_conj(self)))
+
+
+def view_as_complex_copy(F, self):
+    # ops.yaml: view_as_complex_copy
+    if self.requires_grad and F.is_grad_enabled():
+        raise RuntimeError('view_as_complex_copy does not support automatic differentiation for outputs with complex dtype.')
+    return F.clone(F.view_as_complex(self))
+
+
 def conj_physical(F, self):
     # ops.yaml: conj_physical
     return F._conj_physical(self) if self.dtype.is_complex else self
