@@ -73,6 +73,8 @@ def _spec_literal(op, saves):
         fields["updates"] = tuple(dict.fromkeys(st.targets[0].id for st in ast.parse(textwrap.dedent(op.body)).body))
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
+    if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
+        fields["chalf"] = op.chalf
     if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype
         fields["scalars_in_dtype"] = op.scalars_in_dtype
     return "    " + repr(op.name) + ": " + repr(fields) + ","

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ast
 
-from .common import HEADER, kernel_scalars, template
+from .common import HEADER, complex_helpers, kernel_scalars, template
 
 BLOCK = 256   # the most threads per block of the reduction and scan kernels (their shared arrays)
 TILE = 16     # matmul tile edge: TILE x TILE threads per block
@@ -58,7 +58,7 @@ def _bound_names(tree):
 
 def prelude():
     """The CUDA prelude, plus every CPU helper it lacks, copied as a device function."""
-    cuda_src = template("cuda_prelude.py")
+    cuda_src = complex_helpers(template("cuda_prelude.py"), DEVICE)
     cpu_src = template("prelude.py")
     have = _bound_names(ast.parse(cuda_src))
     cpu_lines = cpu_src.splitlines()

@@ -6,7 +6,9 @@ Where each op's JVP comes from, in order:
     absent tangents are zeros (the runtime materializes them);
   * elementwise ops (unary/binary/ternary): their Jacobian is diagonal, so the JVP is the backward formula of
     each input with `grad` replaced by that input's tangent, summed over the inputs that have one
-    (broadcast to the output's shape by the runtime);
+    (broadcast to the output's shape by the runtime); for ops taking complex inputs the formula is the adjoint
+    (PyTorch's conjugate Wirtinger gradient), so the term is conj(formula(grad = conj(tangent))) -- t * f'(z)
+    for a holomorphic f -- and a real output keeps its real part (the runtime's _fit);
   * views whose values do not depend on the input's layout: linear, so their own JVP -- the same view of the
     tangent (the runtime first gives the tangent the primal's strides, so a `view` that works on the primal
     works on it);
@@ -89,7 +91,11 @@ def _function(op, registry):
         for arg, formula in op.derivatives:
             body.append(f"    # {arg}: {formula}")
             body.append(f"    if {arg}_t is not None:")
-            body.append(f"        terms.append({_rewrite(formula, registry, {'grad': f'{arg}_t'})})")
+            if "complex" in op.dtypes:      # the formula is the adjoint (conjugate Wirtinger): conj(vjp(conj(t)))
+                body.append(f"        terms.append(F.conj_physical("
+                            f"{_rewrite(formula, registry, {'grad': f'F.conj_physical({arg}_t)'})}))")
+            else:
+                body.append(f"        terms.append({_rewrite(formula, registry, {'grad': f'{arg}_t'})})")
         body.append("    return terms")
     return "\n".join(head + body) + "\n", kind
 

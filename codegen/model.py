@@ -73,7 +73,7 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "tensor",
            "arange", "eye", "as_tensor", "is_grad_enabled",
            # the lazy conjugate bit (reftorch/_conj.py)
-           "conj_view", "resolved"}
+           "conj_view", "neg_view", "resolved", "resolved_conj", "resolved_neg"}
 ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "isinstance", "zip", "enumerate",
                     "sorted", "abs", "dict", "None", "True", "False", "str", "any", "all", "reversed", "slice",
                     "Ellipsis", "divmod", "round", "pow", "set", "type", "ValueError", "RuntimeError",
@@ -195,6 +195,8 @@ class Op:
     vmap: Optional[str] = None   # the op as an expression over ops vmap batches by kind (reftorch/func/_vmap.py)
     checks: tuple = ()           # ((condition, exception class, message), ...): argument values PyTorch refuses
     numbers: Optional[tuple] = None  # the Tensor args a Python number may stand for (None: any and all of them)
+    chalf: object = None         # complex32 on cpu: True (computed through complex64), or the kernel name of
+                                 # PyTorch's NotImplementedError; None: that error naming the op
 
     @property
     def tensor_inputs(self):
@@ -298,7 +300,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -456,10 +458,25 @@ def parse_op(raw, path, registered_names) -> Op:
     vmap = _parse_vmap(e, sig, registered_names)
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     numbers = _parse_numbers(e, kind, sig)
+    chalf = _parse_chalf(e, kind)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers)
+              forward, vmap, checks, numbers, chalf)
+
+
+def _parse_chalf(e, kind):
+    """`chalf:` -- what PyTorch's cpu kernels do with complex32 (torch.chalf) inputs: `true`, the op runs (reftorch
+    computes it through complex64 and rounds the results back, reftorch/_chalf.py); a string, PyTorch raises
+    NotImplementedError '"<that name>" not implemented for 'ComplexHalf'' ("RuntimeError: <message>": that error).
+    Absent: the NotImplementedError naming the op.
+    Views and composites need none (views move bytes; a composite's ops answer for themselves)."""
+    chalf = e.pop("chalf", (bool, str))
+    if chalf is False:
+        e.fail("chalf", "give the kernel name PyTorch's error names (chalf: \"exp_vml_cpu\"), or leave it out")
+    if chalf is not None and kind in ("view", "composite"):
+        e.fail("chalf", f"a {kind} op needs no chalf: field (views move bytes; a composite's ops answer for it)")
+    return chalf
 
 
 def _parse_scalar(e, kind, sig):
@@ -637,8 +654,10 @@ def _parse_rejects(e):
     for key, msg in e.pop("rejects", dict, default={}).items():
         m = re.fullmatch(r"(any|all) (bool|int|float|complex)", str(key))
         if m is None or not isinstance(msg, str):
-            e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float>: message' (the error PyTorch "
-                              "raises when any/all tensor inputs have that dtype family)")
+            e.fail("rejects", f"entry {key!r}: must be '<any|all> <bool|int|float|complex>: message' (the error "
+                              "PyTorch raises when any/all tensor inputs have that dtype family; RuntimeError, or "
+                              "NotImplementedError where the message starts 'NotImplementedError: '; {dtype} "
+                              "reads the dtype's name, ComplexFloat ...)")
         rejects.append((m.group(1), m.group(2), msg))
     return tuple(rejects)
 
@@ -820,7 +839,7 @@ def _parse_grad_fn(e, kind, value, sig):
         return None
     names = [value] if isinstance(value, str) else list(value.values())
     for n in names:
-        if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+", n):
+        if not isinstance(n, str) or not re.fullmatch(r"[A-Z]\w*Backward\d+(_copy)?", n):
             e.fail("grad_fn", f"expected a PyTorch node name such as MmBackward0, got {n!r}")
     if isinstance(value, str):
         return value

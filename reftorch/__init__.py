@@ -18,6 +18,7 @@ _api._rt = _dispatch            # generated wrappers call into the dispatcher
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
                      get_default_dtype, set_default_dtype, promote_types)
 from ._dtype import float16, bfloat16, complex64, complex128, uint64  # noqa: E402
+from ._dtype import complex32 as _complex32, note_chalf as _note_chalf  # noqa: E402  (bound when named: __getattr__)
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
@@ -57,6 +58,7 @@ Tensor.real = property(_api.real, lambda self, v: _api.real(self).copy_(v))
 Tensor.imag = property(_api.imag, lambda self, v: _api.imag(self).copy_(v))
 Tensor.cfloat = lambda self, memory_format=None: self.to(complex64)      # as Tensor.float() / .double()
 Tensor.cdouble = lambda self, memory_format=None: self.to(complex128)
+Tensor.chalf = lambda self, memory_format=None: self.to(_complex32)     # (.to() notes complex32's first use)
 
 float = float32  # noqa: A001
 double = float64
@@ -172,7 +174,12 @@ Tensor.stft, Tensor.istft = _library_method("stft"), _library_method("istft")
 def __getattr__(name):
     """A library namespace or a name it exports, imported on first use and then bound here like any other.
     Any other name may be one of _nn_names' (torch.conv2d, torch.lstm_cell ...: nn.functional under ATen's
-    signatures), star-exported here when first asked for."""
+    signatures), star-exported here when first asked for. complex32 / chalf are bound when first named: until
+    then no op call pays for its checks (reftorch/_chalf.py)."""
+    if name in ("complex32", "chalf"):
+        _note_chalf()
+        globals().update(complex32=_complex32, chalf=_complex32)
+        return _complex32
     if name in _LIBRARY:
         return _importlib.import_module(f"{__name__}.{name}")
     if name in _EXPORTS:
@@ -192,7 +199,8 @@ def _star_nn_names():
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LIBRARY) | set(_EXPORTS) | set(_star_nn_names().__all__))
+    return sorted(set(globals()) | set(_LIBRARY) | set(_EXPORTS) | set(_star_nn_names().__all__) |
+                  {"complex32", "chalf"})
 
 
 class _LegacyAmpFinder(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):

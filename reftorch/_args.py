@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._chalf import host_values
 from ._cpu import cast_into, empty, half_acc_dtype, new_tensor
 from ._layout import contiguous_array as _contig
 import reftorch._dtype as D
@@ -64,7 +65,9 @@ def _cast(t, dtype):
     """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
     if t.dtype is dtype:
         return t
-    if dtype.half or t.dtype.half:
+    if dtype is D.complex32 or t.dtype is D.complex32:     # (reftorch/_chalf.py)
+        arr = host_values(t, dtype)
+    elif dtype.half or t.dtype.half:
         out = empty(t._shape, dtype)
         if cast_into(t, out):     # float32 <-> 16 bits in a kernel, rounding as NumPy does
             out._wrapped = t._wrapped

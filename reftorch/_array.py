@@ -190,21 +190,20 @@ def view(spec, tensors, scalars):
     x = tensors[0]
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    conj = x._conj             # a conjugate view's views keep the bit (reftorch/_conj.py)
-    if conj:
-        x = _conj.view_source(spec.name, x)
-        conj = x._conj and spec.name != "real"
+    conj = neg = False
+    if x._conj or x._neg:       # a conjugate/negative view's views keep its bits (reftorch/_conj.py)
+        conj, neg = _conj.view_bits(spec.name, x)
     dtype, storage = x.dtype, x._storage
     shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype)
-    if new_dtype and conj:
-        raise _conj.dtype_view_error()
+    if new_dtype and (x._conj or x._neg) and spec.name not in ("real", "imag", "view_as_real"):
+        raise _conj.dtype_view_error(x)
     if new_dtype:      # the same bytes as another dtype (real, imag, view_as_real/complex): an alias storage
         dtype = new_dtype[0]
         storage = reinterpreted(storage, dtype.np)
     if strides is None:         # no view has this shape (reshape, flatten): a contiguous copy takes it
         copy = _meta.like(x) if x.device.type == "meta" else _creation._copy_tensor(x, keep_graph=False)
         storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
-        conj = False            # (the copy holds the values read, already conjugated)
+        conj = neg = False      # (the copy holds the values read, already conjugated/negated)
     elif not new_dtype:
         _check_extent(x, shape, strides, off)
     base = x._base if x._base is not None else x
@@ -212,6 +211,8 @@ def view(spec, tensors, scalars):
                        base if storage is x._storage or new_dtype else None)
     if conj:
         out._conj = True
+    if neg:
+        out._neg = True
     if grad_mode.state.enabled and x.requires_grad:
         record(spec, (x,), scalars, (out,))
     return out

@@ -31,6 +31,8 @@ def _finish(arr, dtype, device=None, requires_grad=False):
     if dev.type == "meta":      # the geometry only (reftorch/_meta.py)
         return _on_meta(arr.shape, dtype, requires_grad)
     arr = _contig(arr)
+    if dtype is D.complex32 and arr.dtype != D.CHALF_NP:    # values computed in dtype.host (complex64)
+        arr = D.to_chalf(arr)
     if dev.type == "cuda":
         t = from_host(arr, dtype, dev)
         if requires_grad:
@@ -151,7 +153,7 @@ def _fast_array(data, dt):
     """np.array of Python numbers in dtype dt when it needs no checks PyTorch makes (None: take the slow path)."""
     try:
         if dt.category == 3:
-            return np.array(data, dtype=np.complex128).astype(dt.np)
+            return np.array(data, dtype=np.complex128).astype(dt.host)
         if dt.category == 2:
             return np.array(data, dtype=np.float64).astype(dt.np)
         arr = np.array(data)
@@ -193,7 +195,7 @@ def _convert(values, shape, dt):
         with np.errstate(invalid="ignore"):
             arr = arr.astype(np.int64).astype(dt.np) if arr.dtype == np.float64 else arr.astype(dt.np)
     elif dt.category == 3:
-        arr = np.array(values, dtype=np.complex128).astype(dt.np)
+        arr = np.array(values, dtype=np.complex128).astype(dt.host)
     elif dt.category == 0:
         arr = np.array(values, dtype=np.float64).astype(bool)
     else:
@@ -219,12 +221,12 @@ def _from_data(data, dt, device, requires_grad):
     if isinstance(data, Tensor):
         arr = data.detach()._array().copy()
         dt = dt or data.dtype
-        return _finish(arr.astype(dt.np, copy=False), dt, device if device is not None else data.device,
+        return _finish(arr.astype(dt.host, copy=False), dt, device if device is not None else data.device,
                        requires_grad)
     if isinstance(data, (np.ndarray, np.generic)):
         src = D.from_numpy(data.dtype)
         dt = dt or src
-        return _finish(np.array(data, dtype=dt.np), dt, device, requires_grad)
+        return _finish(np.array(data, dtype=dt.host), dt, device, requires_grad)
     fast = _python_scalars(data)
     if fast is not None:        # nested lists of Python numbers only: NumPy builds it (ragged data: the walk below)
         dt = dt or (D.default_complex() if complex in fast else D.defaults.float if float in fast else D.int64 if int in fast else D.bool_ if fast else
@@ -290,13 +292,13 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=Non
     dt = _dtype_arg("scalar_tensor", dtype) or D.defaults.float
     if isinstance(s, Tensor):
         s = s.item()
-    return _finish(np.array(s, dtype=dt.np).reshape(()), dt, device, requires_grad)
+    return _finish(np.array(s, dtype=dt.host).reshape(()), dt, device, requires_grad)
 
 
 def wrapped_scalar(v, dtype=None):
     """A Python number as the 0-d operand of an op: its dtype from its kind unless given (the dispatcher's)."""
     dt = D.as_dtype(dtype) if dtype is not None else D.scalar_default(D.scalar_category(v))
-    return _finish(np.array(v, dtype=dt.np).reshape(()), dt, "cpu")   # cpu whatever the default device: a number
+    return _finish(np.array(v, dtype=dt.host).reshape(()), dt, "cpu")   # cpu whatever the default device: a number
     #                                                                       mixes with tensors of any device
 
 
@@ -449,7 +451,7 @@ def ones(*args, size=None, out=None, dtype=None, layout=None, device=None, requi
     if out is None and 0 in shape and not _numpy_holds(shape, dt):
         return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
-        arr = np.ones(shape, dt.np)
+        arr = np.ones(shape, dt.host)
     return _into("ones", out, _finish(arr, dt, device if out is None else None, requires_grad))
 
 
@@ -465,7 +467,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if out is None and 0 in shape and not _numpy_holds(shape, dt):
         return _no_elements(shape, dt, device, requires_grad)
     with _alloc.sized(shape, dt.itemsize):
-        arr = np.full(shape, fill_value, dt.np)
+        arr = np.full(shape, fill_value, dt.host)
     return _into("full", out, _finish(arr, dt, device if out is None else None, requires_grad))
 
 
@@ -505,6 +507,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError("step must be nonzero")
     default = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
     dt = _out_dtype("arange", dtype, out, default)
+    _no_chalf(dt, "arange")
     arr = _arange_values(*vals, dt)
     n = arr.shape[0]
     t = _finish(arr.astype(dt.np), dt, device if out is None else None, requires_grad)
@@ -549,6 +552,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
              pin_memory=False):
     dt = _out_dtype("linspace", dtype, out)
     _no_bool(dt, "linspace")
+    _no_chalf(dt, "linspace")
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
     t = _finish(_linspace_values(*vals, dt), dt, device if out is None else None, requires_grad)
     return _into("linspace", out, t, keep_numel=True)
@@ -602,6 +606,8 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     dt = _out_dtype("eye", dtype, out)
+    if dt is D.complex32:
+        raise NotImplementedError("\"eye\" not implemented for 'ComplexHalf'")
     with _alloc.sized((n, m if m is not None else n), dt.itemsize):
         arr = np.eye(n, m if m is not None else n, dtype=dt.np)
     t = _finish(arr, dt, device if out is None else None, requires_grad)
@@ -616,7 +622,7 @@ def _copy_tensor(t, keep_graph=True):
         return t.clone()        # the recorded op, through the Tensor method (the op layer sits above this one)
     if t.device.type == "cuda":
         return clone(t)
-    return _finish(t._array().copy(), t.dtype)
+    return _finish(t._array().copy() if t.dtype is not D.complex32 else D.to_chalf(t._array()), t.dtype)
 
 
 def _zero_gradient(out, *inputs):
@@ -629,6 +635,11 @@ def _zero_gradient(out, *inputs):
         if isinstance(t, Tensor) and t.requires_grad:
             out = out + t.sign() * 0        # recorded ops, through Tensor's methods (as _copy_tensor)
     return out
+
+
+def _no_chalf(dt, name):
+    if dt is D.complex32:       # (reftorch/_chalf.py: PyTorch's cpu kernels that refuse it)
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'ComplexHalf'")
 
 
 def _no_bool(dt, name):

@@ -15,6 +15,7 @@ every kind and device in _args.py, the per-op specs (from ops.yaml) in _spec.py.
 from __future__ import annotations
 
 import reftorch._autocast as _autocast
+import reftorch._chalf as _chalf
 import reftorch._conj as _conj
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._functional as _functional
@@ -57,8 +58,10 @@ def call(name, tensors, scalars):
 
 
 def _call_spec(spec, tensors, scalars):
-    if _conj.used and spec.kind != "view":      # conjugate views are read resolved (reftorch/_conj.py)
+    if _conj.used and spec.kind != "view":      # conjugate/negative views are read resolved (reftorch/_conj.py)
         tensors = _conj.resolve_args(tensors)
+        if _chalf.involved(tensors):            # complex32: computed through complex64 (reftorch/_chalf.py)
+            return _chalf.call(spec, tensors, scalars, _call_spec)
     if _intercept.active():
         return _intercept.intercept(spec, HANDLERS[spec.kind], tensors, scalars)
     return HANDLERS[spec.kind](spec, tensors, scalars)
@@ -72,11 +75,15 @@ def call_inplace(name, tensors, scalars):
 
 
 def _call_inplace_spec(spec, tensors, scalars):
-    if _conj.used:      # reftorch/_conj.py: a conjugate view written through, conjugate arguments read resolved
+    if _conj.used:      # reftorch/_conj.py: a conjugate/negative view written through, such arguments read resolved
         dest = tensors[0]
-        if isinstance(dest, Tensor) and dest._conj:
+        if isinstance(dest, Tensor) and (dest._conj or dest._neg):
             return _conj.write_through(dest, lambda: _call_spec(spec, tensors, scalars), tensors[1:])
         tensors = _conj.resolve_args(tensors)
+        if _chalf.involved(tensors):        # complex32 (reftorch/_chalf.py)
+            if _chalf.is_chalf(dest):
+                return _chalf.call_inplace(spec, tensors, scalars, _call_spec)
+            tensors = [_chalf.up(t) for t in tensors]
     return _intercept.inplace(spec.name, spec, inplace, tensors, scalars)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 
 class dtype:
-    __slots__ = ("name", "np", "category", "itemsize", "short", "half", "__weakref__")
+    __slots__ = ("name", "np", "category", "itemsize", "short", "half", "host", "__weakref__")
 
     def __init__(self, name, np_dtype, category, short):
         self.name = name
@@ -22,6 +22,7 @@ class dtype:
         self.itemsize = self.np.itemsize
         self.short = short                # PyTorch's scalar-type name used in error messages
         self.half = None                  # "f16" / "bf16": a 16-bit float whose kernels are in kernels/cpu_half.py
+        self.host = self.np               # the NumPy dtype values are made in (complex32's: complex64)
 
     @property
     def is_floating_point(self):
@@ -48,6 +49,9 @@ class dtype:
             return self
         if self.category != 2:
             raise RuntimeError(f"to_complex is only supported for floating point dtypes, got {self!r}")
+        if self is float16:         # half * 1j, view_as_complex of half: complex32 (its first appearance)
+            note_chalf()
+            return complex32
         return complex128 if self is float64 else complex64
 
     def __repr__(self):
@@ -73,16 +77,23 @@ float16.half, bfloat16.half = "f16", "bf16"
 # complex: NumPy's interleaved (real, imag) pairs; a real/imag view reads the same bytes as float32/64
 complex64 = dtype("complex64", np.complex64, 3, "ComplexFloat")
 complex128 = dtype("complex128", np.complex128, 3, "ComplexDouble")
-_TO_REAL = {complex64: float32, complex128: float64}
+# complex32 (chalf): pairs of float16 as a NumPy structured dtype (NumPy has no complex32), so storage, views,
+# indexing and concatenation move its bytes as they are; every op that computes reads it as complex64 and rounds
+# its results back (reftorch/_chalf.py), as PyTorch's complex<Half> does through complex<float>
+CHALF_NP = np.dtype([("real", np.float16), ("imag", np.float16)])
+complex32 = dtype("complex32", CHALF_NP, 3, "ComplexHalf")
+complex32.host = np.dtype(np.complex64)
+_TO_REAL = {complex64: float32, complex128: float64, complex32: float16}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128,
+       complex32)
 # uint64: a result dtype only (torch.hash_tensor's), as PyTorch's own support of it is limited: tensors of it are
 # made, printed, compared and converted; no op of ops.yaml lists it among its dtypes
 uint64 = dtype("uint64", np.uint64, 1, "UInt64")
 _FROM_NP = {d.np: d for d in ALL + (uint64,)}
 _BY_NAME = {d.name: d for d in ALL + (uint64,)}
 ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": float16,
-           "bool": bool_, "cfloat": complex64, "cdouble": complex128}
+           "bool": bool_, "cfloat": complex64, "cdouble": complex128, "chalf": complex32}
 _BY_NAME["half"] = float16
 FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float16, bfloat16, float32, float64),
           "complex": (complex64, complex128)}
@@ -91,6 +102,36 @@ FAMILIES = ("bool", "int", "float", "complex")     # by category: FAMILIES[dtype
 
 def _by_name(name):
     return _BY_NAME[name]
+
+
+_on_chalf = []      # callbacks run when complex32 is first used (reftorch/_conj.py: the dispatcher's slow path)
+
+
+def note_chalf():
+    """complex32 is about to be used: until then no call pays for its checks."""
+    while _on_chalf:
+        _on_chalf.pop()()
+
+
+def chalf_values(a):
+    """A complex32 (structured) array's values as complex64 (exact)."""
+    a = np.asarray(a)
+    return a.reshape(-1).view(np.float16).astype(np.float32).view(np.complex64).reshape(a.shape)
+
+
+def to_chalf(a):
+    """Values of any dtype as a complex32 array (each part rounded to float16 from its own precision, nearest
+    even; real values get imaginary parts 0)."""
+    a = np.asarray(a)
+    if a.dtype == CHALF_NP:
+        return a.copy()
+    parts = np.empty(a.shape + (2,), np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if a.dtype.kind == "c":
+            parts[..., 0], parts[..., 1] = a.real, a.imag
+        else:
+            parts[..., 0], parts[..., 1] = a.astype(np.float64) if a.dtype.kind in "biu" else a, 0
+    return parts.reshape(-1).view(CHALF_NP).reshape(a.shape)
 
 
 class _Defaults:
@@ -134,6 +175,8 @@ def from_numpy(np_dtype):
 def as_dtype(x):
     """dtype from a reftorch dtype, a NumPy dtype, a Python type or a name."""
     if isinstance(x, dtype):
+        if x is complex32:
+            note_chalf()
         return x
     if x is float:
         return defaults.float
@@ -162,9 +205,11 @@ def promote_types(a, b):
         hi, lo = (a, b) if a.category > b.category else (b, a)
         if hi.category == 3 and lo is float64:
             return complex128
+        if hi is complex32 and lo.category == 2 and lo is not float16:
+            return complex64        # (float32 or bfloat16 beside complex32)
         return hi
     if a.category == 3:
-        return complex128 if complex128 in (a, b) else complex64
+        return complex128 if complex128 in (a, b) else complex64 if complex64 in (a, b) else complex32
     if a.category == 2 and (a in HALF or b in HALF):
         if a.itemsize != b.itemsize:
             return a if a.itemsize > b.itemsize else b

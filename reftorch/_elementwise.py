@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 import reftorch._backend as _backend
+import reftorch._chalf as _chalf
+import reftorch._dtype as D
 import reftorch._cpu as _cpu
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._intercept as _intercept
@@ -27,6 +29,7 @@ from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.record import record
 
+_CHALF = D.complex32
 _make_tensor = Tensor._make
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 _PY_SCALAR_NP = {bool: np.bool_, int: np.int64, float: np.float64}  # as as_tensor_arg wraps them
@@ -68,6 +71,8 @@ def elementwise(spec, tensors, scalars):
 def _elementwise(spec, tensors, scalars):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
+    if compute is _CHALF:       # complex32: computed in complex64, rounded back (reftorch/_chalf.py)
+        return _chalf.call(spec, tensors, scalars, elementwise)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
     ins = _operands(spec, ts, compute)
     out = empty(shape, out_dtype, None if "memory_format" in spec.arg_types else _result_layout(shape, ts))
@@ -168,9 +173,9 @@ class _Plan:
 def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
-    if compute.half or out_dtype.half:      # 16-bit storage runs through run_elementwise's half path
-        spec.plans[key] = False             # (_cpu.run_half): promoted by the general path on each call
-        return None
+    if compute.half or out_dtype.half or compute is _CHALF:     # 16-bit storage runs through run_elementwise's
+        spec.plans[key] = False             # half path (_cpu.run_half), complex32 through complex64 (_chalf.py):
+        return None                         # promoted by the general path on each call
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):

@@ -27,6 +27,8 @@ def fft_norm(norm, forward):
 def fft_promote(x, require_complex=False):
     """Integers to the default float dtype; only float32/float64 (and their complex) transform on cpu."""
     dt = x.dtype
+    if dt is D.complex32:       # (PyTorch's cpu FFT refuses complex32 by its float16 parts)
+        raise RuntimeError("MKL FFT doesn't support tensors of type: Half")
     if dt.is_complex:
         return x
     if not dt.is_floating_point:

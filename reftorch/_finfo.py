@@ -35,6 +35,7 @@ class finfo:
 
     def __init__(self, type=None):
         dt = D.get_default_dtype() if type is None else _dtype_of("finfo", type, True)
+        dt = dt.to_real()       # a complex dtype: its parts' (as PyTorch's)
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")

@@ -13,7 +13,7 @@ from ._creation import (tensor, as_tensor, zeros, ones, full, empty, zeros_like,
 from ._formula_helpers import *  # noqa: F401,F403
 from ._linalg_checks import *  # noqa: F401,F403
 from ._fft_checks import *  # noqa: F401,F403
-from ._conj import conj_view, resolved  # noqa: F401
+from ._conj import conj_view, neg_view, resolved, resolved_conj, resolved_neg  # noqa: F401
 from .autograd.grad_mode import is_grad_enabled  # noqa: F401
 from ._elementwise import fused as _fused  # noqa: F401
 import reftorch.autograd.graph as _graph

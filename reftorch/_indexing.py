@@ -272,14 +272,18 @@ def _write(self, index, value, accumulate):
         _check_not_leaf(self, ix.view is not self)
         _write_recorded(self, index, value, vshape, accumulate)
         return
-    val = (value._array() if isinstance(value, Tensor) else np.asarray(value)).astype(self.dtype.np, copy=False)
+    val = value._array() if isinstance(value, Tensor) else np.asarray(value)
+    view = ix.view
+    if view._conj or view._neg:     # a conjugate/negative view (reftorch/_conj.py): its storage takes the
+        val = val.astype(self.dtype.host)               # values' conjugates/negations (in its dtype: -0.0)
+        val = np.conj(val) if view._conj else val
+        val = np.negative(val) if view._neg else val
+        view = _conj.raw(view)
+    val = val.astype(self.dtype.np, copy=False) if self.dtype is not D.complex32 else D.to_chalf(val)
     if np.may_share_memory(val, self._storage.data):
         val = val.copy()
     val = val.reshape(vshape)
-    view = ix.view
-    if view._conj:      # a conjugate view (reftorch/_conj.py): its storage takes the conjugates
-        view, val = _conj.raw(view), np.conj(val)
-    arr = view._array()
+    arr = view._raw_array()
     if self.device.type == "cuda":          # written on a host copy of the view, then copied back
         arr = np.array(arr)
     where = ix.numpy_index() if ix.indices else Ellipsis
@@ -325,10 +329,10 @@ def _assign_with_history(self, new, op="inplace arithmetic"):
     if not written and self.device.type == "cuda":
         copy_into(self, clone(new))
     elif not written and self.device.type != "meta":
-        val = new._array()
+        val = new._array() if self.dtype is not D.complex32 else D.to_chalf(new._array())
         if np.may_share_memory(val, self._storage.data):
             val = val.copy()
-        self._array()[...] = val
+        self._raw_array()[...] = val        # (a conjugate/negative view is written by reftorch/_conj.py)
     self._storage.version += 1
     if new.requires_grad or self.requires_grad:     # self's history becomes CopyBackwards(new)
         assign_history(self, new)

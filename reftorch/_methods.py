@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+import reftorch._chalf as _chalf
 import reftorch._conj as _conj
 import reftorch._dispatch as _dispatch
 import reftorch._dtype as D
@@ -98,6 +99,8 @@ def _set_grad(self, value):
 def _detach(self):
     """A tensor sharing self's storage (and version counter) with no history."""
     out = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)
+    if self._conj or self._neg:     # the same values: a conjugate/negative view's bits too (reftorch/_conj.py)
+        out._conj, out._neg = self._conj, self._neg
     if self._vmap is not None:      # inside vmap: the whole batch detached, still batched (func/_vmap.py)
         out._vmap = (self._vmap[0], _detach(self._vmap[1]))
     return out
@@ -208,6 +211,8 @@ def _to(self, *args, **kwargs):
 def _convert(self, dtype):
     """A copy in another dtype; differentiable (the engine casts the gradient back)."""
     spec = SPECS["clone"]
+    if self.dtype.is_complex and dtype is D.bool_:      # either part nonzero, as PyTorch's (no warning)
+        return F.ne(self, 0)
     if self.dtype.is_complex and not dtype.is_complex:     # PyTorch keeps the real part, and says so
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
         self = F.real(self)
@@ -219,7 +224,10 @@ def _convert(self, dtype):
             record(spec, (self,), (), (out,))
         return out
     out = empty(self._shape, dtype)
-    if dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
+    if dtype is D.complex32 or self.dtype is D.complex32:      # (reftorch/_chalf.py)
+        D.note_chalf()
+        out._raw_array()[...] = _chalf.host_values(self, dtype)
+    elif dtype.half or self.dtype.half:   # to or from a 16-bit float: NumPy's cast rounds to nearest even
         if not cast_into(self, out):      # (float32 <-> 16 bits: the same rounding in a kernel)
             with np.errstate(over="ignore", invalid="ignore"):
                 out._array()[...] = self._array()
@@ -260,7 +268,7 @@ def _copy_(self, src, non_blocking=False):
     if self.device.type == "meta" and not (grad_mode.state.enabled and (src.requires_grad or self.requires_grad)):
         self._storage.version += 1      # nothing to write
         return self
-    if self._conj:      # a conjugate view: its storage takes the conjugates (reftorch/_conj.py)
+    if self._conj or self._neg:     # a conjugate/negative view: its storage takes the conjugates (reftorch/_conj.py)
         return _conj.write_through(self, lambda: F.expand(src.to(self.dtype), self._shape), (src,))
     if grad_mode.state.enabled and (src.requires_grad or self.requires_grad) or _dispatch._forward is not None:
         new = F.expand(src.to(self.dtype), self._shape)     # (also while a transform is on: tangents follow)
@@ -270,10 +278,10 @@ def _copy_(self, src, non_blocking=False):
         copy_into(self, clone(src) if src._storage is self._storage else src)
         self._storage.version += 1
         return self
-    val = src._array()
+    val = src._array() if D.complex32 not in (self.dtype, src.dtype) else _chalf.host_values(src, self.dtype)
     if np.may_share_memory(val, self._storage.data):
         val = val.copy()
-    self._array()[...] = val
+    self._raw_array()[...] = val        # (complex32's pairs; self has no conjugate/negative bit here)
     self._storage.version += 1
     return self
 
@@ -295,7 +303,9 @@ def _fill_(self, value):
         write(self, np.full(self._shape, value, self.dtype.np))
         self._storage.version += 1
         return self
-    self._array()[...] = value
+    if self._conj or self._neg:     # reftorch/_conj.py: the storage takes the value's conjugate/negation
+        return _conj.write_through(self, lambda: F.full(self._shape, value, dtype=self.dtype))
+    self._raw_array()[...] = value if self.dtype is not D.complex32 else D.to_chalf(value)
     self._storage.version += 1
     return self
 

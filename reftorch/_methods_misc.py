@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ._args import check_inference_write, check_inplace
+import reftorch._conj as _conj
 import reftorch._dtype as D
 import reftorch._layout as L
 import reftorch._functional as F
@@ -441,7 +442,7 @@ METHODS = {
     "share_memory_": _share_memory_, "is_shared": _is_shared, "get_device": _get_device,
     "is_signed": lambda self: self.dtype.is_signed, "is_nonzero": _is_nonzero,
     "is_same_size": lambda self, other: self._shape == other._shape, "is_set_to": _is_set_to,
-    "is_neg": lambda self: False, "resolve_neg": lambda self: self,
+    "is_neg": lambda self: self._neg,       # the negative bit (reftorch/_conj.py); _neg_view/resolve_neg: ops.yaml
     "is_conj": lambda self: self._conj,     # the lazy conjugate bit (reftorch/_conj.py); conj/resolve_conj: ops.yaml
     "is_distributed": lambda self: False,
     "dim_order": _dim_order, "const_data_ptr": lambda self: self.data_ptr(),
@@ -460,7 +461,7 @@ METHODS = {
 
 FUNCTIONS = {   # their torch.* forms
     "get_device": _get_device, "is_nonzero": _is_nonzero, "is_same_size": METHODS["is_same_size"],
-    "is_signed": METHODS["is_signed"], "is_neg": METHODS["is_neg"], "resolve_neg": METHODS["resolve_neg"],
+    "is_signed": METHODS["is_signed"], "is_neg": METHODS["is_neg"],
     "is_conj": METHODS["is_conj"], "is_distributed": METHODS["is_distributed"],
     "is_complex": lambda input: input.is_complex(),
 }
@@ -544,6 +545,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def _view_dtype(self, dtype):
     """Reinterpret the bits as dtype (PyTorch's rules when the element sizes differ: the last dim scales)."""
     old, new = self.dtype, dtype
+    if (self._conj or self._neg) and new is not old:    # (reftorch/_conj.py: PyTorch's refusal)
+        raise _conj.dtype_view_error(self)
     if old.itemsize == new.itemsize:
         return _alias_as(self, new, self._offset, self._shape, self._strides)
     what = f"to view {old.short} as {new.short} (different element sizes)"
@@ -597,6 +600,11 @@ def _numpy(self, *, force=False):
     if self._conj:      # no NumPy array reads a conjugate view's storage conjugated (reftorch/_conj.py)
         raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() "
                            "instead.")
+    if self._neg:
+        raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. Use tensor.resolve_neg().numpy() "
+                           "instead.")
+    if self.dtype is D.complex32:       # NumPy has no complex32 (reftorch/_chalf.py)
+        raise TypeError("Got unsupported ScalarType ComplexHalf")
     return self._array()
 
 

@@ -70,12 +70,21 @@ class _KernelCache(dict):
         self._forget()
 
 
+def _rejection(msg, dtype):
+    """The exception of an ops.yaml `rejects:` message: RuntimeError, or the class its "NotImplementedError: "
+    prefix names; {dtype} reads the refused dtype's PyTorch name (ComplexFloat ...)."""
+    cls = RuntimeError
+    if msg.startswith("NotImplementedError: "):
+        cls, msg = NotImplementedError, msg[len("NotImplementedError: "):]
+    return cls(msg.replace("{dtype}", dtype.short))
+
+
 class OpSpec:
     """Runtime view of one ops.yaml entry (from the generated SPECS table)."""
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -107,6 +116,7 @@ class OpSpec:
         self.save_plan = _save_plan(self)
         self.rejects = d.get("rejects", ())
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
+        self.chalf = d.get("chalf")    # complex32 on cpu (ops.yaml `chalf:`, reftorch/_chalf.py)
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
         self.blas = d.get("blas", False)     # array ops whose body calls BLAS (small products: one thread, _blas.py)
@@ -120,11 +130,14 @@ class OpSpec:
         fams = [D.FAMILIES[t.dtype.category] for t in ts]
         for quant, fam, msg in self.rejects:
             if (any if quant == "any" else all)(f == fam for f in fams):
-                raise RuntimeError(msg)
+                raise _rejection(msg, next(t.dtype for t, f in zip(ts, fams) if f == fam))
 
     def check_dtype(self, dtype):
         fam = D.FAMILIES[dtype.category]
         if fam not in self.families:
+            for _, rejected, msg in self.rejects:      # the op's own words for that family, where it has them
+                if rejected == fam:
+                    raise _rejection(msg, dtype)
             raise RuntimeError(f"\"{self.name}\" not implemented for '{dtype.short}'")
 
     def kernel(self, suffix):

@@ -16,6 +16,7 @@ from ._device import CPU
 from ._grad_state import state as _grad_state
 
 
+_CHALF = D.complex32
 _byte_strides = {}      # (strides in elements, itemsize) -> strides in bytes (Tensor._array)
 
 # device type -> a NumPy copy of a tensor's view on it: filled in by the device's back end
@@ -81,6 +82,7 @@ class Tensor:
     _fw = None      # forward-mode AD: (generation, tangent) of a dual tensor (reftorch/autograd/forward_ad.py)
     _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
     _conj = False   # the lazy conjugate bit: a conjugate view reads its storage conjugated (reftorch/_conj.py)
+    _neg = False    # the negative bit: a negative view reads its storage negated (torch._neg_view, the same module)
 
     def _refuse_in_vmap(self, what):
         """Inside vmap this tensor is one sample's view of a batch: no single value, data or storage (PyTorch's
@@ -155,9 +157,20 @@ class Tensor:
 
     def _array(self):
         """This tensor as a NumPy strided view of its storage (no copy; a read-only host copy on cuda)."""
-        if self._conj:      # a conjugate view (reftorch/_conj.py): its values, conjugated into a copy
+        if self._conj or self._neg:     # a conjugate or negative view (reftorch/_conj.py): its values, in a copy
             a = Tensor._make(self._storage, self._offset, self._shape, self._strides, self.dtype, self.device)._array()
-            return np.conjugate(a, out=np.empty_like(a))        # (out=: a 0-d result stays an array)
+            if self._conj:
+                a = np.conjugate(a, out=np.empty_like(a))       # (out=: a 0-d result stays an array)
+            if self._neg:
+                a = np.negative(a, out=a if self._conj else np.empty_like(a))
+            return a
+        if self.dtype is _CHALF:        # complex32: its values as complex64, in a copy (reftorch/_chalf.py)
+            return D.chalf_values(self._raw_array())
+        return self._raw_array()
+
+    def _raw_array(self):
+        """The NumPy strided view of the storage itself (complex32's structured pairs; a conjugate view's stored
+        values): what a write into the tensor assigns to."""
         if self.device.type != "cpu":
             if self.device.type == "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")

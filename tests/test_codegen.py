@@ -68,7 +68,18 @@ def test_rejects_parse_and_a_malformed_one_is_named():
     text = GOOD + '  rejects: {some bool: "no bools"}\n'
     msg = parse_error(text)
     assert_names(msg, "twice", "rejects", line_of(text, "rejects"))
-    assert "<any|all> <bool|int|float>" in msg
+    assert "<any|all> <bool|int|float|complex>" in msg
+
+
+def test_chalf_parses_and_a_misplaced_one_is_named():
+    (op,) = load("ops.yaml", text=GOOD + "  chalf: true\n")
+    assert op.chalf is True
+    (op,) = load("ops.yaml", text=GOOD + "  chalf: exp_vml_cpu\n")
+    assert op.chalf == "exp_vml_cpu"
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.chalf is None
+    text = GOOD + "  chalf: false\n"
+    assert_names(parse_error(text), "twice", "chalf", line_of(text, "chalf"))
 
 
 def test_numbers_parse_and_name_only_tensor_args():

@@ -72,7 +72,7 @@ def test_real_imag_views_share_storage_and_version():
     (lambda: torch.view_as_real(torch.ones(2)), "view_as_real is only supported for complex tensors"),
     (lambda: torch.view_as_complex(torch.ones(3)), "Tensor must have a last dimension of size 2"),
     (lambda: torch.view_as_complex(torch.ones(2, 2).t()), "Tensor must have a last dimension with stride 1"),
-    (lambda: torch.view_as_complex(torch.ones(2, dtype=torch.int64)), "only supported for float and double"),
+    (lambda: torch.view_as_complex(torch.ones(2, dtype=torch.int64)), "only supported for half, float and double"),
 ])
 def test_view_errors(call, msg):
     with pytest.raises(RuntimeError, match=msg):

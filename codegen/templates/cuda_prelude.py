@@ -35,34 +35,9 @@ else:
 
 
 # Complex arguments (issue 25), as templates/vmath.py does for the CPU: each math name also takes complex64/complex128,
-# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2). The simulator's NumPy
-# ufuncs take complex numbers already.
-@cuda.jit(device=True, inline=True)
-def _log1p_c(z):
-    # log(1 + z), |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2 (c10's log1p)
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    theta = math.atan2(y, x + 1)
-    if math.hypot(x, y) < 0.5:
-        r = x * (x + 2) + y * y
-        if r == 0:
-            return complex(x, theta)
-        return complex(0.5 * math.log1p(r), theta)
-    return complex(math.log(math.hypot(x + 1, y)), theta)
-
-
-@cuda.jit(device=True, inline=True)
-def _expm1_c(z):
-    # (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y (c10's expm1)
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    a = math.sin(y / 2)
-    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
-
-
-@cuda.jit(device=True, inline=True)
-def _log2_c(z):
-    return cmath.log(z) / 0.6931471805599453
+# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2: templates/complex_math.py,
+# shared with the CPU). The simulator's NumPy ufuncs take complex numbers already.
+# @complex_math: the helpers of templates/complex_math.py, emitted here as device functions (codegen/common.py)
 
 
 def _complex_aware(real_fn, complex_fn):

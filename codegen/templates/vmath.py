@@ -200,38 +200,10 @@ def _overload(fn, fast, slow, complex_fn=None):
 
 # Complex arguments (issue 25): the same names take complex64/complex128 through cmath, which Numba implements in
 # the argument's own precision (complex64 stays complex64, as PyTorch's c10::complex<float>). cmath has no log1p,
-# expm1 or log2: those are c10's formulas (aten/src/ATen/native/Math.h / c10/util/complex_math.h), written below.
-# Real arguments keep math's function (and float32 its polynomial above), so real kernels are unchanged. The helpers
-# compute in float64 (complex(...) is complex128 in Numba); the kernel rounds once when it stores a complex64.
+# expm1 or log2: those are c10's formulas, in templates/complex_math.py (shared with the CUDA prelude). Real
+# arguments keep math's function (and float32 its polynomial above), so real kernels are unchanged.
 
-@njit(error_model="numpy")
-def _log1p_c(z):
-    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
-    # forming 1 + z would lose the digits of a small z
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    theta = math.atan2(y, x + 1)
-    if math.hypot(x, y) < 0.5:
-        r = x * (x + 2) + y * y
-        if r == 0:
-            return complex(x, theta)
-        return complex(0.5 * math.log1p(r), theta)
-    return complex(math.log(math.hypot(x + 1, y)), theta)
-
-
-@njit(error_model="numpy")
-def _expm1_c(z):
-    # exp(z) - 1 = (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y: no cancellation for small z
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    a = math.sin(y / 2)
-    return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
-
-
-@njit(error_model="numpy")
-def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(np.complex128(z)) / 0.6931471805599453
+# @complex_math: the helpers of templates/complex_math.py, emitted here with @njit (codegen/common.py)
 
 
 def sqrt(x):

@@ -7,7 +7,8 @@ op runs on the primals as usual (recorded for reverse mode as usual), then the o
 computed from the op's JVP in reftorch/kernels/transforms.py (generated from ops.yaml by
 codegen/emit_forward.py) or, for ops with none there, by the generic fallback: the transpose of the VJP,
 
-    jvp(t) = d/du < vjp(u), t >     (vjp(u) = the backward of the op at u, taken with create_graph)
+    jvp(t) = d/du Re< vjp(u), t >  (vjp(u) = the backward of the op at u, taken with create_graph; Re<a, b> =
+                                     Re sum(conj(a) b), so complex tangents are right too)
 
 which is right for every op whose backward formula is differentiable. Tangents are computed with the
 hook suspended (one level: PyTorch does not nest forward levels either) and with ordinary, recorded
@@ -19,6 +20,7 @@ from __future__ import annotations
 import weakref
 from collections import namedtuple
 
+import reftorch._conj as _conj
 import reftorch._creation as _creation
 import reftorch._dispatch as _dispatch
 import reftorch._dtype as _dtype
@@ -52,6 +54,7 @@ def enter_dual_level():
     if _state.level is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _Hook.next, _dispatch._forward = _dispatch._forward, _Hook      # (under a vmap's hook, when one is installed)
+    _conj.flip_tangent = flipped
     _state.level = 0
     _state.generation += 1
     _state.duals = {}
@@ -75,6 +78,7 @@ def exit_dual_level(*, level=None):
     _state.level = None
     _state.generation += 1
     _dispatch._forward = _Hook.next
+    _conj.flip_tangent = None
 
 
 class dual_level:
@@ -159,9 +163,9 @@ def _set_tangent(t, tangent):
 def make_dual(tensor, tangent, *, level=None):
     """A view of `tensor` carrying `tangent` at the open level (differentiable in reverse mode as tensor is)."""
     _check_level(level, "create a dual Tensor")
-    if not tensor.dtype.is_floating_point:
+    if not tensor.dtype.differentiable:
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not tangent.dtype.is_floating_point:
+    if not tangent.dtype.differentiable:
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     if tangent_of(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the same "
@@ -213,7 +217,7 @@ def set_output_tangents(output, tangents):
     outs = output if isinstance(output, tuple) else (output,)
     tangents = tangents if isinstance(tangents, tuple) else (tangents,)
     for o, t in zip(outs, tangents):
-        if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+        if t is not None and isinstance(o, Tensor) and o.dtype.differentiable:
             with _suspended():
                 _set_tangent(o, _fit(t, o))
 
@@ -276,7 +280,7 @@ class _Hook:
                 shared = {id(t._storage) for t in tangents if t is not None}
                 touts = [F.clone(t) if t is not None and id(t._storage) in shared else t for t in touts]
         for o, t in zip(outs, touts):
-            if t is not None and isinstance(o, Tensor) and o.dtype.is_floating_point:
+            if t is not None and isinstance(o, Tensor) and o.dtype.differentiable:
                 _attach(o, _fit(t, o))
         return out
 
@@ -299,7 +303,7 @@ class _Hook:
         else:
             with _suspended():
                 run_inplace(spec, tensors, scalars)
-        if tangent is not None and self.dtype.is_floating_point:
+        if tangent is not None and self.dtype.differentiable:
             _write_tangent(self, _fit(tangent, self))
         return self
 
@@ -309,7 +313,7 @@ class _Hook:
         if _Hook.next is not None:
             out = _Hook.next.converted(src, out)
         t = tangent_of(src)
-        if t is not None and out.dtype.is_floating_point:
+        if t is not None and out.dtype.differentiable:
             with _suspended():
                 _attach(out, _fit(t, out))
         return out
@@ -321,7 +325,7 @@ class _Hook:
         Returns whether a vmap below wrote the values (reftorch/_methods.py: _assign_with_history)."""
         written = _Hook.next is not None and _Hook.next.assigned(self, new, op)
         t = tangent_of(new)
-        if t is not None and self.dtype.is_floating_point:
+        if t is not None and self.dtype.differentiable:
             with _suspended():
                 t = _fit(t, self)
             _write_tangent(self, t)
@@ -329,6 +333,20 @@ class _Hook:
             with _suspended():
                 _write_tangent(self, F.zeros_like(self))
         return written
+
+
+def flipped(src, out, conj, neg):
+    """out is src's view with its conjugate/negative bit flipped (reftorch/_conj.py, outside the dispatcher): its
+    tangent is src's, flipped alike."""
+    t = tangent_of(src)
+    if t is None:
+        return
+    with _suspended():
+        if conj:
+            t = F.conj(t)
+        if neg:
+            t = F._neg_view(t)
+        _attach(out, t)
 
 
 def _attach(o, tangent):
@@ -346,6 +364,8 @@ def _attach(o, tangent):
 
 def _fit(t, o):
     """A tangent term in o's dtype and shape (elementwise terms may be broadcast)."""
+    if t.dtype.is_complex and not o.dtype.is_complex:   # a real output of complex inputs (abs): the real part
+        t = F.real(t)
     if t.dtype is not o.dtype:
         t = t.to(o.dtype)
     if tuple(t._shape) != tuple(o._shape):
@@ -412,7 +432,7 @@ def _fallback(spec, tensors, scalars, tangents, outs, run):
         total = None
         for g, t in zip(gs, tans):
             if g is not None:
-                term = (g * t).sum()
+                term = F.real(F.conj(g) * t).sum()    # Re<t, vjp(u)>, whose gradient in u is J t
                 total = term if total is None else total + term
         if total is None or not total.requires_grad:
             return [F.zeros_like(res[i]) if i in diff else None for i in range(len(outs))]

@@ -40,6 +40,12 @@ def rebase_history(t, node, output_nr=0):
     _refresh_views(base, skip=t)
 
 
+def reread_history(view):
+    """view (a conjugate/negative view, reftorch/_conj.py) was written through in place: it now reads out of its
+    base's new value (through its bits)."""
+    _set_history(view, AsStridedBackward0(view._base, view, _index_in_base(view._base, view)), 0)
+
+
 def restride_history(t, node):
     """t's geometry changed in place (unsqueeze_, t_, as_strided_): no value changed, in t or in its base, so
     node (the view op from t's old geometry) simply becomes t's history; its base keeps its own."""
@@ -150,9 +156,18 @@ class AsStridedBackward0(Node):
     def __init__(self, base, view, index):
         super().__init__([gradient_edge(base)], [(base._shape, base.dtype)], [(view._shape, view.dtype)])
         self.index = index
+        self.conj, self.neg = view._conj, view._neg     # a view reading its elements conjugated/negated
+
+    def name(self):
+        return "ConjBackward0" if self.conj else "NegViewBackward0" if self.neg else "AsStridedBackward0"
 
     def apply(self, grads, create_graph=False, needs=None):
-        return [_scatter_add(self._materialize(grads)[0], self.index, tuple(self.input_meta[0][0]))]
+        g = self._materialize(grads)[0]
+        if self.conj:
+            g = g.conj()
+        if self.neg:
+            g = -g
+        return [_scatter_add(g, self.index, tuple(self.input_meta[0][0]))]
 
 
 # the differentiable (twice) moves between a view's elements and its base's, as registry ops

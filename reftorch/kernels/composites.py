@@ -180,6 +180,10 @@ def max(F, self, dim=None, keepdim=False, *, other=None):
     # ops.yaml: max
     if other is not None or F.is_tensor(dim):
         return F.maximum(self, dim if other is None else other)
+    if self.dtype.is_complex:
+        if dim is None:
+            raise NotImplementedError(f""""max_all" not implemented for '{self.dtype.short}'""")
+        raise RuntimeError('max(): does not support complex input')
     if dim is None:
         if self.numel() == 0:
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -545,6 +549,10 @@ def min(F, self, dim=None, keepdim=False, *, other=None):
     # ops.yaml: min
     if other is not None or F.is_tensor(dim):
         return F.minimum(self, dim if other is None else other)
+    if self.dtype.is_complex:
+        if dim is None:
+            raise NotImplementedError(f""""min_all" not implemented for '{self.dtype.short}'""")
+        raise RuntimeError('min(): does not support complex input')
     if dim is None:
         if self.numel() == 0:
             raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -2231,6 +2239,8 @@ def aminmax(F, self, *, dim=None, keepdim=False):
     # ops.yaml: aminmax
     if dim is not None and (not isinstance(dim, int)):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    if self.dtype.is_complex:
+        raise NotImplementedError(f""""aminmax_cpu" not implemented for '{self.dtype.short}'""")
     if dim is None and self.numel() == 0:
         raise RuntimeError('aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.')
     if dim is not None and self.ndim and (self.shape[F.normalize_dims(dim, self.ndim)[0]] == 0):
@@ -2552,6 +2562,18 @@ def _nll_loss_dense(F, self, target, weight, ignore_index, reduction):
     return F.sum(loss) / F.sum(w)
 
 
+def view_as_real_copy(F, self):
+    # ops.yaml: view_as_real_copy
+    return F.clone(F.view_as_real(F.resolve_conj(self)))
+
+
+def view_as_complex_copy(F, self):
+    # ops.yaml: view_as_complex_copy
+    if self.requires_grad and F.is_grad_enabled():
+        raise RuntimeError('view_as_complex_copy does not support automatic differentiation for outputs with complex dtype.')
+    return F.clone(F.view_as_complex(self))
+
+
 def conj_physical(F, self):
     # ops.yaml: conj_physical
     return F._conj_physical(self) if self.dtype.is_complex else self
@@ -2564,7 +2586,17 @@ def conj(F, self):
 
 def resolve_conj(F, self):
     # ops.yaml: resolve_conj
-    return F.resolved(self)
+    return F.resolved_conj(self)
+
+
+def _neg_view(F, self):
+    # ops.yaml: _neg_view
+    return F.neg_view(self)
+
+
+def resolve_neg(F, self):
+    # ops.yaml: resolve_neg
+    return F.resolved_neg(self)
 
 
 def _sgn_backward(F, grad, self, result):

@@ -44,11 +44,12 @@ else:
 
 
 # Complex arguments (issue 25), as templates/vmath.py does for the CPU: each math name also takes complex64/complex128,
-# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2). The simulator's NumPy
-# ufuncs take complex numbers already.
-@cuda.jit(device=True, inline=True)
+# through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2: templates/complex_math.py,
+# shared with the CPU). The simulator's NumPy ufuncs take complex numbers already.
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log1p_c(z):
-    # log(1 + z), |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2 (c10's log1p)
+    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
+    # forming 1 + z would lose the digits of a small z
     x = np.float64(z.real)
     y = np.float64(z.imag)
     theta = math.atan2(y, x + 1)
@@ -60,18 +61,19 @@ def _log1p_c(z):
     return complex(math.log(math.hypot(x + 1, y)), theta)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _expm1_c(z):
-    # (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y (c10's expm1)
+    # exp(z) - 1 = (expm1(x) cos y - 2 sin^2(y / 2)) + i e^x sin y: no cancellation for small z
     x = np.float64(z.real)
     y = np.float64(z.imag)
     a = math.sin(y / 2)
     return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log2_c(z):
-    return cmath.log(z) / 0.6931471805599453
+    # c10: log(z) / log(2)
+    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
 
 
 def _complex_aware(real_fn, complex_fn):

@@ -21,7 +21,7 @@ def neg_jvp(F, a, t, result):
     terms = []
     # self: -grad
     if self_t is not None:
-        terms.append(-self_t)
+        terms.append(F.conj_physical(-F.conj_physical(self_t)))
     return terms
 
 
@@ -31,7 +31,7 @@ def abs_jvp(F, a, t, result):
     terms = []
     # self: grad * sgn(self)
     if self_t is not None:
-        terms.append(self_t * F.sgn(self))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F.sgn(self)))
     return terms
 
 
@@ -51,7 +51,7 @@ def exp_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(result)
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(result))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(result)))
     return terms
 
 
@@ -61,7 +61,7 @@ def log_jvp(F, a, t, result):
     terms = []
     # self: grad / _conj_physical(self)
     if self_t is not None:
-        terms.append(self_t / F._conj_physical(self))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F._conj_physical(self)))
     return terms
 
 
@@ -71,7 +71,7 @@ def sqrt_jvp(F, a, t, result):
     terms = []
     # self: grad / (2 * _conj_physical(result))
     if self_t is not None:
-        terms.append(self_t / (2 * F._conj_physical(result)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / (2 * F._conj_physical(result))))
     return terms
 
 
@@ -81,7 +81,7 @@ def tanh_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(1 - result * result)
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(1 - result * result))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(1 - result * result)))
     return terms
 
 
@@ -91,7 +91,7 @@ def sigmoid_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(result * (1 - result))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(result * (1 - result)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(result * (1 - result))))
     return terms
 
 
@@ -114,10 +114,10 @@ def add_jvp(F, a, t, result):
     terms = []
     # self: grad
     if self_t is not None:
-        terms.append(self_t)
+        terms.append(F.conj_physical(F.conj_physical(self_t)))
     # other: grad * alpha
     if other_t is not None:
-        terms.append(other_t * alpha)
+        terms.append(F.conj_physical(F.conj_physical(other_t) * alpha))
     return terms
 
 
@@ -130,10 +130,10 @@ def sub_jvp(F, a, t, result):
     terms = []
     # self: grad
     if self_t is not None:
-        terms.append(self_t)
+        terms.append(F.conj_physical(F.conj_physical(self_t)))
     # other: -grad * alpha
     if other_t is not None:
-        terms.append(-other_t * alpha)
+        terms.append(F.conj_physical(-F.conj_physical(other_t) * alpha))
     return terms
 
 
@@ -145,10 +145,10 @@ def mul_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(other)
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(other))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(other)))
     # other: grad * _conj_physical(self)
     if other_t is not None:
-        terms.append(other_t * F._conj_physical(self))
+        terms.append(F.conj_physical(F.conj_physical(other_t) * F._conj_physical(self)))
     return terms
 
 
@@ -160,10 +160,10 @@ def _div_jvp(F, a, t, result):
     terms = []
     # self: grad / _conj_physical(other)
     if self_t is not None:
-        terms.append(self_t / F._conj_physical(other))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F._conj_physical(other)))
     # other: -grad * _conj_physical(self / (other * other))
     if other_t is not None:
-        terms.append(-other_t * F._conj_physical(self / (other * other)))
+        terms.append(F.conj_physical(-F.conj_physical(other_t) * F._conj_physical(self / (other * other))))
     return terms
 
 
@@ -175,10 +175,10 @@ def pow_jvp(F, a, t, result):
     terms = []
     # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     if self_t is not None:
-        terms.append(F.where(exponent == 0, 0.0, self_t * F._conj_physical(exponent * F.pow(self, exponent - 1))))
+        terms.append(F.conj_physical(F.where(exponent == 0, 0.0, F.conj_physical(self_t) * F._conj_physical(exponent * F.pow(self, exponent - 1)))))
     # exponent: _pow_backward_exponent(grad, self, exponent, result)
     if exponent_t is not None:
-        terms.append(F._pow_backward_exponent(exponent_t, self, exponent, result))
+        terms.append(F.conj_physical(F._pow_backward_exponent(F.conj_physical(exponent_t), self, exponent, result)))
     return terms
 
 
@@ -207,10 +207,10 @@ def where_jvp(F, a, t, result):
     terms = []
     # self: where(condition, grad, 0.0)
     if self_t is not None:
-        terms.append(F.where(condition, self_t, 0.0))
+        terms.append(F.conj_physical(F.where(condition, F.conj_physical(self_t), 0.0)))
     # other: where(condition, 0.0, grad)
     if other_t is not None:
-        terms.append(F.where(condition, 0.0, other_t))
+        terms.append(F.conj_physical(F.where(condition, 0.0, F.conj_physical(other_t))))
     return terms
 
 
@@ -297,7 +297,7 @@ def clone_jvp(F, a, t, result):
     terms = []
     # self: grad
     if self_t is not None:
-        terms.append(self_t)
+        terms.append(F.conj_physical(F.conj_physical(self_t)))
     return terms
 
 
@@ -606,7 +606,7 @@ def exp2_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(result) * 0.6931471805599453
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(result) * 0.6931471805599453)
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(result) * 0.6931471805599453))
     return terms
 
 
@@ -616,7 +616,7 @@ def expm1_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(result + 1)
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(result + 1))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(result + 1)))
     return terms
 
 
@@ -626,7 +626,7 @@ def log2_jvp(F, a, t, result):
     terms = []
     # self: grad / (_conj_physical(self) * 0.6931471805599453)
     if self_t is not None:
-        terms.append(self_t / (F._conj_physical(self) * 0.6931471805599453))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / (F._conj_physical(self) * 0.6931471805599453)))
     return terms
 
 
@@ -636,7 +636,7 @@ def log10_jvp(F, a, t, result):
     terms = []
     # self: grad / (_conj_physical(self) * 2.302585092994046)
     if self_t is not None:
-        terms.append(self_t / (F._conj_physical(self) * 2.302585092994046))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / (F._conj_physical(self) * 2.302585092994046)))
     return terms
 
 
@@ -646,7 +646,7 @@ def log1p_jvp(F, a, t, result):
     terms = []
     # self: grad / _conj_physical(self + 1)
     if self_t is not None:
-        terms.append(self_t / F._conj_physical(self + 1))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F._conj_physical(self + 1)))
     return terms
 
 
@@ -656,7 +656,7 @@ def rsqrt_jvp(F, a, t, result):
     terms = []
     # self: -0.5 * grad * _conj_physical(result * result * result)
     if self_t is not None:
-        terms.append(-0.5 * self_t * F._conj_physical(result * result * result))
+        terms.append(F.conj_physical(-0.5 * F.conj_physical(self_t) * F._conj_physical(result * result * result)))
     return terms
 
 
@@ -666,7 +666,7 @@ def reciprocal_jvp(F, a, t, result):
     terms = []
     # self: -grad * _conj_physical(result * result)
     if self_t is not None:
-        terms.append(-self_t * F._conj_physical(result * result))
+        terms.append(F.conj_physical(-F.conj_physical(self_t) * F._conj_physical(result * result)))
     return terms
 
 
@@ -676,7 +676,7 @@ def sin_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(cos(self))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.cos(self)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.cos(self))))
     return terms
 
 
@@ -686,7 +686,7 @@ def cos_jvp(F, a, t, result):
     terms = []
     # self: -grad * _conj_physical(sin(self))
     if self_t is not None:
-        terms.append(-self_t * F._conj_physical(F.sin(self)))
+        terms.append(F.conj_physical(-F.conj_physical(self_t) * F._conj_physical(F.sin(self))))
     return terms
 
 
@@ -696,7 +696,7 @@ def tan_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(1 + result * result)
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(1 + result * result))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(1 + result * result)))
     return terms
 
 
@@ -706,7 +706,7 @@ def asin_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(rsqrt(1 - self * self))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.rsqrt(1 - self * self)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.rsqrt(1 - self * self))))
     return terms
 
 
@@ -716,7 +716,7 @@ def acos_jvp(F, a, t, result):
     terms = []
     # self: -grad * _conj_physical(rsqrt(1 - self * self))
     if self_t is not None:
-        terms.append(-self_t * F._conj_physical(F.rsqrt(1 - self * self)))
+        terms.append(F.conj_physical(-F.conj_physical(self_t) * F._conj_physical(F.rsqrt(1 - self * self))))
     return terms
 
 
@@ -726,7 +726,7 @@ def atan_jvp(F, a, t, result):
     terms = []
     # self: grad / _conj_physical(1 + self * self)
     if self_t is not None:
-        terms.append(self_t / F._conj_physical(1 + self * self))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F._conj_physical(1 + self * self)))
     return terms
 
 
@@ -736,7 +736,7 @@ def sinh_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(cosh(self))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.cosh(self)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.cosh(self))))
     return terms
 
 
@@ -746,7 +746,7 @@ def cosh_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(sinh(self))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.sinh(self)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.sinh(self))))
     return terms
 
 
@@ -756,7 +756,7 @@ def asinh_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(rsqrt(self * self + 1))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.rsqrt(self * self + 1)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.rsqrt(self * self + 1))))
     return terms
 
 
@@ -766,7 +766,7 @@ def acosh_jvp(F, a, t, result):
     terms = []
     # self: grad * _conj_physical(rsqrt(self * self - 1))
     if self_t is not None:
-        terms.append(self_t * F._conj_physical(F.rsqrt(self * self - 1)))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.rsqrt(self * self - 1))))
     return terms
 
 
@@ -776,7 +776,7 @@ def atanh_jvp(F, a, t, result):
     terms = []
     # self: grad / _conj_physical(1 - self * self)
     if self_t is not None:
-        terms.append(self_t / F._conj_physical(1 - self * self))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F._conj_physical(1 - self * self)))
     return terms
 
 
@@ -1430,18 +1430,15 @@ def _conj_physical_jvp(F, a, t, result):
     terms = []
     # self: _conj_physical(grad)
     if self_t is not None:
-        terms.append(F._conj_physical(self_t))
+        terms.append(F.conj_physical(F._conj_physical(F.conj_physical(self_t))))
     return terms
 
 
 def sgn_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
-    terms = []
-    # self: _sgn_backward(grad, self, result)
-    if self_t is not None:
-        terms.append(F._sgn_backward(self_t, self, result))
-    return terms
+    # forward: _sgn_backward(self_t, self, result)
+    return [F._sgn_backward(self_t, self, result)]
 
 
 def angle_jvp(F, a, t, result):
@@ -1450,7 +1447,7 @@ def angle_jvp(F, a, t, result):
     terms = []
     # self: _angle_backward(grad, self)
     if self_t is not None:
-        terms.append(F._angle_backward(self_t, self))
+        terms.append(F.conj_physical(F._angle_backward(F.conj_physical(self_t), self)))
     return terms
 
 
@@ -1579,7 +1576,7 @@ JVPS = {
     'view_as_real': (view_as_real_jvp, 'view'),
     'view_as_complex': (view_as_complex_jvp, 'view'),
     '_conj_physical': (_conj_physical_jvp, 'derived'),
-    'sgn': (sgn_jvp, 'derived'),
+    'sgn': (sgn_jvp, 'forward'),
     'angle': (angle_jvp, 'derived'),
 }
 

@@ -258,9 +258,9 @@ def view_as_real(shape, strides, offset, *, dtype=None, inplace=False):
 
 def view_as_complex(shape, strides, offset, *, dtype=None, inplace=False):
     # ops.yaml: view_as_complex
-    if dtype.name not in ("float32", "float64"):
-        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor of "
-                           f"scalar type: {dtype.short}")
+    if dtype.name not in ("float16", "float32", "float64"):
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a tensor "
+                           f"of scalar type: {dtype.short}")
     if not shape or shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if strides[-1] != 1:
