@@ -40,3 +40,20 @@ def test_matmul_with_a_transposed_operand_gives_its_gradient_in_its_layout():
     v = w.detach().clone().requires_grad_()
     assert gradcheck(lambda a, b: a @ b.t(), (x, w)) and gradgradcheck(lambda a, b: a @ b.t(), (x, w))
     assert gradcheck(lambda a, b: a.t() @ b, (w, v)) and gradgradcheck(lambda a, b: a.t() @ b, (w, v))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_linear_in_16_bits_is_one_op_rounded_once(dtype):
+    # as torch's addmm: the float32 product plus bias, rounded once (three rounded ops differ in the last bits)
+    dt = getattr(torch, dtype)
+    rng = np.random.default_rng(1)
+    x = torch.tensor(rng.standard_normal((4, 8, 16)).astype(np.float32)).to(dt).requires_grad_()
+    w = torch.tensor(rng.standard_normal((5, 16)).astype(np.float32)).to(dt).requires_grad_()
+    b = torch.tensor(rng.standard_normal(5).astype(np.float32)).to(dt).requires_grad_()
+    out = F.linear(x, w, b)
+    assert out.dtype is dt and out.grad_fn.name() == "ViewBackward0"
+    exact = x.detach().float().numpy() @ w.detach().float().numpy().T + b.detach().float().numpy()
+    np.testing.assert_array_equal(out.detach().float().numpy(), torch.from_numpy(exact.astype(np.float32)).to(dt).float().numpy())
+    out.float().sum().backward()
+    assert x.grad.dtype is dt and w.grad.dtype is dt and b.grad.dtype is dt
+    np.testing.assert_array_equal(b.grad.float().numpy(), np.full(5, 32.0, np.float32))

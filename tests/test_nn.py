@@ -597,3 +597,10 @@ def test_other_losses_run():
     a, b = np_(x1[:, 0]), np_(x2[:, 0])
     ref = np.maximum(0, -np_(y) * (a - b) + 0.1).mean()
     np.testing.assert_allclose(float(nn.MarginRankingLoss(0.1)(x1[:, 0], x2[:, 0], y)), ref, rtol=1e-5)
+
+
+def test_clip_grad_value_clamps_both_sides_and_keeps_nan():
+    p = nn.Parameter(torch.zeros(5))
+    p.grad = torch.tensor([-3.0, -0.5, 0.5, 3.0, float("nan")])
+    nn.utils.clip_grad_value_([p], 1.0)
+    np.testing.assert_array_equal(p.grad.numpy(), np.array([-1.0, -0.5, 0.5, 1.0, np.nan], np.float32))

@@ -287,9 +287,10 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
         shape, wshape, dt = input._shape, weight._shape, input.dtype
-        # the common case, checked at once: cpu float32/64 tensors of one dtype, a 2-D weight that fits
+        # the common case, checked at once: cpu floating tensors of one dtype, a 2-D weight that fits (16-bit
+        # floats too: one float32 product and bias add rounded once, as torch's addmm, not three rounded ops)
         if len(wshape) == 2 and shape and shape[-1] == wshape[1] and dt is weight.dtype and \
-                (dt is torch.float32 or dt is torch.float64) and input.device.type == "cpu" and \
+                dt.is_floating_point and input.device.type == "cpu" and \
                 (bias is None or bias.dtype is dt):
             return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
     if input.dim() == 0 or weight.dim() == 0:
@@ -300,7 +301,7 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
                            f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() > 1 else 1})")
     if weight.dim() == 2 and input.device.type == "cpu" and input.dtype == weight.dtype and \
-            input.dtype in (torch.float32, torch.float64) and (bias is None or bias.dtype == input.dtype):
+            input.dtype.is_floating_point and (bias is None or bias.dtype == input.dtype):
         return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
     out = torch.matmul(input, weight.t())
     return out + bias if bias is not None else out

@@ -89,5 +89,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             if g is None:
                 continue
             clipped = torch.where(g > clip_value, clip_value, g)
-            clipped = torch.where(torch.gt(-clip_value, clipped), -clip_value, clipped)
+            clipped = torch.where(clipped < -clip_value, -clip_value, clipped)
             g.copy_(clipped)
