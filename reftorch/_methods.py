@@ -202,7 +202,7 @@ def _to(self, *args, **kwargs):
     if device is not None and device != self.device:
         if "meta" in (device.type, self.device.type):
             return _meta.move(self, device, dtype)      # geometry only; off meta: PyTorch's error
-        return move(self, device, dtype)
+        return move(_conj.resolved(self), device, dtype)     # a conjugate/negative view: its values cross
     if dtype is None or dtype is self.dtype:
         return F.clone(self) if copy else self
     return _convert(self, dtype)

@@ -20734,20 +20734,20 @@ def _bw_leaky_relu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_hardtanh_self(grad, self, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
-    return _s_where(_s_gt(self, min_val) * _s_gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
+    return _s_where(_s_gt(self, min_val) * _s_lt(self, max_val), grad, 0.0)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_contig(out, a0, a1, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     for i in range(out.shape[0]):
         out[i] = _s__bw_hardtanh_self(a0[i], a1[i], min_val, max_val)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -20793,7 +20793,7 @@ def _bw_hardtanh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])

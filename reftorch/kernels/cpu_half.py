@@ -23702,8 +23702,8 @@ def _bw_leaky_relu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @njit(inline="always")
 def _s__bw_hardtanh_self(grad, self, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
-    return _s_where(_s_gt(self, min_val) * _s_gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
+    return _s_where(_s_gt(self, min_val) * _s_lt(self, max_val), grad, 0.0)
 
 
 @njit(inline="always")
@@ -23713,14 +23713,14 @@ def _s__bw_hardtanh_self_f16(grad, self, min_val, max_val):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_f16_contig(out, a0, a1, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [f16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_hardtanh_self_f16(a0[i], a1[i], min_val, max_val)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [f16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -23771,14 +23771,14 @@ def _s__bw_hardtanh_self_bf16(grad, self, min_val, max_val):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_bf16_contig(out, a0, a1, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [bf16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_hardtanh_self_bf16(a0[i], a1[i], min_val, max_val)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_hardtanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [bf16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

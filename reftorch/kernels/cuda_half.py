@@ -14130,8 +14130,8 @@ def _bw_leaky_relu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardtanh_self(grad, self, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
-    return _s_where(_s_gt(self, min_val) * _s_gt(max_val, self), grad, 0.0)
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
+    return _s_where(_s_gt(self, min_val) * _s_lt(self, max_val), grad, 0.0)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14141,14 +14141,14 @@ def _s__bw_hardtanh_self_f16(grad, self, min_val, max_val):
 
 @cuda.jit
 def _bw_hardtanh_self_f16_contig(out, a0, a1, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [f16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardtanh_self_f16(a0[i], a1[i], min_val, max_val)
 
 
 @cuda.jit
 def _bw_hardtanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [f16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -14174,14 +14174,14 @@ def _s__bw_hardtanh_self_bf16(grad, self, min_val, max_val):
 
 @cuda.jit
 def _bw_hardtanh_self_bf16_contig(out, a0, a1, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [bf16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_hardtanh_self_bf16(a0[i], a1[i], min_val, max_val)
 
 
 @cuda.jit
 def _bw_hardtanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, min_val, max_val):
-    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * gt(max_val, self), grad, 0.0) [bf16]
+    # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):

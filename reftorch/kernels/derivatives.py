@@ -694,9 +694,9 @@ def hardtanh_backward(F, grads, saved, needs, fused):
     min_val = saved['min_val']
     self = saved['self']
     g = [None] * 1
-    # self: where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    # self: where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     if needs[0]:
-        g[0] = F._fused('_bw_hardtanh_self', (grad, self,), (min_val, max_val, )) if fused else F.where(F.gt(self, min_val) * F.gt(max_val, self), grad, 0.0)
+        g[0] = F._fused('_bw_hardtanh_self', (grad, self,), (min_val, max_val, )) if fused else F.where(F.gt(self, min_val) * F.lt(self, max_val), grad, 0.0)
     return g
 
 

@@ -482,9 +482,9 @@ def hardtanh_jvp(F, a, t, result):
     max_val = a['max_val']
     self_t = t['self']
     terms = []
-    # self: where(gt(self, min_val) * gt(max_val, self), grad, 0.0)
+    # self: where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     if self_t is not None:
-        terms.append(F.where(F.gt(self, min_val) * F.gt(max_val, self), self_t, 0.0))
+        terms.append(F.where(F.gt(self, min_val) * F.lt(self, max_val), self_t, 0.0))
     return terms
 
 

@@ -335,3 +335,13 @@ def test_layers_built_with_device_cuda_live_there():
     torch.manual_seed(5)
     ref = nn.Linear(3, 2)
     same(lin.weight.detach(), ref.weight.detach(), atol=0)      # initialised as on the cpu, then moved
+
+
+def test_a_conjugate_or_negative_view_crosses_devices_as_its_values():
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    moved = torch._neg_view(x.to("cuda")).cpu()
+    assert not moved.is_neg() and moved.tolist() == [-1.0, 2.0]
+    moved.sum().backward()
+    assert x.grad.tolist() == [-1.0, -1.0]
+    c = torch.tensor([1 + 2j]).conj().to("cuda")
+    assert c.cpu().tolist() == [1 - 2j] and torch.tensor([1 + 2j]).to("cuda").conj().cpu().tolist() == [1 - 2j]

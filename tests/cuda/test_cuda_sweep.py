@@ -64,7 +64,9 @@ def _same(got, want):
             continue
         assert g.device.type == "cuda", g.device
         assert g.dtype is w.dtype and tuple(g.shape) == tuple(w.shape), (g.dtype, g.shape, w.dtype, w.shape)
-        np.testing.assert_allclose(g.detach().cpu().numpy(), w.detach().numpy(), rtol=1e-7, atol=1e-9, equal_nan=True)
+        # the values compared: a result may be a lazy conjugate or negative view (reftorch/_conj.py)
+        np.testing.assert_allclose(g.detach().cpu().resolve_conj().resolve_neg().numpy(),
+                                   w.detach().resolve_conj().resolve_neg().numpy(), rtol=1e-7, atol=1e-9, equal_nan=True)
 
 
 def _total(outs):
@@ -98,8 +100,8 @@ def _run(op, sample, dev, grad):
 @pytest.mark.parametrize("name", [op.name for op in OPS if swept(op)])
 def test_op_on_cuda_equals_cpu(name):
     op = next(o for o in OPS if o.name == name)
-    fam = next(f for f in ("float", "int", "bool") if f in op.test.dtypes)
-    dtype = {"float": "float64", "int": "int64", "bool": "bool"}[fam]
+    fam = next(f for f in ("float", "int", "bool", "complex") if f in op.test.dtypes)     # (complex: only that)
+    dtype = {"float": "float64", "int": "int64", "bool": "bool", "complex": "complex128"}[fam]
     grad = op.differentiable and fam == "float" and op.test.gradcheck
     try:
         sample = make_sample(op, RandomDraw(zlib.crc32(name.encode())), dtype, grad=grad, max_side=2, max_numel=6,
