@@ -1747,16 +1747,21 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
-@_autocast("fp32")
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
-                        reduce=None, reduction="mean"):
-    reduction = _reduction_string(size_average, reduce, reduction)
+def _check_triplet(anchor, positive, negative, margin):
+    """The triplet losses' argument checks, in PyTorch's order and words."""
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     if not anchor.dim() == positive.dim() == negative.dim():
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
                            f"{negative.dim()}D inputs")
+
+
+@_autocast("fp32")
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    reduction = _reduction_string(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -2518,12 +2523,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     """max(d(a, p) - d(a, n) + margin, 0) for any distance function d (pairwise_distance by default)."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    if not anchor.dim() == positive.dim() == negative.dim():
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
-                           f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
-                           f"{negative.dim()}D inputs")
+    _check_triplet(anchor, positive, negative, margin)
     distance_function = pairwise_distance if distance_function is None else distance_function
     dist_pos = distance_function(anchor, positive)
     dist_neg = distance_function(anchor, negative)
