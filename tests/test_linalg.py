@@ -20,6 +20,9 @@ TORCH_ERRORS = {   # torch 2.13: class, message
     "inv_1d": (lambda: torch.linalg.inv(torch.ones(3)), "RuntimeError", "linalg.inv: The input tensor A must have at least 2 dimensions."),
     "inv_int": (lambda: torch.linalg.inv(torch.eye(2, dtype=torch.long)), "RuntimeError", "linalg.inv: Expected a floating point or complex tensor as input. Got Long"),
     "chol_batch": (lambda: torch.linalg.cholesky(B), "LinAlgError", "linalg.cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+    "cholesky_batch": (lambda: torch.cholesky(B), "LinAlgError", "cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+    "cholesky_rect_int": (lambda: torch.cholesky(torch.ones(2, 3, dtype=torch.long)), "RuntimeError", "cholesky: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    "cholesky_ex_rect": (lambda: torch.linalg.cholesky_ex(torch.ones(2, 3)), "RuntimeError", "linalg.cholesky: A must be batches of square matrices, but they are 2 by 3 matrices"),
     "solve_singular_batch": (lambda: torch.linalg.solve(B, torch.ones(2, 2, 1)), "LinAlgError", "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix is singular."),
     "solve_shape": (lambda: torch.linalg.solve(torch.eye(2), torch.ones(3)), "RuntimeError", "linalg.solve: Incompatible shapes of A and B for the equation AX = B (2x2 and 3x1)"),
     "solve_dtype": (lambda: torch.linalg.solve(torch.eye(2, dtype=torch.float64), torch.ones(2)), "RuntimeError", "linalg.solve: Expected A and B to have the same dtype, but found A of type Double and B of type Float instead"),
@@ -233,6 +236,14 @@ def test_factors_come_back_column_major_as_torch():
     X = torch.linalg.solve(S, B)
     assert X.stride() == (8, 1, 4) and np.allclose(X.numpy(), np.linalg.solve(s, b))
     assert torch.linalg.solve(S, B.mT, left=False).stride() == (8, 4, 1)
+    for upper in (False, True):                         # cholesky's factor too, from either triangle
+        L = torch.linalg.cholesky(S, upper=upper)
+        assert L.stride() == (16, 1, 4) and torch.linalg.cholesky_ex(S[0], upper=upper).L.stride() == (1, 4)
+        want = np.linalg.cholesky(s, upper=upper)
+        assert np.allclose(L.numpy(), want) and np.allclose(torch.linalg.cholesky(S.mT, upper=upper).numpy(), want)
+    assert torch.cholesky(torch.zeros(0, 4, 4)).stride() == (16, 4, 1)     # torch's empty_like
+    with pytest.raises(NotImplementedError, match="^\"cholesky_cpu\" not implemented for 'Long'$"):
+        torch.cholesky(torch.eye(3, dtype=torch.long))
     for dt, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
         M = torch.tensor(a + 4 * np.eye(4), dtype=dt)
         want = np.linalg.solve(a + 4 * np.eye(4), b)

@@ -5,8 +5,8 @@ numpy.linalg computes float32 in float64 (twice the time at 256 x 256), and cost
 syevd and gesdd take Fortran-ordered copies, as NumPy and torch do, so that eigenvectors and singular vectors
 come out with the same signs; the copy is one Numba pass that also checks the input is finite (where those
 drivers misbehave). Their factors come back as LAPACK leaves them, matrices in column-major order, which is how
-torch returns them (the runtime wraps such an array with its strides, no copy). potrf, whose factor is unique,
-reads the C buffer as it is (its transpose in Fortran order, so the other triangle is named), and solve factors
+torch returns them (the runtime wraps such an array with its strides, no copy); potrf's too, on the same kind of
+copy (its factor is unique, but torch's is column-major). solve factors
 the C buffer, A^T in Fortran order, and solves with getrs('T'), as torch does for a contiguous A: no transposed
 copy of A. Where that LAPACK is not found, or a call reports a failure, the caller takes NumPy's path (and
 lapack.py's unblocked routines for the info codes). SciPy's scipy.linalg.lapack reaches the same routines but is
@@ -125,8 +125,8 @@ def _columns(x):
 
 @numba.njit(cache=CACHE)
 def _potrf_batch(f, x, info, iv, uplo, keep_lower):
-    """potrf on each C-ordered matrix of x in place, then the triangle the factor does not use cleared; returns
-    whether any failed (info, per matrix, says which)."""
+    """potrf on each C-ordered matrix of x in place, then the triangle the factor does not use cleared (keep_lower:
+    the buffer's lower triangle, read in C order); returns whether any failed (info, per matrix, says which)."""
     b, n = x.shape[0], x.shape[1]
     iv[0] = n
     ip, step = iv.ctypes.data, n * n * x.itemsize
@@ -144,20 +144,24 @@ def _potrf_batch(f, x, info, iv, uplo, keep_lower):
 
 
 def potrf(a, upper=False):
-    """(L, info) of cholesky(a) by LAPACK potrf; None where NumPy's path is to run. When a matrix is not
-    positive-definite (NaN included, which NumPy's path lets through with info 0), lapack.py's unblocked
-    `cholesky` redoes the batch: its factor stops at the failed minor as LAPACK's does.
+    """(L, info) of cholesky(a) by LAPACK potrf, the factor's matrices column-major (as torch returns them); None
+    where NumPy's path is to run. When a matrix is not positive-definite (NaN included, which NumPy's path lets
+    through with info 0), lapack.py's unblocked `cholesky` redoes the batch: its factor stops at the failed minor
+    as LAPACK's does.
 
-    C order reads a's lower triangle as the upper one of a^T = a, so potrf('U') of the buffer leaves U with
-    a = U^T U, which read back in C order is L."""
+    On a Fortran-ordered copy (one tiled pass, as for syevd), factored in the triangle named: the factor lies
+    in Fortran order, and the other triangle, the buffer's lower one in C order for L, is cleared."""
     p = _letter(a)
     if p is None:
         return None
-    x = np.array(a, order="C", copy=True)       # fresh arrays: the runtime wraps them as they are
+    x, _ = _fortran_copy(a)         # a fresh array: the runtime wraps its column-major matrices as they lie
     info = np.zeros(a.shape[:-2], np.int32)
     failed = _potrf_batch(_FNS[p + "potrf"], _stack(x), info.reshape(-1), np.zeros(2, _INT),
-                          _CHAR["L" if upper else "U"], not upper)
-    return cholesky(a, upper) if failed else (x, info)
+                          _CHAR["U" if upper else "L"], upper)
+    if failed:
+        factor, info = cholesky(a, upper)
+        return _columns(np.ascontiguousarray(_columns(factor))), info
+    return _columns(x), info
 
 
 @numba.njit(cache=CACHE)

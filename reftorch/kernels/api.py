@@ -4175,7 +4175,7 @@ def linalg_cholesky(A, *, upper=False, out=None):
 
 
 def cholesky(self, upper=False, *, out=None):
-    """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning.
+    """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning and its own checks (its name in the errors; an empty input's result before the dtype check).
 
     ops.yaml: cholesky"""
     if out is not None:

@@ -685,7 +685,7 @@ def _cholesky_backward(F, grad, L, upper):
 
 def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
     # ops.yaml: linalg_cholesky_ex
-    F.linalg_check(A, 'linalg.cholesky_ex', square=True)
+    F.linalg_check(A, 'linalg.cholesky', square=True)
     L, info = F._linalg_cholesky_ex(A, upper)
     if check_errors:
         F.linalg_raise(info, 'linalg.cholesky_ex', 'cholesky')
@@ -703,7 +703,14 @@ def linalg_cholesky(F, A, *, upper=False):
 def cholesky(F, self, upper=False):
     # ops.yaml: cholesky
     F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
-    return F.linalg_cholesky(self, upper=upper)
+    F.linalg_check(self, 'cholesky', square=True, floating=False)
+    if self.numel() == 0:
+        return self.detach().clone()
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_cpu" not implemented for '{self.dtype.short}'""")
+    L, info = F._linalg_cholesky_ex(self, upper)
+    F.linalg_raise(info, 'cholesky', 'cholesky')
+    return L
 
 
 def _cholesky_solve_grad_factor(F, grad, input2, X, upper):
