@@ -15,6 +15,13 @@ lapack.py's unblocked routines for the info codes). SciPy's scipy.linalg.lapack 
 not a runtime dependency (importing scipy.linalg alone costs ~0.25 s at startup), and its per-call wrappers
 would loop over a batch in Python.
 
+eigh stays on syevd (measured on 64 x 32 x 32, one thread, as benches/linalg.py): syevr and syev give other
+eigenvectors' signs than torch's syevd on about half of them (syevd's agree on all, above n = 25); SciPy's own
+OpenBLAS build gives the same bits and no speed, and its per-matrix wrappers cost ~20 us a call. ~90% of the time
+is OpenBLAS's syevd itself (its divide and conquer, stedc, ~2/3 of it; a Numba sytd2 in place of sytrd saved
+nothing). torch's wheel calls MKL: the same syevd of MKL called from this loop takes torch's time and returns
+torch's eigenvectors bit for bit, at every n; that is the whole remaining gap.
+
 Copied verbatim into reftorch/kernels/lapack_calls.py by `python -m codegen`; reftorch/kernels/lapack.py
 imports it on the first call (`import reftorch` imports no Numba).
 """
