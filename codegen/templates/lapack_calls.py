@@ -35,7 +35,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
-from .lapack import cholesky
+from .lapack import LinAlgError, cholesky
 
 
 # (symbol pattern, Fortran INTEGER) of the OpenBLAS builds in NumPy's wheels: scipy-openblas64 (NumPy 2),
@@ -210,8 +210,9 @@ def getrs(a, b):
 
 @numba.njit(cache=CACHE)
 def _syevd_batch(f, x, w, work, iwork, iv, jobz, uplo, query):
-    """syevd on each matrix of x in place (eigenvectors as Fortran columns), eigenvalues into w; whether any
-    failed. query: only the workspace query (lwork = liwork = -1), answered in work[0] and iwork[0]."""
+    """syevd on each matrix of x in place (eigenvectors as Fortran columns), eigenvalues into w; the index of the
+    first that failed (its info left in iv[3]), or -1. query: only the workspace query (lwork = liwork = -1),
+    answered in work[0] and iwork[0]."""
     b, n = x.shape[0], x.shape[1]
     iv[0] = n
     iv[1], iv[2] = (-1, -1) if query else (work.size, iwork.size)
@@ -221,8 +222,8 @@ def _syevd_batch(f, x, w, work, iwork, iv, jobz, uplo, query):
                           w.ctypes.data + i * n * w.itemsize, work.ctypes.data, ip + s, iwork.ctypes.data, ip + 2 * s,
                           ip + 3 * s, 1, 1))
         if iv[3] != 0:
-            return True
-    return False
+            return i
+    return -1
 
 
 def _workspace(key, dtype, run):
@@ -237,24 +238,27 @@ def _workspace(key, dtype, run):
 
 def syevd(a, uplo="L"):
     """(eigenvalues, eigenvectors) of symmetric a from its uplo triangle by LAPACK syevd; None where NumPy's
-    path is to run (inf or NaN in a, no convergence). On a Fortran-ordered copy, as for gesdd: the C buffer
-    read as the other triangle would give eigenvectors of other signs (sytrd reduces it from the other end).
-    The eigenvectors' matrices are column-major (as torch returns them)."""
+    path is to run. On a Fortran-ordered copy, as for gesdd: the C buffer read as the other triangle would give
+    eigenvectors of other signs (sytrd reduces it from the other end). The eigenvectors' matrices are
+    column-major (as torch returns them). Non-finite input runs too: syevd's outcome on it (NaN results, or a
+    failure and its info code) is torch's (MKL's) on every case checked; a failure raises torch's LinAlgError."""
     p = _letter(a)
     if p is None:
         return None
-    x, finite = _fortran_copy(a)
-    if not finite:
-        return None
+    x, _ = _fortran_copy(a)
     n = x.shape[-1]
     w = np.empty(a.shape[:-1], x.dtype)
     triangle = _CHAR["L" if uplo in "Ll" else "U"]
+    iv = np.zeros(4, _INT)
 
     def run(work, iwork, query):
-        return _syevd_batch(_FNS[p + "syevd"], _stack(x), w.reshape(-1, n), work, iwork, np.zeros(4, _INT),
-                            _CHAR["V"], triangle, query)
-    if run(*_workspace(("syevd", p, n), x.dtype, run), False):
-        return None
+        return _syevd_batch(_FNS[p + "syevd"], _stack(x), w.reshape(-1, n), work, iwork, iv, _CHAR["V"], triangle,
+                            query)
+    failed = run(*_workspace(("syevd", p, n), x.dtype, run), False)
+    if failed >= 0:
+        where = f"(Batch element {failed}): " if a.ndim > 2 else ""
+        raise LinAlgError(f"linalg.eigh: {where}The algorithm failed to converge because the input matrix is "
+                          f"ill-conditioned or has too many repeated eigenvalues (error code: {int(iv[3])}).")
     return w, _columns(x)
 
 
