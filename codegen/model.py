@@ -65,7 +65,7 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
            "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
-           "linalg_tolerance", "chain_order_matmul",
+           "linalg_check_eig", "linalg_check_lu", "linalg_tolerance", "chain_order_matmul",
            # torch.fft's argument handling (reftorch/_fft_checks.py)
            "fft_norm", "fft_promote", "fft_dim", "fft_shape_dims", "fft_c2r_shape_dims", "fft_check_real",
            "fft_check_complex",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LinAlgError", "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
+__all__ = ["LinAlgError", "linalg_check", "linalg_check_eig", "linalg_check_lu", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
            "linalg_check_pivot", "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver",
            "linalg_check_householder", "linalg_tolerance", "chain_order_matmul"]
 
@@ -30,15 +30,44 @@ _INFO_MESSAGES = {
 _INFO_ERRORS = {"lu": RuntimeError}
 
 
-def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True):
-    """PyTorch's checks, in its order: dimensions, then dtype, then squareness."""
+def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True, kernel=None, dtype_first=False):
+    """PyTorch's checks, in its order: dimensions, squareness (after the dtype where dtype_first, as solve's), the
+    dtype: not floating ("Expected a floating point"), then a dtype the CPU kernel lacks (half; with floating
+    False, integers too): kernel names that kernel in torch's NotImplementedError (default: fn's own name where
+    floating), "low precision" words it as inv's and slogdet's RuntimeError, False refuses none."""
     if A.ndim < min_dims:
         raise RuntimeError(f"{fn}: The input tensor {name} must have at least {min_dims} dimensions.")
+    if square and not dtype_first:
+        _check_square(A, fn, name)
     if floating and A.dtype.category < 2:        # floating or complex
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A.dtype.short}")
-    if floating and A.dtype.itemsize == 2:
-        raise NotImplementedError(f'"{fn.split(".")[-1]}_cpu" not implemented for \'{A.dtype.short}\'')
-    if square and A.shape[-1] != A.shape[-2]:
+    if kernel is not False and (floating or kernel) and (A.dtype.itemsize == 2 or A.dtype.category < 2):
+        if kernel == "low precision":
+            raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {A.dtype.short}")
+        raise NotImplementedError(f'"{kernel or fn.split(".")[-1] + "_cpu"}" not implemented for \'{A.dtype.short}\'')
+    if square and dtype_first:
+        _check_square(A, fn, name)
+
+
+def linalg_check_eig(A, fn):
+    """eig's and eigvals': its complex result type first (no complex type for an integer), half's missing kernel,
+    the shape, then LAPACK geev's refusal of non-finite values, as torch words them."""
+    if A.dtype.category < 2:
+        raise RuntimeError(f"Unknown Complex ScalarType for {A.dtype.short}")
+    linalg_check(A, fn, square=True, kernel="linalg_eig_out_cpu")
+    if not np.isfinite(A.detach().cpu().numpy()).all():
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+
+
+def linalg_check_lu(A, fn):
+    """lu's and lu_factor's: their own wording of the dimension check, then the LU kernel's missing dtypes."""
+    if A.ndim < 2:
+        raise RuntimeError(f"{fn}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
+    linalg_check(A, fn, floating=False, kernel="lu_cpu")
+
+
+def _check_square(A, fn, name):
+    if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
 
@@ -63,7 +92,7 @@ def linalg_same_dtype(A, B, fn):
 
 def linalg_check_solve(A, B, left, fn):
     """solve's shape rule: B is a (batch of) vector(s) when 1-D or when B.shape == A.shape[:-1]."""
-    linalg_check(A, fn, square=True)
+    linalg_check(A, fn, square=True, kernel="lu_cpu", dtype_first=True)
     linalg_same_dtype(A, B, fn)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rows = B.shape[-1] if vector else B.shape[-2 if left else -1]
@@ -114,6 +143,8 @@ def linalg_check_householder(A, tau):
         raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
                            f"{list(tau.shape[:-1])}")
     linalg_same_dtype(A, tau, fn)
+    if A.dtype.category < 2:
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{A.dtype.short}'")
 
 
 def linalg_tolerance(S, A, atol, rtol):

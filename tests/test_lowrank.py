@@ -173,3 +173,20 @@ def test_lobpcg_preconditioned_sparse_and_unbounded_niter():
     torch.manual_seed(4)
     E, X = torch.lobpcg(torch.tensor(a).to_sparse(), k=2, largest=False)
     assert np.allclose(E.numpy(), want, rtol=1e-10)
+
+
+def test_lobpcg_sparse_a_needing_a_gradient_as_torch():
+    """torch's forward runs on (A + A^T) / 2 of the sparse A and records the function; its backward refuses."""
+    a = _spd(30, 20)
+    want = np.linalg.eigvalsh(a)[::-1][:2]
+    idx = np.nonzero(a)
+    values = torch.tensor(a[idx], requires_grad=True)
+    sparse = torch.sparse_coo_tensor(torch.tensor(np.stack(idx)), values, a.shape)
+    torch.manual_seed(5)
+    E, X = torch.lobpcg(sparse, k=2, tol=1e-12)
+    assert np.allclose(E.detach().numpy(), want, rtol=1e-10)
+    assert E.requires_grad and type(E.grad_fn).__name__ == "LOBPCGAutogradFunctionBackward"
+    with pytest.raises(ValueError, match="^lobpcg.backward does not support sparse input yet. Note that "
+                                         "lobpcg.forward does though.$"):
+        E.sum().backward()
+    assert values.grad is None

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from .._linalg_checks import LinAlgError
+
 
 def batched(a, core=2):
     """a as (batch, *core dims) and the leading shape to restore."""
@@ -306,3 +308,17 @@ def syevd(a, uplo="L"):
 def gesdd(a, full_matrices=True):
     """(U, S, Vh) by LAPACK gesdd, or None where NumPy's path is to run (lapack_calls.gesdd)."""
     return _direct().gesdd(a, full_matrices)
+
+
+def numpy_svd(a, full_matrices=True):
+    """NumPy's svd, behind gesdd's direct call; its refusal (gesdd did not converge, on non-finite values) as
+    torch's LinAlgError, naming the first matrix with an inf or NaN."""
+    try:
+        return np.linalg.svd(a, full_matrices=full_matrices)
+    except np.linalg.LinAlgError:
+        where = ""
+        if a.ndim > 2:
+            bad = ~np.isfinite(a.reshape((-1,) + a.shape[-2:])).all(axis=(1, 2))
+            where = f"(Batch element {int(np.argmax(bad))}): "
+        raise LinAlgError(f"linalg.svd: {where}The algorithm failed to converge because the input matrix "
+                          "contained non-finite values.") from None

@@ -628,7 +628,7 @@ SPECS = {
 
     'linalg_eigvalsh': {'name': 'linalg_eigvalsh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigvalsh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_svd': {'name': '_linalg_svd', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_svd': {'name': '_linalg_svd', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_svd_backward': {'name': '_svd_backward', 'kind': 'composite', 'args': (('gU', 'Tensor', None, False), ('gS', 'Tensor', None, False), ('gVh', 'Tensor', None, False), ('U', 'Tensor', None, False), ('S', 'Tensor', None, False), ('Vh', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -686,7 +686,7 @@ SPECS = {
 
     'linalg_diagonal': {'name': 'linalg_diagonal', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('offset', 'int', '0', True), ('dim1', 'dim', '-2', True), ('dim2', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, offset=0, dim1=-2, dim2=-1: np.diagonal(A, offset, dim1, dim2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'linalg_vander': {'name': 'linalg_vander', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('N', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, N=None: np.vander(x, N, increasing=True) if x.ndim == 1 else np.stack([np.vander(r, N, increasing=True) for r in x.reshape(-1, x.shape[-1])]).reshape(x.shape + (x.shape[-1] if N is None else N,))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'linalg_vander': {'name': 'linalg_vander', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('N', 'int?', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x, N=None: (_ for _ in ()).throw(RuntimeError('N must be greater than 1.')) if (x.shape[-1] if N is None else N) <= 1 else np.vander(x, N, increasing=True) if x.ndim == 1 else np.stack([np.vander(r, N, increasing=True) for r in x.reshape(-1, x.shape[-1])]).reshape(x.shape + (x.shape[-1] if N is None else N,))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_tensorinv': {'name': 'linalg_tensorinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('ind', 'int', '2', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, ind=2: np.linalg.tensorinv(A, ind)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4175,7 +4175,7 @@ def linalg_cholesky(A, *, upper=False, out=None):
 
 
 def cholesky(self, upper=False, *, out=None):
-    """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning.
+    """The deprecated torch.cholesky (A = L L^T, or U^T U with upper=True), with PyTorch's warning and its own checks (its name in the errors; an empty input's result before the dtype check).
 
     ops.yaml: cholesky"""
     if out is not None:

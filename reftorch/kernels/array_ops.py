@@ -1022,7 +1022,7 @@ def _linalg_eigh_forward(A, UPLO):
 def _linalg_svd_forward(A, full_matrices):
     # ops.yaml: _linalg_svd
     direct = lapack.gesdd(A, full_matrices)
-    U, S, Vh = direct if direct is not None else np.linalg.svd(A, full_matrices=full_matrices)
+    U, S, Vh = direct if direct is not None else lapack.numpy_svd(A, full_matrices)
     return U.astype(A.dtype, copy=False), S.astype(A.dtype, copy=False), Vh.astype(A.dtype, copy=False)
 
 

@@ -624,7 +624,7 @@ def _sdpa_backward(F, grad_output, query, key, value, is_causal, scale):
 
 def linalg_inv_ex(F, A, *, check_errors=False):
     # ops.yaml: linalg_inv_ex
-    F.linalg_check(A, 'linalg.inv_ex', square=True)
+    F.linalg_check(A, 'linalg.inv', square=True, kernel='low precision')
     inverse, info = F._linalg_inv_ex(A)
     if check_errors:
         F.linalg_raise(info, 'linalg.inv_ex', 'inv')
@@ -633,7 +633,7 @@ def linalg_inv_ex(F, A, *, check_errors=False):
 
 def linalg_inv(F, A):
     # ops.yaml: linalg_inv
-    F.linalg_check(A, 'linalg.inv', square=True)
+    F.linalg_check(A, 'linalg.inv', square=True, kernel='low precision')
     inverse, info = F._linalg_inv_ex(A)
     F.linalg_raise(info, 'linalg.inv', 'inv')
     return inverse
@@ -653,20 +653,20 @@ def _linalg_det_backward(F, grad, A, det):
 
 def linalg_det(F, A):
     # ops.yaml: linalg_det
-    F.linalg_check(A, 'linalg.det', square=True)
+    F.linalg_check(A, 'linalg.det', square=True, kernel='lu_cpu')
     return F._linalg_det(A)
 
 
 def linalg_slogdet(F, A):
     # ops.yaml: linalg_slogdet
-    F.linalg_check(A, 'linalg.slogdet', square=True)
+    F.linalg_check(A, 'linalg.slogdet', square=True, kernel='low precision')
     sign, logabsdet = F._linalg_slogdet(A)
     return F.return_type('linalg_slogdet', sign=sign, logabsdet=logabsdet)
 
 
 def logdet(F, self):
     # ops.yaml: logdet
-    F.linalg_check(self, 'logdet', square=True)
+    F.linalg_check(self, 'logdet', square=True, kernel='low precision')
     sign, logabsdet = F._linalg_slogdet(self)
     return F.where(sign < 0, math.nan, logabsdet)
 
@@ -685,7 +685,7 @@ def _cholesky_backward(F, grad, L, upper):
 
 def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
     # ops.yaml: linalg_cholesky_ex
-    F.linalg_check(A, 'linalg.cholesky_ex', square=True)
+    F.linalg_check(A, 'linalg.cholesky', square=True, kernel='cholesky_cpu')
     L, info = F._linalg_cholesky_ex(A, upper)
     if check_errors:
         F.linalg_raise(info, 'linalg.cholesky_ex', 'cholesky')
@@ -694,7 +694,7 @@ def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
 
 def linalg_cholesky(F, A, *, upper=False):
     # ops.yaml: linalg_cholesky
-    F.linalg_check(A, 'linalg.cholesky', square=True)
+    F.linalg_check(A, 'linalg.cholesky', square=True, kernel='cholesky_cpu')
     L, info = F._linalg_cholesky_ex(A, upper)
     F.linalg_raise(info, 'linalg.cholesky', 'cholesky')
     return L
@@ -703,7 +703,14 @@ def linalg_cholesky(F, A, *, upper=False):
 def cholesky(F, self, upper=False):
     # ops.yaml: cholesky
     F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
-    return F.linalg_cholesky(self, upper=upper)
+    F.linalg_check(self, 'cholesky', square=True, floating=False)
+    if self.numel() == 0:
+        return self.detach().clone()
+    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        raise NotImplementedError(f""""cholesky_cpu" not implemented for '{self.dtype.short}'""")
+    L, info = F._linalg_cholesky_ex(self, upper)
+    F.linalg_raise(info, 'cholesky', 'cholesky')
+    return L
 
 
 def _cholesky_solve_grad_factor(F, grad, input2, X, upper):
@@ -742,6 +749,8 @@ def cholesky_inverse(F, self, upper=False):
     F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
         raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
+    zero = self.diagonal(0, -2, -1) == 0
+    F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
     return F._cholesky_inverse(self, upper)
 
 
@@ -755,7 +764,7 @@ def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
 
 def linalg_solve_triangular(F, A, B, *, upper, left=True, unitriangular=False):
     # ops.yaml: linalg_solve_triangular
-    F.linalg_check(A, 'linalg.solve_triangular', square=True)
+    F.linalg_check(A, 'linalg.solve_triangular', square=True, floating=False, kernel='triangular_solve_cpu')
     F.linalg_check(B, 'linalg.solve_triangular', name='B')
     F.linalg_same_dtype(A, B, 'linalg.solve_triangular')
     return F._linalg_solve_triangular(A, B, upper, left, unitriangular)
@@ -822,7 +831,7 @@ def _lu_backward(F, gL, gU, P, L, U):
 
 def linalg_lu_factor_ex(F, A, *, pivot=True, check_errors=False):
     # ops.yaml: linalg_lu_factor_ex
-    F.linalg_check(A, 'torch.linalg.lu_factor_ex')
+    F.linalg_check_lu(A, 'torch.lu_factor')
     F.linalg_check_pivot(pivot, A)
     LU, pivots, info = F._linalg_lu_factor_ex(A)
     if check_errors:
@@ -832,7 +841,7 @@ def linalg_lu_factor_ex(F, A, *, pivot=True, check_errors=False):
 
 def linalg_lu_factor(F, A, *, pivot=True):
     # ops.yaml: linalg_lu_factor
-    F.linalg_check(A, 'torch.linalg.lu_factor')
+    F.linalg_check_lu(A, 'torch.lu_factor')
     F.linalg_check_pivot(pivot, A)
     LU, pivots, info = F._linalg_lu_factor_ex(A)
     F.linalg_raise(info, 'torch.linalg.lu_factor', 'lu')
@@ -857,7 +866,7 @@ def lu_unpack(F, LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
 
 def linalg_lu(F, A, *, pivot=True):
     # ops.yaml: linalg_lu
-    F.linalg_check(A, 'linalg.lu')
+    F.linalg_check_lu(A, 'linalg.lu')
     F.linalg_check_pivot(pivot, A)
     P, L, U = F._linalg_lu(A)
     return F.return_type('linalg_lu', P=P.detach(), L=L, U=U)
@@ -903,7 +912,7 @@ def lu_solve(F, self, LU_data, LU_pivots):
 
 def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
     # ops.yaml: linalg_ldl_factor_ex
-    F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True)
+    F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
     LD, pivots, info = F._linalg_ldl_factor_ex(A)
     if check_errors:
         F.linalg_raise(info, 'torch.linalg.ldl_factor_ex', 'ldl')
@@ -912,7 +921,7 @@ def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
 
 def linalg_ldl_factor(F, A, *, hermitian=False):
     # ops.yaml: linalg_ldl_factor
-    F.linalg_check(A, 'torch.linalg.ldl_factor', square=True)
+    F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
     LD, pivots, info = F._linalg_ldl_factor_ex(A)
     F.linalg_raise(info, 'torch.linalg.ldl_factor', 'ldl')
     return F.return_type('linalg_ldl_factor', LD=LD, pivots=pivots)
@@ -940,7 +949,7 @@ def _eigh_backward(F, gL, gV, L, V):
 
 def linalg_eigh(F, A, UPLO="L"):
     # ops.yaml: linalg_eigh
-    F.linalg_check(A, 'linalg.eigh', square=True)
+    F.linalg_check(A, 'linalg.eigh', square=True, floating=False, kernel='linalg_eigh_cpu')
     F.linalg_check_uplo(UPLO)
     L, V = F._linalg_eigh(A, UPLO)
     return F.return_type('linalg_eigh', eigenvalues=L, eigenvectors=V)
@@ -948,7 +957,7 @@ def linalg_eigh(F, A, UPLO="L"):
 
 def linalg_eigvalsh(F, A, UPLO="L"):
     # ops.yaml: linalg_eigvalsh
-    F.linalg_check(A, 'linalg.eigvalsh', square=True)
+    F.linalg_check(A, 'linalg.eigh', square=True, floating=False, kernel='linalg_eigh_cpu')
     F.linalg_check_uplo(UPLO)
     return F._linalg_eigh(A, UPLO)[0]
 
@@ -976,7 +985,7 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
 
 def linalg_svd(F, A, full_matrices=True, *, driver=None):
     # ops.yaml: linalg_svd
-    F.linalg_check(A, 'linalg.svd')
+    F.linalg_check(A, 'linalg.svd', kernel='linalg_svd_cpu')
     F.linalg_check_driver(driver, A)
     U, S, Vh = F._linalg_svd(A, full_matrices)
     return F.return_type('linalg_svd', U=U, S=S, Vh=Vh)
@@ -984,14 +993,16 @@ def linalg_svd(F, A, full_matrices=True, *, driver=None):
 
 def linalg_svdvals(F, A, *, driver=None):
     # ops.yaml: linalg_svdvals
-    F.linalg_check(A, 'linalg.svdvals')
+    F.linalg_check(A, 'linalg.svd', kernel='linalg_svd_cpu')
     F.linalg_check_driver(driver, A)
     return F._linalg_svd(A, False)[1]
 
 
 def svd(F, self, some=True, compute_uv=True):
     # ops.yaml: svd
-    F.linalg_check(self, 'linalg.svd')
+    if self.ndim < 2:
+        raise RuntimeError(f'linalg.svd: input should have at least 2 dimensions, but has {self.ndim} dimensions instead')
+    F.linalg_check(self, 'linalg.svd', kernel='linalg_svd_cpu')
     U, S, Vh = F._linalg_svd(self, not some)
     if not compute_uv:
         U, Vh = (F.zeros_like(U), F.zeros_like(Vh))
@@ -1021,7 +1032,7 @@ def _qr_backward_square(F, gQ, gR, Q, R):
 
 def linalg_qr(F, A, mode="reduced"):
     # ops.yaml: linalg_qr
-    F.linalg_check(A, 'linalg.qr')
+    F.linalg_check(A, 'linalg.qr', kernel='geqrf_cpu')
     if mode not in ('reduced', 'complete', 'r'):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'")
     Q, R = F._linalg_qr(A, mode)
@@ -1089,7 +1100,7 @@ def linalg_matrix_power(F, A, n):
 
 def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
-    if not F.is_floating(A) or A.ndim < 2:
+    if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     U, S, Vh = F._linalg_svd(A, False)
     keep = S > F.linalg_tolerance(S, A, atol, rtol)
@@ -1099,7 +1110,9 @@ def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
     # ops.yaml: linalg_matrix_rank
-    F.linalg_check(A, 'linalg.matrix_rank')
+    F.linalg_check(A, 'torch.linalg.matrix_rank', name='input', floating=False)
+    if A.dtype.category < 2 or A.dtype.itemsize == 2:
+        raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = (tol, 0.0)
     S = F._linalg_eigh(A, 'L')[0].abs().sort(-1, descending=True)[0] if hermitian else F._linalg_svd(A, False)[1]
@@ -1108,9 +1121,13 @@ def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None)
 
 def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     # ops.yaml: linalg_lstsq
-    F.linalg_check(A, 'torch.linalg.lstsq')
-    F.linalg_check(B, 'torch.linalg.lstsq', name='B', min_dims=1)
+    if A.ndim < 2:
+        raise RuntimeError('torch.linalg.lstsq: input must have at least 2 dimensions.')
+    if B.ndim < 1:
+        raise RuntimeError('torch.linalg.lstsq: other must have at least 1 dimension.')
     F.linalg_same_dtype(A, B, 'torch.linalg.lstsq')
+    if A.dtype.category < 2 or A.dtype.itemsize == 2:
+        raise RuntimeError("This function doesn't handle types other than float and double")
     driver = F.linalg_check_lstsq_driver(driver, A)
     m, n = (A.shape[-2], A.shape[-1])
     vector = B.ndim == A.ndim - 1
@@ -1134,7 +1151,12 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
 
 def linalg_cond(F, A, p=None):
     # ops.yaml: linalg_cond
-    F.linalg_check(A, 'linalg.cond', square=p not in (None, 2, -2))
+    if A.ndim < 2:
+        raise RuntimeError('linalg.cond: The input tensor must have at least 2 dimensions.')
+    if p in (None, 2, -2):
+        F.linalg_check(A, 'linalg.svd', kernel='linalg_svd_cpu')
+    else:
+        F.linalg_check(A, 'linalg.inv', square=True, kernel='low precision')
     if p in (None, 2, -2):
         S = F._linalg_svd(A, False)[1]
         return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
@@ -1178,6 +1200,7 @@ def linalg_norm(F, A, ord=None, dim=None, keepdim=False, *, dtype=None):
             raise RuntimeError(f'linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D.')
     if isinstance(ord, str):
         raise RuntimeError(f'linalg.vector_norm: ord must be a number, got {ord}')
+    F.linalg_check(A, 'linalg.vector_norm', min_dims=0, kernel=False)
     if dtype is not None:
         A = A.to(dtype)
     return F.linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim)
@@ -1244,13 +1267,12 @@ def linalg_diagonal(F, A, *, offset=0, dim1=-2, dim2=-1):
 
 def linalg_vander(F, x, *, N=None):
     # ops.yaml: linalg_vander
-    if x.ndim < 1:
-        raise RuntimeError('linalg.vander: x must have at least one dimension')
+    if x.dtype.name == 'bool' or (x.dtype.category == 2 and x.dtype.itemsize == 2):
+        raise RuntimeError(f'linalg.vander supports floating point, complex, and integer tensors, but got {x.dtype.short}')
+    x = x.unsqueeze(-1) if x.ndim == 0 else x
     N = x.shape[-1] if N is None else N
-    if N < 0:
-        raise RuntimeError('linalg.vander: N must be non-negative')
     if N <= 1:
-        return F.ones(list(x.shape) + [N], dtype=x.dtype, device=x.device)
+        raise RuntimeError('N must be greater than 1.')
     powers = F.cumprod(x.unsqueeze(-1).expand(list(x.shape) + [N - 1]), -1)
     return F.cat([F.ones(list(x.shape) + [1], dtype=x.dtype, device=x.device), powers], -1)
 
@@ -2749,12 +2771,12 @@ def fft_ihfftn(F, self, s=None, dim=None, norm=None):
 
 def linalg_eig(F, A):
     # ops.yaml: linalg_eig
-    F.linalg_check(A, 'linalg.eig', square=True)
+    F.linalg_check_eig(A, 'linalg.eig')
     L, V = F._linalg_eig(A)
     return F.return_type('linalg_eig', eigenvalues=L, eigenvectors=V)
 
 
 def linalg_eigvals(F, A):
     # ops.yaml: linalg_eigvals
-    F.linalg_check(A, 'linalg.eigvals', square=True)
+    F.linalg_check_eig(A, 'linalg.eigvals')
     return F._linalg_eig(A)[0]

@@ -7,13 +7,20 @@ numpy.linalg computes float32 in float64 (twice the time at 256 x 256), and cost
 syevd and gesdd take Fortran-ordered copies, as NumPy and torch do, so that eigenvectors and singular vectors
 come out with the same signs; the copy is one Numba pass that also checks the input is finite (where those
 drivers misbehave). Their factors come back as LAPACK leaves them, matrices in column-major order, which is how
-torch returns them (the runtime wraps such an array with its strides, no copy). potrf, whose factor is unique,
-reads the C buffer as it is (its transpose in Fortran order, so the other triangle is named), and solve factors
+torch returns them (the runtime wraps such an array with its strides, no copy); potrf's too, on the same kind of
+copy (its factor is unique, but torch's is column-major). solve factors
 the C buffer, A^T in Fortran order, and solves with getrs('T'), as torch does for a contiguous A: no transposed
 copy of A. Where that LAPACK is not found, or a call reports a failure, the caller takes NumPy's path (and
 lapack.py's unblocked routines for the info codes). SciPy's scipy.linalg.lapack reaches the same routines but is
 not a runtime dependency (importing scipy.linalg alone costs ~0.25 s at startup), and its per-call wrappers
 would loop over a batch in Python.
+
+eigh stays on syevd (measured on 64 x 32 x 32, one thread, as benches/linalg.py): syevr and syev give other
+eigenvectors' signs than torch's syevd on about half of them (syevd's agree on all, above n = 25); SciPy's own
+OpenBLAS build gives the same bits and no speed, and its per-matrix wrappers cost ~20 us a call. ~90% of the time
+is OpenBLAS's syevd itself (its divide and conquer, stedc, ~2/3 of it; a Numba sytd2 in place of sytrd saved
+nothing). torch's wheel calls MKL: the same syevd of MKL called from this loop takes torch's time and returns
+torch's eigenvectors bit for bit, at every n; that is the whole remaining gap.
 
 Copied verbatim into reftorch/kernels/lapack_calls.py by `python -m codegen`; reftorch/kernels/lapack.py
 imports it on the first call (`import reftorch` imports no Numba).
@@ -30,7 +37,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
-from .lapack import cholesky
+from .lapack import LinAlgError, cholesky
 
 
 # (symbol pattern, Fortran INTEGER) of the OpenBLAS builds in NumPy's wheels: scipy-openblas64 (NumPy 2),
@@ -127,8 +134,8 @@ def _columns(x):
 
 @numba.njit(cache=CACHE)
 def _potrf_batch(f, x, info, iv, uplo, keep_lower):
-    """potrf on each C-ordered matrix of x in place, then the triangle the factor does not use cleared; returns
-    whether any failed (info, per matrix, says which)."""
+    """potrf on each C-ordered matrix of x in place, then the triangle the factor does not use cleared (keep_lower:
+    the buffer's lower triangle, read in C order); returns whether any failed (info, per matrix, says which)."""
     b, n = x.shape[0], x.shape[1]
     iv[0] = n
     ip, step = iv.ctypes.data, n * n * x.itemsize
@@ -146,20 +153,24 @@ def _potrf_batch(f, x, info, iv, uplo, keep_lower):
 
 
 def potrf(a, upper=False):
-    """(L, info) of cholesky(a) by LAPACK potrf; None where NumPy's path is to run. When a matrix is not
-    positive-definite (NaN included, which NumPy's path lets through with info 0), lapack.py's unblocked
-    `cholesky` redoes the batch: its factor stops at the failed minor as LAPACK's does.
+    """(L, info) of cholesky(a) by LAPACK potrf, the factor's matrices column-major (as torch returns them); None
+    where NumPy's path is to run. When a matrix is not positive-definite (NaN included, which NumPy's path lets
+    through with info 0), lapack.py's unblocked `cholesky` redoes the batch: its factor stops at the failed minor
+    as LAPACK's does.
 
-    C order reads a's lower triangle as the upper one of a^T = a, so potrf('U') of the buffer leaves U with
-    a = U^T U, which read back in C order is L."""
+    On a Fortran-ordered copy (one tiled pass, as for syevd), factored in the triangle named: the factor lies
+    in Fortran order, and the other triangle, the buffer's lower one in C order for L, is cleared."""
     p = _letter(a)
     if p is None:
         return None
-    x = np.array(a, order="C", copy=True)       # fresh arrays: the runtime wraps them as they are
+    x, _ = _fortran_copy(a)         # a fresh array: the runtime wraps its column-major matrices as they lie
     info = np.zeros(a.shape[:-2], np.int32)
     failed = _potrf_batch(_FNS[p + "potrf"], _stack(x), info.reshape(-1), np.zeros(2, _INT),
-                          _CHAR["L" if upper else "U"], not upper)
-    return cholesky(a, upper) if failed else (x, info)
+                          _CHAR["U" if upper else "L"], upper)
+    if failed:
+        factor, info = cholesky(a, upper)
+        return _columns(np.ascontiguousarray(_columns(factor))), info
+    return _columns(x), info
 
 
 @numba.njit(cache=CACHE)
@@ -201,8 +212,9 @@ def getrs(a, b):
 
 @numba.njit(cache=CACHE)
 def _syevd_batch(f, x, w, work, iwork, iv, jobz, uplo, query):
-    """syevd on each matrix of x in place (eigenvectors as Fortran columns), eigenvalues into w; whether any
-    failed. query: only the workspace query (lwork = liwork = -1), answered in work[0] and iwork[0]."""
+    """syevd on each matrix of x in place (eigenvectors as Fortran columns), eigenvalues into w; the index of the
+    first that failed (its info left in iv[3]), or -1. query: only the workspace query (lwork = liwork = -1),
+    answered in work[0] and iwork[0]."""
     b, n = x.shape[0], x.shape[1]
     iv[0] = n
     iv[1], iv[2] = (-1, -1) if query else (work.size, iwork.size)
@@ -212,8 +224,8 @@ def _syevd_batch(f, x, w, work, iwork, iv, jobz, uplo, query):
                           w.ctypes.data + i * n * w.itemsize, work.ctypes.data, ip + s, iwork.ctypes.data, ip + 2 * s,
                           ip + 3 * s, 1, 1))
         if iv[3] != 0:
-            return True
-    return False
+            return i
+    return -1
 
 
 def _workspace(key, dtype, run):
@@ -228,24 +240,27 @@ def _workspace(key, dtype, run):
 
 def syevd(a, uplo="L"):
     """(eigenvalues, eigenvectors) of symmetric a from its uplo triangle by LAPACK syevd; None where NumPy's
-    path is to run (inf or NaN in a, no convergence). On a Fortran-ordered copy, as for gesdd: the C buffer
-    read as the other triangle would give eigenvectors of other signs (sytrd reduces it from the other end).
-    The eigenvectors' matrices are column-major (as torch returns them)."""
+    path is to run. On a Fortran-ordered copy, as for gesdd: the C buffer read as the other triangle would give
+    eigenvectors of other signs (sytrd reduces it from the other end). The eigenvectors' matrices are
+    column-major (as torch returns them). Non-finite input runs too: syevd's outcome on it (NaN results, or a
+    failure and its info code) is torch's (MKL's) on every case checked; a failure raises torch's LinAlgError."""
     p = _letter(a)
     if p is None:
         return None
-    x, finite = _fortran_copy(a)
-    if not finite:
-        return None
+    x, _ = _fortran_copy(a)
     n = x.shape[-1]
     w = np.empty(a.shape[:-1], x.dtype)
     triangle = _CHAR["L" if uplo in "Ll" else "U"]
+    iv = np.zeros(4, _INT)
 
     def run(work, iwork, query):
-        return _syevd_batch(_FNS[p + "syevd"], _stack(x), w.reshape(-1, n), work, iwork, np.zeros(4, _INT),
-                            _CHAR["V"], triangle, query)
-    if run(*_workspace(("syevd", p, n), x.dtype, run), False):
-        return None
+        return _syevd_batch(_FNS[p + "syevd"], _stack(x), w.reshape(-1, n), work, iwork, iv, _CHAR["V"], triangle,
+                            query)
+    failed = run(*_workspace(("syevd", p, n), x.dtype, run), False)
+    if failed >= 0:
+        where = f"(Batch element {failed}): " if a.ndim > 2 else ""
+        raise LinAlgError(f"linalg.eigh: {where}The algorithm failed to converge because the input matrix is "
+                          f"ill-conditioned or has too many repeated eigenvalues (error code: {int(iv[3])}).")
     return w, _columns(x)
 
 

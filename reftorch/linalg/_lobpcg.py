@@ -237,7 +237,7 @@ def _start(X, m, n, dtype, device):
     return X.to(dtype)
 
 
-class _LOBPCGFunction(torch.autograd.Function):
+class LOBPCGAutogradFunction(torch.autograd.Function):
     """lobpcg with A's gradient (the eigenpairs' derivative, module docstring)."""
 
     @staticmethod
@@ -245,12 +245,16 @@ class _LOBPCGFunction(torch.autograd.Function):
                 ortho_bparams):
         D, U = _lobpcg(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_iparams, ortho_fparams,
                        ortho_bparams)
-        ctx.save_for_backward(A, D, U)
+        ctx.sparse = A.is_sparse          # (the forward takes a sparse A; the backward refuses it, as torch's)
+        ctx.save_for_backward(*(() if ctx.sparse else (A,)), D, U)
         ctx.has_b = B is not None
         return D, U
 
     @staticmethod
     def backward(ctx, D_grad, U_grad):
+        if ctx.sparse:
+            raise ValueError("lobpcg.backward does not support sparse input yet. Note that lobpcg.forward does "
+                             "though.")
         if ctx.has_b:
             raise ValueError("lobpcg.backward does not support backward with B != I yet.")
         A, D, U = ctx.saved_tensors
@@ -277,7 +281,7 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     if A.requires_grad or (B is not None and B.requires_grad):
         A_sym = (A + A.mT) / 2
         B_sym = (B + B.mT) / 2 if B is not None else None
-        return _LOBPCGFunction.apply(A_sym, k, B_sym, X, n, iK, niter, tol, largest, method, tracker,
+        return LOBPCGAutogradFunction.apply(A_sym, k, B_sym, X, n, iK, niter, tol, largest, method, tracker,
                                      ortho_iparams, ortho_fparams, ortho_bparams)
     return _lobpcg(A, k, B, X, n, iK, niter, tol, largest, method, tracker, ortho_iparams, ortho_fparams,
                    ortho_bparams)

@@ -199,6 +199,13 @@ class SparseTensor(Tensor):
                                f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions")
         return _Transpose.apply(self)
 
+    @property
+    def mT(self):           # (lobpcg symmetrizes a sparse A needing a gradient as (A + A.mT) / 2)
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.dim()}-D "
+                               "tensor.")
+        return self.t()
+
     def sum(self, dim=None, keepdim=False, dtype=None):
         if keepdim:
             raise RuntimeError("sum(sparse, keepdim=True): reftorch's sparse sum drops the summed dims")
