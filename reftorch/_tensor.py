@@ -32,10 +32,12 @@ def numpy_error(t):
 class Storage:
     __slots__ = ("data", "version", "inference", "__weakref__")
 
-    def __init__(self, data):
+    def __init__(self, data, allocated=True):
         self.data = data        # 1-D numpy array
         self.version = 0
         self.inference = _grad_state.inference      # allocated inside inference_mode: its tensors are inference tensors
+        if D.chalf_warning_due and allocated and data.dtype == D.CHALF_NP:      # (not over another's bytes)
+            D.chalf_allocated()
 
 
 class _AliasStorage(Storage):

@@ -1431,12 +1431,8 @@ def _histogramdd_counts_forward(self, weight, edges, density):
     return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)
 
 
-def complex_forward(real, imag):
-    # ops.yaml: complex
-    if real.dtype not in (np.float32, np.float64):
-        name = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {name[str(real.dtype)]} "
-                           f"and {name[str(imag.dtype)]}")
+def _complex_forward(real, imag):
+    # ops.yaml: _complex
     out = np.empty(np.broadcast_shapes(real.shape, imag.shape), np.complex64 if real.dtype == np.float32 else np.complex128)
     out.real = real
     out.imag = imag

@@ -517,10 +517,16 @@ def square(F, self):
 
 def nan_to_num(F, self, nan=0.0, posinf=None, neginf=None):
     # ops.yaml: nan_to_num
-    if not F.is_floating(self):
+    if self.dtype.short == 'ComplexHalf':
+        raise NotImplementedError('"nan_to_num" not implemented for \'ComplexHalf\'')
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         return F.clone(self)
-    big = -F.lowest(self.dtype)
-    return F._nan_to_num(self, 0.0 if nan is None else nan, big if posinf is None else posinf, -big if neginf is None else neginf)
+    parts = F.view_as_real(F.resolve_conj(self).detach()) if self.dtype.is_complex else self
+    big = -F.lowest(parts.dtype)
+    fixed = F._nan_to_num(parts, 0.0 if nan is None else nan, big if posinf is None else posinf, -big if neginf is None else neginf)
+    if not self.dtype.is_complex:
+        return fixed
+    return F.where(F.isfinite(self), self, F.view_as_complex(fixed))
 
 
 def div(F, self, other, *, rounding_mode=None):
@@ -2103,7 +2109,7 @@ def rad2deg(F, self):
 
 def isreal(F, self):
     # ops.yaml: isreal
-    return F.ones_like(self, dtype=bool)
+    return F.eq(F.imag(self), 0) if self.dtype.is_complex else F.ones_like(self, dtype=bool)
 
 
 def heaviside(F, self, values):
@@ -2178,7 +2184,7 @@ def rsub(F, self, other, *, alpha=1):
 
 def nanmean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: nanmean
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError(f'nanmean(): expected input to have floating point or complex dtype but got {self.dtype.short}')
     return F.nansum(self, dim, keepdim, dtype=dtype) / F.sum(F.logical_not(F.isnan(self)), dim, keepdim)
 
@@ -2614,6 +2620,17 @@ def _angle_backward(F, grad, self):
         return F.zeros_like(self)
     a = F.abs(self)
     return F.where(a == 0, 0.0, grad * self / (a * a) * 1j)
+
+
+def complex(F, real, imag):
+    # ops.yaml: complex
+    if real.dtype.short not in ('Half', 'Float', 'Double') or imag.dtype.short not in ('Half', 'Float', 'Double'):
+        raise RuntimeError(f'Expected both inputs to be Half, Float or Double tensors but got {real.dtype.short} and {imag.dtype.short}')
+    if real.dtype is not imag.dtype:
+        raise RuntimeError(f'Expected object of scalar type {real.dtype.short} but got scalar type {imag.dtype.short} for second argument')
+    if real.dtype.short == 'Half':
+        return F._complex(real.float(), imag.float()).chalf()
+    return F._complex(real, imag)
 
 
 def polar(F, abs, angle):

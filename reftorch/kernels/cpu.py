@@ -48,11 +48,17 @@ def isnan(x):
 
 @njit(inline="always")
 def isinf(x):
+    # a complex number is infinite when either part is (NaN in the other part included), as torch.isinf
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.real == inf or x.real == -inf or x.imag == inf or x.imag == -inf
     return x == inf or x == -inf
 
 
 @njit(inline="always")
 def isfinite(x):
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        r, i = x.real, x.imag
+        return not (r != r or r == inf or r == -inf or i != i or i == inf or i == -inf)
     return not (x != x or x == inf or x == -inf)
 
 
@@ -3400,9 +3406,6 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5300,9 +5303,6 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5527,9 +5527,6 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5618,9 +5615,6 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5721,9 +5715,6 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -17103,9 +17094,6 @@ def nansum_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row

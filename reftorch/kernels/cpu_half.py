@@ -48,11 +48,17 @@ def isnan(x):
 
 @njit(inline="always")
 def isinf(x):
+    # a complex number is infinite when either part is (NaN in the other part included), as torch.isinf
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.real == inf or x.real == -inf or x.imag == inf or x.imag == -inf
     return x == inf or x == -inf
 
 
 @njit(inline="always")
 def isfinite(x):
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        r, i = x.real, x.imag
+        return not (r != r or r == inf or r == -inf or i != i or i == inf or i == -inf)
     return not (x != x or x == inf or x == -inf)
 
 
@@ -3889,9 +3895,6 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -3991,9 +3994,6 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6268,9 +6268,6 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6370,9 +6367,6 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6724,9 +6718,6 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6811,9 +6802,6 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6904,9 +6892,6 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6991,9 +6976,6 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -7101,9 +7083,6 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -7203,9 +7182,6 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -19375,9 +19351,6 @@ def nansum_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -19462,9 +19435,6 @@ def nansum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row

@@ -2699,8 +2699,8 @@ def angle_backward(F, grads, saved, needs, fused):
     return g
 
 
-def complex_backward(F, grads, saved, needs, fused):
-    # ops.yaml: complex
+def _complex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _complex
     grad = grads[0]
     imag = saved['imag']
     real = saved['real']
@@ -2812,5 +2812,5 @@ SAVE_USERS = {
     'igamma': {'other': (1,), 'self': (1,)},
     'igammac': {'other': (1,), 'self': (1,)},
     '_cross': {'other': (0,), 'self': (1,)},
-    'complex': {'imag': (1,), 'real': (0,)},
+    '_complex': {'imag': (1,), 'real': (0,)},
 }
