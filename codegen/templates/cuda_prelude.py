@@ -240,6 +240,12 @@ def sgn(x):
 
 
 @cuda.jit(device=True, inline=True)
+def cdiv(a, b):
+    # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
+    return a / b
+
+
+@cuda.jit(device=True, inline=True)
 def cangle(x):
     y = x * 1      # a bool as an integer (bools have no .imag here)
     if y.imag != 0:

@@ -116,6 +116,25 @@ def sgn(x):
 
 
 @njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
+
+
+@njit(inline="always")
 def cangle(x):
     # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
     if isinstance(x, (complex, np.complex64, np.complex128)):

@@ -218,7 +218,7 @@ SPECS = {
 
     'logsumexp': {'name': 'logsumexp', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim, keepdim=False: np.log(np.sum(np.exp(self), axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LogsumexpBackward0', 'autocast': {'cuda': 'fp32'}},
 
-    'linalg_vector_norm': {'name': 'linalg_vector_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('ord', 'Scalar', '2', False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'ord', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, ord=2, dim=None, keepdim=False: (np.amax if ord > 0 else np.amin)(np.abs(self), axis=dim, keepdims=keepdim) if ord in (np.inf, -np.inf) else np.sum(self != 0, axis=dim, keepdims=keepdim) if ord == 0 else np.sum(np.abs(self) ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
+    'linalg_vector_norm': {'name': 'linalg_vector_norm', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('ord', 'Scalar', '2', False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False)), 'dtypes': ('float', 'complex'), 'result': 'real', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'ord', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda self, ord=2, dim=None, keepdim=False: (np.amax if ord > 0 else np.amin)(np.abs(self), axis=dim, keepdims=keepdim) if ord in (np.inf, -np.inf) else np.sum(self != 0, axis=dim, keepdims=keepdim) if ord == 0 else np.sum(np.abs(self) ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}},
 
     'norm_backward': {'name': 'norm_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('ord', 'Scalar', None, False), ('dim', 'dim[]?', None, False), ('keepdim', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
@@ -468,9 +468,9 @@ SPECS = {
 
     'lerp': {'name': 'lerp', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('end', 'Tensor', None, False), ('weight', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('end', 'self', 'weight'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b, w: np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'addcmul': {'name': 'addcmul', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}},
+    'addcmul': {'name': 'addcmul', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a * b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'chalf': True},
 
-    'addcdiv': {'name': 'addcdiv', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a / b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}},
+    'addcdiv': {'name': 'addcdiv', 'kind': 'ternary', 'args': (('self', 'Tensor', None, False), ('tensor1', 'Tensor', None, False), ('tensor2', 'Tensor', None, False), ('value', 'Scalar', '1', True)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('tensor1', 'tensor2', 'value'), 'kernel_args': ('value',), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda s, a, b, value=1: s + value * a / b', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'promote'}, 'chalf': 'addcdiv_cpu_out'},
 
     'min': {'name': 'min', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'any', 'None', False), ('keepdim', 'bool', 'False', False), ('other', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False: np.amin(self) if dim is None else (np.amin(self, axis=dim, keepdims=keepdim), np.argmin(self, axis=dim, keepdims=keepdim))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {"other is not None or hasattr(dim, 'shape')": 'MinimumBackward0', 'dim is not None': 'MinBackward0', 'default': 'MinBackward1'}},
 
@@ -2110,7 +2110,7 @@ def count_nonzero(self, dim=None, *, axis=_REQUIRED, out=None):
 
 
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=_REQUIRED, out=None):
-    """Variance over dim with Bessel's correction (correction=1; unbiased=False means 0).
+    """Variance over dim with Bessel's correction (correction=1; unbiased=False means 0); of complex x, the real mean of |x - mean|^2.
 
     ops.yaml: var"""
     if axis is not _REQUIRED:
@@ -2145,7 +2145,7 @@ def logsumexp(self, dim=_REQUIRED, keepdim=False, *, axis=_REQUIRED, out=None):
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, axis=_REQUIRED):
-    """The vector p-norm over dim (all dims when None), sum(|x|^ord)^(1/ord); ord may be inf, -inf or 0.
+    """The vector p-norm over dim (all dims when None), sum(|x|^ord)^(1/ord); ord may be inf, -inf or 0. Complex x gives a real norm of the moduli.
 
     ops.yaml: linalg_vector_norm"""
     if axis is not _REQUIRED:
@@ -2154,7 +2154,7 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, axis=_REQUIRED):
 
 
 def norm_backward(grad, self, result, ord, dim=_REQUIRED, keepdim=_REQUIRED, *, axis=_REQUIRED):
-    """Gradient of the vector norm (zero where the norm is zero; inf norms split ties evenly).
+    """Gradient of the vector norm (zero where the norm is zero; inf norms split ties evenly); sgn carries a complex element's phase.
 
     ops.yaml: norm_backward"""
     if axis is not _REQUIRED:
@@ -3811,7 +3811,7 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 
 def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
-    """self + value * tensor1 / tensor2 (floating point only, as in PyTorch).
+    """self + value * tensor1 / tensor2 (floating point and complex only, as in PyTorch).
 
     ops.yaml: addcdiv"""
     if out is not None:

@@ -199,7 +199,7 @@ def var(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     # ops.yaml: var
     if isinstance(dim, bool):
         dim, unbiased = (None, dim)
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError('std and var only support floating point and complex dtypes')
     if correction is None:
         correction = 0 if unbiased is False else 1
@@ -207,7 +207,11 @@ def var(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         raise RuntimeError('Cannot specify both unbiased and correction')
     d = self - F.mean(self, dim, True)
     n = F.numel_of(self.shape, dim) - correction
-    return F.sum(d * d, dim, keepdim) / (n if n > 0 else 0)
+    if self.dtype.is_complex:
+        d = F.real(d) * F.real(d) + F.imag(d) * F.imag(d)
+    else:
+        d = d * d
+    return F.sum(d, dim, keepdim) / (n if n > 0 else 0)
 
 
 def std(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -233,19 +237,20 @@ def norm_backward(F, grad, self, result, ord, dim, keepdim):
     if ord == 0:
         return F.zeros_like(self) * g
     if ord == 1:
-        return F.sign(self) * g
+        return F.sgn(self) * g
     if ord == math.inf or ord == -math.inf:
-        mask = (F.abs(self) == r).to(grad.dtype)
-        return F.sign(self) * mask * g / F.sum(mask, dim, True)
+        m = F.amax(F.abs(self), dim, True) if ord > 0 else F.amin(F.abs(self), dim, True)
+        mask = (F.abs(self) == m).to(grad.dtype)
+        return F.sgn(self) * mask * g / F.sum(mask, dim, True)
     zero = r == 0
     if ord < 1:
-        scaled = F.where(self == 0, 0.0, F.sign(self) * F.abs(self) ** (ord - 1))
+        scaled = F.where(self == 0, 0.0, F.sgn(self) * F.abs(self) ** (ord - 1))
         return scaled * g * r ** (1 - ord)
     scale = F.where(zero, 0.0, g / F.where(zero, 1.0, r) ** (ord - 1))
     if ord == 2:
         return self * scale
     if ord < 2:
-        return F.sign(self) * F.abs(self) ** (ord - 1) * scale
+        return F.sgn(self) * F.abs(self) ** (ord - 1) * scale
     return self * F.abs(self) ** (ord - 2) * scale
 
 
@@ -258,7 +263,7 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
         return F.linalg_matrix_norm(self, p, dims, keepdim)
     if p is None or p == 'fro':
         p = 2
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
 

@@ -131,6 +131,25 @@ def sgn(x):
 
 
 @njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
+
+
+@njit(inline="always")
 def cangle(x):
     # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
     if isinstance(x, (complex, np.complex64, np.complex128)):
@@ -2719,8 +2738,8 @@ def mul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 @njit(inline="always")
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6391,8 +6410,8 @@ def rsqrt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -27729,20 +27748,20 @@ def _bw_addcmul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27788,7 +27807,7 @@ def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27834,20 +27853,20 @@ def _bw_addcmul_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27893,7 +27912,7 @@ def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -28026,20 +28045,20 @@ def _bw_addcdiv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -28085,7 +28104,7 @@ def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -28131,20 +28150,20 @@ def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -28213,7 +28232,7 @@ def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])

@@ -131,6 +131,25 @@ def sgn(x):
 
 
 @njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
+
+
+@njit(inline="always")
 def cangle(x):
     # torch.angle: the argument of a complex number; of a real one pi below 0, else 0 (NaN stays NaN)
     if isinstance(x, (complex, np.complex64, np.complex128)):
@@ -3085,8 +3104,8 @@ def mul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
 
 @njit(inline="always")
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @njit(inline="always")
@@ -3096,14 +3115,14 @@ def _s__div_f16(self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_f16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__div_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -3154,14 +3173,14 @@ def _s__div_bf16(self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_bf16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__div_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -7988,8 +8007,8 @@ def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @njit(inline="always")
@@ -7999,14 +8018,14 @@ def _s_reciprocal_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_f16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_reciprocal_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -8045,14 +8064,14 @@ def _s_reciprocal_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_bf16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_reciprocal_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32030,8 +32049,8 @@ def _bw_addcmul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @njit(inline="always")
@@ -32041,14 +32060,14 @@ def _s__bw_addcmul_tensor1_f16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32099,14 +32118,14 @@ def _s__bw_addcmul_tensor1_bf16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32152,8 +32171,8 @@ def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @njit(inline="always")
@@ -32163,14 +32182,14 @@ def _s__bw_addcmul_tensor2_f16(grad, tensor1, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32221,14 +32240,14 @@ def _s__bw_addcmul_tensor2_bf16(grad, tensor1, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32372,8 +32391,8 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @njit(inline="always")
@@ -32383,14 +32402,14 @@ def _s__bw_addcdiv_tensor1_f16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32441,14 +32460,14 @@ def _s__bw_addcdiv_tensor1_bf16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32494,8 +32513,8 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @njit(inline="always")
@@ -32505,14 +32524,14 @@ def _s__bw_addcdiv_tensor2_f16(grad, tensor1, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_f16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2_f16(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32586,14 +32605,14 @@ def _s__bw_addcdiv_tensor2_bf16(grad, tensor1, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_bf16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2_bf16(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

@@ -1800,12 +1800,12 @@ def addcmul_backward(F, grads, saved, needs, fused):
     # self: grad
     if needs[0]:
         g[0] = F._fused('_bw_addcmul_self', (grad,), ()) if fused else grad
-    # tensor1: grad * tensor2 * value
+    # tensor1: grad * _conj_physical(tensor2 * value)
     if needs[1]:
-        g[1] = F._fused('_bw_addcmul_tensor1', (grad, tensor2,), (value, )) if fused else grad * tensor2 * value
-    # tensor2: grad * tensor1 * value
+        g[1] = F._fused('_bw_addcmul_tensor1', (grad, tensor2,), (value, )) if fused else grad * F._conj_physical(tensor2 * value)
+    # tensor2: grad * _conj_physical(tensor1 * value)
     if needs[2]:
-        g[2] = F._fused('_bw_addcmul_tensor2', (grad, tensor1,), (value, )) if fused else grad * tensor1 * value
+        g[2] = F._fused('_bw_addcmul_tensor2', (grad, tensor1,), (value, )) if fused else grad * F._conj_physical(tensor1 * value)
     return g
 
 
@@ -1819,12 +1819,12 @@ def addcdiv_backward(F, grads, saved, needs, fused):
     # self: grad
     if needs[0]:
         g[0] = F._fused('_bw_addcdiv_self', (grad,), ()) if fused else grad
-    # tensor1: grad * value / tensor2
+    # tensor1: grad * _conj_physical(value / tensor2)
     if needs[1]:
-        g[1] = F._fused('_bw_addcdiv_tensor1', (grad, tensor2,), (value, )) if fused else grad * value / tensor2
-    # tensor2: -grad * value * tensor1 / (tensor2 * tensor2)
+        g[1] = F._fused('_bw_addcdiv_tensor1', (grad, tensor2,), (value, )) if fused else grad * F._conj_physical(value / tensor2)
+    # tensor2: -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     if needs[2]:
-        g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * value * tensor1 / (tensor2 * tensor2)
+        g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * F._conj_physical(value * tensor1 / (tensor2 * tensor2))
     return g
 
 
