@@ -287,6 +287,12 @@ def from_numpy(arr):
     return Tensor._from_array(arr)
 
 
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with an object that exports DLPack (__dlpack__: a NumPy array, a cpu tensor of
+    reftorch or PyTorch ...), read through NumPy's importer."""
+    return Tensor._from_array(np.from_dlpack(ext_tensor))
+
+
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A 0-d tensor holding s, of the default dtype unless told otherwise (as torch.scalar_tensor)."""
     dt = _dtype_arg("scalar_tensor", dtype) or D.defaults.float

@@ -78,6 +78,8 @@ def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of this cpu tensor (NumPy's exporter over the same memory)."""
     if self.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    if self._conj:      # (its memory holds the conjugates)
+        raise BufferError("Can't export tensors with the conjugate bit set")
     if self.device.type != "cpu":
         return self._storage.data.__dlpack__(stream=stream) if self.is_contiguous() else \
             self.contiguous()._storage.data.__dlpack__(stream=stream)

@@ -321,10 +321,19 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def _real_item(self, ctype):
+        """item() as a real number: a complex one only with no imaginary part, as PyTorch converts it."""
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            return v.real
+        return v
 
     def __index__(self):
         if self.dtype.category > 1 or self.numel() != 1:

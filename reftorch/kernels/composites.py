@@ -349,6 +349,11 @@ def log_softmax(F, self, dim, dtype=None):
     return F._log_softmax(self, dim)
 
 
+def vdot(F, self, other):
+    # ops.yaml: vdot
+    return F.dot(F.conj(self), other)
+
+
 def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
     # ops.yaml: addmm
     p = F.mm(mat1, mat2)
@@ -388,7 +393,7 @@ def einsum_backward(F, grad, equation, operands):
     grads = []
     for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
         more = [F.ones(a, dtype=grad.dtype, device=F.device_of(grad, operands)) if kind == 'ones' else F.eye(a, dtype=grad.dtype, device=F.device_of(grad, operands)) for kind, a in extras]
-        grads.append(F.einsum(eq, grad, *[operands[i] for i in others], *more))
+        grads.append(F.einsum(eq, grad, *[F.conj(operands[i]) for i in others], *more))
     return grads
 
 
@@ -2278,7 +2283,7 @@ def var_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None
 def dist(F, self, other, p=2):
     # ops.yaml: dist
     d = self - other
-    if not F.is_floating(d):
+    if not F.is_floating(d) and (not d.dtype.is_complex):
         raise RuntimeError(f'norm(): input dtype should be either floating point or complex. Got {d.dtype.short} instead.')
     return F.linalg_vector_norm(d, p)
 
@@ -2414,7 +2419,7 @@ def cov(F, self, *, correction=1, fweights=None, aweights=None):
         __import__('warnings').warn('cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.', UserWarning, stacklevel=3)
         norm_factor = norm_factor * 0
     x = x - avg.unsqueeze(1)
-    return (F.mm(x, (x * w if w is not None else x).t()) / norm_factor).squeeze()
+    return (F.mm(x, (x * w if w is not None else x).mH) / norm_factor).squeeze()
 
 
 def corrcoef(F, self):

@@ -27317,20 +27317,20 @@ def _bw__clamp_max_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27376,7 +27376,7 @@ def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27422,20 +27422,20 @@ def _bw_lerp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27481,7 +27481,7 @@ def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27527,20 +27527,20 @@ def _bw_lerp_end_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27609,7 +27609,7 @@ def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])

@@ -31539,8 +31539,8 @@ def _bw__clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @njit(inline="always")
@@ -31550,14 +31550,14 @@ def _s__bw_lerp_self_f16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31608,14 +31608,14 @@ def _s__bw_lerp_self_bf16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31661,8 +31661,8 @@ def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @njit(inline="always")
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @njit(inline="always")
@@ -31672,14 +31672,14 @@ def _s__bw_lerp_end_f16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31730,14 +31730,14 @@ def _s__bw_lerp_end_bf16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31783,8 +31783,8 @@ def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @njit(inline="always")
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @njit(inline="always")
@@ -31794,14 +31794,14 @@ def _s__bw_lerp_weight_f16(grad, end, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_f16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight_f16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31875,14 +31875,14 @@ def _s__bw_lerp_weight_bf16(grad, end, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight_bf16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

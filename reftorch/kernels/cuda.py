@@ -9520,20 +9520,20 @@ def _bw__clamp_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @cuda.jit
 def _bw_lerp_self_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9554,20 +9554,20 @@ def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @cuda.jit
 def _bw_lerp_end_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9588,20 +9588,20 @@ def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @cuda.jit
 def _bw_lerp_weight_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     n = 1
     for d in range(nd):

@@ -18340,8 +18340,8 @@ def _bw__clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18351,14 +18351,14 @@ def _s__bw_lerp_self_f16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_self_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18384,14 +18384,14 @@ def _s__bw_lerp_self_bf16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_self_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18412,8 +18412,8 @@ def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18423,14 +18423,14 @@ def _s__bw_lerp_end_f16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_end_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18456,14 +18456,14 @@ def _s__bw_lerp_end_bf16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_end_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18484,8 +18484,8 @@ def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18495,14 +18495,14 @@ def _s__bw_lerp_weight_f16(grad, end, self):
 
 @cuda.jit
 def _bw_lerp_weight_f16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18530,14 +18530,14 @@ def _s__bw_lerp_weight_bf16(grad, end, self):
 
 @cuda.jit
 def _bw_lerp_weight_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):

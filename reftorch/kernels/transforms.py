@@ -1098,15 +1098,15 @@ def lerp_jvp(F, a, t, result):
     end_t = t['end']
     weight_t = t['weight']
     terms = []
-    # self: grad * (1 - weight)
+    # self: grad * _conj_physical(1 - weight)
     if self_t is not None:
-        terms.append(self_t * (1 - weight))
-    # end: grad * weight
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(1 - weight)))
+    # end: grad * _conj_physical(weight)
     if end_t is not None:
-        terms.append(end_t * weight)
-    # weight: grad * (end - self)
+        terms.append(F.conj_physical(F.conj_physical(end_t) * F._conj_physical(weight)))
+    # weight: grad * _conj_physical(end - self)
     if weight_t is not None:
-        terms.append(weight_t * (end - self))
+        terms.append(F.conj_physical(F.conj_physical(weight_t) * F._conj_physical(end - self)))
     return terms
 
 
