@@ -238,3 +238,77 @@ def test_out_resize_into_a_conjugate_view_grows_its_storage_in_place():
     with pytest.warns(UserWarning):
         torch.add(a.real[:2], a.real[:2], out=r[1:2])  # contiguous at the view's offset
     assert r.tolist() == [0.0, 2.0, 4.0, 0.0]
+
+
+def _numeric_grad(f, arrays, k, h=1e-6):
+    """d f / d re + i d f / d im of input k (PyTorch's convention for a real f), by central differences."""
+    g = np.zeros_like(arrays[k])
+    for idx in np.ndindex(arrays[k].shape):
+        for unit in (1, 1j):
+            hi, lo = [a.copy() for a in arrays], [a.copy() for a in arrays]
+            hi[k][idx] += h * unit
+            lo[k][idx] -= h * unit
+            d = (f(*[torch.tensor(a) for a in hi]).item() - f(*[torch.tensor(a) for a in lo]).item()) / (2 * h)
+            g[idx] += d * unit
+    return g
+
+
+A = np.array([[1 + 2j, -3 + 0.5j, 0.25 - 1j], [2 - 2j, 0.5j, 1 + 1j]])
+B = np.array([[0.5 + 1j, 2 - 1j], [-1 + 0.5j, 1 + 0j], [3j, -2 - 1j]])
+PRODUCTS = {
+    "mm": lambda a, b: torch.mm(a, b), "bmm": lambda a, b: torch.bmm(a[None], b[None]),
+    "mv": lambda a, b: torch.mv(a, b[:, 0]), "dot": lambda a, b: torch.dot(a[0], b[:, 0]),
+    "vdot": lambda a, b: torch.vdot(a[0], b[:, 0]), "outer": lambda a, b: torch.outer(a[0], b[0]),
+    "einsum": lambda a, b: torch.einsum("ij,jk->ik", a, b), "lerp": lambda a, b: torch.lerp(a, b.t(), b.t() * 0.3),
+    "inner": lambda a, b: torch.inner(a, b.t()), "cov": lambda a, b: torch.cov(a) * b.sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRODUCTS))
+def test_products_on_complex_and_their_conjugate_wirtinger_gradients(name):
+    f = PRODUCTS[name]
+    loss = lambda a, b: f(a, b).abs().sum()      # noqa: E731
+    a, b = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+    loss(a, b).backward()
+    for k, t in enumerate((a, b)):
+        np.testing.assert_allclose(t.grad.numpy(), _numeric_grad(loss, [A, B], k), rtol=1e-6, atol=1e-6)
+
+
+def test_product_values_and_vdot_conjugates():
+    a, b = torch.tensor(A), torch.tensor(B)
+    np.testing.assert_allclose(torch.mm(a, b).numpy(), A @ B)
+    np.testing.assert_allclose(torch.vdot(a[0], b[:, 0]).item(), np.vdot(A[0], B[:, 0]))
+    np.testing.assert_allclose(torch.dot(a[0], b[:, 0]).item(), np.dot(A[0], B[:, 0]))
+    np.testing.assert_allclose(torch.cov(a).numpy(), np.cov(A))
+    np.testing.assert_allclose(torch.corrcoef(a).numpy(), np.corrcoef(A), rtol=1e-12)
+
+
+def test_scalars_dlpack_and_factories():
+    x = torch.tensor([1 + 2j, 3j])
+    assert (x == (1 + 2j)).tolist() == [True, False] and (x != 3j).tolist() == [True, False]
+    assert float(torch.tensor(1.5 + 0j)) == 1.5 and int(torch.tensor(2 + 0j)) == 2
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type double without overflow$"):
+        float(torch.tensor(1 + 1j))
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type int64_t without overflow$"):
+        int(torch.tensor(1 + 1j))
+    y = torch.from_dlpack(x)
+    y[0] = 5j
+    assert x.tolist() == [5j, 3j] and torch.from_dlpack(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(BufferError, match="^Can't export tensors with the conjugate bit set$"):
+        np.from_dlpack(x.conj())
+    z = torch.linspace(0, 1 + 1j, 3)
+    assert z.dtype is torch.cfloat and z.tolist() == [0j, 0.5 + 0.5j, 1 + 1j]
+    assert torch.linspace(0, 1, 3, dtype=torch.cdouble).tolist() == [0j, 0.5 + 0j, 1 + 0j]
+    with pytest.raises(NotImplementedError, match="\"arange_cpu\" not implemented for 'ComplexFloat'"):
+        torch.arange(3, dtype=torch.cfloat)
+
+
+@pytest.mark.parametrize("name, kernel", [("erf", "erf_vml_cpu"), ("atan2", "atan2_cpu"), ("hypot", "hypot_cpu"),
+                                          ("digamma", "digamma")])
+def test_refusals_name_torchs_kernels(name, kernel):
+    x = torch.tensor([1j])
+    args = (x,) if name in ("erf", "digamma") else (x, x)
+    with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'ComplexFloat'"):
+        getattr(torch, name)(*args)
+    with pytest.raises(NotImplementedError, match="^clamp is not supported for complex types$"):
+        torch.relu(x)

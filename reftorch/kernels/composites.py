@@ -2430,7 +2430,10 @@ def corrcoef(F, self):
     if c.ndim == 0:
         return c / c
     sd = F.sqrt(F.diagonal(c))
-    return F.clamp(c / sd.reshape(-1, 1) / sd.reshape(1, -1), -1, 1)
+    r = c / sd.reshape(-1, 1) / sd.reshape(1, -1)
+    if r.dtype.is_complex:
+        return F.complex(F.clamp(F.real(r), -1, 1), F.clamp(F.imag(r), -1, 1))
+    return F.clamp(r, -1, 1)
 
 
 def cumsum_(F, self, dim, *, dtype=None):
