@@ -312,3 +312,13 @@ def test_refusals_name_torchs_kernels(name, kernel):
         getattr(torch, name)(*args)
     with pytest.raises(NotImplementedError, match="^clamp is not supported for complex types$"):
         torch.relu(x)
+
+
+def test_logsumexp_keeps_complex():
+    x = torch.tensor(A, requires_grad=True)
+    r = torch.logsumexp(x, 0)
+    assert r.dtype is torch.cdouble
+    np.testing.assert_allclose(r.detach().numpy(), np.log(np.exp(A).sum(0)), rtol=1e-12)
+    loss = lambda a: torch.logsumexp(a, 0).abs().sum()      # noqa: E731
+    loss(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), _numeric_grad(loss, [A], 0), rtol=1e-6, atol=1e-6)

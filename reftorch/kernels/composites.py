@@ -221,11 +221,11 @@ def std(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def logsumexp(F, self, dim, keepdim=False):
     # ops.yaml: logsumexp
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         self = self.to(F.default_float())
     if F.numel_of(self.shape, dim) == 0:
         return F.log(F.sum(F.exp(self), dim, keepdim))
-    m = F.amax(self, dim, True).detach()
+    m = F.amax(F.real(self) if self.dtype.is_complex else self, dim, True).detach()
     m = F.where(F.abs(m) == math.inf, 0.0, m)
     return F.log(F.sum(F.exp(self - m), dim, keepdim)) + m.reshape(F.reduced_shape(self.shape, dim, keepdim))
 
