@@ -326,7 +326,8 @@ def test_logsumexp_keeps_complex():
 
 GRADCHECKED = {
     "exp": lambda a, b: torch.exp(a), "div": lambda a, b: a / b, "abs": lambda a, b: torch.abs(a),
-    "addcmul": lambda a, b: torch.addcmul(a, a, b, value=2 - 1j), "addcdiv": lambda a, b: torch.addcdiv(a, a, b, value=1j),
+    "addcmul": lambda a, b: torch.addcmul(a, a, b, value=2 - 1j),
+    "addcdiv": lambda a, b: torch.addcdiv(a, a, b, value=1j),
     "var": lambda a, b: torch.var(a), "vector_norm3": lambda a, b: torch.linalg.vector_norm(a, 3),
     "vdot": lambda a, b: torch.vdot(a, b), "outer": lambda a, b: torch.outer(a, b),
     "lerp": lambda a, b: torch.lerp(a, b, 0.25 + 0.5j), "logsumexp": lambda a, b: torch.logsumexp(a, 0),

@@ -338,7 +338,7 @@ def test_long_row_split_over_blocks(name, monkeypatch):
 
 # ---------------------------------------------------------------------------- matmul
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex64])
 def test_matmul(dtype):
     rng = np.random.default_rng(5)
     a = values(rng, np.dtype(dtype), -3, 3, 2 * 33 * 17).reshape(2, 33, 17)
@@ -346,7 +346,7 @@ def test_matmul(dtype):
     got = np.zeros((2, 33, 20), dtype)
     launch.matmul(a, b, got)
     want = np.matmul(a, b)
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype).kind in "fc":
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     else:
         np.testing.assert_array_equal(got, want)
