@@ -193,6 +193,12 @@ def _rows_{stem}(x, off, M, sm, K, acc{sc}):
         if sk == 1 and start == 0:
             _rows_{stem}(x, off, M, sm, K, acc{sc})
             return"""
+    # a reduction with an identity always starts from it (start == 0): no seeding from an element, whose type
+    # need not fit the accumulator (complex elements into any's bool one)
+    seed_first = "" if r.identity is not None else f"""
+    if start == 1:
+        for m in range(M):
+            acc[m] = {ld("off + m * sm")}"""
     return f'''{rows}
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -203,10 +209,7 @@ def {stem}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
     M = np.uint64(M)
     K = np.uint64(K)
     sm = np.uint64(sm)
-    sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = {ld("off + m * sm")}
+    sk = np.uint64(sk){seed_first}
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row{rows_call}

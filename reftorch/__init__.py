@@ -22,8 +22,8 @@ from ._dtype import complex32 as _complex32, note_chalf as _note_chalf  # noqa: 
 from ._dtype import result_type as _result_type  # noqa: E402
 from ._device import device  # noqa: E402
 from ._tensor import Tensor, Size  # noqa: E402
-from ._creation import (tensor, as_tensor, from_numpy, scalar_tensor, zeros, ones, full, empty, zeros_like,  # noqa
-                        ones_like, full_like, empty_like, arange, linspace, logspace, eye)
+from ._creation import (tensor, as_tensor, from_numpy, from_dlpack, scalar_tensor, zeros, ones, full, empty,  # noqa
+                        zeros_like, ones_like, full_like, empty_like, arange, linspace, logspace, eye)
 from ._creation_random import (rand, randn, randint, randperm, normal, rand_like, randn_like, randint_like,  # noqa
                                manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator,
                                default_generator)

@@ -14,23 +14,10 @@ works through them.
 """
 from __future__ import annotations
 
-import warnings
-
 import reftorch._dtype as D
 from ._tensor import Tensor
 
 PROMOTED = ("Tensor", "Tensor?", "Tensor[]")
-_warned = []
-
-
-def experimental_warning():
-    """PyTorch's warning (once a process) when a complex32 tensor is first allocated."""
-    if not _warned:
-        _warned.append(True)
-        warnings.warn("ComplexHalf support is experimental and many operators don't support it yet.", UserWarning,
-                      stacklevel=3)
-
-
 def is_chalf(t):
     return isinstance(t, Tensor) and t.dtype is D.complex32
 
@@ -82,6 +69,15 @@ def _down(r):
     return r
 
 
+def _wider_dtype(spec, scalars):
+    """Whether the call names a dtype= other than complex32 (sum(dtype=torch.cfloat)): PyTorch casts the input to
+    it first, so the computation is not complex32's."""
+    if "dtype" not in spec.scalar_names:
+        return False
+    dt = scalars[spec.scalar_names.index("dtype")]
+    return dt is not None and dt is not D.complex32
+
+
 def check(spec, tensors):
     """PyTorch's refusals of a complex32 computation on cpu: the op's complex ones (ops.yaml `rejects:`), then its
     complex32 one (ops.yaml `chalf:`). Backward kernels fused from formulas (kind fused) serve every dtype."""
@@ -99,7 +95,7 @@ def call(spec, tensors, scalars, run):
     """run(spec, tensors, scalars) with complex32 arguments, as PyTorch's cpu runs it (see the module docstring):
     where the promoted dtype is complex32 the op must take it (check), else (complex32 beside complex64 ...) the
     arguments are only converted."""
-    narrow = _narrow(spec, tensors)
+    narrow = _narrow(spec, tensors) and not _wider_dtype(spec, scalars)
     if narrow:
         check(spec, tensors)
     result = run(spec, [up(t, narrow) for t in tensors], scalars)

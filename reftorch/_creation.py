@@ -287,6 +287,12 @@ def from_numpy(arr):
     return Tensor._from_array(arr)
 
 
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with an object that exports DLPack (__dlpack__: a NumPy array, a cpu tensor of
+    reftorch or PyTorch ...), read through NumPy's importer."""
+    return Tensor._from_array(np.from_dlpack(ext_tensor))
+
+
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A 0-d tensor holding s, of the default dtype unless told otherwise (as torch.scalar_tensor)."""
     dt = _dtype_arg("scalar_tensor", dtype) or D.defaults.float
@@ -507,7 +513,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
         raise RuntimeError("step must be nonzero")
     default = D.defaults.float if any(isinstance(v, float) for v in vals) else D.int64
     dt = _out_dtype("arange", dtype, out, default)
-    _no_chalf(dt, "arange")
+    if dt.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt.short}'")
     arr = _arange_values(*vals, dt)
     n = arr.shape[0]
     t = _finish(arr.astype(dt.np), dt, device if out is None else None, requires_grad)
@@ -550,10 +557,10 @@ def _num(v):
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
-    dt = _out_dtype("linspace", dtype, out)
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
+    dt = _out_dtype("linspace", dtype, out, D.scalar_default(3) if any(isinstance(v, complex) for v in vals) else None)
     _no_bool(dt, "linspace")
     _no_chalf(dt, "linspace")
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
     t = _finish(_linspace_values(*vals, dt), dt, device if out is None else None, requires_grad)
     return _into("linspace", out, t, keep_numel=True)
 
@@ -565,8 +572,8 @@ def _linspace_values(start, end, steps, dt):
         raise RuntimeError("number of steps must be non-negative")
     steps = int(steps)
     _alloc.check((steps,), dt.itemsize)
-    ty = dt.np.type if dt.category == 2 else np.float64
-    if dt.category == 2:
+    ty = dt.np.type if dt.category >= 2 else np.float64
+    if dt.category >= 2:
         s, e = ty(start), ty(end)
     else:               # start and end in the integer dtype first (wrapping), as PyTorch's kernel takes them
         s, e = (np.float64(v) for v in np.array([math.trunc(float(start)), math.trunc(float(end))]).astype(dt.np))

@@ -139,10 +139,12 @@ def rand(*args, size=None, generator=None, out=None, dtype=None, layout=None, de
     _check_one_size("rand", args, size, bare=dtype is None and out is None and device is None and generator is None)
     shape = _size_args("rand", args, size)
     dt = _out_dtype("rand", dtype, out)
-    if dt.category != 2:        # checked before drawing: the generator's state is left as it was
+    if dt.category < 2:        # checked before drawing: the generator's state is left as it was
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{dt.short}'")
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
+    if dt.is_complex:       # PyTorch: real and imaginary parts each uniform on [0, 1), drawn as interleaved pairs
+        return _complex_draw("rand", _philox.uniform, 1.0, shape, dt, generator, device, out, requires_grad)
     if _on_cuda(device) and out is None:
         return _grad(_cuda_random.uniform(shape, dt, as_device(device)), requires_grad)
     with _alloc.sized(shape, 8):
@@ -162,7 +164,8 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     if dt.is_complex:       # PyTorch: real and imaginary parts each N(0, 1/2), drawn as interleaved pairs
-        return _complex_normal(shape, dt, generator, device, out, requires_grad)
+        return _complex_draw("randn", _philox.normal, np.sqrt(0.5), shape, dt, generator, device, out,
+                             requires_grad)
     if _on_cuda(device) and out is None:
         return _grad(_cuda_random.normal(shape, dt, as_device(device)), requires_grad)
     with _alloc.sized(shape, 8):
@@ -171,12 +174,16 @@ def randn(*args, size=None, generator=None, out=None, dtype=None, layout=None, d
     return _into("randn", out, t)
 
 
-def _complex_normal(shape, dt, generator, device, out, requires_grad):
-    with _alloc.sized(shape, 16):
-        pairs = _rng(generator).standard_normal(tuple(shape) + (2,)) * np.sqrt(0.5)
-    arr = pairs.astype(dt.to_real().np).view(dt.np).reshape(shape)
-    t = _finish(arr, dt, device if out is None else None, requires_grad)
-    return _into("randn", out, t)
+def _complex_draw(fname, draw, scale, shape, dt, generator, device, out, requires_grad):
+    """A complex rand/randn: 2n draws of the generator's stream (float32 for complex32 and complex64, float64 for
+    complex128), scaled, as the interleaved real and imaginary parts (complex32 rounded from complex64)."""
+    real_np = np.float64 if dt is D.complex128 else np.float32
+    n = 2 * L.numel(shape)
+    with _alloc.sized(shape, 2 * np.dtype(real_np).itemsize):
+        pairs = draw(n, *_counters(generator, n), real_np)
+    arr = (pairs * real_np(scale)).astype(real_np).view(np.complex128 if dt is D.complex128 else np.complex64)
+    t = _finish(arr.reshape(shape), dt, device if out is None else None, requires_grad)
+    return _into(fname, out, t)
 
 
 _RANDINT_OVERLOADS = (
@@ -230,6 +237,8 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     """randint(high, size) or randint(low, high, size): integers drawn uniformly from [low, high)."""
     low, high, shape = _randint_args(args, kw)
     dt = _out_dtype("randint", dtype, out, D.int64)
+    if dt.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     if requires_grad and not dt.is_floating_point:

@@ -8,8 +8,14 @@ floating operand's width (float64 tensor * 1j is complex128, PyTorch's combine_c
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import ml_dtypes
 import numpy as np
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class dtype:
@@ -105,6 +111,27 @@ def _by_name(name):
 
 
 _on_chalf = []      # callbacks run when complex32 is first used (reftorch/_conj.py: the dispatcher's slow path)
+chalf_warning_due = False   # complex32 named and PyTorch's experimental warning not yet given (Storage reads it)
+
+
+def _arm_chalf_warning():
+    global chalf_warning_due
+    chalf_warning_due = True
+
+
+_on_chalf.append(_arm_chalf_warning)
+
+
+def chalf_allocated():
+    """PyTorch's UserWarning (TORCH_WARN_ONCE in its empty_generic) at the process's first complex32 allocation; the
+    warning names the first caller outside reftorch."""
+    global chalf_warning_due
+    chalf_warning_due = False
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn("ComplexHalf support is experimental and many operators don't support it yet.", UserWarning,
+                  stacklevel=level)
 
 
 def note_chalf():

@@ -18,7 +18,7 @@ from ._args import (_can_cast, _check_extent, _info, _kernel_scalars, _operands,
 from ._cpu import empty, new_tensor, run_elementwise
 from ._elementwise import _convert, _fast_scalars, _plan_for, _run_strided
 from ._spec import SPECS
-from ._tensor import Tensor
+from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.inplace import restride_history
 from .autograd.record import record
@@ -210,8 +210,14 @@ def _write_out(r, o):
                           "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
                           "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
                           "elements with t.resize_(0).", UserWarning, stacklevel=4)
-        fresh = empty(r._shape, o.dtype) if o.device.type == "cpu" else _meta.empty(r._shape, o.dtype) \
-            if o.device.type == "meta" else _cuda_d.empty(r._shape, o.dtype, o.device)
-        o._storage, o._offset, o._shape, o._strides = fresh._storage, 0, fresh._shape, fresh._strides
+        if o.device.type == "cpu" and (type(o._storage) is Storage or
+                                       o._offset + L.numel(r._shape) <= o._storage.data.shape[0]):
+            # PyTorch's resize_: contiguous at o's offset in its own storage, grown in place when too small, so the
+            # tensors sharing it (a conjugate view's base ...) see the values written
+            o.resize_(r._shape)
+        else:
+            fresh = empty(r._shape, o.dtype) if o.device.type == "cpu" else _meta.empty(r._shape, o.dtype) \
+                if o.device.type == "meta" else _cuda_d.empty(r._shape, o.dtype, o.device)
+            o._storage, o._offset, o._shape, o._strides = fresh._storage, 0, fresh._shape, fresh._strides
     with grad_mode.no_grad():
         o.copy_(r)

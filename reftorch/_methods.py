@@ -476,7 +476,7 @@ def _operator(dunder, name, api, commutative=False):
         return reflected
     if dunder in ("__eq__", "__ne__"):
         def compare(self, other):
-            if other is None or not isinstance(other, (Tensor, int, float, bool, np.number, np.ndarray, list)):
+            if other is None or not isinstance(other, (Tensor, int, float, bool, complex, np.number, np.ndarray, list)):
                 return NotImplemented if dunder == "__eq__" else True
             return fn(self, other)
         return compare

@@ -16,7 +16,7 @@ import reftorch._conj as _conj
 import reftorch._dtype as D
 import reftorch._layout as L
 import reftorch._functional as F
-from ._tensor import Tensor
+from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 import reftorch._legacy as _legacy
 import reftorch.cuda as cuda
@@ -78,6 +78,8 @@ def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """A DLPack capsule of this cpu tensor (NumPy's exporter over the same memory)."""
     if self.requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    if self._conj:      # (its memory holds the conjugates)
+        raise BufferError("Can't export tensors with the conjugate bit set")
     if self.device.type != "cpu":
         return self._storage.data.__dlpack__(stream=stream) if self.is_contiguous() else \
             self.contiguous()._storage.data.__dlpack__(stream=stream)
@@ -526,11 +528,12 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {_tol(atol)}")
     with grad_mode.no_grad():
         close = input == other
-        if equal_nan and input.dtype.is_floating_point:
+        inexact = input.dtype.is_floating_point or input.dtype.is_complex
+        if equal_nan and inexact:
             close = close | (F.isnan(input) & F.isnan(other))
         if rtol == 0 and atol == 0:
             return close
-        if not input.dtype.is_floating_point:      # errors computed in the default float dtype (no wrap-around)
+        if not inexact:      # errors computed in the default float dtype (no wrap-around)
             input, other = input.to(D.get_default_dtype()), other.to(D.get_default_dtype())
         allowed = atol + F.abs(rtol * other)
         actual = F.abs(input - other)
@@ -582,7 +585,7 @@ def _alias_as(self, dtype, offset, shape, strides):
         raise RuntimeError("view(dtype) with a different dtype is supported on cpu tensors only")
     nbytes = data.nbytes - data.nbytes % dtype.itemsize
     view = data.view(np.uint8)[:nbytes].view(dtype.np) if dtype is not self.dtype else data
-    storage = self._storage if dtype is self.dtype else type(self._storage)(view)
+    storage = self._storage if dtype is self.dtype else Storage(view, allocated=False)
     return Tensor._make(storage, offset, shape, strides, dtype, self.device)
 
 

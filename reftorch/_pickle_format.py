@@ -18,6 +18,7 @@ import pickle
 import numpy as np
 
 import reftorch as torch
+import reftorch._conj as _conj
 from reftorch import _dtype as D
 from reftorch._checkpoint import MalformedData
 from reftorch._tensor import Storage, Tensor
@@ -33,7 +34,7 @@ STORAGE_NAMES = {D.float64: "DoubleStorage", D.float32: "FloatStorage", D.float1
 # torch's storage and dtype names that reftorch has no dtype for (they load as a clear error)
 _ABSENT_STORAGES = ("QInt8Storage", "QInt32Storage",
                     "QUInt8Storage", "QUInt4x2Storage", "QUInt2x4Storage")
-_ABSENT_DTYPES = ("complex32", "qint8", "qint32", "quint8", "quint4x2", "quint2x4",
+_ABSENT_DTYPES = ("qint8", "qint32", "quint8", "quint4x2", "quint2x4",
                   "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "float8_e4m3fn", "float8_e4m3fnuz",
                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32",
                   "uint64") + tuple(f"uint{i}" for i in range(1, 8)) + tuple(f"int{i}" for i in range(1, 8))
@@ -102,8 +103,10 @@ class StorageTable:
         key = entry[0]
         loc = str(ref.device)
         location = _LOCATIONS.setdefault(loc, loc)
-        stype = torch_name("torch", STORAGE_NAMES[ref.dtype])
-        numel = len(ref.storage.data)
+        if ref.dtype in STORAGE_NAMES:
+            stype, numel = torch_name("torch", STORAGE_NAMES[ref.dtype]), len(ref.storage.data)
+        else:       # complex32, which has no typed storage: torch's untyped one, its size in bytes
+            stype, numel = torch_name("torch.storage", "UntypedStorage"), ref.storage.data.nbytes
         if self.legacy:
             return ("storage", stype, key, location, numel, None)
         return ("storage", stype, key, location, numel)
@@ -167,11 +170,17 @@ class _TorchPicklerMixin:
                 return (torch_name("torch._utils", "_rebuild_parameter_with_state"),
                         (_plain(t), t.requires_grad, hooks, state))
             return (torch_name("torch._utils", "_rebuild_parameter"), (_plain(t), t.requires_grad, hooks))
-        if t.dtype not in STORAGE_NAMES:
-            raise pickle.PicklingError(f"cannot save a tensor of dtype {t.dtype}")
         args = (StorageRef(t._storage, t.dtype, t.device), t._offset, tuple(t._shape), tuple(t._strides),
                 t.requires_grad, hooks)
         rebuild = torch_name("torch._utils", "_rebuild_tensor_v2")
+        if t.dtype not in STORAGE_NAMES:
+            if t.dtype is not D.complex32 or self.storages.legacy:
+                raise pickle.PicklingError(f"cannot save a tensor of dtype {t.dtype}")
+            # as torch saves it: _rebuild_tensor_v3 over an untyped storage, the dtype after the hooks
+            args, rebuild = args + (t.dtype,), torch_name("torch._utils", "_rebuild_tensor_v3")
+        bits = {k: True for k, on in (("conj", t._conj), ("neg", t._neg)) if on}
+        if bits:        # a conjugate or negative view: the stored values and torch's metadata naming the bits
+            args += (bits,)
         if type(t) is Tensor and not state:
             return (rebuild, args)
         return (torch_name("torch._tensor", "_rebuild_from_type_v2"), (rebuild, type(t), args, state))
@@ -322,9 +331,20 @@ def _requires_grad(t, requires_grad):
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     _empty_hooks(backward_hooks)
-    if metadata:
-        raise MalformedData("tensor metadata (conjugate/negative bits) that reftorch has no use for")
-    return _requires_grad(_rebuild_tensor(storage, storage_offset, size, stride), requires_grad)
+    return _requires_grad(_with_bits(_rebuild_tensor(storage, storage_offset, size, stride), metadata), requires_grad)
+
+
+def _with_bits(t, metadata):
+    """The tensor as the view torch's metadata names: {"conj": True} a conjugate view, {"neg": True} a negative
+    one (the storage holds the values before the bits)."""
+    if not metadata:
+        return t
+    if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"} or \
+            any(v is not True for v in metadata.values()) or (metadata.get("conj") and not t.dtype.is_complex):
+        raise MalformedData(f"tensor metadata {metadata!r} other than a complex tensor's conjugate or negative bit")
+    if metadata.get("conj"):
+        t = _conj.conj_view(t)
+    return _conj.neg_view(t) if metadata.get("neg") else t
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):

@@ -72,17 +72,25 @@ def _need_float(self, name):
 @random_op("fill")
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     from_ = _from_keyword("uniform_", from_, kw)
-    _need_float(self, "check_uniform_bounds")
+    if not self.dtype.is_complex:
+        _need_float(self, "check_uniform_bounds")
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    if self.dtype.is_complex:       # PyTorch: each part uniform on [from, to)
+        uniform_(F.view_as_real(self), from_, to, generator=generator)
+        return self
     return _write(self, _draw(self, "uniform", generator) * (to - from_) + from_)
 
 
 @random_op("fill")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    _need_float(self, "normal_kernel_cpu")
+    if not self.dtype.is_complex:
+        _need_float(self, "normal_kernel_cpu")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if self.dtype.is_complex:       # PyTorch: each part N(mean, std^2 / 2)
+        normal_(F.view_as_real(self), mean, std / math.sqrt(2), generator=generator)
+        return self
     return _write(self, _draw(self, "normal", generator) * std + mean)
 
 

@@ -32,10 +32,12 @@ def numpy_error(t):
 class Storage:
     __slots__ = ("data", "version", "inference", "__weakref__")
 
-    def __init__(self, data):
+    def __init__(self, data, allocated=True):
         self.data = data        # 1-D numpy array
         self.version = 0
         self.inference = _grad_state.inference      # allocated inside inference_mode: its tensors are inference tensors
+        if D.chalf_warning_due and allocated and data.dtype == D.CHALF_NP:      # (not over another's bytes)
+            D.chalf_allocated()
 
 
 class _AliasStorage(Storage):
@@ -319,10 +321,19 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
-        return float(self.item())
+        return float(self._real_item("double"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._real_item("int64_t"))
+
+    def _real_item(self, ctype):
+        """item() as a real number: a complex one only with no imaginary part, as PyTorch converts it."""
+        v = self.item()
+        if isinstance(v, complex):
+            if v.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            return v.real
+        return v
 
     def __index__(self):
         if self.dtype.category > 1 or self.numel() != 1:

@@ -9,7 +9,7 @@ strided kernel (the scalar function plus the full index arithmetic) is compiled 
 family the op accepts (bool, int64, and for floats float32 or float64, by the parity of the kernel name's
 CRC-32, so both widths are typed across the registry); the contiguous kernel, the same scalar function
 around a plainer loop, only where an op has no strided kernel; reductions and scans for each family
-(float32), matmul for float32, float64 and int64. REFTORCH_PTX_ALL=1 compiles every kernel for every
+(float32), matmul for float32, float64, int64 and complex64. REFTORCH_PTX_ALL=1 compiles every kernel for every
 family and both float dtypes.
 """
 import math
@@ -151,7 +151,7 @@ def cases():
         op = REGISTRY[info["op"]]
         kind = info["kind"]
         if kind == "matmul":
-            for dt in (np.float32, np.float64, np.int64):
+            for dt in (np.float32, np.float64, np.int64, np.complex64):
                 out.append(pytest.param(name, "tiled", dt, id=f"matmul-{np.dtype(dt).name}"))
             continue
         fams = ["float"] if name.startswith("_bw_") else list(op.dtypes)

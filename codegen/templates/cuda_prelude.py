@@ -77,12 +77,16 @@ def isnan(x):
 
 @cuda.jit(device=True, inline=True)
 def isinf(x):
-    return x == inf or x == -inf
+    # either part infinite, for complex and real numbers alike (numba.cuda types both branches of an isinstance)
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    return y.real == inf or y.real == -inf or y.imag == inf or y.imag == -inf
 
 
 @cuda.jit(device=True, inline=True)
 def isfinite(x):
-    return not (x != x or x == inf or x == -inf)
+    y = x * 1
+    return not (y.real != y.real or y.real == inf or y.real == -inf or y.imag != y.imag or y.imag == inf
+                or y.imag == -inf)
 
 
 @cuda.jit(device=True, inline=True)
@@ -233,6 +237,12 @@ def sgn(x):
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cdiv(a, b):
+    # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
+    return a / b
 
 
 @cuda.jit(device=True, inline=True)

@@ -33,11 +33,17 @@ def isnan(x):
 
 @njit(inline="always")
 def isinf(x):
+    # a complex number is infinite when either part is (NaN in the other part included), as torch.isinf
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.real == inf or x.real == -inf or x.imag == inf or x.imag == -inf
     return x == inf or x == -inf
 
 
 @njit(inline="always")
 def isfinite(x):
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        r, i = x.real, x.imag
+        return not (r != r or r == inf or r == -inf or i != i or i == inf or i == -inf)
     return not (x != x or x == inf or x == -inf)
 
 
@@ -107,6 +113,25 @@ def sgn(x):
         m = abs(x)
         return x / m if m != 0 else x * 0
     return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
 
 
 @njit(inline="always")

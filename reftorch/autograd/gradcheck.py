@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from .._creation import from_numpy
 from .._creation import tensor
 from ._grad import grad as autograd_grad
+import reftorch._functional as F
 import reftorch.autograd.forward_ad as fwAD
 
 PROJECTION_THRESHOLD = 256   # output elements above which the Jacobian is checked through projections
@@ -72,6 +73,25 @@ def _check_inputs(tupled):
                                    "correctly. You should call .contiguous on the input before passing it to "
                                    "gradcheck.")
     return [t for _, t in diff]
+
+
+def _realified(func, tupled):
+    """func and its inputs with complex tensors as pairs of reals, as PyTorch's gradcheck treats them: each complex
+    input that requires grad enters as a (..., 2) real leaf (view_as_complex inside the function) and each complex
+    output leaves as view_as_real, so both parts are perturbed and both parts of every gradient compared (the
+    conjugate Wirtinger convention makes d/d re + i d/d im the gradient of a real function)."""
+    Tensor = _tensor_cls()
+    marked = [isinstance(t, Tensor) and t.dtype.is_complex and t.requires_grad for t in tupled]
+    args = tuple(F.view_as_real(F.resolved(t.detach())).clone().requires_grad_(True) if m else t
+                 for t, m in zip(tupled, marked))
+
+    def real_func(*xs):
+        outs = func(*(F.view_as_complex(x) if m else x for x, m in zip(xs, marked)))
+        many = isinstance(outs, (tuple, list))
+        outs = tuple(F.view_as_real(F.resolved(o)) if isinstance(o, Tensor) and o.dtype.is_complex else o
+                     for o in _as_tuple(outs))
+        return outs if many else outs[0]
+    return real_func, args
 
 
 def _numerical(func, tupled, inputs, eps, weights=None):
@@ -147,7 +167,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     Returns True when every (output, input) Jacobian agrees within atol + rtol * |numerical|; else
     raises GradcheckError (or returns False with raise_exception=False)."""
-    tupled = _as_tuple(inputs)
+    func, tupled = _realified(func, _as_tuple(inputs))
     diff_inputs = _check_inputs(tupled)
     outputs = _as_tuple(func(*tupled))
     if check_forward_ad and not _forward_check(func, tupled, diff_inputs, outputs, eps, atol, rtol, raise_exception):

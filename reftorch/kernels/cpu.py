@@ -48,11 +48,17 @@ def isnan(x):
 
 @njit(inline="always")
 def isinf(x):
+    # a complex number is infinite when either part is (NaN in the other part included), as torch.isinf
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.real == inf or x.real == -inf or x.imag == inf or x.imag == -inf
     return x == inf or x == -inf
 
 
 @njit(inline="always")
 def isfinite(x):
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        r, i = x.real, x.imag
+        return not (r != r or r == inf or r == -inf or i != i or i == inf or i == -inf)
     return not (x != x or x == inf or x == -inf)
 
 
@@ -122,6 +128,25 @@ def sgn(x):
         m = abs(x)
         return x / m if m != 0 else x * 0
     return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
 
 
 @njit(inline="always")
@@ -2713,8 +2738,8 @@ def mul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 @njit(inline="always")
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3400,9 +3425,6 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5300,9 +5322,6 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5527,9 +5546,6 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5618,9 +5634,6 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -5721,9 +5734,6 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6400,8 +6410,8 @@ def rsqrt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -17103,9 +17113,6 @@ def nansum_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = x[off + m * sm]
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -27310,20 +27317,20 @@ def _bw__clamp_max_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @njit(inline="always")
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27369,7 +27376,7 @@ def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27415,20 +27422,20 @@ def _bw_lerp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @njit(inline="always")
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27474,7 +27481,7 @@ def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27520,20 +27527,20 @@ def _bw_lerp_end_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @njit(inline="always")
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27602,7 +27609,7 @@ def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27741,20 +27748,20 @@ def _bw_addcmul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27800,7 +27807,7 @@ def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -27846,20 +27853,20 @@ def _bw_addcmul_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -27905,7 +27912,7 @@ def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -28038,20 +28045,20 @@ def _bw_addcdiv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -28097,7 +28104,7 @@ def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])
@@ -28143,20 +28150,20 @@ def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -28225,7 +28232,7 @@ def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     nd = len(shape)
     R = np.uint64(shape[nd - 2])
     C = np.uint64(shape[nd - 1])

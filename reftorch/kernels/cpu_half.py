@@ -48,11 +48,17 @@ def isnan(x):
 
 @njit(inline="always")
 def isinf(x):
+    # a complex number is infinite when either part is (NaN in the other part included), as torch.isinf
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        return x.real == inf or x.real == -inf or x.imag == inf or x.imag == -inf
     return x == inf or x == -inf
 
 
 @njit(inline="always")
 def isfinite(x):
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        r, i = x.real, x.imag
+        return not (r != r or r == inf or r == -inf or i != i or i == inf or i == -inf)
     return not (x != x or x == inf or x == -inf)
 
 
@@ -122,6 +128,25 @@ def sgn(x):
         m = abs(x)
         return x / m if m != 0 else x * 0
     return (x > 0) - (x < 0)
+
+
+@njit(inline="always")
+def cdiv(a, b):
+    # true division; a complex one by c10::complex's algorithm (Smith's: a zero divisor gives each part over zero,
+    # inf or nan), as PyTorch's cpu kernels divide (Numba's complex division raises ZeroDivisionError at zero)
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        ar, ai, c, d = a.real, a.imag, b.real, b.imag
+        abs_c, abs_d = abs(c), abs(d)
+        if abs_c >= abs_d:
+            if abs_c == 0 and abs_d == 0:
+                return complex(ar / abs_c, ai / abs_d)
+            rat = d / c
+            scl = 1.0 / (c + d * rat)
+            return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+        rat = c / d
+        scl = 1.0 / (d + c * rat)
+        return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+    return a / b
 
 
 @njit(inline="always")
@@ -3079,8 +3104,8 @@ def mul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
 
 @njit(inline="always")
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @njit(inline="always")
@@ -3090,14 +3115,14 @@ def _s__div_f16(self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_f16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__div_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -3148,14 +3173,14 @@ def _s__div_bf16(self, other):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_bf16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__div_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -3889,9 +3914,6 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -3991,9 +4013,6 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6268,9 +6287,6 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6370,9 +6386,6 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6724,9 +6737,6 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6811,9 +6821,6 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6904,9 +6911,6 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -6991,9 +6995,6 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -7101,9 +7102,6 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -7203,9 +7201,6 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -8012,8 +8007,8 @@ def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @njit(inline="always")
@@ -8023,14 +8018,14 @@ def _s_reciprocal_f16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_f16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s_reciprocal_f16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -8069,14 +8064,14 @@ def _s_reciprocal_bf16(self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_bf16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s_reciprocal_bf16(a0[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -19375,9 +19370,6 @@ def nansum_f16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = f16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -19462,9 +19454,6 @@ def nansum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
     K = np.uint64(K)
     sm = np.uint64(sm)
     sk = np.uint64(sk)
-    if start == 1:
-        for m in range(M):
-            acc[m] = bf16_to_f32(x[off + m * sm])
     k0 = np.uint64(start)
     if sk <= sm or M == 1:
         # the reduced axis is the inner one: one running value per output row
@@ -31550,8 +31539,8 @@ def _bw__clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @njit(inline="always")
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @njit(inline="always")
@@ -31561,14 +31550,14 @@ def _s__bw_lerp_self_f16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31619,14 +31608,14 @@ def _s__bw_lerp_self_bf16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_self_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31672,8 +31661,8 @@ def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @njit(inline="always")
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @njit(inline="always")
@@ -31683,14 +31672,14 @@ def _s__bw_lerp_end_f16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end_f16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31741,14 +31730,14 @@ def _s__bw_lerp_end_bf16(grad, weight):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_end_bf16(a0[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31794,8 +31783,8 @@ def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @njit(inline="always")
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @njit(inline="always")
@@ -31805,14 +31794,14 @@ def _s__bw_lerp_weight_f16(grad, end, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_f16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight_f16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -31886,14 +31875,14 @@ def _s__bw_lerp_weight_bf16(grad, end, self):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_lerp_weight_bf16(a0[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_lerp_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32060,8 +32049,8 @@ def _bw_addcmul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @njit(inline="always")
@@ -32071,14 +32060,14 @@ def _s__bw_addcmul_tensor1_f16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32129,14 +32118,14 @@ def _s__bw_addcmul_tensor1_bf16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor1_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32182,8 +32171,8 @@ def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @njit(inline="always")
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @njit(inline="always")
@@ -32193,14 +32182,14 @@ def _s__bw_addcmul_tensor2_f16(grad, tensor1, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32251,14 +32240,14 @@ def _s__bw_addcmul_tensor2_bf16(grad, tensor1, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcmul_tensor2_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcmul_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32402,8 +32391,8 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @njit(inline="always")
@@ -32413,14 +32402,14 @@ def _s__bw_addcdiv_tensor1_f16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1_f16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32471,14 +32460,14 @@ def _s__bw_addcdiv_tensor1_bf16(grad, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor1_bf16(a0[i], a1[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32524,8 +32513,8 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @njit(inline="always")
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @njit(inline="always")
@@ -32535,14 +32524,14 @@ def _s__bw_addcdiv_tensor2_f16(grad, tensor1, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_f16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2_f16(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])
@@ -32616,14 +32605,14 @@ def _s__bw_addcdiv_tensor2_bf16(grad, tensor1, tensor2, value):
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_bf16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     for i in range(out.shape[0]):
         out[i] = _s__bw_addcdiv_tensor2_bf16(a0[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
 def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     nd = len(shape)
     last = nd - 1
     n = np.uint64(shape[last])

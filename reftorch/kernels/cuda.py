@@ -113,12 +113,16 @@ def isnan(x):
 
 @cuda.jit(device=True, inline=True)
 def isinf(x):
-    return x == inf or x == -inf
+    # either part infinite, for complex and real numbers alike (numba.cuda types both branches of an isinstance)
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    return y.real == inf or y.real == -inf or y.imag == inf or y.imag == -inf
 
 
 @cuda.jit(device=True, inline=True)
 def isfinite(x):
-    return not (x != x or x == inf or x == -inf)
+    y = x * 1
+    return not (y.real != y.real or y.real == inf or y.real == -inf or y.imag != y.imag or y.imag == inf
+                or y.imag == -inf)
 
 
 @cuda.jit(device=True, inline=True)
@@ -269,6 +273,12 @@ def sgn(x):
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cdiv(a, b):
+    # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
+    return a / b
 
 
 @cuda.jit(device=True, inline=True)
@@ -1783,8 +1793,8 @@ def mul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @cuda.jit
@@ -2763,8 +2773,8 @@ def rsqrt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @cuda.jit
@@ -9510,20 +9520,20 @@ def _bw__clamp_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @cuda.jit
 def _bw_lerp_self_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9544,20 +9554,20 @@ def _bw_lerp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @cuda.jit
 def _bw_lerp_end_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9578,20 +9588,20 @@ def _bw_lerp_end_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @cuda.jit
 def _bw_lerp_weight_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9646,20 +9656,20 @@ def _bw_addcmul_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor1(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9680,20 +9690,20 @@ def _bw_addcmul_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor2_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor2(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9746,20 +9756,20 @@ def _bw_addcdiv_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor1_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor1(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -9780,20 +9790,20 @@ def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @cuda.jit
 def _bw_addcdiv_tensor2_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor2(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     nd = len(shape)
     n = 1
     for d in range(nd):

@@ -113,12 +113,16 @@ def isnan(x):
 
 @cuda.jit(device=True, inline=True)
 def isinf(x):
-    return x == inf or x == -inf
+    # either part infinite, for complex and real numbers alike (numba.cuda types both branches of an isinstance)
+    y = x * 1      # a bool as an integer (bools have no .imag here)
+    return y.real == inf or y.real == -inf or y.imag == inf or y.imag == -inf
 
 
 @cuda.jit(device=True, inline=True)
 def isfinite(x):
-    return not (x != x or x == inf or x == -inf)
+    y = x * 1
+    return not (y.real != y.real or y.real == inf or y.real == -inf or y.imag != y.imag or y.imag == inf
+                or y.imag == -inf)
 
 
 @cuda.jit(device=True, inline=True)
@@ -269,6 +273,12 @@ def sgn(x):
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
+
+
+@cuda.jit(device=True, inline=True)
+def cdiv(a, b):
+    # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
+    return a / b
 
 
 @cuda.jit(device=True, inline=True)
@@ -2531,8 +2541,8 @@ def mul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
 
 @cuda.jit(device=True, inline=True)
 def _s__div(self, other):
-    # ops.yaml: _div -- self / other
-    return self / other
+    # ops.yaml: _div -- cdiv(self, other)
+    return cdiv(self, other)
 
 
 @cuda.jit(device=True, inline=True)
@@ -2542,14 +2552,14 @@ def _s__div_f16(self, other):
 
 @cuda.jit
 def _div_f16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__div_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _div_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [f16]
+    # ops.yaml: _div -- cdiv(self, other) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2575,14 +2585,14 @@ def _s__div_bf16(self, other):
 
 @cuda.jit
 def _div_bf16_contig(out, a0, a1):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__div_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _div_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: _div -- self / other [bf16]
+    # ops.yaml: _div -- cdiv(self, other) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4611,8 +4621,8 @@ def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_reciprocal(self):
-    # ops.yaml: reciprocal -- 1.0 / self
-    return 1.0 / self
+    # ops.yaml: reciprocal -- cdiv(1.0, self)
+    return cdiv(1.0, self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -4622,14 +4632,14 @@ def _s_reciprocal_f16(self):
 
 @cuda.jit
 def reciprocal_f16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_reciprocal_f16(a0[i])
 
 
 @cuda.jit
 def reciprocal_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [f16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4653,14 +4663,14 @@ def _s_reciprocal_bf16(self):
 
 @cuda.jit
 def reciprocal_bf16_contig(out, a0):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_reciprocal_bf16(a0[i])
 
 
 @cuda.jit
 def reciprocal_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: reciprocal -- 1.0 / self [bf16]
+    # ops.yaml: reciprocal -- cdiv(1.0, self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18330,8 +18340,8 @@ def _bw__clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_self(grad, weight):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight)
-    return grad * (1 - weight)
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
+    return grad * _s__conj_physical(1 - weight)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18341,14 +18351,14 @@ def _s__bw_lerp_self_f16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_self_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [f16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18374,14 +18384,14 @@ def _s__bw_lerp_self_bf16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_self_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_self_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for self -- grad * (1 - weight) [bf16]
+    # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18402,8 +18412,8 @@ def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_end(grad, weight):
-    # ops.yaml: lerp backward for end -- grad * weight
-    return grad * weight
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
+    return grad * _s__conj_physical(weight)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18413,14 +18423,14 @@ def _s__bw_lerp_end_f16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_end_f16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end_f16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [f16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18446,14 +18456,14 @@ def _s__bw_lerp_end_bf16(grad, weight):
 
 @cuda.jit
 def _bw_lerp_end_bf16_contig(out, a0, a1):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_end_bf16(a0[i], a1[i])
 
 
 @cuda.jit
 def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: lerp backward for end -- grad * weight [bf16]
+    # ops.yaml: lerp backward for end -- grad * _conj_physical(weight) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18474,8 +18484,8 @@ def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_lerp_weight(grad, end, self):
-    # ops.yaml: lerp backward for weight -- grad * (end - self)
-    return grad * (end - self)
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
+    return grad * _s__conj_physical(end - self)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18485,14 +18495,14 @@ def _s__bw_lerp_weight_f16(grad, end, self):
 
 @cuda.jit
 def _bw_lerp_weight_f16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight_f16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [f16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18520,14 +18530,14 @@ def _s__bw_lerp_weight_bf16(grad, end, self):
 
 @cuda.jit
 def _bw_lerp_weight_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_lerp_weight_bf16(a0[i], a1[i], a2[i])
 
 
 @cuda.jit
 def _bw_lerp_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: lerp backward for weight -- grad * (end - self) [bf16]
+    # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18618,8 +18628,8 @@ def _bw_addcmul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value
-    return grad * tensor2 * value
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
+    return grad * _s__conj_physical(tensor2 * value)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18629,14 +18639,14 @@ def _s__bw_addcmul_tensor1_f16(grad, tensor2, value):
 
 @cuda.jit
 def _bw_addcmul_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor1_f16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [f16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18662,14 +18672,14 @@ def _s__bw_addcmul_tensor1_bf16(grad, tensor2, value):
 
 @cuda.jit
 def _bw_addcmul_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor1_bf16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor1 -- grad * tensor2 * value [bf16]
+    # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18690,8 +18700,8 @@ def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value
-    return grad * tensor1 * value
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
+    return grad * _s__conj_physical(tensor1 * value)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18701,14 +18711,14 @@ def _s__bw_addcmul_tensor2_f16(grad, tensor1, value):
 
 @cuda.jit
 def _bw_addcmul_tensor2_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor2_f16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [f16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18734,14 +18744,14 @@ def _s__bw_addcmul_tensor2_bf16(grad, tensor1, value):
 
 @cuda.jit
 def _bw_addcmul_tensor2_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcmul_tensor2_bf16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcmul_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcmul backward for tensor2 -- grad * tensor1 * value [bf16]
+    # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18830,8 +18840,8 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2
-    return grad * value / tensor2
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
+    return grad * _s__conj_physical(value / tensor2)
 
 
 @cuda.jit(device=True, inline=True)
@@ -18841,14 +18851,14 @@ def _s__bw_addcdiv_tensor1_f16(grad, tensor2, value):
 
 @cuda.jit
 def _bw_addcdiv_tensor1_f16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor1_f16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [f16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18874,14 +18884,14 @@ def _s__bw_addcdiv_tensor1_bf16(grad, tensor2, value):
 
 @cuda.jit
 def _bw_addcdiv_tensor1_bf16_contig(out, a0, a1, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor1_bf16(a0[i], a1[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, value):
-    # ops.yaml: addcdiv backward for tensor1 -- grad * value / tensor2 [bf16]
+    # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18902,8 +18912,8 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2)
-    return -grad * value * tensor1 / (tensor2 * tensor2)
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18913,14 +18923,14 @@ def _s__bw_addcdiv_tensor2_f16(grad, tensor1, tensor2, value):
 
 @cuda.jit
 def _bw_addcdiv_tensor2_f16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor2_f16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [f16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -18948,14 +18958,14 @@ def _s__bw_addcdiv_tensor2_bf16(grad, tensor1, tensor2, value):
 
 @cuda.jit
 def _bw_addcdiv_tensor2_bf16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s__bw_addcdiv_tensor2_bf16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv backward for tensor2 -- -grad * value * tensor1 / (tensor2 * tensor2) [bf16]
+    # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):

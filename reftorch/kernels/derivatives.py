@@ -951,12 +951,12 @@ def mm_backward(F, grads, saved, needs, fused):
     mat2 = saved['mat2']
     self = saved['self']
     g = [None] * 2
-    # self: mm(grad, mat2.mT)
+    # self: mm(grad, mat2.mH)
     if needs[0]:
-        g[0] = F.mm(grad, mat2.mT)
-    # mat2: mm(self.mT, grad)
+        g[0] = F.mm(grad, mat2.mH)
+    # mat2: mm(self.mH, grad)
     if needs[1]:
-        g[1] = F.mm(self.mT, grad)
+        g[1] = F.mm(self.mH, grad)
     return g
 
 
@@ -966,12 +966,12 @@ def bmm_backward(F, grads, saved, needs, fused):
     mat2 = saved['mat2']
     self = saved['self']
     g = [None] * 2
-    # self: bmm(grad, mat2.mT)
+    # self: bmm(grad, mat2.mH)
     if needs[0]:
-        g[0] = F.bmm(grad, mat2.mT)
-    # mat2: bmm(self.mT, grad)
+        g[0] = F.bmm(grad, mat2.mH)
+    # mat2: bmm(self.mH, grad)
     if needs[1]:
-        g[1] = F.bmm(self.mT, grad)
+        g[1] = F.bmm(self.mH, grad)
     return g
 
 
@@ -981,12 +981,12 @@ def mv_backward(F, grads, saved, needs, fused):
     self = saved['self']
     vec = saved['vec']
     g = [None] * 2
-    # self: outer(grad, vec)
+    # self: outer(grad, conj(vec))
     if needs[0]:
-        g[0] = F.outer(grad, vec)
-    # vec: mv(self.mT, grad)
+        g[0] = F.outer(grad, F.conj(vec))
+    # vec: mv(self.mH, grad)
     if needs[1]:
-        g[1] = F.mv(self.mT, grad)
+        g[1] = F.mv(self.mH, grad)
     return g
 
 
@@ -996,12 +996,12 @@ def dot_backward(F, grads, saved, needs, fused):
     self = saved['self']
     tensor = saved['tensor']
     g = [None] * 2
-    # self: grad * tensor
+    # self: grad * _conj_physical(tensor)
     if needs[0]:
-        g[0] = grad * tensor
-    # tensor: grad * self
+        g[0] = grad * F._conj_physical(tensor)
+    # tensor: grad * _conj_physical(self)
     if needs[1]:
-        g[1] = grad * self
+        g[1] = grad * F._conj_physical(self)
     return g
 
 
@@ -1011,12 +1011,12 @@ def outer_backward(F, grads, saved, needs, fused):
     self = saved['self']
     vec2 = saved['vec2']
     g = [None] * 2
-    # self: mv(grad, vec2)
+    # self: mv(grad, conj(vec2))
     if needs[0]:
-        g[0] = F.mv(grad, vec2)
-    # vec2: mv(grad.mT, self)
+        g[0] = F.mv(grad, F.conj(vec2))
+    # vec2: mv(grad.mT, conj(self))
     if needs[1]:
-        g[1] = F.mv(grad.mT, self)
+        g[1] = F.mv(grad.mT, F.conj(self))
     return g
 
 
@@ -1778,15 +1778,15 @@ def lerp_backward(F, grads, saved, needs, fused):
     self = saved['self']
     weight = saved['weight']
     g = [None] * 3
-    # self: grad * (1 - weight)
+    # self: grad * _conj_physical(1 - weight)
     if needs[0]:
-        g[0] = F._fused('_bw_lerp_self', (grad, weight,), ()) if fused else grad * (1 - weight)
-    # end: grad * weight
+        g[0] = F._fused('_bw_lerp_self', (grad, weight,), ()) if fused else grad * F._conj_physical(1 - weight)
+    # end: grad * _conj_physical(weight)
     if needs[1]:
-        g[1] = F._fused('_bw_lerp_end', (grad, weight,), ()) if fused else grad * weight
-    # weight: grad * (end - self)
+        g[1] = F._fused('_bw_lerp_end', (grad, weight,), ()) if fused else grad * F._conj_physical(weight)
+    # weight: grad * _conj_physical(end - self)
     if needs[2]:
-        g[2] = F._fused('_bw_lerp_weight', (grad, end, self,), ()) if fused else grad * (end - self)
+        g[2] = F._fused('_bw_lerp_weight', (grad, end, self,), ()) if fused else grad * F._conj_physical(end - self)
     return g
 
 
@@ -1800,12 +1800,12 @@ def addcmul_backward(F, grads, saved, needs, fused):
     # self: grad
     if needs[0]:
         g[0] = F._fused('_bw_addcmul_self', (grad,), ()) if fused else grad
-    # tensor1: grad * tensor2 * value
+    # tensor1: grad * _conj_physical(tensor2 * value)
     if needs[1]:
-        g[1] = F._fused('_bw_addcmul_tensor1', (grad, tensor2,), (value, )) if fused else grad * tensor2 * value
-    # tensor2: grad * tensor1 * value
+        g[1] = F._fused('_bw_addcmul_tensor1', (grad, tensor2,), (value, )) if fused else grad * F._conj_physical(tensor2 * value)
+    # tensor2: grad * _conj_physical(tensor1 * value)
     if needs[2]:
-        g[2] = F._fused('_bw_addcmul_tensor2', (grad, tensor1,), (value, )) if fused else grad * tensor1 * value
+        g[2] = F._fused('_bw_addcmul_tensor2', (grad, tensor1,), (value, )) if fused else grad * F._conj_physical(tensor1 * value)
     return g
 
 
@@ -1819,12 +1819,12 @@ def addcdiv_backward(F, grads, saved, needs, fused):
     # self: grad
     if needs[0]:
         g[0] = F._fused('_bw_addcdiv_self', (grad,), ()) if fused else grad
-    # tensor1: grad * value / tensor2
+    # tensor1: grad * _conj_physical(value / tensor2)
     if needs[1]:
-        g[1] = F._fused('_bw_addcdiv_tensor1', (grad, tensor2,), (value, )) if fused else grad * value / tensor2
-    # tensor2: -grad * value * tensor1 / (tensor2 * tensor2)
+        g[1] = F._fused('_bw_addcdiv_tensor1', (grad, tensor2,), (value, )) if fused else grad * F._conj_physical(value / tensor2)
+    # tensor2: -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     if needs[2]:
-        g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * value * tensor1 / (tensor2 * tensor2)
+        g[2] = F._fused('_bw_addcdiv_tensor2', (grad, tensor1, tensor2,), (value, )) if fused else -grad * F._conj_physical(value * tensor1 / (tensor2 * tensor2))
     return g
 
 
@@ -2699,8 +2699,8 @@ def angle_backward(F, grads, saved, needs, fused):
     return g
 
 
-def complex_backward(F, grads, saved, needs, fused):
-    # ops.yaml: complex
+def _complex_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _complex
     grad = grads[0]
     imag = saved['imag']
     real = saved['real']
@@ -2812,5 +2812,5 @@ SAVE_USERS = {
     'igamma': {'other': (1,), 'self': (1,)},
     'igammac': {'other': (1,), 'self': (1,)},
     '_cross': {'other': (0,), 'self': (1,)},
-    'complex': {'imag': (1,), 'real': (0,)},
+    '_complex': {'imag': (1,), 'real': (0,)},
 }

@@ -1098,15 +1098,15 @@ def lerp_jvp(F, a, t, result):
     end_t = t['end']
     weight_t = t['weight']
     terms = []
-    # self: grad * (1 - weight)
+    # self: grad * _conj_physical(1 - weight)
     if self_t is not None:
-        terms.append(self_t * (1 - weight))
-    # end: grad * weight
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(1 - weight)))
+    # end: grad * _conj_physical(weight)
     if end_t is not None:
-        terms.append(end_t * weight)
-    # weight: grad * (end - self)
+        terms.append(F.conj_physical(F.conj_physical(end_t) * F._conj_physical(weight)))
+    # weight: grad * _conj_physical(end - self)
     if weight_t is not None:
-        terms.append(weight_t * (end - self))
+        terms.append(F.conj_physical(F.conj_physical(weight_t) * F._conj_physical(end - self)))
     return terms
 
 
@@ -1121,13 +1121,13 @@ def addcmul_jvp(F, a, t, result):
     terms = []
     # self: grad
     if self_t is not None:
-        terms.append(self_t)
-    # tensor1: grad * tensor2 * value
+        terms.append(F.conj_physical(F.conj_physical(self_t)))
+    # tensor1: grad * _conj_physical(tensor2 * value)
     if tensor1_t is not None:
-        terms.append(tensor1_t * tensor2 * value)
-    # tensor2: grad * tensor1 * value
+        terms.append(F.conj_physical(F.conj_physical(tensor1_t) * F._conj_physical(tensor2 * value)))
+    # tensor2: grad * _conj_physical(tensor1 * value)
     if tensor2_t is not None:
-        terms.append(tensor2_t * tensor1 * value)
+        terms.append(F.conj_physical(F.conj_physical(tensor2_t) * F._conj_physical(tensor1 * value)))
     return terms
 
 
@@ -1142,13 +1142,13 @@ def addcdiv_jvp(F, a, t, result):
     terms = []
     # self: grad
     if self_t is not None:
-        terms.append(self_t)
-    # tensor1: grad * value / tensor2
+        terms.append(F.conj_physical(F.conj_physical(self_t)))
+    # tensor1: grad * _conj_physical(value / tensor2)
     if tensor1_t is not None:
-        terms.append(tensor1_t * value / tensor2)
-    # tensor2: -grad * value * tensor1 / (tensor2 * tensor2)
+        terms.append(F.conj_physical(F.conj_physical(tensor1_t) * F._conj_physical(value / tensor2)))
+    # tensor2: -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     if tensor2_t is not None:
-        terms.append(-tensor2_t * value * tensor1 / (tensor2 * tensor2))
+        terms.append(F.conj_physical(-F.conj_physical(tensor2_t) * F._conj_physical(value * tensor1 / (tensor2 * tensor2))))
     return terms
 
 

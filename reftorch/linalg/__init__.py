@@ -18,7 +18,7 @@ matmul = _F.matmul
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.vector_norm: sum(|x|^ord)^(1/ord) over dim (all dims when None); dtype= computes in it."""
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{x.dtype.short}")
     if dtype is not None:

@@ -8,7 +8,8 @@ KERNELS table, so a new ops.yaml entry is covered with no new test code.
 
 The simulator runs each thread as Python (~0.1 ms a thread), so inputs are a few hundred elements and
 grids tiny (2 blocks x 32 threads; the kernels loop grid-stride). One dtype per family is sampled:
-bool, int64, float32 (float64 for the fused backward kernels and matmul), to keep the run short.
+bool, int64, float32 (float64 for the fused backward kernels and matmul), complex64, to keep the run short (the
+complex kernels add ~15 s).
 """
 import math
 import os
@@ -27,7 +28,8 @@ from reftorch.kernels import cpu  # noqa: E402
 gk = launch.kernels()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REGISTRY = {op.name: op for op in load(os.path.join(ROOT, "reftorch", "ops.yaml"))}
-FAMILY_DTYPE = {"bool": np.dtype(np.bool_), "int": np.dtype(np.int64), "float": np.dtype(np.float32)}
+FAMILY_DTYPE = {"bool": np.dtype(np.bool_), "int": np.dtype(np.int64), "float": np.dtype(np.float32),
+                "complex": np.dtype(np.complex64)}
 GRID = (2, 32)
 launch.configure(threads=GRID[1], tree_threads=GRID[1], max_blocks=GRID[0])
 np.seterr(all="ignore")
@@ -40,10 +42,7 @@ def families(name, info):
     op = REGISTRY[info["op"]]
     if name.startswith("_bw_"):
         return ["float"]
-    fams = [f for f in op.test.dtypes if f in op.dtypes] or list(op.dtypes)
-    # complex kernels: compiled to PTX by tests/test_cuda_ptx.py; the simulator run keeps to the real families
-    # (each simulated thread costs ~0.1 ms and the run is the suite's long pole)
-    return [f for f in fams if f != "complex"]
+    return [f for f in op.test.dtypes if f in op.dtypes] or list(op.dtypes)
 
 
 def cases(kind):
@@ -79,6 +78,8 @@ def values(rng, dtype, lo, hi, n):
     if dtype.kind in "iu":
         a, b = max(math.ceil(lo), -9), min(math.floor(hi), 9)
         return rng.integers(a, max(a, b) + 1, n).astype(dtype)
+    if dtype.kind == "c":       # both parts in the domain
+        return (rng.uniform(lo, hi, n) + 1j * rng.uniform(lo, hi, n)).astype(dtype)
     return rng.uniform(lo, hi, n).astype(dtype)
 
 
@@ -98,6 +99,8 @@ def scalar_values(op, names, compute):
         v = eval(src, {"np": np, "math": math, "inf": math.inf}) if src is not None else 1
         if v is None or isinstance(v, bool):
             out.append(v if compute.kind != "f" or v is None else float(v))
+        elif compute.kind == "c":
+            out.append(complex(v))
         elif compute.kind == "f":
             out.append(float(v))
         else:
@@ -112,7 +115,9 @@ def out_dtype(op, grad_kernel, compute):
         return np.dtype(np.bool_)
     if op.result == "int64":
         return np.dtype(np.int64)
-    if op.result == "float" and compute.kind != "f":
+    if op.result in ("real", "real_float") and compute.kind == "c":
+        return np.dtype(np.float32 if compute == np.complex64 else np.float64)
+    if op.result in ("float", "real_float") and compute.kind not in "fc":
         return np.dtype(np.float32)
     return compute
 
@@ -130,7 +135,7 @@ def setup_elementwise(name, fam, seed):
     op = REGISTRY[info["op"]]
     grad_kernel = name.startswith("_bw_")
     compute = np.dtype(np.float64) if grad_kernel else FAMILY_DTYPE[fam]
-    if op.result == "float" and compute.kind != "f":
+    if op.result == "float" and compute.kind not in "fc":
         compute = np.dtype(np.float32)          # the dispatcher casts integer inputs to the default float
     rng = np.random.default_rng(seed)
     dts = [input_dtype(op, t, compute) for t in info["tensors"]]
@@ -205,7 +210,7 @@ LAYOUTS = {"inner": (5, 300, 300, 1), "outer": (12, 1, 40, 12), "all": (1, 777, 
 
 def reduce_input(op, fam, n, rng, ties=False):
     dt = FAMILY_DTYPE[fam]
-    if op.result == "float" and dt.kind != "f":
+    if op.result == "float" and dt.kind not in "fc":
         dt = np.dtype(np.float32)                      # the dispatcher casts integer inputs first
     if ties and dt.kind == "f":
         return (rng.integers(-6, 6, n) / 2).astype(dt)
@@ -216,14 +221,15 @@ def reduce_input(op, fam, n, rng, ties=False):
 def acc_dtype(op, dt):
     rule = op.reduce.accumulate
     if rule == "wide":
-        return np.dtype(np.float64) if dt.kind == "f" else np.dtype(np.int64)
+        return np.dtype({"f": np.float64, "c": np.complex128}.get(dt.kind, np.int64))
     return {"float64": np.dtype(np.float64), "int64": np.dtype(np.int64), "bool": np.dtype(np.bool_)}.get(rule, dt)
 
 
 def identity(src, dt):
     v = {"inf": np.inf, "-inf": -np.inf}.get(str(src))
     if v is None:
-        v = float(src) if dt.kind == "f" else (bool(float(src)) if dt.kind == "b" else int(float(src)))
+        v = complex(float(src)) if dt.kind == "c" else float(src) if dt.kind == "f" else \
+            (bool(float(src)) if dt.kind == "b" else int(float(src)))
     return v
 
 
@@ -332,7 +338,7 @@ def test_long_row_split_over_blocks(name, monkeypatch):
 
 # ---------------------------------------------------------------------------- matmul
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex64])
 def test_matmul(dtype):
     rng = np.random.default_rng(5)
     a = values(rng, np.dtype(dtype), -3, 3, 2 * 33 * 17).reshape(2, 33, 17)
@@ -340,7 +346,7 @@ def test_matmul(dtype):
     got = np.zeros((2, 33, 20), dtype)
     launch.matmul(a, b, got)
     want = np.matmul(a, b)
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype).kind in "fc":
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     else:
         np.testing.assert_array_equal(got, want)
