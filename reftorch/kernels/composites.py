@@ -199,7 +199,7 @@ def var(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     # ops.yaml: var
     if isinstance(dim, bool):
         dim, unbiased = (None, dim)
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError('std and var only support floating point and complex dtypes')
     if correction is None:
         correction = 0 if unbiased is False else 1
@@ -207,7 +207,11 @@ def var(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         raise RuntimeError('Cannot specify both unbiased and correction')
     d = self - F.mean(self, dim, True)
     n = F.numel_of(self.shape, dim) - correction
-    return F.sum(d * d, dim, keepdim) / (n if n > 0 else 0)
+    if self.dtype.is_complex:
+        d = F.real(d) * F.real(d) + F.imag(d) * F.imag(d)
+    else:
+        d = d * d
+    return F.sum(d, dim, keepdim) / (n if n > 0 else 0)
 
 
 def std(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -217,11 +221,11 @@ def std(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def logsumexp(F, self, dim, keepdim=False):
     # ops.yaml: logsumexp
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         self = self.to(F.default_float())
     if F.numel_of(self.shape, dim) == 0:
         return F.log(F.sum(F.exp(self), dim, keepdim))
-    m = F.amax(self, dim, True).detach()
+    m = F.amax(F.real(self) if self.dtype.is_complex else self, dim, True).detach()
     m = F.where(F.abs(m) == math.inf, 0.0, m)
     return F.log(F.sum(F.exp(self - m), dim, keepdim)) + m.reshape(F.reduced_shape(self.shape, dim, keepdim))
 
@@ -233,19 +237,20 @@ def norm_backward(F, grad, self, result, ord, dim, keepdim):
     if ord == 0:
         return F.zeros_like(self) * g
     if ord == 1:
-        return F.sign(self) * g
+        return F.sgn(self) * g
     if ord == math.inf or ord == -math.inf:
-        mask = (F.abs(self) == r).to(grad.dtype)
-        return F.sign(self) * mask * g / F.sum(mask, dim, True)
+        m = F.amax(F.abs(self), dim, True) if ord > 0 else F.amin(F.abs(self), dim, True)
+        mask = (F.abs(self) == m).to(grad.dtype)
+        return F.sgn(self) * mask * g / F.sum(mask, dim, True)
     zero = r == 0
     if ord < 1:
-        scaled = F.where(self == 0, 0.0, F.sign(self) * F.abs(self) ** (ord - 1))
+        scaled = F.where(self == 0, 0.0, F.sgn(self) * F.abs(self) ** (ord - 1))
         return scaled * g * r ** (1 - ord)
     scale = F.where(zero, 0.0, g / F.where(zero, 1.0, r) ** (ord - 1))
     if ord == 2:
         return self * scale
     if ord < 2:
-        return F.sign(self) * F.abs(self) ** (ord - 1) * scale
+        return F.sgn(self) * F.abs(self) ** (ord - 1) * scale
     return self * F.abs(self) ** (ord - 2) * scale
 
 
@@ -258,7 +263,7 @@ def norm(F, self, p="fro", dim=None, keepdim=False, dtype=None):
         return F.linalg_matrix_norm(self, p, dims, keepdim)
     if p is None or p == 'fro':
         p = 2
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     return F.linalg_vector_norm(self, p, dim, keepdim)
 
@@ -344,6 +349,11 @@ def log_softmax(F, self, dim, dtype=None):
     return F._log_softmax(self, dim)
 
 
+def vdot(F, self, other):
+    # ops.yaml: vdot
+    return F.dot(F.conj(self), other)
+
+
 def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
     # ops.yaml: addmm
     p = F.mm(mat1, mat2)
@@ -383,7 +393,7 @@ def einsum_backward(F, grad, equation, operands):
     grads = []
     for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
         more = [F.ones(a, dtype=grad.dtype, device=F.device_of(grad, operands)) if kind == 'ones' else F.eye(a, dtype=grad.dtype, device=F.device_of(grad, operands)) for kind, a in extras]
-        grads.append(F.einsum(eq, grad, *[operands[i] for i in others], *more))
+        grads.append(F.einsum(eq, grad, *[F.conj(operands[i]) for i in others], *more))
     return grads
 
 
@@ -517,10 +527,16 @@ def square(F, self):
 
 def nan_to_num(F, self, nan=0.0, posinf=None, neginf=None):
     # ops.yaml: nan_to_num
-    if not F.is_floating(self):
+    if self.dtype.short == 'ComplexHalf':
+        raise NotImplementedError('"nan_to_num" not implemented for \'ComplexHalf\'')
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         return F.clone(self)
-    big = -F.lowest(self.dtype)
-    return F._nan_to_num(self, 0.0 if nan is None else nan, big if posinf is None else posinf, -big if neginf is None else neginf)
+    parts = F.view_as_real(F.resolve_conj(self).detach()) if self.dtype.is_complex else self
+    big = -F.lowest(parts.dtype)
+    fixed = F._nan_to_num(parts, 0.0 if nan is None else nan, big if posinf is None else posinf, -big if neginf is None else neginf)
+    if not self.dtype.is_complex:
+        return fixed
+    return F.where(F.isfinite(self), self, F.view_as_complex(fixed))
 
 
 def div(F, self, other, *, rounding_mode=None):
@@ -2125,7 +2141,7 @@ def rad2deg(F, self):
 
 def isreal(F, self):
     # ops.yaml: isreal
-    return F.ones_like(self, dtype=bool)
+    return F.eq(F.imag(self), 0) if self.dtype.is_complex else F.ones_like(self, dtype=bool)
 
 
 def heaviside(F, self, values):
@@ -2200,7 +2216,7 @@ def rsub(F, self, other, *, alpha=1):
 
 def nanmean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: nanmean
-    if not F.is_floating(self):
+    if not F.is_floating(self) and (not self.dtype.is_complex):
         raise RuntimeError(f'nanmean(): expected input to have floating point or complex dtype but got {self.dtype.short}')
     return F.nansum(self, dim, keepdim, dtype=dtype) / F.sum(F.logical_not(F.isnan(self)), dim, keepdim)
 
@@ -2289,7 +2305,7 @@ def var_mean(F, self, dim=None, unbiased=None, keepdim=False, *, correction=None
 def dist(F, self, other, p=2):
     # ops.yaml: dist
     d = self - other
-    if not F.is_floating(d):
+    if not F.is_floating(d) and (not d.dtype.is_complex):
         raise RuntimeError(f'norm(): input dtype should be either floating point or complex. Got {d.dtype.short} instead.')
     return F.linalg_vector_norm(d, p)
 
@@ -2425,7 +2441,7 @@ def cov(F, self, *, correction=1, fweights=None, aweights=None):
         __import__('warnings').warn('cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of observations.', UserWarning, stacklevel=3)
         norm_factor = norm_factor * 0
     x = x - avg.unsqueeze(1)
-    return (F.mm(x, (x * w if w is not None else x).t()) / norm_factor).squeeze()
+    return (F.mm(x, (x * w if w is not None else x).mH) / norm_factor).squeeze()
 
 
 def corrcoef(F, self):
@@ -2436,7 +2452,10 @@ def corrcoef(F, self):
     if c.ndim == 0:
         return c / c
     sd = F.sqrt(F.diagonal(c))
-    return F.clamp(c / sd.reshape(-1, 1) / sd.reshape(1, -1), -1, 1)
+    r = c / sd.reshape(-1, 1) / sd.reshape(1, -1)
+    if r.dtype.is_complex:
+        return F.complex(F.clamp(F.real(r), -1, 1), F.clamp(F.imag(r), -1, 1))
+    return F.clamp(r, -1, 1)
 
 
 def cumsum_(F, self, dim, *, dtype=None):
@@ -2636,6 +2655,17 @@ def _angle_backward(F, grad, self):
         return F.zeros_like(self)
     a = F.abs(self)
     return F.where(a == 0, 0.0, grad * self / (a * a) * 1j)
+
+
+def complex(F, real, imag):
+    # ops.yaml: complex
+    if real.dtype.short not in ('Half', 'Float', 'Double') or imag.dtype.short not in ('Half', 'Float', 'Double'):
+        raise RuntimeError(f'Expected both inputs to be Half, Float or Double tensors but got {real.dtype.short} and {imag.dtype.short}')
+    if real.dtype is not imag.dtype:
+        raise RuntimeError(f'Expected object of scalar type {real.dtype.short} but got scalar type {imag.dtype.short} for second argument')
+    if real.dtype.short == 'Half':
+        return F._complex(real.float(), imag.float()).chalf()
+    return F._complex(real, imag)
 
 
 def polar(F, abs, angle):
