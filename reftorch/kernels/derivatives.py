@@ -1923,12 +1923,13 @@ def _lstm_cell_backward(F, grads, saved, needs, fused):
     gates = saved['gates']
     results = saved['results']
     g = [None] * 2
+    _once0 = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1]) if needs[0] or needs[1] else None
     # gates: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
     if needs[0]:
-        g[0] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+        g[0] = _once0[0]
     # cx: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
     if needs[1]:
-        g[1] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+        g[1] = _once0[1]
     return g
 
 
@@ -1939,15 +1940,16 @@ def _gru_cell_backward(F, grads, saved, needs, fused):
     hx = saved['hx']
     xg = saved['xg']
     g = [None] * 3
+    _once0 = F._gru_cell_backward(grad, xg, hg, hx) if needs[0] or needs[1] or needs[2] else None
     # xg: _gru_cell_backward(grad, xg, hg, hx)[0]
     if needs[0]:
-        g[0] = F._gru_cell_backward(grad, xg, hg, hx)[0]
+        g[0] = _once0[0]
     # hg: _gru_cell_backward(grad, xg, hg, hx)[1]
     if needs[1]:
-        g[1] = F._gru_cell_backward(grad, xg, hg, hx)[1]
+        g[1] = _once0[1]
     # hx: _gru_cell_backward(grad, xg, hg, hx)[2]
     if needs[2]:
-        g[2] = F._gru_cell_backward(grad, xg, hg, hx)[2]
+        g[2] = _once0[2]
     return g
 
 
@@ -1980,15 +1982,16 @@ def _sdpa_backward(F, grads, saved, needs, fused):
     scale = saved['scale']
     value = saved['value']
     g = [None] * 3
+    _once0 = F._sdpa_backward(grad, query, key, value, is_causal, scale) if needs[0] or needs[1] or needs[2] else None
     # query: _sdpa_backward(grad, query, key, value, is_causal, scale)[0]
     if needs[0]:
-        g[0] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+        g[0] = _once0[0]
     # key: _sdpa_backward(grad, query, key, value, is_causal, scale)[1]
     if needs[1]:
-        g[1] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+        g[1] = _once0[1]
     # value: _sdpa_backward(grad, query, key, value, is_causal, scale)[2]
     if needs[2]:
-        g[2] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+        g[2] = _once0[2]
     return g
 
 
@@ -2500,12 +2503,13 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     self = saved['self']
     src = saved['src']
     g = [None] * 3
+    _once0 = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result) if needs[0] or needs[2] else None
     # self: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
     if needs[0]:
-        g[0] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+        g[0] = _once0[0]
     # src: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
     if needs[2]:
-        g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+        g[2] = _once0[1]
     return g
 
 
