@@ -161,6 +161,15 @@ def fusable(op, formula, registry):
     return ordered, used_s, expr
 
 
+def _fused_or(op, arg, fz, src):
+    """The source of one input's gradient: its fused kernel when create_graph is off, else the Tensor formula."""
+    if fz is None:
+        return src
+    tnames, snames, _ = fz
+    return (f"F._fused({f'_bw_{op.name}_{arg}'!r}, ({', '.join(tnames)},), ({''.join(s + ', ' for s in snames)})) "
+            f"if fused else {src}")
+
+
 def _shared_calls(op, arg_order, registry):
     """Formulas `f(...)[k]` of several inputs over one call f(...) (a backward op returning every input's
     gradient, as _lstm_cell_backward): the call runs once per node, not once per input. Returns
@@ -196,7 +205,7 @@ def emit(ops):
             continue
         arg_order = [a.name for a in op.signature.args if a.is_tensor or a.type == "Tensor[]"]
         saves, users, formulas = set(), {}, set()
-        body, shared = [], _shared_calls(op, arg_order, registry)
+        body, shared, same = [], _shared_calls(op, arg_order, registry), {}
         for i, arg in enumerate(arg_order):
             formula = op.formula(arg)
             if formula is None:
@@ -211,18 +220,20 @@ def emit(ops):
             formulas.add(i)
             fz = fusable(op, formula, registry)
             body.append(f"    # {arg}: {formula}")
+            if formula in same:     # an earlier input's formula, word for word: its gradient, computed once
+                j = same[formula]
+                body.append(f"    if needs[{i}]:")
+                body.append(f"        g[{i}] = g[{j}] if needs[{j}] else {_fused_or(op, arg, fz, src)}")
+                continue
+            same[formula] = i
             is_list = op.signature.args[[a.name for a in op.signature.args].index(arg)].type == "Tensor[]"
             slot = f"g[{i}]"
             if fz is not None:
                 tnames, snames, expr = fz
                 kname = f"_bw_{op.name}_{arg}"
                 fused.append(Fused(kname, tuple(tnames), tuple(snames), expr, f"{op.name} backward for {arg} -- {formula}"))
-                body.append(f"    if needs[{i}]:")
-                body.append(f"        {slot} = F._fused({kname!r}, ({', '.join(tnames)},), ({''.join(s + ', ' for s in snames)})) "
-                            f"if fused else {src}")
-            else:
-                body.append(f"    if needs[{i}]:")
-                body.append(f"        {slot} = {src}")
+            body.append(f"    if needs[{i}]:")
+            body.append(f"        {slot} = {_fused_or(op, arg, fz, src)}")
             if is_list:
                 body[-2] = body[-2]  # list arguments hand back a sequence, spread by the engine
         saved_names = sorted(n for n in saves)

@@ -1569,7 +1569,7 @@ def _div_trunc_backward(F, grads, saved, needs, fused):
         g[0] = F.zeros_like(grad)
     # other: zeros_like(grad)
     if needs[1]:
-        g[1] = F.zeros_like(grad)
+        g[1] = g[0] if needs[0] else F.zeros_like(grad)
     return g
 
 
@@ -1582,7 +1582,7 @@ def floor_divide_backward(F, grads, saved, needs, fused):
         g[0] = F.zeros_like(grad)
     # other: zeros_like(grad)
     if needs[1]:
-        g[1] = F.zeros_like(grad)
+        g[1] = g[0] if needs[0] else F.zeros_like(grad)
     return g
 
 
@@ -1917,19 +1917,37 @@ def _linear_weight_grad_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _rnn_tanh_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _rnn_tanh_cell
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 2
+    # xg: grad * (1 - result * result)
+    if needs[0]:
+        g[0] = F._fused('_bw__rnn_tanh_cell_xg', (grad, result,), ()) if fused else grad * (1 - result * result)
+    # hg: grad * (1 - result * result)
+    if needs[1]:
+        g[1] = g[0] if needs[0] else F._fused('_bw__rnn_tanh_cell_hg', (grad, result,), ()) if fused else grad * (1 - result * result)
+    return g
+
+
 def _lstm_cell_backward(F, grads, saved, needs, fused):
     # ops.yaml: _lstm_cell
     cx = saved['cx']
-    gates = saved['gates']
+    hg = saved['hg']
     results = saved['results']
-    g = [None] * 2
-    _once0 = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1]) if needs[0] or needs[1] else None
-    # gates: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    xg = saved['xg']
+    g = [None] * 3
+    _once0 = F._lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1]) if needs[0] or needs[1] or needs[2] else None
+    # xg: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[0]
     if needs[0]:
         g[0] = _once0[0]
-    # cx: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+    # hg: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[0]
     if needs[1]:
-        g[1] = _once0[1]
+        g[1] = g[0] if needs[0] else _once0[0]
+    # cx: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[1]
+    if needs[2]:
+        g[2] = _once0[1]
     return g
 
 
@@ -2539,7 +2557,7 @@ def _segment_reduce_backward_backward(F, grads, saved, needs, fused):
         g[0] = F.not_implemented('_segment_reduce_backward')
     # data: not_implemented('_segment_reduce_backward')
     if needs[2]:
-        g[2] = F.not_implemented('_segment_reduce_backward')
+        g[2] = g[0] if needs[0] else F.not_implemented('_segment_reduce_backward')
     return g
 
 
