@@ -81,6 +81,25 @@ def _time_steps(x):
     return _TimeSteps.apply(x) if x.requires_grad and torch.is_grad_enabled() else x.unbind(0)
 
 
+class _StackSteps(torch.autograd.Function):
+    """The L step outputs as one (L, ...) tensor, with one backward node that hands each step its slice of the
+    gradient: torch.stack records an unsqueeze per step and a cat (L + 1 nodes forward and backward)."""
+
+    @staticmethod
+    def forward(ctx, *steps):
+        return torch.stack(steps, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.unbind(0)
+
+
+def _stack_steps(seq):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in seq):
+        return _StackSteps.apply(*seq)
+    return torch.stack(seq, 0)
+
+
 # ------------------------------------------------------------------ cells
 
 class RNNCellBase(Module):
@@ -329,7 +348,7 @@ class RNNBase(Module):
         xs = _time_steps(x_proj) if steps else ()
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             state, seq[t] = self._step(xs[t], state, *weights)
-        out = torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
+        out = _stack_steps(seq) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
         return out, state
 
     def _direction_packed(self, x_proj, state, weights, reverse, batch_sizes):
