@@ -74,7 +74,13 @@ class _TimeSteps(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        return torch.stack(grads, 0)
+        return _stacked(grads)
+
+
+def _stacked(steps):
+    """torch.stack(steps, 0) of equal-shaped (N, ...) steps as one cat and a view: stack is an unsqueeze per
+    step and a cat (L + 1 ops)."""
+    return torch.cat(steps, 0).view((len(steps),) + tuple(steps[0].shape))
 
 
 def _time_steps(x):
@@ -87,7 +93,7 @@ class _StackSteps(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, *steps):
-        return torch.stack(steps, 0)
+        return _stacked(steps)
 
     @staticmethod
     def backward(ctx, grad):
@@ -97,7 +103,7 @@ class _StackSteps(torch.autograd.Function):
 def _stack_steps(seq):
     if torch.is_grad_enabled() and any(t.requires_grad for t in seq):
         return _StackSteps.apply(*seq)
-    return torch.stack(seq, 0)
+    return _stacked(seq)
 
 
 # ------------------------------------------------------------------ cells
