@@ -161,6 +161,33 @@ def fusable(op, formula, registry):
     return ordered, used_s, expr
 
 
+def _fused_or(op, arg, fz, src):
+    """The source of one input's gradient: its fused kernel when create_graph is off, else the Tensor formula."""
+    if fz is None:
+        return src
+    tnames, snames, _ = fz
+    return (f"F._fused({f'_bw_{op.name}_{arg}'!r}, ({', '.join(tnames)},), ({''.join(s + ', ' for s in snames)})) "
+            f"if fused else {src}")
+
+
+def _shared_calls(op, arg_order, registry):
+    """Formulas `f(...)[k]` of several inputs over one call f(...) (a backward op returning every input's
+    gradient, as _lstm_cell_backward): the call runs once per node, not once per input. Returns
+    {local name: (rewritten call source, {input index: k}, (input indices))}."""
+    calls = {}
+    for i, arg in enumerate(arg_order):
+        formula = op.formula(arg)
+        if formula is None:
+            continue
+        tree = ast.parse(formula.strip(), mode="eval").body
+        if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Call) and \
+                isinstance(tree.slice, ast.Constant) and isinstance(tree.slice.value, int):
+            call_src = analyse(op, ast.unparse(tree.value), registry)[0]
+            calls.setdefault(call_src, {})[i] = tree.slice.value
+    shared = [(c, idx) for c, idx in calls.items() if len(idx) > 1]
+    return {f"_once{n}": (c, idx, tuple(idx)) for n, (c, idx) in enumerate(shared)}
+
+
 def emit(ops):
     """reftorch/kernels/derivatives.py and the list of fused kernels for the CPU module."""
     registry = {op.name: op for op in ops}
@@ -178,38 +205,45 @@ def emit(ops):
             continue
         arg_order = [a.name for a in op.signature.args if a.is_tensor or a.type == "Tensor[]"]
         saves, users, formulas = set(), {}, set()
-        body = []
+        body, shared, same = [], _shared_calls(op, arg_order, registry), {}
         for i, arg in enumerate(arg_order):
             formula = op.formula(arg)
             if formula is None:
                 continue
             src, s = analyse(op, formula, registry)
+            for name, (call_src, index, users_of) in shared.items():
+                if i in users_of and src == f"{call_src}[{index[i]}]":
+                    src = f"{name}[{index[i]}]"
             saves |= s
             for n in s:
                 users.setdefault(n, set()).add(i)
             formulas.add(i)
             fz = fusable(op, formula, registry)
             body.append(f"    # {arg}: {formula}")
+            if formula in same:     # an earlier input's formula, word for word: its gradient, computed once
+                j = same[formula]
+                body.append(f"    if needs[{i}]:")
+                body.append(f"        g[{i}] = g[{j}] if needs[{j}] else {_fused_or(op, arg, fz, src)}")
+                continue
+            same[formula] = i
             is_list = op.signature.args[[a.name for a in op.signature.args].index(arg)].type == "Tensor[]"
             slot = f"g[{i}]"
             if fz is not None:
                 tnames, snames, expr = fz
                 kname = f"_bw_{op.name}_{arg}"
                 fused.append(Fused(kname, tuple(tnames), tuple(snames), expr, f"{op.name} backward for {arg} -- {formula}"))
-                body.append(f"    if needs[{i}]:")
-                body.append(f"        {slot} = F._fused({kname!r}, ({', '.join(tnames)},), ({''.join(s + ', ' for s in snames)})) "
-                            f"if fused else {src}")
-            else:
-                body.append(f"    if needs[{i}]:")
-                body.append(f"        {slot} = {src}")
+            body.append(f"    if needs[{i}]:")
+            body.append(f"        {slot} = {_fused_or(op, arg, fz, src)}")
             if is_list:
                 body[-2] = body[-2]  # list arguments hand back a sequence, spread by the engine
         saved_names = sorted(n for n in saves)
         unpack = [f"    {n.replace('.', '_')} = saved[{n!r}]" for n in saved_names]
         grad_line = ["    grad = grads[0]"] if op.outputs == 1 else []
+        once = [f"    {name} = {call_src} if {' or '.join(f'needs[{u}]' for u in users_of)} else None"
+                for name, (call_src, _, users_of) in shared.items()]
         src = [f"def {op.name}_backward(F, grads, saved, needs, fused):",
                f"    # ops.yaml: {op.name}",
-               *grad_line, *unpack, f"    g = [None] * {len(arg_order)}", *body, "    return g", ""]
+               *grad_line, *unpack, f"    g = [None] * {len(arg_order)}", *once, *body, "    return g", ""]
         out.append("\n".join(src))
         saves_table[op.name] = tuple(saved_names)
         partial = {n: tuple(sorted(u)) for n, u in sorted(users.items()) if "." not in n and u != formulas}

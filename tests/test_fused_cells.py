@@ -1,5 +1,5 @@
-"""The fused recurrent cells (ops.yaml: _lstm_cell, _gru_cell and their backward ops): nn.LSTM / nn.GRU /
-LSTMCell / GRUCell give the gate arithmetic's values and gradients, first (one NumPy kernel) and second
+"""The fused recurrent cells (ops.yaml: _rnn_tanh_cell, _lstm_cell, _gru_cell and their backward ops): nn.RNN /
+nn.LSTM / nn.GRU / RNNCell / LSTMCell / GRUCell give the gate arithmetic's values and gradients, first (one NumPy kernel) and second
 (the composite formulas, grad mode on) derivatives."""
 from __future__ import annotations
 
@@ -32,8 +32,14 @@ def gru_ref(x, h, wi, wh, bi, bh):
     return h
 
 
+def rnn_ref(x, h, wi, wh, bi, bh):
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] @ wi.T + bi + h @ wh.T + bh)
+    return h
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
 def test_sequence_module_matches_reference(mode, dtype):
     torch.manual_seed(0)
     m = getattr(torch.nn, mode)(3, 4).to(dtype)
@@ -47,12 +53,14 @@ def test_sequence_module_matches_reference(mode, dtype):
         np.testing.assert_allclose(state[0][0].detach().numpy(), h, atol=tol)
         np.testing.assert_allclose(state[1][0].detach().numpy(), c, atol=tol)
     else:
-        np.testing.assert_allclose(state[0].detach().numpy(), gru_ref(xs, z, *w), atol=tol)
+        ref = gru_ref if mode == "GRU" else rnn_ref
+        np.testing.assert_allclose(state[0].detach().numpy(), ref(xs, z, *w), atol=tol)
     np.testing.assert_allclose(out[-1].detach().numpy(), (state[0] if mode == "LSTM" else state)[0].detach().numpy())
     cell = getattr(torch.nn, mode + "Cell")(3, 4).to(dtype)
     h = cell(x[0])
     h = h[0] if mode == "LSTM" else h
-    assert h.grad_fn.name() == ("LstmCellBackward0" if mode == "LSTM" else "GruCellBackward0")     # the fused op ran
+    assert h.grad_fn.name() == {"LSTM": "LstmCellBackward0", "GRU": "GruCellBackward0",
+                                "RNN": "RnnTanhCellBackward0"}[mode]        # the fused op ran
 
 
 def test_sequence_gradient_through_time_steps():
@@ -76,6 +84,14 @@ def test_lstm_cell_first_and_second_derivatives():
 def test_gru_cell_first_and_second_derivatives():
     torch.manual_seed(2)
     cell = torch.nn.GRUCell(3, 2).double()
+    x, h = (torch.randn(2, n, dtype=torch.float64, requires_grad=True) for n in (3, 2))
+    assert gradcheck(lambda x, h: cell(x, h), (x, h))
+    assert gradgradcheck(lambda x, h: cell(x, h), (x, h))
+
+
+def test_rnn_cell_first_and_second_derivatives():
+    torch.manual_seed(4)
+    cell = torch.nn.RNNCell(3, 2).double()
     x, h = (torch.randn(2, n, dtype=torch.float64, requires_grad=True) for n in (3, 2))
     assert gradcheck(lambda x, h: cell(x, h), (x, h))
     assert gradgradcheck(lambda x, h: cell(x, h), (x, h))

@@ -21,12 +21,15 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 # ------------------------------------------------------------------ one step of each cell
 
 def _rnn_step(x_proj, h, w_hh, b_hh, nonlinearity):
-    pre = x_proj + F.linear(h, w_hh, b_hh)
+    hg = F.linear(h, w_hh, b_hh)
+    if nonlinearity == "tanh" and _fusable(x_proj, hg):
+        return torch._functional._rnn_tanh_cell(x_proj, hg)       # one node for tanh(x_proj + hg)
+    pre = x_proj + hg
     return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
 
 
 def _fusable(*ts):
-    """Whether the fused cell ops (ops.yaml: _lstm_cell, _gru_cell) take these: cpu float32/float64 tensors of
+    """Whether the fused cell ops (ops.yaml: _rnn_tanh_cell, _lstm_cell, _gru_cell) take these: cpu float32/float64 tensors of
     one dtype and shape (under autocast the gates may be 16-bit while the state is not: the op-by-op path)."""
     t0 = ts[0]
     return t0.device.type == "cpu" and t0.dtype in (torch.float32, torch.float64) and \
@@ -34,11 +37,12 @@ def _fusable(*ts):
 
 
 def _lstm_step(x_proj, h, c, w_hh, b_hh, w_hr=None):
-    gates = x_proj + F.linear(h, w_hh, b_hh)
-    if _fusable(c) and gates.dtype is c.dtype and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]:
-        h, c = torch._functional._lstm_cell(gates, c)      # one node for the gate arithmetic
+    hg = F.linear(h, w_hh, b_hh)
+    if _fusable(x_proj, hg) and _fusable(c) and hg.dtype is c.dtype and hg.shape[:-1] == c.shape[:-1] and \
+            hg.shape[-1] == 4 * c.shape[-1]:
+        h, c = torch._functional._lstm_cell(x_proj, hg, c)      # one node for x_proj + hg and the gate arithmetic
     else:
-        i, f, g, o = gates.chunk(4, -1)
+        i, f, g, o = (x_proj + hg).chunk(4, -1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
     if w_hr is not None:
@@ -70,11 +74,36 @@ class _TimeSteps(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        return torch.stack(grads, 0)
+        return _stacked(grads)
+
+
+def _stacked(steps):
+    """torch.stack(steps, 0) of equal-shaped (N, ...) steps as one cat and a view: stack is an unsqueeze per
+    step and a cat (L + 1 ops)."""
+    return torch.cat(steps, 0).view((len(steps),) + tuple(steps[0].shape))
 
 
 def _time_steps(x):
     return _TimeSteps.apply(x) if x.requires_grad and torch.is_grad_enabled() else x.unbind(0)
+
+
+class _StackSteps(torch.autograd.Function):
+    """The L step outputs as one (L, ...) tensor, with one backward node that hands each step its slice of the
+    gradient: torch.stack records an unsqueeze per step and a cat (L + 1 nodes forward and backward)."""
+
+    @staticmethod
+    def forward(ctx, *steps):
+        return _stacked(steps)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.unbind(0)
+
+
+def _stack_steps(seq):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in seq):
+        return _StackSteps.apply(*seq)
+    return _stacked(seq)
 
 
 # ------------------------------------------------------------------ cells
@@ -325,7 +354,7 @@ class RNNBase(Module):
         xs = _time_steps(x_proj) if steps else ()
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             state, seq[t] = self._step(xs[t], state, *weights)
-        out = torch.stack(seq, 0) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
+        out = _stack_steps(seq) if steps else x_proj.new_zeros((0,) + tuple(state_of(state).shape))
         return out, state
 
     def _direction_packed(self, x_proj, state, weights, reverse, batch_sizes):
