@@ -500,11 +500,13 @@ SPECS = {
 
     '_foreach_add_': {'name': '_foreach_add_', 'kind': 'foreach', 'args': (('self', 'Tensor[]', None, False), ('scalar', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'updates': ('self',)},
 
-    '_lstm_cell': {'name': '_lstm_cell', 'kind': 'array', 'args': (('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('cx', 'gates', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_rnn_tanh_cell': {'name': '_rnn_tanh_cell', 'kind': 'binary', 'args': (('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda xg, hg: np.tanh(xg + hg)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_lstm_cell_backward': {'name': '_lstm_cell_backward', 'kind': 'composite', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_lstm_cell': {'name': '_lstm_cell', 'kind': 'array', 'args': (('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('cx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('cx', 'hg', 'results', 'xg'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_lstm_cell_backward_kernel': {'name': '_lstm_cell_backward_kernel', 'kind': 'array', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('gates', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_lstm_cell_backward': {'name': '_lstm_cell_backward', 'kind': 'composite', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_lstm_cell_backward_kernel': {'name': '_lstm_cell_backward_kernel', 'kind': 'array', 'args': (('grad_hy', 'Tensor', None, False), ('grad_cy', 'Tensor', None, False), ('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('cx', 'Tensor', None, False), ('cy', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_gru_cell': {'name': '_gru_cell', 'kind': 'array', 'args': (('xg', 'Tensor', None, False), ('hg', 'Tensor', None, False), ('hx', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('hg', 'hx', 'xg'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -3968,25 +3970,32 @@ def _foreach_add_(self, scalar):
     return _rt.call_foreach('_foreach_add_', (self, ), (scalar, ))
 
 
-def _lstm_cell(gates, cx):
-    """(h', c') of an LSTM step from the pre-activation gates (i, f, g, o; rows of 4H) and c (helper of nn.LSTM).
+def _rnn_tanh_cell(xg, hg):
+    """tanh(xg + hg): an Elman RNN step from its input and hidden projections (helper of nn.RNN, nn.RNNCell).
+
+    ops.yaml: _rnn_tanh_cell"""
+    return _rt.call('_rnn_tanh_cell', (xg, hg, ), ())
+
+
+def _lstm_cell(xg, hg, cx):
+    """(h', c') of an LSTM step from the input and hidden projections (gates i, f, g, o; rows of 4H) and c (helper of nn.LSTM).
 
     ops.yaml: _lstm_cell"""
-    return _rt.call('_lstm_cell', (gates, cx, ), ())
+    return _rt.call('_lstm_cell', (xg, hg, cx, ), ())
 
 
-def _lstm_cell_backward(grad_hy, grad_cy, gates, cx, cy):
-    """(grad of gates, grad of c) of _lstm_cell (helper).
+def _lstm_cell_backward(grad_hy, grad_cy, xg, hg, cx, cy):
+    """(grad of the gates, which is that of xg and of hg, grad of c) of _lstm_cell (helper).
 
     ops.yaml: _lstm_cell_backward"""
-    return _rt.composite('_lstm_cell_backward', grad_hy, grad_cy, gates, cx, cy)
+    return _rt.composite('_lstm_cell_backward', grad_hy, grad_cy, xg, hg, cx, cy)
 
 
-def _lstm_cell_backward_kernel(grad_hy, grad_cy, gates, cx, cy):
+def _lstm_cell_backward_kernel(grad_hy, grad_cy, xg, hg, cx, cy):
     """_lstm_cell_backward without grad mode: one NumPy pass (helper).
 
     ops.yaml: _lstm_cell_backward_kernel"""
-    return _rt.call('_lstm_cell_backward_kernel', (grad_hy, grad_cy, gates, cx, cy, ), ())
+    return _rt.call('_lstm_cell_backward_kernel', (grad_hy, grad_cy, xg, hg, cx, cy, ), ())
 
 
 def _gru_cell(xg, hg, hx):

@@ -785,9 +785,10 @@ def _linear_weight_grad_forward(grad_output, input):
     return np.matmul(grad_output.reshape(-1, grad_output.shape[-1]).T, input.reshape(-1, input.shape[-1]))
 
 
-def _lstm_cell_forward(gates, cx):
+def _lstm_cell_forward(xg, hg, cx):
     # ops.yaml: _lstm_cell
     H = cx.shape[-1]
+    gates = xg + hg
     with np.errstate(over="ignore"):        # exp(-x) overflows to inf for x < -88 (float32): sigmoid 0
         s = 1.0 / (1.0 + np.exp(-gates))
     g = np.tanh(gates[..., 2 * H:3 * H])
@@ -796,9 +797,10 @@ def _lstm_cell_forward(gates, cx):
     return hy, cy
 
 
-def _lstm_cell_backward_kernel_forward(grad_hy, grad_cy, gates, cx, cy):
+def _lstm_cell_backward_kernel_forward(grad_hy, grad_cy, xg, hg, cx, cy):
     # ops.yaml: _lstm_cell_backward_kernel
     H = cx.shape[-1]
+    gates = xg + hg
     with np.errstate(over="ignore"):
         s = 1.0 / (1.0 + np.exp(-gates))
     i, f, o = s[..., :H], s[..., H:2 * H], s[..., 3 * H:]

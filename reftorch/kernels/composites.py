@@ -588,11 +588,11 @@ def index_fill(F, self, dim, index, value):
     return out
 
 
-def _lstm_cell_backward(F, grad_hy, grad_cy, gates, cx, cy):
+def _lstm_cell_backward(F, grad_hy, grad_cy, xg, hg, cx, cy):
     # ops.yaml: _lstm_cell_backward
     if not F.is_grad_enabled():
-        return F._lstm_cell_backward_kernel(grad_hy, grad_cy, gates, cx, cy)
-    i, f, g, o = gates.chunk(4, -1)
+        return F._lstm_cell_backward_kernel(grad_hy, grad_cy, xg, hg, cx, cy)
+    i, f, g, o = (xg + hg).chunk(4, -1)
     i, f, g, o = (F.sigmoid(i), F.sigmoid(f), F.tanh(g), F.sigmoid(o))
     tc = F.tanh(f * cx + i * g)
     dc = grad_cy + grad_hy * o * (1 - tc * tc)

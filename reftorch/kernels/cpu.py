@@ -12266,6 +12266,111 @@ def _foreach_add__foreach(l_self, scalar):
 
 
 @njit(inline="always")
+def _s__rnn_tanh_cell(xg, hg):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg)
+    return tanh(xg + hg)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell
+    for i in range(out.shape[0]):
+        out[i] = _s__rnn_tanh_cell(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__rnn_tanh_cell(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__rnn_tanh_cell(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__dropout_apply(self, noise, p):
     # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
     return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
@@ -28278,6 +28383,111 @@ def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__rnn_tanh_cell_xg(grad, result):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    return grad * (1 - result * result)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__rnn_tanh_cell_xg(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__rnn_tanh_cell_xg(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw__rnn_tanh_cell_xg(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

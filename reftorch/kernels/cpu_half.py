@@ -14072,6 +14072,128 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @njit(inline="always")
+def _s__rnn_tanh_cell(xg, hg):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg)
+    return tanh(xg + hg)
+
+
+@njit(inline="always")
+def _s__rnn_tanh_cell_f16(xg, hg):
+    return f32_to_f16(_s__rnn_tanh_cell(f16_to_f32(xg), f16_to_f32(hg)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_f16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__rnn_tanh_cell_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__rnn_tanh_cell_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__rnn_tanh_cell_bf16(xg, hg):
+    return f32_to_bf16(_s__rnn_tanh_cell(bf16_to_f32(xg), bf16_to_f32(hg)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_bf16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__rnn_tanh_cell_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__rnn_tanh_cell_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__rnn_tanh_cell_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
 def _s__dropout_apply(self, noise, p):
     # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
     return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
@@ -32675,6 +32797,128 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__rnn_tanh_cell_xg(grad, result):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    return grad * (1 - result * result)
+
+
+@njit(inline="always")
+def _s__bw__rnn_tanh_cell_xg_f16(grad, result):
+    return f32_to_f16(_s__bw__rnn_tanh_cell_xg(f16_to_f32(grad), f16_to_f32(result)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_f16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [f16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__rnn_tanh_cell_xg_f16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [f16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_f16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_f16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_f16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__rnn_tanh_cell_xg_f16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(inline="always")
+def _s__bw__rnn_tanh_cell_xg_bf16(grad, result):
+    return f32_to_bf16(_s__bw__rnn_tanh_cell_xg(bf16_to_f32(grad), bf16_to_f32(result)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_bf16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [bf16]
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__rnn_tanh_cell_xg_bf16(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__rnn_tanh_cell_xg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [bf16]
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_bf16(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_bf16(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__rnn_tanh_cell_xg_bf16(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__rnn_tanh_cell_xg_bf16(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
 

@@ -8292,6 +8292,78 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @cuda.jit(device=True, inline=True)
+def _s__rnn_tanh_cell(xg, hg):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg)
+    return tanh(xg + hg)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__rnn_tanh_cell_f16(xg, hg):
+    return f32_to_f16(_s__rnn_tanh_cell(f16_to_f32(xg), f16_to_f32(hg)))
+
+
+@cuda.jit
+def _rnn_tanh_cell_f16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__rnn_tanh_cell_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _rnn_tanh_cell_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__rnn_tanh_cell_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__rnn_tanh_cell_bf16(xg, hg):
+    return f32_to_bf16(_s__rnn_tanh_cell(bf16_to_f32(xg), bf16_to_f32(hg)))
+
+
+@cuda.jit
+def _rnn_tanh_cell_bf16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__rnn_tanh_cell_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _rnn_tanh_cell_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__rnn_tanh_cell_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
 def _s__dropout_apply(self, noise, p):
     # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
     return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
@@ -18987,6 +19059,78 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__rnn_tanh_cell_xg(grad, result):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
+    return grad * (1 - result * result)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__rnn_tanh_cell_xg_f16(grad, result):
+    return f32_to_f16(_s__bw__rnn_tanh_cell_xg(f16_to_f32(grad), f16_to_f32(result)))
+
+
+@cuda.jit
+def _bw__rnn_tanh_cell_xg_f16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__rnn_tanh_cell_xg_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw__rnn_tanh_cell_xg_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__rnn_tanh_cell_xg_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__rnn_tanh_cell_xg_bf16(grad, result):
+    return f32_to_bf16(_s__bw__rnn_tanh_cell_xg(bf16_to_f32(grad), bf16_to_f32(result)))
+
+
+@cuda.jit
+def _bw__rnn_tanh_cell_xg_bf16_contig(out, a0, a1):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__rnn_tanh_cell_xg_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _bw__rnn_tanh_cell_xg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__bw__rnn_tanh_cell_xg_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
     return grad * (noise >= p) * (1.0 / (1.0 - p))
@@ -22372,6 +22516,7 @@ KERNELS = {
         kernels=('contig', 'strided')),
     '_adam_param': dict(kind='elementwise', op='_adam_param', tensors=('self', 'exp_avg', 'exp_avg_sq'), scalars=('lr', 'weight_decay', 'decoupled', 'bias_correction1', 'bias_correction2_sqrt', 'eps'),
         kernels=('contig', 'strided')),
+    '_rnn_tanh_cell': dict(kind='elementwise', op='_rnn_tanh_cell', tensors=('xg', 'hg'), scalars=(), kernels=('contig', 'strided')),
     '_dropout_apply': dict(kind='elementwise', op='_dropout_apply', tensors=('self', 'noise'), scalars=('p',),
         kernels=('contig', 'strided')),
     'lgamma': dict(kind='elementwise', op='lgamma', tensors=('self',), scalars=(), kernels=('contig', 'strided')),
@@ -22572,6 +22717,8 @@ KERNELS = {
     '_bw_addcdiv_tensor1': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor2'), scalars=('value',),
         kernels=('contig', 'strided')),
     '_bw_addcdiv_tensor2': dict(kind='elementwise', op='addcdiv', tensors=('grad', 'tensor1', 'tensor2'), scalars=('value',),
+        kernels=('contig', 'strided')),
+    '_bw__rnn_tanh_cell_xg': dict(kind='elementwise', op='_rnn_tanh_cell', tensors=('grad', 'result'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw__dropout_apply_self': dict(kind='elementwise', op='_dropout_apply', tensors=('grad', 'noise'), scalars=('p',),
         kernels=('contig', 'strided')),

@@ -1569,7 +1569,7 @@ def _div_trunc_backward(F, grads, saved, needs, fused):
         g[0] = F.zeros_like(grad)
     # other: zeros_like(grad)
     if needs[1]:
-        g[1] = F.zeros_like(grad)
+        g[1] = g[0] if needs[0] else F.zeros_like(grad)
     return g
 
 
@@ -1582,7 +1582,7 @@ def floor_divide_backward(F, grads, saved, needs, fused):
         g[0] = F.zeros_like(grad)
     # other: zeros_like(grad)
     if needs[1]:
-        g[1] = F.zeros_like(grad)
+        g[1] = g[0] if needs[0] else F.zeros_like(grad)
     return g
 
 
@@ -1917,18 +1917,37 @@ def _linear_weight_grad_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _rnn_tanh_cell_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _rnn_tanh_cell
+    grad = grads[0]
+    result = saved['result']
+    g = [None] * 2
+    # xg: grad * (1 - result * result)
+    if needs[0]:
+        g[0] = F._fused('_bw__rnn_tanh_cell_xg', (grad, result,), ()) if fused else grad * (1 - result * result)
+    # hg: grad * (1 - result * result)
+    if needs[1]:
+        g[1] = g[0] if needs[0] else F._fused('_bw__rnn_tanh_cell_hg', (grad, result,), ()) if fused else grad * (1 - result * result)
+    return g
+
+
 def _lstm_cell_backward(F, grads, saved, needs, fused):
     # ops.yaml: _lstm_cell
     cx = saved['cx']
-    gates = saved['gates']
+    hg = saved['hg']
     results = saved['results']
-    g = [None] * 2
-    # gates: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
+    xg = saved['xg']
+    g = [None] * 3
+    _once0 = F._lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1]) if needs[0] or needs[1] or needs[2] else None
+    # xg: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[0]
     if needs[0]:
-        g[0] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[0]
-    # cx: _lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+        g[0] = _once0[0]
+    # hg: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[0]
     if needs[1]:
-        g[1] = F._lstm_cell_backward(grads[0], grads[1], gates, cx, results[1])[1]
+        g[1] = g[0] if needs[0] else _once0[0]
+    # cx: _lstm_cell_backward(grads[0], grads[1], xg, hg, cx, results[1])[1]
+    if needs[2]:
+        g[2] = _once0[1]
     return g
 
 
@@ -1939,15 +1958,16 @@ def _gru_cell_backward(F, grads, saved, needs, fused):
     hx = saved['hx']
     xg = saved['xg']
     g = [None] * 3
+    _once0 = F._gru_cell_backward(grad, xg, hg, hx) if needs[0] or needs[1] or needs[2] else None
     # xg: _gru_cell_backward(grad, xg, hg, hx)[0]
     if needs[0]:
-        g[0] = F._gru_cell_backward(grad, xg, hg, hx)[0]
+        g[0] = _once0[0]
     # hg: _gru_cell_backward(grad, xg, hg, hx)[1]
     if needs[1]:
-        g[1] = F._gru_cell_backward(grad, xg, hg, hx)[1]
+        g[1] = _once0[1]
     # hx: _gru_cell_backward(grad, xg, hg, hx)[2]
     if needs[2]:
-        g[2] = F._gru_cell_backward(grad, xg, hg, hx)[2]
+        g[2] = _once0[2]
     return g
 
 
@@ -1980,15 +2000,16 @@ def _sdpa_backward(F, grads, saved, needs, fused):
     scale = saved['scale']
     value = saved['value']
     g = [None] * 3
+    _once0 = F._sdpa_backward(grad, query, key, value, is_causal, scale) if needs[0] or needs[1] or needs[2] else None
     # query: _sdpa_backward(grad, query, key, value, is_causal, scale)[0]
     if needs[0]:
-        g[0] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[0]
+        g[0] = _once0[0]
     # key: _sdpa_backward(grad, query, key, value, is_causal, scale)[1]
     if needs[1]:
-        g[1] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[1]
+        g[1] = _once0[1]
     # value: _sdpa_backward(grad, query, key, value, is_causal, scale)[2]
     if needs[2]:
-        g[2] = F._sdpa_backward(grad, query, key, value, is_causal, scale)[2]
+        g[2] = _once0[2]
     return g
 
 
@@ -2500,12 +2521,13 @@ def _scatter_reduce_backward(F, grads, saved, needs, fused):
     self = saved['self']
     src = saved['src']
     g = [None] * 3
+    _once0 = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result) if needs[0] or needs[2] else None
     # self: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
     if needs[0]:
-        g[0] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[0]
+        g[0] = _once0[0]
     # src: scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
     if needs[2]:
-        g[2] = F.scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result)[1]
+        g[2] = _once0[1]
     return g
 
 
@@ -2535,7 +2557,7 @@ def _segment_reduce_backward_backward(F, grads, saved, needs, fused):
         g[0] = F.not_implemented('_segment_reduce_backward')
     # data: not_implemented('_segment_reduce_backward')
     if needs[2]:
-        g[2] = F.not_implemented('_segment_reduce_backward')
+        g[2] = g[0] if needs[0] else F.not_implemented('_segment_reduce_backward')
     return g
 
 

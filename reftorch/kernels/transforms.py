@@ -1152,6 +1152,21 @@ def addcdiv_jvp(F, a, t, result):
     return terms
 
 
+def _rnn_tanh_cell_jvp(F, a, t, result):
+    xg = a['xg']
+    hg = a['hg']
+    xg_t = t['xg']
+    hg_t = t['hg']
+    terms = []
+    # xg: grad * (1 - result * result)
+    if xg_t is not None:
+        terms.append(xg_t * (1 - result * result))
+    # hg: grad * (1 - result * result)
+    if hg_t is not None:
+        terms.append(hg_t * (1 - result * result))
+    return terms
+
+
 def _dropout_apply_jvp(F, a, t, result):
     self = a['self']
     noise = a['noise']
@@ -1550,6 +1565,7 @@ JVPS = {
     'lerp': (lerp_jvp, 'derived'),
     'addcmul': (addcmul_jvp, 'derived'),
     'addcdiv': (addcdiv_jvp, 'derived'),
+    '_rnn_tanh_cell': (_rnn_tanh_cell_jvp, 'derived'),
     '_dropout_apply': (_dropout_apply_jvp, 'derived'),
     'lgamma': (lgamma_jvp, 'derived'),
     'digamma': (digamma_jvp, 'derived'),
