@@ -75,6 +75,8 @@ def _spec_literal(op, saves):
         fields["cuda"] = op.cuda
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
+    if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)
+        fields["bits"] = op.bits
     if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype
         fields["scalars_in_dtype"] = op.scalars_in_dtype
     return "    " + repr(op.name) + ": " + repr(fields) + ","

@@ -197,6 +197,7 @@ class Op:
     numbers: Optional[tuple] = None  # the Tensor args a Python number may stand for (None: any and all of them)
     chalf: object = None         # complex32 on cpu: True (computed through complex64), or the kernel name of
                                  # PyTorch's NotImplementedError; None: that error naming the op
+    bits: Optional[str] = None   # view ops: what the view does with a conjugate/negative view's bits (BITS_RULES)
 
     @property
     def tensor_inputs(self):
@@ -300,7 +301,7 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -459,10 +460,27 @@ def parse_op(raw, path, registered_names) -> Op:
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     numbers = _parse_numbers(e, kind, sig)
     chalf = _parse_chalf(e, kind)
+    bits = _parse_bits(e, kind)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf)
+              forward, vmap, checks, numbers, chalf, bits)
+
+
+# a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
+# and a view to another dtype refuses an input with bits
+BITS_RULES = ("real",           # the real parts: the conjugate bit drops, the negative bit stays
+              "imag",           # the imaginary parts: the conjugate bit becomes a flip of the negative bit
+              "no_conj")        # PyTorch refuses a conjugate view (view_as_real); the negative bit stays
+
+
+def _parse_bits(e, kind):
+    bits = e.pop("bits", str)
+    if bits is not None and kind != "view":
+        e.fail("bits", f"only view ops take bits:, not kind {kind!r}")
+    if bits is not None and bits not in BITS_RULES:
+        e.fail("bits", f"unknown bits rule {bits!r} (known: {', '.join(BITS_RULES)})")
+    return bits
 
 
 def _parse_chalf(e, kind):

@@ -21,8 +21,6 @@ from ._args import (_cast, _check_extent, _group_list, _info, _tensor_names, _wr
 from ._cpu import half_up, to_half
 from ._spec import PROMOTED, all_specs
 from ._tensor import Storage, Tensor, reinterpreted
-import reftorch.autograd.grad_mode as grad_mode
-from .autograd.record import record
 import reftorch.kernels.array_ops as _array_ops
 
 _make_tensor = Tensor._make
@@ -162,8 +160,6 @@ def _array_run(spec, ts, inputs, scalars, arrays, args, kw, dt):
         odt = _FROM_NP.get(flat.dtype)
         tensors_out.append(_make_tensor(Storage(flat), 0, a.shape, strides,
                                         odt if odt is not None else D.from_numpy(flat.dtype)))
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, inputs, scalars, tuple(tensors_out))
     return tuple(tensors_out) if isinstance(res, tuple) else tensors_out[0]
 
 
@@ -192,10 +188,10 @@ def view(spec, tensors, scalars):
         x = as_tensor_arg(x)
     conj = neg = False
     if x._conj or x._neg:       # a conjugate/negative view's views keep its bits (reftorch/_conj.py)
-        conj, neg = _conj.view_bits(spec.name, x)
+        conj, neg = _conj.view_bits(spec, x)
     dtype, storage = x.dtype, x._storage
     shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype)
-    if new_dtype and (x._conj or x._neg) and spec.name not in ("real", "imag", "view_as_real"):
+    if new_dtype and (x._conj or x._neg) and spec.bits is None:
         raise _conj.dtype_view_error(x)
     if new_dtype:      # the same bytes as another dtype (real, imag, view_as_real/complex): an alias storage
         dtype = new_dtype[0]
@@ -213,6 +209,4 @@ def view(spec, tensors, scalars):
         out._conj = True
     if neg:
         out._neg = True
-    if grad_mode.state.enabled and x.requires_grad:
-        record(spec, (x,), scalars, (out,))
     return out

@@ -168,15 +168,17 @@ def write_through(dest, compute, others=()):
     return dest
 
 
-def view_bits(spec_name, x):
-    """The (conj, neg) bits of a view op's result on a view x with bits (see the module docstring): kept by the views
-    of the same dtype; real() drops the conjugate bit, imag() turns it into a flip of the negative bit (the
-    imaginary parts of conj(z) are -Im z); PyTorch's error for view_as_real of a conjugate view."""
-    if spec_name == "real":
+def view_bits(spec, x):
+    """The (conj, neg) bits of a view op's result on a view x with bits (see the module docstring), by the op's
+    ops.yaml `bits:` rule: kept by default (a view to another dtype refuses bits: dtype_view_error); `real` drops
+    the conjugate bit, `imag` turns it into a flip of the negative bit (the imaginary parts of conj(z) are -Im z);
+    `no_conj` is PyTorch's error for view_as_real of a conjugate view."""
+    rule = spec.bits
+    if rule == "real":
         return False, x._neg
-    if spec_name == "imag":
+    if rule == "imag":
         return False, x._neg ^ x._conj
-    if spec_name == "view_as_real" and x._conj:
+    if rule == "no_conj" and x._conj:
         raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To resolve the conjugate "
                            "tensor so you can view it as real, use self.resolve_conj(); however, be warned that the "
                            "resulting tensor will NOT alias the original.")

@@ -164,6 +164,16 @@ def _on(dev, t):
     return out
 
 
+def moved_inputs(tensors, outs):
+    """The inputs a cuda op's node records: a cpu 0-d tensor that requires grad as the device copy the op read
+    (its gradient flows back through the move, to the cpu, as in PyTorch)."""
+    dev = next((o.device for o in outs if isinstance(o, Tensor) and o.device.type == "cuda"), None)
+    if dev is None:
+        return tensors
+    return [_on(dev, t) if isinstance(t, Tensor) and t.device.type == "cpu" and t.requires_grad else t
+            for t in tensors]
+
+
 def write(out, arr):
     """out[...] = arr (a NumPy array of out's shape), on the device."""
     n = out.numel()
@@ -336,8 +346,6 @@ def elementwise(spec, tensors, scalars):
     ins = _operands(spec, ts, compute)
     out = empty(shape, out_dtype, dev)
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), out)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, ts, scalars, (out,))
     return out
 
 
@@ -428,10 +436,7 @@ def reduction(spec, tensors, scalars):
         if K_ > 0:
             _launch().reduce(spec.name, arr, off, M_, sm, K_, sk, acc._storage.data, start, extra, xin.dtype.half)
     res = cast(acc, out_dtype)
-    out = _flat(res._storage.data, out_shape, out_dtype, dev)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
-    return out
+    return _flat(res._storage.data, out_shape, out_dtype, dev)
 
 
 def argreduction(spec, tensors, scalars):
@@ -488,10 +493,7 @@ def scan(spec, tensors, scalars):
         _launch().scan(spec.name, arr, off, M_, sm, K_, sk, res._storage.data, acc0._storage.data, xin.dtype.half)
     inv = [int(i) for i in np.argsort(keep + [d])]
     out = clone(_permuted(res, inv), out_dtype)
-    out = _flat(out._storage.data, x._shape, out_dtype, dev)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
-    return out
+    return _flat(out._storage.data, x._shape, out_dtype, dev)
 
 
 # ---------------------------------------------------------------------------- array ops
@@ -583,8 +585,6 @@ def array(spec, tensors, scalars, cpu_array):
     if spec.cuda is not None:
         res = IMPLS[spec.cuda](spec, tensors, dev, dict(zip(spec.scalar_names, scalars)))
     if res is not None:
-        if spec.differentiable and grad_mode.state.enabled:
-            record(spec, list(tensors), scalars, (res,))
         return res
     # the op's NumPy body on host copies; results are uploaded
     host = [(to_cpu(t) if isinstance(t, Tensor) and t.device.type == "cuda" else t) for t in tensors]
@@ -592,9 +592,6 @@ def array(spec, tensors, scalars, cpu_array):
         res = cpu_array(spec, host, [_host_value(v) for v in scalars])
     outs = res if isinstance(res, tuple) else (res,)
     outs = tuple(from_host(o._array(), o.dtype, dev) for o in outs)
-    if spec.differentiable and grad_mode.state.enabled:
-        inputs = [_on(dev, as_tensor_arg(t)) if t is not None else None for t in tensors]
-        record(spec, inputs, scalars, outs)
     return outs if isinstance(res, tuple) else outs[0]
 
 

@@ -7,7 +7,8 @@ call / call_inplace / call_out / composite ...), and goes to the path of its kin
       -> the kind's handler: elementwise (_elementwise.py: the op's plan, built once per argument signature),
          reduction / argreduction / scan (_reduction.py), array ops and views (_array.py)
       -> the back end of the arguments' device (_backend.py: cpu in _cpu.py, cuda in _cuda_dispatch.py, meta)
-      -> autograd's record() (autograd/record.py) when an input requires grad
+    and back in run(), the one place an out-of-place op is recorded: autograd's record() (autograd/record.py)
+    builds its node when grad mode is on and an input requires grad. Handlers compute and never record.
 
 In-place forms, out= and view_ ops are in _inplace.py, foreach ops in _foreach.py, argument handling shared by
 every kind and device in _args.py, the per-op specs (from ops.yaml) in _spec.py.
@@ -31,12 +32,13 @@ from ._spec import SPECS, PROMOTED  # noqa: F401
 from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.graph import OpNode
+from .autograd.record import record
 import reftorch.kernels.api as _api
 import reftorch.kernels.composites as _composites
 
+_requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 HANDLERS = {"unary": elementwise, "binary": elementwise, "ternary": elementwise, "reduction": reduction,
             "argreduction": argreduction, "scan": scan, "array": array, "view": view}
-_HANDLERS = HANDLERS
 
 
 _forward = None     # reftorch/autograd/forward_ad.py's hook while a dual level is open (tangent propagation)
@@ -49,9 +51,13 @@ def call(name, tensors, scalars):
             not _conj.used:
         # elementwise on cpu, nothing intercepting (_intercept.active(), inlined): the op's plan
         plan = _plan_for(spec, tensors)
-        if plan is not None:
-            return plan.run(tensors, scalars)
-        return _elementwise(spec, tensors, scalars)
+        out = plan.run(tensors, scalars) if plan is not None else _elementwise(spec, tensors, scalars)
+        if spec.differentiable and grad_mode.state.enabled:
+            for t in tensors:       # (_record_result's test inlined: the commonest call of all records nothing)
+                if isinstance(t, Tensor) and _requires_grad(t):
+                    record(spec, tensors, scalars, (out,))
+                    break
+        return out
     if _forward is not None:
         return _forward.call(spec, tensors, scalars, _call_spec)
     return _call_spec(spec, tensors, scalars)
@@ -63,8 +69,27 @@ def _call_spec(spec, tensors, scalars):
         if _chalf.involved(tensors):            # complex32: computed through complex64 (reftorch/_chalf.py)
             return _chalf.call(spec, tensors, scalars, _call_spec)
     if _intercept.active():
-        return _intercept.intercept(spec, HANDLERS[spec.kind], tensors, scalars)
-    return HANDLERS[spec.kind](spec, tensors, scalars)
+        return _intercept.intercept(spec, run, tensors, scalars)
+    return run(spec, tensors, scalars)
+
+
+def run(spec, tensors, scalars):
+    """The op computed by its kind's handler, then recorded: autograd sits above the handlers, and this is the
+    one place an out-of-place op becomes a graph node (in-place ops: _inplace.py, which must snapshot first)."""
+    out = HANDLERS[spec.kind](spec, tensors, scalars)
+    if spec.differentiable and grad_mode.state.enabled:
+        _record_result(spec, tensors, scalars, out)
+    return out
+
+
+def _record_result(spec, tensors, scalars, out):
+    for t in tensors:
+        if isinstance(t, Tensor) and _requires_grad(t):
+            outs = out if isinstance(out, tuple) else (out,)
+            if _cuda_d.used:        # a cpu 0-d input of a cuda op reaches its node through the device move
+                tensors = _cuda_d.moved_inputs(tensors, outs)
+            record(spec, tensors, scalars, outs)
+            return
 
 
 def call_inplace(name, tensors, scalars):

@@ -27,7 +27,6 @@ from ._cpu import empty, run_elementwise, _run_contig
 from ._spec import fused_spec
 from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
-from .autograd.record import record
 
 _CHALF = D.complex32
 _make_tensor = Tensor._make
@@ -71,14 +70,13 @@ def elementwise(spec, tensors, scalars):
 def _elementwise(spec, tensors, scalars):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
-    if compute is _CHALF:       # complex32: computed in complex64, rounded back (reftorch/_chalf.py)
-        return _chalf.call(spec, tensors, scalars, elementwise)
+    if compute is _CHALF:       # complex32: computed in complex64, rounded back (reftorch/_chalf.py); the op
+        with grad_mode.no_grad():       # itself is recorded on complex32 by the dispatcher
+            return _chalf.call(spec, tensors, scalars, elementwise)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
     ins = _operands(spec, ts, compute)
     out = empty(shape, out_dtype, None if "memory_format" in spec.arg_types else _result_layout(shape, ts))
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), out)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, ts, scalars, (out,))
     return out
 
 
@@ -162,11 +160,6 @@ class _Plan:
                         _run_dense(spec, self, args, sc, n, small)
         if out is None:
             out = _run_general(spec, self, tensors, sc)
-        if spec.differentiable and grad_mode.state.enabled:
-            for i in self.tensor_pos:
-                if _requires_grad(tensors[i]):
-                    record(spec, tensors, scalars, (out,))
-                    break
         return out
 
 

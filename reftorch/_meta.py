@@ -93,10 +93,7 @@ def elementwise(spec, tensors, scalars):
     shape = L.broadcast_shapes(*[t._shape for t in ts])
     _kernel_scalars(spec, scalars, compute)        # the scalar arguments' errors (alpha, bounds) as on cpu
     layout = None if "memory_format" in spec.arg_types else _result_layout(shape, ts)
-    out = empty(shape, out_dtype, layout)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, ts, scalars, (out,))
-    return out
+    return empty(shape, out_dtype, layout)
 
 
 def inplace(spec, tensors, scalars):
@@ -130,10 +127,7 @@ def cast(t, dtype):
 def reduction(spec, tensors, scalars):
     x = as_tensor_arg(tensors[0])
     r = ReductionCall(spec, x, scalars, cast)      # dims, result dtype and shape, the empty-input errors
-    out = empty(r.out_shape, r.out_dtype)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
-    return out
+    return empty(r.out_shape, r.out_dtype)
 
 
 def argreduction(spec, tensors, scalars):
@@ -161,10 +155,7 @@ def scan(spec, tensors, scalars):
     xin = cast(x, D.as_dtype(dtype)) if dtype is not None else x
     spec.check_dtype(xin.dtype)
     wide = spec.accumulate == "wide" and xin.dtype.category < 2 and dtype is None
-    out = empty(x._shape, D.int64 if wide else xin.dtype)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
-    return out
+    return empty(x._shape, D.int64 if wide else xin.dtype)
 
 
 def array(spec, tensors, scalars, cpu_array):
@@ -178,8 +169,6 @@ def array(spec, tensors, scalars, cpu_array):
         res = metas[0]
     else:
         metas, res = _run_body(spec, cpu_array, tensors, scalars)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, list(tensors), scalars, metas)
     return metas if isinstance(res, tuple) else metas[0]
 
 

@@ -19,8 +19,6 @@ import reftorch._layout as L
 from ._args import ReductionCall, _acc_dtype, _cast, _identity, _info, _reduced_shape, as_tensor_arg
 from ._cpu import _chunks, _in_threads, bits, half_kernel, new_tensor, to_half
 from ._tensor import Storage, Tensor
-import reftorch.autograd.grad_mode as grad_mode
-from .autograd.record import record
 
 _make_tensor = Tensor._make
 
@@ -132,8 +130,6 @@ def _run_reduction(spec, plan, x, scalars):
         _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, plan.start)
     res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
     out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
     return out
 
 
@@ -203,8 +199,6 @@ def _reduction(spec, tensors, scalars, key):
     else:
         res = acc.astype(out_dtype.np)
     out = new_tensor(res.reshape(out_shape), out_dtype)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
     return out
 
 
@@ -278,8 +272,6 @@ def scan(spec, tensors, scalars):
     inv = np.argsort(order)
     res = _contig(res.transpose(inv)).astype(out_dtype.np, copy=False)
     out = new_tensor(res.reshape(x._shape), out_dtype)
-    if spec.differentiable and grad_mode.state.enabled:
-        record(spec, (x,), scalars, (out,))
     return out
 
 

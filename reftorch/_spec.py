@@ -84,7 +84,7 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -116,6 +116,7 @@ class OpSpec:
         self.save_plan = _save_plan(self)
         self.rejects = d.get("rejects", ())
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
+        self.bits = d.get("bits")      # view ops: their rule for conjugate/negative bits (reftorch/_conj.py)
         self.chalf = d.get("chalf")    # complex32 on cpu (ops.yaml `chalf:`, reftorch/_chalf.py)
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)

@@ -365,6 +365,16 @@ def test_a_view_needs_a_geometry_and_only_a_view_takes_one():
     assert "only view ops take a geometry body" in parse_error(GOOD + "  geometry: return shape, strides, offset\n")
 
 
+def test_a_views_bits_rule_parses_and_a_misplaced_or_unknown_one_is_named():
+    assert load("ops.yaml", text=VIEW.format(strides="strides"))[0].bits is None
+    assert load("ops.yaml", text=VIEW.format(strides="strides") + "  bits: imag\n")[0].bits == "imag"
+    text = VIEW.format(strides="strides") + "  bits: flip\n"
+    msg = parse_error(text)
+    assert_names(msg, "swap01", "bits", line_of(text, "bits"))
+    assert "unknown bits rule 'flip'" in msg, msg
+    assert "only view ops take bits:" in parse_error(GOOD + "  bits: real\n")
+
+
 # ------------------------------------------------------------------------------- named returns
 
 PAIR = """\

@@ -41,7 +41,7 @@ def handler(spec):
     """The dispatcher's handler of a recorded op (fused backward kernels are elementwise ops)."""
     if spec.kind == "fused":
         return _dispatch.elementwise
-    return _dispatch._HANDLERS[spec.kind]
+    return _dispatch.run
 
 
 def _buffer(like):

@@ -237,7 +237,7 @@ class Tracer:
 
     # ------------------------------------------------------------------ the dispatcher hook
     def call(self, spec, tensors, scalars):
-        run = _dispatch.elementwise if spec.kind == "fused" else _dispatch._HANDLERS[spec.kind]
+        run = _dispatch.elementwise if spec.kind == "fused" else _dispatch.run
         if self.depth:
             return run(spec, tensors, scalars)
         args = [self._arg(x) for x in tensors]
