@@ -116,6 +116,14 @@ def _to_ref(obj, memo):
         return getattr(reftorch, str(obj).split(".")[1])
     if isinstance(obj, torch.layout):
         return getattr(reftorch, str(obj).split(".")[1])
+    if isinstance(obj, torch.nn.Module) and not list(obj.parameters()):
+        cls = getattr(reftorch.nn, type(obj).__name__, None)     # PairwiseDistance() and the like
+        if cls is None:
+            raise Missing(f"nn.{type(obj).__name__}")
+        module = cls()
+        for key in getattr(obj, "__constants__", ()):
+            setattr(module, key, getattr(obj, key))
+        return module
     if isinstance(obj, torch.Generator):
         raise Skip("generator")
     if isinstance(obj, complex):
@@ -165,6 +173,9 @@ def _method_caller(name):
     return call
 
 
+ALIASES = {"log_sigmoid": "logsigmoid", "_threshold": "threshold"}   # torch's private spelling: public one
+
+
 def _resolve(fn):
     """The reftorch counterpart of torch callable `fn` (raises Missing when there is none)."""
     name = getattr(fn, "__name__", None)
@@ -179,6 +190,7 @@ def _resolve(fn):
         for prefix in ("special_", "linalg_", "fft_"):
             if module and name.startswith(prefix):
                 name = name[len(prefix):]
+        name = ALIASES.get(name, name)
         path = f"{module}.{name}" if module else name
     elif isinstance(fn, types.FunctionType) and fn.__module__.startswith("torch.testing"):
         return _rebound(fn)
@@ -186,6 +198,7 @@ def _resolve(fn):
         module = fn.__module__[len("torch"):].lstrip(".")
         module = {"functional": "", "_tensor": ""}.get(module, module)
         qual = fn.__name__ if "<locals>" in fn.__qualname__ else fn.__qualname__  # boolean_dispatch's fn
+        qual = ALIASES.get(qual, qual)
         path = f"{module}.{qual}" if module else qual
     else:
         raise Missing(repr(fn))
