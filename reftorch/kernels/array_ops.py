@@ -394,6 +394,13 @@ def cat_forward(tensors, dim=0):
 
 def roll_forward(self, shifts, dims=None):
     # ops.yaml: roll
+    if isinstance(shifts, (tuple, list)) and len(shifts) == 0:
+        raise RuntimeError("`shifts` required")
+    for d in (dims if isinstance(dims, (tuple, list)) else () if dims is None else (dims,)):
+        if self.ndim == 0:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+        if not -self.ndim <= d < self.ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-self.ndim}, {self.ndim - 1}], but got {d})")
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
         if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

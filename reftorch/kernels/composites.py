@@ -383,7 +383,9 @@ def einsum_backward(F, grad, equation, operands):
     grads = []
     for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
         more = [F.ones(a, dtype=grad.dtype, device=F.device_of(grad, operands)) if kind == 'ones' else F.eye(a, dtype=grad.dtype, device=F.device_of(grad, operands)) for kind, a in extras]
-        grads.append(F.einsum(eq, grad, *[operands[i] for i in others], *more))
+        g = F.einsum(eq, grad, *[operands[i] for i in others], *more)
+        shape = operands[len(grads)].shape
+        grads.append(g if g.shape == shape else g.sum_to_size(shape))
     return grads
 
 
@@ -1048,6 +1050,17 @@ def linalg_householder_product(F, A, tau):
 
 def ormqr(F, self, input2, input3, left=True, transpose=False):
     # ops.yaml: ormqr
+    if self.dim() < 2:
+        raise RuntimeError('torch.ormqr: input must have at least 2 dimensions.')
+    if input3.dim() < 2:
+        raise RuntimeError('torch.ormqr: other must have at least 2 dimensions.')
+    if self.dim() - input2.dim() != 1:
+        raise RuntimeError(f'torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim equal to {input2.dim()} and input.ndim is equal to {self.dim()}')
+    k = -2 if left else -1
+    if input2.shape[-1] != (input3.shape[k] if input3.shape[k] < self.shape[-1] else self.shape[-1]):
+        raise RuntimeError('torch.ormqr: tau.shape[-1] must be equal to min(other.shape[-2], input.shape[-1])')
+    if input3.shape[k] != self.shape[-2]:
+        raise RuntimeError(f'torch.ormqr: other.shape[{k}] must be equal to input.shape[-2]')
     m, n = (self.shape[-2], self.shape[-1])
     lead = list(self.shape[:-2])
     A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
@@ -1590,6 +1603,11 @@ def sum_to_size(F, self, size):
 
 def narrow_copy(F, self, dim, start, length):
     # ops.yaml: narrow_copy
+    if self.dim() > 0 and dim >= self.dim():
+        raise RuntimeError('Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.')
+    if self.dim() > 0 and length < 0:
+        size = self.shape[dim]
+        raise RuntimeError(f'start ({(start if start >= 0 else start + size)}) + length ({length}) exceeds dimension size ({size}).')
     return F.clone(F.narrow(self, dim, start, length))
 
 

@@ -174,6 +174,8 @@ def narrow(shape, strides, offset, dim, start, length, *, dtype=None, inplace=Fa
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(shape))
     size = shape[d]
+    if hasattr(start, "dtype") and (start.dim() != 0 or start.dtype.is_floating_point or start.dtype.short == "Bool"):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start = start.__index__()
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")

@@ -152,6 +152,8 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slopes = torch.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
@@ -194,6 +196,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def softshrink(input, lambd=0.5):
+    if lambd < 0 and input.dtype.is_floating_point:
+        raise RuntimeError(f"lambda must be in range [0, {torch.finfo(input.dtype).max:g}] for input dtype "
+                           f"{input.dtype.short}, but found {lambd:g}")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     return torch.softshrink(input, lambd)
