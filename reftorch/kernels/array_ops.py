@@ -1391,7 +1391,8 @@ def searchsorted_forward(sorted_sequence, input, *, out_int32=False, right=False
         raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
                            "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(seq.shape)} and input value tensor {list(input.shape)}")
-    rows, vals = seq.reshape(-1, seq.shape[-1]), input.reshape(-1, input.shape[-1])
+    lead = int(np.prod(seq.shape[:-1]))    # explicit: reshape(-1, 0) of an empty sequence is ambiguous
+    rows, vals = seq.reshape(lead, seq.shape[-1]), input.reshape(lead, input.shape[-1])
     out = np.empty(vals.shape, dt)
     for i in range(rows.shape[0]):
         out[i] = np.searchsorted(rows[i], vals[i], side=how)
@@ -1435,7 +1436,26 @@ def _histogram_forward(self, bins, range, weight, density):
 
 def _histogramdd_counts_forward(self, weight, edges, density):
     # ops.yaml: _histogramdd_counts
-    return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)
+    # PyTorch's kernel: a point counts when edges[0] <= x <= edges[-1] in every dim, its bin found by binary
+    # search (the last bin takes its right edge); edges need not increase (numpy's histogramdd refuses those)
+    keep = np.ones(self.shape[0], bool)
+    pos = []
+    for d, e in enumerate(edges):
+        x = self[:, d]
+        keep &= (x >= e[0]) & (x <= e[-1])
+        p = np.searchsorted(e, x, side="right") - 1
+        pos.append(np.clip(np.where(p == len(e) - 1, p - 1, p), 0, max(len(e) - 2, 0)))
+    shape = tuple(max(len(e) - 1, 0) for e in edges)
+    hist = np.zeros(shape, np.float64)
+    w = np.ones(self.shape[0]) if weight is None else weight.astype(np.float64)
+    if all(shape):
+        np.add.at(hist, tuple(p[keep] for p in pos), w[keep])
+    if density:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hist = hist / hist.sum()
+            for d, e in enumerate(edges):
+                hist = hist / np.diff(e.astype(np.float64)).reshape((-1,) + (1,) * (len(edges) - 1 - d))
+    return hist.astype(self.dtype)
 
 
 def complex_forward(real, imag):
