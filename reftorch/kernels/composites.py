@@ -1926,7 +1926,11 @@ def tensordot(F, self, other, dims=2):
     if self.dtype != other.dtype:
         raise RuntimeError('both inputs should have same dtype')
     for x, y in zip(da, db):
-        if self.shape[x] != other.shape[y]:
+        if other.shape[y] == 1 and self.shape[x] != 1:
+            self = F.sum(self, x, keepdim=True)
+        elif self.shape[x] == 1 and other.shape[y] != 1:
+            other = F.sum(other, y, keepdim=True)
+        elif self.shape[x] != other.shape[y]:
             raise RuntimeError(f'contracted dimensions need to match, but first has size {self.shape[x]} in dim {x} and second has size {other.shape[y]} in dim {y}')
     wa = [F.normalize_dims(d, self.ndim)[0] for d in da]
     wb = [F.normalize_dims(d, other.ndim)[0] for d in db]
