@@ -452,13 +452,13 @@ def run_sample(op, rfn, sample, grad):
                       f"torch {t_grads is not None}"
     if t_grads is None or random_op:
         return "ok", None
-    if _torch_grad_fails(op):
-        t_grads = _fd_grads(rfn, sample, t_inputs)
-        if t_grads is None:
-            return "ok", None
-        why = _compare(_to_torch(r_grads), t_grads)
-        return ("bad", f"grad vs finite differences {why}") if why else ("ok", None)
     why = _compare(_to_torch(r_grads), list(t_grads))
+    if why and _torch_grad_fails(op):
+        # torch's gradient is no reference here: central differences are (at a kink, where they are not
+        # either, agreeing with torch's subgradient above is enough)
+        fd = _fd_grads(rfn, sample, t_inputs)
+        fd_why = "inputs too large to perturb" if fd is None else _compare(_to_torch(r_grads), fd)
+        why = f"{why}; vs finite differences: {fd_why}" if fd_why else None
     return ("bad", f"grad {why}") if why else ("ok", None)
 
 

@@ -1059,12 +1059,14 @@ def _scatter_strided_forward(self, src, size, stride, storage_offset):
     out = np.array(self, order="C")
     flat = out.reshape(-1)
     size, stride = tuple(size), tuple(stride)
+    need = storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1
+    if 0 not in size and need > flat.shape[0]:        # torch's as_strided of self, before src is looked at
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {storage_offset}, "
+                           f"and itemsize {flat.itemsize} requiring a storage size of {need * flat.itemsize} are out "
+                           f"of bounds for storage of size {flat.shape[0] * flat.itemsize}")
     if tuple(src.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(size)}")
-    if 0 not in size and storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) >= flat.shape[0]:
-        raise RuntimeError(f"as_strided_scatter: size {list(size)}, stride {list(stride)} and storage offset "
-                           f"{storage_offset} reach outside a tensor of {flat.shape[0]} elements")
     view = np.lib.stride_tricks.as_strided(flat[storage_offset:], size, [s * flat.itemsize for s in stride])
     view[...] = src
     return out

@@ -927,6 +927,8 @@ def linalg_ldl_solve(F, LD, pivots, B, *, hermitian=False):
     if pivots.dtype.name != 'int32':
         raise RuntimeError('torch.linalg.ldl_solve: Expected pivots to be integers. Got ' + pivots.dtype.short)
     F.linalg_same_dtype(LD, B, 'torch.linalg.ldl_solve')
+    if LD.shape[-1] == 0 or B.shape[-1] == 0:
+        return F.matmul(LD, B)
     return F._linalg_ldl_solve(LD, pivots, B)
 
 
@@ -1041,6 +1043,8 @@ def linalg_householder_product(F, A, tau):
     F.linalg_check_householder(A, tau)
     m, n = (A.shape[-2], A.shape[-1])
     Q = F.eye(m, n, dtype=A.dtype, device=A.device).expand(A.shape)
+    if tau.shape[-1] == 0:
+        return A.clone().copy_(Q)
     for i in reversed(range(tau.shape[-1])):
         lead = list(A.shape[:-2])
         v = F.cat([F.zeros(lead + [i], dtype=A.dtype, device=A.device), F.ones(lead + [1], dtype=A.dtype, device=A.device), A[..., i + 1:, i]], -1)
@@ -1089,7 +1093,7 @@ def linalg_matrix_power(F, A, n):
     if n < 0:
         A, n = (F.linalg_inv(A), -n)
     if n == 0:
-        return F.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone()
+        return A.clone().copy_(F.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape))
     result, base = (None, A)
     while n:
         if n & 1:
@@ -1141,7 +1145,7 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     residuals = ((F.matmul(A, X) - Bm) ** 2).sum(-2) if full and driver != 'gelsy' else none
     if driver == 'gels':
         rank = F.empty(0, dtype=rank.dtype, device=A.device)
-    singular_values = S if driver in ('gelsd', 'gelss') else none
+    singular_values = S.detach() if driver in ('gelsd', 'gelss') else none
     return F.return_type('linalg_lstsq', solution=X.squeeze(-1) if vector else X, residuals=residuals, rank=rank, singular_values=singular_values)
 
 
@@ -1161,18 +1165,20 @@ def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=No
         A = A.to(dtype)
     if len(dim) != 2:
         raise RuntimeError('linalg.matrix_norm: dim must be a 2-tuple. Got ' + ' '.join((str(d) for d in dim)))
-    d0, d1 = F.normalize_dims(list(dim), A.ndim)
+    d0, d1 = [F.normalize_dims(d, A.ndim)[0] for d in dim]
+    if d0 == d1:
+        raise RuntimeError(f'linalg.matrix_norm: dims must be different. Got ({d0}, {d1})')
     if ord == 'fro':
         return F.linalg_vector_norm(A, 2, [d0, d1], keepdim)
     if ord in ('nuc', 2, -2):
         S = F._linalg_svd(F.movedim(A, [d0, d1], [-2, -1]), False)[1]
-        r = S.sum(-1) if ord == 'nuc' else S.amax(-1) if ord == 2 else S.amin(-1)
+        r = S.sum(-1) if ord == 'nuc' or (ord == 2 and S.shape[-1] == 0) else S.amax(-1) if ord == 2 else S.amin(-1)
         lo, hi = sorted([d0, d1])
         return r.unsqueeze(lo).unsqueeze(hi) if keepdim else r
     if ord in (1, -1, math.inf, -math.inf):
         rows, cols = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(rows, keepdim=True)
-        r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
+        r = (s.amax(cols, keepdim=True) if s.shape[cols] else s.sum(cols, keepdim=True)) if ord > 0 else s.amin(cols, keepdim=True)
         lo, hi = sorted([d0, d1])
         return r if keepdim else r.squeeze(hi).squeeze(lo)
     raise RuntimeError(f'linalg.matrix_norm: Order {ord} not supported.')
