@@ -1108,6 +1108,10 @@ def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
     if not F.is_floating(A) or A.ndim < 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
+    if hermitian:
+        L, V = F._linalg_eigh(A, 'L')
+        keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
+        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
     U, S, Vh = F._linalg_svd(A, False)
     keep = S > F.linalg_tolerance(S, A, atol, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
@@ -1264,12 +1268,10 @@ def linalg_diagonal(F, A, *, offset=0, dim1=-2, dim2=-1):
 def linalg_vander(F, x, *, N=None):
     # ops.yaml: linalg_vander
     if x.ndim < 1:
-        raise RuntimeError('linalg.vander: x must have at least one dimension')
+        x = x.reshape(1)
     N = x.shape[-1] if N is None else N
-    if N < 0:
-        raise RuntimeError('linalg.vander: N must be non-negative')
     if N <= 1:
-        return F.ones(list(x.shape) + [N], dtype=x.dtype, device=x.device)
+        raise RuntimeError('N must be greater than 1.')
     powers = F.cumprod(x.unsqueeze(-1).expand(list(x.shape) + [N - 1]), -1)
     return F.cat([F.ones(list(x.shape) + [1], dtype=x.dtype, device=x.device), powers], -1)
 
@@ -1288,8 +1290,8 @@ def linalg_tensorinv(F, A, ind=2):
 def linalg_tensorsolve(F, A, B, dims=None):
     # ops.yaml: linalg_tensorsolve
     if dims is not None:
-        rest = [d for d in range(A.ndim) if d not in F.normalize_dims(list(dims), A.ndim)]
-        A = A.permute(rest + F.normalize_dims(list(dims), A.ndim))
+        moved = [F.normalize_dims(d, A.ndim)[0] for d in dims]
+        A = A.permute([d for d in range(A.ndim) if d not in moved] + moved)
     rows = B.numel()
     cols = list(A.shape[B.ndim:])
     if F.numel_of(cols) != rows:
