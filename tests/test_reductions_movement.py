@@ -762,7 +762,7 @@ def test_index_select_index_add_take_put():
         x.index_select(0, torch.tensor([3]))
     with pytest.raises(IndexError, match="out of range: tried to access index 12 on a tensor of 12 elements."):
         torch.take(x, torch.tensor([12]))
-    with pytest.raises(RuntimeError, match="Source/destination tensor must have same slice shapes"):
+    with pytest.raises(RuntimeError, match="source tensor shape must match self tensor shape, excluding the specified dim"):
         x.index_add(0, torch.tensor([0]), torch.ones(1, 3))
 
 

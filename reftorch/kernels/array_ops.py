@@ -449,7 +449,9 @@ def scatter_add_forward(self, dim, index, src):
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
-    if not (idx.ndim == x.ndim == s.ndim):
+    if idx.ndim != s.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(x.ndim):
         if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
@@ -520,11 +522,12 @@ def index_add_forward(self, dim, index, source, *, alpha=1):
     if index.ndim > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")
     idx = index.reshape(-1)
-    if s.ndim != x.ndim or s.shape[dim] != idx.shape[0] or \
-            any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
-        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice shapes. Destination slice "
-                           f"shape: {list(self.shape)} at dimension {dim} and source slice shape: {list(source.shape)} "
-                           f"at dimension {dim}.")
+    if source.ndim != self.ndim or any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    if s.shape[dim] != idx.shape[0]:
+        raise RuntimeError(f"index_add_(): Number of indices ({idx.shape[0]}) should be equal to source.size(dim): "
+                           f"({s.shape[dim]}), for dim: {dim}")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
         raise IndexError("index out of range in self")
     at = [slice(None)] * x.ndim
@@ -1132,7 +1135,9 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
-    if not (idx.ndim == x.ndim == s.ndim):
+    if idx.ndim != s.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(x.ndim):
         if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):

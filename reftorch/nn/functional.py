@@ -1506,6 +1506,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 @_autocast("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     diff = input - target
     ad = torch.abs(diff)
     loss = torch.where(delta > ad, 0.5 * diff * diff, delta * (ad - 0.5 * delta))
@@ -1696,8 +1698,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     if isinstance(var, numbers.Number):
         var = torch.full(input.shape, float(var), dtype=input.dtype, device=input.device)
-    if var.dim() != input.dim() and var.shape == input.shape[:-1]:
-        var = var.unsqueeze(-1)
+    if var.shape != input.shape:
+        if var.shape == input.shape[:-1]:
+            var = var.unsqueeze(-1)             # homoscedastic: one variance per row
+        elif not (var.shape[:-1] == input.shape[:-1] and var.dim() and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     if (var.detach().cpu().numpy() < 0).any():
         raise ValueError("var has negative entry/entries")
     with torch.no_grad():
