@@ -116,3 +116,101 @@ def test_as_strided_scatter_gradient_wrt_self_is_one_off_the_scattered_cells():
     gx, gs = torch.autograd.grad(out, (x, src), g)
     assert gx.tolist() == [[0.0, 1.0, 2.0], [3.0, 0.0, 5.0], [6.0, 7.0, 8.0]]
     assert gs.tolist() == [0.0, 4.0]
+
+
+# ---------------------------------------------------------------- linalg
+
+def test_pinv_hermitian_reads_the_lower_triangle():
+    a = torch.tensor([[2.0, 5.0], [1.0, 3.0]], dtype=F64)        # taken as [[2, 1], [1, 3]], det 5
+    assert np.allclose(torch.linalg.pinv(a, hermitian=True).numpy(), [[0.6, -0.2], [-0.2, 0.4]])
+
+
+def test_tolerance_tensors_are_one_per_matrix():
+    m = torch.stack([torch.diag(torch.tensor([1.0, 1e-3]))] * 2)
+    assert torch.linalg.matrix_rank(m, rtol=torch.tensor([1e-2, 1e-4])).tolist() == [1, 2]
+    assert torch.linalg.matrix_rank(m, atol=torch.tensor([0.0, 0.1])).tolist() == [2, 1]
+
+
+def test_matrix_norm_reads_dim_in_order_and_empty_matrices():
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    # dim=(-1, 0): rows of the transpose; inf = the largest column sum 2 + 4, 1 = the largest row sum 3 + 4
+    assert torch.linalg.matrix_norm(a, float("inf"), dim=(-1, 0)).item() == 6.0
+    assert torch.linalg.matrix_norm(a, 1, dim=(1, 0)).item() == 7.0
+    with pytest.raises(RuntimeError, match=r"^linalg.matrix_norm: dims must be different. Got \(0, 0\)$"):
+        torch.linalg.matrix_norm(a, 1, dim=(0, -2))
+    for ord in (1, 2, float("inf"), "fro", "nuc"):
+        assert torch.linalg.norm(torch.zeros(0, 0), ord).item() == 0.0
+    with pytest.raises(IndexError, match=r"^amin\(\): Expected reduction dim"):
+        torch.linalg.norm(torch.zeros(0, 0), -1)
+
+
+def test_linalg_results_that_hang_off_their_input():
+    x = torch.ones(2, 2, dtype=F64, requires_grad=True)
+    y = torch.linalg.matrix_power(x, 0)
+    assert y.requires_grad and y.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    (g,) = torch.autograd.grad(y.sum(), x, allow_unused=True)     # the overwritten clone passes nothing back
+    assert g is None or g.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    x = torch.ones(3, 2, dtype=F64, requires_grad=True)
+    q = torch.linalg.householder_product(x, torch.zeros(0, dtype=F64))
+    assert q.requires_grad and q.tolist() == [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
+    out = torch.linalg.lstsq(torch.eye(2, dtype=F64, requires_grad=True), torch.ones(2, 1, dtype=F64), driver="gelss")
+    assert out.solution.requires_grad and not out.singular_values.requires_grad
+
+
+def test_tensorsolve_ldl_solve_and_vander_edges():
+    # dims=(1,) moves A's dim 1 last: the [2, 6, 3] identity becomes the [2, 3, 6] one
+    a = torch.eye(6).reshape(2, 3, 6).permute(0, 2, 1).contiguous()
+    b = torch.arange(6.0).reshape(2, 3)
+    assert torch.linalg.tensorsolve(a, b, dims=(1,)).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert torch.linalg.tensorsolve(a, b, dims=[1]).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    out = torch.linalg.ldl_solve(torch.zeros(0, 0), torch.zeros(0, dtype=torch.int32), torch.zeros(0, 5))
+    assert list(out.shape) == [0, 5]
+    assert torch.linalg.vander(torch.tensor(2.0), N=3).tolist() == [[1.0, 2.0, 4.0]]
+    with pytest.raises(RuntimeError, match=r"^N must be greater than 1\.$"):
+        torch.linalg.vander(torch.tensor([2.0, 3.0]), N=1)
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("call, cls, message", [
+    (lambda: torch.eye(-1), RuntimeError, "n must be greater or equal to 0, got -1"),
+    (lambda: torch.eye(0, -3), RuntimeError, "m must be greater or equal to 0, got -3"),
+    (lambda: F.huber_loss(torch.ones(2), torch.ones(2), delta=0), RuntimeError,
+     "huber_loss does not support non-positive values for delta."),
+    (lambda: torch.movedim(torch.ones(2, 3, 4, 5, 6), [0, 4, -5], [1, 0, 2]), RuntimeError,
+     "movedim: repeated dim in `source` ([0, 4, -5])"),
+    (lambda: torch.movedim(torch.ones(2, 3, 4, 5, 6), [3, -3], [1, 0, 4]), RuntimeError,
+     "movedim: Invalid source or destination dims: source ([3, -3] dims) should contain the same number of dims as "
+     "destination ([1, 0, 4] dims)"),
+    (lambda: F.gaussian_nll_loss(torch.ones(10, 2, 3), torch.ones(10, 2, 3), torch.ones(10, 2, 2)), ValueError,
+     "var is of incorrect size"),
+    (lambda: F.gaussian_nll_loss(torch.ones(2, 3), torch.ones(2, 3), torch.ones(2, 3), reduction="abc"), ValueError,
+     "abc is not valid"),
+    (lambda: torch.scatter_add(torch.zeros(3, 5), 0, torch.zeros(2, 2, dtype=torch.int64), torch.ones(2, 5, 2)),
+     RuntimeError, "Index tensor must have the same number of dimensions as src tensor"),
+    (lambda: torch.index_add(torch.zeros(3, 2), 0, torch.tensor([0, 1]), torch.ones(2)), RuntimeError,
+     "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [3, 2] "
+     "source.shape = [2]"),
+    (lambda: torch.index_add(torch.zeros(3, 2), 0, torch.tensor([0, 1]), torch.ones(3, 2)), RuntimeError,
+     "index_add_(): Number of indices (2) should be equal to source.size(dim): (3), for dim: 0"),
+    (lambda: torch.multinomial(torch.ones(1, 2, dtype=torch.int64), 2), RuntimeError,
+     "multinomial only supports floating-point dtypes for input, got: Long"),
+    (lambda: torch.multinomial(torch.ones(1, 2, dtype=F64), 2, out=torch.zeros(1, 2, dtype=F64)), RuntimeError,
+     "multinomial expects Long tensor out, got: Double"),
+    (lambda: torch.multinomial(torch.tensor([1.0, -1.0, 1.0]), 2, replacement=True), RuntimeError,
+     "invalid multinomial distribution (encountering probability entry < 0)"),
+    (lambda: torch.multinomial(torch.tensor([1.0, float("inf"), 1.0]), 2, replacement=True), RuntimeError,
+     "invalid multinomial distribution (encountering probability entry = infinity or NaN)"),
+    (lambda: torch.multinomial(torch.tensor([1.0, float("nan"), 1.0]), 2), RuntimeError,
+     "probability tensor contains either `inf`, `nan` or element < 0"),
+])
+def test_errors_match_torch(call, cls, message):
+    with pytest.raises(cls) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_multinomial_out():
+    out = torch.zeros(3, dtype=torch.int64)
+    res = torch.multinomial(torch.tensor([0.0, 0.0, 1.0]), 4, True, out=out)
+    assert res is out and out.tolist() == [2, 2, 2, 2]      # all the weight on category 2
