@@ -214,3 +214,56 @@ def test_multinomial_out():
     out = torch.zeros(3, dtype=torch.int64)
     res = torch.multinomial(torch.tensor([0.0, 0.0, 1.0]), 4, True, out=out)
     assert res is out and out.tolist() == [2, 2, 2, 2]      # all the weight on category 2
+
+
+# ---------------------------------------------------------------- pooling
+
+@pytest.mark.parametrize("call, cls, message", [
+    (lambda: F.max_pool1d(torch.ones(0, 1, 49), 2, 50, -1, return_indices=True), RuntimeError,
+     "pad must be non-negative, but got pad: -1"),
+    (lambda: F.max_pool2d(torch.ones(0, 1, 49), 2, 50, -1), RuntimeError, "pad must be non-negative, but got pad: -1"),
+    (lambda: F.max_pool1d(torch.ones(0, 10), 1), RuntimeError,
+     "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[0, 10]"),
+    (lambda: F.max_pool1d(torch.tensor(1.0), 1), RuntimeError,
+     "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:[]"),
+    (lambda: F.max_pool2d(torch.ones(1, 0, 10), 1), RuntimeError,
+     "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:[1, 0, 10]"),
+    (lambda: F.max_pool3d(torch.ones(2, 1, 0, 1, 2), 1), RuntimeError,
+     "max_pool3d_with_indices_out_cpu_template(): Expected input's non-batch dimensions to have positive length, "
+     "but input has a shape of [2, 1, 0, 1, 2] and non-batch dimension 0 has length zero!"),
+    (lambda: F.max_pool1d(torch.ones(3, 3, 3), 1, stride=0), RuntimeError,
+     "max_pool1d() stride must be greater than zero, but got 0"),
+    (lambda: F.max_pool1d(torch.ones(3, 3, 3), 0), RuntimeError,
+     "max_pool1d() kernel_size must be greater than zero, but got 0"),
+    (lambda: F.max_pool1d(torch.ones(3, 3, 3), 1, 1, 0, 0), RuntimeError,
+     "max_pool1d() dilation must be greater than zero, but got 0"),
+    (lambda: F.max_pool1d(torch.ones(2, 2, 2), 5, 1), RuntimeError, "max_pool1d() Invalid computed output size: -2"),
+    (lambda: F.max_pool2d(torch.ones(3, 3, 3), 1, stride=0), RuntimeError, "stride should not be zero"),
+    (lambda: F.max_pool3d(torch.ones(3, 3, 3, 3), 1, 1, 0, 0), RuntimeError,
+     "dilation should be greater than zero, but got dilationT: 0 dilationH: 0 dilationW: 0"),
+    (lambda: F.adaptive_max_pool1d(torch.ones(1, 2, 3), []), RuntimeError,
+     "adaptive_max_pool1d() argument 'output_size' should contain one int (got 0)"),
+    (lambda: F.adaptive_max_pool2d(torch.ones(1, 2, 3, 4), []), RuntimeError,
+     "adaptive_max_pool2d(): internal error: output_size.size() must be 2"),
+    (lambda: F.adaptive_avg_pool3d(torch.ones(1, 2, 3, 4), []), RuntimeError, "adaptive_avg_pool3d: output_size must be 3"),
+    (lambda: F.adaptive_max_pool2d(torch.ones(1, 1, 1, 1), [-1, 0]), RuntimeError,
+     "Trying to create tensor with negative dimension -1: [1, 1, -1, 0]"),
+    (lambda: F.adaptive_avg_pool1d(torch.ones(1, 1, 1), [-1]), RuntimeError,
+     "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {1, -1}"),
+    (lambda: F.adaptive_max_pool3d(torch.ones(2, 2, 2), [2, 2, 2]), ValueError, "Input dimension should be at least 4"),
+    (lambda: F.adaptive_max_pool1d(torch.ones(2), [2]), RuntimeError,
+     "Expected 2 to 3 dimensions, but got 1-dimensional tensor for argument #1 'self' (while checking arguments for "
+     "adaptive_max_pool1d)"),
+])
+def test_pooling_errors_match_torch(call, cls, message):
+    with pytest.raises(cls) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_max_pool1d_values_unchanged_by_the_checks():
+    x = torch.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]])
+    assert F.max_pool1d(x, 2).tolist() == [[[3.0, 5.0]]]
+    assert F.max_pool1d(x, 2, ceil_mode=True).tolist() == [[[3.0, 5.0, 4.0]]]
+    out, idx = F.max_pool1d(x, 3, 1, 1, return_indices=True)
+    assert out.tolist() == [[[3.0, 3.0, 5.0, 5.0, 5.0]]] and idx.tolist() == [[[1, 1, 3, 3, 3]]]
