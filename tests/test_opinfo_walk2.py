@@ -267,3 +267,11 @@ def test_max_pool1d_values_unchanged_by_the_checks():
     assert F.max_pool1d(x, 2, ceil_mode=True).tolist() == [[[3.0, 5.0, 4.0]]]
     out, idx = F.max_pool1d(x, 3, 1, 1, return_indices=True)
     assert out.tolist() == [[[3.0, 3.0, 5.0, 5.0, 5.0]]] and idx.tolist() == [[[1, 1, 3, 3, 3]]]
+
+
+def test_hermitian_paths_refuse_non_square_matrices():
+    # LAPACK's syevd aborts the process on a non-square matrix: the check must come first
+    for fn in (torch.linalg.pinv, torch.linalg.matrix_rank):
+        with pytest.raises(RuntimeError, match=r"^linalg.eigh: A must be batches of square matrices, but they are 3 "
+                                               r"by 2 matrices$"):
+            fn(torch.ones(3, 2), hermitian=True)

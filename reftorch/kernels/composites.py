@@ -1109,6 +1109,7 @@ def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     if not F.is_floating(A) or A.ndim < 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     if hermitian:
+        F.linalg_check(A, 'linalg.eigh', square=True)
         L, V = F._linalg_eigh(A, 'L')
         keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
         return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
@@ -1123,6 +1124,8 @@ def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None)
     F.linalg_check(A, 'linalg.matrix_rank')
     if tol is not None:
         atol, rtol = (tol, 0.0)
+    if hermitian:
+        F.linalg_check(A, 'linalg.eigh', square=True)
     S = F._linalg_eigh(A, 'L')[0].abs().sort(-1, descending=True)[0] if hermitian else F._linalg_svd(A, False)[1]
     return (S > F.linalg_tolerance(S, A, atol, rtol)).sum(-1)
 
