@@ -151,7 +151,7 @@ def _():
     return (lambda: rt.cat([a, b])), [a, b]
 
 
-@case("cat-empty-list", RuntimeError, r"expected a non-empty list of Tensors")
+@case("cat-empty-list", ValueError, r"expected a non-empty list of Tensors")
 def _():
     return (lambda: rt.cat([])), []
 

@@ -678,7 +678,7 @@ def test_cat_and_stack():
         torch.cat([torch.ones(2, 3), torch.ones(2, 2)])
     with pytest.raises(RuntimeError, match="zero-dimensional tensor \\(at position 0\\) cannot be concatenated"):
         torch.cat([torch.tensor(1.0)])
-    with pytest.raises(RuntimeError, match="expected a non-empty list of Tensors"):
+    with pytest.raises(ValueError, match="expected a non-empty list of Tensors"):
         torch.cat([])
     with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got \[2, 3\] at "
                                            r"entry 0 and \[3\] at entry 1"):

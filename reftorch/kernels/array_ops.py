@@ -370,7 +370,7 @@ def pad_forward(self, pad, mode="constant", value=None):
 def cat_forward(tensors, dim=0):
     # ops.yaml: cat
     if len(tensors) == 0:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")      # torch 2.13: a ValueError
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
