@@ -615,6 +615,9 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     dt = _out_dtype("eye", dtype, out)
     if dt is D.complex32:
         raise NotImplementedError("\"eye\" not implemented for 'ComplexHalf'")
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     with _alloc.sized((n, m if m is not None else n), dt.itemsize):
         arr = np.eye(n, m if m is not None else n, dtype=dt.np)
     t = _finish(arr, dt, device if out is None else None, requires_grad)

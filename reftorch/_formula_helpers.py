@@ -158,6 +158,9 @@ def einsum_grad_plan(equation, shapes):
     ins, out = _einsum_parse(equation, [len(s) for s in shapes])
     used = {lab for term in ins + [out] for lab in term}
     fresh = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used]
+    ells = [tuple(s[t.index("..."):len(s) - (len(t) - 1 - t.index("..."))]) if "..." in t else None
+            for t, s in zip(ins, shapes)]
+    full = tuple(broadcast_shapes(*[e for e in ells if e is not None]))
     plans = []
     for k, term in enumerate(ins):
         others = [i for i in range(len(ins)) if i != k]
@@ -167,7 +170,11 @@ def einsum_grad_plan(equation, shapes):
         pos = 0
         for lab in term:
             if lab == "...":
-                if lab not in present:
+                # summed, or broadcast against the others' (fewer or size-1 dims): ones keep this operand's
+                # dims in the result, which einsum_backward then sums down to the operand's shape
+                got = [full] if "..." in out else []
+                if lab not in present or tuple(broadcast_shapes(*got, *[ells[i] for i in others
+                                                                       if ells[i] is not None])) != ells[k]:
                     extras.append(("ones", tuple(shapes[k][pos:pos + ell]), "..."))
                 target.append(lab)
                 pos += ell

@@ -149,11 +149,15 @@ def linalg_check_householder(A, tau):
 
 def linalg_tolerance(S, A, atol, rtol):
     """max(atol, rtol * max(S)) per matrix, with PyTorch's default rtol = eps * max(m, n) when neither is given."""
-    if rtol is None:
-        rtol = float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1]) if atol is None or atol == 0 else 0.0
+    if rtol is None:        # PyTorch's get_atol_rtol: the default rtol where atol is not positive, else 0
+        default = float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+        if hasattr(atol, "shape"):
+            rtol = (atol <= 0).to(S.dtype) * default
+        else:
+            rtol = default if atol is None or atol <= 0 else 0.0
     atol = 0.0 if atol is None else atol
     smax = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
-    tol = smax * rtol
+    tol = smax * (rtol.unsqueeze(-1) if hasattr(rtol, "shape") else rtol)      # tensor tolerances: one per matrix
     return tol.clamp_min(atol) if not hasattr(atol, "shape") else tol.maximum(atol.unsqueeze(-1))
 
 

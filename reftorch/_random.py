@@ -205,8 +205,12 @@ def _bernoulli_sample(input, p, generator):
 
 
 @random_op("sample")
-def multinomial(input, num_samples, replacement=False, *, generator=None):
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """num_samples category indices per row of input (non-negative weights), with or without replacement."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.short}")
+    if out is not None and out.dtype is not D.int64:
+        raise RuntimeError(f"multinomial expects Long tensor out, got: {out.dtype.short}")
     p = input.detach().cpu()._array().astype(np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
@@ -214,7 +218,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > p.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if not np.isfinite(p).all() or (p < 0).any():
+    if p.shape[-1] > 2 ** 24:          # PyTorch's indices pass through float32
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    if replacement and num_samples > 1:    # PyTorch's sampling kernel checks each entry; NaN fails `>= 0` first
+        if not (p >= 0).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+        if not np.isfinite(p).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability entry = infinity or NaN)")
+    elif not np.isfinite(p).all() or (p < 0).any():     # its exponential-race path checks them all at once
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     rows = p.reshape(-1, p.shape[-1])
     if (rows.sum(-1) <= 0).any():
@@ -223,13 +234,13 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if replacement:     # inverse CDF per row
         cdf = np.cumsum(rows, -1)
         u = rng.random((rows.shape[0], num_samples)) * cdf[:, -1:]
-        out = np.stack([np.searchsorted(c, x, side="right") for c, x in zip(cdf, u)])
-        out = np.minimum(out, rows.shape[-1] - 1)
+        picks = np.stack([np.searchsorted(c, x, side="right") for c, x in zip(cdf, u)])
+        picks = np.minimum(picks, rows.shape[-1] - 1)
     else:               # PyTorch's race: the num_samples largest p / Exp(1); zero weights come last
         keys = rows / rng.exponential(size=rows.shape)
-        out = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
-    res = out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64)
-    return _finish(res, D.int64, input.device)
+        picks = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+    res = _finish(picks.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64), D.int64, input.device)
+    return res if out is None else out.resize_(res.shape).copy_(res)
 
 
 @random_op("sample")

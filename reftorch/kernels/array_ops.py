@@ -373,7 +373,7 @@ def pad_forward(self, pad, mode="constant", value=None):
 def cat_forward(tensors, dim=0):
     # ops.yaml: cat
     if len(tensors) == 0:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")      # torch 2.13: a ValueError
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -397,6 +397,13 @@ def cat_forward(tensors, dim=0):
 
 def roll_forward(self, shifts, dims=None):
     # ops.yaml: roll
+    if isinstance(shifts, (tuple, list)) and len(shifts) == 0:
+        raise RuntimeError("`shifts` required")
+    for d in (dims if isinstance(dims, (tuple, list)) else () if dims is None else (dims,)):
+        if self.ndim == 0:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+        if not -self.ndim <= d < self.ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-self.ndim}, {self.ndim - 1}], but got {d})")
     if dims is None or (isinstance(dims, (tuple, list)) and len(dims) == 0):
         if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
@@ -445,7 +452,9 @@ def scatter_add_forward(self, dim, index, src):
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
-    if not (idx.ndim == x.ndim == s.ndim):
+    if idx.ndim != s.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(x.ndim):
         if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
@@ -516,11 +525,12 @@ def index_add_forward(self, dim, index, source, *, alpha=1):
     if index.ndim > 1:
         raise IndexError("index_add_(): Index is supposed to be a vector")
     idx = index.reshape(-1)
-    if s.ndim != x.ndim or s.shape[dim] != idx.shape[0] or \
-            any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
-        raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice shapes. Destination slice "
-                           f"shape: {list(self.shape)} at dimension {dim} and source slice shape: {list(source.shape)} "
-                           f"at dimension {dim}.")
+    if source.ndim != self.ndim or any(s.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    if s.shape[dim] != idx.shape[0]:
+        raise RuntimeError(f"index_add_(): Number of indices ({idx.shape[0]}) should be equal to source.size(dim): "
+                           f"({s.shape[dim]}), for dim: {dim}")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
         raise IndexError("index out of range in self")
     at = [slice(None)] * x.ndim
@@ -1057,12 +1067,14 @@ def _scatter_strided_forward(self, src, size, stride, storage_offset):
     out = np.array(self, order="C")
     flat = out.reshape(-1)
     size, stride = tuple(size), tuple(stride)
+    need = storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1
+    if 0 not in size and need > flat.shape[0]:        # torch's as_strided of self, before src is looked at
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {storage_offset}, "
+                           f"and itemsize {flat.itemsize} requiring a storage size of {need * flat.itemsize} are out "
+                           f"of bounds for storage of size {flat.shape[0] * flat.itemsize}")
     if tuple(src.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(size)}")
-    if 0 not in size and storage_offset + sum((n - 1) * st for n, st in zip(size, stride)) >= flat.shape[0]:
-        raise RuntimeError(f"as_strided_scatter: size {list(size)}, stride {list(stride)} and storage offset "
-                           f"{storage_offset} reach outside a tensor of {flat.shape[0]} elements")
     view = np.lib.stride_tricks.as_strided(flat[storage_offset:], size, [s * flat.itemsize for s in stride])
     view[...] = src
     return out
@@ -1128,7 +1140,9 @@ def _scatter_reduce_forward(self, dim, index, src, reduce, include_self=True):
     x = out.reshape(1) if out.ndim == 0 else out
     idx = index.reshape(1) if index.ndim == 0 else index
     s = src.reshape(1) if src.ndim == 0 else src
-    if not (idx.ndim == x.ndim == s.ndim):
+    if idx.ndim != s.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     for d in range(x.ndim):
         if idx.shape[d] > s.shape[d] or (d != dim and idx.shape[d] > x.shape[d]):
@@ -1389,7 +1403,8 @@ def searchsorted_forward(sorted_sequence, input, *, out_int32=False, right=False
         raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions "
                            "of boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(seq.shape)} and input value tensor {list(input.shape)}")
-    rows, vals = seq.reshape(-1, seq.shape[-1]), input.reshape(-1, input.shape[-1])
+    lead = int(np.prod(seq.shape[:-1]))    # explicit: reshape(-1, 0) of an empty sequence is ambiguous
+    rows, vals = seq.reshape(lead, seq.shape[-1]), input.reshape(lead, input.shape[-1])
     out = np.empty(vals.shape, dt)
     for i in range(rows.shape[0]):
         out[i] = np.searchsorted(rows[i], vals[i], side=how)
@@ -1433,7 +1448,26 @@ def _histogram_forward(self, bins, range, weight, density):
 
 def _histogramdd_counts_forward(self, weight, edges, density):
     # ops.yaml: _histogramdd_counts
-    return np.histogramdd(self, bins=list(edges), weights=weight, density=density)[0].astype(self.dtype)
+    # PyTorch's kernel: a point counts when edges[0] <= x <= edges[-1] in every dim, its bin found by binary
+    # search (the last bin takes its right edge); edges need not increase (numpy's histogramdd refuses those)
+    keep = np.ones(self.shape[0], bool)
+    pos = []
+    for d, e in enumerate(edges):
+        x = self[:, d]
+        keep &= (x >= e[0]) & (x <= e[-1])
+        p = np.searchsorted(e, x, side="right") - 1
+        pos.append(np.clip(np.where(p == len(e) - 1, p - 1, p), 0, max(len(e) - 2, 0)))
+    shape = tuple(max(len(e) - 1, 0) for e in edges)
+    hist = np.zeros(shape, np.float64)
+    w = np.ones(self.shape[0]) if weight is None else weight.astype(np.float64)
+    if all(shape):
+        np.add.at(hist, tuple(p[keep] for p in pos), w[keep])
+    if density:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            hist = hist / hist.sum()
+            for d, e in enumerate(edges):
+                hist = hist / np.diff(e.astype(np.float64)).reshape((-1,) + (1,) * (len(edges) - 1 - d))
+    return hist.astype(self.dtype)
 
 
 def _complex_forward(real, imag):

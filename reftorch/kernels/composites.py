@@ -393,7 +393,9 @@ def einsum_backward(F, grad, equation, operands):
     grads = []
     for eq, others, extras in F.einsum_grad_plan(equation, [tuple(t.shape) for t in operands]):
         more = [F.ones(a, dtype=grad.dtype, device=F.device_of(grad, operands)) if kind == 'ones' else F.eye(a, dtype=grad.dtype, device=F.device_of(grad, operands)) for kind, a in extras]
-        grads.append(F.einsum(eq, grad, *[F.conj(operands[i]) for i in others], *more))
+        g = F.einsum(eq, grad, *[F.conj(operands[i]) for i in others], *more)
+        shape = operands[len(grads)].shape
+        grads.append(g if g.shape == shape else g.sum_to_size(shape))
     return grads
 
 
@@ -950,6 +952,8 @@ def linalg_ldl_solve(F, LD, pivots, B, *, hermitian=False):
     if pivots.dtype.name != 'int32':
         raise RuntimeError('torch.linalg.ldl_solve: Expected pivots to be integers. Got ' + pivots.dtype.short)
     F.linalg_same_dtype(LD, B, 'torch.linalg.ldl_solve')
+    if LD.shape[-1] == 0 or B.shape[-1] == 0:
+        return F.matmul(LD, B)
     return F._linalg_ldl_solve(LD, pivots, B)
 
 
@@ -1066,6 +1070,8 @@ def linalg_householder_product(F, A, tau):
     F.linalg_check_householder(A, tau)
     m, n = (A.shape[-2], A.shape[-1])
     Q = F.eye(m, n, dtype=A.dtype, device=A.device).expand(A.shape)
+    if tau.shape[-1] == 0:
+        return A.clone().copy_(Q)
     for i in reversed(range(tau.shape[-1])):
         lead = list(A.shape[:-2])
         v = F.cat([F.zeros(lead + [i], dtype=A.dtype, device=A.device), F.ones(lead + [1], dtype=A.dtype, device=A.device), A[..., i + 1:, i]], -1)
@@ -1075,6 +1081,17 @@ def linalg_householder_product(F, A, tau):
 
 def ormqr(F, self, input2, input3, left=True, transpose=False):
     # ops.yaml: ormqr
+    if self.dim() < 2:
+        raise RuntimeError('torch.ormqr: input must have at least 2 dimensions.')
+    if input3.dim() < 2:
+        raise RuntimeError('torch.ormqr: other must have at least 2 dimensions.')
+    if self.dim() - input2.dim() != 1:
+        raise RuntimeError(f'torch.ormqr: Expected tau to have one dimension less than input, but got tau.ndim equal to {input2.dim()} and input.ndim is equal to {self.dim()}')
+    k = -2 if left else -1
+    if input2.shape[-1] != (input3.shape[k] if input3.shape[k] < self.shape[-1] else self.shape[-1]):
+        raise RuntimeError('torch.ormqr: tau.shape[-1] must be equal to min(other.shape[-2], input.shape[-1])')
+    if input3.shape[k] != self.shape[-2]:
+        raise RuntimeError(f'torch.ormqr: other.shape[{k}] must be equal to input.shape[-2]')
     m, n = (self.shape[-2], self.shape[-1])
     lead = list(self.shape[:-2])
     A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
@@ -1103,7 +1120,7 @@ def linalg_matrix_power(F, A, n):
     if n < 0:
         A, n = (F.linalg_inv(A), -n)
     if n == 0:
-        return F.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape).clone()
+        return A.clone().copy_(F.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(A.shape))
     result, base = (None, A)
     while n:
         if n & 1:
@@ -1118,6 +1135,11 @@ def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
     if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
+    if hermitian:
+        F.linalg_check(A, 'linalg.eigh', square=True)
+        L, V = F._linalg_eigh(A, 'L')
+        keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
+        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
     U, S, Vh = F._linalg_svd(A, False)
     keep = S > F.linalg_tolerance(S, A, atol, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
@@ -1131,6 +1153,8 @@ def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None)
         raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = (tol, 0.0)
+    if hermitian:
+        F.linalg_check(A, 'linalg.eigh', square=True)
     S = F._linalg_eigh(A, 'L')[0].abs().sort(-1, descending=True)[0] if hermitian else F._linalg_svd(A, False)[1]
     return (S > F.linalg_tolerance(S, A, atol, rtol)).sum(-1)
 
@@ -1161,7 +1185,7 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     residuals = ((F.matmul(A, X) - Bm) ** 2).sum(-2) if full and driver != 'gelsy' else none
     if driver == 'gels':
         rank = F.empty(0, dtype=rank.dtype, device=A.device)
-    singular_values = S if driver in ('gelsd', 'gelss') else none
+    singular_values = S.detach() if driver in ('gelsd', 'gelss') else none
     return F.return_type('linalg_lstsq', solution=X.squeeze(-1) if vector else X, residuals=residuals, rank=rank, singular_values=singular_values)
 
 
@@ -1186,18 +1210,20 @@ def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=No
         A = A.to(dtype)
     if len(dim) != 2:
         raise RuntimeError('linalg.matrix_norm: dim must be a 2-tuple. Got ' + ' '.join((str(d) for d in dim)))
-    d0, d1 = F.normalize_dims(list(dim), A.ndim)
+    d0, d1 = [F.normalize_dims(d, A.ndim)[0] for d in dim]
+    if d0 == d1:
+        raise RuntimeError(f'linalg.matrix_norm: dims must be different. Got ({d0}, {d1})')
     if ord == 'fro':
         return F.linalg_vector_norm(A, 2, [d0, d1], keepdim)
     if ord in ('nuc', 2, -2):
         S = F._linalg_svd(F.movedim(A, [d0, d1], [-2, -1]), False)[1]
-        r = S.sum(-1) if ord == 'nuc' else S.amax(-1) if ord == 2 else S.amin(-1)
+        r = S.sum(-1) if ord == 'nuc' or (ord == 2 and S.shape[-1] == 0) else S.amax(-1) if ord == 2 else S.amin(-1)
         lo, hi = sorted([d0, d1])
         return r.unsqueeze(lo).unsqueeze(hi) if keepdim else r
     if ord in (1, -1, math.inf, -math.inf):
         rows, cols = (d0, d1) if ord in (1, -1) else (d1, d0)
         s = A.abs().sum(rows, keepdim=True)
-        r = s.amax(cols, keepdim=True) if ord > 0 else s.amin(cols, keepdim=True)
+        r = (s.amax(cols, keepdim=True) if s.shape[cols] else s.sum(cols, keepdim=True)) if ord > 0 else s.amin(cols, keepdim=True)
         lo, hi = sorted([d0, d1])
         return r if keepdim else r.squeeze(hi).squeeze(lo)
     raise RuntimeError(f'linalg.matrix_norm: Order {ord} not supported.')
@@ -1285,7 +1311,8 @@ def linalg_vander(F, x, *, N=None):
     # ops.yaml: linalg_vander
     if x.dtype.name == 'bool' or (x.dtype.category == 2 and x.dtype.itemsize == 2):
         raise RuntimeError(f'linalg.vander supports floating point, complex, and integer tensors, but got {x.dtype.short}')
-    x = x.unsqueeze(-1) if x.ndim == 0 else x
+    if x.ndim < 1:
+        x = x.reshape(1)
     N = x.shape[-1] if N is None else N
     if N <= 1:
         raise RuntimeError('N must be greater than 1.')
@@ -1307,8 +1334,8 @@ def linalg_tensorinv(F, A, ind=2):
 def linalg_tensorsolve(F, A, B, dims=None):
     # ops.yaml: linalg_tensorsolve
     if dims is not None:
-        rest = [d for d in range(A.ndim) if d not in F.normalize_dims(list(dims), A.ndim)]
-        A = A.permute(rest + F.normalize_dims(list(dims), A.ndim))
+        moved = [F.normalize_dims(d, A.ndim)[0] for d in dims]
+        A = A.permute([d for d in range(A.ndim) if d not in moved] + moved)
     rows = B.numel()
     cols = list(A.shape[B.ndim:])
     if F.numel_of(cols) != rows:
@@ -1628,6 +1655,11 @@ def sum_to_size(F, self, size):
 
 def narrow_copy(F, self, dim, start, length):
     # ops.yaml: narrow_copy
+    if self.dim() > 0 and dim >= self.dim():
+        raise RuntimeError('Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.')
+    if self.dim() > 0 and length < 0:
+        size = self.shape[dim]
+        raise RuntimeError(f'start ({(start if start >= 0 else start + size)}) + length ({length}) exceeds dimension size ({size}).')
     return F.clone(F.narrow(self, dim, start, length))
 
 
@@ -1946,7 +1978,11 @@ def tensordot(F, self, other, dims=2):
     if self.dtype != other.dtype:
         raise RuntimeError('both inputs should have same dtype')
     for x, y in zip(da, db):
-        if self.shape[x] != other.shape[y]:
+        if other.shape[y] == 1 and self.shape[x] != 1:
+            self = F.sum(self, x, keepdim=True)
+        elif self.shape[x] == 1 and other.shape[y] != 1:
+            other = F.sum(other, y, keepdim=True)
+        elif self.shape[x] != other.shape[y]:
             raise RuntimeError(f'contracted dimensions need to match, but first has size {self.shape[x]} in dim {x} and second has size {other.shape[y]} in dim {y}')
     wa = [F.normalize_dims(d, self.ndim)[0] for d in da]
     wb = [F.normalize_dims(d, other.ndim)[0] for d in db]

@@ -127,12 +127,13 @@ def movedim(shape, strides, offset, source, destination, *, dtype=None, inplace=
     n = len(shape)
     src = [wrap_dim(s, n) for s in ((source,) if hasattr(source, "__index__") else source)]
     dst = [wrap_dim(s, n) for s in ((destination,) if hasattr(destination, "__index__") else destination)]
+    given = [list((v,) if hasattr(v, "__index__") else v) for v in (source, destination)]   # torch prints these
     if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
-                           f"contain the same number of dims as destination ({list(dst)} dims)")
-    for name, ds in (("source", src), ("destination", dst)):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given[0]} dims) should "
+                           f"contain the same number of dims as destination ({given[1]} dims)")
+    for name, ds, shown in (("source", src, given[0]), ("destination", dst, given[1])):
         if len(set(ds)) != len(ds):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(ds)})")
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({shown})")
     order = [None] * n
     for s, d in zip(src, dst):
         order[d] = s
@@ -174,6 +175,8 @@ def narrow(shape, strides, offset, dim, start, length, *, dtype=None, inplace=Fa
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(shape))
     size = shape[d]
+    if hasattr(start, "dtype") and (start.dim() != 0 or start.dtype.is_floating_point or start.dtype.short == "Bool"):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start = start.__index__()
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")

@@ -152,6 +152,8 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slopes = torch.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
@@ -194,6 +196,9 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def softshrink(input, lambd=0.5):
+    if lambd < 0 and input.dtype.is_floating_point:
+        raise RuntimeError(f"lambda must be in range [0, {torch.finfo(input.dtype).max:g}] for input dtype "
+                           f"{input.dtype.short}, but found {lambd:g}")
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     return torch.softshrink(input, lambd)
@@ -554,8 +559,40 @@ def _pool_input(input, nd, name):
     return lead, planes
 
 
+def _max_pool_checks(input, nd, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's refusals of max_pool{1,2,3}d's input and arguments, each in its own kernel's words."""
+    shape = list(input.shape)
+    batch = input.dim() == nd + 2
+    if input.dim() in (nd + 1, nd + 2) and 0 in shape[1 if batch else 0:]:
+        if nd == 3:
+            raise RuntimeError("max_pool3d_with_indices_out_cpu_template(): Expected input's non-batch dimensions to "
+                               f"have positive length, but input has a shape of {shape} and non-batch dimension 0 "
+                               "has length zero!")
+        raise RuntimeError(f"{'max_pool1d: ' if nd == 1 else ''}Expected {nd + 1}D or {nd + 2}D (batch mode) tensor "
+                           f"with optional 0 dim batch size for input, but got:{shape}")
+    if nd == 1 and input.dim() not in (2, 3):
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{shape}")
+    if nd == 1:
+        for what, v in (("kernel_size", kernel[0]), ("stride", stride[0]), ("dilation", dilation[0])):
+            if v <= 0:
+                raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {v}")
+        span = dilation[0] * (kernel[0] - 1) + 1
+        out = ((shape[-1] + 2 * padding[0] - span + (stride[0] - 1 if ceil_mode else 0)) // stride[0]) + 1
+        if out < 0:
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    elif min(stride) <= 0:
+        raise RuntimeError("stride should not be zero")
+    elif min(dilation) <= 0:
+        raise RuntimeError("dilation should be greater than zero, but got " +
+                           " ".join(f"dilation{a}: {d}" for a, d in zip("THW"[3 - nd:], dilation)))
+
+
 def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
+    if min(_ntuple(padding, nd, "padding")) < 0:        # torch looks at the padding first
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(_ntuple(padding, nd, 'padding'))}")
     kernel, stride, padding, dilation = _pool_args(nd, kernel_size, stride, padding, dilation)
+    _max_pool_checks(input, nd, kernel, stride, padding, dilation, ceil_mode)
     lead, planes = _pool_input(input, nd, f"max_pool{nd}d")
     in_sizes = tuple(input.shape[-nd:])
     out_sizes, pads = _pool_geometry(in_sizes, kernel, stride, padding, dilation, ceil_mode)
@@ -660,12 +697,31 @@ def _adaptive_bounds(in_size, out_size):
     return [((i * in_size) // out_size, -(-((i + 1) * in_size) // out_size)) for i in range(out_size)]
 
 
-def _adaptive_sizes(input, output_size, nd):
+def _adaptive_sizes(input, output_size, nd, kind="avg"):
+    """The output sizes (None keeps the input's), with PyTorch's refusals of the input's dims and the sizes."""
+    name = f"adaptive_{kind}_pool{nd}d"
+    if input.dim() < nd + 1:
+        if nd == 1:
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
+                               f"#1 'self' (while checking arguments for {name})")
+        raise ValueError(f"Input dimension should be at least {nd + 1}")
+    if input.dim() > nd + 2:
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
     sizes = _ntuple(output_size, nd, "output_size") if not isinstance(output_size, (tuple, list)) \
         else tuple(output_size)
     if len(sizes) != nd:
-        raise ValueError(f"adaptive pooling expects an output_size of {nd} values, got {output_size}")
-    return tuple(input.shape[-nd + i] if s is None else int(s) for i, s in enumerate(sizes))
+        raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got {len(sizes)})" if nd == 1
+                           else f"{name}(): internal error: output_size.size() must be {nd}" if kind == "max"
+                           else f"{name}: output_size must be {nd}")
+    sizes = tuple(input.shape[-nd + i] if s is None else int(s) for i, s in enumerate(sizes))
+    if kind == "max" and min(sizes) < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                           f"{list(input.shape[:-nd]) + list(sizes)}")
+    if min(sizes) < 0:          # the 1-D average pools as a 2-D one of height 1
+        shown = (1,) * (nd == 1) + sizes
+        raise RuntimeError(f"adaptive_avg_pool{len(shown)}d: elements of output_size must be greater than or equal "
+                           f"to 0 but received {{{', '.join(map(str, shown))}}}")
+    return sizes
 
 
 def _along(x, dim, matrix):
@@ -675,9 +731,6 @@ def _along(x, dim, matrix):
 
 
 def _adaptive_avg_poolnd(input, output_size, nd):
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"adaptive_avg_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(input.shape)}")
     out_sizes = _adaptive_sizes(input, output_size, nd)
     out = input
     for i, o in enumerate(out_sizes):           # a mean over a box is a mean along each dim in turn
@@ -702,10 +755,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 
 def _adaptive_max_poolnd(input, output_size, return_indices, nd):
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"adaptive_max_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(input.shape)}")
-    out_sizes = _adaptive_sizes(input, output_size, nd)
+    out_sizes = _adaptive_sizes(input, output_size, nd, "max")
     in_sizes = tuple(input.shape[-nd:])
     bounds = [_adaptive_bounds(s, o) for s, o in zip(in_sizes, out_sizes)]
     lead = tuple(input.shape[:-nd])
@@ -922,6 +972,8 @@ def _take_rows(weight, indices):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """Rows of weight picked by the integer indices in input; the padding_idx row gets no gradient."""
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
     if input.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
@@ -1501,6 +1553,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 @_autocast("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     diff = input - target
     ad = torch.abs(diff)
     loss = torch.where(delta > ad, 0.5 * diff * diff, delta * (ad - 0.5 * delta))
@@ -1691,8 +1745,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     if isinstance(var, numbers.Number):
         var = torch.full(input.shape, float(var), dtype=input.dtype, device=input.device)
-    if var.dim() != input.dim() and var.shape == input.shape[:-1]:
-        var = var.unsqueeze(-1)
+    if var.shape != input.shape:
+        if var.shape == input.shape[:-1]:
+            var = var.unsqueeze(-1)             # homoscedastic: one variance per row
+        elif not (var.shape[:-1] == input.shape[:-1] and var.dim() and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     if (var.detach().cpu().numpy() < 0).any():
         raise ValueError("var has negative entry/entries")
     with torch.no_grad():
