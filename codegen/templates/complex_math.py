@@ -32,6 +32,32 @@ def _expm1_c(z):
     return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
 
 
+def _logaddexp_c(a, b):
+    # c10's _log_add_exp_helper: the operand of the smaller real part is min (one with a NaN part is both, and the
+    # result NaN); equal infinite real parts give -inf's operand, or log(exp(min) + exp(max)) for +inf
+    x = complex(np.float64(a.real), np.float64(a.imag))
+    y = complex(np.float64(b.real), np.float64(b.imag))
+    if y.real != y.real or y.imag != y.imag:
+        lo = y
+        hi = y
+    elif x.real != x.real or x.imag != x.imag:
+        lo = x
+        hi = x
+    elif x.real < y.real:
+        lo = x
+        hi = y
+    else:
+        lo = y
+        hi = x
+    if lo.real != lo.real or lo.imag != lo.imag:
+        return complex(math.nan, math.nan)
+    if (lo.real == math.inf or lo.real == -math.inf) and lo.real == hi.real:
+        if lo.real < 0:
+            return lo
+        return cmath.log(cmath.exp(lo) + cmath.exp(hi))
+    return _log1p_c(cmath.exp(lo - hi)) + hi
+
+
 def _log2_c(z):
     # c10: log(z) / log(2)
     return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453

@@ -215,13 +215,30 @@ def cfmod(a, b):
 
 
 @cuda.jit(device=True, inline=True)
-def logaddexp(a, b):
+def _logaddexp_real(a, b):
     m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:
         return m
     return m + log1p(exp(-abs(a - b)))
+
+
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def logaddexp(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _logaddexp_c(a, b)
+        return _logaddexp_real(a, b)
+else:
+    def logaddexp(a, b):
+        return _logaddexp_real(a, b)
+
+    @_cuda_overload(logaddexp, target="cuda")
+    def _typed_logaddexp(a, b):     # complex operands by c10's formula (templates/complex_math.py), picked while typing
+        if isinstance(a, types.Complex):
+            return lambda a, b: _logaddexp_c(a, b)
+        return lambda a, b: _logaddexp_real(a, b)
 
 
 # Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real

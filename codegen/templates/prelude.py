@@ -275,6 +275,8 @@ def clamp3(x, lo, hi):
 
 @njit(inline="always")
 def logaddexp(a, b):
+    if isinstance(a, (complex, np.complex64, np.complex128)):
+        return _logaddexp_c(a, b)       # (templates/complex_math.py)
     m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m

@@ -290,6 +290,8 @@ def clamp3(x, lo, hi):
 
 @njit(inline="always")
 def logaddexp(a, b):
+    if isinstance(a, (complex, np.complex64, np.complex128)):
+        return _logaddexp_c(a, b)       # (templates/complex_math.py)
     m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
@@ -1559,6 +1561,33 @@ def _expm1_c(z):
     y = np.float64(z.imag)
     a = math.sin(y / 2)
     return complex(math.expm1(x) * math.cos(y) - 2 * a * a, math.exp(x) * math.sin(y))
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _logaddexp_c(a, b):
+    # c10's _log_add_exp_helper: the operand of the smaller real part is min (one with a NaN part is both, and the
+    # result NaN); equal infinite real parts give -inf's operand, or log(exp(min) + exp(max)) for +inf
+    x = complex(np.float64(a.real), np.float64(a.imag))
+    y = complex(np.float64(b.real), np.float64(b.imag))
+    if y.real != y.real or y.imag != y.imag:
+        lo = y
+        hi = y
+    elif x.real != x.real or x.imag != x.imag:
+        lo = x
+        hi = x
+    elif x.real < y.real:
+        lo = x
+        hi = y
+    else:
+        lo = y
+        hi = x
+    if lo.real != lo.real or lo.imag != lo.imag:
+        return complex(math.nan, math.nan)
+    if (lo.real == math.inf or lo.real == -math.inf) and lo.real == hi.real:
+        if lo.real < 0:
+            return lo
+        return cmath.log(cmath.exp(lo) + cmath.exp(hi))
+    return _log1p_c(cmath.exp(lo - hi)) + hi
 
 
 @njit(error_model="numpy")  # codegen/templates/complex_math.py
@@ -30100,342 +30129,6 @@ def _bw_hypot_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
         else:
             for i in range(n):
                 out[po + i * so] = _s__bw_hypot_other_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_self(grad, other, self):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
-    return grad / (1 + _s_exp(other - self))
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_self_f16(grad, other, self):
-    return f32_to_f16(_s__bw_logaddexp_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_self_f16_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self)) [f16]
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_logaddexp_self_f16(a0[i], a1[i], a2[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self)) [f16]
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    s2 = np.uint64(a2_st[last])
-    p2 = np.uint64(a2_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(a0[p0 + i], a1[p1 + i], v2)
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(a0[p0 + i], v1, a2[p2 + i])
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(v0, a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
-            v1 = a1[p1]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(a0[p0 + i], v1, v2)
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
-            v0 = a0[p0]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(v0, a1[p1 + i], v2)
-        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
-            v0 = a0[p0]
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_f16(v0, v1, a2[p2 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_logaddexp_self_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_self_bf16(grad, other, self):
-    return f32_to_bf16(_s__bw_logaddexp_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_self_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self)) [bf16]
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_logaddexp_self_bf16(a0[i], a1[i], a2[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self)) [bf16]
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    s2 = np.uint64(a2_st[last])
-    p2 = np.uint64(a2_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(a0[p0 + i], a1[p1 + i], v2)
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(a0[p0 + i], v1, a2[p2 + i])
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(v0, a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
-            v1 = a1[p1]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(a0[p0 + i], v1, v2)
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
-            v0 = a0[p0]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(v0, a1[p1 + i], v2)
-        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
-            v0 = a0[p0]
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_self_bf16(v0, v1, a2[p2 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_logaddexp_self_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_other(grad, self, other):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
-    return grad / (1 + _s_exp(self - other))
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_other_f16(grad, self, other):
-    return f32_to_f16(_s__bw_logaddexp_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_other_f16_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other)) [f16]
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_logaddexp_other_f16(a0[i], a1[i], a2[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other)) [f16]
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    s2 = np.uint64(a2_st[last])
-    p2 = np.uint64(a2_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(a0[p0 + i], a1[p1 + i], v2)
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(a0[p0 + i], v1, a2[p2 + i])
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(v0, a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
-            v1 = a1[p1]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(a0[p0 + i], v1, v2)
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
-            v0 = a0[p0]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(v0, a1[p1 + i], v2)
-        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
-            v0 = a0[p0]
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_f16(v0, v1, a2[p2 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_logaddexp_other_f16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            p2 += np.uint64(a2_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(inline="always")
-def _s__bw_logaddexp_other_bf16(grad, self, other):
-    return f32_to_bf16(_s__bw_logaddexp_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_other_bf16_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other)) [bf16]
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_logaddexp_other_bf16(a0[i], a1[i], a2[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_logaddexp_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other)) [bf16]
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    s2 = np.uint64(a2_st[last])
-    p2 = np.uint64(a2_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(a0[p0 + i], a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(a0[p0 + i], a1[p1 + i], v2)
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(a0[p0 + i], v1, a2[p2 + i])
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(v0, a1[p1 + i], a2[p2 + i])
-        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
-            v1 = a1[p1]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(a0[p0 + i], v1, v2)
-        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
-            v0 = a0[p0]
-            v2 = a2[p2]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(v0, a1[p1 + i], v2)
-        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
-            v0 = a0[p0]
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_logaddexp_other_bf16(v0, v1, a2[p2 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_logaddexp_other_bf16(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
         d = last - 1
         while d >= 0:
             idx[d] += np.uint64(1)

@@ -71,6 +71,33 @@ def _expm1_c(z):
 
 
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _logaddexp_c(a, b):
+    # c10's _log_add_exp_helper: the operand of the smaller real part is min (one with a NaN part is both, and the
+    # result NaN); equal infinite real parts give -inf's operand, or log(exp(min) + exp(max)) for +inf
+    x = complex(np.float64(a.real), np.float64(a.imag))
+    y = complex(np.float64(b.real), np.float64(b.imag))
+    if y.real != y.real or y.imag != y.imag:
+        lo = y
+        hi = y
+    elif x.real != x.real or x.imag != x.imag:
+        lo = x
+        hi = x
+    elif x.real < y.real:
+        lo = x
+        hi = y
+    else:
+        lo = y
+        hi = x
+    if lo.real != lo.real or lo.imag != lo.imag:
+        return complex(math.nan, math.nan)
+    if (lo.real == math.inf or lo.real == -math.inf) and lo.real == hi.real:
+        if lo.real < 0:
+            return lo
+        return cmath.log(cmath.exp(lo) + cmath.exp(hi))
+    return _log1p_c(cmath.exp(lo - hi)) + hi
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log2_c(z):
     # c10: log(z) / log(2)
     return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
@@ -251,13 +278,30 @@ def cfmod(a, b):
 
 
 @cuda.jit(device=True, inline=True)
-def logaddexp(a, b):
+def _logaddexp_real(a, b):
     m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
     if m == -inf:
         return m
     if m == inf:
         return m
     return m + log1p(exp(-abs(a - b)))
+
+
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def logaddexp(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _logaddexp_c(a, b)
+        return _logaddexp_real(a, b)
+else:
+    def logaddexp(a, b):
+        return _logaddexp_real(a, b)
+
+    @_cuda_overload(logaddexp, target="cuda")
+    def _typed_logaddexp(a, b):     # complex operands by c10's formula (templates/complex_math.py), picked while typing
+        if isinstance(a, types.Complex):
+            return lambda a, b: _logaddexp_c(a, b)
+        return lambda a, b: _logaddexp_real(a, b)
 
 
 # Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
@@ -9187,78 +9231,6 @@ def _bw_hypot_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_logaddexp_self(grad, other, self):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
-    return grad / (1 + _s_exp(other - self))
-
-
-@cuda.jit
-def _bw_logaddexp_self_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_logaddexp_self(a0[i], a1[i], a2[i])
-
-
-@cuda.jit
-def _bw_logaddexp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for self -- grad / (1 + exp(other - self))
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-        out[po] = _s__bw_logaddexp_self(a0[p0], a1[p1], a2[p2])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_logaddexp_other(grad, self, other):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
-    return grad / (1 + _s_exp(self - other))
-
-
-@cuda.jit
-def _bw_logaddexp_other_contig(out, a0, a1, a2):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_logaddexp_other(a0[i], a1[i], a2[i])
-
-
-@cuda.jit
-def _bw_logaddexp_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
-    # ops.yaml: logaddexp backward for other -- grad / (1 + exp(self - other))
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        p2 = a2_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-            p2 += c * a2_st[d]
-        out[po] = _s__bw_logaddexp_other(a0[p0], a1[p1], a2[p2])
-
-
-@cuda.jit(device=True, inline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
     return _s_where(self == 0, 0.0, grad * result / self)
@@ -11836,10 +11808,6 @@ KERNELS = {
     '_bw_fmin_other': dict(kind='elementwise', op='fmin', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_hypot_self': dict(kind='elementwise', op='hypot', tensors=('grad', 'self', 'result'), scalars=(), kernels=('contig', 'strided')),
     '_bw_hypot_other': dict(kind='elementwise', op='hypot', tensors=('grad', 'other', 'result'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_logaddexp_self': dict(kind='elementwise', op='logaddexp', tensors=('grad', 'other', 'self'), scalars=(),
-        kernels=('contig', 'strided')),
-    '_bw_logaddexp_other': dict(kind='elementwise', op='logaddexp', tensors=('grad', 'self', 'other'), scalars=(),
-        kernels=('contig', 'strided')),
     '_bw_copysign_self': dict(kind='elementwise', op='copysign', tensors=('grad', 'self', 'result'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_clamp_min_self': dict(kind='elementwise', op='clamp_min', tensors=('grad', 'self', 'min'), scalars=(),

@@ -1698,12 +1698,12 @@ def logaddexp_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: grad / (1 + exp(other - self))
+    # self: grad / conj(1 + exp(other - self))
     if needs[0]:
-        g[0] = F._fused('_bw_logaddexp_self', (grad, other, self,), ()) if fused else grad / (1 + F.exp(other - self))
-    # other: grad / (1 + exp(self - other))
+        g[0] = grad / F.conj(1 + F.exp(other - self))
+    # other: grad / conj(1 + exp(self - other))
     if needs[1]:
-        g[1] = F._fused('_bw_logaddexp_other', (grad, self, other,), ()) if fused else grad / (1 + F.exp(self - other))
+        g[1] = grad / F.conj(1 + F.exp(self - other))
     return g
 
 

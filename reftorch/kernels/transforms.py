@@ -1016,12 +1016,12 @@ def logaddexp_jvp(F, a, t, result):
     self_t = t['self']
     other_t = t['other']
     terms = []
-    # self: grad / (1 + exp(other - self))
+    # self: grad / conj(1 + exp(other - self))
     if self_t is not None:
-        terms.append(self_t / (1 + F.exp(other - self)))
-    # other: grad / (1 + exp(self - other))
+        terms.append(F.conj_physical(F.conj_physical(self_t) / F.conj(1 + F.exp(other - self))))
+    # other: grad / conj(1 + exp(self - other))
     if other_t is not None:
-        terms.append(other_t / (1 + F.exp(self - other)))
+        terms.append(F.conj_physical(F.conj_physical(other_t) / F.conj(1 + F.exp(self - other))))
     return terms
 
 
