@@ -359,3 +359,40 @@ def test_gradcheck_catches_a_missing_conjugate():
 
     a = torch.tensor([1 + 2j, -0.5 + 1j], dtype=torch.cdouble, requires_grad=True)
     assert gradcheck(Square.apply, (a,), raise_exception=False) is False
+
+
+def test_logaddexp_on_complex_follows_c10():
+    # values from torch 2.13: log1p(exp(min - max)) + max with min the operand of the smaller real part (the imaginary
+    # part not wrapped), -inf with -inf gives that operand, a NaN part gives nan+nanj
+    a = torch.tensor([1 + 2j, -1 + 0.5j, complex("-inf"), complex("nan")])
+    b = torch.tensor([0.5 - 1j, 2 + 0j, complex("-inf"), 1 + 0j])
+    got = torch.logaddexp(a, b).numpy()
+    np.testing.assert_allclose(got[:2], [0.1050 + 1.7890j, 2.0430 + 0.0229j], atol=1e-4)
+    assert got[2] == complex("-inf") and np.isnan(got[3].real) and np.isnan(got[3].imag)
+    x = torch.tensor([2.7 - 4.6j], dtype=torch.complex128)
+    np.testing.assert_allclose(torch.logaddexp(x, x).numpy(), x.numpy() + np.log(2))     # not wrapped by 2 pi
+    ad = torch.tensor([1 + 2j, -1 + 0.5j], dtype=torch.complex128, requires_grad=True)
+    bd = torch.tensor([0.5 - 1j, 2 + 0j], dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.logaddexp, (ad, bd))
+    torch.logaddexp(ad, bd).abs().sum().backward()      # torch 2.13's gradients
+    np.testing.assert_allclose(ad.grad.numpy(), [0.6520 + 2.3589j, 0.0426 - 0.0214j], atol=1e-4)
+    np.testing.assert_allclose(bd.grad.numpy(), [-0.5934 - 1.3606j, 0.9573 + 0.0326j], atol=1e-4)
+    with pytest.raises(NotImplementedError, match="\"logaddexp2_cpu\" not implemented for 'ComplexFloat'"):
+        torch.logaddexp2(a, b)
+
+
+def test_view_as_complex_backward_reads_a_conjugate_gradient_resolved():
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64, requires_grad=True)
+    z = torch.view_as_complex(x)
+    (z.conj() * torch.tensor([1 + 1j, 2 - 1j], dtype=torch.complex128)).real.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[1.0, 1.0], [2.0, -1.0]])
+    assert torch.autograd.gradcheck(lambda t: torch.view_as_complex(t).conj() * 2, (x.detach().requires_grad_(),))
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.float32, torch.float64])
+def test_complex_node_is_complexbackward0(dt):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (complex32's experimental warning)
+        z = torch.complex(x.to(dt), x.to(dt) * 2)
+    assert z.grad_fn.name() == "ComplexBackward0"

@@ -1098,7 +1098,7 @@ SPECS = {
 
     '_angle_backward': {'name': '_angle_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'complex': {'name': 'complex', 'kind': 'composite', 'args': (('real', 'Tensor', None, False), ('imag', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda real, imag: np.stack(np.broadcast_arrays(real, imag), -1).view(np.complex64 if real.dtype == np.float32 else np.complex128)[..., 0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'complex': {'name': 'complex', 'kind': 'composite', 'args': (('real', 'Tensor', None, False), ('imag', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda real, imag: np.stack(np.broadcast_arrays(real, imag), -1).view(np.complex64 if real.dtype == np.float32 else np.complex128)[..., 0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'ComplexBackward0'},
 
     '_complex': {'name': '_complex', 'kind': 'array', 'args': (('real', 'Tensor', None, False), ('imag', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('imag', 'real'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda real, imag: np.stack(np.broadcast_arrays(real, imag), -1).view(np.complex64 if real.dtype == np.float32 else np.complex128)[..., 0]', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -6807,7 +6807,7 @@ def complex(real, imag, *, out=None):
     ops.yaml: complex"""
     if out is not None:
         return _rt.call_out('complex', out, complex, real, imag)
-    return _rt.composite('complex', real, imag)
+    return _rt.named_composite('complex#ComplexBackward0', 'complex', real, imag)
 
 
 def _complex(real, imag):

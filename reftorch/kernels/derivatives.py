@@ -2682,9 +2682,9 @@ def view_as_complex_backward(F, grads, saved, needs, fused):
     # ops.yaml: view_as_complex
     grad = grads[0]
     g = [None] * 1
-    # self: view_as_real(grad)
+    # self: view_as_real(resolve_conj(grad.contiguous()))
     if needs[0]:
-        g[0] = F.view_as_real(grad)
+        g[0] = F.view_as_real(F.resolve_conj(grad.contiguous()))
     return g
 
 
