@@ -219,6 +219,19 @@ def reduction_kernels(op, fmt=None, combine=True):
     ld = _loader(fmt)
     kn = op.name if fmt is None else f"{op.name}_{fmt}"
     out = _combine_fns(op, sc, merge) if combine else ""
+    # a reduction with an identity always starts from it (start == 0): no seeding from an element, whose type
+    # need not fit the accumulator (complex elements into any's bool one), as emit_cpu's kernels
+    seeded = op.reduce.identity is None
+    fold = f"""
+            if got:
+                a = _c_{op.name}(a, v{sc})
+            else:
+                a = v
+                got = True""" if seeded else f"""
+            a = _c_{op.name}(a, v{sc})"""
+    seed = f"""
+        if start == 1:
+            a = {ld('x[base]')}""" if seeded else ""
     if merge is not None:
         out += f"""
 
@@ -236,12 +249,7 @@ def {kn}_reduce(x, off, M, sm, K, sk, acc, start{sc}):
         a = acc[m]
         got = start == 0
         for k in range(t, K, nt):
-            v = {ld('x[base + k * sk]')}
-            if got:
-                a = _c_{op.name}(a, v{sc})
-            else:
-                a = v
-                got = True
+            v = {ld('x[base + k * sk]')}{fold}
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -268,9 +276,7 @@ def {kn}_reduce_serial(x, off, M, sm, K, sk, acc, start{sc}):
     # when the reduced axis is the outer one.{'' if merge else ' (Its partial results cannot be merged: no tree kernel.)'}
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
-        a = acc[m]
-        if start == 1:
-            a = {ld('x[base]')}
+        a = acc[m]{seed}
         for k in range(start, K):
             a = _c_{op.name}(a, {ld('x[base + k * sk]')}{sc})
         acc[m] = a

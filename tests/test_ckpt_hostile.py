@@ -205,7 +205,7 @@ def _pickle_with(tail):
     (b"]K\x01a(K\x02K\x03l", "Unsupported operand 108"),
     (b"ctorch\nfloat32\n)R", "Trying to call reduce for unrecognized function"),
     (b"cbuiltins\nbytearray\nJ\x00\x00\x00\x40\x85R", "bytearray(size)"),
-    (b"ctorch\ncomplex32\n", "dtype torch.complex32, which reftorch does not have"),
+    (b"ctorch\nfloat8_e4m3fn\n", "dtype torch.float8_e4m3fn, which reftorch does not have"),
     (b"ctorch\ndevice\nX\x03\x00\x00\x00tpu\x85R", "a device"),
     (b"c_codecs\nencode\nX\x01\x00\x00\x00aX\x03\x00\x00\x00bad\x86R", "corrupt or holds values"),
     (b"h\x05", "memo entry 5 read before"),

@@ -274,18 +274,6 @@ def clamp3(x, lo, hi):
 
 
 @njit(inline="always")
-def logaddexp(a, b):
-    if isinstance(a, (complex, np.complex64, np.complex128)):
-        return _logaddexp_c(a, b)       # (templates/complex_math.py)
-    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
-    if m == -inf:
-        return m
-    if m == inf:
-        return m
-    return m + log1p(exp(-abs(a - b)))
-
-
-@njit(inline="always")
 def lshift(a, b):
     # torch.bitwise_left_shift: a negative shift, or one by the type's width or more, gives 0
     if b < 0 or b >= np.iinfo(a).bits:

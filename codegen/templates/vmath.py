@@ -206,6 +206,33 @@ def _overload(fn, fast, slow, complex_fn=None):
 # @complex_math: the helpers of templates/complex_math.py, emitted here with @njit (codegen/common.py)
 
 
+def logaddexp(a, b):
+    # log(exp(a) + exp(b)) without overflow; complex operands by c10's formula (templates/complex_math.py). The
+    # overload below picks the formula while typing: an isinstance branch in one function is not pruned where a
+    # scan's accumulator is the argument.
+    return _logaddexp_real(a, b)
+
+
+def _logaddexp_real(a, b):
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
+    if m == -math.inf or m == math.inf:
+        return m
+    return m + log1p(exp(-abs(a - b)))
+
+
+def _overload_logaddexp(complex_fn):
+    # (complex_fn is bound now: the module's recorded helpers leave its namespace, reftorch/kernels/_cache.py)
+    @_numba_overload(logaddexp)
+    def _typed(a, b):
+        if isinstance(a, _types.Complex):
+            cjitted = _jitted(complex_fn)
+            return lambda a, b: cjitted(a, b)
+        return _logaddexp_real
+
+
+_overload_logaddexp(_logaddexp_c)
+
+
 def sqrt(x):
     return math.sqrt(x)
 

@@ -2112,9 +2112,9 @@ def segment_reduce(F, data, reduce, *, lengths=None, indices=None, offsets=None,
         initial = initial.item() if F.is_tensor(initial) else initial
         c_name = {'float16': 'c10::Half', 'bfloat16': 'c10::BFloat16', 'float32': 'float'}.get(data.dtype.name, 'double')
         big = {'float16': 65504.0, 'bfloat16': 3.3895313892515355e+38, 'float32': 3.4028234663852886e+38}.get(data.dtype.name, math.inf)
-        if isinstance(initial, complex) and initial.imag != 0 or ((initial.real > big or initial.real < -big) and (not math.isinf(initial.real))):
+        if initial.imag != 0 or ((initial.real > big or initial.real < -big) and (not math.isinf(initial.real))):
             raise RuntimeError(f'value cannot be converted to type {c_name} without overflow')
-        initial = initial.real if isinstance(initial, complex) else initial
+        initial = initial.real
     if lengths is not None:
         bounds = F.cat((F.zeros(tuple(lengths.shape[:-1]) + (1,), dtype=lengths.dtype, device=F.device_of(data, lengths, indices, offsets)), F.cumsum(lengths, -1)), -1)
     return F._segment_reduce(data, reduce, bounds, axis, initial, data.dtype.name)

@@ -289,18 +289,6 @@ def clamp3(x, lo, hi):
 
 
 @njit(inline="always")
-def logaddexp(a, b):
-    if isinstance(a, (complex, np.complex64, np.complex128)):
-        return _logaddexp_c(a, b)       # (templates/complex_math.py)
-    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
-    if m == -inf:
-        return m
-    if m == inf:
-        return m
-    return m + log1p(exp(-abs(a - b)))
-
-
-@njit(inline="always")
 def lshift(a, b):
     # torch.bitwise_left_shift: a negative shift, or one by the type's width or more, gives 0
     if b < 0 or b >= np.iinfo(a).bits:
@@ -1594,6 +1582,33 @@ def _logaddexp_c(a, b):
 def _log2_c(z):
     # c10: log(z) / log(2)
     return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+
+
+def logaddexp(a, b):
+    # log(exp(a) + exp(b)) without overflow; complex operands by c10's formula (templates/complex_math.py). The
+    # overload below picks the formula while typing: an isinstance branch in one function is not pruned where a
+    # scan's accumulator is the argument.
+    return _logaddexp_real(a, b)
+
+
+def _logaddexp_real(a, b):
+    m = a if (a > b or a != a) else b      # NaN wins, as in PyTorch (logaddexp(nan, inf) is nan)
+    if m == -math.inf or m == math.inf:
+        return m
+    return m + log1p(exp(-abs(a - b)))
+
+
+def _overload_logaddexp(complex_fn):
+    # (complex_fn is bound now: the module's recorded helpers leave its namespace, reftorch/kernels/_cache.py)
+    @_numba_overload(logaddexp)
+    def _typed(a, b):
+        if isinstance(a, _types.Complex):
+            cjitted = _jitted(complex_fn)
+            return lambda a, b: cjitted(a, b)
+        return _logaddexp_real
+
+
+_overload_logaddexp(_logaddexp_c)
 
 
 def sqrt(x):

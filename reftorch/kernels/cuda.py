@@ -10736,11 +10736,7 @@ def sum_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = x[base + k * sk]
-            if got:
-                a = _c_sum(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_sum(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -10767,8 +10763,6 @@ def sum_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_sum(a, x[base + k * sk])
         acc[m] = a
@@ -10986,11 +10980,7 @@ def prod_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = x[base + k * sk]
-            if got:
-                a = _c_prod(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_prod(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -11017,8 +11007,6 @@ def prod_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_prod(a, x[base + k * sk])
         acc[m] = a
@@ -11179,11 +11167,7 @@ def all_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = x[base + k * sk]
-            if got:
-                a = _c_all(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_all(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -11210,8 +11194,6 @@ def all_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_all(a, x[base + k * sk])
         acc[m] = a
@@ -11244,11 +11226,7 @@ def any_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = x[base + k * sk]
-            if got:
-                a = _c_any(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_any(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -11275,8 +11253,6 @@ def any_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_any(a, x[base + k * sk])
         acc[m] = a
@@ -11309,11 +11285,7 @@ def count_nonzero_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = x[base + k * sk]
-            if got:
-                a = _c_count_nonzero(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_count_nonzero(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -11340,8 +11312,6 @@ def count_nonzero_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_count_nonzero(a, x[base + k * sk])
         acc[m] = a
@@ -11474,8 +11444,6 @@ def nansum_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = x[base]
         for k in range(start, K):
             a = _c_nansum(a, x[base + k * sk])
         acc[m] = a

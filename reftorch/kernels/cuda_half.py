@@ -20832,11 +20832,7 @@ def sum_f16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = f16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_sum(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_sum(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -20863,8 +20859,6 @@ def sum_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_sum(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -20887,11 +20881,7 @@ def sum_bf16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = bf16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_sum(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_sum(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -20918,8 +20908,6 @@ def sum_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_sum(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21296,11 +21284,7 @@ def prod_f16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = f16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_prod(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_prod(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21327,8 +21311,6 @@ def prod_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_prod(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21351,11 +21333,7 @@ def prod_bf16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = bf16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_prod(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_prod(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21382,8 +21360,6 @@ def prod_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_prod(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21656,11 +21632,7 @@ def all_f16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = f16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_all(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_all(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21687,8 +21659,6 @@ def all_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_all(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21711,11 +21681,7 @@ def all_bf16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = bf16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_all(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_all(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21742,8 +21708,6 @@ def all_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_all(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21776,11 +21740,7 @@ def any_f16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = f16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_any(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_any(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21807,8 +21767,6 @@ def any_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_any(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21831,11 +21789,7 @@ def any_bf16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = bf16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_any(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_any(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21862,8 +21816,6 @@ def any_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_any(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21896,11 +21848,7 @@ def count_nonzero_f16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = f16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_count_nonzero(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_count_nonzero(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21927,8 +21875,6 @@ def count_nonzero_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_count_nonzero(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -21951,11 +21897,7 @@ def count_nonzero_bf16_reduce(x, off, M, sm, K, sk, acc, start):
         got = start == 0
         for k in range(t, K, nt):
             v = bf16_to_f32(x[base + k * sk])
-            if got:
-                a = _c_count_nonzero(a, v)
-            else:
-                a = v
-                got = True
+            a = _c_count_nonzero(a, v)
         part[t] = a
         has[t] = got
         cuda.syncthreads()
@@ -21982,8 +21924,6 @@ def count_nonzero_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_count_nonzero(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -22210,8 +22150,6 @@ def nansum_f16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = f16_to_f32(x[base])
         for k in range(start, K):
             a = _c_nansum(a, f16_to_f32(x[base + k * sk]))
         acc[m] = a
@@ -22226,8 +22164,6 @@ def nansum_bf16_reduce_serial(x, off, M, sm, K, sk, acc, start):
     for m in range(cuda.grid(1), M, cuda.gridsize(1)):
         base = off + m * sm
         a = acc[m]
-        if start == 1:
-            a = bf16_to_f32(x[base])
         for k in range(start, K):
             a = _c_nansum(a, bf16_to_f32(x[base + k * sk]))
         acc[m] = a
