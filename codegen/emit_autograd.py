@@ -223,10 +223,10 @@ def emit(ops):
             if formula in same:     # an earlier input's formula, word for word: its gradient, computed once
                 j = same[formula]
                 body.append(f"    if needs[{i}]:")
-                body.append(f"        g[{i}] = g[{j}] if needs[{j}] else {_fused_or(op, arg, fz, src)}")
+                # (the earlier input's fused kernel: the same formula, and the only one generated)
+                body.append(f"        g[{i}] = g[{j}] if needs[{j}] else {_fused_or(op, arg_order[j], fz, src)}")
                 continue
             same[formula] = i
-            is_list = op.signature.args[[a.name for a in op.signature.args].index(arg)].type == "Tensor[]"
             slot = f"g[{i}]"
             if fz is not None:
                 tnames, snames, expr = fz
@@ -234,8 +234,6 @@ def emit(ops):
                 fused.append(Fused(kname, tuple(tnames), tuple(snames), expr, f"{op.name} backward for {arg} -- {formula}"))
             body.append(f"    if needs[{i}]:")
             body.append(f"        {slot} = {_fused_or(op, arg, fz, src)}")
-            if is_list:
-                body[-2] = body[-2]  # list arguments hand back a sequence, spread by the engine
         saved_names = sorted(n for n in saves)
         unpack = [f"    {n.replace('.', '_')} = saved[{n!r}]" for n in saved_names]
         grad_line = ["    grad = grads[0]"] if op.outputs == 1 else []

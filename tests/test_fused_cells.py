@@ -106,3 +106,22 @@ def test_saturated_gates_stay_finite():
     h, c = cell(x)
     (h.sum() + c.sum()).backward()
     assert np.isfinite(h.detach().numpy()).all() and np.isfinite(x.grad.numpy()).all()
+
+
+def test_a_cell_with_only_its_second_input_requiring_grad():
+    # the two inputs share one gradient formula, computed once: the second alone still gets it (through the
+    # first input's fused kernel, the one generated)
+    rng = np.random.default_rng(5)
+    x = torch.tensor(rng.standard_normal((3, 4)))
+    h = torch.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    torch._functional._rnn_tanh_cell(x, h).sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), 1 - np.tanh(x.numpy() + h.detach().numpy()) ** 2, rtol=1e-12)
+    xg = torch.tensor(rng.standard_normal((3, 16)))
+    hg = torch.tensor(rng.standard_normal((3, 16)), requires_grad=True)
+    c = torch.tensor(rng.standard_normal((3, 4)))
+    hn, cn = torch._functional._lstm_cell(xg, hg, c)
+    (hn.sum() + cn.sum()).backward()
+    hg2 = hg.detach().clone().requires_grad_()
+    hn2, cn2 = torch._functional._lstm_cell(xg.clone().requires_grad_(), hg2, c)
+    (hn2.sum() + cn2.sum()).backward()
+    np.testing.assert_allclose(hg.grad.numpy(), hg2.grad.numpy(), rtol=1e-12)

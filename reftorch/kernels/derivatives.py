@@ -1927,7 +1927,7 @@ def _rnn_tanh_cell_backward(F, grads, saved, needs, fused):
         g[0] = F._fused('_bw__rnn_tanh_cell_xg', (grad, result,), ()) if fused else grad * (1 - result * result)
     # hg: grad * (1 - result * result)
     if needs[1]:
-        g[1] = g[0] if needs[0] else F._fused('_bw__rnn_tanh_cell_hg', (grad, result,), ()) if fused else grad * (1 - result * result)
+        g[1] = g[0] if needs[0] else F._fused('_bw__rnn_tanh_cell_xg', (grad, result,), ()) if fused else grad * (1 - result * result)
     return g
 
 
