@@ -7,6 +7,7 @@ hands over. The question is only asked once a tensor off the cpu exists (_cuda_d
 """
 from __future__ import annotations
 
+from ._cpu import new_tensor
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._meta as _meta
 
@@ -18,3 +19,9 @@ def off_cpu(tensors):
     if _cuda_d.find(tensors):
         return _cuda_d
     return None
+
+
+def clone(t):
+    """A contiguous copy of t on its device, without history."""
+    be = off_cpu((t,)) if _cuda_d.used else None
+    return be.clone(t) if be is not None else new_tensor(t._array().copy(), t.dtype)

@@ -29,7 +29,6 @@ import reftorch.autograd.grad_mode as grad_mode
 from ._args import ReductionCall, _acc_dtype, _can_cast, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_index, check_inplace, check_no_internal_overlap, promoted
 from ._cpu import empty as cpu_empty, new_tensor, run_elementwise as cpu_run
 from ._spec import PROMOTED, SPECS
-from .autograd.record import record
 import reftorch._cuda_launch as launch
 import reftorch.cuda as cuda
 from ._device import canonical, check_available, device
@@ -375,21 +374,10 @@ def inplace(spec, tensors, scalars):
             c = clone(t)        # overlapping operand: read a copy
         ins.append(c)
     target = self if out_dtype is self.dtype else empty(shape, out_dtype, dev)
-    needs_grad = spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts)
-    saved_inputs = None
-    if needs_grad:
-        saved_inputs = list(ts)
-        if "self" in spec.saves:
-            c = clone(self)
-            c.requires_grad = self.requires_grad
-            c.grad_fn, c._output_nr, c._accum = self.grad_fn, self._output_nr, self._accum
-            saved_inputs[0] = c
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
     if target is not self:
         copy_into(self, target)
     self._storage.version += 1
-    if needs_grad:
-        record(spec, saved_inputs, scalars, (self,), inplace=True)
     return self
 
 

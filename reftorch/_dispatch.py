@@ -16,6 +16,7 @@ every kind and device in _args.py, the per-op specs (from ops.yaml) in _spec.py.
 from __future__ import annotations
 
 import reftorch._autocast as _autocast
+import reftorch._backend as _backend
 import reftorch._chalf as _chalf
 import reftorch._conj as _conj
 import reftorch._cuda_dispatch as _cuda_d
@@ -75,7 +76,7 @@ def _call_spec(spec, tensors, scalars):
 
 def run(spec, tensors, scalars):
     """The op computed by its kind's handler, then recorded: autograd sits above the handlers, and this is the
-    one place an out-of-place op becomes a graph node (in-place ops: _inplace.py, which must snapshot first)."""
+    one place an out-of-place op becomes a graph node (in-place ops: run_inplace)."""
     out = HANDLERS[spec.kind](spec, tensors, scalars)
     if spec.differentiable and grad_mode.state.enabled:
         _record_result(spec, tensors, scalars, out)
@@ -109,7 +110,27 @@ def _call_inplace_spec(spec, tensors, scalars):
             if _chalf.is_chalf(dest):
                 return _chalf.call_inplace(spec, tensors, scalars, _call_spec)
             tensors = [_chalf.up(t) for t in tensors]
-    return _intercept.inplace(spec.name, spec, inplace, tensors, scalars)
+    return _intercept.inplace(spec.name, spec, run_inplace, tensors, scalars)
+
+
+def run_inplace(spec, tensors, scalars):
+    """The in-place op computed by its handler, then recorded as self's new history (the one place an
+    elementwise in-place op is recorded). The node reads self as it was: a copy, taken before the write, when a
+    formula saves self."""
+    self = tensors[0]
+    if not (spec.differentiable and grad_mode.state.enabled and isinstance(self, Tensor)) or \
+            not any(isinstance(t, Tensor) and _requires_grad(t) for t in tensors):
+        return inplace(spec, tensors, scalars)
+    saved = list(tensors)
+    if "self" in spec.saves:
+        saved[0] = c = _backend.clone(self)
+        c.requires_grad = _requires_grad(self)
+        c.grad_fn, c._output_nr, c._accum = self.grad_fn, self._output_nr, self._accum
+    inplace(spec, tensors, scalars)
+    if _cuda_d.used:        # a cpu 0-d input reaches the node through its device move, as out of place
+        saved = _cuda_d.moved_inputs(saved, (self,))
+    record(spec, saved, scalars, (self,), inplace=True)
+    return self
 
 
 def call_foreach(name, lists, scalars):

@@ -24,12 +24,11 @@ from .autograd.inplace import restride_history
 from .autograd.record import record
 import reftorch.kernels.api as _api
 
-_requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 
 
 def inplace(spec, tensors, scalars):
-    """An elementwise op in place (`add_`, `a += b`): the plan's cheap case when nothing records, else the general
-    path with PyTorch's casting, shape and autograd rules."""
+    """An elementwise op in place (`add_`, `a += b`): the plan's cheap case when operands have self's shape, else
+    the general path with PyTorch's casting and shape rules. Computes only: _dispatch.run_inplace records."""
     self = tensors[0]
     if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _backend.off_cpu(tensors)):
         plan = _plan_for(spec, tensors)
@@ -41,14 +40,10 @@ def inplace(spec, tensors, scalars):
 
 
 def _fast_inplace(spec, plan, self, tensors, scalars):
-    """The in-place op without autograd to record, when every operand has self's shape (or is 0-d) and none
-    overlaps self partially; None sends the call down the general path."""
+    """The in-place op when every operand has self's shape (or is 0-d) and none overlaps self partially; None
+    sends the call down the general path."""
     shape = self._shape
     storage = self._storage
-    if spec.differentiable and grad_mode.state.enabled:
-        for t in tensors:
-            if isinstance(t, Tensor) and _requires_grad(t):
-                return None
     for t in tensors:
         if isinstance(t, Tensor):
             if t._shape != shape and t._shape != ():
@@ -97,27 +92,11 @@ def _inplace_general(spec, tensors, scalars):
         target = self
     else:
         target = empty(shape, out_dtype)
-    needs_grad = spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts)
-    saved_inputs = _snapshot_for_inplace(spec, ts) if needs_grad else None
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
     if target is not self:
         self._array()[...] = target._array()
     self._storage.version += 1
-    if needs_grad:
-        record(spec, saved_inputs, scalars, (self,), inplace=True)
     return self
-
-
-def _snapshot_for_inplace(spec, ts):
-    """Inputs as the node must see them: self before it is overwritten (a copy, if a formula reads it)."""
-    out = list(ts)
-    if "self" in spec.saves and ts[0].requires_grad is not None:
-        s = ts[0]
-        c = new_tensor(s._array().copy(), s.dtype)     # a copy even when s is contiguous
-        c.requires_grad = s.requires_grad
-        c.grad_fn, c._output_nr, c._accum = s.grad_fn, s._output_nr, s._accum
-        out[0] = c
-    return out
 
 
 def view_inplace(name, tensors, scalars):

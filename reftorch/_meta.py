@@ -26,7 +26,6 @@ from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 import reftorch.kernels.array_ops as _array_ops
 from ._args import ReductionCall, _result_layout, _can_cast, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_inplace, check_no_internal_overlap, promoted
-from .autograd.record import record
 
 META = device("meta")
 used = False        # set by the first meta tensor; the dispatcher tests _cuda_d.used, which it sets as well
@@ -56,6 +55,11 @@ def rebuild(shape, strides, dtype_name, requires_grad):
 
 def like(t, dtype=None):
     return empty(t._shape, dtype or t.dtype)
+
+
+def clone(t):
+    """The back ends' copy (no history): on meta, a tensor of t's shape and dtype."""
+    return like(t)
 
 
 def find(tensors, lenient=()):
@@ -115,8 +119,6 @@ def inplace(spec, tensors, scalars):
     check_no_internal_overlap(self)
     _kernel_scalars(spec, scalars, compute)
     self._storage.version += 1
-    if spec.differentiable and grad_mode.state.enabled and any(t.requires_grad for t in ts):
-        record(spec, ts, scalars, (self,), inplace=True)
     return self
 
 

@@ -1186,3 +1186,27 @@ def test_grad_is_grads_batched_stacks_one_vjp_per_entry():
         torch.autograd.grad(a * a, a, torch.ones(2, 4), is_grads_batched=True)
     with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
         torch.autograd.grad(a * a, a, torch.ones(()), is_grads_batched=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_inplace_ops_are_recorded_above_their_handler(device):
+    """The dispatcher records an in-place op after its handler wrote: self as it was (mul_ saves it for the
+    other operand's gradient), a 0-d cpu operand and a chain of writes through one tensor, on each back end."""
+    xv, wv = np.array([1., 2., 3.], np.float32), np.array([4., 5., 6.], np.float32)
+    x = torch.tensor(xv, device=device, requires_grad=True)
+    w = torch.tensor(wv, device=device, requires_grad=True)
+    s = torch.tensor(0.5, requires_grad=True)
+    y = x * 1
+    y.mul_(w)
+    y.sin_()
+    y.add_(torch.tensor(2.0))
+    y.mul_(s)
+    assert y.grad_fn.name() == "MulBackward0" and y._version == 4
+    y.sum().backward()
+    if device == "meta":
+        assert x.grad.shape == (3,) and x.grad.device.type == "meta" and w.grad.shape == (3,)
+        return
+    c = np.cos(xv * wv) * 0.5
+    np.testing.assert_allclose(x.grad.numpy(), c * wv, rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), c * xv, rtol=1e-6)
+    np.testing.assert_allclose(s.grad.numpy(), (np.sin(xv * wv) + 2).sum(), rtol=1e-6)
