@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._chalf import host_values
-from ._cpu import cast_into, empty, half_acc_dtype, new_tensor
-from ._layout import contiguous_array as _contig
+from ._cpu import cast as _cast, half_acc_dtype
 import reftorch._dtype as D
 import reftorch._layout as L
 from ._spec import PROMOTED
@@ -61,26 +59,6 @@ def promoted(spec, ts):
     return D.result_type(dim, zero, scal)
 
 
-def _cast(t, dtype):
-    """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
-    if t.dtype is dtype:
-        return t
-    if dtype is D.complex32 or t.dtype is D.complex32:     # (reftorch/_chalf.py)
-        arr = host_values(t, dtype)
-    elif dtype.half or t.dtype.half:
-        out = empty(t._shape, dtype)
-        if cast_into(t, out):     # float32 <-> 16 bits in a kernel, rounding as NumPy does
-            out._wrapped = t._wrapped
-            return out
-        with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
-            arr = t._array().astype(dtype.np)
-    else:
-        arr = t._array().astype(dtype.np)
-    out = new_tensor(_contig(arr), dtype)
-    out._wrapped = t._wrapped
-    return out
-
-
 def _result_dtypes(spec, ts):
     """(compute dtype, output dtype) of an elementwise op."""
     promotable = [t for t, ty in zip(ts, spec.tensor_types) if ty in PROMOTED]
@@ -96,14 +74,15 @@ def _result_dtypes(spec, ts):
     return dt, out
 
 
-def _operands(spec, ts, compute):
-    """Inputs converted for the kernel: promoted args to the compute dtype, masks to bool."""
+def _operands(spec, ts, compute, cast=_cast):
+    """Inputs converted for the kernel (by the back end's cast): promoted args to the compute dtype, masks to
+    bool."""
     out = []
     for t, ty in zip(ts, spec.tensor_types):
         if ty == "Mask":
-            out.append(_cast(t, D.bool_))
+            out.append(cast(t, D.bool_))
         elif ty in PROMOTED:
-            out.append(_cast(t, compute))
+            out.append(cast(t, compute))
         else:
             check_index(t, spec.name)
             out.append(t)

@@ -1,13 +1,15 @@
 """Which back end runs a call: the device of its tensor arguments.
 
 cpu is the default (reftorch/_cpu.py and the kind modules' plans); an argument on cuda sends the call to
-reftorch/_cuda_dispatch.py, one on meta to reftorch/_meta.py (geometry without data). Both answer the same
-contract -- elementwise, inplace, reduction, argreduction, scan, array -- so a kind's handler asks here once and
-hands over. The question is only asked once a tensor off the cpu exists (_cuda_dispatch.used).
+reftorch/_cuda_dispatch.py, one on meta to reftorch/_meta.py (geometry without data). cuda and meta answer the
+kinds' contract -- elementwise, reduction, argreduction, scan, array -- so a kind's handler asks here once and
+hands over; the in-place handler (reftorch/_inplace.py) is written once over primitives every back end, the cpu
+included, names alike: destination, operand, alloc, clone, run_elementwise, copy_into. The question is only
+asked once a tensor off the cpu exists (_cuda_dispatch.used).
 """
 from __future__ import annotations
 
-from ._cpu import new_tensor
+import reftorch._cpu as _cpu
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._meta as _meta
 
@@ -21,7 +23,12 @@ def off_cpu(tensors):
     return None
 
 
+def of(tensors):
+    """The back end module of the arguments' device: reftorch/_cpu.py unless one is off the cpu."""
+    be = off_cpu(tensors) if _cuda_d.used else None
+    return _cpu if be is None else be
+
+
 def clone(t):
     """A contiguous copy of t on its device, without history."""
-    be = off_cpu((t,)) if _cuda_d.used else None
-    return be.clone(t) if be is not None else new_tensor(t._array().copy(), t.dtype)
+    return of((t,)).clone(t)

@@ -13,9 +13,11 @@ import os
 import numpy as np
 
 import reftorch._alloc as _alloc
+from ._chalf import host_values
 import reftorch._blas as _blas
 import reftorch._dtype as D
 import reftorch._layout as L
+from ._layout import contiguous_array as _contig
 import reftorch._threads as _threads
 from ._tensor import Storage, Tensor
 
@@ -143,6 +145,53 @@ def run_elementwise(spec, ins, scalars, out):
     for t, st in zip(ins, cstrides[1:]):
         args += [t._storage.data, t._offset, np.array(st, np.int64)]
     spec.kernel(kind)(*args, *scalars)
+    return out
+
+
+# ---------------------------------------------------------------------------- the back-end contract
+# (reftorch/_backend.py): what a handler written once for every device asks of the cpu; cuda and meta answer
+# the same names in reftorch/_cuda_dispatch.py and reftorch/_meta.py
+
+def destination(self, tensors):
+    """The device an in-place op on self writes on (every argument is on the cpu here)."""
+    return None
+
+
+def operand(dev, t):
+    return t
+
+
+def alloc(shape, dtype, dev):
+    return empty(shape, dtype)
+
+
+def clone(t):
+    """A contiguous copy (no history)."""
+    return new_tensor(np.array(t._array(), order="C"), t.dtype)
+
+
+def copy_into(dst, src):
+    dst._array()[...] = src._array()
+    return dst
+
+
+def cast(t, dtype):
+    """t converted to dtype (a no-op when it already is); wrapped scalars convert for free."""
+    if t.dtype is dtype:
+        return t
+    if dtype is D.complex32 or t.dtype is D.complex32:     # (reftorch/_chalf.py)
+        arr = host_values(t, dtype)
+    elif dtype.half or t.dtype.half:
+        out = empty(t._shape, dtype)
+        if cast_into(t, out):     # float32 <-> 16 bits in a kernel, rounding as NumPy does
+            out._wrapped = t._wrapped
+            return out
+        with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
+            arr = t._array().astype(dtype.np)
+    else:
+        arr = t._array().astype(dtype.np)
+    out = new_tensor(_contig(arr), dtype)
+    out._wrapped = t._wrapped
     return out
 
 

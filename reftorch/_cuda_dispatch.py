@@ -26,7 +26,7 @@ import reftorch._dtype as D
 import reftorch._layout as L
 from ._tensor import HOST_COPIES, Storage, Tensor, numpy_error  # noqa: F401 (numpy_error: the back end's)
 import reftorch.autograd.grad_mode as grad_mode
-from ._args import ReductionCall, _acc_dtype, _can_cast, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_index, check_inplace, check_no_internal_overlap, promoted
+from ._args import ReductionCall, _operands, _acc_dtype, _identity, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, promoted
 from ._cpu import empty as cpu_empty, new_tensor, run_elementwise as cpu_run
 from ._spec import PROMOTED, SPECS
 import reftorch._cuda_launch as launch
@@ -324,61 +324,30 @@ def cast(t, dtype):
     return out
 
 
-def _operands(spec, ts, compute):
-    out = []
-    for t, ty in zip(ts, spec.tensor_types):
-        if ty == "Mask":
-            out.append(cast(t, D.bool_))
-        elif ty in PROMOTED:
-            out.append(cast(t, compute))
-        else:
-            check_index(t, spec.name)
-            out.append(t)
-    return out
-
-
 def elementwise(spec, tensors, scalars):
     dev = find(tensors)
     ts = [_on(dev, as_tensor_arg(t)) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)
     shape = L.broadcast_shapes(*[t._shape for t in ts])
-    ins = _operands(spec, ts, compute)
+    ins = _operands(spec, ts, compute, cast)
     out = empty(shape, out_dtype, dev)
     run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), out)
     return out
 
 
-def inplace(spec, tensors, scalars):
-    name = spec.name
-    self = tensors[0]
-    if not isinstance(self, Tensor):
-        raise TypeError(f"{name}_(): expected a Tensor as self")
+def destination(self, tensors):
+    """The cuda device an in-place op on self writes on: PyTorch's error when self is not on it."""
     dev = find(tensors)
     if self.device.type != "cuda":
         raise _mix_error(dev)
-    ts = [self] + [_on(dev, as_tensor_arg(t)) for t in tensors[1:]]
-    compute, out_dtype = _result_dtypes(spec, ts)
-    if not _can_cast(out_dtype, self.dtype):
-        raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
-                           f"{self.dtype.short}")
-    shape = L.broadcast_shapes(*[t._shape for t in ts])
-    if shape != self._shape:
-        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
-                           f"shape [{', '.join(map(str, shape))}]")
-    check_inplace(self)
-    check_no_internal_overlap(self)
-    ins = []
-    for t in _operands(spec, ts, compute):
-        c = t
-        if t._storage is self._storage and (t._offset, t._strides) != (self._offset, self._strides):
-            c = clone(t)        # overlapping operand: read a copy
-        ins.append(c)
-    target = self if out_dtype is self.dtype else empty(shape, out_dtype, dev)
-    run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
-    if target is not self:
-        copy_into(self, target)
-    self._storage.version += 1
-    return self
+    return dev
+
+
+operand = _on
+
+
+def alloc(shape, dtype, dev):
+    return empty(shape, dtype, dev)
 
 
 # ---------------------------------------------------------------------------- reductions and scans

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import warnings
 
-from ._layout import contiguous_array as _contig
 import reftorch._backend as _backend
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._functional as _functional
@@ -15,7 +14,7 @@ import reftorch._layout as L
 import reftorch._meta as _meta
 from ._args import (_can_cast, _check_extent, _info, _kernel_scalars, _operands, _result_dtypes, as_tensor_arg,
                     check_inplace, check_no_internal_overlap)
-from ._cpu import empty, new_tensor, run_elementwise
+from ._cpu import empty
 from ._elementwise import _convert, _fast_scalars, _plan_for, _run_strided
 from ._spec import SPECS
 from ._tensor import Storage, Tensor
@@ -64,14 +63,15 @@ def _fast_inplace(spec, plan, self, tensors, scalars):
 
 
 def _inplace_general(spec, tensors, scalars):
-    name = spec.name
+    """PyTorch's in-place rules over the back end of the arguments' device (cpu, cuda or meta): the result dtype
+    must cast to self's, the broadcast shape must be self's, and an operand sharing self's memory in another
+    geometry is read from a copy."""
     self = tensors[0]
     if not isinstance(self, Tensor):
-        raise TypeError(f"{name}_(): expected a Tensor as self")
-    be = _backend.off_cpu(tensors) if _cuda_d.used else None
-    if be is not None:
-        return be.inplace(spec, tensors, scalars)
-    ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
+        raise TypeError(f"{spec.name}_(): expected a Tensor as self")
+    be = _backend.of(tensors)
+    dev = be.destination(self, tensors)
+    ts = [self] + [be.operand(dev, as_tensor_arg(t)) for t in tensors[1:]]
     compute, out_dtype = _result_dtypes(spec, ts)
     if not _can_cast(out_dtype, self.dtype):
         raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
@@ -82,19 +82,12 @@ def _inplace_general(spec, tensors, scalars):
                            f"shape [{', '.join(map(str, shape))}]")
     check_inplace(self)
     check_no_internal_overlap(self)
-    ins = []
-    for t in _operands(spec, ts, compute):
-        c = t
-        if c is t and t._storage is self._storage and (t._offset, t._strides) != (self._offset, self._strides):
-            c = new_tensor(_contig(t._array()), t.dtype)      # overlapping operand: read a copy
-        ins.append(c)
-    if out_dtype is self.dtype:
-        target = self
-    else:
-        target = empty(shape, out_dtype)
-    run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
+    ins = [be.clone(t) if t._storage is self._storage and (t._offset, t._strides) != (self._offset, self._strides)
+           else t for t in _operands(spec, ts, compute, be.cast)]
+    target = self if out_dtype is self.dtype else be.alloc(shape, out_dtype, dev)
+    be.run_elementwise(spec, ins, _kernel_scalars(spec, scalars, compute), target)
     if target is not self:
-        self._array()[...] = target._array()
+        be.copy_into(self, target)
     self._storage.version += 1
     return self
 

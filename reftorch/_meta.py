@@ -25,7 +25,7 @@ from ._device import device
 from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 import reftorch.kernels.array_ops as _array_ops
-from ._args import ReductionCall, _result_layout, _can_cast, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, check_inplace, check_no_internal_overlap, promoted
+from ._args import ReductionCall, _result_layout, _kernel_scalars, _reduced_shape, _result_dtypes, _tensor_names, as_tensor_arg, promoted
 
 META = device("meta")
 used = False        # set by the first meta tensor; the dispatcher tests _cuda_d.used, which it sets as well
@@ -100,26 +100,29 @@ def elementwise(spec, tensors, scalars):
     return empty(shape, out_dtype, layout)
 
 
-def inplace(spec, tensors, scalars):
-    self = tensors[0]
+def destination(self, tensors):
+    """The device an in-place op on self writes on: PyTorch's error when self is not on meta."""
     find(tensors)
     if self.device.type != "meta":
         other = next(t.device for t in tensors if isinstance(t, Tensor) and t.device.type == "meta")
         raise RuntimeError(f"Tensor on device {other} is not on the expected device {self.device}!")
-    ts = [self] + [as_tensor_arg(t) for t in tensors[1:]]
-    compute, out_dtype = _result_dtypes(spec, ts)
-    if not _can_cast(out_dtype, self.dtype):
-        raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
-                           f"{self.dtype.short}")
-    shape = L.broadcast_shapes(*[t._shape for t in ts])
-    if shape != self._shape:
-        raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
-                           f"shape [{', '.join(map(str, shape))}]")
-    check_inplace(self)
-    check_no_internal_overlap(self)
-    _kernel_scalars(spec, scalars, compute)
-    self._storage.version += 1
-    return self
+    return self.device
+
+
+def operand(dev, t):
+    return t
+
+
+def alloc(shape, dtype, dev):
+    return empty(shape, dtype)
+
+
+def run_elementwise(spec, ins, scalars, out):
+    return out
+
+
+def copy_into(dst, src):
+    return dst
 
 
 def cast(t, dtype):
