@@ -76,3 +76,64 @@ def test_embedding_gradient_sums_rows_in_index_order():
     np.testing.assert_array_equal(w.grad.numpy(), want)
     assert w.grad.dtype == torch.float32
 
+
+
+def test_indexing_gradient_adds_rows_in_index_order():
+    # W[idx] backward: index_put(accumulate=True) with a slice among the indices (rows of W)
+    w = torch.zeros(3, 2, requires_grad=True)
+    idx = torch.tensor([1, 1, 1, 0])
+    g = torch.tensor([[1e8, 1.0], [1.0, 1e8], [-1e8, -1e8], [2.0, 3.0]])
+    w[idx].backward(g)
+    assert w.grad.numpy().tolist() == [[2.0, 3.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128", "int16", "bool"])
+@pytest.mark.parametrize("case", ["rows", "cols", "cols2d", "rows_negative", "pair", "mask", "negative", "scalar"])
+def test_index_put_accumulate_matches_add_at(dtype, case):
+    shape = (6, 5, 4)
+    x0 = (RNG.standard_normal(shape) * 100).astype(dtype)
+    if case == "rows":
+        where = (RNG.integers(0, 6, 10),)
+    elif case == "cols":
+        where = (slice(None), RNG.integers(0, 5, 7))
+    elif case == "cols2d":
+        where = (slice(None), RNG.integers(0, 5, (2, 3)))
+    elif case == "rows_negative":
+        where = (np.array([-1, 5, -6, 0, -1]),)
+    elif case == "pair":
+        where = (RNG.integers(0, 6, (3, 4)), RNG.integers(0, 5, (1, 4)))
+    elif case == "mask":
+        where = (RNG.random(6) > 0.4,)
+    elif case == "negative":
+        where = (np.array([-1, 5, -1, 0]), slice(None), np.array([3, -1, 3, 3]))
+    else:
+        where = (np.array([2, 2, 2]),)
+    result_shape = np.zeros(shape)[where].shape
+    v = (RNG.standard_normal(result_shape) * 10.0 ** RNG.integers(-3, 6, result_shape)).astype(dtype)
+    if case == "scalar":
+        v = v[0, 0, :1]         # broadcast over the indexing result
+    want = x0.copy()
+    np.add.at(want, where, v)
+    indices = tuple(None if isinstance(i, slice) else torch.from_numpy(np.asarray(i)) for i in where)
+    got = torch.from_numpy(x0.copy()).index_put(indices, torch.from_numpy(np.ascontiguousarray(v)), True)
+    np.testing.assert_array_equal(got.numpy(), want)
+    inplace = torch.from_numpy(x0.copy())
+    inplace.index_put_(indices, torch.from_numpy(np.ascontiguousarray(v)), accumulate=True)
+    np.testing.assert_array_equal(inplace.numpy(), want)
+
+
+def test_index_put_accumulate_strided_target():
+    base = torch.zeros(4, 6)
+    view = base[:, ::2]                 # not C-contiguous: written through its strides
+    view.index_put_((torch.tensor([0, 0, 3]),), torch.ones(3, 3), accumulate=True)
+    want = np.zeros((4, 6), np.float32)
+    want[0, ::2] = 2.0
+    want[3, ::2] = 1.0
+    np.testing.assert_array_equal(base.numpy(), want)
+
+
+def test_index_put_accumulate_out_of_range_leaves_self():
+    x = torch.zeros(3, 2)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x.index_put_((torch.tensor([0, 3]),), torch.ones(2, 2), accumulate=True)
+    assert not x.any().item()

@@ -114,7 +114,7 @@ def index_put_forward(self, indices, values, accumulate=False):
     out = self.copy()
     where = tuple(slice(None) if i is None else np.asarray(i) for i in indices)
     if accumulate:
-        np.add.at(out, where, values)
+        scatter.add_at(out, where, values)
     else:
         out[where] = values
     return out
