@@ -10,12 +10,10 @@ array-op bodies run them through float32, reftorch/_array.py.)
 Copied verbatim into reftorch/kernels/scatter.py by `python -m codegen`; the array-op bodies of ops.yaml
 call it as `scatter.<name>`.
 """
+import importlib
 import math
 
 import numpy as np
-
-from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
-from ._cache import njit
 
 # the dtypes the loop adds as NumPy does (bool: logical or)
 _NATIVE = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -23,7 +21,6 @@ _NATIVE = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32,
                                           np.complex128))
 
 
-@njit(cache=CACHE, nogil=True)
 def _add_slices(x, index, s):
     # x (outer, n, inner), index (k,), s (outer, k, inner); index checked by the caller
     for o in range(x.shape[0]):
@@ -33,7 +30,6 @@ def _add_slices(x, index, s):
                 x[o, r, j] += s[o, i, j]
 
 
-@njit(cache=CACHE, nogil=True)
 def _or_slices(x, index, s):
     for o in range(x.shape[0]):
         for i in range(index.shape[0]):
@@ -89,10 +85,15 @@ def index_add(x, dim, index, s):
     _kernel("_or_slices" if x.dtype == np.bool_ else "_add_slices")(x3, index, s3)
 
 
+_KERNELS = {}       # loop name -> its Numba dispatcher (Numba's disk cache keeps the compiled code)
+
+
 def _kernel(name):
-    # the kernels leave this namespace at import (below); the first lookup binds each one's dispatcher here
-    return globals().get(name) or __getattr__(name)
-
-
-from ._cache import jit_on_lookup as _jit_on_lookup  # noqa: E402
-__getattr__, __dir__ = _jit_on_lookup(globals())
+    """The loop's dispatcher, made on first use through reftorch/kernels/_cache.py (which reftorch's cpu kernels
+    have imported by then): importing Numba while reftorch's modules load, as an import at the top here would,
+    costs ~16 MB more resident memory than importing it after them."""
+    d = _KERNELS.get(name)
+    if d is None:
+        cache = importlib.import_module(__package__ + "._cache")
+        d = _KERNELS[name] = cache.jitted(cache.njit(cache=cache.CACHE, nogil=True)(globals()[name]))
+    return d
