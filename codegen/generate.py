@@ -28,5 +28,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/geometry.py": emit_views.emit_geometry(),
         "reftorch/kernels/views.py": emit_views.emit_views(ops),
         "reftorch/kernels/sorting.py": HEADER + template("sorting.py"),
+        "reftorch/kernels/scatter.py": HEADER + template("scatter.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

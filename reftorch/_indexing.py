@@ -33,6 +33,7 @@ from .autograd.inplace import assign_history
 from ._layout import expand
 from ._creation import arange
 from .autograd.graph import _tensor_type
+from .kernels import scatter
 
 _VALID = "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices"
 _INDEX_DTYPES = ("int64", "int32", "uint8", "bool")
@@ -288,7 +289,7 @@ def _write(self, index, value, accumulate):
         arr = np.array(arr)
     where = ix.numpy_index() if ix.indices else Ellipsis
     if accumulate:
-        np.add.at(arr, where, val)
+        scatter.add_at(arr, where, val)
     else:
         arr[where] = val
     if self.device.type == "cuda":

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import lapack
+from . import scatter
 from . import sorting
 
 
@@ -113,7 +114,7 @@ def index_put_forward(self, indices, values, accumulate=False):
     out = self.copy()
     where = tuple(slice(None) if i is None else np.asarray(i) for i in indices)
     if accumulate:
-        np.add.at(out, where, values)
+        scatter.add_at(out, where, values)
     else:
         out[where] = values
     return out
@@ -533,9 +534,7 @@ def index_add_forward(self, dim, index, source, *, alpha=1):
                            f"({s.shape[dim]}), for dim: {dim}")
     if idx.size and (idx.min() < 0 or idx.max() >= x.shape[dim]):
         raise IndexError("index out of range in self")
-    at = [slice(None)] * x.ndim
-    at[dim] = idx
-    np.add.at(x, tuple(at), s if alpha == 1 else s * alpha)
+    scatter.index_add(x, dim, idx, s if alpha == 1 else s * alpha)
     return out
 
 
