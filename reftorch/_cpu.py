@@ -123,6 +123,10 @@ def run_elementwise(spec, ins, scalars, out):
     if all(t._shape == shape and L.is_contiguous(t._shape, t._strides) for t in ins) and \
             L.is_contiguous(shape, out._strides):
         args = [odata[out._offset:out._offset + n]]
+        if ins[0] is out:       # in place: out passed once (see emit_cpu.inplace_kernel)
+            args += [t._storage.data[t._offset:t._offset + n] for t in ins[1:]]
+            _run_contig(spec.kernel("inplace"), args, scalars, n)
+            return out
         args += [t._storage.data[t._offset:t._offset + n] for t in ins]
         _run_contig(spec.kernel("contig"), args, scalars, n)
         return out

@@ -343,10 +343,14 @@ def _run_strided(spec, plan, ins, sc, out, shape, cs, n, o_off, o_st):
             contig = False
             strides.append(L.broadcast_strides(t._shape, t._strides, shape))
     if contig:
-        args = [odata[o_off:o_off + n]] + [t._storage.data[t._offset:t._offset + n] for t in ins]
+        suffix = "contig"
+        args = [odata[o_off:o_off + n]]
+        if ins[0] is out:       # in place: out passed once (see emit_cpu.inplace_kernel)
+            suffix, ckey, ins = "inplace", ("inplace", ckey), ins[1:]
+        args += [t._storage.data[t._offset:t._offset + n] for t in ins]
         fn = plan.entries.get(ckey)
         if fn is None:
-            _entry(spec, plan, "contig", ckey, args, ks)
+            _entry(spec, plan, suffix, ckey, args, ks)
         else:
             fn(*args, *ks)
         return

@@ -1730,6 +1730,13 @@ def neg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def neg_inplace(out):
+    # ops.yaml: neg -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_neg(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def neg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: neg
     nd = len(shape)
@@ -1814,6 +1821,13 @@ def abs_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def abs_inplace(out):
+    # ops.yaml: abs -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_abs(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -1904,6 +1918,13 @@ def sign_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def sign_inplace(out):
+    # ops.yaml: sign -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sign(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sign_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: sign
     nd = len(shape)
@@ -1988,6 +2009,13 @@ def exp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def exp_inplace(out):
+    # ops.yaml: exp -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_exp(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -2078,6 +2106,13 @@ def log_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def log_inplace(out):
+    # ops.yaml: log -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_log(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def log_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: log
     nd = len(shape)
@@ -2162,6 +2197,13 @@ def sqrt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sqrt_inplace(out):
+    # ops.yaml: sqrt -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sqrt(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -2252,6 +2294,13 @@ def tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def tanh_inplace(out):
+    # ops.yaml: tanh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_tanh(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: tanh
     nd = len(shape)
@@ -2339,6 +2388,13 @@ def sigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def sigmoid_inplace(out):
+    # ops.yaml: sigmoid -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sigmoid(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sigmoid_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: sigmoid
     nd = len(shape)
@@ -2423,6 +2479,13 @@ def relu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def relu_inplace(out):
+    # ops.yaml: relu -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_relu(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -2522,6 +2585,13 @@ def add_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def add_inplace(out, a1, alpha):
+    # ops.yaml: add -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_add(out[i], a1[i], alpha)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -2630,6 +2700,13 @@ def sub_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def sub_inplace(out, a1, alpha):
+    # ops.yaml: sub -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sub(out[i], a1[i], alpha)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sub_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, alpha):
     # ops.yaml: sub
     nd = len(shape)
@@ -2732,6 +2809,13 @@ def mul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def mul_inplace(out, a1):
+    # ops.yaml: mul -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_mul(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -2840,6 +2924,13 @@ def _div_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _div_inplace(out, a1):
+    # ops.yaml: _div -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__div(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _div_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: _div
     nd = len(shape)
@@ -2942,6 +3033,13 @@ def pow_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def pow_inplace(out, a1):
+    # ops.yaml: pow -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_pow(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3050,6 +3148,13 @@ def maximum_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def maximum_inplace(out, a1):
+    # ops.yaml: maximum -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_maximum(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def maximum_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: maximum
     nd = len(shape)
@@ -3155,6 +3260,13 @@ def eq_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def eq_inplace(out, a1):
+    # ops.yaml: eq -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_eq(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def eq_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: eq
     nd = len(shape)
@@ -3257,6 +3369,13 @@ def gt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def gt_inplace(out, a1):
+    # ops.yaml: gt -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_gt(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3385,6 +3504,13 @@ def where_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st,
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def where_inplace(out, a1, a2):
+    # ops.yaml: where -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_where(out[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3764,6 +3890,13 @@ def clone_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def clone_inplace(out):
+    # ops.yaml: clone -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_clone(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def clone_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: clone
     nd = len(shape)
@@ -3848,6 +3981,13 @@ def gelu_erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def gelu_erf_inplace(out):
+    # ops.yaml: gelu_erf -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_erf(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -3950,6 +4090,13 @@ def gelu_erf_backward_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def gelu_erf_backward_inplace(out, a1):
+    # ops.yaml: gelu_erf_backward -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_erf_backward(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_erf_backward_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: gelu_erf_backward
     nd = len(shape)
@@ -4043,6 +4190,13 @@ def gelu_tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def gelu_tanh_inplace(out):
+    # ops.yaml: gelu_tanh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_gelu_tanh(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def gelu_tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: gelu_tanh
     nd = len(shape)
@@ -4127,6 +4281,13 @@ def silu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def silu_inplace(out):
+    # ops.yaml: silu -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_silu(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4217,6 +4378,13 @@ def mish_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def mish_inplace(out):
+    # ops.yaml: mish -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_mish(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def mish_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: mish
     nd = len(shape)
@@ -4301,6 +4469,13 @@ def softplus_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, beta, threshold
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def softplus_inplace(out, beta, threshold):
+    # ops.yaml: softplus -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_softplus(out[i], beta, threshold)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4391,6 +4566,13 @@ def elu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, input_
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def elu_inplace(out, alpha, scale, input_scale):
+    # ops.yaml: elu -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_elu(out[i], alpha, scale, input_scale)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def elu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, input_scale):
     # ops.yaml: elu
     nd = len(shape)
@@ -4475,6 +4657,13 @@ def leaky_relu_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, negative_slop
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def leaky_relu_inplace(out, negative_slope):
+    # ops.yaml: leaky_relu -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_leaky_relu(out[i], negative_slope)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4565,6 +4754,13 @@ def hardtanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, max_va
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def hardtanh_inplace(out, min_val, max_val):
+    # ops.yaml: hardtanh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_hardtanh(out[i], min_val, max_val)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def hardtanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, max_val):
     # ops.yaml: hardtanh
     nd = len(shape)
@@ -4649,6 +4845,13 @@ def hardsigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def hardsigmoid_inplace(out):
+    # ops.yaml: hardsigmoid -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_hardsigmoid(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4739,6 +4942,13 @@ def hardswish_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def hardswish_inplace(out):
+    # ops.yaml: hardswish -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_hardswish(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def hardswish_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: hardswish
     nd = len(shape)
@@ -4823,6 +5033,13 @@ def logsigmoid_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logsigmoid_inplace(out):
+    # ops.yaml: logsigmoid -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logsigmoid(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4913,6 +5130,13 @@ def hardshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def hardshrink_inplace(out, lambd):
+    # ops.yaml: hardshrink -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_hardshrink(out[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def hardshrink_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
     # ops.yaml: hardshrink
     nd = len(shape)
@@ -5000,6 +5224,13 @@ def softshrink_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def softshrink_inplace(out, lambd):
+    # ops.yaml: softshrink -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_softshrink(out[i], lambd)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def softshrink_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
     # ops.yaml: softshrink
     nd = len(shape)
@@ -5084,6 +5315,13 @@ def threshold_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold, val
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def threshold_inplace(out, threshold, value):
+    # ops.yaml: threshold -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_threshold(out[i], threshold, value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -5183,6 +5421,13 @@ def _prelu_kernel_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _prelu_kernel_inplace(out, a1):
+    # ops.yaml: _prelu_kernel -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__prelu_kernel(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -5288,6 +5533,13 @@ def bce_loss_elementwise_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def bce_loss_elementwise_inplace(out, a1):
+    # ops.yaml: bce_loss_elementwise -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bce_loss_elementwise(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -5978,6 +6230,13 @@ def exp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def exp2_inplace(out):
+    # ops.yaml: exp2 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_exp2(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def exp2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: exp2
     nd = len(shape)
@@ -6062,6 +6321,13 @@ def expm1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def expm1_inplace(out):
+    # ops.yaml: expm1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_expm1(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6152,6 +6418,13 @@ def log2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def log2_inplace(out):
+    # ops.yaml: log2 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_log2(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def log2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: log2
     nd = len(shape)
@@ -6236,6 +6509,13 @@ def log10_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def log10_inplace(out):
+    # ops.yaml: log10 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_log10(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6326,6 +6606,13 @@ def log1p_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def log1p_inplace(out):
+    # ops.yaml: log1p -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_log1p(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def log1p_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: log1p
     nd = len(shape)
@@ -6410,6 +6697,13 @@ def rsqrt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def rsqrt_inplace(out):
+    # ops.yaml: rsqrt -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_rsqrt(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6500,6 +6794,13 @@ def reciprocal_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def reciprocal_inplace(out):
+    # ops.yaml: reciprocal -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_reciprocal(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def reciprocal_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: reciprocal
     nd = len(shape)
@@ -6584,6 +6885,13 @@ def sin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sin_inplace(out):
+    # ops.yaml: sin -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sin(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6674,6 +6982,13 @@ def cos_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def cos_inplace(out):
+    # ops.yaml: cos -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_cos(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def cos_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: cos
     nd = len(shape)
@@ -6758,6 +7073,13 @@ def tan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def tan_inplace(out):
+    # ops.yaml: tan -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_tan(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6848,6 +7170,13 @@ def asin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def asin_inplace(out):
+    # ops.yaml: asin -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_asin(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def asin_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: asin
     nd = len(shape)
@@ -6932,6 +7261,13 @@ def acos_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def acos_inplace(out):
+    # ops.yaml: acos -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_acos(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7022,6 +7358,13 @@ def atan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def atan_inplace(out):
+    # ops.yaml: atan -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_atan(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def atan_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: atan
     nd = len(shape)
@@ -7106,6 +7449,13 @@ def sinh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def sinh_inplace(out):
+    # ops.yaml: sinh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sinh(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7196,6 +7546,13 @@ def cosh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def cosh_inplace(out):
+    # ops.yaml: cosh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_cosh(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def cosh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: cosh
     nd = len(shape)
@@ -7280,6 +7637,13 @@ def asinh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def asinh_inplace(out):
+    # ops.yaml: asinh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_asinh(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7370,6 +7734,13 @@ def acosh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def acosh_inplace(out):
+    # ops.yaml: acosh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_acosh(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def acosh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: acosh
     nd = len(shape)
@@ -7454,6 +7825,13 @@ def atanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def atanh_inplace(out):
+    # ops.yaml: atanh -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_atanh(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7544,6 +7922,13 @@ def logit_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def logit_inplace(out, eps):
+    # ops.yaml: logit -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logit(out[i], eps)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def logit_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
     # ops.yaml: logit
     nd = len(shape)
@@ -7628,6 +8013,13 @@ def erf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def erf_inplace(out):
+    # ops.yaml: erf -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_erf(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7718,6 +8110,13 @@ def erfc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def erfc_inplace(out):
+    # ops.yaml: erfc -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_erfc(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def erfc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: erfc
     nd = len(shape)
@@ -7802,6 +8201,13 @@ def floor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def floor_inplace(out):
+    # ops.yaml: floor -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_floor(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -7892,6 +8298,13 @@ def ceil_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def ceil_inplace(out):
+    # ops.yaml: ceil -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_ceil(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def ceil_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: ceil
     nd = len(shape)
@@ -7976,6 +8389,13 @@ def trunc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def trunc_inplace(out):
+    # ops.yaml: trunc -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_trunc(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8066,6 +8486,13 @@ def round_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def round_inplace(out, decimals):
+    # ops.yaml: round -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_round(out[i], decimals)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def round_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
     # ops.yaml: round
     nd = len(shape)
@@ -8150,6 +8577,13 @@ def frac_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def frac_inplace(out):
+    # ops.yaml: frac -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_frac(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8240,6 +8674,13 @@ def isnan_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def isnan_inplace(out):
+    # ops.yaml: isnan -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_isnan(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def isnan_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: isnan
     nd = len(shape)
@@ -8324,6 +8765,13 @@ def isinf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isinf_inplace(out):
+    # ops.yaml: isinf -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_isinf(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8414,6 +8862,13 @@ def isfinite_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def isfinite_inplace(out):
+    # ops.yaml: isfinite -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_isfinite(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def isfinite_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: isfinite
     nd = len(shape)
@@ -8498,6 +8953,13 @@ def logical_not_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logical_not_inplace(out):
+    # ops.yaml: logical_not -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_not(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8588,6 +9050,13 @@ def bitwise_not_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_not_inplace(out):
+    # ops.yaml: bitwise_not -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_not(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def bitwise_not_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: bitwise_not
     nd = len(shape)
@@ -8672,6 +9141,13 @@ def _nan_to_num_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, nan, posinf,
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _nan_to_num_inplace(out, nan, posinf, neginf):
+    # ops.yaml: _nan_to_num -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__nan_to_num(out[i], nan, posinf, neginf)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8771,6 +9247,13 @@ def _div_trunc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _div_trunc_inplace(out, a1):
+    # ops.yaml: _div_trunc -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__div_trunc(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -8879,6 +9362,13 @@ def floor_divide_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def floor_divide_inplace(out, a1):
+    # ops.yaml: floor_divide -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_floor_divide(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def floor_divide_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: floor_divide
     nd = len(shape)
@@ -8981,6 +9471,13 @@ def remainder_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def remainder_inplace(out, a1):
+    # ops.yaml: remainder -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_remainder(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -9089,6 +9586,13 @@ def fmod_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def fmod_inplace(out, a1):
+    # ops.yaml: fmod -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_fmod(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def fmod_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: fmod
     nd = len(shape)
@@ -9191,6 +9695,13 @@ def atan2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def atan2_inplace(out, a1):
+    # ops.yaml: atan2 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_atan2(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -9299,6 +9810,13 @@ def minimum_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def minimum_inplace(out, a1):
+    # ops.yaml: minimum -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_minimum(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def minimum_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: minimum
     nd = len(shape)
@@ -9401,6 +9919,13 @@ def fmax_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def fmax_inplace(out, a1):
+    # ops.yaml: fmax -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_fmax(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -9509,6 +10034,13 @@ def fmin_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def fmin_inplace(out, a1):
+    # ops.yaml: fmin -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_fmin(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def fmin_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: fmin
     nd = len(shape)
@@ -9611,6 +10143,13 @@ def hypot_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def hypot_inplace(out, a1):
+    # ops.yaml: hypot -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_hypot(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -9719,6 +10258,13 @@ def logaddexp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp_inplace(out, a1):
+    # ops.yaml: logaddexp -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def logaddexp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: logaddexp
     nd = len(shape)
@@ -9821,6 +10367,13 @@ def copysign_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def copysign_inplace(out, a1):
+    # ops.yaml: copysign -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_copysign(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -9929,6 +10482,13 @@ def ne_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def ne_inplace(out, a1):
+    # ops.yaml: ne -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_ne(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def ne_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: ne
     nd = len(shape)
@@ -10031,6 +10591,13 @@ def lt_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def lt_inplace(out, a1):
+    # ops.yaml: lt -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_lt(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -10139,6 +10706,13 @@ def le_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def le_inplace(out, a1):
+    # ops.yaml: le -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_le(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def le_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: le
     nd = len(shape)
@@ -10241,6 +10815,13 @@ def ge_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def ge_inplace(out, a1):
+    # ops.yaml: ge -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_ge(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -10349,6 +10930,13 @@ def logical_and_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def logical_and_inplace(out, a1):
+    # ops.yaml: logical_and -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_and(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def logical_and_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: logical_and
     nd = len(shape)
@@ -10451,6 +11039,13 @@ def logical_or_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logical_or_inplace(out, a1):
+    # ops.yaml: logical_or -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_or(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -10559,6 +11154,13 @@ def logical_xor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def logical_xor_inplace(out, a1):
+    # ops.yaml: logical_xor -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logical_xor(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def logical_xor_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: logical_xor
     nd = len(shape)
@@ -10661,6 +11263,13 @@ def bitwise_and_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_and_inplace(out, a1):
+    # ops.yaml: bitwise_and -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_and(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -10769,6 +11378,13 @@ def bitwise_or_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_or_inplace(out, a1):
+    # ops.yaml: bitwise_or -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_or(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def bitwise_or_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: bitwise_or
     nd = len(shape)
@@ -10871,6 +11487,13 @@ def bitwise_xor_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_xor_inplace(out, a1):
+    # ops.yaml: bitwise_xor -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_xor(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -10979,6 +11602,13 @@ def bitwise_left_shift_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_left_shift_inplace(out, a1):
+    # ops.yaml: bitwise_left_shift -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_left_shift(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def bitwise_left_shift_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: bitwise_left_shift
     nd = len(shape)
@@ -11081,6 +11711,13 @@ def bitwise_right_shift_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def bitwise_right_shift_inplace(out, a1):
+    # ops.yaml: bitwise_right_shift -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_bitwise_right_shift(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -11189,6 +11826,13 @@ def clamp_min_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def clamp_min_inplace(out, a1):
+    # ops.yaml: clamp_min -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_clamp_min(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def clamp_min_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: clamp_min
     nd = len(shape)
@@ -11291,6 +11935,13 @@ def clamp_max_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def clamp_max_inplace(out, a1):
+    # ops.yaml: clamp_max -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_clamp_max(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -11419,6 +12070,13 @@ def _clamp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _clamp_inplace(out, a1, a2):
+    # ops.yaml: _clamp -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__clamp(out[i], a1[i], a2[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -11556,6 +12214,13 @@ def lerp_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def lerp_inplace(out, a1, a2):
+    # ops.yaml: lerp -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_lerp(out[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def lerp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
     # ops.yaml: lerp
     nd = len(shape)
@@ -11687,6 +12352,13 @@ def addcmul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def addcmul_inplace(out, a1, a2, value):
+    # ops.yaml: addcmul -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_addcmul(out[i], a1[i], a2[i], value)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -11824,6 +12496,13 @@ def addcdiv_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def addcdiv_inplace(out, a1, a2, value):
+    # ops.yaml: addcdiv -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_addcdiv(out[i], a1[i], a2[i], value)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def addcdiv_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
     # ops.yaml: addcdiv
     nd = len(shape)
@@ -11955,6 +12634,13 @@ def _adam_exp_avg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _adam_exp_avg_inplace(out, a1, a2, beta1, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_exp_avg(out[i], a1[i], a2[i], beta1, weight_decay, maximize, decoupled)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12092,6 +12778,13 @@ def _adam_exp_avg_sq_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _adam_exp_avg_sq_inplace(out, a1, a2, beta2, weight_decay, maximize, decoupled):
+    # ops.yaml: _adam_exp_avg_sq -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_exp_avg_sq(out[i], a1[i], a2[i], beta2, weight_decay, maximize, decoupled)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _adam_exp_avg_sq_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, beta2, weight_decay, maximize, decoupled):
     # ops.yaml: _adam_exp_avg_sq
     nd = len(shape)
@@ -12223,6 +12916,13 @@ def _adam_param_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _adam_param_inplace(out, a1, a2, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
+    # ops.yaml: _adam_param -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__adam_param(out[i], a1[i], a2[i], lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12369,6 +13069,13 @@ def _rnn_tanh_cell_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _rnn_tanh_cell_inplace(out, a1):
+    # ops.yaml: _rnn_tanh_cell -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__rnn_tanh_cell(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _rnn_tanh_cell_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: _rnn_tanh_cell
     nd = len(shape)
@@ -12474,6 +13181,13 @@ def _dropout_apply_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _dropout_apply_inplace(out, a1, p):
+    # ops.yaml: _dropout_apply -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__dropout_apply(out[i], a1[i], p)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _dropout_apply_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, p):
     # ops.yaml: _dropout_apply
     nd = len(shape)
@@ -12567,6 +13281,13 @@ def lgamma_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def lgamma_inplace(out):
+    # ops.yaml: lgamma -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_lgamma(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def lgamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: lgamma
     nd = len(shape)
@@ -12651,6 +13372,13 @@ def digamma_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def digamma_inplace(out):
+    # ops.yaml: digamma -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_digamma(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12741,6 +13469,13 @@ def erfinv_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def erfinv_inplace(out):
+    # ops.yaml: erfinv -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_erfinv(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def erfinv_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: erfinv
     nd = len(shape)
@@ -12825,6 +13560,13 @@ def i0_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def i0_inplace(out):
+    # ops.yaml: i0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_i0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12915,6 +13657,13 @@ def sinc_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def sinc_inplace(out):
+    # ops.yaml: sinc -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sinc(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sinc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: sinc
     nd = len(shape)
@@ -12999,6 +13748,13 @@ def special_erfcx_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_erfcx_inplace(out):
+    # ops.yaml: special_erfcx -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_erfcx(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13089,6 +13845,13 @@ def special_ndtr_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_ndtr_inplace(out):
+    # ops.yaml: special_ndtr -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_ndtr(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_ndtr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_ndtr
     nd = len(shape)
@@ -13173,6 +13936,13 @@ def special_ndtri_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_ndtri_inplace(out):
+    # ops.yaml: special_ndtri -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_ndtri(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13263,6 +14033,13 @@ def special_log_ndtr_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_log_ndtr_inplace(out):
+    # ops.yaml: special_log_ndtr -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_log_ndtr(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_log_ndtr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_log_ndtr
     nd = len(shape)
@@ -13347,6 +14124,13 @@ def special_i0e_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_i0e_inplace(out):
+    # ops.yaml: special_i0e -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_i0e(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13437,6 +14221,13 @@ def special_i1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_i1_inplace(out):
+    # ops.yaml: special_i1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_i1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_i1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_i1
     nd = len(shape)
@@ -13521,6 +14312,13 @@ def special_i1e_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_i1e_inplace(out):
+    # ops.yaml: special_i1e -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_i1e(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13611,6 +14409,13 @@ def special_entr_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_entr_inplace(out):
+    # ops.yaml: special_entr -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_entr(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_entr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_entr
     nd = len(shape)
@@ -13695,6 +14500,13 @@ def special_bessel_j0_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_bessel_j0_inplace(out):
+    # ops.yaml: special_bessel_j0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_bessel_j0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13785,6 +14597,13 @@ def special_bessel_j1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_bessel_j1_inplace(out):
+    # ops.yaml: special_bessel_j1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_bessel_j1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_bessel_j1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_bessel_j1
     nd = len(shape)
@@ -13869,6 +14688,13 @@ def special_bessel_y0_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_bessel_y0_inplace(out):
+    # ops.yaml: special_bessel_y0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_bessel_y0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -13959,6 +14785,13 @@ def special_bessel_y1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_bessel_y1_inplace(out):
+    # ops.yaml: special_bessel_y1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_bessel_y1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_bessel_y1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_bessel_y1
     nd = len(shape)
@@ -14043,6 +14876,13 @@ def special_modified_bessel_i0_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_modified_bessel_i0_inplace(out):
+    # ops.yaml: special_modified_bessel_i0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_modified_bessel_i0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -14133,6 +14973,13 @@ def special_modified_bessel_i1_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_modified_bessel_i1_inplace(out):
+    # ops.yaml: special_modified_bessel_i1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_modified_bessel_i1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_modified_bessel_i1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_modified_bessel_i1
     nd = len(shape)
@@ -14217,6 +15064,13 @@ def special_modified_bessel_k0_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_modified_bessel_k0_inplace(out):
+    # ops.yaml: special_modified_bessel_k0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_modified_bessel_k0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -14307,6 +15161,13 @@ def special_modified_bessel_k1_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_modified_bessel_k1_inplace(out):
+    # ops.yaml: special_modified_bessel_k1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_modified_bessel_k1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_modified_bessel_k1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_modified_bessel_k1
     nd = len(shape)
@@ -14391,6 +15252,13 @@ def special_scaled_modified_bessel_k0_strided(shape, out, o_off, o_st, a0, a0_of
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_scaled_modified_bessel_k0_inplace(out):
+    # ops.yaml: special_scaled_modified_bessel_k0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_scaled_modified_bessel_k0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -14481,6 +15349,13 @@ def special_scaled_modified_bessel_k1_strided(shape, out, o_off, o_st, a0, a0_of
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_scaled_modified_bessel_k1_inplace(out):
+    # ops.yaml: special_scaled_modified_bessel_k1 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_scaled_modified_bessel_k1(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_scaled_modified_bessel_k1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_scaled_modified_bessel_k1
     nd = len(shape)
@@ -14568,6 +15443,13 @@ def special_airy_ai_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_airy_ai_inplace(out):
+    # ops.yaml: special_airy_ai -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_airy_ai(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_airy_ai_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: special_airy_ai
     nd = len(shape)
@@ -14652,6 +15534,13 @@ def special_spherical_bessel_j0_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_spherical_bessel_j0_inplace(out):
+    # ops.yaml: special_spherical_bessel_j0 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_spherical_bessel_j0(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -14751,6 +15640,13 @@ def xlogy_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def xlogy_inplace(out, a1):
+    # ops.yaml: xlogy -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_xlogy(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -14859,6 +15755,13 @@ def special_xlog1py_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_xlog1py_inplace(out, a1):
+    # ops.yaml: special_xlog1py -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_xlog1py(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_xlog1py_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_xlog1py
     nd = len(shape)
@@ -14961,6 +15864,13 @@ def special_zeta_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_zeta_inplace(out, a1):
+    # ops.yaml: special_zeta -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_zeta(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -15069,6 +15979,13 @@ def igamma_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def igamma_inplace(out, a1):
+    # ops.yaml: igamma -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_igamma(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def igamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: igamma
     nd = len(shape)
@@ -15171,6 +16088,13 @@ def igammac_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def igammac_inplace(out, a1):
+    # ops.yaml: igammac -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_igammac(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -15279,6 +16203,13 @@ def special_chebyshev_polynomial_t_strided(shape, out, o_off, o_st, a0, a0_off, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_chebyshev_polynomial_t_inplace(out, a1):
+    # ops.yaml: special_chebyshev_polynomial_t -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_chebyshev_polynomial_t(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_chebyshev_polynomial_t_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_chebyshev_polynomial_t
     nd = len(shape)
@@ -15381,6 +16312,13 @@ def special_chebyshev_polynomial_u_strided(shape, out, o_off, o_st, a0, a0_off, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_chebyshev_polynomial_u_inplace(out, a1):
+    # ops.yaml: special_chebyshev_polynomial_u -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_chebyshev_polynomial_u(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -15489,6 +16427,13 @@ def special_chebyshev_polynomial_v_strided(shape, out, o_off, o_st, a0, a0_off, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_chebyshev_polynomial_v_inplace(out, a1):
+    # ops.yaml: special_chebyshev_polynomial_v -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_chebyshev_polynomial_v(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_chebyshev_polynomial_v_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_chebyshev_polynomial_v
     nd = len(shape)
@@ -15591,6 +16536,13 @@ def special_chebyshev_polynomial_w_strided(shape, out, o_off, o_st, a0, a0_off, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_chebyshev_polynomial_w_inplace(out, a1):
+    # ops.yaml: special_chebyshev_polynomial_w -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_chebyshev_polynomial_w(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -15699,6 +16651,13 @@ def special_shifted_chebyshev_polynomial_t_strided(shape, out, o_off, o_st, a0, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_shifted_chebyshev_polynomial_t_inplace(out, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_t -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_shifted_chebyshev_polynomial_t(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_shifted_chebyshev_polynomial_t_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_shifted_chebyshev_polynomial_t
     nd = len(shape)
@@ -15801,6 +16760,13 @@ def special_shifted_chebyshev_polynomial_u_strided(shape, out, o_off, o_st, a0, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_shifted_chebyshev_polynomial_u_inplace(out, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_u -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_shifted_chebyshev_polynomial_u(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -15909,6 +16875,13 @@ def special_shifted_chebyshev_polynomial_v_strided(shape, out, o_off, o_st, a0, 
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_shifted_chebyshev_polynomial_v_inplace(out, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_v -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_shifted_chebyshev_polynomial_v(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_shifted_chebyshev_polynomial_v_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_shifted_chebyshev_polynomial_v
     nd = len(shape)
@@ -16011,6 +16984,13 @@ def special_shifted_chebyshev_polynomial_w_strided(shape, out, o_off, o_st, a0, 
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_shifted_chebyshev_polynomial_w_inplace(out, a1):
+    # ops.yaml: special_shifted_chebyshev_polynomial_w -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_shifted_chebyshev_polynomial_w(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -16119,6 +17099,13 @@ def special_hermite_polynomial_h_strided(shape, out, o_off, o_st, a0, a0_off, a0
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_hermite_polynomial_h_inplace(out, a1):
+    # ops.yaml: special_hermite_polynomial_h -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_hermite_polynomial_h(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_hermite_polynomial_h_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_hermite_polynomial_h
     nd = len(shape)
@@ -16221,6 +17208,13 @@ def special_hermite_polynomial_he_strided(shape, out, o_off, o_st, a0, a0_off, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_hermite_polynomial_he_inplace(out, a1):
+    # ops.yaml: special_hermite_polynomial_he -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_hermite_polynomial_he(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -16329,6 +17323,13 @@ def special_laguerre_polynomial_l_strided(shape, out, o_off, o_st, a0, a0_off, a
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_laguerre_polynomial_l_inplace(out, a1):
+    # ops.yaml: special_laguerre_polynomial_l -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_laguerre_polynomial_l(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_laguerre_polynomial_l_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_laguerre_polynomial_l
     nd = len(shape)
@@ -16434,6 +17435,13 @@ def special_legendre_polynomial_p_strided(shape, out, o_off, o_st, a0, a0_off, a
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def special_legendre_polynomial_p_inplace(out, a1):
+    # ops.yaml: special_legendre_polynomial_p -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_special_legendre_polynomial_p(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def special_legendre_polynomial_p_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: special_legendre_polynomial_p
     nd = len(shape)
@@ -16527,6 +17535,13 @@ def _polygamma_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _polygamma_inplace(out, order):
+    # ops.yaml: _polygamma -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__polygamma(out[i], order)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _polygamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
     # ops.yaml: _polygamma
     nd = len(shape)
@@ -16611,6 +17626,13 @@ def signbit_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def signbit_inplace(out):
+    # ops.yaml: signbit -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_signbit(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -16701,6 +17723,13 @@ def isneginf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def isneginf_inplace(out):
+    # ops.yaml: isneginf -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_isneginf(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def isneginf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: isneginf
     nd = len(shape)
@@ -16785,6 +17814,13 @@ def isposinf_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def isposinf_inplace(out):
+    # ops.yaml: isposinf -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_isposinf(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -16884,6 +17920,13 @@ def _heaviside_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _heaviside_inplace(out, a1):
+    # ops.yaml: _heaviside -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__heaviside(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -16992,6 +18035,13 @@ def gcd_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def gcd_inplace(out, a1):
+    # ops.yaml: gcd -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_gcd(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def gcd_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: gcd
     nd = len(shape)
@@ -17097,6 +18147,13 @@ def lcm_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def lcm_inplace(out, a1):
+    # ops.yaml: lcm -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_lcm(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def lcm_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
     # ops.yaml: lcm
     nd = len(shape)
@@ -17199,6 +18256,13 @@ def logaddexp2_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def logaddexp2_inplace(out, a1):
+    # ops.yaml: logaddexp2 -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_logaddexp2(out[i], a1[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -17383,6 +18447,13 @@ def _conj_physical_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def _conj_physical_inplace(out):
+    # ops.yaml: _conj_physical -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__conj_physical(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def _conj_physical_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: _conj_physical
     nd = len(shape)
@@ -17470,6 +18541,13 @@ def sgn_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
+def sgn_inplace(out):
+    # ops.yaml: sgn -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_sgn(out[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
 def sgn_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
     # ops.yaml: sgn
     nd = len(shape)
@@ -17554,6 +18632,13 @@ def angle_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
             idx[d] = np.uint64(0)
             d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def angle_inplace(out):
+    # ops.yaml: angle -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s_angle(out[i])
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
