@@ -666,6 +666,10 @@ SPECS = {
 
     'linalg_matrix_power': {'name': 'linalg_matrix_power', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('matrix_power',), 'ref': 'lambda A, n: np.linalg.matrix_power(A, n)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_linalg_pinv': {'name': '_linalg_pinv', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('atol', 'any', None, False), ('rtol', 'any', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_linalg_pinv_backward': {'name': '_linalg_pinv_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('pinv', 'Tensor', None, False), ('A', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'linalg_pinv': {'name': 'linalg_pinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('pinverse',), 'ref': 'lambda A, rtol=None, hermitian=False, atol=None: np.linalg.pinv(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_matrix_rank': {'name': 'linalg_matrix_rank', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True), ('rtol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, tol=None, hermitian=False, atol=None, rtol=None: np.linalg.matrix_rank(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -4643,6 +4647,20 @@ def linalg_matrix_power(A, n, *, out=None):
 
 
 matrix_power = linalg_matrix_power
+
+
+def _linalg_pinv(A, atol, rtol, hermitian):
+    """The pseudo-inverse through the SVD (or, hermitian, the eigendecomposition of the lower triangle).
+
+    ops.yaml: _linalg_pinv"""
+    return _rt.call('_linalg_pinv', (A, ), (atol, rtol, hermitian, ))
+
+
+def _linalg_pinv_backward(grad, pinv, A):
+    """The gradient of pinv (torch's pinv_backward), differentiable again (its double backward).
+
+    ops.yaml: _linalg_pinv_backward"""
+    return _rt.composite('_linalg_pinv_backward', grad, pinv, A)
 
 
 def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None, out=None):

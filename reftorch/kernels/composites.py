@@ -1131,19 +1131,25 @@ def linalg_matrix_power(F, A, n):
     return result
 
 
+def _linalg_pinv_backward(F, grad, pinv, A):
+    # ops.yaml: _linalg_pinv_backward
+    P, Pt, gt = (pinv, pinv.mT, grad.mT)
+    if A.shape[-2] <= A.shape[-1]:
+        K = F.matmul(gt, P)
+        KPt = F.matmul(K, Pt)
+        return -F.matmul(P, K).mT + KPt - F.matmul(F.matmul(A, P), KPt) + F.matmul(F.matmul(Pt, P), gt - F.matmul(K, A))
+    K = F.matmul(P, gt)
+    PtK = F.matmul(Pt, K)
+    return -F.matmul(K, P).mT + F.matmul(F.matmul(gt - F.matmul(A, K), P), Pt) + PtK - F.matmul(F.matmul(PtK, P), A)
+
+
 def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
     if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     if hermitian:
         F.linalg_check(A, 'linalg.eigh', square=True)
-        L, V = F._linalg_eigh(A, 'L')
-        keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
-        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
-    U, S, Vh = F._linalg_svd(A, False)
-    keep = S > F.linalg_tolerance(S, A, atol, rtol)
-    inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
-    return F.matmul(Vh.mT * inv_S.unsqueeze(-2), U.mT)
+    return F._linalg_pinv(A, atol, rtol, hermitian)
 
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
