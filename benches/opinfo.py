@@ -83,11 +83,14 @@ def _to_ref(obj, memo):
             raise Skip("complex/sparse/meta")
         src = obj.detach()
         whole = src.untyped_storage().nbytes() // max(src.element_size(), 1)
-        if src.numel() > 0 and whole > src.numel() and src.is_contiguous():
-            # a view into a larger storage (base[5:15]): as_strided reads the whole storage, so it travels too
-            flat = torch.empty(0, dtype=src.dtype).set_(src.untyped_storage(), 0, (whole,), (1,))
-            data = _to_ref(flat.clone(), {}).as_strided(tuple(src.shape), tuple(src.stride()),
-                                                        src.storage_offset())
+        skey = ("storage", src.untyped_storage().data_ptr(), src.dtype)
+        if src.numel() > 0 and (whole > src.numel() or skey in memo) and src.is_contiguous():
+            # a view into a larger storage (base[5:15]): as_strided reads the whole storage, so it travels too,
+            # once per storage, so that two views of one tensor share memory in reftorch as well (out= overlaps)
+            if skey not in memo:
+                flat = torch.empty(0, dtype=src.dtype).set_(src.untyped_storage(), 0, (whole,), (1,))
+                memo[skey] = _to_ref(flat.clone(), {})
+            data = memo[skey].as_strided(tuple(src.shape), tuple(src.stride()), src.storage_offset())
             if obj.requires_grad:
                 data.requires_grad_(True)
             memo[key] = data
@@ -100,6 +103,8 @@ def _to_ref(obj, memo):
             strided = reftorch.empty_strided(tuple(src.shape), tuple(src.stride()), dtype=data.dtype)
             strided.copy_(data)
             data = strided
+        if src.numel() == whole and src.is_contiguous() and src.storage_offset() == 0 and src.numel():
+            memo[skey] = data.reshape(-1)       # the whole storage: a later view of it (z[:2]) shares data's
         if obj.requires_grad:
             data.requires_grad_(True)
         memo[key] = data

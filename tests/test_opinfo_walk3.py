@@ -53,3 +53,121 @@ def test_pinv_tolerances_per_matrix_and_hermitian():
     assert np.allclose(torch.linalg.pinv(torch.tensor(s, dtype=torch.float32), hermitian=True).numpy(),
                        np.linalg.pinv(s), rtol=1e-4, atol=1e-5)
     assert list(torch.linalg.pinv(torch.ones(0, 3)).shape) == [3, 0]
+
+
+OVERLAP = (r"^unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           r"memory location\. Please clone\(\) the tensor before performing the operation\.$")
+
+
+def test_out_that_is_an_input_is_refused_before_anything_is_written():
+    # torch's assert_no_overlap (gather, take, masked_select, cat, kthvalue...): out may not be an input, nor share
+    # its bytes; the input keeps its values
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    ind = torch.tensor([2, 1, 0])
+    for call in (lambda: torch.gather(src, 0, ind, out=src), lambda: torch.take(src, ind, out=src),
+                 lambda: torch.masked_select(src, src > 2, out=src),
+                 lambda: torch.kthvalue(src, 2, out=(src, torch.empty((), dtype=torch.int64))),
+                 lambda: torch.cat([src, src], out=src)):
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            call()
+        assert src.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    # a view over part of an input: bytes that intersect (ind[:-1] and ind[1:] share ind[1])
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        torch.take(ind.clone(), ind[1:], out=ind[:-1])
+    # out resized first (to the result's 2 elements, in place), then checked: ind[:1] grows over ind[1]
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        torch.gather(ind.clone(), 0, ind[1:], out=ind[:1])
+    z = torch.zeros(4, 6)
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        torch.cat((torch.ones(4, 6), z), out=z[:2, :])
+    assert ind.tolist() == [2, 1, 0] and z.abs().sum().item() == 0
+    # apart: a view of another part of the same storage is fine
+    buf = torch.zeros(6, dtype=torch.int64)
+    out = torch.take(buf[:3], torch.tensor([0, 1]), out=buf[4:])
+    assert out.tolist() == [0, 0]
+
+
+def test_elementwise_out_may_be_an_input_but_not_overlap_one_partly():
+    a = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert torch.add(a, a, out=a).tolist() == [2.0, 4.0, 6.0, 8.0]      # TensorIterator: the same tensor is fine
+    assert torch.cumsum(a, 0, out=a).tolist() == [2.0, 6.0, 12.0, 20.0]
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        torch.exp(a[:3], out=a[1:])
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        torch.cumsum(a[:3], 0, out=a[1:])
+    assert a.tolist() == [2.0, 6.0, 12.0, 20.0]
+    with pytest.raises(RuntimeError, match=r"^unsupported operation: more than one element of the written-to tensor "
+                                           r"refers to a single memory location"):
+        torch.add(torch.ones(3), 1, out=torch.zeros(1).expand(3))
+    # reductions do not check (torch's sum into a part of its input is fine)
+    b = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    torch.sum(b.view(2, 3), 0, out=b[1:4])
+    assert b.tolist()[1:4] == [5.0, 7.0, 9.0]
+
+
+def test_out_dtype_rules_of_structured_kernels_and_amax():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    idx = torch.tensor([[0, 0], [1, 0]])
+    out = torch.zeros(2, 2, dtype=F64)
+    with pytest.raises(RuntimeError, match=r"^Expected out tensor to have dtype float, but got double instead$"):
+        torch.gather(x, 1, idx, out=out)
+    with pytest.raises(RuntimeError, match=r"^Expected out tensor to have dtype float, but got double instead$"):
+        torch.aminmax(x, dim=0, out=(torch.zeros(2), torch.zeros(2, dtype=F64)))
+    with pytest.raises(RuntimeError, match=r"^Expected out tensor to have dtype long int, but got int instead$"):
+        torch.sort(x, out=(torch.zeros(2, 2), torch.zeros(2, 2, dtype=torch.int32)))
+    assert out.abs().sum().item() == 0
+    with pytest.raises(RuntimeError, match=r"^Expected the dtype for input and out to match, but got Float for input's "
+                                           r"dtype and Int for out's dtype\.$"):
+        torch.amax(x, 0, out=torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(RuntimeError, match=r"^Expected the dtype for input and out to match, but got Float for input's "
+                                           r"dtype and Double for out's dtype\.$"):
+        torch.amin(x, 0, out=torch.zeros(2, dtype=F64))
+    # TensorIterator ops still cast within a category, and refuse a lower one
+    assert torch.add(x, x, out=torch.zeros(2, 2, dtype=F64)).dtype == F64
+    with pytest.raises(RuntimeError, match=r"^result type Float can't be cast to the desired output type Long$"):
+        torch.add(x, x, out=torch.zeros(2, 2, dtype=torch.int64))
+    assert torch.gather(x, 1, idx, out=torch.zeros(2, 2)).tolist() == [[1.0, 1.0], [4.0, 3.0]]
+
+
+def test_scatter_add_refuses_a_src_of_another_dtype():
+    self = torch.zeros(3, 5, dtype=F64)
+    index = torch.tensor([[0, 1], [2, 0]])
+    for call in (lambda: torch.scatter_add(self, 0, index, torch.ones(2, 5)),
+                 lambda: self.scatter_add_(0, index, torch.ones(2, 5))):
+        with pytest.raises(RuntimeError, match=r"^scatter\(\): Expected self\.dtype to be equal to src\.dtype$"):
+            call()
+    assert self.abs().sum().item() == 0
+    out = torch.scatter_add(self, 0, index, torch.ones(2, 5, dtype=F64))
+    assert out.dtype == F64 and out.sum(1).tolist() == [2.0, 1.0, 1.0]
+
+
+def test_hsplit_vsplit_dsplit_word_a_bad_argument_as_torchs_parser():
+    x = torch.ones(5, 5, 5)
+    for fn in ("hsplit", "vsplit", "dsplit"):
+        with pytest.raises(TypeError, match=rf"^{fn}\(\) received an invalid combination of arguments - got \(Tensor, "
+                                            r"str\), but expected one of:\n \* \(Tensor input, int sections\)\n      "
+                                            r"didn't match because some of the arguments have invalid types: "
+                                            r"\(Tensor, !str!\)\n \* \(Tensor input, tuple of ints indices\)\n"):
+            getattr(torch, fn)(x, "abc")
+    with pytest.raises(TypeError, match=r"!list of \[float\]!"):
+        torch.hsplit(x, [1.5])
+    with pytest.raises(TypeError, match=r"got \(Tensor, Tensor\)"):
+        torch.hsplit(x, torch.tensor([1]))       # a 1-d tensor is neither an int nor a tuple of ints
+    assert [list(t.shape) for t in torch.hsplit(torch.ones(4, 4), torch.tensor(2))] == [[4, 2], [4, 2]]
+    assert [list(t.shape) for t in torch.vsplit(torch.ones(4, 4), (1, 3))] == [[1, 4], [2, 4], [1, 4]]
+
+
+def test_tensor_list_arguments_take_a_list_or_tuple_of_tensors_only():
+    x = torch.ones(2, 3)
+    for fn in ("cat", "stack", "hstack"):
+        with pytest.raises(TypeError, match=rf"^{fn}\(\): argument 'tensors' \(position 1\) must be tuple of Tensors, "
+                                            r"not Tensor$"):
+            getattr(torch, fn)(x)
+        with pytest.raises(TypeError, match=r"^expected Tensor as element 1 in argument 0, but got NoneType$"):
+            getattr(torch, fn)((x, None))
+    out = torch.zeros(2, 3, dtype=F64)
+    with pytest.raises(TypeError, match=r"must be tuple of Tensors, not Tensor"):
+        torch.cat(x, out=out)                   # refused before out is looked at
+    with pytest.raises(TypeError, match=r"not generator$"):
+        torch.cat(t for t in (x, x))
+    assert list(torch.cat((x, x)).shape) == [4, 3] and list(torch.stack([x, x], 1).shape) == [2, 2, 3]

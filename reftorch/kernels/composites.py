@@ -1595,38 +1595,41 @@ def tensor_split(F, self, indices_or_sections, dim=0):
     return tuple(pieces)
 
 
+def _split_along(F, self, indices_or_sections, fn, dim):
+    # ops.yaml: _split_along
+    cut = indices_or_sections
+    if F.is_tensor(cut) and cut.ndim == 0 and (not cut.dtype.is_floating_point) and (cut.dtype.category == 1):
+        cut = int(cut)
+    sections = isinstance(cut, int) and (not isinstance(cut, bool))
+    if not sections and (not (isinstance(cut, (list, tuple)) and (not [i for i in cut if not isinstance(i, int)]))):
+        kinds = ', '.join(('Tensor' if F.is_tensor(i) else type(i).__name__ for i in cut)) if isinstance(cut, (list, tuple)) else ''
+        bad = ('list of [' + kinds + ']' if isinstance(cut, list) else 'tuple of (' + kinds + ')') if isinstance(cut, (list, tuple)) else 'Tensor' if F.is_tensor(cut) else type(cut).__name__
+        given = 'Tensor' if F.is_tensor(cut) else type(cut).__name__
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (Tensor, {given}), but expected one of:\n * (Tensor input, int sections)\n      didn't match because some of the arguments have invalid types: (Tensor, !{bad}!)\n * (Tensor input, tuple of ints indices)\n      didn't match because some of the arguments have invalid types: (Tensor, !{bad}!)\n")
+    if sections and (cut == 0 or self.shape[dim] % cut):
+        raise RuntimeError(f'torch.{fn} attempted to split along dimension {dim}, but the size of the dimension {self.shape[dim]} is not divisible by the split_size {cut}!')
+    return F.tensor_split(self, cut, dim)
+
+
 def hsplit(F, self, indices_or_sections):
     # ops.yaml: hsplit
     if self.ndim == 0:
         raise RuntimeError('torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions!')
-    d = 0 if self.ndim == 1 else 1
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[d] % n:
-            raise RuntimeError(f'torch.hsplit attempted to split along dimension {d}, but the size of the dimension {self.shape[d]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, d)
+    return F._split_along(self, indices_or_sections, 'hsplit', 0 if self.ndim == 1 else 1)
 
 
 def vsplit(F, self, indices_or_sections):
     # ops.yaml: vsplit
     if self.ndim < 2:
         raise RuntimeError(f'torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with {self.ndim} dimensions!')
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[0] % n:
-            raise RuntimeError(f'torch.vsplit attempted to split along dimension 0, but the size of the dimension {self.shape[0]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, 0)
+    return F._split_along(self, indices_or_sections, 'vsplit', 0)
 
 
 def dsplit(F, self, indices_or_sections):
     # ops.yaml: dsplit
     if self.ndim < 3:
         raise RuntimeError(f'torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {self.ndim} dimensions!')
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[2] % n:
-            raise RuntimeError(f'torch.dsplit attempted to split along dimension 2, but the size of the dimension {self.shape[2]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, 2)
+    return F._split_along(self, indices_or_sections, 'dsplit', 2)
 
 
 def split_with_sizes(F, self, split_sizes, dim=0):
