@@ -168,7 +168,9 @@ def _tensor_lists(op):
 
 def _checks(op):
     """The wrapper's lines for ops.yaml `checks`: PyTorch's refusals by argument value, before the call."""
-    return [f"    if {cond}:\n        raise {cls}({msg!r})" for cond, cls, msg in op.checks]
+    fields = ", ".join(f"{n}={n}" for n in op.signature.names)    # a message with {self.dtype.short} and the like
+    return [f"    if {cond}:\n        raise {cls}({msg!r}" + (f".format({fields}))" if "{" in msg else ")")
+            for cond, cls, msg in op.checks]
 
 
 def _numbers(op):

@@ -816,7 +816,8 @@ CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
 def _parse_checks(e, checks, sig):
     """`checks: {"<condition>": "[ErrorClass: ]message"}`: refusals by argument value that the wrapper tests
     before the call (PyTorch's `int_tensor ** -1`), a condition being a Python expression over the signature's
-    arguments as the caller gave them (a Python number is still a number)."""
+    arguments as the caller gave them (a Python number is still a number); the message may name them in
+    str.format fields ({self.dtype.short})."""
     out = []
     for cond, msg in checks.items():
         try:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import reftorch as torch
+import reftorch.nn.functional as F
 
 F64 = torch.float64
 RANK_ONE = [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]          # u v^T with u = [1, 2, 3], v = [1, 2]
@@ -171,3 +172,43 @@ def test_tensor_list_arguments_take_a_list_or_tuple_of_tensors_only():
     with pytest.raises(TypeError, match=r"not generator$"):
         torch.cat(t for t in (x, x))
     assert list(torch.cat((x, x)).shape) == [4, 3] and list(torch.stack([x, x], 1).shape) == [2, 2, 3]
+
+
+def test_linspace_and_logspace_argument_errors():
+    for fn in (torch.linspace, torch.logspace):
+        name = fn.__name__
+        with pytest.raises(TypeError, match=rf"^{name}\(\) received an invalid combination of arguments - got \(int, "
+                                            r"int, float\), but expected one of:\n \* \(Tensor start, Tensor end, int "
+                                            r"steps, "):
+            fn(0, 3, 1.0)
+        with pytest.raises(RuntimeError, match=rf"^{name} only supports 0-dimensional start and end tensors, but got "
+                                               r"start with 1 dimension\(s\) and end with 1 dimension\(s\)\.$"):
+            fn(torch.tensor([0, 1]), torch.tensor([2, 3]), 1)
+        with pytest.raises(RuntimeError, match=r"^number of steps must be non-negative$"):
+            fn(0, 3, -1)
+    assert torch.linspace(0, 3, torch.tensor(3)).tolist() == [0.0, 1.5, 3.0]     # a 0-d integer tensor is an int
+    assert torch.logspace(torch.tensor(0.0), 2, 3).tolist() == [1.0, 10.0, 100.0]
+
+
+def test_dot_refuses_vectors_of_two_dtypes_before_their_sizes():
+    for fn in (torch.dot, torch.vdot):
+        with pytest.raises(RuntimeError, match=r"^dot : expected both vectors to have same dtype, but found Float and "
+                                               r"Half$"):
+            fn(torch.ones(1), torch.ones(3, dtype=torch.float16))
+    with pytest.raises(RuntimeError, match=r"^1D tensors expected, but got 2D and 1D tensors$"):
+        torch.dot(torch.ones(1, 1), torch.ones(3, dtype=torch.float16))
+    assert torch.dot(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])).item() == 11.0
+
+
+def test_loss_and_pool_shape_errors_in_torchs_words():
+    with pytest.raises(RuntimeError, match=r"^margin_ranking_loss : All input tensors should have same dimension but "
+                                           r"got sizes: input1: torch\.Size\(\[5, 4\]\), input2: torch\.Size\(\[5, 4\]\), "
+                                           r"target: torch\.Size\(\[5\]\) $"):
+        F.margin_ranking_loss(torch.ones(5, 4), torch.ones(5, 4), torch.ones(5))
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(4\) must match the size of tensor b \(5\) at "
+                                           r"non-singleton dimension 1$"):
+        F.soft_margin_loss(torch.ones(5, 4), torch.ones(5))
+    assert F.soft_margin_loss(torch.zeros(3), torch.ones(3)).item() == pytest.approx(np.log(2.0))
+    for pool in (F.avg_pool3d, F.max_pool3d):
+        with pytest.raises(RuntimeError, match=r"^non-empty 4D or 5D \(batch mode\) tensor expected for input$"):
+            pool(torch.ones(0, 1, 49), 2)

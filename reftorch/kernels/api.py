@@ -2371,6 +2371,8 @@ def dot(self, tensor, *, out=None):
     """Inner product of two 1-D tensors (no conjugation; vdot conjugates the first).
 
     ops.yaml: dot"""
+    if getattr(self, 'ndim', 0) == 1 and getattr(tensor, 'ndim', 0) == 1 and self.dtype != tensor.dtype:
+        raise RuntimeError('dot : expected both vectors to have same dtype, but found {self.dtype.short} and {tensor.dtype.short}'.format(self=self, tensor=tensor))
     if out is not None:
         return _rt.call_out('dot', out, dot, self, tensor)
     return _rt.call('dot', (self, tensor, ), ())
