@@ -3,6 +3,7 @@ expectation was read off torch 2.13 side by side, or follows from first principl
 import numpy as np
 import pytest
 
+from codegen.model import RegistryError, load
 import reftorch as torch
 import reftorch.nn.functional as F
 
@@ -202,8 +203,8 @@ def test_dot_refuses_vectors_of_two_dtypes_before_their_sizes():
 
 def test_loss_and_pool_shape_errors_in_torchs_words():
     with pytest.raises(RuntimeError, match=r"^margin_ranking_loss : All input tensors should have same dimension but "
-                                           r"got sizes: input1: torch\.Size\(\[5, 4\]\), input2: torch\.Size\(\[5, 4\]\), "
-                                           r"target: torch\.Size\(\[5\]\) $"):
+                                           r"got sizes: input1: torch\.Size\(\[5, 4\]\), "
+                                           r"input2: torch\.Size\(\[5, 4\]\), target: torch\.Size\(\[5\]\) $"):
         F.margin_ranking_loss(torch.ones(5, 4), torch.ones(5, 4), torch.ones(5))
     with pytest.raises(RuntimeError, match=r"^The size of tensor a \(4\) must match the size of tensor b \(5\) at "
                                            r"non-singleton dimension 1$"):
@@ -212,3 +213,14 @@ def test_loss_and_pool_shape_errors_in_torchs_words():
     for pool in (F.avg_pool3d, F.max_pool3d):
         with pytest.raises(RuntimeError, match=r"^non-empty 4D or 5D \(batch mode\) tensor expected for input$"):
             pool(torch.ones(0, 1, 49), 2)
+
+
+def test_registry_out_field_parses_and_unknown_rules_are_named():
+    base = ("- name: twice\n  kind: unary\n  signature: (Tensor self)\n  scalar: self + self\n  dtypes: [float]\n"
+            "  derivatives: {self: grad * 2}\n  test: {ref: \"lambda x: x + x\"}\n")
+    (op,) = load("ops.yaml", text=base + "  out: {dtype: exact, overlap: any}\n")
+    assert op.out == (("dtype", "exact"), ("overlap", "any"))
+    with pytest.raises(RegistryError, match=r"twice.*out.*unknown rule 'strides'"):
+        load("ops.yaml", text=base + "  out: {strides: same}\n")
+    with pytest.raises(RegistryError, match=r"twice.*out.*dtype: 'cast' is none of exact, input"):
+        load("ops.yaml", text=base + "  out: {dtype: cast}\n")
