@@ -224,3 +224,26 @@ def test_registry_out_field_parses_and_unknown_rules_are_named():
         load("ops.yaml", text=base + "  out: {strides: same}\n")
     with pytest.raises(RegistryError, match=r"twice.*out.*dtype: 'cast' is none of exact, input"):
         load("ops.yaml", text=base + "  out: {dtype: cast}\n")
+
+
+def test_cholesky_and_cholesky_inverse_of_empty_matrices():
+    x = torch.zeros(0, 5, 5, dtype=F64, requires_grad=True)
+    L = torch.cholesky(x, upper=True)
+    assert list(L.shape) == [0, 5, 5] and L.requires_grad             # torch 2.13: in the graph
+    (g,) = torch.autograd.grad(L.sum(), x)
+    assert list(g.shape) == [0, 5, 5]
+    empty_int = torch.cholesky(torch.zeros(0, 0, dtype=torch.int64))  # before the dtype check, as torch
+    assert empty_int.dtype == torch.int64 and list(empty_int.shape) == [0, 0]
+    for shape in ([0, 0], [3, 0, 0]):
+        out = torch.cholesky_inverse(torch.zeros(*shape))
+        assert list(out.shape) == shape and out.dtype == torch.float32
+    assert torch.cholesky_inverse(torch.tensor([[2.0]])).tolist() == [[0.25]]
+
+
+def test_sum_to_size_of_an_empty_size_is_the_full_sum():
+    assert torch.tensor(True).sum_to_size([]).dtype == torch.int64        # torch's sum_to: tensor.sum()
+    assert torch.tensor(3, dtype=torch.int8).sum_to_size(()).dtype == torch.int64
+    assert torch.ones(2, 3, dtype=torch.bool).sum_to_size(2, 3).dtype == torch.bool    # equal sizes: self
+    x = torch.tensor(2.5, requires_grad=True)
+    out = x.sum_to_size([])
+    assert out.item() == 2.5 and torch.autograd.grad(out, x)[0].item() == 1.0

@@ -722,9 +722,9 @@ def cholesky(F, self, upper=False):
     # ops.yaml: cholesky
     F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
     F.linalg_check(self, 'cholesky', square=True, floating=False)
-    if self.numel() == 0:
-        return self.detach().clone()
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        if self.numel() == 0:
+            return self.detach().clone()
         raise NotImplementedError(f""""cholesky_cpu" not implemented for '{self.dtype.short}'""")
     L, info = F._linalg_cholesky_ex(self, upper)
     F.linalg_raise(info, 'cholesky', 'cholesky')
@@ -767,8 +767,9 @@ def cholesky_inverse(F, self, upper=False):
     F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
         raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
-    zero = self.diagonal(0, -2, -1) == 0
-    F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
+    if self.numel():
+        zero = self.diagonal(0, -2, -1) == 0
+        F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
     return F._cholesky_inverse(self, upper)
 
 
@@ -1659,6 +1660,8 @@ def sum_to_size(F, self, size):
     bad = [i for i, s in enumerate(size) if s != 1 and s != self.shape[self.ndim - n + i]] if n <= self.ndim else [0]
     if bad:
         raise RuntimeError(f'size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.')
+    if n == 0:
+        return self.sum()
     return F.sum_to(self, size)
 
 
