@@ -247,3 +247,14 @@ def test_sum_to_size_of_an_empty_size_is_the_full_sum():
     x = torch.tensor(2.5, requires_grad=True)
     out = x.sum_to_size([])
     assert out.item() == 2.5 and torch.autograd.grad(out, x)[0].item() == 1.0
+
+
+def test_local_response_norm_of_integers_averages_in_integers():
+    a = np.arange(18).reshape(1, 6, 3)
+    sq = np.concatenate([np.zeros((1, 1, 3), np.int64), a * a], 1)        # one channel of padding before
+    div = (sq[:, :-1] + sq[:, 1:]) // 2                                    # avg_pool in int64: truncated
+    expected = a / (div.astype(np.float32) * np.float32(3e-05) + np.float32(1.25)) ** np.float32(0.5)
+    out = F.local_response_norm(torch.tensor(a), 2, alpha=3e-05, beta=0.5, k=1.25)
+    assert out.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), expected.astype(np.float32), rtol=1e-6)
+    assert ((sq[:, :-1] + sq[:, 1:]) % 2).any()                            # the truncation matters here

@@ -956,7 +956,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     # average over a window of `size` channels around each channel (zero padded)
     pads = (size // 2, (size - 1) // 2)
     cols = torch.im2col(sq, (size, 1), (1, 1), (pads[0], pads[1], 0, 0), (1, 1))   # (N, size, C*rest)
-    div = cols.sum(1).reshape(input.shape) / size
+    total = cols.sum(1).reshape(input.shape)
+    # torch's avg_pool of an integer tensor divides in integers (C's truncation), then scales in floating point
+    div = total / size if input.is_floating_point() else torch.div(total, size, rounding_mode="trunc")
     return input / (div * alpha + k).pow(beta)
 
 
