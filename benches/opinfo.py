@@ -1,7 +1,7 @@
 """PyTorch's own operator samples (OpInfo's op_db) run on reftorch and torch side by side.
 
     PYTHONPATH=$PWD /work/benchvenv/bin/python benches/opinfo.py [--only NAME[,NAME]] [--dtypes ...]
-        [--reference] [--errors] [--no-grad] [--show N] [--start NAME [--count N]] [--json out.json]
+        [--reference] [--errors | --errors-only] [--no-grad] [--show N] [--start NAME [--count N]] [--json out.json]
 
 For every OpInfo entry whose function reftorch has, each sample input (per dtype) is run through
 both libraries: the results must agree in shape, dtype and value (torch.testing.assert_close's
@@ -83,11 +83,14 @@ def _to_ref(obj, memo):
             raise Skip("complex/sparse/meta")
         src = obj.detach()
         whole = src.untyped_storage().nbytes() // max(src.element_size(), 1)
-        if src.numel() > 0 and whole > src.numel() and src.is_contiguous():
-            # a view into a larger storage (base[5:15]): as_strided reads the whole storage, so it travels too
-            flat = torch.empty(0, dtype=src.dtype).set_(src.untyped_storage(), 0, (whole,), (1,))
-            data = _to_ref(flat.clone(), {}).as_strided(tuple(src.shape), tuple(src.stride()),
-                                                        src.storage_offset())
+        skey = ("storage", src.untyped_storage().data_ptr(), src.dtype)
+        if src.numel() > 0 and (whole > src.numel() or skey in memo) and src.is_contiguous():
+            # a view into a larger storage (base[5:15]): as_strided reads the whole storage, so it travels too,
+            # once per storage, so that two views of one tensor share memory in reftorch as well (out= overlaps)
+            if skey not in memo:
+                flat = torch.empty(0, dtype=src.dtype).set_(src.untyped_storage(), 0, (whole,), (1,))
+                memo[skey] = _to_ref(flat.clone(), {})
+            data = memo[skey].as_strided(tuple(src.shape), tuple(src.stride()), src.storage_offset())
             if obj.requires_grad:
                 data.requires_grad_(True)
             memo[key] = data
@@ -100,6 +103,8 @@ def _to_ref(obj, memo):
             strided = reftorch.empty_strided(tuple(src.shape), tuple(src.stride()), dtype=data.dtype)
             strided.copy_(data)
             data = strided
+        if src.numel() == whole and src.is_contiguous() and src.storage_offset() == 0 and src.numel():
+            memo[skey] = data.reshape(-1)       # the whole storage: a later view of it (z[:2]) shares data's
         if obj.requires_grad:
             data.requires_grad_(True)
         memo[key] = data
@@ -564,7 +569,7 @@ def walk_op(op, dtypes, args):
             continue
         grad = (dt == torch.float64 and not args.no_grad and op.supports_autograd)
         plan.append((dt, grad))
-    for dt, grad in plan:
+    for dt, grad in [] if args.errors_only else plan:
         try:
             samples = _samples(op, dt, grad, args.reference)
         except Exception as e:
@@ -625,6 +630,7 @@ def main(argv=None):
                    help=f"from {','.join(DTYPES)}")
     p.add_argument("--reference", action="store_true", help="reference_inputs, not sample_inputs")
     p.add_argument("--errors", action="store_true", help="also error_inputs")
+    p.add_argument("--errors-only", action="store_true", help="only error_inputs (the whole op_db in a minute)")
     p.add_argument("--no-grad", action="store_true")
     p.add_argument("--show", type=int, default=3, help="disagreements printed per op")
     p.add_argument("--timeout", type=int, default=30, help="seconds per sample")
@@ -632,6 +638,7 @@ def main(argv=None):
     p.add_argument("--count", type=int, help="walk at most this many entries from --start")
     p.add_argument("--json")
     args = p.parse_args(argv)
+    args.errors = args.errors or args.errors_only
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGALRM, _alarm)
     dtypes = [DTYPES[d] for d in args.dtypes.split(",")]

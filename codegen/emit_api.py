@@ -73,6 +73,8 @@ def _spec_literal(op, saves):
         fields["updates"] = tuple(dict.fromkeys(st.targets[0].id for st in ast.parse(textwrap.dedent(op.body)).body))
     if op.cuda is not None:         # only where set: the device implementation of an array op
         fields["cuda"] = op.cuda
+    if op.out:                      # only where set: out= checks other than the kind's (reftorch/_inplace.py)
+        fields["out"] = dict(op.out)
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)
@@ -155,9 +157,20 @@ def _composite_name(op):
     return f"({expr})"
 
 
+def _tensor_lists(op):
+    """The wrapper's lines for a Tensor[] argument given positionally (not *varargs) of a public op: PyTorch's
+    parser takes a list or tuple of tensors only (cat(t), cat([t, None]) are its TypeErrors)."""
+    if op.name.startswith("_") or op.kind == "foreach":
+        return []
+    return [f"    _rt.check_tensor_list({op.name!r}, {a.name!r}, {i}, {a.name})"
+            for i, a in enumerate(op.signature.args) if a.type == "Tensor[]" and not a.varargs]
+
+
 def _checks(op):
     """The wrapper's lines for ops.yaml `checks`: PyTorch's refusals by argument value, before the call."""
-    return [f"    if {cond}:\n        raise {cls}({msg!r})" for cond, cls, msg in op.checks]
+    fields = ", ".join(f"{n}={n}" for n in op.signature.names)    # a message with {self.dtype.short} and the like
+    return [f"    if {cond}:\n        raise {cls}({msg!r}" + (f".format({fields}))" if "{" in msg else ")")
+            for cond, cls, msg in op.checks]
 
 
 def _numbers(op):
@@ -206,7 +219,7 @@ def emit_api(ops, saves):
         doc = (op.doc or f"{op.kind} op").strip().replace('"""', "'''")
         names = ", ".join(f"*{a.name}" if a.varargs else f"{a.name}={a.name}" if a.kwonly else a.name
                           for a in op.signature.args)
-        prologue += _numbers(op) + _checks(op)
+        prologue += _tensor_lists(op) + _numbers(op) + _checks(op)
         if _takes_out(op):
             prologue.append(f"    if out is not None:\n        return _rt.call_out({op.name!r}, out, {op.name}, {names})")
         if op.kind == "composite" and op.grad_fn is not None:     # PyTorch names the node of its results

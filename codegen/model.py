@@ -198,6 +198,7 @@ class Op:
     chalf: object = None         # complex32 on cpu: True (computed through complex64), or the kernel name of
                                  # PyTorch's NotImplementedError; None: that error naming the op
     bits: Optional[str] = None   # view ops: what the view does with a conjugate/negative view's bits (BITS_RULES)
+    out: tuple = ()              # ((rule, value), ...): PyTorch's out= checks where they are not the kind's (OUT_RULES)
 
     @property
     def tensor_inputs(self):
@@ -301,7 +302,8 @@ class _Entry:
 
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
-             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits")
+             "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
+             "out")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -461,10 +463,11 @@ def parse_op(raw, path, registered_names) -> Op:
     numbers = _parse_numbers(e, kind, sig)
     chalf = _parse_chalf(e, kind)
     bits = _parse_bits(e, kind)
+    out = _parse_out(e)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits)
+              forward, vmap, checks, numbers, chalf, bits, out)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
@@ -813,7 +816,8 @@ CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
 def _parse_checks(e, checks, sig):
     """`checks: {"<condition>": "[ErrorClass: ]message"}`: refusals by argument value that the wrapper tests
     before the call (PyTorch's `int_tensor ** -1`), a condition being a Python expression over the signature's
-    arguments as the caller gave them (a Python number is still a number)."""
+    arguments as the caller gave them (a Python number is still a number); the message may name them in
+    str.format fields ({self.dtype.short})."""
     out = []
     for cond, msg in checks.items():
         try:
@@ -831,6 +835,27 @@ def _parse_checks(e, checks, sig):
         cls, text = (m.group(1), m.group(2)) if m and m.group(1) in CHECK_ERRORS else ("RuntimeError", msg)
         out.append((str(cond), cls, text))
     return tuple(out)
+
+
+# ops.yaml `out:`, what PyTorch checks of an out= tensor before writing it (reftorch/_inplace.py call_out):
+# - dtype: exact - a structured kernel's "Expected out tensor to have dtype X, but got Y instead" (no cast);
+#   input - "Expected the dtype for input and out to match" (amax, amin); absent - the result casts to out's
+#   dtype within its category (TensorIterator's rule)
+# - overlap: any - out may share no memory with an input (assert_no_overlap: gather, cat...); partial - it may
+#   be an input but not overlap one partly (TensorIterator's assert_no_partial_overlap: elementwise and scan
+#   ops, their default); none - no check (reductions, matmul)
+OUT_RULES = {"dtype": ("exact", "input"), "overlap": ("any", "partial", "none")}
+
+
+def _parse_out(e):
+    """`out: {dtype: exact, overlap: any}`: the op's out= checks where they are not its kind's default."""
+    value = e.pop("out", dict, default={})
+    for rule, choice in value.items():
+        if rule not in OUT_RULES:
+            e.fail("out", f"unknown rule {rule!r} (known: {', '.join(OUT_RULES)})")
+        if choice not in OUT_RULES[rule]:
+            e.fail("out", f"{rule}: {choice!r} is none of {', '.join(OUT_RULES[rule])}")
+    return tuple(value.items())
 
 
 def _parse_numbers(e, kind, sig):

@@ -181,6 +181,46 @@ def check_no_internal_overlap(t):
                            "single memory location. Please clone() the tensor before performing the operation.")
 
 
+OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+           "memory location. Please clone() the tensor before performing the operation.")
+
+
+def _dense(t):
+    """PyTorch's is_non_overlapping_and_dense: the elements fill one block of memory, in some order of the dims."""
+    expected = 1
+    for n, st in sorted(((n, st) for n, st in zip(t._shape, t._strides) if n != 1), key=lambda d: d[1]):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _byte_start(t):
+    """Where t's first element sits in memory (its storage buffer's address, host or device, plus its offset)."""
+    data = t._storage.data
+    face = getattr(data, "__array_interface__", None) or getattr(data, "__cuda_array_interface__", None)
+    return None if face is None else face["data"][0] + t._offset * t.dtype.itemsize
+
+
+def overlap(a, b):
+    """PyTorch's get_overlap_status of two tensors: "full" (the same tensor, or the same bytes with the same
+    strides), "partial" (their bytes intersect otherwise), or None (apart, empty, or a layout that is not dense,
+    which PyTorch calls too hard to tell and lets through)."""
+    if a is b:
+        return "full"
+    if not (a.numel() and b.numel() and _dense(a) and _dense(b)):
+        return None
+    if getattr(a._storage, "owner", a._storage) is not getattr(b._storage, "owner", b._storage):
+        return None         # two storages (PyTorch's is_alias_of), even over one NumPy array
+    start_a, start_b = _byte_start(a), _byte_start(b)
+    if start_a is None or start_b is None:
+        return None
+    end_a, end_b = start_a + a.numel() * a.dtype.itemsize, start_b + b.numel() * b.dtype.itemsize
+    if start_a == start_b and end_a == end_b and a._strides == b._strides:
+        return "full"
+    return "partial" if start_a < end_b and start_b < end_a else None
+
+
 def _wrap_dim_args(spec, kw, ndim):
     """`dim`-typed arguments of an array op, wrapped against the first tensor's ndim."""
     for name, value in kw.items():

@@ -179,6 +179,16 @@ def missing_arguments(name, *given):
                     + ", ".join(f'"{n}"' for n in missing))
 
 
+def check_tensor_list(name, arg, position, value):
+    """PyTorch's argument parser on a Tensor[] argument: a list or tuple of tensors, nothing else."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position + 1}) must be tuple of Tensors, not "
+                        f"{type(value).__name__}")
+    for i, t in enumerate(value):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {position}, but got {type(t).__name__}")
+
+
 def values_for_check(t):
     """t's values as a NumPy array, read by library code only to validate arguments (nll_loss's target
     bounds): not a graph break while reftorch.compile traces, and its replay does not repeat the check."""

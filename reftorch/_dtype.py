@@ -101,6 +101,11 @@ _BY_NAME = {d.name: d for d in ALL + (uint64,)}
 ALIASES = {"float": float32, "double": float64, "long": int64, "int": int32, "short": int16, "half": float16,
            "bool": bool_, "cfloat": complex64, "cdouble": complex128, "chalf": complex32}
 _BY_NAME["half"] = float16
+# the C++ names of the dtypes (caffe2's TypeMeta), as PyTorch's messages that print a TensorOptions' dtype word them
+CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+             "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+             "complex32": "c10::complex<c10::Half>", "uint64": "unsigned long"}
 FAMILY = {"bool": (bool_,), "int": (uint8, int8, int16, int32, int64), "float": (float16, bfloat16, float32, float64),
           "complex": (complex64, complex128)}
 FAMILIES = ("bool", "int", "float", "complex")     # by category: FAMILIES[dtype.category]

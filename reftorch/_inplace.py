@@ -7,13 +7,14 @@ from __future__ import annotations
 import warnings
 
 import reftorch._backend as _backend
+from ._dtype import CPP_NAMES
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._functional as _functional
 import reftorch._intercept as _intercept
 import reftorch._layout as L
 import reftorch._meta as _meta
-from ._args import (_can_cast, _check_extent, _info, _kernel_scalars, _operands, _result_dtypes, as_tensor_arg,
-                    check_inplace, check_no_internal_overlap)
+from ._args import (OVERLAP, _can_cast, _check_extent, _info, _kernel_scalars, _operands, _result_dtypes,
+                    as_tensor_arg, check_inplace, check_no_internal_overlap, overlap)
 from ._cpu import empty
 from ._elementwise import _convert, _fast_scalars, _plan_for, _run_strided
 from ._spec import SPECS
@@ -63,15 +64,17 @@ def _fast_inplace(spec, plan, self, tensors, scalars):
 
 
 def _inplace_general(spec, tensors, scalars):
-    """PyTorch's in-place rules over the back end of the arguments' device (cpu, cuda or meta): the result dtype
-    must cast to self's, the broadcast shape must be self's, and an operand sharing self's memory in another
-    geometry is read from a copy."""
+    """PyTorch's in-place rules over the back end of the arguments' device (cpu, cuda or meta): no operand may
+    overlap self partially, the result dtype must cast to self's, the broadcast shape must be self's; an operand
+    sharing self's memory in a layout PyTorch cannot judge (not dense) is read from a copy."""
     self = tensors[0]
     if not isinstance(self, Tensor):
         raise TypeError(f"{spec.name}_(): expected a Tensor as self")
     be = _backend.of(tensors)
     dev = be.destination(self, tensors)
     ts = [self] + [be.operand(dev, as_tensor_arg(t)) for t in tensors[1:]]
+    if any(overlap(self, t) == "partial" for t in ts[1:]):      # TensorIterator's check, before shapes and dtypes
+        raise RuntimeError(OVERLAP)
     compute, out_dtype = _result_dtypes(spec, ts)
     if not _can_cast(out_dtype, self.dtype):
         raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
@@ -147,15 +150,18 @@ def composite_inplace(name, self, *args, **kwargs):
 
 def call_out(name, out, fn, *args, **kwargs):
     """fn(*args, **kwargs) written into `out` (a tensor, or a tuple of them for an op with several results), by
-    PyTorch's rules: no autograd through out=, the result dtype must cast to out's without changing category,
+    PyTorch's rules: no autograd through out=, the result dtype must cast to out's without changing category (or
+    be it: ops.yaml `out: {dtype: ...}`), out shares no memory with an input where the op refuses that (`overlap`),
     an out of another shape is resized (with PyTorch's warning unless it was empty). Returns out."""
     tensors = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (tuple, list)) else []
-    for a in (*args, *kwargs.values()):
-        tensors += [a] if isinstance(a, Tensor) else [x for x in a if isinstance(x, Tensor)] \
-            if isinstance(a, (tuple, list)) else []
-    if grad_mode.state.enabled and any(t.requires_grad for t in tensors):
+    inputs = [x for a in (*args, *kwargs.values()) for x in (a if isinstance(a, (tuple, list)) else (a,))
+              if isinstance(x, Tensor)]
+    if grad_mode.state.enabled and any(t.requires_grad for t in tensors + inputs):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
+    spec = SPECS[name]
+    if spec.out_overlap == "partial":       # TensorIterator's: before the dtypes are looked at
+        _check_out_overlap(tensors, inputs, ("partial",))
     res = fn(*args, **kwargs)
     many = isinstance(res, tuple)
     outs = tuple(out) if many and isinstance(out, (tuple, list)) else (out,) if not many else None
@@ -165,12 +171,44 @@ def call_out(name, out, fn, *args, **kwargs):
                         all(isinstance(o, Tensor) for o in outs) else
                         f"{name}(): argument 'out' must be a tuple of {len(res)} Tensors, not {len(outs)}")
     results = res if many else (res,)
-    for r, o in zip(results, outs):
-        if not _can_cast(r.dtype, o.dtype):
-            raise RuntimeError(f"result type {r.dtype.short} can't be cast to the desired output type {o.dtype.short}")
+    _check_out_dtypes(spec, results, outs, inputs)
+    if spec.out_overlap == "any":           # a structured kernel's assert_no_overlap: after its meta's dtype check
+        _check_out_overlap([_resized_probe(o, r._shape) for r, o in zip(results, outs)], inputs, ("partial", "full"))
     for r, o in zip(results, outs):
         _write_out(r, o)
     return res.__class__(*outs) if many and hasattr(res, "_fields") else tuple(outs) if many else out
+
+
+def _check_out_dtypes(spec, results, outs, inputs):
+    """The out= dtype rule of the op (ops.yaml `out: {dtype:}`; by default TensorIterator's cast rule)."""
+    for r, o in zip(results, outs):
+        if spec.out_dtype == "exact" and r.dtype != o.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {CPP_NAMES[r.dtype.name]}, but got "
+                               f"{CPP_NAMES[o.dtype.name]} instead")
+        if spec.out_dtype == "input" and inputs and inputs[0].dtype != o.dtype:
+            raise RuntimeError(f"Expected the dtype for input and out to match, but got {inputs[0].dtype.short} for "
+                               f"input's dtype and {o.dtype.short} for out's dtype.")
+        if not _can_cast(r.dtype, o.dtype):
+            raise RuntimeError(f"result type {r.dtype.short} can't be cast to the desired output type {o.dtype.short}")
+
+
+def _resized_probe(o, shape):
+    """o as its meta function's resize leaves it, for the overlap check that follows: contiguous at its offset where
+    its storage holds that many elements (a resize past the storage's end moves it to new memory)."""
+    n = L.numel(shape)
+    if o._shape == tuple(shape) or o.device.type != "cpu" or o._offset + n > o._storage.data.shape[0]:
+        return o
+    return Tensor._make(o._storage, o._offset, tuple(shape), L.contiguous_strides(shape), o.dtype)
+
+
+def _check_out_overlap(outs, inputs, refused):
+    """PyTorch's assert_no_internal_overlap of each out, then its overlap status against every input."""
+    for o in outs:
+        if not isinstance(o, Tensor):
+            continue
+        check_no_internal_overlap(o)
+        if any(overlap(o, t) in refused for t in inputs):
+            raise RuntimeError(OVERLAP)
 
 
 def _write_out(r, o):

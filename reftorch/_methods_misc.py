@@ -146,20 +146,9 @@ def _sparse_only(name):
 
 
 def _sum_to_size(self, *size):
+    """Tensor.sum_to_size(*size) or (size): the registry's op (ops.yaml sum_to_size)."""
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
-    if not _expandable(shape, self._shape):
-        raise RuntimeError(f"size {{[{', '.join(map(str, shape))}]}} is not expandable to size "
-                           f"{{[{', '.join(map(str, self._shape))}]}}.")
-    lead = len(self._shape) - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and self._shape[lead + i] != 1)
-    out = F.sum(self, dims, True) if dims else self
-    return out.reshape(shape) if dims else out
-
-
-def _expandable(shape, target):
-    if len(shape) > len(target):
-        return False
-    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(target)))
+    return F.sum_to_size(self, shape)
 
 
 def _backend_name(t):

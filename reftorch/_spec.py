@@ -84,7 +84,8 @@ class OpSpec:
     __slots__ = ("name", "kind", "args", "tensor_args", "scalar_names", "dtypes", "families", "result", "outputs",
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
-                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits")
+                 "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits",
+                 "out_dtype", "out_overlap")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -119,6 +120,12 @@ class OpSpec:
         self.bits = d.get("bits")      # view ops: their rule for conjugate/negative bits (reftorch/_conj.py)
         self.chalf = d.get("chalf")    # complex32 on cpu (ops.yaml `chalf:`, reftorch/_chalf.py)
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
+        # out=: ops.yaml `out:` (reftorch/_inplace.py call_out); TensorIterator's overlap rule for elementwise ops
+        # and scans by default
+        out = d.get("out", {})
+        self.out_dtype = out.get("dtype")
+        self.out_overlap = out.get("overlap", "partial" if self.kind in ("unary", "binary", "ternary", "scan")
+                                   else "none")
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
         self.blas = d.get("blas", False)     # array ops whose body calls BLAS (small products: one thread, _blas.py)
         # positions among the kernel scalars of ops.yaml `scalars_in_dtype` (rounded for a 16-bit compute dtype)

@@ -606,3 +606,25 @@ def test_inplace_autograd():
         a.clamp_(0, 1)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         a.exp_()
+
+
+def test_inplace_refuses_an_operand_that_overlaps_self_partially():
+    """TensorIterator's memory-overlap check for in-place ops: a dense operand sharing some of self's bytes (a
+    shifted slice, the transpose) raises before anything is written; the same tensor, or a layout PyTorch cannot
+    judge (steps), goes through."""
+    msg = "^unsupported operation: some elements of the input tensor and the written-to tensor refer to a single"
+    a = torch.arange(6.0)
+    for write in (lambda: a[1:].add_(a[:-1]), lambda: a[:3].mul_(a[2:5])):
+        with pytest.raises(RuntimeError, match=msg):
+            write()
+        assert a.tolist() == [0, 1, 2, 3, 4, 5]
+    x = torch.arange(4.0).reshape(2, 2)
+    with pytest.raises(RuntimeError, match=msg):
+        x.add_(x.t())
+    assert x.add_(x).tolist() == [[0, 2], [4, 6]]
+    y = torch.arange(6.0)
+    y[::2].add_(y[1::2])
+    assert y.tolist() == [1, 1, 5, 3, 9, 5]
+    z = torch.arange(6.0)       # columns 0-1 and 1-2 of a 2x3 view: not dense, read as they were (torch's values)
+    z.view(2, 3)[:, :2].add_(z.view(2, 3)[:, 1:])
+    assert z.tolist() == [1, 3, 2, 7, 9, 5]

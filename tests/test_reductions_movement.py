@@ -972,7 +972,8 @@ def test_prod_and_cumprod_gradients_with_zeros_are_exact():
 INPLACE_MOVEMENT = {
     "scatter_": (lambda x: x.scatter_(0, torch.tensor([[2, 0, 1, 2]]), torch.ones(1, 4, dtype=x.dtype)),
                  lambda a: (a.__setitem__((np.array([2, 0, 1, 2]), np.arange(4)), 1.0), a)[1]),
-    "scatter_add_": (lambda x: x.scatter_add_(1, torch.tensor([[0, 0], [3, 1], [2, 2]]), torch.ones(3, 2)),
+    "scatter_add_": (lambda x: x.scatter_add_(1, torch.tensor([[0, 0], [3, 1], [2, 2]]),
+                                              torch.ones(3, 2, dtype=x.dtype)),   # torch: src of self's dtype
                      lambda a: a + np.array([[2, 0, 0, 0], [0, 1, 0, 1], [0, 0, 2, 0]])),
     "index_add_": (lambda x: x.index_add_(1, torch.tensor([0, 2, 0]), torch.ones(3, 3), alpha=2),
                    lambda a: a + np.array([[4, 0, 2, 0]] * 3)),

@@ -1061,6 +1061,27 @@ def _linalg_matrix_exp_forward(A):
     return lapack.matrix_exp(A)
 
 
+def _linalg_pinv_forward(A, atol, rtol, hermitian):
+    # ops.yaml: _linalg_pinv
+    # torch's get_atol_rtol: atol 0 where absent, rtol eps * max(m, n) where absent and atol is not positive
+    # (atol and rtol are numbers or tensors of one value per matrix)
+    atol = np.zeros(()) if atol is None else np.asarray(atol, np.float64)
+    default = np.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1])
+    rtol = np.where(atol <= 0, default, 0.0) if rtol is None else np.asarray(rtol, np.float64)
+    if hermitian:           # torch's: the eigendecomposition of A's lower triangle (A is taken as symmetric)
+        direct = lapack.syevd(A, "L")
+        S, U = direct if direct is not None else np.linalg.eigh(A, "L")
+        Vh, size = U.swapaxes(-1, -2), np.abs(S)
+    else:
+        direct = lapack.gesdd(A, False)
+        U, S, Vh = direct if direct is not None else lapack.numpy_svd(A, False)
+        size = S
+    tol = np.maximum(atol[..., None], rtol[..., None] * size.max(-1, keepdims=True, initial=0.0))
+    keep = size > tol
+    inv_S = np.where(keep, 1 / np.where(keep, S, 1.0), 0.0)
+    return np.matmul(Vh.swapaxes(-1, -2) * inv_S[..., None, :], U.swapaxes(-1, -2)).astype(A.dtype, copy=False)
+
+
 def _scatter_strided_forward(self, src, size, stride, storage_offset):
     # ops.yaml: _scatter_strided
     out = np.array(self, order="C")

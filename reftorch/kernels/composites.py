@@ -722,9 +722,9 @@ def cholesky(F, self, upper=False):
     # ops.yaml: cholesky
     F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
     F.linalg_check(self, 'cholesky', square=True, floating=False)
-    if self.numel() == 0:
-        return self.detach().clone()
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
+        if self.numel() == 0:
+            return self.detach().clone()
         raise NotImplementedError(f""""cholesky_cpu" not implemented for '{self.dtype.short}'""")
     L, info = F._linalg_cholesky_ex(self, upper)
     F.linalg_raise(info, 'cholesky', 'cholesky')
@@ -767,8 +767,9 @@ def cholesky_inverse(F, self, upper=False):
     F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
         raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
-    zero = self.diagonal(0, -2, -1) == 0
-    F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
+    if self.numel():
+        zero = self.diagonal(0, -2, -1) == 0
+        F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
     return F._cholesky_inverse(self, upper)
 
 
@@ -1131,19 +1132,25 @@ def linalg_matrix_power(F, A, n):
     return result
 
 
+def _linalg_pinv_backward(F, grad, pinv, A):
+    # ops.yaml: _linalg_pinv_backward
+    P, Pt, gt = (pinv, pinv.mT, grad.mT)
+    if A.shape[-2] <= A.shape[-1]:
+        K = F.matmul(gt, P)
+        KPt = F.matmul(K, Pt)
+        return -F.matmul(P, K).mT + KPt - F.matmul(F.matmul(A, P), KPt) + F.matmul(F.matmul(Pt, P), gt - F.matmul(K, A))
+    K = F.matmul(P, gt)
+    PtK = F.matmul(Pt, K)
+    return -F.matmul(K, P).mT + F.matmul(F.matmul(gt - F.matmul(A, K), P), Pt) + PtK - F.matmul(F.matmul(PtK, P), A)
+
+
 def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
     if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     if hermitian:
         F.linalg_check(A, 'linalg.eigh', square=True)
-        L, V = F._linalg_eigh(A, 'L')
-        keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
-        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
-    U, S, Vh = F._linalg_svd(A, False)
-    keep = S > F.linalg_tolerance(S, A, atol, rtol)
-    inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
-    return F.matmul(Vh.mT * inv_S.unsqueeze(-2), U.mT)
+    return F._linalg_pinv(A, atol, rtol, hermitian)
 
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
@@ -1589,38 +1596,41 @@ def tensor_split(F, self, indices_or_sections, dim=0):
     return tuple(pieces)
 
 
+def _split_along(F, self, indices_or_sections, fn, dim):
+    # ops.yaml: _split_along
+    cut = indices_or_sections
+    if F.is_tensor(cut) and cut.ndim == 0 and (not cut.dtype.is_floating_point) and (cut.dtype.category == 1):
+        cut = int(cut)
+    sections = isinstance(cut, int) and (not isinstance(cut, bool))
+    if not sections and (not (isinstance(cut, (list, tuple)) and (not [i for i in cut if not isinstance(i, int)]))):
+        kinds = ', '.join(('Tensor' if F.is_tensor(i) else type(i).__name__ for i in cut)) if isinstance(cut, (list, tuple)) else ''
+        bad = ('list of [' + kinds + ']' if isinstance(cut, list) else 'tuple of (' + kinds + ')') if isinstance(cut, (list, tuple)) else 'Tensor' if F.is_tensor(cut) else type(cut).__name__
+        given = 'Tensor' if F.is_tensor(cut) else type(cut).__name__
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (Tensor, {given}), but expected one of:\n * (Tensor input, int sections)\n      didn't match because some of the arguments have invalid types: (Tensor, !{bad}!)\n * (Tensor input, tuple of ints indices)\n      didn't match because some of the arguments have invalid types: (Tensor, !{bad}!)\n")
+    if sections and (cut == 0 or self.shape[dim] % cut):
+        raise RuntimeError(f'torch.{fn} attempted to split along dimension {dim}, but the size of the dimension {self.shape[dim]} is not divisible by the split_size {cut}!')
+    return F.tensor_split(self, cut, dim)
+
+
 def hsplit(F, self, indices_or_sections):
     # ops.yaml: hsplit
     if self.ndim == 0:
         raise RuntimeError('torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions!')
-    d = 0 if self.ndim == 1 else 1
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[d] % n:
-            raise RuntimeError(f'torch.hsplit attempted to split along dimension {d}, but the size of the dimension {self.shape[d]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, d)
+    return F._split_along(self, indices_or_sections, 'hsplit', 0 if self.ndim == 1 else 1)
 
 
 def vsplit(F, self, indices_or_sections):
     # ops.yaml: vsplit
     if self.ndim < 2:
         raise RuntimeError(f'torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with {self.ndim} dimensions!')
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[0] % n:
-            raise RuntimeError(f'torch.vsplit attempted to split along dimension 0, but the size of the dimension {self.shape[0]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, 0)
+    return F._split_along(self, indices_or_sections, 'vsplit', 0)
 
 
 def dsplit(F, self, indices_or_sections):
     # ops.yaml: dsplit
     if self.ndim < 3:
         raise RuntimeError(f'torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with {self.ndim} dimensions!')
-    if not isinstance(indices_or_sections, (list, tuple)) and (not F.is_tensor(indices_or_sections)):
-        n = int(indices_or_sections)
-        if n == 0 or self.shape[2] % n:
-            raise RuntimeError(f'torch.dsplit attempted to split along dimension 2, but the size of the dimension {self.shape[2]} is not divisible by the split_size {n}!')
-    return F.tensor_split(self, indices_or_sections, 2)
+    return F._split_along(self, indices_or_sections, 'dsplit', 2)
 
 
 def split_with_sizes(F, self, split_sizes, dim=0):
@@ -1650,6 +1660,8 @@ def sum_to_size(F, self, size):
     bad = [i for i, s in enumerate(size) if s != 1 and s != self.shape[self.ndim - n + i]] if n <= self.ndim else [0]
     if bad:
         raise RuntimeError(f'size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.')
+    if n == 0:
+        return self.sum()
     return F.sum_to(self, size)
 
 

@@ -2231,6 +2231,18 @@ def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _linalg_pinv_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _linalg_pinv
+    grad = grads[0]
+    A = saved['A']
+    result = saved['result']
+    g = [None] * 1
+    # A: _linalg_pinv_backward(grad, result, A)
+    if needs[0]:
+        g[0] = F._linalg_pinv_backward(grad, result, A)
+    return g
+
+
 def lgamma_backward(F, grads, saved, needs, fused):
     # ops.yaml: lgamma
     grad = grads[0]

@@ -552,6 +552,8 @@ def _pool_args(nd, kernel_size, stride, padding, dilation):
 
 def _pool_input(input, nd, name):
     if input.dim() not in (nd + 1, nd + 2):
+        if nd == 3:     # the 3-d kernels' own words (max_pool3d's and avg_pool3d's shape check)
+            raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
         raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor for input, but got: "
                            f"{list(input.shape)}")
     lead = tuple(input.shape[:-nd])
@@ -954,7 +956,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     # average over a window of `size` channels around each channel (zero padded)
     pads = (size // 2, (size - 1) // 2)
     cols = torch.im2col(sq, (size, 1), (1, 1), (pads[0], pads[1], 0, 0), (1, 1))   # (N, size, C*rest)
-    div = cols.sum(1).reshape(input.shape) / size
+    total = cols.sum(1).reshape(input.shape)
+    # torch's avg_pool of an integer tensor divides in integers (C's truncation), then scales in floating point
+    div = total / size if input.is_floating_point() else torch.div(total, size, rounding_mode="trunc")
     return input / (div * alpha + k).pow(beta)
 
 
@@ -1766,6 +1770,9 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 @_autocast("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     reduction = _reduction_string(size_average, reduce, reduction)
     return _reduce(torch.relu(-target * (input1 - input2) + margin), reduction)
 
@@ -1783,7 +1790,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 @_autocast("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction_string(size_average, reduce, reduction)
-    return _reduce(-torch.logsigmoid(target * input), reduction)
+    return _reduce(-torch.logsigmoid(input * target), reduction)     # input first: torch's broadcasting error
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
