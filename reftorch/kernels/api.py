@@ -230,7 +230,7 @@ SPECS = {
 
     'cumprod_backward': {'name': 'cumprod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
-    'logcumsumexp': {'name': 'logcumsumexp', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '-inf', 'accumulate': 'float64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim: np.logaddexp.accumulate(np.atleast_1d(self), axis=dim).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'logcumsumexp': {'name': 'logcumsumexp', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '-inf', 'accumulate': 'float64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim: np.logaddexp.accumulate(np.atleast_1d(self), axis=dim).reshape(self.shape) if self.dtype.kind != 'c' else np.frompyfunc(lambda a, b: (lambda lo, hi: np.log1p(np.exp(lo - hi)) + hi)(*((a, b) if a.real < b.real else (b, a))), 2, 1).accumulate(np.atleast_1d(self).astype(np.complex128).astype(object), axis=dim).astype(self.dtype).reshape(self.shape)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'logcumsumexp_backward': {'name': 'logcumsumexp_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
@@ -2215,7 +2215,7 @@ def cumprod_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
 
 
 def logcumsumexp(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
-    """log(cumsum(exp(x))) along dim, computed stably.
+    """log(cumsum(exp(x))) along dim, computed stably (complex as torch's, in complex128).
 
     ops.yaml: logcumsumexp"""
     if axis is not _REQUIRED:

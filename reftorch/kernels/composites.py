@@ -314,6 +314,8 @@ def logcumsumexp_backward(F, grad, self, result, dim):
     if self.ndim == 0:
         return grad
     rev = lambda t: F.flip(F.logcumsumexp(F.flip(t, (dim,)), dim), (dim,))
+    if grad.dtype.is_complex:
+        return F.conj(F.exp(rev(F.log(F.conj(grad)) - result) + self))
     low = F.lowest(grad.dtype)
     log_abs = F.log(F.abs(grad))
     pos = rev(F.where(grad > 0, log_abs, low) - result) + self
