@@ -50,3 +50,38 @@ def test_logcumsumexp_complex_stable_and_infinite():
     assert torch.logcumsumexp(torch.tensor(1 + 2j), 0).item() == 1 + 2j
     x = torch.tensor(crandn(2, 3), requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: torch.logcumsumexp(t, 1), (x,))
+
+
+def test_reflected_division_is_reciprocal_times_number():
+    # torch's Tensor.__rtruediv__: reciprocal(x) * n, so 1 / 0j is (inf + nanj) * 1 = nan + nanj while
+    # reciprocal(0j) and div(1, 0j) stay inf + nanj
+    z = torch.tensor([0j, 2j], dtype=torch.complex64)
+    assert np.isnan((1 / z)[0].item().real) and np.isnan((1 / z)[0].item().imag)
+    assert (1 / z)[1].item() == -0.5j
+    r = torch.reciprocal(torch.tensor(0j)).item()
+    assert r.real == inf and np.isnan(r.imag)
+    assert torch.div(1, torch.tensor(0j)).item().real == inf
+    # two roundings: 3 / x equals reciprocal(x) * 3, not NumPy's 3 / x, wherever those differ
+    a = np.arange(1, 2000, dtype=np.float64)
+    got = (3 / torch.tensor(a)).numpy()
+    assert np.array_equal(got, (1 / a) * 3) and not np.array_equal(got, 3 / a)
+    x = torch.tensor([2.0, 4.0], requires_grad=True)
+    y = 3 / x
+    assert y.grad_fn.name() == "MulBackward0"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [-0.75, -0.1875])
+    assert (3 / torch.tensor([2])).dtype == torch.float32 and (3 / torch.tensor([True])).tolist() == [3.0]
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.complex128])
+def test_vector_norm_ord0_has_no_gradient(dt):
+    # torch's linalg_vector_norm_backward returns an undefined gradient for ord=0 (a count): grad stays None
+    x = torch.tensor([1, 0, 2], dtype=dt, requires_grad=True)
+    y = torch.linalg.vector_norm(x, ord=0)
+    assert y.item() == 2 and y.dtype == torch.float64
+    y.backward()
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        torch.autograd.grad(torch.linalg.vector_norm(x, ord=0, dim=0), x)
+    g, = torch.autograd.grad(torch.linalg.vector_norm(x, ord=0) + x.sum().real, x)
+    assert g.tolist() == [1, 1, 1]

@@ -35,7 +35,9 @@ def lu_factor(a):
     info = np.zeros(b, np.int32)
     rows = np.arange(b)
     for j in range(k):
-        p = j + np.argmax(np.abs(x[:, j:, j]), axis=1) if m > j else np.full(b, j)
+        col = x[:, j:, j]
+        mag = np.abs(col.real) + np.abs(col.imag) if x.dtype.kind == "c" else np.abs(col)     # izamax's |re| + |im|
+        p = j + np.argmax(mag, axis=1) if m > j else np.full(b, j)
         piv[:, j] = p + 1
         top = x[rows, j].copy()
         x[rows, j] = x[rows, p]
@@ -95,7 +97,7 @@ def lu_solve(lu, pivots, b, left=True, adjoint=False):
         pb = np.take_along_axis(b, perm[..., None], -2)
         y = solve_triangular(lu, pb, upper=False, unitriangular=True)
         return solve_triangular(lu, y, upper=True)
-    luT = np.swapaxes(lu, -1, -2)  # U^T L^T P^T X = B: X = P L^-T U^-T B
+    luT = np.conj(np.swapaxes(lu, -1, -2))  # U^H L^H P^T X = B: X = P L^-H U^-H B (the adjoint: conjugated)
     y = solve_triangular(luT, b, upper=False)
     z = solve_triangular(luT, y, upper=True, unitriangular=True)
     x = np.empty_like(z)
@@ -109,23 +111,24 @@ def cholesky(a, upper=False):
     x, lead = batched(np.array(a, copy=True))
     bsz, n, _ = x.shape
     if upper:
-        x = np.swapaxes(x, -1, -2).copy()
+        x = np.conj(np.swapaxes(x, -1, -2))     # U^H U: the upper triangle read as the lower one of A^H
     info = np.zeros(bsz, np.int32)
     low = np.tril(x)
     for j in range(n):
         live = info == 0
-        d = low[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], low[:, j, :j])
+        # Hermitian: the rows' products are conjugated (a no-op on real factors); the pivot is real
+        d = (low[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], np.conj(low[:, j, :j]))).real
         bad = live & ~(d > 0)
         info[bad] = j + 1
         low[bad, j, j] = d[bad]                 # LAPACK stops there: the failed pivot's updated value
         ok = live & ~bad
         low[ok, j, j] = np.sqrt(d[ok])
         if j + 1 < n:
-            col = low[ok, j + 1:, j] - np.einsum("bik,bk->bi", low[ok, j + 1:, :j], low[ok, j, :j])
+            col = low[ok, j + 1:, j] - np.einsum("bik,bk->bi", low[ok, j + 1:, :j], np.conj(low[ok, j, :j]))
             low[ok, j + 1:, j] = col / low[ok, j, j][:, None]
     done = np.tril(low)
     if upper:
-        done = np.swapaxes(done, -1, -2)
+        done = np.conj(np.swapaxes(done, -1, -2))
     return np.ascontiguousarray(done).reshape(a.shape), info.reshape(lead)
 
 
@@ -256,7 +259,7 @@ _THETA13 = 5.371920351148152
 
 def matrix_exp(a):
     """exp(A) of (..., n, n) by scaling and squaring with the degree-13 Pade approximant (Higham 2005)."""
-    x, lead = batched(np.asarray(a, np.float64))
+    x, lead = batched(np.asarray(a, np.complex128 if np.asarray(a).dtype.kind == "c" else np.float64))
     n = x.shape[-1]
     norm = np.abs(x).sum(axis=-2).max(axis=-1) if n else np.zeros(x.shape[0])
     s = np.where(norm > _THETA13, np.ceil(np.log2(np.maximum(norm, 1e-300) / _THETA13)), 0).astype(np.int64)

@@ -928,7 +928,7 @@ def _linalg_det_forward(A):
 def _linalg_slogdet_forward(A):
     # ops.yaml: _linalg_slogdet
     sign, logabsdet = np.linalg.slogdet(A)
-    return np.asarray(sign, A.dtype), np.asarray(logabsdet, A.dtype)
+    return np.asarray(sign, A.dtype), np.asarray(logabsdet, A.real.dtype)     # complex: a unit-modulus sign, a real log
 
 
 def _linalg_cholesky_ex_forward(A, upper):
@@ -944,19 +944,19 @@ def _linalg_cholesky_ex_forward(A, upper):
 
 def _cholesky_solve_forward(self, input2, upper):
     # ops.yaml: _cholesky_solve
-    L = np.swapaxes(input2, -1, -2) if upper else input2        # the lower factor; only its triangle is read
+    L = np.conj(np.swapaxes(input2, -1, -2)) if upper else input2        # the lower factor; only its triangle is read
     with np.errstate(all="ignore"):
         y = lapack.solve_triangular(L, self, False)
-        return lapack.solve_triangular(np.swapaxes(L, -1, -2), y, True).astype(np.result_type(self, input2), copy=False)
+        return lapack.solve_triangular(np.conj(np.swapaxes(L, -1, -2)), y, True).astype(np.result_type(self, input2), copy=False)
 
 
 def _cholesky_inverse_forward(self, upper):
     # ops.yaml: _cholesky_inverse
-    L = np.swapaxes(self, -1, -2) if upper else self
+    L = np.conj(np.swapaxes(self, -1, -2)) if upper else self
     eye = np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), L.shape)
     with np.errstate(all="ignore"):
         L_inv = lapack.solve_triangular(L, eye, False)
-    return np.matmul(np.swapaxes(L_inv, -1, -2), L_inv)
+    return np.matmul(np.conj(np.swapaxes(L_inv, -1, -2)), L_inv)
 
 
 def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):
@@ -1031,14 +1031,14 @@ def _linalg_eigh_forward(A, UPLO):
     # ops.yaml: _linalg_eigh
     direct = lapack.syevd(A, UPLO)
     L, V = direct if direct is not None else np.linalg.eigh(A, UPLO)
-    return L.astype(A.dtype, copy=False), V.astype(A.dtype, copy=False)
+    return L.astype(A.real.dtype, copy=False), V.astype(A.dtype, copy=False)     # Hermitian: real eigenvalues
 
 
 def _linalg_svd_forward(A, full_matrices):
     # ops.yaml: _linalg_svd
     direct = lapack.gesdd(A, full_matrices)
     U, S, Vh = direct if direct is not None else lapack.numpy_svd(A, full_matrices)
-    return U.astype(A.dtype, copy=False), S.astype(A.dtype, copy=False), Vh.astype(A.dtype, copy=False)
+    return U.astype(A.dtype, copy=False), S.astype(A.real.dtype, copy=False), Vh.astype(A.dtype, copy=False)
 
 
 def _linalg_qr_forward(A, mode):

@@ -10,6 +10,11 @@ Each takes F (the functional namespace) first; calls of registered ops go throug
 import math
 
 
+def _rtruediv(F, self, other):
+    # ops.yaml: _rtruediv
+    return F.mul(F.reciprocal(self), other)
+
+
 def _pow_backward_exponent(F, grad, self, exponent, result):
     # ops.yaml: _pow_backward_exponent
     if exponent.dtype.is_complex:
@@ -235,7 +240,7 @@ def norm_backward(F, grad, self, result, ord, dim, keepdim):
     g = F.unsqueeze_dims(grad, self.shape, dim, keepdim)
     r = F.unsqueeze_dims(result, self.shape, dim, keepdim)
     if ord == 0:
-        return F.zeros_like(self) * g
+        return None
     if ord == 1:
         return F.sgn(self) * g
     if ord == math.inf or ord == -math.inf:
@@ -661,13 +666,13 @@ def linalg_inv(F, A):
 
 def _linalg_det_backward(F, grad, A, det):
     # ops.yaml: _linalg_det_backward
-    g = (grad * det).unsqueeze(-1).unsqueeze(-1)
+    g = (grad * F.conj(det)).unsqueeze(-1).unsqueeze(-1)
     if bool((det != 0).all()):
-        return g * F.linalg_inv(A).mT
+        return g * F.linalg_inv(A).mH
     U, S, Vh = F.linalg_svd(A, full_matrices=False)
     n = S.shape[-1]
     others = F.stack([F.prod(F.cat([S[..., :i], S[..., i + 1:]], -1), -1) for i in range(n)], -1)
-    scale = (grad * F._linalg_det(U) * F._linalg_det(Vh)).unsqueeze(-1)
+    scale = (grad * F.conj(F._linalg_det(U) * F._linalg_det(Vh))).unsqueeze(-1)
     return F.matmul(U * (scale * others).unsqueeze(-2), Vh)
 
 
@@ -675,6 +680,14 @@ def linalg_det(F, A):
     # ops.yaml: linalg_det
     F.linalg_check(A, 'linalg.det', square=True, kernel='lu_cpu')
     return F._linalg_det(A)
+
+
+def _slogdet_backward(F, gsign, glogabsdet, A, sign):
+    # ops.yaml: _slogdet_backward
+    g = glogabsdet
+    if A.dtype.is_complex:
+        g = g - 1j * F.imag(gsign * F.conj(sign))
+    return g.unsqueeze(-1).unsqueeze(-1) * F.linalg_inv(A).mH
 
 
 def linalg_slogdet(F, A):
@@ -688,19 +701,21 @@ def logdet(F, self):
     # ops.yaml: logdet
     F.linalg_check(self, 'logdet', square=True, kernel='low precision')
     sign, logabsdet = F._linalg_slogdet(self)
+    if self.dtype.is_complex:
+        return F.log(sign) + logabsdet
     return F.where(sign < 0, math.nan, logabsdet)
 
 
 def _cholesky_backward(F, grad, L, upper):
     # ops.yaml: _cholesky_backward
     if upper:
-        L, grad = (L.mT, grad.mT)
+        L, grad = (L.mH, grad.mH)
     n = L.shape[-1]
     half_diagonal = F.tril(F.ones(n, n, dtype=L.dtype, device=L.device)) - 0.5 * F.eye(n, dtype=L.dtype, device=L.device)
-    phi = F.matmul(L.mT, grad) * half_diagonal
+    phi = F.matmul(L.mH, grad) * half_diagonal
     L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
-    g = F.matmul(F.matmul(L_inv.mT, phi), L_inv)
-    return (g + g.mT) * 0.5
+    g = F.matmul(F.matmul(L_inv.mH, phi), L_inv)
+    return (g + g.mH) * 0.5
 
 
 def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
@@ -776,8 +791,8 @@ def cholesky_inverse(F, self, upper=False):
 
 def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
     # ops.yaml: _solve_triangular_grad_a
-    gB = F._linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
-    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    gB = F._linalg_solve_triangular(A.mH, grad, not upper, left, unitriangular)
+    gA = -F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB)
     gA = F.triu(gA, 1 if unitriangular else 0) if upper else F.tril(gA, -1 if unitriangular else 0)
     return F.sum_to(gA, A.shape)
 
@@ -799,11 +814,11 @@ def triangular_solve(F, self, A, upper=True, transpose=False, unitriangular=Fals
 
 def _solve_grad_a(F, grad, A, B, X, left):
     # ops.yaml: _solve_grad_a
-    gB = F._linalg_solve_ex(A.mT, grad, left)[0]
+    gB = F._linalg_solve_ex(A.mH, grad, left)[0]
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
         gB, X = (gB.unsqueeze(-1), X.unsqueeze(-1))
-    return F.sum_to(-F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB), A.shape)
+    return F.sum_to(-F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB), A.shape)
 
 
 def linalg_solve_ex(F, A, B, *, left=True, check_errors=False):
@@ -835,18 +850,18 @@ def _lu_backward(F, gL, gU, P, L, U):
     m, n = (L.shape[-2], U.shape[-1])
     k = m if m < n else n
     if m == n:
-        g = F.tril(F.matmul(L.mT, gL), -1) + F.triu(F.matmul(gU, U.mT))
-        g = F.linalg_solve_triangular(U.mT, g, upper=False, left=False)
-        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
+        g = F.tril(F.matmul(L.mH, gL), -1) + F.triu(F.matmul(gU, U.mH))
+        g = F.linalg_solve_triangular(U.mH, g, upper=False, left=False)
+        return F.matmul(P, F.linalg_solve_triangular(L.mH, g, upper=True, unitriangular=True))
     if m < n:
-        g = F.tril(F.matmul(L.mT, gL) - F.matmul(F.triu(gU), U.mT), -1)
-        g = F.linalg_solve_triangular(U[..., :, :k].mT, g, upper=False, left=False)
+        g = F.tril(F.matmul(L.mH, gL) - F.matmul(F.triu(gU), U.mH), -1)
+        g = F.linalg_solve_triangular(U[..., :, :k].mH, g, upper=False, left=False)
         g = F.cat([g + F.triu(gU[..., :, :k]), gU[..., :, k:]], -1)
-        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
-    g = F.triu(F.matmul(gU, U.mT) - F.matmul(L.mT, F.tril(gL, -1)))
-    g = F.linalg_solve_triangular(L[..., :k, :].mT, g, upper=True, unitriangular=True)
+        return F.matmul(P, F.linalg_solve_triangular(L.mH, g, upper=True, unitriangular=True))
+    g = F.triu(F.matmul(gU, U.mH) - F.matmul(L.mH, F.tril(gL, -1)))
+    g = F.linalg_solve_triangular(L[..., :k, :].mH, g, upper=True, unitriangular=True)
     g = F.cat([g + F.tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
-    return F.matmul(P, F.linalg_solve_triangular(U.mT, g, upper=False, left=False))
+    return F.matmul(P, F.linalg_solve_triangular(U.mH, g, upper=False, left=False))
 
 
 def linalg_lu_factor_ex(F, A, *, pivot=True, check_errors=False):
@@ -904,12 +919,12 @@ def lu(F, A, pivot=True, get_infos=False):
 def _lu_solve_grad_lu(F, grad, LU, pivots, X, left, adjoint):
     # ops.yaml: _lu_solve_grad_lu
     gB = F._linalg_lu_solve(LU, pivots, grad, left, not adjoint)
-    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    gA = -F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB)
     if adjoint:
-        gA = gA.mT
+        gA = gA.mH
     P, L, U = F.lu_unpack(LU, pivots)
-    PgA = F.matmul(P.mT, gA)
-    return F.sum_to(F.tril(F.matmul(PgA, U.mT), -1) + F.triu(F.matmul(L.mT, PgA)), LU.shape)
+    PgA = F.matmul(P.mH, gA)
+    return F.sum_to(F.tril(F.matmul(PgA, U.mH), -1) + F.triu(F.matmul(L.mH, PgA)), LU.shape)
 
 
 def linalg_lu_solve(F, LU, pivots, B, *, left=True, adjoint=False):
@@ -963,10 +978,10 @@ def _eigh_backward(F, gL, gV, L, V):
     # ops.yaml: _eigh_backward
     n = L.shape[-1]
     I = F.eye(n, dtype=L.dtype, device=L.device)
-    VgV = F.matmul(V.mT, gV)
+    VgV = F.matmul(V.mH, gV)
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + I
-    inner = (VgV - VgV.mT) * 0.5 / E * (1 - I) + I * gL.unsqueeze(-2)
-    return F.matmul(F.matmul(V, inner), V.mT)
+    inner = (VgV - VgV.mH) * 0.5 / E * (1 - I) + I * gL.unsqueeze(-2)
+    return F.matmul(F.matmul(V, inner), V.mH)
 
 
 def linalg_eigh(F, A, UPLO="L"):
@@ -994,14 +1009,14 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
     if not (bool((gU == 0).all()) and bool((gVh == 0).all())):
         S2 = S * S
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I
-        UgU, VgV = (F.matmul(U.mT, gU), F.matmul(Vh, gVh.mT))
-        inner = inner + (UgU - UgU.mT) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mT) / E)
+        UgU, VgV = (F.matmul(U.mH, gU), F.matmul(Vh, gVh.mH))
+        inner = inner + (UgU - UgU.mH) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mH) / E)
     gA = F.matmul(F.matmul(U, inner), Vh)
     if m > k and (not bool((gU == 0).all())):
-        gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mT, gU))) / S.unsqueeze(-2), Vh)
+        gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mH, gU))) / S.unsqueeze(-2), Vh)
     if n > k and (not bool((gVh == 0).all())):
-        gV = gVh.mT
-        gA = gA + F.matmul(U, ((gV - F.matmul(Vh.mT, F.matmul(Vh, gV))) / S.unsqueeze(-2)).mT)
+        gV = gVh.mH
+        gA = gA + F.matmul(U, ((gV - F.matmul(Vh.mH, F.matmul(Vh, gV))) / S.unsqueeze(-2)).mH)
     return gA
 
 
@@ -1028,7 +1043,7 @@ def svd(F, self, some=True, compute_uv=True):
     U, S, Vh = F._linalg_svd(self, not some)
     if not compute_uv:
         U, Vh = (F.zeros_like(U), F.zeros_like(Vh))
-    return F.return_type('svd', U=U, S=S, V=Vh.mT)
+    return F.return_type('svd', U=U, S=S, V=Vh.mH)
 
 
 def _qr_backward(F, gQ, gR, Q, R, A, mode):
@@ -1041,15 +1056,15 @@ def _qr_backward(F, gQ, gR, Q, R, A, mode):
     if m >= n:
         return F._qr_backward_square(gQ, gR, Q, R)
     Y, gR2 = (A[..., :, m:], gR[..., :, m:])
-    gX = F._qr_backward_square(gQ + F.matmul(Y, gR2.mT), gR[..., :, :m], Q, R[..., :, :m])
+    gX = F._qr_backward_square(gQ + F.matmul(Y, gR2.mH), gR[..., :, :m], Q, R[..., :, :m])
     return F.cat([gX, F.matmul(Q, gR2)], -1)
 
 
 def _qr_backward_square(F, gQ, gR, Q, R):
     # ops.yaml: _qr_backward_square
-    M = F.matmul(R, gR.mT) - F.matmul(gQ.mT, Q)
-    M = F.tril(M) + F.tril(M, -1).mT
-    return F.linalg_solve_triangular(R.mT, gQ + F.matmul(Q, M), upper=False, left=False)
+    M = F.matmul(R, gR.mH) - F.matmul(gQ.mH, Q)
+    M = F.tril(M) + F.tril(M, -1).mH
+    return F.linalg_solve_triangular(R.mH, gQ + F.matmul(Q, M), upper=False, left=False)
 
 
 def linalg_qr(F, A, mode="reduced"):
@@ -1077,7 +1092,7 @@ def linalg_householder_product(F, A, tau):
     for i in reversed(range(tau.shape[-1])):
         lead = list(A.shape[:-2])
         v = F.cat([F.zeros(lead + [i], dtype=A.dtype, device=A.device), F.ones(lead + [1], dtype=A.dtype, device=A.device), A[..., i + 1:, i]], -1)
-        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * F.matmul(v.unsqueeze(-2), Q)
+        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * F.matmul(F.conj(v).unsqueeze(-2), Q)
     return Q
 
 
@@ -1099,14 +1114,14 @@ def ormqr(F, self, input2, input3, left=True, transpose=False):
     A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
     tau = F.cat([input2, F.zeros(lead + [m - input2.shape[-1]], dtype=self.dtype, device=self.device)], -1)
     Q = F.linalg_householder_product(A, tau)
-    Q = Q.mT if transpose else Q
+    Q = Q.mH if transpose else Q
     return F.matmul(Q, input3) if left else F.matmul(input3, Q)
 
 
 def _matrix_exp_backward(F, A, grad):
     # ops.yaml: _matrix_exp_backward
     n = A.shape[-1]
-    block = F.cat([F.cat([A.mT, grad], -1), F.cat([F.zeros_like(A), A.mT], -1)], -2)
+    block = F.cat([F.cat([A.mH, grad], -1), F.cat([F.zeros_like(A), A.mH], -1)], -2)
     return F._linalg_matrix_exp(block)[..., :n, n:]
 
 
@@ -1135,17 +1150,17 @@ def linalg_matrix_power(F, A, n):
 
 def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
-    if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
+    if not (F.is_floating(A) or A.dtype.is_complex) or A.ndim < 2 or (A.dtype.itemsize < 8 and A.dtype.is_complex) or (A.dtype.itemsize == 2):
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     if hermitian:
         F.linalg_check(A, 'linalg.eigh', square=True)
         L, V = F._linalg_eigh(A, 'L')
         keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
-        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mT)
+        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mH)
     U, S, Vh = F._linalg_svd(A, False)
     keep = S > F.linalg_tolerance(S, A, atol, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
-    return F.matmul(Vh.mT * inv_S.unsqueeze(-2), U.mT)
+    return F.matmul(Vh.mH * inv_S.unsqueeze(-2), U.mH)
 
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
@@ -1180,11 +1195,11 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     rtol = rcond if rcond is not None and rcond >= 0 else None
     keep = S > F.linalg_tolerance(S, A, None, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
-    X = F.matmul(Vh.mT * inv_S.unsqueeze(-2), F.matmul(U.mT, Bm))
+    X = F.matmul(Vh.mH * inv_S.unsqueeze(-2), F.matmul(U.mH, Bm))
     rank = keep.sum(-1)
     none = F.empty(0, dtype=A.dtype, device=A.device)
     full = m > n and bool((rank == n).all())
-    residuals = ((F.matmul(A, X) - Bm) ** 2).sum(-2) if full and driver != 'gelsy' else none
+    residuals = ((F.matmul(A, X) - Bm).abs() ** 2).sum(-2) if full and driver != 'gelsy' else none
     if driver == 'gels':
         rank = F.empty(0, dtype=rank.dtype, device=A.device)
     singular_values = S.detach() if driver in ('gelsd', 'gelss') else none
@@ -1280,7 +1295,7 @@ def linalg_cross(F, self, other, *, dim=-1):
 
 def linalg_vecdot(F, x, y, *, dim=-1):
     # ops.yaml: linalg_vecdot
-    return F.sum(x * y, dim)
+    return F.sum(F.conj(x) * y, dim)
 
 
 def linalg_multi_dot(F, tensors):
