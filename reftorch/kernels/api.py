@@ -4187,7 +4187,7 @@ def _linalg_cholesky_ex(A, upper):
 
 
 def _cholesky_backward(grad, L, upper):
-    """The (symmetric) gradient of cholesky, L^-T Phi(L^T gL) L^-1, as PyTorch computes it.
+    """The gradient of cholesky, L^-H Phi(L^H gL) L^-1, as PyTorch computes it.
 
     ops.yaml: _cholesky_backward"""
     return _rt.composite('_cholesky_backward', grad, L, upper)

@@ -686,7 +686,7 @@ def _slogdet_backward(F, gsign, glogabsdet, A, sign):
     # ops.yaml: _slogdet_backward
     g = glogabsdet
     if A.dtype.is_complex:
-        g = g - 1j * F.imag(gsign * F.conj(sign))
+        g = g + 1j * F.imag(gsign * F.conj(sign))
     return g.unsqueeze(-1).unsqueeze(-1) * F.linalg_inv(A).mH
 
 
@@ -710,12 +710,10 @@ def _cholesky_backward(F, grad, L, upper):
     # ops.yaml: _cholesky_backward
     if upper:
         L, grad = (L.mH, grad.mH)
-    n = L.shape[-1]
-    half_diagonal = F.tril(F.ones(n, n, dtype=L.dtype, device=L.device)) - 0.5 * F.eye(n, dtype=L.dtype, device=L.device)
-    phi = F.matmul(L.mH, grad) * half_diagonal
-    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
-    g = F.matmul(F.matmul(L_inv.mH, phi), L_inv)
-    return (g + g.mH) * 0.5
+    phi = F.tril(F.matmul(L.mH, grad))
+    phi = (phi + F.tril(phi, -1).mH) * 0.5
+    g = F.linalg_solve_triangular(L.mH, phi, upper=True)
+    return F.linalg_solve_triangular(L, g, upper=False, left=False)
 
 
 def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
@@ -1011,6 +1009,8 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I
         UgU, VgV = (F.matmul(U.mH, gU), F.matmul(Vh, gVh.mH))
         inner = inner + (UgU - UgU.mH) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mH) / E)
+        if UgU.dtype.is_complex:
+            inner = inner + I * (1j * F.imag(F.diagonal(UgU, 0, -2, -1)) / S).unsqueeze(-2)
     gA = F.matmul(F.matmul(U, inner), Vh)
     if m > k and (not bool((gU == 0).all())):
         gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mH, gU))) / S.unsqueeze(-2), Vh)
@@ -1063,7 +1063,8 @@ def _qr_backward(F, gQ, gR, Q, R, A, mode):
 def _qr_backward_square(F, gQ, gR, Q, R):
     # ops.yaml: _qr_backward_square
     M = F.matmul(R, gR.mH) - F.matmul(gQ.mH, Q)
-    M = F.tril(M) + F.tril(M, -1).mH
+    low = F.tril(M, -1)
+    M = low + low.mH + F.diag_embed(F.real(F.diagonal(M, 0, -2, -1)))
     return F.linalg_solve_triangular(R.mH, gQ + F.matmul(Q, M), upper=False, left=False)
 
 
