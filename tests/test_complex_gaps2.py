@@ -85,3 +85,105 @@ def test_vector_norm_ord0_has_no_gradient(dt):
         torch.autograd.grad(torch.linalg.vector_norm(x, ord=0, dim=0), x)
     g, = torch.autograd.grad(torch.linalg.vector_norm(x, ord=0) + x.sum().real, x)
     assert g.tolist() == [1, 1, 1]
+
+
+# ---------------------------------------------------------------------------- complex linear algebra
+
+A3 = crandn(3, 3) + 3 * np.eye(3)
+H3 = A3 @ A3.conj().T + np.eye(3)
+R43 = crandn(4, 3)
+B32 = crandn(3, 2)
+X42 = crandn(4, 2)
+TAU2 = crandn(2)
+
+
+def gradcheck(fn, a):
+    x = torch.tensor(a, dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt, real", [(torch.complex64, torch.float32), (torch.complex128, torch.float64)])
+def test_linalg_complex_values_and_dtypes(dt, real):
+    L = torch.linalg
+    A, H, R, B = (torch.tensor(t, dtype=dt) for t in (A3, H3, R43, B32))
+    tol = dict(rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(L.det(A).numpy(), np.linalg.det(A3), **tol)
+    sign, logabsdet = L.slogdet(A)
+    assert sign.dtype == dt and logabsdet.dtype == real
+    s, la = np.linalg.slogdet(A3)
+    np.testing.assert_allclose(sign.numpy(), s, **tol)
+    np.testing.assert_allclose(logabsdet.numpy(), la, **tol)
+    np.testing.assert_allclose(torch.logdet(A).numpy(), np.log(np.linalg.det(A3)), **tol)
+    np.testing.assert_allclose(L.inv(A).numpy(), np.linalg.inv(A3), **tol)
+    np.testing.assert_allclose(L.solve(A, B).numpy(), np.linalg.solve(A3, B32), **tol)
+    np.testing.assert_allclose(L.cholesky(H).numpy(), np.linalg.cholesky(H3), **tol)
+    np.testing.assert_allclose(L.cholesky(H, upper=True).numpy(), np.linalg.cholesky(H3).conj().T, **tol)
+    Q, Rr = L.qr(R)
+    q, r = np.linalg.qr(R43)
+    np.testing.assert_allclose(Q.numpy(), q, **tol)
+    np.testing.assert_allclose(Rr.numpy(), r, **tol)
+    S = L.svdvals(R)
+    assert S.dtype == real
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(R43, compute_uv=False), **tol)
+    U, S, Vh = L.svd(R, full_matrices=False)
+    assert U.dtype == dt and S.dtype == real and Vh.dtype == dt
+    np.testing.assert_allclose((U @ torch.diag(S).to(dt) @ Vh).numpy(), R43, **tol)
+    np.testing.assert_allclose(torch.svd(R).V.resolve_conj().numpy(), Vh.mH.resolve_conj().numpy(), **tol)
+    w = L.eigvalsh(H)
+    assert w.dtype == real and L.eigh(H).eigenvectors.dtype == dt
+    np.testing.assert_allclose(w.numpy(), np.linalg.eigvalsh(H3), **tol)
+    np.testing.assert_allclose(L.pinv(R).numpy(), np.linalg.pinv(R43), **tol)
+    for ord in ("fro", "nuc", 2, -2, 1, float("inf")):
+        n = L.matrix_norm(A, ord)
+        assert n.dtype == real
+        np.testing.assert_allclose(n.numpy(), np.linalg.norm(A3, ord), **tol)
+    X = crandn(4, 2)
+    np.testing.assert_allclose(L.lstsq(R, torch.tensor(X, dtype=dt)).solution.numpy(), np.linalg.lstsq(R43, X)[0], **tol)
+    LU, piv = L.lu_factor(A)
+    P, Lo, U = L.lu(A)
+    np.testing.assert_allclose((P @ Lo @ U).numpy(), A3, **tol)
+    np.testing.assert_allclose(L.lu_solve(LU, piv, B).numpy(), np.linalg.solve(A3, B32), **tol)
+    np.testing.assert_allclose(L.lu_solve(LU, piv, B, adjoint=True).numpy(), np.linalg.solve(A3.conj().T, B32), **tol)
+    U3 = torch.triu(A)
+    np.testing.assert_allclose(L.solve_triangular(U3, B, upper=True).numpy(), np.linalg.solve(np.triu(A3), B32), **tol)
+    np.testing.assert_allclose(L.vecdot(A, A.flip(0)).numpy(), (A3.conj() * A3[::-1]).sum(-1), **tol)
+    np.testing.assert_allclose(torch.cholesky_inverse(L.cholesky(H)).numpy(), np.linalg.inv(H3), **tol)
+    np.testing.assert_allclose(torch.cholesky_solve(B, L.cholesky(H)).numpy(), np.linalg.solve(H3, B32), **tol)
+
+
+def test_lu_pivots_by_re_plus_im():
+    # LAPACK's izamax picks the pivot of the largest |re| + |im| (here 3 + 3j's 6 over 5j's 5, though |5j| > |3+3j|)
+    A = torch.tensor([[5j, 1], [3 + 3j, 2]])
+    LU, piv = torch.linalg.lu_factor(A)
+    assert piv.tolist() == [2, 2]
+    np.testing.assert_allclose(LU[0].numpy(), [3 + 3j, 2])
+
+
+@pytest.mark.parametrize("name, fn, a", [
+    ("det", lambda x: torch.linalg.det(x), A3),
+    ("slogdet", lambda x: torch.linalg.slogdet(x), A3),
+    ("inv", lambda x: torch.linalg.inv(x), A3),
+    ("solve", lambda x: torch.linalg.solve(x, torch.tensor(B32)), A3),
+    ("solve_B", lambda x: torch.linalg.solve(torch.tensor(A3), x), B32),
+    ("cholesky", lambda x: torch.linalg.cholesky(x @ x.mH + torch.eye(3)), A3),
+    ("cholesky_upper", lambda x: torch.linalg.cholesky(x @ x.mH + torch.eye(3), upper=True), A3),
+    ("qr", lambda x: torch.linalg.qr(x), R43),
+    ("svdvals", lambda x: torch.linalg.svdvals(x), R43),
+    ("svd_invariant", lambda x: (lambda u, s, vh: (u @ vh, s))(*torch.linalg.svd(x, full_matrices=False)), R43),
+    ("eigh", lambda x: (lambda w, v: (w, v @ v.mH * w.sum()))(*torch.linalg.eigh(x @ x.mH)), A3),
+    ("eigvalsh", lambda x: torch.linalg.eigvalsh(x @ x.mH), A3),
+    ("pinv", lambda x: torch.linalg.pinv(x), R43),
+    ("matrix_norm_nuc", lambda x: torch.linalg.matrix_norm(x, "nuc"), A3),
+    ("lstsq", lambda x: torch.linalg.lstsq(x, torch.tensor(X42)).solution, R43),
+    ("lu", lambda x: torch.linalg.lu(x)[1:], A3),
+    ("lu_factor", lambda x: torch.linalg.lu_factor(x)[0], A3),
+    ("lu_solve", lambda x: (lambda lu, p: torch.linalg.lu_solve(lu, p, torch.tensor(B32), adjoint=True))(
+        *torch.linalg.lu_factor(x)), A3),
+    ("solve_triangular", lambda x: torch.linalg.solve_triangular(torch.triu(x), torch.tensor(B32), upper=True), A3),
+    ("logdet", lambda x: torch.logdet(x), A3),
+    ("vecdot", lambda x: torch.linalg.vecdot(x, x.flip(0)), A3),
+    ("householder", lambda x: torch.linalg.householder_product(x, torch.tensor(TAU2)), R43),
+    ("matrix_exp", lambda x: torch.linalg.matrix_exp(x * 0.3), A3),
+])
+def test_linalg_complex_gradcheck(name, fn, a):
+    gradcheck(fn, a)
