@@ -187,3 +187,25 @@ def test_lu_pivots_by_re_plus_im():
 ])
 def test_linalg_complex_gradcheck(name, fn, a):
     gradcheck(fn, a)
+
+
+@pytest.mark.parametrize("dt", [torch.float64, torch.complex128])
+def test_pinv_hermitian_gradient_is_the_general_one(dt):
+    # torch's pinv has its own node (LinalgPinvBackward0, pinv_backward) whatever hermitian says: at a Hermitian
+    # A the gradient is the general pseudo-inverse's, not the symmetric one an eigh path would give
+    a = H3 if dt.is_complex else H3.real
+    g = torch.tensor(crandn(3, 3) if dt.is_complex else RNG.standard_normal((3, 3)), dtype=dt)
+    grads = []
+    for hermitian in (True, False):
+        x = torch.tensor(a, dtype=dt, requires_grad=True)
+        y = torch.linalg.pinv(x, hermitian=hermitian)
+        assert y.grad_fn.name() == "LinalgPinvBackward0"
+        np.testing.assert_allclose(y.detach().numpy(), np.linalg.pinv(a), rtol=1e-8, atol=1e-10)
+        grads.append(torch.autograd.grad(y, x, g)[0].numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-10)
+    assert not np.allclose(grads[0], grads[0].conj().T)        # not symmetrised
+    for shape in ((4, 3), (3, 4)):
+        x = torch.tensor(crandn(*shape) if dt.is_complex else RNG.standard_normal(shape), dtype=dt,
+                         requires_grad=True)
+        assert torch.autograd.gradcheck(torch.linalg.pinv, (x,))
+        assert torch.autograd.gradgradcheck(torch.linalg.pinv, (x,))

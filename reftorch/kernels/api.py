@@ -670,6 +670,12 @@ SPECS = {
 
     'linalg_matrix_power': {'name': 'linalg_matrix_power', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('matrix_power',), 'ref': 'lambda A, n: np.linalg.matrix_power(A, n)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
+    '_linalg_pinv_value': {'name': '_linalg_pinv_value', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', None, False), ('hermitian', 'bool', None, False), ('atol', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
+    '_pinv_attach': {'name': '_pinv_attach', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('pinv', 'Tensor', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgPinvBackward0'},
+
+    '_pinv_backward': {'name': '_pinv_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('P', 'Tensor', None, False), ('A', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+
     'linalg_pinv': {'name': 'linalg_pinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('pinverse',), 'ref': 'lambda A, rtol=None, hermitian=False, atol=None: np.linalg.pinv(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_matrix_rank': {'name': 'linalg_matrix_rank', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True), ('rtol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, tol=None, hermitian=False, atol=None, rtol=None: np.linalg.matrix_rank(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
@@ -4661,6 +4667,27 @@ def linalg_matrix_power(A, n, *, out=None):
 
 
 matrix_power = linalg_matrix_power
+
+
+def _linalg_pinv_value(A, rtol, hermitian, atol):
+    """The pseudo-inverse's value, through the SVD (or eigh where hermitian); singular values at or below the tolerance count as zero.
+
+    ops.yaml: _linalg_pinv_value"""
+    return _rt.composite('_linalg_pinv_value', A, rtol, hermitian, atol)
+
+
+def _pinv_attach(A, pinv):
+    """pinv's value (computed without recording) as a node of A with torch's pinv_backward: hermitian=True's gradient is the general one, not eigh's symmetric one.
+
+    ops.yaml: _pinv_attach"""
+    return _rt.call('_pinv_attach', (A, pinv, ), ())
+
+
+def _pinv_backward(grad, P, A):
+    """The gradient of pinv for a general (not only Hermitian) perturbation of A.
+
+    ops.yaml: _pinv_backward"""
+    return _rt.composite('_pinv_backward', grad, P, A)
 
 
 def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None, out=None):

@@ -1062,6 +1062,11 @@ def _linalg_matrix_exp_forward(A):
     return lapack.matrix_exp(A)
 
 
+def _pinv_attach_forward(A, pinv):
+    # ops.yaml: _pinv_attach
+    return np.array(pinv, copy=True)
+
+
 def _scatter_strided_forward(self, src, size, stride, storage_offset):
     # ops.yaml: _scatter_strided
     out = np.array(self, order="C")

@@ -1149,12 +1149,9 @@ def linalg_matrix_power(F, A, n):
     return result
 
 
-def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
-    # ops.yaml: linalg_pinv
-    if not (F.is_floating(A) or A.dtype.is_complex) or A.ndim < 2 or (A.dtype.itemsize < 8 and A.dtype.is_complex) or (A.dtype.itemsize == 2):
-        raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
+def _linalg_pinv_value(F, A, rtol, hermitian, atol):
+    # ops.yaml: _linalg_pinv_value
     if hermitian:
-        F.linalg_check(A, 'linalg.eigh', square=True)
         L, V = F._linalg_eigh(A, 'L')
         keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
         return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mH)
@@ -1162,6 +1159,27 @@ def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     keep = S > F.linalg_tolerance(S, A, atol, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
     return F.matmul(Vh.mH * inv_S.unsqueeze(-2), U.mH)
+
+
+def _pinv_backward(F, grad, P, A):
+    # ops.yaml: _pinv_backward
+    Ph, gh = (P.mH, grad.mH)
+    if A.shape[-2] <= A.shape[-1]:
+        K = F.matmul(gh, P)
+        KPh = F.matmul(K, Ph)
+        return -F.matmul(P, K).mH + KPh - F.matmul(F.matmul(A, P), KPh) + F.matmul(F.matmul(Ph, P), gh - F.matmul(K, A))
+    K = F.matmul(P, gh)
+    PhK = F.matmul(Ph, K)
+    return -F.matmul(K, P).mH + F.matmul(F.matmul(gh - F.matmul(A, K), P), Ph) + PhK - F.matmul(F.matmul(PhK, P), A)
+
+
+def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
+    # ops.yaml: linalg_pinv
+    if not (F.is_floating(A) or A.dtype.is_complex) or A.ndim < 2 or (A.dtype.itemsize < 8 and A.dtype.is_complex) or (A.dtype.itemsize == 2):
+        raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
+    if hermitian:
+        F.linalg_check(A, 'linalg.eigh', square=True)
+    return F._pinv_attach(A, F._linalg_pinv_value(A.detach(), rtol, hermitian, atol))
 
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):

@@ -2232,6 +2232,18 @@ def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _pinv_attach_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _pinv_attach
+    grad = grads[0]
+    A = saved['A']
+    result = saved['result']
+    g = [None] * 2
+    # A: _pinv_backward(grad, result, A)
+    if needs[0]:
+        g[0] = F._pinv_backward(grad, result, A)
+    return g
+
+
 def lgamma_backward(F, grads, saved, needs, fused):
     # ops.yaml: lgamma
     grad = grads[0]
