@@ -737,9 +737,10 @@ def cholesky(F, self, upper=False):
     # ops.yaml: cholesky
     F.warn_once('torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid (symmetric positive definite) inputs.')
     F.linalg_check(self, 'cholesky', square=True, floating=False)
-    if self.numel() == 0:
+    unsupported = self.dtype.category < 2 or self.dtype.itemsize == 2
+    if self.numel() == 0 and unsupported:
         return self.detach().clone()
-    if self.dtype.category < 2 or self.dtype.itemsize == 2:
+    if unsupported:
         raise NotImplementedError(f""""cholesky_cpu" not implemented for '{self.dtype.short}'""")
     L, info = F._linalg_cholesky_ex(self, upper)
     F.linalg_raise(info, 'cholesky', 'cholesky')
@@ -782,8 +783,9 @@ def cholesky_inverse(F, self, upper=False):
     F.linalg_check(self, 'cholesky_inverse', square=True, floating=False)
     if self.dtype.category < 2 or self.dtype.itemsize == 2:
         raise NotImplementedError(f""""cholesky_inverse_out_cpu" not implemented for '{self.dtype.short}'""")
-    zero = self.diagonal(0, -2, -1) == 0
-    F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
+    if self.shape[-1]:
+        zero = self.diagonal(0, -2, -1) == 0
+        F.linalg_raise(F.where(zero.any(-1), zero.int().argmax(-1) + 1, 0), 'cholesky_inverse', 'inv')
     return F._cholesky_inverse(self, upper)
 
 
@@ -1216,7 +1218,7 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
     X = F.matmul(Vh.mH * inv_S.unsqueeze(-2), F.matmul(U.mH, Bm))
     rank = keep.sum(-1)
-    none = F.empty(0, dtype=A.dtype, device=A.device)
+    none = F.empty(0, dtype=S.dtype, device=A.device)
     full = m > n and bool((rank == n).all())
     residuals = ((F.matmul(A, X) - Bm).abs() ** 2).sum(-2) if full and driver != 'gelsy' else none
     if driver == 'gels':
@@ -2390,7 +2392,7 @@ def renorm(F, self, p, dim, maxnorm):
         raise RuntimeError(f'renorm: expected maxnorm to be >= 0 but got {maxnorm:g}')
     if self.ndim <= 1:
         raise RuntimeError(f'renorm: input needs at least 2 dimensions, got {self.ndim} dimensions')
-    if not F.is_floating(self):
+    if not (F.is_floating(self) or self.dtype.is_complex):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     d = F.normalize_dims(dim, self.ndim)[0]
     norms = F.linalg_vector_norm(self, p, tuple((i for i in range(self.ndim) if i != d)), True)

@@ -2514,12 +2514,12 @@ def _cross_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: _cross(other, grad, dim)
+    # self: _cross(conj(other), grad, dim)
     if needs[0]:
-        g[0] = F._cross(other, grad, dim)
-    # other: _cross(grad, self, dim)
+        g[0] = F._cross(F.conj(other), grad, dim)
+    # other: _cross(grad, conj(self), dim)
     if needs[1]:
-        g[1] = F._cross(grad, self, dim)
+        g[1] = F._cross(grad, F.conj(self), dim)
     return g
 
 

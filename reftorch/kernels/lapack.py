@@ -87,8 +87,8 @@ def solve_triangular(a, b, upper, left=True, unitriangular=False):
 
 def lu_solve(lu, pivots, b, left=True, adjoint=False):
     """getrs: X with A X = B (or A^T X = B when adjoint; X A = B and X A^T = B when not left) from getrf's factors."""
-    if not left:
-        return lu_solve(lu, pivots, np.swapaxes(b, -1, -2), True, not adjoint).swapaxes(-1, -2)
+    if not left:            # X op(A) = B is op(A)^H X^H = B^H (conjugates: complex adjoints)
+        return np.conj(lu_solve(lu, pivots, np.conj(np.swapaxes(b, -1, -2)), True, not adjoint).swapaxes(-1, -2))
     n = lu.shape[-1]
     perm = permutation(pivots, n)
     shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])

@@ -1355,8 +1355,9 @@ def _vector_norm(x, p, dim, keepdim=False):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p over dim, eps)."""
-    norm = _vector_norm(input, p, dim, keepdim=True)
-    return input / torch.maximum(norm, torch.tensor(eps, dtype=input.dtype)).expand(input.shape)
+    # torch's: the (real) norm clamped below by eps, so complex inputs divide by a real denominator
+    norm = torch.linalg.vector_norm(input, p, dim, keepdim=True)
+    return input / norm.clamp_min(eps).expand(input.shape)
 
 
 @_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is
