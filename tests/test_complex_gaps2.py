@@ -209,3 +209,31 @@ def test_pinv_hermitian_gradient_is_the_general_one(dt):
                          requires_grad=True)
         assert torch.autograd.gradcheck(torch.linalg.pinv, (x,))
         assert torch.autograd.gradgradcheck(torch.linalg.pinv, (x,))
+
+
+def test_complex_cross_renorm_normalize_lstsq_lu_solve_right():
+    a, b = crandn(4, 3), crandn(4, 3)
+    x = torch.tensor(a, requires_grad=True)
+    y = torch.tensor(b, requires_grad=True)
+    np.testing.assert_allclose(torch.linalg.cross(x, y).detach().numpy(), np.cross(a, b))
+    assert torch.autograd.gradcheck(lambda u, v: torch.linalg.cross(u, v), (x, y))
+    m = torch.tensor(crandn(3, 4) * 2)
+    r = torch.renorm(m, 2, 0, 1.0)
+    norms = np.linalg.norm(m.numpy(), axis=1, keepdims=True)
+    np.testing.assert_allclose(r.numpy(), m.numpy() * np.where(norms > 1, 1 / (norms + 1e-7), 1.0))
+    n = torch.nn.functional.normalize(m, dim=1)
+    assert n.dtype == torch.complex128
+    np.testing.assert_allclose(n.numpy(), m.numpy() / norms)
+    tall, rhs = torch.tensor(R43, dtype=torch.complex64), torch.tensor(X42, dtype=torch.complex64)
+    for driver in ("gels", "gelsy", "gelsd"):
+        sol = torch.linalg.lstsq(tall, rhs, driver=driver)
+        assert sol.residuals.dtype == torch.float32 and sol.singular_values.dtype == torch.float32
+        np.testing.assert_allclose(sol.solution.numpy(), np.linalg.lstsq(R43, X42, rcond=None)[0], rtol=1e-4,
+                                   atol=1e-5)
+    A, B = torch.tensor(A3), torch.tensor(crandn(2, 3))
+    LU, piv = torch.linalg.lu_factor(A)
+    np.testing.assert_allclose(torch.linalg.lu_solve(LU, piv, B, left=False).numpy(), B.numpy() @ np.linalg.inv(A3))
+    np.testing.assert_allclose(torch.linalg.lu_solve(LU, piv, B, left=False, adjoint=True).numpy(),
+                               B.numpy() @ np.linalg.inv(A3.conj().T))
+    e = torch.empty(0, 0, dtype=torch.complex128, requires_grad=True)
+    assert torch.cholesky(e).requires_grad and torch.cholesky_inverse(e).shape == (0, 0)
