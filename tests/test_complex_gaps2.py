@@ -237,3 +237,24 @@ def test_complex_cross_renorm_normalize_lstsq_lu_solve_right():
                                B.numpy() @ np.linalg.inv(A3.conj().T))
     e = torch.empty(0, 0, dtype=torch.complex128, requires_grad=True)
     assert torch.cholesky(e).requires_grad and torch.cholesky_inverse(e).shape == (0, 0)
+
+
+@pytest.mark.parametrize("hermitian", [True, False])
+def test_complex_ldl_factor_and_solve(hermitian):
+    # zhetrf (hermitian, L D L^H) or zsytrf (complex symmetric, L D L^T), Bunch-Kaufman with |re| + |im| pivots
+    a = crandn(5, 5)
+    m = a + (a.conj().T if hermitian else a.T)
+    for zero_diagonal in (False, True):
+        if zero_diagonal:
+            m = m - np.diag(np.diag(m))         # forces 2 x 2 pivots
+        b = crandn(5, 2)
+        for dt, tol in ((torch.complex128, 1e-10), (torch.complex64, 1e-4)):
+            LD, piv, info = torch.linalg.ldl_factor_ex(torch.tensor(m, dtype=dt), hermitian=hermitian)
+            assert LD.dtype == dt and piv.dtype == torch.int32 and info.item() == 0
+            assert np.allclose(np.triu(LD.numpy(), 1), 0)
+            if hermitian:
+                assert np.allclose(np.diag(LD.numpy()).imag[piv.numpy() > 0], 0)
+            if zero_diagonal:
+                assert (piv.numpy() < 0).any()
+            X = torch.linalg.ldl_solve(LD, piv, torch.tensor(b, dtype=dt), hermitian=hermitian)
+            np.testing.assert_allclose(X.numpy(), np.linalg.solve(m, b), rtol=tol * 10, atol=tol * 10)

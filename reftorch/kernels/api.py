@@ -618,13 +618,13 @@ SPECS = {
 
     'lu_solve': {'name': 'lu_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('LU_data', 'Tensor', None, False), ('LU_pivots', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_ldl_factor_ex': {'name': '_linalg_ldl_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_ldl_factor_ex': {'name': '_linalg_ldl_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_factor_ex': {'name': 'linalg_ldl_factor_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_factor': {'name': 'linalg_ldl_factor', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_ldl_solve': {'name': '_linalg_ldl_solve', 'kind': 'array', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_ldl_solve': {'name': '_linalg_ldl_solve', 'kind': 'array', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_solve': {'name': 'linalg_ldl_solve', 'kind': 'composite', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('B', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4448,11 +4448,11 @@ def lu_solve(self, LU_data, LU_pivots, *, out=None):
     return _rt.composite('lu_solve', self, LU_data, LU_pivots)
 
 
-def _linalg_ldl_factor_ex(A):
-    """(LD, pivots, info) of A = P L D L^T P^T, Bunch-Kaufman pivoting (LAPACK sytrf, lower).
+def _linalg_ldl_factor_ex(A, hermitian):
+    """(LD, pivots, info) of A = P L D L^T P^T (complex hermitian - L D L^H), Bunch-Kaufman pivoting (LAPACK sytrf / hetrf, lower).
 
     ops.yaml: _linalg_ldl_factor_ex"""
-    return _rt.call('_linalg_ldl_factor_ex', (A, ), ())
+    return _rt.call('_linalg_ldl_factor_ex', (A, ), (hermitian, ))
 
 
 def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
@@ -4473,11 +4473,11 @@ def linalg_ldl_factor(A, *, hermitian=False, out=None):
     return _rt.composite('linalg_ldl_factor', A, hermitian=hermitian)
 
 
-def _linalg_ldl_solve(LD, pivots, B):
-    """X with A X = B from ldl_factor's (LD, pivots) (LAPACK sytrs).
+def _linalg_ldl_solve(LD, pivots, B, hermitian):
+    """X with A X = B from ldl_factor's (LD, pivots) (LAPACK sytrs; complex hermitian - hetrs).
 
     ops.yaml: _linalg_ldl_solve"""
-    return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), ())
+    return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), (hermitian, ))
 
 
 def linalg_ldl_solve(LD, pivots, B, *, hermitian=False, out=None):

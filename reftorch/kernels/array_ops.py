@@ -1016,15 +1016,15 @@ def _linalg_lu_solve_forward(LU, pivots, B, left, adjoint):
         return lapack.lu_solve(LU, pivots, B, left, adjoint).astype(np.result_type(LU, B), copy=False)
 
 
-def _linalg_ldl_factor_ex_forward(A):
+def _linalg_ldl_factor_ex_forward(A, hermitian):
     # ops.yaml: _linalg_ldl_factor_ex
-    return lapack.ldl_factor(A)
+    return lapack.ldl_factor(A, hermitian)
 
 
-def _linalg_ldl_solve_forward(LD, pivots, B):
+def _linalg_ldl_solve_forward(LD, pivots, B, hermitian):
     # ops.yaml: _linalg_ldl_solve
     with np.errstate(all="ignore"):
-        return lapack.ldl_solve(LD, pivots, B)
+        return lapack.ldl_solve(LD, pivots, B, hermitian)
 
 
 def _linalg_eigh_forward(A, UPLO):

@@ -948,7 +948,7 @@ def lu_solve(F, self, LU_data, LU_pivots):
 def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
     # ops.yaml: linalg_ldl_factor_ex
     F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
-    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A, hermitian)
     if check_errors:
         F.linalg_raise(info, 'torch.linalg.ldl_factor_ex', 'ldl')
     return F.return_type('linalg_ldl_factor_ex', LD=LD, pivots=pivots, info=info)
@@ -957,7 +957,7 @@ def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
 def linalg_ldl_factor(F, A, *, hermitian=False):
     # ops.yaml: linalg_ldl_factor
     F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
-    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A, hermitian)
     F.linalg_raise(info, 'torch.linalg.ldl_factor', 'ldl')
     return F.return_type('linalg_ldl_factor', LD=LD, pivots=pivots)
 
@@ -971,7 +971,7 @@ def linalg_ldl_solve(F, LD, pivots, B, *, hermitian=False):
     F.linalg_same_dtype(LD, B, 'torch.linalg.ldl_solve')
     if LD.shape[-1] == 0 or B.shape[-1] == 0:
         return F.matmul(LD, B)
-    return F._linalg_ldl_solve(LD, pivots, B)
+    return F._linalg_ldl_solve(LD, pivots, B, hermitian)
 
 
 def _eigh_backward(F, gL, gV, L, V):
