@@ -258,3 +258,9 @@ def test_complex_ldl_factor_and_solve(hermitian):
                 assert (piv.numpy() < 0).any()
             X = torch.linalg.ldl_solve(LD, piv, torch.tensor(b, dtype=dt), hermitian=hermitian)
             np.testing.assert_allclose(X.numpy(), np.linalg.solve(m, b), rtol=tol * 10, atol=tol * 10)
+
+
+def test_baddbmm_complex_scalars():
+    s, b1, b2 = crandn(2, 3, 4), crandn(2, 3, 5), crandn(2, 5, 4)
+    r = torch.baddbmm(torch.tensor(s), torch.tensor(b1), torch.tensor(b2), beta=1 + 2j, alpha=2 + 3j)
+    np.testing.assert_allclose(r.numpy(), (1 + 2j) * s + (2 + 3j) * (b1 @ b2))

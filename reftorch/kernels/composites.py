@@ -376,7 +376,7 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
-    if not p.dtype.is_floating_point:
+    if not (p.dtype.is_floating_point or p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
         p = p * alpha
