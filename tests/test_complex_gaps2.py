@@ -264,3 +264,38 @@ def test_baddbmm_complex_scalars():
     s, b1, b2 = crandn(2, 3, 4), crandn(2, 3, 5), crandn(2, 5, 4)
     r = torch.baddbmm(torch.tensor(s), torch.tensor(b1), torch.tensor(b2), beta=1 + 2j, alpha=2 + 3j)
     np.testing.assert_allclose(r.numpy(), (1 + 2j) * s + (2 + 3j) * (b1 @ b2))
+
+
+def test_complex_float_power_ldexp_gradient_nonzero_static():
+    z = crandn(4)
+    assert torch.float_power(torch.tensor(z, dtype=torch.complex64), 2).dtype == torch.complex128
+    assert torch.float_power(torch.ones(2), 1j).dtype == torch.complex128
+    assert torch.float_power(torch.ones(2, dtype=torch.int64), 2).dtype == torch.float64
+    np.testing.assert_allclose(torch.float_power(torch.tensor(z, dtype=torch.complex64), 2).numpy(),
+                               z.astype(np.complex64).astype(np.complex128) ** 2)
+    with pytest.raises(RuntimeError, match="has dtype Double but the operation's result requires dtype ComplexDouble"):
+        torch.ones(2, dtype=torch.float64).float_power_(1j)
+    with pytest.raises(RuntimeError, match="has dtype ComplexFloat but the operation's result requires dtype "
+                                           "ComplexDouble"):
+        torch.ones(2, dtype=torch.complex64).float_power_(2)
+    e = torch.ldexp(torch.tensor(z, dtype=torch.complex64), torch.tensor([1 + 0j, 2, 0, -1], dtype=torch.complex64))
+    assert e.dtype == torch.complex64
+    np.testing.assert_allclose(e.numpy(), z * np.array([2, 4, 1, 0.5]), rtol=1e-6)
+    g, = torch.gradient(torch.tensor(z))
+    assert g.dtype == torch.complex128
+    np.testing.assert_allclose(g.numpy(), np.gradient(z))
+    nz = torch.nonzero_static(torch.tensor([0j, 1j, 0, 2 + 0j]), size=3)
+    assert nz.tolist() == [[1], [3], [-1]]
+
+
+def test_complex_silu_pairwise_distance_as_strided_grad():
+    z = crandn(5)
+    x = torch.tensor(z, requires_grad=True)
+    np.testing.assert_allclose(torch.nn.functional.silu(x).detach().numpy(), z / (1 + np.exp(-z)))
+    assert torch.autograd.gradcheck(torch.nn.functional.silu, (x,))
+    a, b = crandn(2, 3), crandn(2, 3)
+    d = torch.nn.functional.pairwise_distance(torch.tensor(a), torch.tensor(b))
+    assert d.dtype == torch.float64
+    np.testing.assert_allclose(d.numpy(), np.linalg.norm(a - b + 1e-6, axis=-1))
+    y = torch.tensor(crandn(3, 3), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: torch.as_strided(t, (2, 2), (1, 2)), (y,))

@@ -2258,14 +2258,19 @@ def float_power(F, self, exponent):
     # ops.yaml: float_power
     if not F.is_tensor(self) and (not F.is_tensor(exponent)):
         raise TypeError('float_power(): expected a Tensor as self or exponent')
-    return F.pow(self.double() if F.is_tensor(self) else self, exponent.double() if F.is_tensor(exponent) else exponent)
+    cplx = False
+    for t in (self, exponent):
+        cplx = cplx or (t.dtype.is_complex if F.is_tensor(t) else isinstance(t, type(1j)))
+    up = (lambda t: t.cdouble() if F.is_tensor(t) else t) if cplx else lambda t: t.double() if F.is_tensor(t) else t
+    return F.pow(up(self), up(exponent))
 
 
 def float_power_(F, self, exponent):
     # ops.yaml: float_power_
-    if self.dtype.short != 'Double':
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype Double")
-    return self.copy_(F.float_power(self, exponent))
+    result = F.float_power(self, exponent)
+    if self.dtype != result.dtype:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype {result.dtype.short}")
+    return self.copy_(result)
 
 
 def frexp(F, self):
@@ -2277,10 +2282,11 @@ def frexp(F, self):
 
 def ldexp(F, self, other):
     # ops.yaml: ldexp
-    if not F.is_floating(self) and (not F.is_floating(other)):
+    inexact = lambda t: F.is_floating(t) or t.dtype.is_complex
+    if not inexact(self) and (not inexact(other)):
         self = self.to(F.default_float())
     scale = F.exp2(other)
-    return self * (scale if F.is_floating(other) else scale.to(self.dtype))
+    return self * (scale if inexact(other) else scale.to(self.dtype))
 
 
 def rsub(F, self, other, *, alpha=1):
@@ -2605,7 +2611,7 @@ def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
         steps = list(spacing)
     else:
         steps = [spacing] * len(dims)
-    x = self if F.is_floating(self) else self.to(F.default_float())
+    x = self if F.is_floating(self) or self.dtype.is_complex else self.to(F.default_float())
     out = []
     for d, h in zip(dims, steps):
         n = x.shape[d]

@@ -631,9 +631,9 @@ def silu_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    # self: grad * conj(sigmoid(self) * (1 + self * (1 - sigmoid(self))))
     if needs[0]:
-        g[0] = F._fused('_bw_silu_self', (grad, self,), ()) if fused else grad * F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self)))
+        g[0] = grad * F.conj(F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self))))
     return g
 
 

@@ -1337,6 +1337,8 @@ def one_hot(tensor, num_classes=-1):
 # ============================================================================== distances
 
 def _vector_norm(x, p, dim, keepdim=False):
+    if x.is_complex():      # the modulus's norm, real (torch's norm of complex inputs)
+        return torch.linalg.vector_norm(x, p, dim, keepdim=keepdim)
     if p == 0:              # the number of non-zero entries: constant almost everywhere, a zero gradient
         return torch.where(x != 0, 1.0, x * 0).sum(dim, keepdim=keepdim)
     if p == 2:
