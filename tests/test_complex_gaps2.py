@@ -299,3 +299,21 @@ def test_complex_silu_pairwise_distance_as_strided_grad():
     np.testing.assert_allclose(d.numpy(), np.linalg.norm(a - b + 1e-6, axis=-1))
     y = torch.tensor(crandn(3, 3), requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: torch.as_strided(t, (2, 2), (1, 2)), (y,))
+
+
+def test_complex_conv_and_unfold():
+    x, w = crandn(1, 2, 5, 5), crandn(3, 2, 3, 3)
+    got = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1)
+    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+    want = np.zeros((1, 3, 5, 5), complex)
+    for o in range(3):
+        for i in range(5):
+            for j in range(5):
+                want[0, o, i, j] = (xp[0, :, i:i + 3, j:j + 3] * w[o]).sum()     # correlation, no conjugate
+    np.testing.assert_allclose(got.numpy(), want)
+    u = torch.nn.functional.unfold(torch.tensor(x), 2)
+    assert u.dtype == torch.complex128 and u.shape == (1, 8, 16)
+    xs = torch.tensor(x[..., :3, :3], requires_grad=True)
+    ws = torch.tensor(w[:, :, :2, :2], requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: torch.nn.functional.conv2d(a, b, stride=1), (xs, ws))
+    assert torch.autograd.gradcheck(lambda a, b: torch.nn.functional.conv_transpose2d(a, b.transpose(0, 1)), (xs, ws))
