@@ -317,3 +317,15 @@ def test_complex_conv_and_unfold():
     ws = torch.tensor(w[:, :, :2, :2], requires_grad=True)
     assert torch.autograd.gradcheck(lambda a, b: torch.nn.functional.conv2d(a, b, stride=1), (xs, ws))
     assert torch.autograd.gradcheck(lambda a, b: torch.nn.functional.conv_transpose2d(a, b.transpose(0, 1)), (xs, ws))
+
+
+def test_istft_two_sided_input_goes_through_irfft():
+    # torch's istft without return_complex keeps a two-sided spectrum's first n_fft // 2 + 1 bins (taken as
+    # Hermitian), so a non-Hermitian input gives the onesided result, not the real part of the full inverse
+    x = torch.tensor(crandn(10, 4), dtype=torch.complex64)
+    two = torch.istft(x, n_fft=10, window=torch.hann_window(10))
+    one = torch.istft(x[:6], n_fft=10, window=torch.hann_window(10), onesided=True)
+    assert two.dtype == torch.float32
+    np.testing.assert_allclose(two.numpy(), one.numpy(), rtol=1e-5, atol=1e-6)
+    full = torch.istft(x, n_fft=10, window=torch.hann_window(10), return_complex=True)
+    assert not np.allclose(two.numpy(), full.real.numpy(), atol=1e-3)
