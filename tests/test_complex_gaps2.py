@@ -329,3 +329,18 @@ def test_istft_two_sided_input_goes_through_irfft():
     np.testing.assert_allclose(two.numpy(), one.numpy(), rtol=1e-5, atol=1e-6)
     full = torch.istft(x, n_fft=10, window=torch.hann_window(10), return_complex=True)
     assert not np.allclose(two.numpy(), full.real.numpy(), atol=1e-3)
+
+
+def test_complex32_refusals_name_torchs_kernels():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = torch.eye(3).to(torch.complex32)
+    with pytest.raises(NotImplementedError, match="^\"logcumsumexp_out_cpu\" not implemented for 'ComplexHalf'$"):
+        torch.logcumsumexp(h, 0)
+    with pytest.raises(NotImplementedError, match="^\"cross\" not implemented for 'ComplexHalf'$"):
+        torch.linalg.cross(h, h)
+    with pytest.raises(NotImplementedError, match="^\"linalg_svd_cpu\" not implemented for 'ComplexHalf'$"):
+        torch.linalg.svdvals(h)
+    with pytest.raises(RuntimeError, match="^linalg.inv: Low precision dtypes not supported. Got ComplexHalf$"):
+        torch.linalg.inv(h)
