@@ -344,3 +344,13 @@ def test_complex32_refusals_name_torchs_kernels():
         torch.linalg.svdvals(h)
     with pytest.raises(RuntimeError, match="^linalg.inv: Low precision dtypes not supported. Got ComplexHalf$"):
         torch.linalg.inv(h)
+
+
+def test_complex32_strided_views_compute():
+    # a column of a complex32 matrix (a strided 1-D view) reads through its complex64 values
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        h = (torch.eye(3) * (1 + 2j)).to(torch.complex32)
+    assert (h[:, 0] + 1).tolist() == [2 + 2j, 1, 1]
+    assert (h[:, 0] * h[:, 0]).tolist() == [(1 + 2j) ** 2, 0, 0]

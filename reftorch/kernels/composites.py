@@ -1306,6 +1306,8 @@ def linalg_cross(F, self, other, *, dim=-1):
     # ops.yaml: linalg_cross
     if self.ndim != other.ndim:
         raise RuntimeError('linalg.cross: inputs must have the same number of dimensions.')
+    if self.dtype.is_complex and self.dtype.itemsize == 4:
+        raise NotImplementedError('"cross" not implemented for \'ComplexHalf\'')
     F.normalize_dims([dim], self.ndim)
     if self.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f'linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[dim]} and {other.shape[dim]}')
