@@ -155,6 +155,8 @@ def _to_torch(obj):
             t = t.to_dense()        # a sparse result: its values (the shape and dtype checks still apply)
         if t.dtype == reftorch.bfloat16:
             return torch.from_numpy(t.float().numpy().copy()).to(torch.bfloat16)
+        if t.dtype == reftorch.complex32:       # (NumPy has no complex32: through complex64, exact)
+            return torch.from_numpy(t.to(reftorch.complex64).numpy().copy()).to(torch.complex32)
         return torch.from_numpy(np.array(t.numpy(), copy=True))
     if isinstance(obj, reftorch.dtype):
         return getattr(torch, str(obj).split(".")[1])
