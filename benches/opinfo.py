@@ -509,28 +509,33 @@ def _torch_grad_fails(op):
 
 def _fd_grads(rfn, sample, t_inputs, eps=1e-6, most=400):
     """Central differences of the walk's weighted loss of reftorch's (processed) result, with
-    respect to each input that requires grad; None when the inputs are too large to perturb."""
-    if sum(t.numel() for t in t_inputs) > most or any(t.is_complex() for t in t_inputs):
-        return None                 # (a complex input's two directions are not perturbed here)
+    respect to each input that requires grad; None when the inputs are too large to perturb. A complex
+    input is perturbed along its real and imaginary parts: dL/dx + i dL/dy, torch's gradient of a real loss."""
+    if sum(t.numel() for t in t_inputs) > most:
+        return None
     r_fn = _process_fns(sample)[1]
 
     def loss(values):
         memo = {id(t): _to_ref(v, {}) for t, v in zip(t_inputs, values)}
         out = r_fn(rfn(_to_ref(sample.input, memo), *_to_ref(list(sample.args), memo),
                        **_to_ref(dict(sample.kwargs), memo)))
-        outs = [o for o in _flat_tensors(out, reftorch.Tensor) if o.dtype.is_floating_point]
-        return sum(float((o.double().numpy() * w).sum()) for o, w in zip(outs, _weights(outs)))
+        outs = [o for o in _flat_tensors(out, reftorch.Tensor)
+                if o.dtype.is_floating_point or (COMPLEX and o.dtype.is_complex)]
+        return sum(float(np.real(o.detach().resolve_conj().numpy().astype(np.complex128 if o.dtype.is_complex
+                                                                            else np.float64) * w).sum())
+                   for o, w in zip(outs, _weights(outs)))
 
     base = [t.detach().clone() for t in t_inputs]
     grads = []
     for k, t in enumerate(base):
         g = torch.zeros_like(t)
         for i in range(t.numel()):
-            vals = [b.clone() for b in base]
-            vals[k].view(-1)[i] += eps
-            up = loss(vals)
-            vals[k].view(-1)[i] -= 2 * eps
-            g.view(-1)[i] = (up - loss(vals)) / (2 * eps)
+            for step in ((1, 1j) if t.is_complex() else (1,)):
+                vals = [b.clone() for b in base]
+                vals[k].view(-1)[i] += eps * step
+                up = loss(vals)
+                vals[k].view(-1)[i] -= 2 * eps * step
+                g.view(-1)[i] += (up - loss(vals)) / (2 * eps) * step
         grads.append(g)
     return grads
 
