@@ -138,7 +138,8 @@ def test_linalg_complex_values_and_dtypes(dt, real):
         assert n.dtype == real
         np.testing.assert_allclose(n.numpy(), np.linalg.norm(A3, ord), **tol)
     X = crandn(4, 2)
-    np.testing.assert_allclose(L.lstsq(R, torch.tensor(X, dtype=dt)).solution.numpy(), np.linalg.lstsq(R43, X)[0], **tol)
+    np.testing.assert_allclose(L.lstsq(R, torch.tensor(X, dtype=dt)).solution.numpy(),
+                               np.linalg.lstsq(R43, X, rcond=None)[0], **tol)
     LU, piv = L.lu_factor(A)
     P, Lo, U = L.lu(A)
     np.testing.assert_allclose((P @ Lo @ U).numpy(), A3, **tol)
