@@ -1,7 +1,8 @@
 """PyTorch's own operator samples (OpInfo's op_db) run on reftorch and torch side by side.
 
     PYTHONPATH=$PWD /work/benchvenv/bin/python benches/opinfo.py [--only NAME[,NAME]] [--dtypes ...]
-        [--reference] [--errors | --errors-only] [--no-grad] [--show N] [--start NAME [--count N]] [--json out.json]
+        [--reference] [--errors | --errors-only] [--no-grad] [--complex] [--show N] [--start NAME [--count N]]
+        [--json out.json]
 
 For every OpInfo entry whose function reftorch has, each sample input (per dtype) is run through
 both libraries: the results must agree in shape, dtype and value (torch.testing.assert_close's
@@ -12,7 +13,10 @@ exception class with a message that matches torch's regex. Prints one row per op
 disagreeing rows) and a summary percentage; `--show N` prints the first N disagreements per op.
 
 torch is never a dependency of reftorch: this is a bench-venv script, not a test. Samples with
-complex tensors are left out (complex dtypes have their own issue). An op whose samples differ
+complex tensors are left out unless `--complex` is given: then complex inputs, dtypes and scalars travel
+(conjugate views resolved), complex results are compared by value, and complex128 samples are differentiated
+too (a complex weighting of complex outputs, the loss the real part of the weighted sum: torch's conjugate
+Wirtinger gradients). Add complex64,complex128 to --dtypes to walk those samples. An op whose samples differ
 from run to run under torch (a random op: two seeds give two results) is compared on shape and
 dtype only, as are OpInfo's seeded random ops (wrapper_set_seed: values only torch's generator gives) and
 the `empty` factories (uninitialised memory).
@@ -48,7 +52,9 @@ import reftorch  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-          "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+          "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+          "complex64": torch.complex64, "complex128": torch.complex128}
+COMPLEX = False     # --complex: complex samples travel and are compared (main sets it)
 
 
 class Skip(Exception):
@@ -79,9 +85,10 @@ def _to_ref(obj, memo):
         key = id(obj)
         if key in memo:
             return memo[key]
-        if obj.is_complex() or obj.layout != torch.strided or obj.is_quantized or obj.device.type != "cpu":
+        if (obj.is_complex() and not COMPLEX) or obj.layout != torch.strided or obj.is_quantized \
+                or obj.device.type != "cpu":
             raise Skip("complex/sparse/meta")
-        src = obj.detach()
+        src = obj.detach().resolve_conj().resolve_neg()
         whole = src.untyped_storage().nbytes() // max(src.element_size(), 1)
         skey = ("storage", src.untyped_storage().data_ptr(), src.dtype)
         if src.numel() > 0 and (whole > src.numel() or skey in memo) and src.is_contiguous():
@@ -110,7 +117,7 @@ def _to_ref(obj, memo):
         memo[key] = data
         return data
     if isinstance(obj, torch.dtype):
-        if obj.is_complex:
+        if obj.is_complex and not COMPLEX:
             raise Skip("complex dtype")
         return _ref_dtype(obj)
     if isinstance(obj, torch.device):
@@ -131,7 +138,7 @@ def _to_ref(obj, memo):
         return module
     if isinstance(obj, torch.Generator):
         raise Skip("generator")
-    if isinstance(obj, complex):
+    if isinstance(obj, complex) and not COMPLEX:
         raise Skip("complex scalar")
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*[_to_ref(v, memo) for v in obj])
@@ -148,10 +155,14 @@ def _to_torch(obj):
     """reftorch results back to torch values, for assert_close."""
     if isinstance(obj, reftorch.Tensor):
         t = obj.detach()
+        if t.is_complex():
+            t = t.resolve_conj().resolve_neg()
         if t.layout != reftorch.strided:
             t = t.to_dense()        # a sparse result: its values (the shape and dtype checks still apply)
         if t.dtype == reftorch.bfloat16:
             return torch.from_numpy(t.float().numpy().copy()).to(torch.bfloat16)
+        if t.dtype == reftorch.complex32:       # (NumPy has no complex32: through complex64, exact)
+            return torch.from_numpy(t.to(reftorch.complex64).numpy().copy()).to(torch.complex32)
         return torch.from_numpy(np.array(t.numpy(), copy=True))
     if isinstance(obj, reftorch.dtype):
         return getattr(torch, str(obj).split(".")[1])
@@ -264,7 +275,7 @@ def _compare(ref, tor, shape_only=False):
             return f"dtype {ref.dtype} vs torch {tor.dtype}"
         if ref.shape != tor.shape:
             return f"shape {tuple(ref.shape)} vs torch {tuple(tor.shape)}"
-        if shape_only or tor.dtype.is_complex:
+        if shape_only or (tor.dtype.is_complex and not COMPLEX):
             return None
         try:
             torch.testing.assert_close(ref, tor, equal_nan=True, check_stride=False)
@@ -293,25 +304,33 @@ def _compare(ref, tor, shape_only=False):
 
 def _weights(outputs, seed=1234):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(tuple(o.shape)) for o in outputs]
+    return [rng.standard_normal(tuple(o.shape)) + (1j * rng.standard_normal(tuple(o.shape)) if o.dtype.is_complex
+                                                   else 0) for o in outputs]
+
+
+def _differentiable(o):
+    return o.requires_grad and (o.dtype.is_floating_point or (COMPLEX and o.dtype.is_complex))
+
+
+def _weighted(o, w, lib):
+    p = (o * lib.from_numpy(w).to(o.dtype)).sum()
+    return p.real if o.dtype.is_complex else p      # a real loss: torch's conjugate Wirtinger gradients
 
 
 def _grads_torch(result, inputs):
-    outs = [o for o in _flat_tensors(result, torch.Tensor)
-            if o.requires_grad and o.dtype.is_floating_point]
+    outs = [o for o in _flat_tensors(result, torch.Tensor) if _differentiable(o)]
     if not outs:
         return None
-    loss = sum((o * torch.from_numpy(w).to(o.dtype)).sum() for o, w in zip(outs, _weights(outs)))
+    loss = sum(_weighted(o, w, torch) for o, w in zip(outs, _weights(outs)))
     grads = torch.autograd.grad(loss, inputs, allow_unused=True)
     return [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
 
 def _grads_ref(result, inputs):
-    outs = [o for o in _flat_tensors(result, reftorch.Tensor)
-            if o.requires_grad and o.dtype.is_floating_point]
+    outs = [o for o in _flat_tensors(result, reftorch.Tensor) if _differentiable(o)]
     if not outs:
         return None
-    loss = sum((o * reftorch.from_numpy(w).to(o.dtype)).sum() for o, w in zip(outs, _weights(outs)))
+    loss = sum(_weighted(o, w, reftorch) for o, w in zip(outs, _weights(outs)))
     grads = reftorch.autograd.grad(loss, inputs, allow_unused=True)
     return [reftorch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
 
@@ -353,6 +372,8 @@ def _closer_to_float64(op, sample, r_out):
     def up(v):
         if isinstance(v, torch.Tensor) and v.dtype in (torch.float32, torch.float16, torch.bfloat16):
             return v.detach().double()
+        if isinstance(v, torch.Tensor) and v.dtype == torch.complex64:
+            return v.detach().cdouble()
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(up(x) for x in v)
         return v
@@ -414,7 +435,7 @@ def run_sample(op, rfn, sample, grad):
         if isinstance(r_err, AttributeError) and "has no attribute" in str(r_err):
             return "missing", _err(r_err)
         return "bad", f"reftorch raises {_err(r_err)}"
-    if any(isinstance(t, torch.Tensor) and t.is_complex() for t in _flat_tensors(t_out, torch.Tensor)):
+    if not COMPLEX and any(isinstance(t, torch.Tensor) and t.is_complex() for t in _flat_tensors(t_out, torch.Tensor)):
         return "skip", "complex result"
     try:
         why = _compare(_to_torch(r_out), t_out, shape_only=True)
@@ -494,7 +515,8 @@ def _torch_grad_fails(op):
 
 def _fd_grads(rfn, sample, t_inputs, eps=1e-6, most=400):
     """Central differences of the walk's weighted loss of reftorch's (processed) result, with
-    respect to each input that requires grad; None when the inputs are too large to perturb."""
+    respect to each input that requires grad; None when the inputs are too large to perturb. A complex
+    input is perturbed along its real and imaginary parts: dL/dx + i dL/dy, torch's gradient of a real loss."""
     if sum(t.numel() for t in t_inputs) > most:
         return None
     r_fn = _process_fns(sample)[1]
@@ -503,19 +525,23 @@ def _fd_grads(rfn, sample, t_inputs, eps=1e-6, most=400):
         memo = {id(t): _to_ref(v, {}) for t, v in zip(t_inputs, values)}
         out = r_fn(rfn(_to_ref(sample.input, memo), *_to_ref(list(sample.args), memo),
                        **_to_ref(dict(sample.kwargs), memo)))
-        outs = [o for o in _flat_tensors(out, reftorch.Tensor) if o.dtype.is_floating_point]
-        return sum(float((o.double().numpy() * w).sum()) for o, w in zip(outs, _weights(outs)))
+        outs = [o for o in _flat_tensors(out, reftorch.Tensor)
+                if o.dtype.is_floating_point or (COMPLEX and o.dtype.is_complex)]
+        return sum(float(np.real(o.detach().resolve_conj().numpy().astype(np.complex128 if o.dtype.is_complex
+                                                                            else np.float64) * w).sum())
+                   for o, w in zip(outs, _weights(outs)))
 
     base = [t.detach().clone() for t in t_inputs]
     grads = []
     for k, t in enumerate(base):
         g = torch.zeros_like(t)
         for i in range(t.numel()):
-            vals = [b.clone() for b in base]
-            vals[k].view(-1)[i] += eps
-            up = loss(vals)
-            vals[k].view(-1)[i] -= 2 * eps
-            g.view(-1)[i] = (up - loss(vals)) / (2 * eps)
+            for step in ((1, 1j) if t.is_complex() else (1,)):
+                vals = [b.clone() for b in base]
+                vals[k].view(-1)[i] += eps * step
+                up = loss(vals)
+                vals[k].view(-1)[i] -= 2 * eps * step
+                g.view(-1)[i] += (up - loss(vals)) / (2 * eps) * step
         grads.append(g)
     return grads
 
@@ -567,7 +593,8 @@ def walk_op(op, dtypes, args):
     for dt in dtypes:
         if dt not in supported:
             continue
-        grad = (dt == torch.float64 and not args.no_grad and op.supports_autograd)
+        grad = (dt in (torch.float64, torch.complex128) and not args.no_grad and op.supports_autograd
+                and dt in op.supported_backward_dtypes("cpu"))
         plan.append((dt, grad))
     for dt, grad in [] if args.errors_only else plan:
         try:
@@ -632,6 +659,7 @@ def main(argv=None):
     p.add_argument("--errors", action="store_true", help="also error_inputs")
     p.add_argument("--errors-only", action="store_true", help="only error_inputs (the whole op_db in a minute)")
     p.add_argument("--no-grad", action="store_true")
+    p.add_argument("--complex", action="store_true", help="complex samples too (see the docstring)")
     p.add_argument("--show", type=int, default=3, help="disagreements printed per op")
     p.add_argument("--timeout", type=int, default=30, help="seconds per sample")
     p.add_argument("--start", help="begin the walk at this OpInfo name (op_db's order)")
@@ -639,6 +667,8 @@ def main(argv=None):
     p.add_argument("--json")
     args = p.parse_args(argv)
     args.errors = args.errors or args.errors_only
+    global COMPLEX
+    COMPLEX = args.complex
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGALRM, _alarm)
     dtypes = [DTYPES[d] for d in args.dtypes.split(",")]

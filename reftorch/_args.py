@@ -275,6 +275,8 @@ def _acc_dtype(spec, dt):
         return half_acc_dtype(rule)
     if rule == "wide":
         return D.complex128 if dt.category == 3 else D.float64 if dt.category == 2 else D.int64
+    if rule == "float64" and dt.category == 3:
+        return D.complex128     # a complex scan's float64 is its complex128
     return {"float64": D.float64, "int64": D.int64, "bool": D.bool_}.get(rule, dt)
 
 

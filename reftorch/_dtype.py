@@ -148,7 +148,8 @@ def note_chalf():
 def chalf_values(a):
     """A complex32 (structured) array's values as complex64 (exact)."""
     a = np.asarray(a)
-    return a.reshape(-1).view(np.float16).astype(np.float32).view(np.complex64).reshape(a.shape)
+    # contiguous first: a strided 1-D view (a column) reshapes to itself, and a strided array cannot be reviewed
+    return np.ascontiguousarray(a).reshape(-1).view(np.float16).astype(np.float32).view(np.complex64).reshape(a.shape)
 
 
 def to_chalf(a):

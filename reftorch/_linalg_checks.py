@@ -41,7 +41,8 @@ def linalg_check(A, fn, square=False, name="A", min_dims=2, floating=True, kerne
         _check_square(A, fn, name)
     if floating and A.dtype.category < 2:        # floating or complex
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {A.dtype.short}")
-    if kernel is not False and (floating or kernel) and (A.dtype.itemsize == 2 or A.dtype.category < 2):
+    low = A.dtype.itemsize == 2 or (A.dtype.category == 3 and A.dtype.itemsize == 4)      # 16-bit, complex32
+    if kernel is not False and (floating or kernel) and (low or A.dtype.category < 2):
         if kernel == "low precision":
             raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {A.dtype.short}")
         raise NotImplementedError(f'"{kernel or fn.split(".")[-1] + "_cpu"}" not implemented for \'{A.dtype.short}\'')

@@ -128,6 +128,8 @@ def acc_dtype(op, dt):
     rule = op.reduce.accumulate
     if rule == "wide":
         return {"f": np.float64, "c": np.complex128}.get(np.dtype(dt).kind, np.int64)
+    if rule == "float64" and np.dtype(dt).kind == "c":
+        return np.complex128
     return {"float64": np.float64, "int64": np.int64, "bool": np.bool_}.get(rule, dt)
 
 

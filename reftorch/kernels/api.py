@@ -56,7 +56,9 @@ SPECS = {
 
     'mul': {'name': 'mul', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__mul__', '__rmul__', '__imul__'), 'aliases': ('multiply',), 'ref': 'np.multiply', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'chalf': True},
 
-    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__rtruediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': 'div_cpu'},
+    '_div': {'name': '_div', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': False, 'function': False, 'operators': ('__truediv__', '__itruediv__'), 'aliases': (), 'ref': 'np.true_divide', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': 'div_cpu'},
+
+    '_rtruediv': {'name': '_rtruediv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': ('__rtruediv__',), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
 
     'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
 
@@ -132,7 +134,7 @@ SPECS = {
 
     'unfold_backward': {'name': 'unfold_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('input_sizes', 'int[]', None, False), ('dimension', 'int', None, False), ('size', 'int', None, False), ('step', 'int', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dimension', 'size', 'step'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': True},
 
-    'as_strided_backward': {'name': 'as_strided_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False), ('in_size', 'int[]', None, False), ('in_stride', 'int[]', None, False), ('in_offset', 'int', None, False), ('adjoint', 'bool', 'False', False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('adjoint', 'in_offset', 'in_size', 'in_stride', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'as_strided_backward': {'name': 'as_strided_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('size', 'int[]', None, False), ('stride', 'int[]', None, False), ('storage_offset', 'int', None, False), ('in_size', 'int[]', None, False), ('in_stride', 'int[]', None, False), ('in_offset', 'int', None, False), ('adjoint', 'bool', 'False', False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('adjoint', 'in_offset', 'in_size', 'in_stride', 'size', 'storage_offset', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'unbind': {'name': 'unbind', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', '0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, dim=0: tuple(np.moveaxis(x, dim, 0))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'UnbindBackward0'},
 
@@ -152,7 +154,7 @@ SPECS = {
 
     'gelu_tanh': {'name': 'gelu_tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'GeluBackward0'},
 
-    'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'mish': {'name': 'mish', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x * np.tanh(np.log1p(np.exp(x)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -192,9 +194,9 @@ SPECS = {
 
     'bce_loss_elementwise': {'name': 'bce_loss_elementwise', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('target', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self', 'target'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, y: -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'fp32'},
 
-    'im2col': {'name': 'im2col', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False), ('pad_value', 'float', '0.0', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'self.shape', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'im2col': {'name': 'im2col', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False), ('pad_value', 'float', '0.0', False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'self.shape', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'col2im': {'name': 'col2im', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('output_size', 'int[]', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'col2im': {'name': 'col2im', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('output_size', 'int[]', None, False), ('kernel_size', 'int[]', None, False), ('dilation', 'int[]', None, False), ('padding', 'int[]', None, False), ('stride', 'int[]', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dilation', 'kernel_size', 'padding', 'stride'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'prod': {'name': 'prod', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'result', 'self'), 'kernel_args': (), 'identity': '1', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.prod(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'ProdBackward1', 'default': 'ProdBackward0'}, 'autocast': 'fp32', 'chalf': 'prod_out_cpu'},
 
@@ -230,7 +232,7 @@ SPECS = {
 
     'cumprod_backward': {'name': 'cumprod_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
-    'logcumsumexp': {'name': 'logcumsumexp', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '-inf', 'accumulate': 'float64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim: np.logaddexp.accumulate(np.atleast_1d(self), axis=dim).reshape(self.shape)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'logcumsumexp': {'name': 'logcumsumexp', 'kind': 'scan', 'args': (('self', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'result', 'self'), 'kernel_args': (), 'identity': '-inf', 'accumulate': 'float64', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, dim: np.logaddexp.accumulate(np.atleast_1d(self), axis=dim).reshape(self.shape) if self.dtype.kind != 'c' else np.frompyfunc(lambda a, b: (lambda lo, hi: np.log1p(np.exp(lo - hi)) + hi)(*((a, b) if a.real < b.real else (b, a))), 2, 1).accumulate(np.atleast_1d(self).astype(np.complex128).astype(object), axis=dim).astype(self.dtype).reshape(self.shape)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': 'logcumsumexp_out_cpu'},
 
     'logcumsumexp_backward': {'name': 'logcumsumexp_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('result', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'keep'},
 
@@ -530,25 +532,27 @@ SPECS = {
 
     '_log_softmax_backward': {'name': '_log_softmax_backward', 'kind': 'array', 'args': (('grad_output', 'Tensor', None, False), ('output', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'grad_output', 'output'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'cuda': 'log_softmax_backward'},
 
-    '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_inv_ex': {'name': '_linalg_inv_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     'linalg_inv_ex': {'name': 'linalg_inv_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, check_errors=False: (np.linalg.inv(A), np.zeros(A.shape[:-2], np.int32))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_inv': {'name': 'linalg_inv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('inverse',), 'ref': 'np.linalg.inv', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_det': {'name': '_linalg_det', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_det': {'name': '_linalg_det', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_linalg_det_backward': {'name': '_linalg_det_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('det', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_det': {'name': 'linalg_det', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('det',), 'ref': 'np.linalg.det', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_slogdet': {'name': '_linalg_slogdet', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_slogdet': {'name': '_linalg_slogdet', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+
+    '_slogdet_backward': {'name': '_slogdet_backward', 'kind': 'composite', 'args': (('gsign', 'Tensor', None, False), ('glogabsdet', 'Tensor', None, False), ('A', 'Tensor', None, False), ('sign', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_slogdet': {'name': 'linalg_slogdet', 'kind': 'composite', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('slogdet',), 'ref': 'lambda A: np.linalg.slogdet(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'logdet': {'name': 'logdet', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self: np.log(np.linalg.det(self))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_cholesky_ex': {'name': '_linalg_cholesky_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_cholesky_ex': {'name': '_linalg_cholesky_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_cholesky_backward': {'name': '_cholesky_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('L', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -558,19 +562,19 @@ SPECS = {
 
     'cholesky': {'name': 'cholesky', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.cholesky(self, upper=upper)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_cholesky_solve': {'name': '_cholesky_solve', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input2', 'result', 'self.shape', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_cholesky_solve': {'name': '_cholesky_solve', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('input2', 'result', 'self.shape', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_cholesky_solve_grad_factor': {'name': '_cholesky_solve_grad_factor', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('X', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'cholesky_solve': {'name': 'cholesky_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, input2, upper=False: np.linalg.solve((lambda L: L @ np.swapaxes(L, -1, -2))(np.swapaxes(np.triu(input2), -1, -2) if upper else np.tril(input2)), self)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_cholesky_inverse': {'name': '_cholesky_inverse', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_cholesky_inverse': {'name': '_cholesky_inverse', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_cholesky_inverse_grad': {'name': '_cholesky_inverse_grad', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('inverse', 'Tensor', None, False), ('upper', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'cholesky_inverse': {'name': 'cholesky_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('upper', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, upper=False: np.linalg.inv((lambda L: L @ np.swapaxes(L, -1, -2))(np.swapaxes(np.triu(self), -1, -2) if upper else np.tril(self)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_solve_triangular': {'name': '_linalg_solve_triangular', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('upper', 'bool', None, False), ('left', 'bool', None, False), ('unitriangular', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'left', 'result', 'unitriangular', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_solve_triangular': {'name': '_linalg_solve_triangular', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('upper', 'bool', None, False), ('left', 'bool', None, False), ('unitriangular', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'left', 'result', 'unitriangular', 'upper'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_solve_triangular_grad_a': {'name': '_solve_triangular_grad_a', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('X', 'Tensor', None, False), ('upper', 'bool', None, False), ('left', 'bool', None, False), ('unitriangular', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -578,7 +582,7 @@ SPECS = {
 
     'triangular_solve': {'name': 'triangular_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('A', 'Tensor', None, False), ('upper', 'bool', 'True', False), ('transpose', 'bool', 'False', False), ('unitriangular', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, A, upper=True, transpose=False, unitriangular=False: (__import__('scipy.linalg').linalg.solve_triangular(A, self, lower=not upper, trans=int(transpose), unit_diagonal=unitriangular), A)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    '_linalg_solve_ex': {'name': '_linalg_solve_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'B', 'B.shape', 'left', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_solve_ex': {'name': '_linalg_solve_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'B', 'B.shape', 'left', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_solve_grad_a': {'name': '_solve_grad_a', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('X', 'Tensor', None, False), ('left', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -586,7 +590,7 @@ SPECS = {
 
     'linalg_solve': {'name': 'linalg_solve', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('B', 'Tensor', None, False), ('left', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda A, B, left=True: np.linalg.solve(A, B) if left else np.swapaxes(np.linalg.solve(np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2)), -1, -2)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_lu_factor_ex': {'name': '_linalg_lu_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_lu_factor_ex': {'name': '_linalg_lu_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_lu_factor_backward': {'name': '_lu_factor_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('LU', 'Tensor', None, False), ('pivots', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -596,17 +600,17 @@ SPECS = {
 
     'linalg_lu_factor': {'name': 'linalg_lu_factor', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True: (lambda f: (f[0], f[1] + 1))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_lu_permutation': {'name': '_lu_permutation', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_lu_permutation': {'name': '_lu_permutation', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'lu_unpack': {'name': 'lu_unpack', 'kind': 'composite', 'args': (('LU_data', 'Tensor', None, False), ('LU_pivots', 'Tensor', None, False), ('unpack_data', 'bool', 'True', False), ('unpack_pivots', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    '_linalg_lu': {'name': '_linalg_lu', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_lu': {'name': '_linalg_lu', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_lu': {'name': 'linalg_lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True: __import__('scipy.linalg').linalg.lu(A)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'lu': {'name': 'lu', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('pivot', 'bool', 'True', False), ('get_infos', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, pivot=True, get_infos=False: (lambda f: (f[0], f[1] + 1) + ((np.zeros(A.shape[:-2], np.int32),) if get_infos else ()))(__import__('scipy.linalg').linalg.lu_factor(A))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_lu_solve': {'name': '_linalg_lu_solve', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('B.shape', 'LU', 'adjoint', 'left', 'pivots', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_lu_solve': {'name': '_linalg_lu_solve', 'kind': 'array', 'args': (('LU', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('B.shape', 'LU', 'adjoint', 'left', 'pivots', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_lu_solve_grad_lu': {'name': '_lu_solve_grad_lu', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('LU', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('X', 'Tensor', None, False), ('left', 'bool', None, False), ('adjoint', 'bool', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -614,17 +618,17 @@ SPECS = {
 
     'lu_solve': {'name': 'lu_solve', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('LU_data', 'Tensor', None, False), ('LU_pivots', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    '_linalg_ldl_factor_ex': {'name': '_linalg_ldl_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_ldl_factor_ex': {'name': '_linalg_ldl_factor_ex', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 3, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_factor_ex': {'name': 'linalg_ldl_factor_ex', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True), ('check_errors', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_factor': {'name': 'linalg_ldl_factor', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_ldl_solve': {'name': '_linalg_ldl_solve', 'kind': 'array', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_ldl_solve': {'name': '_linalg_ldl_solve', 'kind': 'array', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Index', None, False), ('B', 'Tensor', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_ldl_solve': {'name': 'linalg_ldl_solve', 'kind': 'composite', 'args': (('LD', 'Tensor', None, False), ('pivots', 'Tensor', None, False), ('B', 'Tensor', None, False), ('hermitian', 'bool', 'False', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_eigh': {'name': '_linalg_eigh', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_eigh': {'name': '_linalg_eigh', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_eigh_backward': {'name': '_eigh_backward', 'kind': 'composite', 'args': (('gL', 'Tensor', None, False), ('gV', 'Tensor', None, False), ('L', 'Tensor', None, False), ('V', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -632,7 +636,7 @@ SPECS = {
 
     'linalg_eigvalsh': {'name': 'linalg_eigvalsh', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('UPLO', 'str', '"L"', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda A, UPLO='L': np.linalg.eigvalsh(A, UPLO)", 'atol': 0.0001, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_svd': {'name': '_linalg_svd', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_svd': {'name': '_linalg_svd', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('full_matrices', 'bool', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 3, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_svd_backward': {'name': '_svd_backward', 'kind': 'composite', 'args': (('gU', 'Tensor', None, False), ('gS', 'Tensor', None, False), ('gVh', 'Tensor', None, False), ('U', 'Tensor', None, False), ('S', 'Tensor', None, False), ('Vh', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -642,7 +646,7 @@ SPECS = {
 
     'svd': {'name': 'svd', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('some', 'bool', 'True', False), ('compute_uv', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    '_linalg_qr': {'name': '_linalg_qr', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('mode', 'str', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'mode', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_qr': {'name': '_linalg_qr', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('mode', 'str', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'mode', 'results'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     '_qr_backward': {'name': '_qr_backward', 'kind': 'composite', 'args': (('gQ', 'Tensor', None, False), ('gR', 'Tensor', None, False), ('Q', 'Tensor', None, False), ('R', 'Tensor', None, False), ('A', 'Tensor', None, False), ('mode', 'str', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -652,13 +656,13 @@ SPECS = {
 
     'qr': {'name': 'qr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('some', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, some=True: np.linalg.qr(self, mode='reduced' if some else 'complete')", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    'geqrf': {'name': 'geqrf', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: (lambda r: (np.swapaxes(r[0], -1, -2), r[1]))(np.linalg.qr(self, mode='raw'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    'geqrf': {'name': 'geqrf', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: (lambda r: (np.swapaxes(r[0], -1, -2), r[1]))(np.linalg.qr(self, mode='raw'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     'linalg_householder_product': {'name': 'linalg_householder_product', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tau', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('orgqr',), 'ref': "lambda A, tau: __import__('functools').reduce(lambda Q, i: Q - tau[i] * np.outer(Q @ (lambda v: v)(np.concatenate([np.zeros(i), [1.0], A[i + 1:, i]])), np.concatenate([np.zeros(i), [1.0], A[i + 1:, i]])), range(tau.shape[-1]), np.eye(A.shape[0]))[:, :A.shape[1]]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'ormqr': {'name': 'ormqr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('input2', 'Tensor', None, False), ('input3', 'Tensor', None, False), ('left', 'bool', 'True', False), ('transpose', 'bool', 'False', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_matrix_exp': {'name': '_linalg_matrix_exp', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_linalg_matrix_exp': {'name': '_linalg_matrix_exp', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     '_matrix_exp_backward': {'name': '_matrix_exp_backward', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('grad', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -666,9 +670,11 @@ SPECS = {
 
     'linalg_matrix_power': {'name': 'linalg_matrix_power', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('n', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('matrix_power',), 'ref': 'lambda A, n: np.linalg.matrix_power(A, n)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_pinv': {'name': '_linalg_pinv', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('atol', 'any', None, False), ('rtol', 'any', None, False), ('hermitian', 'bool', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    '_linalg_pinv_value': {'name': '_linalg_pinv_value', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', None, False), ('hermitian', 'bool', None, False), ('atol', 'any', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_linalg_pinv_backward': {'name': '_linalg_pinv_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('pinv', 'Tensor', None, False), ('A', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_pinv_attach': {'name': '_pinv_attach', 'kind': 'array', 'args': (('A', 'Tensor', None, False), ('pinv', 'Tensor', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('A', 'result'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgPinvBackward0'},
+
+    '_pinv_backward': {'name': '_pinv_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('P', 'Tensor', None, False), ('A', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_pinv': {'name': 'linalg_pinv', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('rtol', 'any', 'None', False), ('hermitian', 'bool', 'False', False), ('atol', 'any', 'None', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('pinverse',), 'ref': 'lambda A, rtol=None, hermitian=False, atol=None: np.linalg.pinv(A)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -688,7 +694,7 @@ SPECS = {
 
     'linalg_cross': {'name': 'linalg_cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=-1: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgCrossBackward0', 'out': {'dtype': 'exact', 'overlap': 'any'}},
 
-    'linalg_vecdot': {'name': 'linalg_vecdot', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('y', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, y, dim=-1: np.sum(x * y, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'linalg_vecdot': {'name': 'linalg_vecdot', 'kind': 'composite', 'args': (('x', 'Tensor', None, False), ('y', 'Tensor', None, False), ('dim', 'dim', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, y, dim=-1: np.sum(np.conj(x) * y, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'linalg_multi_dot': {'name': 'linalg_multi_dot', 'kind': 'composite', 'args': (('tensors', 'Tensor[]', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda tensors: np.linalg.multi_dot(tensors)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -916,7 +922,7 @@ SPECS = {
 
     'unique_consecutive': {'name': 'unique_consecutive', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('return_inverse', 'bool', 'False', False), ('return_counts', 'bool', 'False', False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, return_inverse=False, return_counts=False, dim=None: (lambda x: (lambda keep: (lambda v, inv, c: (v,) + ((inv.reshape(self.shape),) if return_inverse else ()) + ((c,) if return_counts else ()))(x[keep], np.cumsum(keep) - 1, np.diff(np.append(np.flatnonzero(keep), x.size))))(np.concatenate([[True], x[1:] != x[:-1]]) if x.size else np.zeros(0, bool)))(self.reshape(-1)) if return_inverse or return_counts else (lambda x: x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x)(self.reshape(-1))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'nonzero_static': {'name': 'nonzero_static', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('size', 'int', None, True), ('fill_value', 'int', '-1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, size, fill_value=-1: np.concatenate([np.argwhere(self)[:size], np.full((max(size - len(np.argwhere(self)), 0), self.ndim), fill_value)]).astype(np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'nonzero_static': {'name': 'nonzero_static', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('size', 'int', None, True), ('fill_value', 'int', '-1', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'int64', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, size, fill_value=-1: np.concatenate([np.argwhere(self)[:size], np.full((max(size - len(np.argwhere(self)), 0), self.ndim), fill_value)]).astype(np.int64)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'addmv': {'name': 'addmv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('mat', 'Tensor', None, False), ('vec', 'Tensor', None, False), ('beta', 'Scalar', '1', True), ('alpha', 'Scalar', '1', True)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, mat, vec, beta=1, alpha=1: beta * self + alpha * (mat @ vec)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': 'lower', 'out': {'dtype': 'exact'}},
 
@@ -932,7 +938,7 @@ SPECS = {
 
     'kron': {'name': 'kron', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.kron', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    '_cross': {'name': '_cross', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    '_cross': {'name': '_cross', 'kind': 'array', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': 'cross'},
 
     'cross': {'name': 'cross', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False), ('dim', 'dim?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, other, dim=None: np.cross(self, other, axis=dim)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'LinalgCrossBackward0', 'out': {'dtype': 'exact', 'overlap': 'any'}},
 
@@ -1351,6 +1357,13 @@ def _div(self, other):
 def _div_(self, other):
     """In-place _div: writes the result into self."""
     return _rt.call_inplace('_div', (self, other, ), ())
+
+
+def _rtruediv(self, other):
+    """other / self for a number other (the reflected / operator), as torch's reciprocal(self) * other.
+
+    ops.yaml: _rtruediv"""
+    return _rt.composite('_rtruediv', self, other)
 
 
 def pow(self, exponent, *, out=None):
@@ -2221,7 +2234,7 @@ def cumprod_backward(grad, self, result, dim=_REQUIRED, *, axis=_REQUIRED):
 
 
 def logcumsumexp(self, dim=_REQUIRED, *, axis=_REQUIRED, out=None):
-    """log(cumsum(exp(x))) along dim, computed stably.
+    """log(cumsum(exp(x))) along dim, computed stably (complex as torch's, in complex128).
 
     ops.yaml: logcumsumexp"""
     if axis is not _REQUIRED:
@@ -4155,6 +4168,13 @@ def _linalg_slogdet(A):
     return _rt.call('_linalg_slogdet', (A, ), ())
 
 
+def _slogdet_backward(gsign, glogabsdet, A, sign):
+    """The gradient of slogdet, A^-H times log|det|'s gradient (and, complex, the sign's phase).
+
+    ops.yaml: _slogdet_backward"""
+    return _rt.composite('_slogdet_backward', gsign, glogabsdet, A, sign)
+
+
 def linalg_slogdet(A, *, out=None):
     """torch.linalg.slogdet (and torch.slogdet) — (sign, logabsdet) of the determinant.
 
@@ -4184,7 +4204,7 @@ def _linalg_cholesky_ex(A, upper):
 
 
 def _cholesky_backward(grad, L, upper):
-    """The (symmetric) gradient of cholesky, L^-T Phi(L^T gL) L^-1, as PyTorch computes it.
+    """The gradient of cholesky, L^-H Phi(L^H gL) L^-1, as PyTorch computes it.
 
     ops.yaml: _cholesky_backward"""
     return _rt.composite('_cholesky_backward', grad, L, upper)
@@ -4439,11 +4459,11 @@ def lu_solve(self, LU_data, LU_pivots, *, out=None):
     return _rt.composite('lu_solve', self, LU_data, LU_pivots)
 
 
-def _linalg_ldl_factor_ex(A):
-    """(LD, pivots, info) of A = P L D L^T P^T, Bunch-Kaufman pivoting (LAPACK sytrf, lower).
+def _linalg_ldl_factor_ex(A, hermitian):
+    """(LD, pivots, info) of A = P L D L^T P^T (complex hermitian - L D L^H), Bunch-Kaufman pivoting (LAPACK sytrf / hetrf, lower).
 
     ops.yaml: _linalg_ldl_factor_ex"""
-    return _rt.call('_linalg_ldl_factor_ex', (A, ), ())
+    return _rt.call('_linalg_ldl_factor_ex', (A, ), (hermitian, ))
 
 
 def linalg_ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
@@ -4464,11 +4484,11 @@ def linalg_ldl_factor(A, *, hermitian=False, out=None):
     return _rt.composite('linalg_ldl_factor', A, hermitian=hermitian)
 
 
-def _linalg_ldl_solve(LD, pivots, B):
-    """X with A X = B from ldl_factor's (LD, pivots) (LAPACK sytrs).
+def _linalg_ldl_solve(LD, pivots, B, hermitian):
+    """X with A X = B from ldl_factor's (LD, pivots) (LAPACK sytrs; complex hermitian - hetrs).
 
     ops.yaml: _linalg_ldl_solve"""
-    return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), ())
+    return _rt.call('_linalg_ldl_solve', (LD, pivots, B, ), (hermitian, ))
 
 
 def linalg_ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
@@ -4660,18 +4680,25 @@ def linalg_matrix_power(A, n, *, out=None):
 matrix_power = linalg_matrix_power
 
 
-def _linalg_pinv(A, atol, rtol, hermitian):
-    """The pseudo-inverse through the SVD (or, hermitian, the eigendecomposition of the lower triangle).
+def _linalg_pinv_value(A, rtol, hermitian, atol):
+    """The pseudo-inverse's value, through the SVD (or eigh where hermitian); singular values at or below the tolerance count as zero.
 
-    ops.yaml: _linalg_pinv"""
-    return _rt.call('_linalg_pinv', (A, ), (atol, rtol, hermitian, ))
+    ops.yaml: _linalg_pinv_value"""
+    return _rt.composite('_linalg_pinv_value', A, rtol, hermitian, atol)
 
 
-def _linalg_pinv_backward(grad, pinv, A):
-    """The gradient of pinv (torch's pinv_backward), differentiable again (its double backward).
+def _pinv_attach(A, pinv):
+    """pinv's value (computed without recording) as a node of A with torch's pinv_backward: hermitian=True's gradient is the general one, not eigh's symmetric one.
 
-    ops.yaml: _linalg_pinv_backward"""
-    return _rt.composite('_linalg_pinv_backward', grad, pinv, A)
+    ops.yaml: _pinv_attach"""
+    return _rt.call('_pinv_attach', (A, pinv, ), ())
+
+
+def _pinv_backward(grad, P, A):
+    """The gradient of pinv for a general (not only Hermitian) perturbation of A.
+
+    ops.yaml: _pinv_backward"""
+    return _rt.composite('_pinv_backward', grad, P, A)
 
 
 def linalg_pinv(A, rtol=None, hermitian=False, *, atol=None, out=None):
@@ -4771,7 +4798,7 @@ def linalg_cross(self, other, *, dim=-1, axis=_REQUIRED, out=None):
 
 
 def linalg_vecdot(x, y, *, dim=-1, axis=_REQUIRED, out=None):
-    """torch.linalg.vecdot - the dot product along dim, broadcasting.
+    """torch.linalg.vecdot - the dot product along dim, broadcasting; x is conjugated (complex), as torch's.
 
     ops.yaml: linalg_vecdot"""
     if axis is not _REQUIRED:

@@ -927,7 +927,7 @@ def _linalg_det_forward(A):
 def _linalg_slogdet_forward(A):
     # ops.yaml: _linalg_slogdet
     sign, logabsdet = np.linalg.slogdet(A)
-    return np.asarray(sign, A.dtype), np.asarray(logabsdet, A.dtype)
+    return np.asarray(sign, A.dtype), np.asarray(logabsdet, A.real.dtype)     # complex: a unit-modulus sign, a real log
 
 
 def _linalg_cholesky_ex_forward(A, upper):
@@ -943,19 +943,19 @@ def _linalg_cholesky_ex_forward(A, upper):
 
 def _cholesky_solve_forward(self, input2, upper):
     # ops.yaml: _cholesky_solve
-    L = np.swapaxes(input2, -1, -2) if upper else input2        # the lower factor; only its triangle is read
+    L = np.conj(np.swapaxes(input2, -1, -2)) if upper else input2        # the lower factor; only its triangle is read
     with np.errstate(all="ignore"):
         y = lapack.solve_triangular(L, self, False)
-        return lapack.solve_triangular(np.swapaxes(L, -1, -2), y, True).astype(np.result_type(self, input2), copy=False)
+        return lapack.solve_triangular(np.conj(np.swapaxes(L, -1, -2)), y, True).astype(np.result_type(self, input2), copy=False)
 
 
 def _cholesky_inverse_forward(self, upper):
     # ops.yaml: _cholesky_inverse
-    L = np.swapaxes(self, -1, -2) if upper else self
+    L = np.conj(np.swapaxes(self, -1, -2)) if upper else self
     eye = np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), L.shape)
     with np.errstate(all="ignore"):
         L_inv = lapack.solve_triangular(L, eye, False)
-    return np.matmul(np.swapaxes(L_inv, -1, -2), L_inv)
+    return np.matmul(np.conj(np.swapaxes(L_inv, -1, -2)), L_inv)
 
 
 def _linalg_solve_triangular_forward(A, B, upper, left, unitriangular):
@@ -1015,29 +1015,29 @@ def _linalg_lu_solve_forward(LU, pivots, B, left, adjoint):
         return lapack.lu_solve(LU, pivots, B, left, adjoint).astype(np.result_type(LU, B), copy=False)
 
 
-def _linalg_ldl_factor_ex_forward(A):
+def _linalg_ldl_factor_ex_forward(A, hermitian):
     # ops.yaml: _linalg_ldl_factor_ex
-    return lapack.ldl_factor(A)
+    return lapack.ldl_factor(A, hermitian)
 
 
-def _linalg_ldl_solve_forward(LD, pivots, B):
+def _linalg_ldl_solve_forward(LD, pivots, B, hermitian):
     # ops.yaml: _linalg_ldl_solve
     with np.errstate(all="ignore"):
-        return lapack.ldl_solve(LD, pivots, B)
+        return lapack.ldl_solve(LD, pivots, B, hermitian)
 
 
 def _linalg_eigh_forward(A, UPLO):
     # ops.yaml: _linalg_eigh
     direct = lapack.syevd(A, UPLO)
     L, V = direct if direct is not None else np.linalg.eigh(A, UPLO)
-    return L.astype(A.dtype, copy=False), V.astype(A.dtype, copy=False)
+    return L.astype(A.real.dtype, copy=False), V.astype(A.dtype, copy=False)     # Hermitian: real eigenvalues
 
 
 def _linalg_svd_forward(A, full_matrices):
     # ops.yaml: _linalg_svd
     direct = lapack.gesdd(A, full_matrices)
     U, S, Vh = direct if direct is not None else lapack.numpy_svd(A, full_matrices)
-    return U.astype(A.dtype, copy=False), S.astype(A.dtype, copy=False), Vh.astype(A.dtype, copy=False)
+    return U.astype(A.dtype, copy=False), S.astype(A.real.dtype, copy=False), Vh.astype(A.dtype, copy=False)
 
 
 def _linalg_qr_forward(A, mode):
@@ -1061,25 +1061,9 @@ def _linalg_matrix_exp_forward(A):
     return lapack.matrix_exp(A)
 
 
-def _linalg_pinv_forward(A, atol, rtol, hermitian):
-    # ops.yaml: _linalg_pinv
-    # torch's get_atol_rtol: atol 0 where absent, rtol eps * max(m, n) where absent and atol is not positive
-    # (atol and rtol are numbers or tensors of one value per matrix)
-    atol = np.zeros(()) if atol is None else np.asarray(atol, np.float64)
-    default = np.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1])
-    rtol = np.where(atol <= 0, default, 0.0) if rtol is None else np.asarray(rtol, np.float64)
-    if hermitian:           # torch's: the eigendecomposition of A's lower triangle (A is taken as symmetric)
-        direct = lapack.syevd(A, "L")
-        S, U = direct if direct is not None else np.linalg.eigh(A, "L")
-        Vh, size = U.swapaxes(-1, -2), np.abs(S)
-    else:
-        direct = lapack.gesdd(A, False)
-        U, S, Vh = direct if direct is not None else lapack.numpy_svd(A, False)
-        size = S
-    tol = np.maximum(atol[..., None], rtol[..., None] * size.max(-1, keepdims=True, initial=0.0))
-    keep = size > tol
-    inv_S = np.where(keep, 1 / np.where(keep, S, 1.0), 0.0)
-    return np.matmul(Vh.swapaxes(-1, -2) * inv_S[..., None, :], U.swapaxes(-1, -2)).astype(A.dtype, copy=False)
+def _pinv_attach_forward(A, pinv):
+    # ops.yaml: _pinv_attach
+    return np.array(pinv, copy=True)
 
 
 def _scatter_strided_forward(self, src, size, stride, storage_offset):

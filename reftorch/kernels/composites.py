@@ -10,6 +10,11 @@ Each takes F (the functional namespace) first; calls of registered ops go throug
 import math
 
 
+def _rtruediv(F, self, other):
+    # ops.yaml: _rtruediv
+    return F.mul(F.reciprocal(self), other)
+
+
 def _pow_backward_exponent(F, grad, self, exponent, result):
     # ops.yaml: _pow_backward_exponent
     if exponent.dtype.is_complex:
@@ -235,7 +240,7 @@ def norm_backward(F, grad, self, result, ord, dim, keepdim):
     g = F.unsqueeze_dims(grad, self.shape, dim, keepdim)
     r = F.unsqueeze_dims(result, self.shape, dim, keepdim)
     if ord == 0:
-        return F.zeros_like(self) * g
+        return None
     if ord == 1:
         return F.sgn(self) * g
     if ord == math.inf or ord == -math.inf:
@@ -314,6 +319,8 @@ def logcumsumexp_backward(F, grad, self, result, dim):
     if self.ndim == 0:
         return grad
     rev = lambda t: F.flip(F.logcumsumexp(F.flip(t, (dim,)), dim), (dim,))
+    if grad.dtype.is_complex:
+        return F.conj(F.exp(rev(F.log(F.conj(grad)) - result) + self))
     low = F.lowest(grad.dtype)
     log_abs = F.log(F.abs(grad))
     pos = rev(F.where(grad > 0, log_abs, low) - result) + self
@@ -369,7 +376,7 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
-    if not p.dtype.is_floating_point:
+    if not (p.dtype.is_floating_point or p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
         p = p * alpha
@@ -659,13 +666,13 @@ def linalg_inv(F, A):
 
 def _linalg_det_backward(F, grad, A, det):
     # ops.yaml: _linalg_det_backward
-    g = (grad * det).unsqueeze(-1).unsqueeze(-1)
+    g = (grad * F.conj(det)).unsqueeze(-1).unsqueeze(-1)
     if bool((det != 0).all()):
-        return g * F.linalg_inv(A).mT
+        return g * F.linalg_inv(A).mH
     U, S, Vh = F.linalg_svd(A, full_matrices=False)
     n = S.shape[-1]
     others = F.stack([F.prod(F.cat([S[..., :i], S[..., i + 1:]], -1), -1) for i in range(n)], -1)
-    scale = (grad * F._linalg_det(U) * F._linalg_det(Vh)).unsqueeze(-1)
+    scale = (grad * F.conj(F._linalg_det(U) * F._linalg_det(Vh))).unsqueeze(-1)
     return F.matmul(U * (scale * others).unsqueeze(-2), Vh)
 
 
@@ -673,6 +680,14 @@ def linalg_det(F, A):
     # ops.yaml: linalg_det
     F.linalg_check(A, 'linalg.det', square=True, kernel='lu_cpu')
     return F._linalg_det(A)
+
+
+def _slogdet_backward(F, gsign, glogabsdet, A, sign):
+    # ops.yaml: _slogdet_backward
+    g = glogabsdet
+    if A.dtype.is_complex:
+        g = g + 1j * F.imag(gsign * F.conj(sign))
+    return g.unsqueeze(-1).unsqueeze(-1) * F.linalg_inv(A).mH
 
 
 def linalg_slogdet(F, A):
@@ -686,19 +701,19 @@ def logdet(F, self):
     # ops.yaml: logdet
     F.linalg_check(self, 'logdet', square=True, kernel='low precision')
     sign, logabsdet = F._linalg_slogdet(self)
+    if self.dtype.is_complex:
+        return F.log(sign) + logabsdet
     return F.where(sign < 0, math.nan, logabsdet)
 
 
 def _cholesky_backward(F, grad, L, upper):
     # ops.yaml: _cholesky_backward
     if upper:
-        L, grad = (L.mT, grad.mT)
-    n = L.shape[-1]
-    half_diagonal = F.tril(F.ones(n, n, dtype=L.dtype, device=L.device)) - 0.5 * F.eye(n, dtype=L.dtype, device=L.device)
-    phi = F.matmul(L.mT, grad) * half_diagonal
-    L_inv = F.linalg_solve_triangular(L, F.eye(n, dtype=L.dtype, device=L.device).expand(L.shape), upper=False)
-    g = F.matmul(F.matmul(L_inv.mT, phi), L_inv)
-    return (g + g.mT) * 0.5
+        L, grad = (L.mH, grad.mH)
+    phi = F.tril(F.matmul(L.mH, grad))
+    phi = (phi + F.tril(phi, -1).mH) * 0.5
+    g = F.linalg_solve_triangular(L.mH, phi, upper=True)
+    return F.linalg_solve_triangular(L, g, upper=False, left=False)
 
 
 def linalg_cholesky_ex(F, A, *, upper=False, check_errors=False):
@@ -775,8 +790,8 @@ def cholesky_inverse(F, self, upper=False):
 
 def _solve_triangular_grad_a(F, grad, A, X, upper, left, unitriangular):
     # ops.yaml: _solve_triangular_grad_a
-    gB = F._linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
-    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    gB = F._linalg_solve_triangular(A.mH, grad, not upper, left, unitriangular)
+    gA = -F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB)
     gA = F.triu(gA, 1 if unitriangular else 0) if upper else F.tril(gA, -1 if unitriangular else 0)
     return F.sum_to(gA, A.shape)
 
@@ -798,11 +813,11 @@ def triangular_solve(F, self, A, upper=True, transpose=False, unitriangular=Fals
 
 def _solve_grad_a(F, grad, A, B, X, left):
     # ops.yaml: _solve_grad_a
-    gB = F._linalg_solve_ex(A.mT, grad, left)[0]
+    gB = F._linalg_solve_ex(A.mH, grad, left)[0]
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:
         gB, X = (gB.unsqueeze(-1), X.unsqueeze(-1))
-    return F.sum_to(-F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB), A.shape)
+    return F.sum_to(-F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB), A.shape)
 
 
 def linalg_solve_ex(F, A, B, *, left=True, check_errors=False):
@@ -834,18 +849,18 @@ def _lu_backward(F, gL, gU, P, L, U):
     m, n = (L.shape[-2], U.shape[-1])
     k = m if m < n else n
     if m == n:
-        g = F.tril(F.matmul(L.mT, gL), -1) + F.triu(F.matmul(gU, U.mT))
-        g = F.linalg_solve_triangular(U.mT, g, upper=False, left=False)
-        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
+        g = F.tril(F.matmul(L.mH, gL), -1) + F.triu(F.matmul(gU, U.mH))
+        g = F.linalg_solve_triangular(U.mH, g, upper=False, left=False)
+        return F.matmul(P, F.linalg_solve_triangular(L.mH, g, upper=True, unitriangular=True))
     if m < n:
-        g = F.tril(F.matmul(L.mT, gL) - F.matmul(F.triu(gU), U.mT), -1)
-        g = F.linalg_solve_triangular(U[..., :, :k].mT, g, upper=False, left=False)
+        g = F.tril(F.matmul(L.mH, gL) - F.matmul(F.triu(gU), U.mH), -1)
+        g = F.linalg_solve_triangular(U[..., :, :k].mH, g, upper=False, left=False)
         g = F.cat([g + F.triu(gU[..., :, :k]), gU[..., :, k:]], -1)
-        return F.matmul(P, F.linalg_solve_triangular(L.mT, g, upper=True, unitriangular=True))
-    g = F.triu(F.matmul(gU, U.mT) - F.matmul(L.mT, F.tril(gL, -1)))
-    g = F.linalg_solve_triangular(L[..., :k, :].mT, g, upper=True, unitriangular=True)
+        return F.matmul(P, F.linalg_solve_triangular(L.mH, g, upper=True, unitriangular=True))
+    g = F.triu(F.matmul(gU, U.mH) - F.matmul(L.mH, F.tril(gL, -1)))
+    g = F.linalg_solve_triangular(L[..., :k, :].mH, g, upper=True, unitriangular=True)
     g = F.cat([g + F.tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
-    return F.matmul(P, F.linalg_solve_triangular(U.mT, g, upper=False, left=False))
+    return F.matmul(P, F.linalg_solve_triangular(U.mH, g, upper=False, left=False))
 
 
 def linalg_lu_factor_ex(F, A, *, pivot=True, check_errors=False):
@@ -903,12 +918,12 @@ def lu(F, A, pivot=True, get_infos=False):
 def _lu_solve_grad_lu(F, grad, LU, pivots, X, left, adjoint):
     # ops.yaml: _lu_solve_grad_lu
     gB = F._linalg_lu_solve(LU, pivots, grad, left, not adjoint)
-    gA = -F.matmul(gB, X.mT) if left else -F.matmul(X.mT, gB)
+    gA = -F.matmul(gB, X.mH) if left else -F.matmul(X.mH, gB)
     if adjoint:
-        gA = gA.mT
+        gA = gA.mH
     P, L, U = F.lu_unpack(LU, pivots)
-    PgA = F.matmul(P.mT, gA)
-    return F.sum_to(F.tril(F.matmul(PgA, U.mT), -1) + F.triu(F.matmul(L.mT, PgA)), LU.shape)
+    PgA = F.matmul(P.mH, gA)
+    return F.sum_to(F.tril(F.matmul(PgA, U.mH), -1) + F.triu(F.matmul(L.mH, PgA)), LU.shape)
 
 
 def linalg_lu_solve(F, LU, pivots, B, *, left=True, adjoint=False):
@@ -932,7 +947,7 @@ def lu_solve(F, self, LU_data, LU_pivots):
 def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
     # ops.yaml: linalg_ldl_factor_ex
     F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
-    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A, hermitian)
     if check_errors:
         F.linalg_raise(info, 'torch.linalg.ldl_factor_ex', 'ldl')
     return F.return_type('linalg_ldl_factor_ex', LD=LD, pivots=pivots, info=info)
@@ -941,7 +956,7 @@ def linalg_ldl_factor_ex(F, A, *, hermitian=False, check_errors=False):
 def linalg_ldl_factor(F, A, *, hermitian=False):
     # ops.yaml: linalg_ldl_factor
     F.linalg_check(A, 'torch.linalg.ldl_factor_ex', square=True, kernel='ldl_factor_kernel_cpu')
-    LD, pivots, info = F._linalg_ldl_factor_ex(A)
+    LD, pivots, info = F._linalg_ldl_factor_ex(A, hermitian)
     F.linalg_raise(info, 'torch.linalg.ldl_factor', 'ldl')
     return F.return_type('linalg_ldl_factor', LD=LD, pivots=pivots)
 
@@ -955,17 +970,17 @@ def linalg_ldl_solve(F, LD, pivots, B, *, hermitian=False):
     F.linalg_same_dtype(LD, B, 'torch.linalg.ldl_solve')
     if LD.shape[-1] == 0 or B.shape[-1] == 0:
         return F.matmul(LD, B)
-    return F._linalg_ldl_solve(LD, pivots, B)
+    return F._linalg_ldl_solve(LD, pivots, B, hermitian)
 
 
 def _eigh_backward(F, gL, gV, L, V):
     # ops.yaml: _eigh_backward
     n = L.shape[-1]
     I = F.eye(n, dtype=L.dtype, device=L.device)
-    VgV = F.matmul(V.mT, gV)
+    VgV = F.matmul(V.mH, gV)
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + I
-    inner = (VgV - VgV.mT) * 0.5 / E * (1 - I) + I * gL.unsqueeze(-2)
-    return F.matmul(F.matmul(V, inner), V.mT)
+    inner = (VgV - VgV.mH) * 0.5 / E * (1 - I) + I * gL.unsqueeze(-2)
+    return F.matmul(F.matmul(V, inner), V.mH)
 
 
 def linalg_eigh(F, A, UPLO="L"):
@@ -993,14 +1008,16 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
     if not (bool((gU == 0).all()) and bool((gVh == 0).all())):
         S2 = S * S
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + I
-        UgU, VgV = (F.matmul(U.mT, gU), F.matmul(Vh, gVh.mT))
-        inner = inner + (UgU - UgU.mT) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mT) / E)
+        UgU, VgV = (F.matmul(U.mH, gU), F.matmul(Vh, gVh.mH))
+        inner = inner + (UgU - UgU.mH) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mH) / E)
+        if UgU.dtype.is_complex:
+            inner = inner + I * (1j * F.imag(F.diagonal(UgU, 0, -2, -1)) / S).unsqueeze(-2)
     gA = F.matmul(F.matmul(U, inner), Vh)
     if m > k and (not bool((gU == 0).all())):
-        gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mT, gU))) / S.unsqueeze(-2), Vh)
+        gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mH, gU))) / S.unsqueeze(-2), Vh)
     if n > k and (not bool((gVh == 0).all())):
-        gV = gVh.mT
-        gA = gA + F.matmul(U, ((gV - F.matmul(Vh.mT, F.matmul(Vh, gV))) / S.unsqueeze(-2)).mT)
+        gV = gVh.mH
+        gA = gA + F.matmul(U, ((gV - F.matmul(Vh.mH, F.matmul(Vh, gV))) / S.unsqueeze(-2)).mH)
     return gA
 
 
@@ -1027,7 +1044,7 @@ def svd(F, self, some=True, compute_uv=True):
     U, S, Vh = F._linalg_svd(self, not some)
     if not compute_uv:
         U, Vh = (F.zeros_like(U), F.zeros_like(Vh))
-    return F.return_type('svd', U=U, S=S, V=Vh.mT)
+    return F.return_type('svd', U=U, S=S, V=Vh.mH)
 
 
 def _qr_backward(F, gQ, gR, Q, R, A, mode):
@@ -1040,15 +1057,16 @@ def _qr_backward(F, gQ, gR, Q, R, A, mode):
     if m >= n:
         return F._qr_backward_square(gQ, gR, Q, R)
     Y, gR2 = (A[..., :, m:], gR[..., :, m:])
-    gX = F._qr_backward_square(gQ + F.matmul(Y, gR2.mT), gR[..., :, :m], Q, R[..., :, :m])
+    gX = F._qr_backward_square(gQ + F.matmul(Y, gR2.mH), gR[..., :, :m], Q, R[..., :, :m])
     return F.cat([gX, F.matmul(Q, gR2)], -1)
 
 
 def _qr_backward_square(F, gQ, gR, Q, R):
     # ops.yaml: _qr_backward_square
-    M = F.matmul(R, gR.mT) - F.matmul(gQ.mT, Q)
-    M = F.tril(M) + F.tril(M, -1).mT
-    return F.linalg_solve_triangular(R.mT, gQ + F.matmul(Q, M), upper=False, left=False)
+    M = F.matmul(R, gR.mH) - F.matmul(gQ.mH, Q)
+    low = F.tril(M, -1)
+    M = low + low.mH + F.diag_embed(F.real(F.diagonal(M, 0, -2, -1)))
+    return F.linalg_solve_triangular(R.mH, gQ + F.matmul(Q, M), upper=False, left=False)
 
 
 def linalg_qr(F, A, mode="reduced"):
@@ -1076,7 +1094,7 @@ def linalg_householder_product(F, A, tau):
     for i in reversed(range(tau.shape[-1])):
         lead = list(A.shape[:-2])
         v = F.cat([F.zeros(lead + [i], dtype=A.dtype, device=A.device), F.ones(lead + [1], dtype=A.dtype, device=A.device), A[..., i + 1:, i]], -1)
-        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * F.matmul(v.unsqueeze(-2), Q)
+        Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * v.unsqueeze(-1) * F.matmul(F.conj(v).unsqueeze(-2), Q)
     return Q
 
 
@@ -1098,14 +1116,14 @@ def ormqr(F, self, input2, input3, left=True, transpose=False):
     A = F.cat([self, F.zeros(lead + [m, m - n], dtype=self.dtype, device=self.device)], -1) if m > n else self[..., :m]
     tau = F.cat([input2, F.zeros(lead + [m - input2.shape[-1]], dtype=self.dtype, device=self.device)], -1)
     Q = F.linalg_householder_product(A, tau)
-    Q = Q.mT if transpose else Q
+    Q = Q.mH if transpose else Q
     return F.matmul(Q, input3) if left else F.matmul(input3, Q)
 
 
 def _matrix_exp_backward(F, A, grad):
     # ops.yaml: _matrix_exp_backward
     n = A.shape[-1]
-    block = F.cat([F.cat([A.mT, grad], -1), F.cat([F.zeros_like(A), A.mT], -1)], -2)
+    block = F.cat([F.cat([A.mH, grad], -1), F.cat([F.zeros_like(A), A.mH], -1)], -2)
     return F._linalg_matrix_exp(block)[..., :n, n:]
 
 
@@ -1132,25 +1150,37 @@ def linalg_matrix_power(F, A, n):
     return result
 
 
-def _linalg_pinv_backward(F, grad, pinv, A):
-    # ops.yaml: _linalg_pinv_backward
-    P, Pt, gt = (pinv, pinv.mT, grad.mT)
+def _linalg_pinv_value(F, A, rtol, hermitian, atol):
+    # ops.yaml: _linalg_pinv_value
+    if hermitian:
+        L, V = F._linalg_eigh(A, 'L')
+        keep = L.abs() > F.linalg_tolerance(L.abs(), A, atol, rtol)
+        return F.matmul(V * F.where(keep, 1 / F.where(keep, L, 1.0), 0.0).unsqueeze(-2), V.mH)
+    U, S, Vh = F._linalg_svd(A, False)
+    keep = S > F.linalg_tolerance(S, A, atol, rtol)
+    inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
+    return F.matmul(Vh.mH * inv_S.unsqueeze(-2), U.mH)
+
+
+def _pinv_backward(F, grad, P, A):
+    # ops.yaml: _pinv_backward
+    Ph, gh = (P.mH, grad.mH)
     if A.shape[-2] <= A.shape[-1]:
-        K = F.matmul(gt, P)
-        KPt = F.matmul(K, Pt)
-        return -F.matmul(P, K).mT + KPt - F.matmul(F.matmul(A, P), KPt) + F.matmul(F.matmul(Pt, P), gt - F.matmul(K, A))
-    K = F.matmul(P, gt)
-    PtK = F.matmul(Pt, K)
-    return -F.matmul(K, P).mT + F.matmul(F.matmul(gt - F.matmul(A, K), P), Pt) + PtK - F.matmul(F.matmul(PtK, P), A)
+        K = F.matmul(gh, P)
+        KPh = F.matmul(K, Ph)
+        return -F.matmul(P, K).mH + KPh - F.matmul(F.matmul(A, P), KPh) + F.matmul(F.matmul(Ph, P), gh - F.matmul(K, A))
+    K = F.matmul(P, gh)
+    PhK = F.matmul(Ph, K)
+    return -F.matmul(K, P).mH + F.matmul(F.matmul(gh - F.matmul(A, K), P), Ph) + PhK - F.matmul(F.matmul(PhK, P), A)
 
 
 def linalg_pinv(F, A, rtol=None, hermitian=False, *, atol=None):
     # ops.yaml: linalg_pinv
-    if not F.is_floating(A) or A.ndim < 2 or A.dtype.itemsize == 2:
+    if not (F.is_floating(A) or A.dtype.is_complex) or A.ndim < 2 or (A.dtype.itemsize < 8 and A.dtype.is_complex) or (A.dtype.itemsize == 2):
         raise RuntimeError(f'linalg.pinv({A.dtype.short}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types')
     if hermitian:
         F.linalg_check(A, 'linalg.eigh', square=True)
-    return F._linalg_pinv(A, atol, rtol, hermitian)
+    return F._pinv_attach(A, F._linalg_pinv_value(A.detach(), rtol, hermitian, atol))
 
 
 def linalg_matrix_rank(F, A, tol=None, hermitian=False, *, atol=None, rtol=None):
@@ -1185,11 +1215,11 @@ def linalg_lstsq(F, A, B, rcond=None, *, driver=None):
     rtol = rcond if rcond is not None and rcond >= 0 else None
     keep = S > F.linalg_tolerance(S, A, None, rtol)
     inv_S = F.where(keep, 1 / F.where(keep, S, 1.0), 0.0)
-    X = F.matmul(Vh.mT * inv_S.unsqueeze(-2), F.matmul(U.mT, Bm))
+    X = F.matmul(Vh.mH * inv_S.unsqueeze(-2), F.matmul(U.mH, Bm))
     rank = keep.sum(-1)
-    none = F.empty(0, dtype=A.dtype, device=A.device)
+    none = F.empty(0, dtype=S.dtype, device=A.device)
     full = m > n and bool((rank == n).all())
-    residuals = ((F.matmul(A, X) - Bm) ** 2).sum(-2) if full and driver != 'gelsy' else none
+    residuals = ((F.matmul(A, X) - Bm).abs() ** 2).sum(-2) if full and driver != 'gelsy' else none
     if driver == 'gels':
         rank = F.empty(0, dtype=rank.dtype, device=A.device)
     singular_values = S.detach() if driver in ('gelsd', 'gelss') else none
@@ -1275,6 +1305,8 @@ def linalg_cross(F, self, other, *, dim=-1):
     # ops.yaml: linalg_cross
     if self.ndim != other.ndim:
         raise RuntimeError('linalg.cross: inputs must have the same number of dimensions.')
+    if self.dtype.is_complex and self.dtype.itemsize == 4:
+        raise NotImplementedError('"cross" not implemented for \'ComplexHalf\'')
     F.normalize_dims([dim], self.ndim)
     if self.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f'linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[dim]} and {other.shape[dim]}')
@@ -1285,7 +1317,7 @@ def linalg_cross(F, self, other, *, dim=-1):
 
 def linalg_vecdot(F, x, y, *, dim=-1):
     # ops.yaml: linalg_vecdot
-    return F.sum(x * y, dim)
+    return F.sum(F.conj(x) * y, dim)
 
 
 def linalg_multi_dot(F, tensors):
@@ -2232,14 +2264,19 @@ def float_power(F, self, exponent):
     # ops.yaml: float_power
     if not F.is_tensor(self) and (not F.is_tensor(exponent)):
         raise TypeError('float_power(): expected a Tensor as self or exponent')
-    return F.pow(self.double() if F.is_tensor(self) else self, exponent.double() if F.is_tensor(exponent) else exponent)
+    cplx = False
+    for t in (self, exponent):
+        cplx = cplx or (t.dtype.is_complex if F.is_tensor(t) else isinstance(t, type(1j)))
+    up = (lambda t: t.cdouble() if F.is_tensor(t) else t) if cplx else lambda t: t.double() if F.is_tensor(t) else t
+    return F.pow(up(self), up(exponent))
 
 
 def float_power_(F, self, exponent):
     # ops.yaml: float_power_
-    if self.dtype.short != 'Double':
-        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype Double")
-    return self.copy_(F.float_power(self, exponent))
+    result = F.float_power(self, exponent)
+    if self.dtype != result.dtype:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.short} but the operation's result requires dtype {result.dtype.short}")
+    return self.copy_(result)
 
 
 def frexp(F, self):
@@ -2251,10 +2288,11 @@ def frexp(F, self):
 
 def ldexp(F, self, other):
     # ops.yaml: ldexp
-    if not F.is_floating(self) and (not F.is_floating(other)):
+    inexact = lambda t: F.is_floating(t) or t.dtype.is_complex
+    if not inexact(self) and (not inexact(other)):
         self = self.to(F.default_float())
     scale = F.exp2(other)
-    return self * (scale if F.is_floating(other) else scale.to(self.dtype))
+    return self * (scale if inexact(other) else scale.to(self.dtype))
 
 
 def rsub(F, self, other, *, alpha=1):
@@ -2366,7 +2404,7 @@ def renorm(F, self, p, dim, maxnorm):
         raise RuntimeError(f'renorm: expected maxnorm to be >= 0 but got {maxnorm:g}')
     if self.ndim <= 1:
         raise RuntimeError(f'renorm: input needs at least 2 dimensions, got {self.ndim} dimensions')
-    if not F.is_floating(self):
+    if not (F.is_floating(self) or self.dtype.is_complex):
         raise RuntimeError(f'linalg.vector_norm: Expected a floating point or complex tensor as input. Got {self.dtype.short}')
     d = F.normalize_dims(dim, self.ndim)[0]
     norms = F.linalg_vector_norm(self, p, tuple((i for i in range(self.ndim) if i != d)), True)
@@ -2579,7 +2617,7 @@ def gradient(F, self, *, spacing=1, dim=None, edge_order=1):
         steps = list(spacing)
     else:
         steps = [spacing] * len(dims)
-    x = self if F.is_floating(self) else self.to(F.default_float())
+    x = self if F.is_floating(self) or self.dtype.is_complex else self.to(F.default_float())
     out = []
     for d, h in zip(dims, steps):
         n = x.shape[d]

@@ -13895,78 +13895,6 @@ def _bw_gelu_tanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_silu_self(grad, self):
-    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
-    return grad * _s_sigmoid(self) * (1 + self * (1 - _s_sigmoid(self)))
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_silu_self_f16(grad, self):
-    return f32_to_f16(_s__bw_silu_self(f16_to_f32(grad), f16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_silu_self_f16_contig(out, a0, a1):
-    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self))) [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_silu_self_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_silu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self))) [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_silu_self_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_silu_self_bf16(grad, self):
-    return f32_to_bf16(_s__bw_silu_self(bf16_to_f32(grad), bf16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_silu_self_bf16_contig(out, a0, a1):
-    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self))) [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_silu_self_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_silu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: silu backward for self -- grad * sigmoid(self) * (1 + self * (1 - sigmoid(self))) [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_silu_self_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
 def _s__bw_mish_self(grad, self):
     # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
     return grad * (_s_tanh(_s_softplus(self, 1.0, 20.0)) + self * _s_sigmoid(self) * (1 - _s_tanh(_s_softplus(self, 1.0, 20.0)) ** 2))
@@ -22447,7 +22375,6 @@ KERNELS = {
     '_bw_gelu_erf_backward_self': dict(kind='elementwise', op='gelu_erf_backward', tensors=('grad', 'grad_output', 'self'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_gelu_tanh_self': dict(kind='elementwise', op='gelu_tanh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_silu_self': dict(kind='elementwise', op='silu', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_mish_self': dict(kind='elementwise', op='mish', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_softplus_self': dict(kind='elementwise', op='softplus', tensors=('grad', 'self'), scalars=('beta', 'threshold'),
         kernels=('contig', 'strided')),

@@ -631,9 +631,9 @@ def silu_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    # self: grad * conj(sigmoid(self) * (1 + self * (1 - sigmoid(self))))
     if needs[0]:
-        g[0] = F._fused('_bw_silu_self', (grad, self,), ()) if fused else grad * F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self)))
+        g[0] = grad * F.conj(F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self))))
     return g
 
 
@@ -2045,9 +2045,9 @@ def _linalg_inv_ex_backward(F, grads, saved, needs, fused):
     # ops.yaml: _linalg_inv_ex
     results = saved['results']
     g = [None] * 1
-    # A: -matmul(results[0].mT, matmul(grads[0], results[0].mT))
+    # A: -matmul(results[0].mH, matmul(grads[0], results[0].mH))
     if needs[0]:
-        g[0] = -F.matmul(results[0].mT, F.matmul(grads[0], results[0].mT))
+        g[0] = -F.matmul(results[0].mH, F.matmul(grads[0], results[0].mH))
     return g
 
 
@@ -2066,10 +2066,11 @@ def _linalg_det_backward(F, grads, saved, needs, fused):
 def _linalg_slogdet_backward(F, grads, saved, needs, fused):
     # ops.yaml: _linalg_slogdet
     A = saved['A']
+    results = saved['results']
     g = [None] * 1
-    # A: grads[1].unsqueeze(-1).unsqueeze(-1) * linalg_inv(A).mT
+    # A: _slogdet_backward(grads[0], grads[1], A, results[0])
     if needs[0]:
-        g[0] = grads[1].unsqueeze(-1).unsqueeze(-1) * F.linalg_inv(A).mT
+        g[0] = F._slogdet_backward(grads[0], grads[1], A, results[0])
     return g
 
 
@@ -2126,9 +2127,9 @@ def _linalg_solve_triangular_backward(F, grads, saved, needs, fused):
     # A: _solve_triangular_grad_a(grad, A, result, upper, left, unitriangular)
     if needs[0]:
         g[0] = F._solve_triangular_grad_a(grad, A, result, upper, left, unitriangular)
-    # B: _linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
+    # B: _linalg_solve_triangular(A.mH, grad, not upper, left, unitriangular)
     if needs[1]:
-        g[1] = F._linalg_solve_triangular(A.mT, grad, not upper, left, unitriangular)
+        g[1] = F._linalg_solve_triangular(A.mH, grad, not upper, left, unitriangular)
     return g
 
 
@@ -2143,9 +2144,9 @@ def _linalg_solve_ex_backward(F, grads, saved, needs, fused):
     # A: _solve_grad_a(grads[0], A, B, results[0], left)
     if needs[0]:
         g[0] = F._solve_grad_a(grads[0], A, B, results[0], left)
-    # B: sum_to(_linalg_solve_ex(A.mT, grads[0], left)[0], B.shape)
+    # B: sum_to(_linalg_solve_ex(A.mH, grads[0], left)[0], B.shape)
     if needs[1]:
-        g[1] = F.sum_to(F._linalg_solve_ex(A.mT, grads[0], left)[0], B_shape)
+        g[1] = F.sum_to(F._linalg_solve_ex(A.mH, grads[0], left)[0], B_shape)
     return g
 
 
@@ -2231,15 +2232,15 @@ def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
     return g
 
 
-def _linalg_pinv_backward(F, grads, saved, needs, fused):
-    # ops.yaml: _linalg_pinv
+def _pinv_attach_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _pinv_attach
     grad = grads[0]
     A = saved['A']
     result = saved['result']
-    g = [None] * 1
-    # A: _linalg_pinv_backward(grad, result, A)
+    g = [None] * 2
+    # A: _pinv_backward(grad, result, A)
     if needs[0]:
-        g[0] = F._linalg_pinv_backward(grad, result, A)
+        g[0] = F._pinv_backward(grad, result, A)
     return g
 
 
@@ -2513,12 +2514,12 @@ def _cross_backward(F, grads, saved, needs, fused):
     other = saved['other']
     self = saved['self']
     g = [None] * 2
-    # self: _cross(other, grad, dim)
+    # self: _cross(conj(other), grad, dim)
     if needs[0]:
-        g[0] = F._cross(other, grad, dim)
-    # other: _cross(grad, self, dim)
+        g[0] = F._cross(F.conj(other), grad, dim)
+    # other: _cross(grad, conj(self), dim)
     if needs[1]:
-        g[1] = F._cross(grad, self, dim)
+        g[1] = F._cross(grad, F.conj(self), dim)
     return g
 
 

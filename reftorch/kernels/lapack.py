@@ -37,7 +37,9 @@ def lu_factor(a):
     info = np.zeros(b, np.int32)
     rows = np.arange(b)
     for j in range(k):
-        p = j + np.argmax(np.abs(x[:, j:, j]), axis=1) if m > j else np.full(b, j)
+        col = x[:, j:, j]
+        mag = np.abs(col.real) + np.abs(col.imag) if x.dtype.kind == "c" else np.abs(col)     # izamax's |re| + |im|
+        p = j + np.argmax(mag, axis=1) if m > j else np.full(b, j)
         piv[:, j] = p + 1
         top = x[rows, j].copy()
         x[rows, j] = x[rows, p]
@@ -85,8 +87,8 @@ def solve_triangular(a, b, upper, left=True, unitriangular=False):
 
 def lu_solve(lu, pivots, b, left=True, adjoint=False):
     """getrs: X with A X = B (or A^T X = B when adjoint; X A = B and X A^T = B when not left) from getrf's factors."""
-    if not left:
-        return lu_solve(lu, pivots, np.swapaxes(b, -1, -2), True, not adjoint).swapaxes(-1, -2)
+    if not left:            # X op(A) = B is op(A)^H X^H = B^H (conjugates: complex adjoints)
+        return np.conj(lu_solve(lu, pivots, np.conj(np.swapaxes(b, -1, -2)), True, not adjoint).swapaxes(-1, -2))
     n = lu.shape[-1]
     perm = permutation(pivots, n)
     shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
@@ -97,7 +99,7 @@ def lu_solve(lu, pivots, b, left=True, adjoint=False):
         pb = np.take_along_axis(b, perm[..., None], -2)
         y = solve_triangular(lu, pb, upper=False, unitriangular=True)
         return solve_triangular(lu, y, upper=True)
-    luT = np.swapaxes(lu, -1, -2)  # U^T L^T P^T X = B: X = P L^-T U^-T B
+    luT = np.conj(np.swapaxes(lu, -1, -2))  # U^H L^H P^T X = B: X = P L^-H U^-H B (the adjoint: conjugated)
     y = solve_triangular(luT, b, upper=False)
     z = solve_triangular(luT, y, upper=True, unitriangular=True)
     x = np.empty_like(z)
@@ -111,103 +113,137 @@ def cholesky(a, upper=False):
     x, lead = batched(np.array(a, copy=True))
     bsz, n, _ = x.shape
     if upper:
-        x = np.swapaxes(x, -1, -2).copy()
+        x = np.conj(np.swapaxes(x, -1, -2))     # U^H U: the upper triangle read as the lower one of A^H
     info = np.zeros(bsz, np.int32)
     low = np.tril(x)
     for j in range(n):
         live = info == 0
-        d = low[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], low[:, j, :j])
+        # Hermitian: the rows' products are conjugated (a no-op on real factors); the pivot is real
+        d = (low[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], np.conj(low[:, j, :j]))).real
         bad = live & ~(d > 0)
         info[bad] = j + 1
         low[bad, j, j] = d[bad]                 # LAPACK stops there: the failed pivot's updated value
         ok = live & ~bad
         low[ok, j, j] = np.sqrt(d[ok])
         if j + 1 < n:
-            col = low[ok, j + 1:, j] - np.einsum("bik,bk->bi", low[ok, j + 1:, :j], low[ok, j, :j])
+            col = low[ok, j + 1:, j] - np.einsum("bik,bk->bi", low[ok, j + 1:, :j], np.conj(low[ok, j, :j]))
             low[ok, j + 1:, j] = col / low[ok, j, j][:, None]
     done = np.tril(low)
     if upper:
-        done = np.swapaxes(done, -1, -2)
+        done = np.conj(np.swapaxes(done, -1, -2))
     return np.ascontiguousarray(done).reshape(a.shape), info.reshape(lead)
 
 
-def _ldl_one(x):
-    """sytf2 (lower): Bunch-Kaufman LDL^T of one symmetric matrix, in place; (pivots, info)."""
+def _cabs1(v):
+    """LAPACK's CABS1, |re| + |im| (abs of a real number): the magnitude its complex pivot searches compare."""
+    v = np.asarray(v)
+    return np.abs(v.real) + np.abs(v.imag) if v.dtype.kind == "c" else np.abs(v)
+
+
+def _ldl_one(x, herm):
+    """sytf2 / hetf2 (lower): Bunch-Kaufman LDL^T (herm: LDL^H, D Hermitian) of one matrix, in place;
+    (pivots, info). Complex pivots compare |re| + |im|, as zsytf2 and zhetf2; a Hermitian diagonal is real."""
     n = x.shape[0]
     alpha = (1 + math.sqrt(17)) / 8
     piv = np.zeros(n, np.int32)
     info, k = 0, 0
+    diag = (lambda v: abs(v.real)) if herm else (lambda v: float(_cabs1(v)))
     while k < n:
-        kstep, absakk = 1, abs(x[k, k])
-        imax = k + 1 + int(np.argmax(np.abs(x[k + 1:, k]))) if k < n - 1 else k
-        colmax = abs(x[imax, k]) if k < n - 1 else 0.0
+        kstep, absakk = 1, diag(x[k, k])
+        imax = k + 1 + int(np.argmax(_cabs1(x[k + 1:, k]))) if k < n - 1 else k
+        colmax = float(_cabs1(x[imax, k])) if k < n - 1 else 0.0
         if max(absakk, colmax) == 0 or math.isnan(absakk):
             info = info or k + 1
             kp = k
         elif absakk >= alpha * colmax:
             kp = k
         else:
-            row = np.abs(x[imax, k:imax])
+            row = _cabs1(x[imax, k:imax])
             rowmax = row.max()
             if imax < n - 1:
-                rowmax = max(rowmax, np.abs(x[imax + 1:, imax]).max())
+                rowmax = max(rowmax, _cabs1(x[imax + 1:, imax]).max())
             if absakk >= alpha * colmax * (colmax / rowmax):
                 kp = k
-            elif abs(x[imax, imax]) >= alpha * rowmax:
+            elif diag(x[imax, imax]) >= alpha * rowmax:
                 kp = imax
             else:
                 kp, kstep = imax, 2
         kk = k + kstep - 1
         if kp != kk:
-            _ldl_swap(x, k, kk, kp, kstep)
-        _ldl_update(x, k, kstep, n)
+            _ldl_swap(x, k, kk, kp, kstep, herm)
+        if herm:
+            x[k, k] = x[k, k].real
+            if kstep == 2:
+                x[k + 1, k + 1] = x[k + 1, k + 1].real
+        _ldl_update(x, k, kstep, n, herm)
         piv[k:k + kstep] = kp + 1 if kstep == 1 else -(kp + 1)
         k += kstep
     return piv, info
 
 
-def _ldl_swap(x, k, kk, kp, kstep):
-    """Symmetric interchange of rows and columns kk and kp of the trailing lower triangle."""
+def _ldl_swap(x, k, kk, kp, kstep, herm):
+    """Symmetric (Hermitian: conjugating the segment between) interchange of rows and columns kk and kp of the
+    trailing lower triangle."""
+    c = np.conj if herm else (lambda v: v)
     x[kp + 1:, [kk, kp]] = x[kp + 1:, [kp, kk]]
     seg = x[kk + 1:kp, kk].copy()
-    x[kk + 1:kp, kk] = x[kp, kk + 1:kp]
-    x[kp, kk + 1:kp] = seg
+    x[kk + 1:kp, kk] = c(x[kp, kk + 1:kp])
+    x[kp, kk + 1:kp] = c(seg)
+    if herm:
+        x[kp, kk] = np.conj(x[kp, kk])
     x[kk, kk], x[kp, kp] = x[kp, kp], x[kk, kk]
     if kstep == 2:
         x[k + 1, k], x[kp, k] = x[kp, k], x[k + 1, k]
 
 
-def _ldl_update(x, k, kstep, n):
-    """The rank-1 or rank-2 update of the trailing lower triangle, and the columns of L."""
+def _ldl_update(x, k, kstep, n, herm):
+    """The rank-1 or rank-2 update of the trailing lower triangle, and the columns of L (zhetf2's where herm)."""
+    c = np.conj if herm else (lambda v: v)
     if kstep == 1:
         if k < n - 1 and x[k, k] != 0:
             v = x[k + 1:, k].copy()
-            x[k + 1:, k + 1:] -= np.outer(v, v) / x[k, k]
+            x[k + 1:, k + 1:] -= np.outer(v, c(v)) / x[k, k]
             x[k + 1:, k] = v / x[k, k]
+            if herm:
+                idx = np.arange(k + 1, n)
+                x[idx, idx] = x[idx, idx].real
         return
     if k < n - 2:
-        d21 = x[k + 1, k]
-        d11, d22 = x[k + 1, k + 1] / d21, x[k, k] / d21
-        t = 1 / (d11 * d22 - 1)
-        d21 = t / d21
         a0, a1 = x[k + 2:, k].copy(), x[k + 2:, k + 1].copy()
-        wk, wkp1 = d21 * (d11 * a0 - a1), d21 * (d22 * a1 - a0)
-        x[k + 2:, k + 2:] -= np.outer(a0, wk) + np.outer(a1, wkp1)
+        if herm:
+            d = abs(x[k + 1, k])
+            d11, d22 = x[k + 1, k + 1].real / d, x[k, k].real / d
+            d21 = x[k + 1, k] / d
+            t = 1 / (d11 * d22 - 1) / d
+            wk, wkp1 = t * (d11 * a0 - d21 * a1), t * (d22 * a1 - np.conj(d21) * a0)
+        else:
+            d21 = x[k + 1, k]
+            d11, d22 = x[k + 1, k + 1] / d21, x[k, k] / d21
+            t = 1 / (d11 * d22 - 1)
+            d21 = t / d21
+            wk, wkp1 = d21 * (d11 * a0 - a1), d21 * (d22 * a1 - a0)
+        x[k + 2:, k + 2:] -= np.outer(a0, c(wk)) + np.outer(a1, c(wkp1))
         x[k + 2:, k], x[k + 2:, k + 1] = wk, wkp1
+        if herm:
+            idx = np.arange(k + 2, n)
+            x[idx, idx] = x[idx, idx].real
 
 
-def ldl_factor(a):
-    """sytrf (lower): (LD, pivots, info) of (..., n, n) symmetric matrices; LD's strict upper triangle is 0."""
+def ldl_factor(a, hermitian=False):
+    """sytrf / hetrf (lower): (LD, pivots, info) of (..., n, n) symmetric (Hermitian) matrices; LD's strict upper
+    triangle is 0. Real matrices: hermitian changes nothing."""
     x, lead = batched(np.array(a, copy=True))
+    herm = hermitian and x.dtype.kind == "c"
     piv = np.zeros(x.shape[:2], np.int32)
     info = np.zeros(x.shape[0], np.int32)
     for i in range(x.shape[0]):
-        piv[i], info[i] = _ldl_one(x[i])
+        piv[i], info[i] = _ldl_one(x[i], herm)
     return np.tril(x).reshape(a.shape), piv.reshape(lead + (x.shape[-1],)), info.reshape(lead)
 
 
-def _ldl_solve_one(ld, piv, b):
-    """sytrs (lower) for one factorization: b overwritten with X."""
+def _ldl_solve_one(ld, piv, b, herm):
+    """sytrs / hetrs (lower) for one factorization: b overwritten with X."""
+    c = np.conj if herm else (lambda v: v)
     n = ld.shape[0]
     k = 0
     while k < n:
@@ -215,38 +251,39 @@ def _ldl_solve_one(ld, piv, b):
             kp = piv[k] - 1
             b[[k, kp]] = b[[kp, k]]
             b[k + 1:] -= np.outer(ld[k + 1:, k], b[k])
-            b[k] /= ld[k, k]
+            b[k] /= ld[k, k].real if herm else ld[k, k]
             k += 1
             continue
         kp = -piv[k] - 1
         b[[k + 1, kp]] = b[[kp, k + 1]]
         b[k + 2:] -= np.outer(ld[k + 2:, k], b[k]) + np.outer(ld[k + 2:, k + 1], b[k + 1])
         akm1k = ld[k + 1, k]
-        akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+        akm1, ak = ld[k, k] / c(akm1k), ld[k + 1, k + 1] / akm1k
         denom = akm1 * ak - 1
-        bkm1, bk = b[k] / akm1k, b[k + 1] / akm1k
+        bkm1, bk = b[k] / c(akm1k), b[k + 1] / akm1k
         b[k], b[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
         k += 2
     k = n - 1
     while k >= 0:
         step = 1 if piv[k] > 0 else 2
-        b[k] -= ld[k + 1:, k] @ b[k + 1:]
+        b[k] -= c(ld[k + 1:, k]) @ b[k + 1:]
         if step == 2:
-            b[k - 1] -= ld[k + 1:, k - 1] @ b[k + 1:]
+            b[k - 1] -= c(ld[k + 1:, k - 1]) @ b[k + 1:]
         kp = abs(piv[k]) - 1
         b[[k, kp]] = b[[kp, k]]
         k -= step
     return b
 
 
-def ldl_solve(ld, pivots, b):
-    """sytrs (lower): X with A X = B from sytrf's (LD, pivots), batched with broadcasting."""
+def ldl_solve(ld, pivots, b, hermitian=False):
+    """sytrs / hetrs (lower): X with A X = B from sytrf's (hetrf's) (LD, pivots), batched with broadcasting."""
     shape = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
     lds = np.broadcast_to(ld, shape + ld.shape[-2:]).reshape((-1,) + ld.shape[-2:])
     pv = np.broadcast_to(pivots, shape + pivots.shape[-1:]).reshape((-1, pivots.shape[-1]))
     x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(ld, b)).reshape((-1,) + b.shape[-2:])
+    herm = hermitian and x.dtype.kind == "c"
     for i in range(x.shape[0]):
-        _ldl_solve_one(lds[i], pv[i], x[i])
+        _ldl_solve_one(lds[i], pv[i], x[i], herm)
     return x.reshape(shape + b.shape[-2:])
 
 
@@ -258,7 +295,7 @@ _THETA13 = 5.371920351148152
 
 def matrix_exp(a):
     """exp(A) of (..., n, n) by scaling and squaring with the degree-13 Pade approximant (Higham 2005)."""
-    x, lead = batched(np.asarray(a, np.float64))
+    x, lead = batched(np.asarray(a, np.complex128 if np.asarray(a).dtype.kind == "c" else np.float64))
     n = x.shape[-1]
     norm = np.abs(x).sum(axis=-2).max(axis=-1) if n else np.zeros(x.shape[0])
     s = np.where(norm > _THETA13, np.ceil(np.log2(np.maximum(norm, 1e-300) / _THETA13)), 0).astype(np.int64)

@@ -424,9 +424,9 @@ def silu_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))
+    # self: grad * conj(sigmoid(self) * (1 + self * (1 - sigmoid(self))))
     if self_t is not None:
-        terms.append(self_t * F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self))))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F.conj(F.sigmoid(self) * (1 + self * (1 - F.sigmoid(self))))))
     return terms
 
 

@@ -1341,6 +1341,8 @@ def one_hot(tensor, num_classes=-1):
 # ============================================================================== distances
 
 def _vector_norm(x, p, dim, keepdim=False):
+    if x.is_complex():      # the modulus's norm, real (torch's norm of complex inputs)
+        return torch.linalg.vector_norm(x, p, dim, keepdim=keepdim)
     if p == 0:              # the number of non-zero entries: constant almost everywhere, a zero gradient
         return torch.where(x != 0, 1.0, x * 0).sum(dim, keepdim=keepdim)
     if p == 2:
@@ -1359,8 +1361,9 @@ def _vector_norm(x, p, dim, keepdim=False):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p over dim, eps)."""
-    norm = _vector_norm(input, p, dim, keepdim=True)
-    return input / torch.maximum(norm, torch.tensor(eps, dtype=input.dtype)).expand(input.shape)
+    # torch's: the (real) norm clamped below by eps, so complex inputs divide by a real denominator
+    norm = torch.linalg.vector_norm(input, p, dim, keepdim=True)
+    return input / norm.clamp_min(eps).expand(input.shape)
 
 
 @_autocast(None, cuda="fp32")       # PyTorch's CPU list leaves it as is

@@ -87,7 +87,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if return_complex:
         frames = _fft.ifft(cols, n=n_fft, norm=norm)
     else:
-        frames = _fft.irfft(cols, n=n_fft, norm=norm) if one else _fft.ifft(cols, n=n_fft, norm=norm).real
+        # torch's: a two-sided input keeps its first n_fft // 2 + 1 bins and goes through irfft too (the
+        # spectrum taken as Hermitian), not the real part of the full ifft
+        frames = _fft.irfft(cols if one else cols[..., :n_fft // 2 + 1], n=n_fft, norm=norm)
     w = _full_window(window, n_fft, win, frames if not frames.dtype.is_complex else frames.real)
     frames = frames * w
     if frames.dtype.is_complex:
