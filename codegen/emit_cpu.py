@@ -27,7 +27,7 @@ def scalar_fn(name, params, expr, comment):
     where small: Numba-level inlining (inline="always") deep-copied the body's IR into every loop variant (a
     3-input strided kernel has 8), which made cold compiles of heavy formulas several times slower (igamma's
     gradient kernel: 11 s -> 2 s) for the same machine code."""
-    return (f"@njit(error_model=\"numpy\")\ndef _s_{name}({', '.join(params)}):\n"
+    return (f"@njit(error_model=\"numpy\", forceinline=True)\ndef _s_{name}({', '.join(params)}):\n"
             f"    # ops.yaml: {comment}\n    return {expr}\n")
 
 

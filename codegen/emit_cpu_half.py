@@ -56,7 +56,7 @@ def _wrap_scalar(name, fmt, params, loaded, store):
     body = f"_s_{name}({args})"
     if store:
         body = f"{st}({body})"
-    return (f"@njit(error_model=\"numpy\")\ndef _s_{name}_{fmt}({', '.join(params)}):\n"   # (see emit_cpu.scalar_fn)
+    return (f"@njit(error_model=\"numpy\", forceinline=True)\ndef _s_{name}_{fmt}({', '.join(params)}):\n"   # (see emit_cpu.scalar_fn)
             f"    return {body}\n")
 
 

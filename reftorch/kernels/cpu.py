@@ -1682,7 +1682,7 @@ for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.
     _overload(_name, None, _slow, _cfn)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_neg(self):
     # ops.yaml: neg -- -self
     return -self
@@ -1776,7 +1776,7 @@ def neg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_abs(self):
     # ops.yaml: abs -- cabs(self)
     return cabs(self)
@@ -1870,7 +1870,7 @@ def abs_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sign(self):
     # ops.yaml: sign -- sign(self)
     return sign(self)
@@ -1964,7 +1964,7 @@ def sign_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp(self):
     # ops.yaml: exp -- exp(self)
     return exp(self)
@@ -2058,7 +2058,7 @@ def exp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log(self):
     # ops.yaml: log -- log(self)
     return log(self)
@@ -2152,7 +2152,7 @@ def log_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sqrt(self):
     # ops.yaml: sqrt -- sqrt(self)
     return sqrt(self)
@@ -2246,7 +2246,7 @@ def sqrt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tanh(self):
     # ops.yaml: tanh -- tanh(self)
     return tanh(self)
@@ -2340,7 +2340,7 @@ def tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sigmoid(self):
     # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
     return 1.0 / (1.0 + exp(-self))
@@ -2434,7 +2434,7 @@ def sigmoid_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_relu(self):
     # ops.yaml: relu -- 0 if self <= 0 else self
     return 0 if self <= 0 else self
@@ -2528,7 +2528,7 @@ def relu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_add(self, other, alpha):
     # ops.yaml: add -- self + alpha * other
     return self + alpha * other
@@ -2640,7 +2640,7 @@ def add_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sub(self, other, alpha):
     # ops.yaml: sub -- self - alpha * other
     return self - alpha * other
@@ -2752,7 +2752,7 @@ def sub_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mul(self, other):
     # ops.yaml: mul -- self * other
     return self * other
@@ -2864,7 +2864,7 @@ def mul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div(self, other):
     # ops.yaml: _div -- cdiv(self, other)
     return cdiv(self, other)
@@ -2976,7 +2976,7 @@ def _div_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_pow(self, exponent):
     # ops.yaml: pow -- tpow(self, exponent)
     return tpow(self, exponent)
@@ -3088,7 +3088,7 @@ def pow_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_maximum(self, other):
     # ops.yaml: maximum -- self if (self > other or self != self) else (other if (other > self or other != other) else self)
     return self if (self > other or self != self) else (other if (other > self or other != other) else self)
@@ -3200,7 +3200,7 @@ def maximum_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_eq(self, other):
     # ops.yaml: eq -- self == other
     return self == other
@@ -3312,7 +3312,7 @@ def eq_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gt(self, other):
     # ops.yaml: gt -- self > other
     return self > other
@@ -3424,7 +3424,7 @@ def gt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_where(condition, self, other):
     # ops.yaml: where -- self if condition else other
     return self if condition else other
@@ -3842,7 +3842,7 @@ def cumsum_scan_rows(x, off, M, K, sk, out, acc0):
             out[prev + M + m] = _c_cumsum(out[prev + m], x[base + m])
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clone(self):
     # ops.yaml: clone -- self
     return self
@@ -3936,7 +3936,7 @@ def clone_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf(self):
     # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
     return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
@@ -4030,7 +4030,7 @@ def gelu_erf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_backward(grad_output, self):
     # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
     return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
@@ -4142,7 +4142,7 @@ def gelu_erf_backward_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_tanh(self):
     # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
     return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
@@ -4236,7 +4236,7 @@ def gelu_tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_silu(self):
     # ops.yaml: silu -- self / (1.0 + exp(-self))
     return self / (1.0 + exp(-self))
@@ -4330,7 +4330,7 @@ def silu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mish(self):
     # ops.yaml: mish -- self * tanh(log1p(exp(self)))
     return self * tanh(log1p(exp(self)))
@@ -4424,7 +4424,7 @@ def mish_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softplus(self, beta, threshold):
     # ops.yaml: softplus -- self if self * beta > threshold else log1p(exp(self * beta)) / beta
     return self if self * beta > threshold else log1p(exp(self * beta)) / beta
@@ -4518,7 +4518,7 @@ def softplus_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, beta, threshold
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_elu(self, alpha, scale, input_scale):
     # ops.yaml: elu -- self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
     return self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
@@ -4612,7 +4612,7 @@ def elu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, input_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_leaky_relu(self, negative_slope):
     # ops.yaml: leaky_relu -- self if self > 0 else self * negative_slope
     return self if self > 0 else self * negative_slope
@@ -4706,7 +4706,7 @@ def leaky_relu_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, negative_slop
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardtanh(self, min_val, max_val):
     # ops.yaml: hardtanh -- min_val if self < min_val else (max_val if self > max_val else self)
     return min_val if self < min_val else (max_val if self > max_val else self)
@@ -4800,7 +4800,7 @@ def hardtanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, max_va
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardsigmoid(self):
     # ops.yaml: hardsigmoid -- 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
     return 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
@@ -4894,7 +4894,7 @@ def hardsigmoid_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardswish(self):
     # ops.yaml: hardswish -- self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
     return self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
@@ -4988,7 +4988,7 @@ def hardswish_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logsigmoid(self):
     # ops.yaml: logsigmoid -- min(self, 0.0) - log1p(exp(-abs(self)))
     return min(self, 0.0) - log1p(exp(-abs(self)))
@@ -5082,7 +5082,7 @@ def logsigmoid_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardshrink(self, lambd):
     # ops.yaml: hardshrink -- self if (self > lambd or self < -lambd) else 0.0 * self
     return self if (self > lambd or self < -lambd) else 0.0 * self
@@ -5176,7 +5176,7 @@ def hardshrink_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softshrink(self, lambd):
     # ops.yaml: softshrink -- self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
     return self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
@@ -5270,7 +5270,7 @@ def softshrink_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_threshold(self, threshold, value):
     # ops.yaml: threshold -- value if self <= threshold else self
     return value if self <= threshold else self
@@ -5364,7 +5364,7 @@ def threshold_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold, val
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__prelu_kernel(self, weight):
     # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
@@ -5476,7 +5476,7 @@ def _prelu_kernel_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bce_loss_elementwise(self, target):
     # ops.yaml: bce_loss_elementwise -- -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
     return -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
@@ -6182,7 +6182,7 @@ def logcumsumexp_scan_rows(x, off, M, K, sk, out, acc0):
             out[prev + M + m] = _c_logcumsumexp(out[prev + m], x[base + m])
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp2(self):
     # ops.yaml: exp2 -- exp2(self)
     return exp2(self)
@@ -6276,7 +6276,7 @@ def exp2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_expm1(self):
     # ops.yaml: expm1 -- expm1(self)
     return expm1(self)
@@ -6370,7 +6370,7 @@ def expm1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log2(self):
     # ops.yaml: log2 -- log2(self)
     return log2(self)
@@ -6464,7 +6464,7 @@ def log2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log10(self):
     # ops.yaml: log10 -- log10(self)
     return log10(self)
@@ -6558,7 +6558,7 @@ def log10_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log1p(self):
     # ops.yaml: log1p -- log1p(self)
     return log1p(self)
@@ -6652,7 +6652,7 @@ def log1p_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_rsqrt(self):
     # ops.yaml: rsqrt -- 1.0 / sqrt(self)
     return 1.0 / sqrt(self)
@@ -6746,7 +6746,7 @@ def rsqrt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_reciprocal(self):
     # ops.yaml: reciprocal -- cdiv(1.0, self)
     return cdiv(1.0, self)
@@ -6840,7 +6840,7 @@ def reciprocal_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sin(self):
     # ops.yaml: sin -- sin(self)
     return sin(self)
@@ -6934,7 +6934,7 @@ def sin_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cos(self):
     # ops.yaml: cos -- cos(self)
     return cos(self)
@@ -7028,7 +7028,7 @@ def cos_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tan(self):
     # ops.yaml: tan -- tan(self)
     return tan(self)
@@ -7122,7 +7122,7 @@ def tan_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asin(self):
     # ops.yaml: asin -- asin(self)
     return asin(self)
@@ -7216,7 +7216,7 @@ def asin_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acos(self):
     # ops.yaml: acos -- acos(self)
     return acos(self)
@@ -7310,7 +7310,7 @@ def acos_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan(self):
     # ops.yaml: atan -- atan(self)
     return atan(self)
@@ -7404,7 +7404,7 @@ def atan_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinh(self):
     # ops.yaml: sinh -- sinh(self)
     return sinh(self)
@@ -7498,7 +7498,7 @@ def sinh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cosh(self):
     # ops.yaml: cosh -- cosh(self)
     return cosh(self)
@@ -7592,7 +7592,7 @@ def cosh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asinh(self):
     # ops.yaml: asinh -- asinh(self)
     return asinh(self)
@@ -7686,7 +7686,7 @@ def asinh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acosh(self):
     # ops.yaml: acosh -- acosh(self)
     return acosh(self)
@@ -7780,7 +7780,7 @@ def acosh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atanh(self):
     # ops.yaml: atanh -- atanh(self)
     return atanh(self)
@@ -7874,7 +7874,7 @@ def atanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logit(self, eps):
     # ops.yaml: logit -- logit(self, eps)
     return logit(self, eps)
@@ -7968,7 +7968,7 @@ def logit_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erf(self):
     # ops.yaml: erf -- erf(self)
     return erf(self)
@@ -8062,7 +8062,7 @@ def erf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfc(self):
     # ops.yaml: erfc -- erfc(self)
     return erfc(self)
@@ -8156,7 +8156,7 @@ def erfc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor(self):
     # ops.yaml: floor -- floor(self)
     return floor(self)
@@ -8250,7 +8250,7 @@ def floor_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ceil(self):
     # ops.yaml: ceil -- ceil(self)
     return ceil(self)
@@ -8344,7 +8344,7 @@ def ceil_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_trunc(self):
     # ops.yaml: trunc -- trunc(self)
     return trunc(self)
@@ -8438,7 +8438,7 @@ def trunc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_round(self, decimals):
     # ops.yaml: round -- round_decimals(self, decimals)
     return round_decimals(self, decimals)
@@ -8532,7 +8532,7 @@ def round_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_frac(self):
     # ops.yaml: frac -- self - trunc(self)
     return self - trunc(self)
@@ -8626,7 +8626,7 @@ def frac_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isnan(self):
     # ops.yaml: isnan -- isnan(self)
     return isnan(self)
@@ -8720,7 +8720,7 @@ def isnan_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isinf(self):
     # ops.yaml: isinf -- isinf(self)
     return isinf(self)
@@ -8814,7 +8814,7 @@ def isinf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isfinite(self):
     # ops.yaml: isfinite -- isfinite(self)
     return isfinite(self)
@@ -8908,7 +8908,7 @@ def isfinite_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_not(self):
     # ops.yaml: logical_not -- self == 0
     return self == 0
@@ -9002,7 +9002,7 @@ def logical_not_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_not(self):
     # ops.yaml: bitwise_not -- ~self
     return ~self
@@ -9096,7 +9096,7 @@ def bitwise_not_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__nan_to_num(self, nan, posinf, neginf):
     # ops.yaml: _nan_to_num -- nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
     return nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
@@ -9190,7 +9190,7 @@ def _nan_to_num_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, nan, posinf,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_trunc(self, other):
     # ops.yaml: _div_trunc -- divtrunc(self, other)
     return divtrunc(self, other)
@@ -9302,7 +9302,7 @@ def _div_trunc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_divide(self, other):
     # ops.yaml: floor_divide -- floordiv(self, other)
     return floordiv(self, other)
@@ -9414,7 +9414,7 @@ def floor_divide_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_remainder(self, other):
     # ops.yaml: remainder -- pymod(self, other)
     return pymod(self, other)
@@ -9526,7 +9526,7 @@ def remainder_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmod(self, other):
     # ops.yaml: fmod -- cfmod(self, other)
     return cfmod(self, other)
@@ -9638,7 +9638,7 @@ def fmod_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan2(self, other):
     # ops.yaml: atan2 -- atan2(self, other)
     return atan2(self, other)
@@ -9750,7 +9750,7 @@ def atan2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_minimum(self, other):
     # ops.yaml: minimum -- self if (self < other or self != self) else (other if (other < self or other != other) else self)
     return self if (self < other or self != self) else (other if (other < self or other != other) else self)
@@ -9862,7 +9862,7 @@ def minimum_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmax(self, other):
     # ops.yaml: fmax -- other if self != self else (self if (other != other or self >= other) else other)
     return other if self != self else (self if (other != other or self >= other) else other)
@@ -9974,7 +9974,7 @@ def fmax_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmin(self, other):
     # ops.yaml: fmin -- other if self != self else (self if (other != other or self <= other) else other)
     return other if self != self else (self if (other != other or self <= other) else other)
@@ -10086,7 +10086,7 @@ def fmin_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hypot(self, other):
     # ops.yaml: hypot -- hypot(self, other)
     return hypot(self, other)
@@ -10198,7 +10198,7 @@ def hypot_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp(self, other):
     # ops.yaml: logaddexp -- logaddexp(self, other)
     return logaddexp(self, other)
@@ -10310,7 +10310,7 @@ def logaddexp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_copysign(self, other):
     # ops.yaml: copysign -- copysign(self, other)
     return copysign(self, other)
@@ -10422,7 +10422,7 @@ def copysign_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ne(self, other):
     # ops.yaml: ne -- self != other
     return self != other
@@ -10534,7 +10534,7 @@ def ne_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lt(self, other):
     # ops.yaml: lt -- self < other
     return self < other
@@ -10646,7 +10646,7 @@ def lt_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_le(self, other):
     # ops.yaml: le -- self <= other
     return self <= other
@@ -10758,7 +10758,7 @@ def le_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ge(self, other):
     # ops.yaml: ge -- self >= other
     return self >= other
@@ -10870,7 +10870,7 @@ def ge_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_and(self, other):
     # ops.yaml: logical_and -- (self != 0) & (other != 0)
     return (self != 0) & (other != 0)
@@ -10982,7 +10982,7 @@ def logical_and_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_or(self, other):
     # ops.yaml: logical_or -- (self != 0) | (other != 0)
     return (self != 0) | (other != 0)
@@ -11094,7 +11094,7 @@ def logical_or_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_xor(self, other):
     # ops.yaml: logical_xor -- (self != 0) != (other != 0)
     return (self != 0) != (other != 0)
@@ -11206,7 +11206,7 @@ def logical_xor_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_and(self, other):
     # ops.yaml: bitwise_and -- self & other
     return self & other
@@ -11318,7 +11318,7 @@ def bitwise_and_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_or(self, other):
     # ops.yaml: bitwise_or -- self | other
     return self | other
@@ -11430,7 +11430,7 @@ def bitwise_or_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_xor(self, other):
     # ops.yaml: bitwise_xor -- self ^ other
     return self ^ other
@@ -11542,7 +11542,7 @@ def bitwise_xor_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_left_shift(self, other):
     # ops.yaml: bitwise_left_shift -- lshift(self, other)
     return lshift(self, other)
@@ -11654,7 +11654,7 @@ def bitwise_left_shift_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bitwise_right_shift(self, other):
     # ops.yaml: bitwise_right_shift -- rshift(self, other)
     return rshift(self, other)
@@ -11766,7 +11766,7 @@ def bitwise_right_shift_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_min(self, min):
     # ops.yaml: clamp_min -- min if (min > self or min != min) else self
     return min if (min > self or min != min) else self
@@ -11878,7 +11878,7 @@ def clamp_min_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_max(self, max):
     # ops.yaml: clamp_max -- max if (max < self or max != max) else self
     return max if (max < self or max != max) else self
@@ -11990,7 +11990,7 @@ def clamp_max_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__clamp(self, min, max):
     # ops.yaml: _clamp -- clamp3(self, min, max)
     return clamp3(self, min, max)
@@ -12131,7 +12131,7 @@ def _clamp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lerp(self, end, weight):
     # ops.yaml: lerp -- self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
     return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
@@ -12272,7 +12272,7 @@ def lerp_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcmul(self, tensor1, tensor2, value):
     # ops.yaml: addcmul -- self + value * tensor1 * tensor2
     return self + value * tensor1 * tensor2
@@ -12413,7 +12413,7 @@ def addcmul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
     # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
     return self + value * tensor1 / tensor2
@@ -12554,7 +12554,7 @@ def addcdiv_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
     # ops.yaml: _adam_exp_avg -- self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
     return self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
@@ -12695,7 +12695,7 @@ def _adam_exp_avg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
     # ops.yaml: _adam_exp_avg_sq -- self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
     return self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
@@ -12836,7 +12836,7 @@ def _adam_exp_avg_sq_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     # ops.yaml: _adam_param -- (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
     return (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
@@ -13009,7 +13009,7 @@ def _foreach_add__foreach(l_self, scalar):
             self = a_self[i]
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__rnn_tanh_cell(xg, hg):
     # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg)
     return tanh(xg + hg)
@@ -13121,7 +13121,7 @@ def _rnn_tanh_cell_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__dropout_apply(self, noise, p):
     # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
     return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
@@ -13233,7 +13233,7 @@ def _dropout_apply_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lgamma(self):
     # ops.yaml: lgamma -- log_gamma(self)
     return log_gamma(self)
@@ -13327,7 +13327,7 @@ def lgamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_digamma(self):
     # ops.yaml: digamma -- digamma(self)
     return digamma(self)
@@ -13421,7 +13421,7 @@ def digamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfinv(self):
     # ops.yaml: erfinv -- erfinv(self)
     return erfinv(self)
@@ -13515,7 +13515,7 @@ def erfinv_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_i0(self):
     # ops.yaml: i0 -- bessel_i(self, 0, False)
     return bessel_i(self, 0, False)
@@ -13609,7 +13609,7 @@ def i0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinc(self):
     # ops.yaml: sinc -- sinc(self)
     return sinc(self)
@@ -13703,7 +13703,7 @@ def sinc_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_erfcx(self):
     # ops.yaml: special_erfcx -- erfcx(self)
     return erfcx(self)
@@ -13797,7 +13797,7 @@ def special_erfcx_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtr(self):
     # ops.yaml: special_ndtr -- ndtr(self)
     return ndtr(self)
@@ -13891,7 +13891,7 @@ def special_ndtr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtri(self):
     # ops.yaml: special_ndtri -- ndtri(self)
     return ndtri(self)
@@ -13985,7 +13985,7 @@ def special_ndtri_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_log_ndtr(self):
     # ops.yaml: special_log_ndtr -- log_ndtr(self)
     return log_ndtr(self)
@@ -14079,7 +14079,7 @@ def special_log_ndtr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i0e(self):
     # ops.yaml: special_i0e -- bessel_i(self, 0, True)
     return bessel_i(self, 0, True)
@@ -14173,7 +14173,7 @@ def special_i0e_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1(self):
     # ops.yaml: special_i1 -- bessel_i(self, 1, False)
     return bessel_i(self, 1, False)
@@ -14267,7 +14267,7 @@ def special_i1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1e(self):
     # ops.yaml: special_i1e -- bessel_i(self, 1, True)
     return bessel_i(self, 1, True)
@@ -14361,7 +14361,7 @@ def special_i1e_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_entr(self):
     # ops.yaml: special_entr -- entr(self)
     return entr(self)
@@ -14455,7 +14455,7 @@ def special_entr_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j0(self):
     # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False)
     return bessel_jy(self, 0, False)
@@ -14549,7 +14549,7 @@ def special_bessel_j0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j1(self):
     # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False)
     return bessel_jy(self, 1, False)
@@ -14643,7 +14643,7 @@ def special_bessel_j1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y0(self):
     # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True)
     return bessel_jy(self, 0, True)
@@ -14737,7 +14737,7 @@ def special_bessel_y0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y1(self):
     # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True)
     return bessel_jy(self, 1, True)
@@ -14831,7 +14831,7 @@ def special_bessel_y1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i0(self):
     # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False)
     return bessel_i(self, 0, False)
@@ -14925,7 +14925,7 @@ def special_modified_bessel_i0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i1(self):
     # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False)
     return bessel_i(self, 1, False)
@@ -15019,7 +15019,7 @@ def special_modified_bessel_i1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k0(self):
     # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False)
     return bessel_k(self, 0, False)
@@ -15113,7 +15113,7 @@ def special_modified_bessel_k0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k1(self):
     # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False)
     return bessel_k(self, 1, False)
@@ -15207,7 +15207,7 @@ def special_modified_bessel_k1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k0(self):
     # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True)
     return bessel_k(self, 0, True)
@@ -15301,7 +15301,7 @@ def special_scaled_modified_bessel_k0_blocked(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k1(self):
     # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True)
     return bessel_k(self, 1, True)
@@ -15395,7 +15395,7 @@ def special_scaled_modified_bessel_k1_blocked(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_airy_ai(self):
     # ops.yaml: special_airy_ai -- airy_ai(self)
     return airy_ai(self)
@@ -15489,7 +15489,7 @@ def special_airy_ai_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_spherical_bessel_j0(self):
     # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self)
     return spherical_bessel_j0(self)
@@ -15583,7 +15583,7 @@ def special_spherical_bessel_j0_blocked(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_xlogy(self, other):
     # ops.yaml: xlogy -- xlogy(self, other)
     return xlogy(self, other)
@@ -15695,7 +15695,7 @@ def xlogy_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st)
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_xlog1py(self, other):
     # ops.yaml: special_xlog1py -- xlog1py(self, other)
     return xlog1py(self, other)
@@ -15807,7 +15807,7 @@ def special_xlog1py_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_zeta(self, other):
     # ops.yaml: special_zeta -- zeta(self, other)
     return zeta(self, other)
@@ -15919,7 +15919,7 @@ def special_zeta_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igamma(self, other):
     # ops.yaml: igamma -- gammainc(self, other)
     return gammainc(self, other)
@@ -16031,7 +16031,7 @@ def igamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igammac(self, other):
     # ops.yaml: igammac -- gammaincc(self, other)
     return gammaincc(self, other)
@@ -16143,7 +16143,7 @@ def igammac_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_t(self, n):
     # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n)
     return cheb_t(self, n)
@@ -16255,7 +16255,7 @@ def special_chebyshev_polynomial_t_blocked(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_u(self, n):
     # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n)
     return cheb_u(self, n)
@@ -16367,7 +16367,7 @@ def special_chebyshev_polynomial_u_blocked(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_v(self, n):
     # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n)
     return cheb_v(self, n)
@@ -16479,7 +16479,7 @@ def special_chebyshev_polynomial_v_blocked(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_w(self, n):
     # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n)
     return cheb_w(self, n)
@@ -16591,7 +16591,7 @@ def special_chebyshev_polynomial_w_blocked(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_t(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0)
     return shifted_cheb(self, n, 0)
@@ -16703,7 +16703,7 @@ def special_shifted_chebyshev_polynomial_t_blocked(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_u(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1)
     return shifted_cheb(self, n, 1)
@@ -16815,7 +16815,7 @@ def special_shifted_chebyshev_polynomial_u_blocked(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_v(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2)
     return shifted_cheb(self, n, 2)
@@ -16927,7 +16927,7 @@ def special_shifted_chebyshev_polynomial_v_blocked(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_w(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3)
     return shifted_cheb(self, n, 3)
@@ -17039,7 +17039,7 @@ def special_shifted_chebyshev_polynomial_w_blocked(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_h(self, n):
     # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n)
     return hermite_h(self, n)
@@ -17151,7 +17151,7 @@ def special_hermite_polynomial_h_blocked(shape, out, o_off, o_st, a0, a0_off, a0
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_he(self, n):
     # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n)
     return hermite_he(self, n)
@@ -17263,7 +17263,7 @@ def special_hermite_polynomial_he_blocked(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_laguerre_polynomial_l(self, n):
     # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n)
     return laguerre_l(self, n)
@@ -17375,7 +17375,7 @@ def special_laguerre_polynomial_l_blocked(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_legendre_polynomial_p(self, n):
     # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n)
     return legendre_p(self, n)
@@ -17487,7 +17487,7 @@ def special_legendre_polynomial_p_blocked(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__polygamma(self, order):
     # ops.yaml: _polygamma -- polygamma(order, self)
     return polygamma(order, self)
@@ -17581,7 +17581,7 @@ def _polygamma_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_signbit(self):
     # ops.yaml: signbit -- copysign(1.0, self) < 0
     return copysign(1.0, self) < 0
@@ -17675,7 +17675,7 @@ def signbit_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isneginf(self):
     # ops.yaml: isneginf -- self == -inf
     return self == -inf
@@ -17769,7 +17769,7 @@ def isneginf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isposinf(self):
     # ops.yaml: isposinf -- self == inf
     return self == inf
@@ -17863,7 +17863,7 @@ def isposinf_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__heaviside(self, values):
     # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
     return values if self == 0 else (1 if self > 0 else 0)
@@ -17975,7 +17975,7 @@ def _heaviside_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gcd(self, other):
     # ops.yaml: gcd -- gcd(self, other)
     return gcd(self, other)
@@ -18087,7 +18087,7 @@ def gcd_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lcm(self, other):
     # ops.yaml: lcm -- lcm(self, other)
     return lcm(self, other)
@@ -18199,7 +18199,7 @@ def lcm_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp2(self, other):
     # ops.yaml: logaddexp2 -- logaddexp2(self, other)
     return logaddexp2(self, other)
@@ -18399,7 +18399,7 @@ def nansum_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, K, sk
                 out[o + i] = a[i]
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__conj_physical(self):
     # ops.yaml: _conj_physical -- cconj(self)
     return cconj(self)
@@ -18493,7 +18493,7 @@ def _conj_physical_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sgn(self):
     # ops.yaml: sgn -- sgn(self)
     return sgn(self)
@@ -18587,7 +18587,7 @@ def sgn_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_angle(self):
     # ops.yaml: angle -- cangle(self)
     return cangle(self)
@@ -18681,7 +18681,7 @@ def angle_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
@@ -18768,7 +18768,7 @@ def _bw_neg_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_abs_self(grad, self):
     # ops.yaml: abs backward for self -- grad * sgn(self)
     return grad * _s_sgn(self)
@@ -18873,7 +18873,7 @@ def _bw_abs_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp_self(grad, result):
     # ops.yaml: exp backward for self -- grad * _conj_physical(result)
     return grad * _s__conj_physical(result)
@@ -18978,7 +18978,7 @@ def _bw_exp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
     return grad / _s__conj_physical(self)
@@ -19083,7 +19083,7 @@ def _bw_log_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
     return grad / (2 * _s__conj_physical(result))
@@ -19188,7 +19188,7 @@ def _bw_sqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tanh_self(grad, result):
     # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
     return grad * _s__conj_physical(1 - result * result)
@@ -19293,7 +19293,7 @@ def _bw_tanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sigmoid_self(grad, result):
     # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
     return grad * _s__conj_physical(result * (1 - result))
@@ -19398,7 +19398,7 @@ def _bw_sigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_relu_self(grad, result):
     # ops.yaml: relu backward for self -- where(result <= 0, 0.0, grad)
     return _s_where(result <= 0, 0.0, grad)
@@ -19503,7 +19503,7 @@ def _bw_relu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_self(grad):
     # ops.yaml: add backward for self -- grad
     return grad
@@ -19590,7 +19590,7 @@ def _bw_add_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_other(grad, alpha):
     # ops.yaml: add backward for other -- grad * alpha
     return grad * alpha
@@ -19677,7 +19677,7 @@ def _bw_add_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_self(grad):
     # ops.yaml: sub backward for self -- grad
     return grad
@@ -19764,7 +19764,7 @@ def _bw_sub_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_other(grad, alpha):
     # ops.yaml: sub backward for other -- -grad * alpha
     return -grad * alpha
@@ -19851,7 +19851,7 @@ def _bw_sub_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_self(grad, other):
     # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     return grad * _s__conj_physical(other)
@@ -19956,7 +19956,7 @@ def _bw_mul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_other(grad, self):
     # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     return grad * _s__conj_physical(self)
@@ -20061,7 +20061,7 @@ def _bw_mul_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     return grad / _s__conj_physical(other)
@@ -20166,7 +20166,7 @@ def _bw__div_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     return -grad * _s__conj_physical(self / (other * other))
@@ -20300,7 +20300,7 @@ def _bw__div_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_pow_self(grad, exponent, self):
     # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
@@ -20434,7 +20434,7 @@ def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
@@ -20568,7 +20568,7 @@ def _bw_maximum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
@@ -20702,7 +20702,7 @@ def _bw_maximum_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_self(grad, condition):
     # ops.yaml: where backward for self -- where(condition, grad, 0.0)
     return _s_where(condition, grad, 0.0)
@@ -20807,7 +20807,7 @@ def _bw_where_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_other(grad, condition):
     # ops.yaml: where backward for other -- where(condition, 0.0, grad)
     return _s_where(condition, 0.0, grad)
@@ -20912,7 +20912,7 @@ def _bw_where_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clone_self(grad):
     # ops.yaml: clone backward for self -- grad
     return grad
@@ -20999,7 +20999,7 @@ def _bw_clone_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_self(grad, self):
     # ops.yaml: gelu_erf backward for self -- gelu_erf_backward(grad, self)
     return _s_gelu_erf_backward(grad, self)
@@ -21104,7 +21104,7 @@ def _bw_gelu_erf_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_grad_output(grad, self):
     # ops.yaml: gelu_erf_backward backward for grad_output -- gelu_erf_backward(grad, self)
     return _s_gelu_erf_backward(grad, self)
@@ -21209,7 +21209,7 @@ def _bw_gelu_erf_backward_grad_output_blocked(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_self(grad, grad_output, self):
     # ops.yaml: gelu_erf_backward backward for self -- grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
     return grad * grad_output * 0.3989422804014327 * _s_exp(-0.5 * self * self) * (2 - self * self)
@@ -21343,7 +21343,7 @@ def _bw_gelu_erf_backward_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_tanh_self(grad, self):
     # ops.yaml: gelu_tanh backward for self -- grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
     return grad * (0.5 * (1 + _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
@@ -21448,7 +21448,7 @@ def _bw_gelu_tanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mish_self(grad, self):
     # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
     return grad * (_s_tanh(_s_softplus(self, 1.0, 20.0)) + self * _s_sigmoid(self) * (1 - _s_tanh(_s_softplus(self, 1.0, 20.0)) ** 2))
@@ -21553,7 +21553,7 @@ def _bw_mish_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softplus_self(grad, self, beta, threshold):
     # ops.yaml: softplus backward for self -- where(self * beta > threshold, grad, grad * sigmoid(self * beta))
     return _s_where(self * beta > threshold, grad, grad * _s_sigmoid(self * beta))
@@ -21658,7 +21658,7 @@ def _bw_softplus_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_elu_self(grad, self, scale, input_scale, alpha):
     # ops.yaml: elu backward for self -- where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
     return _s_where(self > 0, grad * scale, grad * input_scale * alpha * scale * _s_exp(self * input_scale))
@@ -21763,7 +21763,7 @@ def _bw_elu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_leaky_relu_self(grad, self, negative_slope):
     # ops.yaml: leaky_relu backward for self -- where(self > 0, grad, grad * negative_slope)
     return _s_where(self > 0, grad, grad * negative_slope)
@@ -21868,7 +21868,7 @@ def _bw_leaky_relu_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardtanh_self(grad, self, min_val, max_val):
     # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     return _s_where(_s_gt(self, min_val) * _s_lt(self, max_val), grad, 0.0)
@@ -21973,7 +21973,7 @@ def _bw_hardtanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardsigmoid_self(grad, self):
     # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     return _s_where(_s_gt(self, -3.0) * _s_lt(self, 3.0), grad * 0.1666666716337204, 0.0)
@@ -22078,7 +22078,7 @@ def _bw_hardsigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
@@ -22183,7 +22183,7 @@ def _bw_hardswish_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logsigmoid_self(grad, self):
     # ops.yaml: logsigmoid backward for self -- grad * sigmoid(-self)
     return grad * _s_sigmoid(-self)
@@ -22288,7 +22288,7 @@ def _bw_logsigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardshrink_self(grad, self, lambd):
     # ops.yaml: hardshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
     return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
@@ -22393,7 +22393,7 @@ def _bw_hardshrink_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softshrink_self(grad, self, lambd):
     # ops.yaml: softshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
     return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
@@ -22498,7 +22498,7 @@ def _bw_softshrink_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_threshold_self(grad, self, threshold):
     # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     return _s_where(_s_le(self, threshold), 0.0, grad)
@@ -22603,7 +22603,7 @@ def _bw_threshold_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_self(grad, self, weight):
     # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
@@ -22737,7 +22737,7 @@ def _bw__prelu_kernel_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_weight(grad, self):
     # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
@@ -22842,7 +22842,7 @@ def _bw__prelu_kernel_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
@@ -22976,7 +22976,7 @@ def _bw_bce_loss_elementwise_self_blocked(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_target(grad, self):
     # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     return grad * (_s_clamp_min(_s_log(1 - self), -100.0) - _s_clamp_min(_s_log(self), -100.0))
@@ -23081,7 +23081,7 @@ def _bw_bce_loss_elementwise_target_blocked(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp2_self(grad, result):
     # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
     return grad * _s__conj_physical(result) * 0.6931471805599453
@@ -23186,7 +23186,7 @@ def _bw_exp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_expm1_self(grad, result):
     # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
     return grad * _s__conj_physical(result + 1)
@@ -23291,7 +23291,7 @@ def _bw_expm1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
     return grad / (_s__conj_physical(self) * 0.6931471805599453)
@@ -23396,7 +23396,7 @@ def _bw_log2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
     return grad / (_s__conj_physical(self) * 2.302585092994046)
@@ -23501,7 +23501,7 @@ def _bw_log10_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
     return grad / _s__conj_physical(self + 1)
@@ -23606,7 +23606,7 @@ def _bw_log1p_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_rsqrt_self(grad, result):
     # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
     return -0.5 * grad * _s__conj_physical(result * result * result)
@@ -23711,7 +23711,7 @@ def _bw_rsqrt_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_reciprocal_self(grad, result):
     # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
     return -grad * _s__conj_physical(result * result)
@@ -23816,7 +23816,7 @@ def _bw_reciprocal_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sin_self(grad, self):
     # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
     return grad * _s__conj_physical(_s_cos(self))
@@ -23921,7 +23921,7 @@ def _bw_sin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cos_self(grad, self):
     # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
     return -grad * _s__conj_physical(_s_sin(self))
@@ -24026,7 +24026,7 @@ def _bw_cos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tan_self(grad, result):
     # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
     return grad * _s__conj_physical(1 + result * result)
@@ -24131,7 +24131,7 @@ def _bw_tan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asin_self(grad, self):
     # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
     return grad * _s__conj_physical(_s_rsqrt(1 - self * self))
@@ -24236,7 +24236,7 @@ def _bw_asin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acos_self(grad, self):
     # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
     return -grad * _s__conj_physical(_s_rsqrt(1 - self * self))
@@ -24341,7 +24341,7 @@ def _bw_acos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
     return grad / _s__conj_physical(1 + self * self)
@@ -24446,7 +24446,7 @@ def _bw_atan_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sinh_self(grad, self):
     # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
     return grad * _s__conj_physical(_s_cosh(self))
@@ -24551,7 +24551,7 @@ def _bw_sinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cosh_self(grad, self):
     # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
     return grad * _s__conj_physical(_s_sinh(self))
@@ -24656,7 +24656,7 @@ def _bw_cosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asinh_self(grad, self):
     # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
     return grad * _s__conj_physical(_s_rsqrt(self * self + 1))
@@ -24761,7 +24761,7 @@ def _bw_asinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acosh_self(grad, self):
     # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
     return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
@@ -24866,7 +24866,7 @@ def _bw_acosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     return grad / _s__conj_physical(1 - self * self)
@@ -24971,7 +24971,7 @@ def _bw_atanh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erf_self(grad, self):
     # ops.yaml: erf backward for self -- grad * 1.1283791670955126 * exp(-self * self)
     return grad * 1.1283791670955126 * _s_exp(-self * self)
@@ -25076,7 +25076,7 @@ def _bw_erf_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfc_self(grad, self):
     # ops.yaml: erfc backward for self -- -grad * 1.1283791670955126 * exp(-self * self)
     return -grad * 1.1283791670955126 * _s_exp(-self * self)
@@ -25181,7 +25181,7 @@ def _bw_erfc_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_frac_self(grad):
     # ops.yaml: frac backward for self -- grad
     return grad
@@ -25268,7 +25268,7 @@ def _bw_frac_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__nan_to_num_self(grad, self):
     # ops.yaml: _nan_to_num backward for self -- grad * isfinite(self)
     return grad * _s_isfinite(self)
@@ -25373,7 +25373,7 @@ def _bw__nan_to_num_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_self(grad):
     # ops.yaml: remainder backward for self -- grad
     return grad
@@ -25460,7 +25460,7 @@ def _bw_remainder_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_other(grad, self, other):
     # ops.yaml: remainder backward for other -- -grad * floor_divide(self, other)
     return -grad * _s_floor_divide(self, other)
@@ -25594,7 +25594,7 @@ def _bw_remainder_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_self(grad):
     # ops.yaml: fmod backward for self -- grad
     return grad
@@ -25681,7 +25681,7 @@ def _bw_fmod_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
     return -grad * _s_trunc(self / other)
@@ -25815,7 +25815,7 @@ def _bw_fmod_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_self(grad, other, self):
     # ops.yaml: atan2 backward for self -- grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
     return grad * other * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
@@ -25949,7 +25949,7 @@ def _bw_atan2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_other(grad, self, other):
     # ops.yaml: atan2 backward for other -- -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
     return -grad * self * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
@@ -26083,7 +26083,7 @@ def _bw_atan2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
@@ -26217,7 +26217,7 @@ def _bw_minimum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
@@ -26351,7 +26351,7 @@ def _bw_minimum_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_self(grad, self, other):
     # ops.yaml: fmax backward for self -- where(logical_or(self >= other, isnan(other)), grad, 0.0)
     return _s_where(_s_logical_or(self >= other, _s_isnan(other)), grad, 0.0)
@@ -26485,7 +26485,7 @@ def _bw_fmax_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_other(grad, self, other):
     # ops.yaml: fmax backward for other -- where(logical_or(self >= other, isnan(other)), 0.0, grad)
     return _s_where(_s_logical_or(self >= other, _s_isnan(other)), 0.0, grad)
@@ -26619,7 +26619,7 @@ def _bw_fmax_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_self(grad, self, other):
     # ops.yaml: fmin backward for self -- where(logical_or(self <= other, isnan(other)), grad, 0.0)
     return _s_where(_s_logical_or(self <= other, _s_isnan(other)), grad, 0.0)
@@ -26753,7 +26753,7 @@ def _bw_fmin_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_other(grad, self, other):
     # ops.yaml: fmin backward for other -- where(logical_or(self <= other, isnan(other)), 0.0, grad)
     return _s_where(_s_logical_or(self <= other, _s_isnan(other)), 0.0, grad)
@@ -26887,7 +26887,7 @@ def _bw_fmin_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
     return grad * self / result
@@ -27021,7 +27021,7 @@ def _bw_hypot_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
     return grad * other / result
@@ -27155,7 +27155,7 @@ def _bw_hypot_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
     return _s_where(self == 0, 0.0, grad * result / self)
@@ -27289,7 +27289,7 @@ def _bw_copysign_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_self(grad, self, min):
     # ops.yaml: clamp_min backward for self -- where(self >= min, grad, 0.0)
     return _s_where(self >= min, grad, 0.0)
@@ -27423,7 +27423,7 @@ def _bw_clamp_min_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_min(grad, self, min):
     # ops.yaml: clamp_min backward for min -- where(self < min, grad, 0.0)
     return _s_where(self < min, grad, 0.0)
@@ -27557,7 +27557,7 @@ def _bw_clamp_min_min_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_self(grad, self, max):
     # ops.yaml: clamp_max backward for self -- where(self <= max, grad, 0.0)
     return _s_where(self <= max, grad, 0.0)
@@ -27691,7 +27691,7 @@ def _bw_clamp_max_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_max(grad, self, max):
     # ops.yaml: clamp_max backward for max -- where(self > max, grad, 0.0)
     return _s_where(self > max, grad, 0.0)
@@ -27825,7 +27825,7 @@ def _bw_clamp_max_max_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_self(grad, self, min, max):
     # ops.yaml: _clamp backward for self -- where(logical_and(self >= min, self <= max), grad, 0.0)
     return _s_where(_s_logical_and(self >= min, self <= max), grad, 0.0)
@@ -27942,7 +27942,7 @@ def _bw__clamp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_min(grad, self, min, max):
     # ops.yaml: _clamp backward for min -- where(logical_and(self < min, min < max), grad, 0.0)
     return _s_where(_s_logical_and(self < min, min < max), grad, 0.0)
@@ -28059,7 +28059,7 @@ def _bw__clamp_min_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_max(grad, self, max, min):
     # ops.yaml: _clamp backward for max -- where(logical_or(self > max, max < min), grad, 0.0)
     return _s_where(_s_logical_or(self > max, max < min), grad, 0.0)
@@ -28176,7 +28176,7 @@ def _bw__clamp_max_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_self(grad, weight):
     # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     return grad * _s__conj_physical(1 - weight)
@@ -28281,7 +28281,7 @@ def _bw_lerp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_end(grad, weight):
     # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     return grad * _s__conj_physical(weight)
@@ -28386,7 +28386,7 @@ def _bw_lerp_end_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_weight(grad, end, self):
     # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     return grad * _s__conj_physical(end - self)
@@ -28520,7 +28520,7 @@ def _bw_lerp_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_self(grad):
     # ops.yaml: addcmul backward for self -- grad
     return grad
@@ -28607,7 +28607,7 @@ def _bw_addcmul_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
     # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     return grad * _s__conj_physical(tensor2 * value)
@@ -28712,7 +28712,7 @@ def _bw_addcmul_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
     # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     return grad * _s__conj_physical(tensor1 * value)
@@ -28817,7 +28817,7 @@ def _bw_addcmul_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_self(grad):
     # ops.yaml: addcdiv backward for self -- grad
     return grad
@@ -28904,7 +28904,7 @@ def _bw_addcdiv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     return grad * _s__conj_physical(value / tensor2)
@@ -29009,7 +29009,7 @@ def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
@@ -29143,7 +29143,7 @@ def _bw_addcdiv_tensor2_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__rnn_tanh_cell_xg(grad, result):
     # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
     return grad * (1 - result * result)
@@ -29248,7 +29248,7 @@ def _bw__rnn_tanh_cell_xg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
     return grad * (noise >= p) * (1.0 / (1.0 - p))
@@ -29353,7 +29353,7 @@ def _bw__dropout_apply_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lgamma_self(grad, self):
     # ops.yaml: lgamma backward for self -- grad * digamma(self)
     return grad * _s_digamma(self)
@@ -29458,7 +29458,7 @@ def _bw_lgamma_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_digamma_self(grad, self):
     # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1)
     return grad * _s__polygamma(self, 1)
@@ -29563,7 +29563,7 @@ def _bw_digamma_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfinv_self(grad, result):
     # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result)
     return grad * 0.886226925452758 * _s_exp(result * result)
@@ -29668,7 +29668,7 @@ def _bw_erfinv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_i0_self(grad, self):
     # ops.yaml: i0 backward for self -- grad * special_i1(self)
     return grad * _s_special_i1(self)
@@ -29773,7 +29773,7 @@ def _bw_i0_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_erfcx_self(grad, self, result):
     # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126)
     return grad * (2 * self * result - 1.1283791670955126)
@@ -29907,7 +29907,7 @@ def _bw_special_erfcx_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtr_self(grad, self):
     # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self)
     return grad * 0.3989422804014327 * _s_exp(-0.5 * self * self)
@@ -30012,7 +30012,7 @@ def _bw_special_ndtr_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtri_self(grad, result):
     # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result)
     return grad * 2.5066282746310002 * _s_exp(0.5 * result * result)
@@ -30117,7 +30117,7 @@ def _bw_special_ndtri_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_log_ndtr_self(grad, result, self):
     # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self))
     return grad * 0.3989422804014327 * _s_exp(-(result + 0.5 * self * self))
@@ -30251,7 +30251,7 @@ def _bw_special_log_ndtr_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i0e_self(grad, self, result):
     # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result)
     return grad * (_s_special_i1e(self) - _s_sign(self) * result)
@@ -30385,7 +30385,7 @@ def _bw_special_i0e_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
     return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
@@ -30519,7 +30519,7 @@ def _bw_special_i1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
     return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
@@ -30653,7 +30653,7 @@ def _bw_special_i1e_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_entr_self(grad, self):
     # ops.yaml: special_entr backward for self -- grad * -(1 + log(self))
     return grad * -(1 + _s_log(self))
@@ -30758,7 +30758,7 @@ def _bw_special_entr_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_self(grad, self, other):
     # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other)
     return grad * _s_xlogy(self != 0, other)
@@ -30892,7 +30892,7 @@ def _bw_xlogy_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
     return grad * self / other
@@ -31026,7 +31026,7 @@ def _bw_xlogy_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_self(grad, self, other):
     # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other)
     return grad * _s_special_xlog1py(self != 0, other)
@@ -31160,7 +31160,7 @@ def _bw_special_xlog1py_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
     return grad * self / (other + 1)
@@ -31294,7 +31294,7 @@ def _bw_special_xlog1py_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_zeta_other(grad, self, other):
     # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other)
     return grad * -self * _s_special_zeta(self + 1.0, other)
@@ -31428,7 +31428,7 @@ def _bw_special_zeta_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igamma_other(grad, self, other):
     # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self))
     return grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
@@ -31562,7 +31562,7 @@ def _bw_igamma_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igammac_other(grad, self, other):
     # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self))
     return -grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
@@ -31696,7 +31696,7 @@ def _bw_igammac_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__polygamma_self(grad, self, order):
     # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1)
     return grad * _s__polygamma(self, order + 1)
@@ -31801,7 +31801,7 @@ def _bw__polygamma_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
     return grad / (1 + _s_exp2(other - self))
@@ -31935,7 +31935,7 @@ def _bw_logaddexp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
     return grad / (1 + _s_exp2(self - other))
@@ -32069,7 +32069,7 @@ def _bw_logaddexp2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__conj_physical_self(grad):
     # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
     return _s__conj_physical(grad)

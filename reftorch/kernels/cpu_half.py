@@ -1898,13 +1898,13 @@ def f16_hw_store_array(a, out):
         out[i] = f32_to_f16_hw(a[i])
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_neg(self):
     # ops.yaml: neg -- -self
     return -self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_neg_f16(self):
     return f32_to_f16(_s_neg(f16_to_f32(self)))
 
@@ -1950,7 +1950,7 @@ def neg_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_neg_bf16(self):
     return f32_to_bf16(_s_neg(bf16_to_f32(self)))
 
@@ -1996,13 +1996,13 @@ def neg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_abs(self):
     # ops.yaml: abs -- cabs(self)
     return cabs(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_abs_f16(self):
     return f32_to_f16(_s_abs(f16_to_f32(self)))
 
@@ -2048,7 +2048,7 @@ def abs_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_abs_bf16(self):
     return f32_to_bf16(_s_abs(bf16_to_f32(self)))
 
@@ -2094,13 +2094,13 @@ def abs_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sign(self):
     # ops.yaml: sign -- sign(self)
     return sign(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sign_f16(self):
     return f32_to_f16(_s_sign(f16_to_f32(self)))
 
@@ -2146,7 +2146,7 @@ def sign_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sign_bf16(self):
     return f32_to_bf16(_s_sign(bf16_to_f32(self)))
 
@@ -2192,13 +2192,13 @@ def sign_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp(self):
     # ops.yaml: exp -- exp(self)
     return exp(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp_f16(self):
     return f32_to_f16(_s_exp(f16_to_f32(self)))
 
@@ -2244,7 +2244,7 @@ def exp_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp_bf16(self):
     return f32_to_bf16(_s_exp(bf16_to_f32(self)))
 
@@ -2290,13 +2290,13 @@ def exp_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log(self):
     # ops.yaml: log -- log(self)
     return log(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log_f16(self):
     return f32_to_f16(_s_log(f16_to_f32(self)))
 
@@ -2342,7 +2342,7 @@ def log_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log_bf16(self):
     return f32_to_bf16(_s_log(bf16_to_f32(self)))
 
@@ -2388,13 +2388,13 @@ def log_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sqrt(self):
     # ops.yaml: sqrt -- sqrt(self)
     return sqrt(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sqrt_f16(self):
     return f32_to_f16(_s_sqrt(f16_to_f32(self)))
 
@@ -2440,7 +2440,7 @@ def sqrt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sqrt_bf16(self):
     return f32_to_bf16(_s_sqrt(bf16_to_f32(self)))
 
@@ -2486,13 +2486,13 @@ def sqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tanh(self):
     # ops.yaml: tanh -- tanh(self)
     return tanh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tanh_f16(self):
     return f32_to_f16(_s_tanh(f16_to_f32(self)))
 
@@ -2538,7 +2538,7 @@ def tanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tanh_bf16(self):
     return f32_to_bf16(_s_tanh(bf16_to_f32(self)))
 
@@ -2584,13 +2584,13 @@ def tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sigmoid(self):
     # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
     return 1.0 / (1.0 + exp(-self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sigmoid_f16(self):
     return f32_to_f16(_s_sigmoid(f16_to_f32(self)))
 
@@ -2636,7 +2636,7 @@ def sigmoid_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sigmoid_bf16(self):
     return f32_to_bf16(_s_sigmoid(bf16_to_f32(self)))
 
@@ -2682,13 +2682,13 @@ def sigmoid_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_relu(self):
     # ops.yaml: relu -- 0 if self <= 0 else self
     return 0 if self <= 0 else self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_relu_f16(self):
     return f32_to_f16(_s_relu(f16_to_f32(self)))
 
@@ -2734,7 +2734,7 @@ def relu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_relu_bf16(self):
     return f32_to_bf16(_s_relu(bf16_to_f32(self)))
 
@@ -2780,13 +2780,13 @@ def relu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_add(self, other, alpha):
     # ops.yaml: add -- self + alpha * other
     return self + alpha * other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_add_f16(self, other, alpha):
     return f32_to_f16(_s_add(f16_to_f32(self), f16_to_f32(other), alpha))
 
@@ -2844,7 +2844,7 @@ def add_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_add_bf16(self, other, alpha):
     return f32_to_bf16(_s_add(bf16_to_f32(self), bf16_to_f32(other), alpha))
 
@@ -2902,13 +2902,13 @@ def add_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sub(self, other, alpha):
     # ops.yaml: sub -- self - alpha * other
     return self - alpha * other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sub_f16(self, other, alpha):
     return f32_to_f16(_s_sub(f16_to_f32(self), f16_to_f32(other), alpha))
 
@@ -2966,7 +2966,7 @@ def sub_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sub_bf16(self, other, alpha):
     return f32_to_bf16(_s_sub(bf16_to_f32(self), bf16_to_f32(other), alpha))
 
@@ -3024,13 +3024,13 @@ def sub_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mul(self, other):
     # ops.yaml: mul -- self * other
     return self * other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mul_f16(self, other):
     return f32_to_f16(_s_mul(f16_to_f32(self), f16_to_f32(other)))
 
@@ -3088,7 +3088,7 @@ def mul_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mul_bf16(self, other):
     return f32_to_bf16(_s_mul(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -3146,13 +3146,13 @@ def mul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div(self, other):
     # ops.yaml: _div -- cdiv(self, other)
     return cdiv(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_f16(self, other):
     return f32_to_f16(_s__div(f16_to_f32(self), f16_to_f32(other)))
 
@@ -3210,7 +3210,7 @@ def _div_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_bf16(self, other):
     return f32_to_bf16(_s__div(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -3268,13 +3268,13 @@ def _div_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_pow(self, exponent):
     # ops.yaml: pow -- tpow(self, exponent)
     return tpow(self, exponent)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_pow_f16(self, exponent):
     return f32_to_f16(_s_pow(f16_to_f32(self), f16_to_f32(exponent)))
 
@@ -3332,7 +3332,7 @@ def pow_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_pow_bf16(self, exponent):
     return f32_to_bf16(_s_pow(bf16_to_f32(self), bf16_to_f32(exponent)))
 
@@ -3390,13 +3390,13 @@ def pow_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_maximum(self, other):
     # ops.yaml: maximum -- self if (self > other or self != self) else (other if (other > self or other != other) else self)
     return self if (self > other or self != self) else (other if (other > self or other != other) else self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_maximum_f16(self, other):
     return f32_to_f16(_s_maximum(f16_to_f32(self), f16_to_f32(other)))
 
@@ -3454,7 +3454,7 @@ def maximum_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_maximum_bf16(self, other):
     return f32_to_bf16(_s_maximum(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -3512,13 +3512,13 @@ def maximum_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_eq(self, other):
     # ops.yaml: eq -- self == other
     return self == other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_eq_f16(self, other):
     return _s_eq(f16_to_f32(self), f16_to_f32(other))
 
@@ -3576,7 +3576,7 @@ def eq_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_eq_bf16(self, other):
     return _s_eq(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -3634,13 +3634,13 @@ def eq_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gt(self, other):
     # ops.yaml: gt -- self > other
     return self > other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gt_f16(self, other):
     return _s_gt(f16_to_f32(self), f16_to_f32(other))
 
@@ -3698,7 +3698,7 @@ def gt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gt_bf16(self, other):
     return _s_gt(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -3756,13 +3756,13 @@ def gt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_where(condition, self, other):
     # ops.yaml: where -- self if condition else other
     return self if condition else other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_where_f16(condition, self, other):
     return f32_to_f16(_s_where(condition, f16_to_f32(self), f16_to_f32(other)))
 
@@ -3843,7 +3843,7 @@ def where_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_where_bf16(condition, self, other):
     return f32_to_bf16(_s_where(condition, bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -4461,13 +4461,13 @@ def cumsum_bf16_scan_rows(x, off, M, K, sk, out, acc0):
             out[prev + M + m] = _c_cumsum(out[prev + m], bf16_to_f32(x[base + m]))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clone(self):
     # ops.yaml: clone -- self
     return self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clone_f16(self):
     return f32_to_f16(_s_clone(f16_to_f32(self)))
 
@@ -4513,7 +4513,7 @@ def clone_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clone_bf16(self):
     return f32_to_bf16(_s_clone(bf16_to_f32(self)))
 
@@ -4559,13 +4559,13 @@ def clone_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf(self):
     # ops.yaml: gelu_erf -- cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
     return cast_like(0.5, self) * self * (cast_like(1.0, self) + erf(self * cast_like(0.7071067811865476, self)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_f16(self):
     return f32_to_f16(_s_gelu_erf(f16_to_f32(self)))
 
@@ -4611,7 +4611,7 @@ def gelu_erf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_bf16(self):
     return f32_to_bf16(_s_gelu_erf(bf16_to_f32(self)))
 
@@ -4657,13 +4657,13 @@ def gelu_erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_backward(grad_output, self):
     # ops.yaml: gelu_erf_backward -- grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
     return grad_output * (0.5 * (1.0 + erf(self * cast_like(0.7071067811865476, self))) + self * 0.3989422804014327 * exp(cast_like(-0.5, self) * self * self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_backward_f16(grad_output, self):
     return f32_to_f16(_s_gelu_erf_backward(f16_to_f32(grad_output), f16_to_f32(self)))
 
@@ -4721,7 +4721,7 @@ def gelu_erf_backward_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_erf_backward_bf16(grad_output, self):
     return f32_to_bf16(_s_gelu_erf_backward(bf16_to_f32(grad_output), bf16_to_f32(self)))
 
@@ -4779,13 +4779,13 @@ def gelu_erf_backward_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_tanh(self):
     # ops.yaml: gelu_tanh -- 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
     return 0.5 * self * (1.0 + tanh(cast_like(0.7978845608028654, self) * (self + cast_like(0.044715, self) * self * self * self)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_tanh_f16(self):
     return f32_to_f16(_s_gelu_tanh(f16_to_f32(self)))
 
@@ -4831,7 +4831,7 @@ def gelu_tanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_gelu_tanh_bf16(self):
     return f32_to_bf16(_s_gelu_tanh(bf16_to_f32(self)))
 
@@ -4877,13 +4877,13 @@ def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_silu(self):
     # ops.yaml: silu -- self / (1.0 + exp(-self))
     return self / (1.0 + exp(-self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_silu_f16(self):
     return f32_to_f16(_s_silu(f16_to_f32(self)))
 
@@ -4929,7 +4929,7 @@ def silu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_silu_bf16(self):
     return f32_to_bf16(_s_silu(bf16_to_f32(self)))
 
@@ -4975,13 +4975,13 @@ def silu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mish(self):
     # ops.yaml: mish -- self * tanh(log1p(exp(self)))
     return self * tanh(log1p(exp(self)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mish_f16(self):
     return f32_to_f16(_s_mish(f16_to_f32(self)))
 
@@ -5027,7 +5027,7 @@ def mish_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_mish_bf16(self):
     return f32_to_bf16(_s_mish(bf16_to_f32(self)))
 
@@ -5073,13 +5073,13 @@ def mish_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softplus(self, beta, threshold):
     # ops.yaml: softplus -- self if self * beta > threshold else log1p(exp(self * beta)) / beta
     return self if self * beta > threshold else log1p(exp(self * beta)) / beta
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softplus_f16(self, beta, threshold):
     return f32_to_f16(_s_softplus(f16_to_f32(self), beta, threshold))
 
@@ -5125,7 +5125,7 @@ def softplus_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, beta, thres
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softplus_bf16(self, beta, threshold):
     return f32_to_bf16(_s_softplus(bf16_to_f32(self), beta, threshold))
 
@@ -5171,13 +5171,13 @@ def softplus_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, beta, thre
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_elu(self, alpha, scale, input_scale):
     # ops.yaml: elu -- self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
     return self * scale if self > 0 else expm1(self * input_scale) * alpha * scale
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_elu_f16(self, alpha, scale, input_scale):
     return f32_to_f16(_s_elu(f16_to_f32(self), alpha, scale, input_scale))
 
@@ -5223,7 +5223,7 @@ def elu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, in
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_elu_bf16(self, alpha, scale, input_scale):
     return f32_to_bf16(_s_elu(bf16_to_f32(self), alpha, scale, input_scale))
 
@@ -5269,13 +5269,13 @@ def elu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha, scale, i
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_leaky_relu(self, negative_slope):
     # ops.yaml: leaky_relu -- self if self > 0 else self * negative_slope
     return self if self > 0 else self * negative_slope
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_leaky_relu_f16(self, negative_slope):
     return f32_to_f16(_s_leaky_relu(f16_to_f32(self), negative_slope))
 
@@ -5321,7 +5321,7 @@ def leaky_relu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, negative_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_leaky_relu_bf16(self, negative_slope):
     return f32_to_bf16(_s_leaky_relu(bf16_to_f32(self), negative_slope))
 
@@ -5367,13 +5367,13 @@ def leaky_relu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, negative
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardtanh(self, min_val, max_val):
     # ops.yaml: hardtanh -- min_val if self < min_val else (max_val if self > max_val else self)
     return min_val if self < min_val else (max_val if self > max_val else self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardtanh_f16(self, min_val, max_val):
     return f32_to_f16(_s_hardtanh(f16_to_f32(self), min_val, max_val))
 
@@ -5419,7 +5419,7 @@ def hardtanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, ma
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardtanh_bf16(self, min_val, max_val):
     return f32_to_bf16(_s_hardtanh(bf16_to_f32(self), min_val, max_val))
 
@@ -5465,13 +5465,13 @@ def hardtanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, min_val, m
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardsigmoid(self):
     # ops.yaml: hardsigmoid -- 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
     return 0.0 if self <= -3.0 else (1.0 if self >= 3.0 else self / 6.0 + 0.5)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardsigmoid_f16(self):
     return f32_to_f16(_s_hardsigmoid(f16_to_f32(self)))
 
@@ -5517,7 +5517,7 @@ def hardsigmoid_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardsigmoid_bf16(self):
     return f32_to_bf16(_s_hardsigmoid(bf16_to_f32(self)))
 
@@ -5563,13 +5563,13 @@ def hardsigmoid_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardswish(self):
     # ops.yaml: hardswish -- self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
     return self * (0.0 if self + 3.0 < 0.0 else (6.0 if self + 3.0 > 6.0 else self + 3.0)) / 6.0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardswish_f16(self):
     return f32_to_f16(_s_hardswish(f16_to_f32(self)))
 
@@ -5615,7 +5615,7 @@ def hardswish_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardswish_bf16(self):
     return f32_to_bf16(_s_hardswish(bf16_to_f32(self)))
 
@@ -5661,13 +5661,13 @@ def hardswish_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logsigmoid(self):
     # ops.yaml: logsigmoid -- min(self, 0.0) - log1p(exp(-abs(self)))
     return min(self, 0.0) - log1p(exp(-abs(self)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logsigmoid_f16(self):
     return f32_to_f16(_s_logsigmoid(f16_to_f32(self)))
 
@@ -5713,7 +5713,7 @@ def logsigmoid_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logsigmoid_bf16(self):
     return f32_to_bf16(_s_logsigmoid(bf16_to_f32(self)))
 
@@ -5759,13 +5759,13 @@ def logsigmoid_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardshrink(self, lambd):
     # ops.yaml: hardshrink -- self if (self > lambd or self < -lambd) else 0.0 * self
     return self if (self > lambd or self < -lambd) else 0.0 * self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardshrink_f16(self, lambd):
     return f32_to_f16(_s_hardshrink(f16_to_f32(self), lambd))
 
@@ -5811,7 +5811,7 @@ def hardshrink_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hardshrink_bf16(self, lambd):
     return f32_to_bf16(_s_hardshrink(bf16_to_f32(self), lambd))
 
@@ -5857,13 +5857,13 @@ def hardshrink_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softshrink(self, lambd):
     # ops.yaml: softshrink -- self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
     return self - lambd if self > lambd else (self + lambd if self < -lambd else 0.0 * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softshrink_f16(self, lambd):
     return f32_to_f16(_s_softshrink(f16_to_f32(self), lambd))
 
@@ -5909,7 +5909,7 @@ def softshrink_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_softshrink_bf16(self, lambd):
     return f32_to_bf16(_s_softshrink(bf16_to_f32(self), lambd))
 
@@ -5955,13 +5955,13 @@ def softshrink_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, lambd):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_threshold(self, threshold, value):
     # ops.yaml: threshold -- value if self <= threshold else self
     return value if self <= threshold else self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_threshold_f16(self, threshold, value):
     return f32_to_f16(_s_threshold(f16_to_f32(self), threshold, value))
 
@@ -6007,7 +6007,7 @@ def threshold_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_threshold_bf16(self, threshold, value):
     return f32_to_bf16(_s_threshold(bf16_to_f32(self), threshold, value))
 
@@ -6053,13 +6053,13 @@ def threshold_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, threshold
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__prelu_kernel(self, weight):
     # ops.yaml: _prelu_kernel -- self if self > 0 else weight * self
     return self if self > 0 else weight * self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__prelu_kernel_f16(self, weight):
     return f32_to_f16(_s__prelu_kernel(f16_to_f32(self), f16_to_f32(weight)))
 
@@ -6117,7 +6117,7 @@ def _prelu_kernel_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__prelu_kernel_bf16(self, weight):
     return f32_to_bf16(_s__prelu_kernel(bf16_to_f32(self), bf16_to_f32(weight)))
 
@@ -6175,13 +6175,13 @@ def _prelu_kernel_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bce_loss_elementwise(self, target):
     # ops.yaml: bce_loss_elementwise -- -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
     return -(target * max(log(self), -100.0) + (1.0 - target) * max(log(1.0 - self), -100.0))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bce_loss_elementwise_f16(self, target):
     return f32_to_f16(_s_bce_loss_elementwise(f16_to_f32(self), f16_to_f32(target)))
 
@@ -6239,7 +6239,7 @@ def bce_loss_elementwise_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_bce_loss_elementwise_bf16(self, target):
     return f32_to_bf16(_s_bce_loss_elementwise(bf16_to_f32(self), bf16_to_f32(target)))
 
@@ -7461,13 +7461,13 @@ def logcumsumexp_bf16_scan_rows(x, off, M, K, sk, out, acc0):
             out[prev + M + m] = _c_logcumsumexp(out[prev + m], bf16_to_f32(x[base + m]))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp2(self):
     # ops.yaml: exp2 -- exp2(self)
     return exp2(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp2_f16(self):
     return f32_to_f16(_s_exp2(f16_to_f32(self)))
 
@@ -7513,7 +7513,7 @@ def exp2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_exp2_bf16(self):
     return f32_to_bf16(_s_exp2(bf16_to_f32(self)))
 
@@ -7559,13 +7559,13 @@ def exp2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_expm1(self):
     # ops.yaml: expm1 -- expm1(self)
     return expm1(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_expm1_f16(self):
     return f32_to_f16(_s_expm1(f16_to_f32(self)))
 
@@ -7611,7 +7611,7 @@ def expm1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_expm1_bf16(self):
     return f32_to_bf16(_s_expm1(bf16_to_f32(self)))
 
@@ -7657,13 +7657,13 @@ def expm1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log2(self):
     # ops.yaml: log2 -- log2(self)
     return log2(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log2_f16(self):
     return f32_to_f16(_s_log2(f16_to_f32(self)))
 
@@ -7709,7 +7709,7 @@ def log2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log2_bf16(self):
     return f32_to_bf16(_s_log2(bf16_to_f32(self)))
 
@@ -7755,13 +7755,13 @@ def log2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log10(self):
     # ops.yaml: log10 -- log10(self)
     return log10(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log10_f16(self):
     return f32_to_f16(_s_log10(f16_to_f32(self)))
 
@@ -7807,7 +7807,7 @@ def log10_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log10_bf16(self):
     return f32_to_bf16(_s_log10(bf16_to_f32(self)))
 
@@ -7853,13 +7853,13 @@ def log10_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log1p(self):
     # ops.yaml: log1p -- log1p(self)
     return log1p(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log1p_f16(self):
     return f32_to_f16(_s_log1p(f16_to_f32(self)))
 
@@ -7905,7 +7905,7 @@ def log1p_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_log1p_bf16(self):
     return f32_to_bf16(_s_log1p(bf16_to_f32(self)))
 
@@ -7951,13 +7951,13 @@ def log1p_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_rsqrt(self):
     # ops.yaml: rsqrt -- 1.0 / sqrt(self)
     return 1.0 / sqrt(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_rsqrt_f16(self):
     return f32_to_f16(_s_rsqrt(f16_to_f32(self)))
 
@@ -8003,7 +8003,7 @@ def rsqrt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_rsqrt_bf16(self):
     return f32_to_bf16(_s_rsqrt(bf16_to_f32(self)))
 
@@ -8049,13 +8049,13 @@ def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_reciprocal(self):
     # ops.yaml: reciprocal -- cdiv(1.0, self)
     return cdiv(1.0, self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_reciprocal_f16(self):
     return f32_to_f16(_s_reciprocal(f16_to_f32(self)))
 
@@ -8101,7 +8101,7 @@ def reciprocal_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_reciprocal_bf16(self):
     return f32_to_bf16(_s_reciprocal(bf16_to_f32(self)))
 
@@ -8147,13 +8147,13 @@ def reciprocal_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sin(self):
     # ops.yaml: sin -- sin(self)
     return sin(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sin_f16(self):
     return f32_to_f16(_s_sin(f16_to_f32(self)))
 
@@ -8199,7 +8199,7 @@ def sin_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sin_bf16(self):
     return f32_to_bf16(_s_sin(bf16_to_f32(self)))
 
@@ -8245,13 +8245,13 @@ def sin_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cos(self):
     # ops.yaml: cos -- cos(self)
     return cos(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cos_f16(self):
     return f32_to_f16(_s_cos(f16_to_f32(self)))
 
@@ -8297,7 +8297,7 @@ def cos_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cos_bf16(self):
     return f32_to_bf16(_s_cos(bf16_to_f32(self)))
 
@@ -8343,13 +8343,13 @@ def cos_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tan(self):
     # ops.yaml: tan -- tan(self)
     return tan(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tan_f16(self):
     return f32_to_f16(_s_tan(f16_to_f32(self)))
 
@@ -8395,7 +8395,7 @@ def tan_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_tan_bf16(self):
     return f32_to_bf16(_s_tan(bf16_to_f32(self)))
 
@@ -8441,13 +8441,13 @@ def tan_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asin(self):
     # ops.yaml: asin -- asin(self)
     return asin(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asin_f16(self):
     return f32_to_f16(_s_asin(f16_to_f32(self)))
 
@@ -8493,7 +8493,7 @@ def asin_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asin_bf16(self):
     return f32_to_bf16(_s_asin(bf16_to_f32(self)))
 
@@ -8539,13 +8539,13 @@ def asin_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acos(self):
     # ops.yaml: acos -- acos(self)
     return acos(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acos_f16(self):
     return f32_to_f16(_s_acos(f16_to_f32(self)))
 
@@ -8591,7 +8591,7 @@ def acos_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acos_bf16(self):
     return f32_to_bf16(_s_acos(bf16_to_f32(self)))
 
@@ -8637,13 +8637,13 @@ def acos_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan(self):
     # ops.yaml: atan -- atan(self)
     return atan(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan_f16(self):
     return f32_to_f16(_s_atan(f16_to_f32(self)))
 
@@ -8689,7 +8689,7 @@ def atan_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan_bf16(self):
     return f32_to_bf16(_s_atan(bf16_to_f32(self)))
 
@@ -8735,13 +8735,13 @@ def atan_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinh(self):
     # ops.yaml: sinh -- sinh(self)
     return sinh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinh_f16(self):
     return f32_to_f16(_s_sinh(f16_to_f32(self)))
 
@@ -8787,7 +8787,7 @@ def sinh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinh_bf16(self):
     return f32_to_bf16(_s_sinh(bf16_to_f32(self)))
 
@@ -8833,13 +8833,13 @@ def sinh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cosh(self):
     # ops.yaml: cosh -- cosh(self)
     return cosh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cosh_f16(self):
     return f32_to_f16(_s_cosh(f16_to_f32(self)))
 
@@ -8885,7 +8885,7 @@ def cosh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_cosh_bf16(self):
     return f32_to_bf16(_s_cosh(bf16_to_f32(self)))
 
@@ -8931,13 +8931,13 @@ def cosh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asinh(self):
     # ops.yaml: asinh -- asinh(self)
     return asinh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asinh_f16(self):
     return f32_to_f16(_s_asinh(f16_to_f32(self)))
 
@@ -8983,7 +8983,7 @@ def asinh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_asinh_bf16(self):
     return f32_to_bf16(_s_asinh(bf16_to_f32(self)))
 
@@ -9029,13 +9029,13 @@ def asinh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acosh(self):
     # ops.yaml: acosh -- acosh(self)
     return acosh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acosh_f16(self):
     return f32_to_f16(_s_acosh(f16_to_f32(self)))
 
@@ -9081,7 +9081,7 @@ def acosh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_acosh_bf16(self):
     return f32_to_bf16(_s_acosh(bf16_to_f32(self)))
 
@@ -9127,13 +9127,13 @@ def acosh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atanh(self):
     # ops.yaml: atanh -- atanh(self)
     return atanh(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atanh_f16(self):
     return f32_to_f16(_s_atanh(f16_to_f32(self)))
 
@@ -9179,7 +9179,7 @@ def atanh_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atanh_bf16(self):
     return f32_to_bf16(_s_atanh(bf16_to_f32(self)))
 
@@ -9225,13 +9225,13 @@ def atanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logit(self, eps):
     # ops.yaml: logit -- logit(self, eps)
     return logit(self, eps)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logit_f16(self, eps):
     return f32_to_f16(_s_logit(f16_to_f32(self), eps))
 
@@ -9277,7 +9277,7 @@ def logit_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logit_bf16(self, eps):
     return f32_to_bf16(_s_logit(bf16_to_f32(self), eps))
 
@@ -9323,13 +9323,13 @@ def logit_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, eps):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erf(self):
     # ops.yaml: erf -- erf(self)
     return erf(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erf_f16(self):
     return f32_to_f16(_s_erf(f16_to_f32(self)))
 
@@ -9375,7 +9375,7 @@ def erf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erf_bf16(self):
     return f32_to_bf16(_s_erf(bf16_to_f32(self)))
 
@@ -9421,13 +9421,13 @@ def erf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfc(self):
     # ops.yaml: erfc -- erfc(self)
     return erfc(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfc_f16(self):
     return f32_to_f16(_s_erfc(f16_to_f32(self)))
 
@@ -9473,7 +9473,7 @@ def erfc_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfc_bf16(self):
     return f32_to_bf16(_s_erfc(bf16_to_f32(self)))
 
@@ -9519,13 +9519,13 @@ def erfc_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor(self):
     # ops.yaml: floor -- floor(self)
     return floor(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_f16(self):
     return f32_to_f16(_s_floor(f16_to_f32(self)))
 
@@ -9571,7 +9571,7 @@ def floor_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_bf16(self):
     return f32_to_bf16(_s_floor(bf16_to_f32(self)))
 
@@ -9617,13 +9617,13 @@ def floor_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ceil(self):
     # ops.yaml: ceil -- ceil(self)
     return ceil(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ceil_f16(self):
     return f32_to_f16(_s_ceil(f16_to_f32(self)))
 
@@ -9669,7 +9669,7 @@ def ceil_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ceil_bf16(self):
     return f32_to_bf16(_s_ceil(bf16_to_f32(self)))
 
@@ -9715,13 +9715,13 @@ def ceil_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_trunc(self):
     # ops.yaml: trunc -- trunc(self)
     return trunc(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_trunc_f16(self):
     return f32_to_f16(_s_trunc(f16_to_f32(self)))
 
@@ -9767,7 +9767,7 @@ def trunc_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_trunc_bf16(self):
     return f32_to_bf16(_s_trunc(bf16_to_f32(self)))
 
@@ -9813,13 +9813,13 @@ def trunc_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_round(self, decimals):
     # ops.yaml: round -- round_decimals(self, decimals)
     return round_decimals(self, decimals)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_round_f16(self, decimals):
     return f32_to_f16(_s_round(f16_to_f32(self), decimals))
 
@@ -9865,7 +9865,7 @@ def round_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_round_bf16(self, decimals):
     return f32_to_bf16(_s_round(bf16_to_f32(self), decimals))
 
@@ -9911,13 +9911,13 @@ def round_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, decimals):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_frac(self):
     # ops.yaml: frac -- self - trunc(self)
     return self - trunc(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_frac_f16(self):
     return f32_to_f16(_s_frac(f16_to_f32(self)))
 
@@ -9963,7 +9963,7 @@ def frac_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_frac_bf16(self):
     return f32_to_bf16(_s_frac(bf16_to_f32(self)))
 
@@ -10009,13 +10009,13 @@ def frac_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isnan(self):
     # ops.yaml: isnan -- isnan(self)
     return isnan(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isnan_f16(self):
     return _s_isnan(f16_to_f32(self))
 
@@ -10061,7 +10061,7 @@ def isnan_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isnan_bf16(self):
     return _s_isnan(bf16_to_f32(self))
 
@@ -10107,13 +10107,13 @@ def isnan_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isinf(self):
     # ops.yaml: isinf -- isinf(self)
     return isinf(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isinf_f16(self):
     return _s_isinf(f16_to_f32(self))
 
@@ -10159,7 +10159,7 @@ def isinf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isinf_bf16(self):
     return _s_isinf(bf16_to_f32(self))
 
@@ -10205,13 +10205,13 @@ def isinf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isfinite(self):
     # ops.yaml: isfinite -- isfinite(self)
     return isfinite(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isfinite_f16(self):
     return _s_isfinite(f16_to_f32(self))
 
@@ -10257,7 +10257,7 @@ def isfinite_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isfinite_bf16(self):
     return _s_isfinite(bf16_to_f32(self))
 
@@ -10303,13 +10303,13 @@ def isfinite_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_not(self):
     # ops.yaml: logical_not -- self == 0
     return self == 0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_not_f16(self):
     return _s_logical_not(f16_to_f32(self))
 
@@ -10355,7 +10355,7 @@ def logical_not_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_not_bf16(self):
     return _s_logical_not(bf16_to_f32(self))
 
@@ -10401,13 +10401,13 @@ def logical_not_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__nan_to_num(self, nan, posinf, neginf):
     # ops.yaml: _nan_to_num -- nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
     return nan if self != self else (posinf if self == inf else (neginf if self == -inf else self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__nan_to_num_f16(self, nan, posinf, neginf):
     return f32_to_f16(_s__nan_to_num(f16_to_f32(self), nan, posinf, neginf))
 
@@ -10453,7 +10453,7 @@ def _nan_to_num_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, nan, pos
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__nan_to_num_bf16(self, nan, posinf, neginf):
     return f32_to_bf16(_s__nan_to_num(bf16_to_f32(self), nan, posinf, neginf))
 
@@ -10499,13 +10499,13 @@ def _nan_to_num_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, nan, po
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_trunc(self, other):
     # ops.yaml: _div_trunc -- divtrunc(self, other)
     return divtrunc(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_trunc_f16(self, other):
     return f32_to_f16(_s__div_trunc(f16_to_f32(self), f16_to_f32(other)))
 
@@ -10563,7 +10563,7 @@ def _div_trunc_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__div_trunc_bf16(self, other):
     return f32_to_bf16(_s__div_trunc(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -10621,13 +10621,13 @@ def _div_trunc_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_divide(self, other):
     # ops.yaml: floor_divide -- floordiv(self, other)
     return floordiv(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_divide_f16(self, other):
     return f32_to_f16(_s_floor_divide(f16_to_f32(self), f16_to_f32(other)))
 
@@ -10685,7 +10685,7 @@ def floor_divide_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_floor_divide_bf16(self, other):
     return f32_to_bf16(_s_floor_divide(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -10743,13 +10743,13 @@ def floor_divide_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_remainder(self, other):
     # ops.yaml: remainder -- pymod(self, other)
     return pymod(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_remainder_f16(self, other):
     return f32_to_f16(_s_remainder(f16_to_f32(self), f16_to_f32(other)))
 
@@ -10807,7 +10807,7 @@ def remainder_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_remainder_bf16(self, other):
     return f32_to_bf16(_s_remainder(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -10865,13 +10865,13 @@ def remainder_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmod(self, other):
     # ops.yaml: fmod -- cfmod(self, other)
     return cfmod(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmod_f16(self, other):
     return f32_to_f16(_s_fmod(f16_to_f32(self), f16_to_f32(other)))
 
@@ -10929,7 +10929,7 @@ def fmod_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmod_bf16(self, other):
     return f32_to_bf16(_s_fmod(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -10987,13 +10987,13 @@ def fmod_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan2(self, other):
     # ops.yaml: atan2 -- atan2(self, other)
     return atan2(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan2_f16(self, other):
     return f32_to_f16(_s_atan2(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11051,7 +11051,7 @@ def atan2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_atan2_bf16(self, other):
     return f32_to_bf16(_s_atan2(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11109,13 +11109,13 @@ def atan2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_minimum(self, other):
     # ops.yaml: minimum -- self if (self < other or self != self) else (other if (other < self or other != other) else self)
     return self if (self < other or self != self) else (other if (other < self or other != other) else self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_minimum_f16(self, other):
     return f32_to_f16(_s_minimum(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11173,7 +11173,7 @@ def minimum_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_minimum_bf16(self, other):
     return f32_to_bf16(_s_minimum(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11231,13 +11231,13 @@ def minimum_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmax(self, other):
     # ops.yaml: fmax -- other if self != self else (self if (other != other or self >= other) else other)
     return other if self != self else (self if (other != other or self >= other) else other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmax_f16(self, other):
     return f32_to_f16(_s_fmax(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11295,7 +11295,7 @@ def fmax_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmax_bf16(self, other):
     return f32_to_bf16(_s_fmax(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11353,13 +11353,13 @@ def fmax_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmin(self, other):
     # ops.yaml: fmin -- other if self != self else (self if (other != other or self <= other) else other)
     return other if self != self else (self if (other != other or self <= other) else other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmin_f16(self, other):
     return f32_to_f16(_s_fmin(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11417,7 +11417,7 @@ def fmin_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_fmin_bf16(self, other):
     return f32_to_bf16(_s_fmin(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11475,13 +11475,13 @@ def fmin_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hypot(self, other):
     # ops.yaml: hypot -- hypot(self, other)
     return hypot(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hypot_f16(self, other):
     return f32_to_f16(_s_hypot(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11539,7 +11539,7 @@ def hypot_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_hypot_bf16(self, other):
     return f32_to_bf16(_s_hypot(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11597,13 +11597,13 @@ def hypot_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp(self, other):
     # ops.yaml: logaddexp -- logaddexp(self, other)
     return logaddexp(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp_f16(self, other):
     return f32_to_f16(_s_logaddexp(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11661,7 +11661,7 @@ def logaddexp_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp_bf16(self, other):
     return f32_to_bf16(_s_logaddexp(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11719,13 +11719,13 @@ def logaddexp_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_copysign(self, other):
     # ops.yaml: copysign -- copysign(self, other)
     return copysign(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_copysign_f16(self, other):
     return f32_to_f16(_s_copysign(f16_to_f32(self), f16_to_f32(other)))
 
@@ -11783,7 +11783,7 @@ def copysign_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_copysign_bf16(self, other):
     return f32_to_bf16(_s_copysign(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -11841,13 +11841,13 @@ def copysign_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ne(self, other):
     # ops.yaml: ne -- self != other
     return self != other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ne_f16(self, other):
     return _s_ne(f16_to_f32(self), f16_to_f32(other))
 
@@ -11905,7 +11905,7 @@ def ne_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ne_bf16(self, other):
     return _s_ne(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -11963,13 +11963,13 @@ def ne_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lt(self, other):
     # ops.yaml: lt -- self < other
     return self < other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lt_f16(self, other):
     return _s_lt(f16_to_f32(self), f16_to_f32(other))
 
@@ -12027,7 +12027,7 @@ def lt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lt_bf16(self, other):
     return _s_lt(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12085,13 +12085,13 @@ def lt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_le(self, other):
     # ops.yaml: le -- self <= other
     return self <= other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_le_f16(self, other):
     return _s_le(f16_to_f32(self), f16_to_f32(other))
 
@@ -12149,7 +12149,7 @@ def le_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_le_bf16(self, other):
     return _s_le(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12207,13 +12207,13 @@ def le_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ge(self, other):
     # ops.yaml: ge -- self >= other
     return self >= other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ge_f16(self, other):
     return _s_ge(f16_to_f32(self), f16_to_f32(other))
 
@@ -12271,7 +12271,7 @@ def ge_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_ge_bf16(self, other):
     return _s_ge(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12329,13 +12329,13 @@ def ge_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_and(self, other):
     # ops.yaml: logical_and -- (self != 0) & (other != 0)
     return (self != 0) & (other != 0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_and_f16(self, other):
     return _s_logical_and(f16_to_f32(self), f16_to_f32(other))
 
@@ -12393,7 +12393,7 @@ def logical_and_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_and_bf16(self, other):
     return _s_logical_and(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12451,13 +12451,13 @@ def logical_and_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_or(self, other):
     # ops.yaml: logical_or -- (self != 0) | (other != 0)
     return (self != 0) | (other != 0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_or_f16(self, other):
     return _s_logical_or(f16_to_f32(self), f16_to_f32(other))
 
@@ -12515,7 +12515,7 @@ def logical_or_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_or_bf16(self, other):
     return _s_logical_or(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12573,13 +12573,13 @@ def logical_or_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_xor(self, other):
     # ops.yaml: logical_xor -- (self != 0) != (other != 0)
     return (self != 0) != (other != 0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_xor_f16(self, other):
     return _s_logical_xor(f16_to_f32(self), f16_to_f32(other))
 
@@ -12637,7 +12637,7 @@ def logical_xor_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logical_xor_bf16(self, other):
     return _s_logical_xor(bf16_to_f32(self), bf16_to_f32(other))
 
@@ -12695,13 +12695,13 @@ def logical_xor_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_min(self, min):
     # ops.yaml: clamp_min -- min if (min > self or min != min) else self
     return min if (min > self or min != min) else self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_min_f16(self, min):
     return f32_to_f16(_s_clamp_min(f16_to_f32(self), f16_to_f32(min)))
 
@@ -12759,7 +12759,7 @@ def clamp_min_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_min_bf16(self, min):
     return f32_to_bf16(_s_clamp_min(bf16_to_f32(self), bf16_to_f32(min)))
 
@@ -12817,13 +12817,13 @@ def clamp_min_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_max(self, max):
     # ops.yaml: clamp_max -- max if (max < self or max != max) else self
     return max if (max < self or max != max) else self
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_max_f16(self, max):
     return f32_to_f16(_s_clamp_max(f16_to_f32(self), f16_to_f32(max)))
 
@@ -12881,7 +12881,7 @@ def clamp_max_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_clamp_max_bf16(self, max):
     return f32_to_bf16(_s_clamp_max(bf16_to_f32(self), bf16_to_f32(max)))
 
@@ -12939,13 +12939,13 @@ def clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__clamp(self, min, max):
     # ops.yaml: _clamp -- clamp3(self, min, max)
     return clamp3(self, min, max)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__clamp_f16(self, min, max):
     return f32_to_f16(_s__clamp(f16_to_f32(self), f16_to_f32(min), f16_to_f32(max)))
 
@@ -13026,7 +13026,7 @@ def _clamp_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__clamp_bf16(self, min, max):
     return f32_to_bf16(_s__clamp(bf16_to_f32(self), bf16_to_f32(min), bf16_to_f32(max)))
 
@@ -13107,13 +13107,13 @@ def _clamp_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lerp(self, end, weight):
     # ops.yaml: lerp -- self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
     return self + weight * (end - self) if abs(weight) < 0.5 else end - (end - self) * (1 - weight)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lerp_f16(self, end, weight):
     return f32_to_f16(_s_lerp(f16_to_f32(self), f16_to_f32(end), f16_to_f32(weight)))
 
@@ -13194,7 +13194,7 @@ def lerp_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lerp_bf16(self, end, weight):
     return f32_to_bf16(_s_lerp(bf16_to_f32(self), bf16_to_f32(end), bf16_to_f32(weight)))
 
@@ -13275,13 +13275,13 @@ def lerp_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcmul(self, tensor1, tensor2, value):
     # ops.yaml: addcmul -- self + value * tensor1 * tensor2
     return self + value * tensor1 * tensor2
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcmul_f16(self, tensor1, tensor2, value):
     return f32_to_f16(_s_addcmul(f16_to_f32(self), f16_to_f32(tensor1), f16_to_f32(tensor2), value))
 
@@ -13362,7 +13362,7 @@ def addcmul_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcmul_bf16(self, tensor1, tensor2, value):
     return f32_to_bf16(_s_addcmul(bf16_to_f32(self), bf16_to_f32(tensor1), bf16_to_f32(tensor2), value))
 
@@ -13443,13 +13443,13 @@ def addcmul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
     # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
     return self + value * tensor1 / tensor2
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcdiv_f16(self, tensor1, tensor2, value):
     return f32_to_f16(_s_addcdiv(f16_to_f32(self), f16_to_f32(tensor1), f16_to_f32(tensor2), value))
 
@@ -13530,7 +13530,7 @@ def addcdiv_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_addcdiv_bf16(self, tensor1, tensor2, value):
     return f32_to_bf16(_s_addcdiv(bf16_to_f32(self), bf16_to_f32(tensor1), bf16_to_f32(tensor2), value))
 
@@ -13611,13 +13611,13 @@ def addcdiv_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg(self, grad, param, beta1, weight_decay, maximize, decoupled):
     # ops.yaml: _adam_exp_avg -- self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
     return self + (1 - beta1) * ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) if abs(1 - beta1) < 0.5 else (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - ((((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) - self) * beta1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_f16(self, grad, param, beta1, weight_decay, maximize, decoupled):
     return f32_to_f16(_s__adam_exp_avg(f16_to_f32(self), f16_to_f32(grad), f16_to_f32(param), beta1, weight_decay, maximize, decoupled))
 
@@ -13698,7 +13698,7 @@ def _adam_exp_avg_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_bf16(self, grad, param, beta1, weight_decay, maximize, decoupled):
     return f32_to_bf16(_s__adam_exp_avg(bf16_to_f32(self), bf16_to_f32(grad), bf16_to_f32(param), beta1, weight_decay, maximize, decoupled))
 
@@ -13779,13 +13779,13 @@ def _adam_exp_avg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_sq(self, grad, param, beta2, weight_decay, maximize, decoupled):
     # ops.yaml: _adam_exp_avg_sq -- self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
     return self * beta2 + (1 - beta2) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad)) * (((-grad if maximize else grad) + weight_decay * param) if weight_decay != 0 and not decoupled else (-grad if maximize else grad))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_sq_f16(self, grad, param, beta2, weight_decay, maximize, decoupled):
     return f32_to_f16(_s__adam_exp_avg_sq(f16_to_f32(self), f16_to_f32(grad), f16_to_f32(param), beta2, weight_decay, maximize, decoupled))
 
@@ -13866,7 +13866,7 @@ def _adam_exp_avg_sq_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_exp_avg_sq_bf16(self, grad, param, beta2, weight_decay, maximize, decoupled):
     return f32_to_bf16(_s__adam_exp_avg_sq(bf16_to_f32(self), bf16_to_f32(grad), bf16_to_f32(param), beta2, weight_decay, maximize, decoupled))
 
@@ -13947,13 +13947,13 @@ def _adam_exp_avg_sq_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_param(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     # ops.yaml: _adam_param -- (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
     return (self * (1 - lr * weight_decay) if decoupled and weight_decay != 0 else self) - (lr / bias_correction1) * exp_avg / (sqrt(exp_avg_sq) / bias_correction2_sqrt + eps)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_param_f16(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     return f32_to_f16(_s__adam_param(f16_to_f32(self), f16_to_f32(exp_avg), f16_to_f32(exp_avg_sq), lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps))
 
@@ -14034,7 +14034,7 @@ def _adam_param_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__adam_param_bf16(self, exp_avg, exp_avg_sq, lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps):
     return f32_to_bf16(_s__adam_param(bf16_to_f32(self), bf16_to_f32(exp_avg), bf16_to_f32(exp_avg_sq), lr, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt, eps))
 
@@ -14115,13 +14115,13 @@ def _adam_param_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__rnn_tanh_cell(xg, hg):
     # ops.yaml: _rnn_tanh_cell -- tanh(xg + hg)
     return tanh(xg + hg)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__rnn_tanh_cell_f16(xg, hg):
     return f32_to_f16(_s__rnn_tanh_cell(f16_to_f32(xg), f16_to_f32(hg)))
 
@@ -14179,7 +14179,7 @@ def _rnn_tanh_cell_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__rnn_tanh_cell_bf16(xg, hg):
     return f32_to_bf16(_s__rnn_tanh_cell(bf16_to_f32(xg), bf16_to_f32(hg)))
 
@@ -14237,13 +14237,13 @@ def _rnn_tanh_cell_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__dropout_apply(self, noise, p):
     # ops.yaml: _dropout_apply -- self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
     return self * cast_like(1.0 if noise >= p else 0.0, self) * cast_like(1.0 / (1.0 - p), self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__dropout_apply_f16(self, noise, p):
     return f32_to_f16(_s__dropout_apply(f16_to_f32(self), f16_to_f32(noise), p))
 
@@ -14301,7 +14301,7 @@ def _dropout_apply_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__dropout_apply_bf16(self, noise, p):
     return f32_to_bf16(_s__dropout_apply(bf16_to_f32(self), bf16_to_f32(noise), p))
 
@@ -14359,13 +14359,13 @@ def _dropout_apply_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lgamma(self):
     # ops.yaml: lgamma -- log_gamma(self)
     return log_gamma(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lgamma_f16(self):
     return f32_to_f16(_s_lgamma(f16_to_f32(self)))
 
@@ -14411,7 +14411,7 @@ def lgamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_lgamma_bf16(self):
     return f32_to_bf16(_s_lgamma(bf16_to_f32(self)))
 
@@ -14457,13 +14457,13 @@ def lgamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_digamma(self):
     # ops.yaml: digamma -- digamma(self)
     return digamma(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_digamma_f16(self):
     return f32_to_f16(_s_digamma(f16_to_f32(self)))
 
@@ -14509,7 +14509,7 @@ def digamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_digamma_bf16(self):
     return f32_to_bf16(_s_digamma(bf16_to_f32(self)))
 
@@ -14555,13 +14555,13 @@ def digamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfinv(self):
     # ops.yaml: erfinv -- erfinv(self)
     return erfinv(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfinv_f16(self):
     return f32_to_f16(_s_erfinv(f16_to_f32(self)))
 
@@ -14607,7 +14607,7 @@ def erfinv_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_erfinv_bf16(self):
     return f32_to_bf16(_s_erfinv(bf16_to_f32(self)))
 
@@ -14653,13 +14653,13 @@ def erfinv_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_i0(self):
     # ops.yaml: i0 -- bessel_i(self, 0, False)
     return bessel_i(self, 0, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_i0_f16(self):
     return f32_to_f16(_s_i0(f16_to_f32(self)))
 
@@ -14705,7 +14705,7 @@ def i0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_i0_bf16(self):
     return f32_to_bf16(_s_i0(bf16_to_f32(self)))
 
@@ -14751,13 +14751,13 @@ def i0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinc(self):
     # ops.yaml: sinc -- sinc(self)
     return sinc(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinc_f16(self):
     return f32_to_f16(_s_sinc(f16_to_f32(self)))
 
@@ -14803,7 +14803,7 @@ def sinc_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sinc_bf16(self):
     return f32_to_bf16(_s_sinc(bf16_to_f32(self)))
 
@@ -14849,13 +14849,13 @@ def sinc_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_erfcx(self):
     # ops.yaml: special_erfcx -- erfcx(self)
     return erfcx(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_erfcx_f16(self):
     return f32_to_f16(_s_special_erfcx(f16_to_f32(self)))
 
@@ -14901,7 +14901,7 @@ def special_erfcx_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_erfcx_bf16(self):
     return f32_to_bf16(_s_special_erfcx(bf16_to_f32(self)))
 
@@ -14947,13 +14947,13 @@ def special_erfcx_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtr(self):
     # ops.yaml: special_ndtr -- ndtr(self)
     return ndtr(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtr_f16(self):
     return f32_to_f16(_s_special_ndtr(f16_to_f32(self)))
 
@@ -14999,7 +14999,7 @@ def special_ndtr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtr_bf16(self):
     return f32_to_bf16(_s_special_ndtr(bf16_to_f32(self)))
 
@@ -15045,13 +15045,13 @@ def special_ndtr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtri(self):
     # ops.yaml: special_ndtri -- ndtri(self)
     return ndtri(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtri_f16(self):
     return f32_to_f16(_s_special_ndtri(f16_to_f32(self)))
 
@@ -15097,7 +15097,7 @@ def special_ndtri_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_ndtri_bf16(self):
     return f32_to_bf16(_s_special_ndtri(bf16_to_f32(self)))
 
@@ -15143,13 +15143,13 @@ def special_ndtri_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_log_ndtr(self):
     # ops.yaml: special_log_ndtr -- log_ndtr(self)
     return log_ndtr(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_log_ndtr_f16(self):
     return f32_to_f16(_s_special_log_ndtr(f16_to_f32(self)))
 
@@ -15195,7 +15195,7 @@ def special_log_ndtr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_log_ndtr_bf16(self):
     return f32_to_bf16(_s_special_log_ndtr(bf16_to_f32(self)))
 
@@ -15241,13 +15241,13 @@ def special_log_ndtr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i0e(self):
     # ops.yaml: special_i0e -- bessel_i(self, 0, True)
     return bessel_i(self, 0, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i0e_f16(self):
     return f32_to_f16(_s_special_i0e(f16_to_f32(self)))
 
@@ -15293,7 +15293,7 @@ def special_i0e_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i0e_bf16(self):
     return f32_to_bf16(_s_special_i0e(bf16_to_f32(self)))
 
@@ -15339,13 +15339,13 @@ def special_i0e_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1(self):
     # ops.yaml: special_i1 -- bessel_i(self, 1, False)
     return bessel_i(self, 1, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1_f16(self):
     return f32_to_f16(_s_special_i1(f16_to_f32(self)))
 
@@ -15391,7 +15391,7 @@ def special_i1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1_bf16(self):
     return f32_to_bf16(_s_special_i1(bf16_to_f32(self)))
 
@@ -15437,13 +15437,13 @@ def special_i1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1e(self):
     # ops.yaml: special_i1e -- bessel_i(self, 1, True)
     return bessel_i(self, 1, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1e_f16(self):
     return f32_to_f16(_s_special_i1e(f16_to_f32(self)))
 
@@ -15489,7 +15489,7 @@ def special_i1e_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_i1e_bf16(self):
     return f32_to_bf16(_s_special_i1e(bf16_to_f32(self)))
 
@@ -15535,13 +15535,13 @@ def special_i1e_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_entr(self):
     # ops.yaml: special_entr -- entr(self)
     return entr(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_entr_f16(self):
     return f32_to_f16(_s_special_entr(f16_to_f32(self)))
 
@@ -15587,7 +15587,7 @@ def special_entr_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_entr_bf16(self):
     return f32_to_bf16(_s_special_entr(bf16_to_f32(self)))
 
@@ -15633,13 +15633,13 @@ def special_entr_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j0(self):
     # ops.yaml: special_bessel_j0 -- bessel_jy(self, 0, False)
     return bessel_jy(self, 0, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j0_f16(self):
     return f32_to_f16(_s_special_bessel_j0(f16_to_f32(self)))
 
@@ -15685,7 +15685,7 @@ def special_bessel_j0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j0_bf16(self):
     return f32_to_bf16(_s_special_bessel_j0(bf16_to_f32(self)))
 
@@ -15731,13 +15731,13 @@ def special_bessel_j0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j1(self):
     # ops.yaml: special_bessel_j1 -- bessel_jy(self, 1, False)
     return bessel_jy(self, 1, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j1_f16(self):
     return f32_to_f16(_s_special_bessel_j1(f16_to_f32(self)))
 
@@ -15783,7 +15783,7 @@ def special_bessel_j1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_j1_bf16(self):
     return f32_to_bf16(_s_special_bessel_j1(bf16_to_f32(self)))
 
@@ -15829,13 +15829,13 @@ def special_bessel_j1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y0(self):
     # ops.yaml: special_bessel_y0 -- bessel_jy(self, 0, True)
     return bessel_jy(self, 0, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y0_f16(self):
     return f32_to_f16(_s_special_bessel_y0(f16_to_f32(self)))
 
@@ -15881,7 +15881,7 @@ def special_bessel_y0_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y0_bf16(self):
     return f32_to_bf16(_s_special_bessel_y0(bf16_to_f32(self)))
 
@@ -15927,13 +15927,13 @@ def special_bessel_y0_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y1(self):
     # ops.yaml: special_bessel_y1 -- bessel_jy(self, 1, True)
     return bessel_jy(self, 1, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y1_f16(self):
     return f32_to_f16(_s_special_bessel_y1(f16_to_f32(self)))
 
@@ -15979,7 +15979,7 @@ def special_bessel_y1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_bessel_y1_bf16(self):
     return f32_to_bf16(_s_special_bessel_y1(bf16_to_f32(self)))
 
@@ -16025,13 +16025,13 @@ def special_bessel_y1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i0(self):
     # ops.yaml: special_modified_bessel_i0 -- bessel_i(self, 0, False)
     return bessel_i(self, 0, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i0_f16(self):
     return f32_to_f16(_s_special_modified_bessel_i0(f16_to_f32(self)))
 
@@ -16077,7 +16077,7 @@ def special_modified_bessel_i0_f16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i0_bf16(self):
     return f32_to_bf16(_s_special_modified_bessel_i0(bf16_to_f32(self)))
 
@@ -16123,13 +16123,13 @@ def special_modified_bessel_i0_bf16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i1(self):
     # ops.yaml: special_modified_bessel_i1 -- bessel_i(self, 1, False)
     return bessel_i(self, 1, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i1_f16(self):
     return f32_to_f16(_s_special_modified_bessel_i1(f16_to_f32(self)))
 
@@ -16175,7 +16175,7 @@ def special_modified_bessel_i1_f16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_i1_bf16(self):
     return f32_to_bf16(_s_special_modified_bessel_i1(bf16_to_f32(self)))
 
@@ -16221,13 +16221,13 @@ def special_modified_bessel_i1_bf16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k0(self):
     # ops.yaml: special_modified_bessel_k0 -- bessel_k(self, 0, False)
     return bessel_k(self, 0, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k0_f16(self):
     return f32_to_f16(_s_special_modified_bessel_k0(f16_to_f32(self)))
 
@@ -16273,7 +16273,7 @@ def special_modified_bessel_k0_f16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k0_bf16(self):
     return f32_to_bf16(_s_special_modified_bessel_k0(bf16_to_f32(self)))
 
@@ -16319,13 +16319,13 @@ def special_modified_bessel_k0_bf16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k1(self):
     # ops.yaml: special_modified_bessel_k1 -- bessel_k(self, 1, False)
     return bessel_k(self, 1, False)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k1_f16(self):
     return f32_to_f16(_s_special_modified_bessel_k1(f16_to_f32(self)))
 
@@ -16371,7 +16371,7 @@ def special_modified_bessel_k1_f16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_modified_bessel_k1_bf16(self):
     return f32_to_bf16(_s_special_modified_bessel_k1(bf16_to_f32(self)))
 
@@ -16417,13 +16417,13 @@ def special_modified_bessel_k1_bf16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k0(self):
     # ops.yaml: special_scaled_modified_bessel_k0 -- bessel_k(self, 0, True)
     return bessel_k(self, 0, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k0_f16(self):
     return f32_to_f16(_s_special_scaled_modified_bessel_k0(f16_to_f32(self)))
 
@@ -16469,7 +16469,7 @@ def special_scaled_modified_bessel_k0_f16_strided(shape, out, o_off, o_st, a0, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k0_bf16(self):
     return f32_to_bf16(_s_special_scaled_modified_bessel_k0(bf16_to_f32(self)))
 
@@ -16515,13 +16515,13 @@ def special_scaled_modified_bessel_k0_bf16_strided(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k1(self):
     # ops.yaml: special_scaled_modified_bessel_k1 -- bessel_k(self, 1, True)
     return bessel_k(self, 1, True)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k1_f16(self):
     return f32_to_f16(_s_special_scaled_modified_bessel_k1(f16_to_f32(self)))
 
@@ -16567,7 +16567,7 @@ def special_scaled_modified_bessel_k1_f16_strided(shape, out, o_off, o_st, a0, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_scaled_modified_bessel_k1_bf16(self):
     return f32_to_bf16(_s_special_scaled_modified_bessel_k1(bf16_to_f32(self)))
 
@@ -16613,13 +16613,13 @@ def special_scaled_modified_bessel_k1_bf16_strided(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_airy_ai(self):
     # ops.yaml: special_airy_ai -- airy_ai(self)
     return airy_ai(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_airy_ai_f16(self):
     return f32_to_f16(_s_special_airy_ai(f16_to_f32(self)))
 
@@ -16665,7 +16665,7 @@ def special_airy_ai_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_airy_ai_bf16(self):
     return f32_to_bf16(_s_special_airy_ai(bf16_to_f32(self)))
 
@@ -16711,13 +16711,13 @@ def special_airy_ai_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_spherical_bessel_j0(self):
     # ops.yaml: special_spherical_bessel_j0 -- spherical_bessel_j0(self)
     return spherical_bessel_j0(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_spherical_bessel_j0_f16(self):
     return f32_to_f16(_s_special_spherical_bessel_j0(f16_to_f32(self)))
 
@@ -16763,7 +16763,7 @@ def special_spherical_bessel_j0_f16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_spherical_bessel_j0_bf16(self):
     return f32_to_bf16(_s_special_spherical_bessel_j0(bf16_to_f32(self)))
 
@@ -16809,13 +16809,13 @@ def special_spherical_bessel_j0_bf16_strided(shape, out, o_off, o_st, a0, a0_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_xlogy(self, other):
     # ops.yaml: xlogy -- xlogy(self, other)
     return xlogy(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_xlogy_f16(self, other):
     return f32_to_f16(_s_xlogy(f16_to_f32(self), f16_to_f32(other)))
 
@@ -16873,7 +16873,7 @@ def xlogy_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_xlogy_bf16(self, other):
     return f32_to_bf16(_s_xlogy(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -16931,13 +16931,13 @@ def xlogy_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_xlog1py(self, other):
     # ops.yaml: special_xlog1py -- xlog1py(self, other)
     return xlog1py(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_xlog1py_f16(self, other):
     return f32_to_f16(_s_special_xlog1py(f16_to_f32(self), f16_to_f32(other)))
 
@@ -16995,7 +16995,7 @@ def special_xlog1py_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_xlog1py_bf16(self, other):
     return f32_to_bf16(_s_special_xlog1py(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -17053,13 +17053,13 @@ def special_xlog1py_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_zeta(self, other):
     # ops.yaml: special_zeta -- zeta(self, other)
     return zeta(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_zeta_f16(self, other):
     return f32_to_f16(_s_special_zeta(f16_to_f32(self), f16_to_f32(other)))
 
@@ -17117,7 +17117,7 @@ def special_zeta_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_zeta_bf16(self, other):
     return f32_to_bf16(_s_special_zeta(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -17175,13 +17175,13 @@ def special_zeta_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igamma(self, other):
     # ops.yaml: igamma -- gammainc(self, other)
     return gammainc(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igamma_f16(self, other):
     return f32_to_f16(_s_igamma(f16_to_f32(self), f16_to_f32(other)))
 
@@ -17239,7 +17239,7 @@ def igamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igamma_bf16(self, other):
     return f32_to_bf16(_s_igamma(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -17297,13 +17297,13 @@ def igamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igammac(self, other):
     # ops.yaml: igammac -- gammaincc(self, other)
     return gammaincc(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igammac_f16(self, other):
     return f32_to_f16(_s_igammac(f16_to_f32(self), f16_to_f32(other)))
 
@@ -17361,7 +17361,7 @@ def igammac_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_igammac_bf16(self, other):
     return f32_to_bf16(_s_igammac(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -17419,13 +17419,13 @@ def igammac_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_t(self, n):
     # ops.yaml: special_chebyshev_polynomial_t -- cheb_t(self, n)
     return cheb_t(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_t_f16(self, n):
     return f32_to_f16(_s_special_chebyshev_polynomial_t(f16_to_f32(self), f16_to_f32(n)))
 
@@ -17483,7 +17483,7 @@ def special_chebyshev_polynomial_t_f16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_t_bf16(self, n):
     return f32_to_bf16(_s_special_chebyshev_polynomial_t(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -17541,13 +17541,13 @@ def special_chebyshev_polynomial_t_bf16_strided(shape, out, o_off, o_st, a0, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_u(self, n):
     # ops.yaml: special_chebyshev_polynomial_u -- cheb_u(self, n)
     return cheb_u(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_u_f16(self, n):
     return f32_to_f16(_s_special_chebyshev_polynomial_u(f16_to_f32(self), f16_to_f32(n)))
 
@@ -17605,7 +17605,7 @@ def special_chebyshev_polynomial_u_f16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_u_bf16(self, n):
     return f32_to_bf16(_s_special_chebyshev_polynomial_u(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -17663,13 +17663,13 @@ def special_chebyshev_polynomial_u_bf16_strided(shape, out, o_off, o_st, a0, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_v(self, n):
     # ops.yaml: special_chebyshev_polynomial_v -- cheb_v(self, n)
     return cheb_v(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_v_f16(self, n):
     return f32_to_f16(_s_special_chebyshev_polynomial_v(f16_to_f32(self), f16_to_f32(n)))
 
@@ -17727,7 +17727,7 @@ def special_chebyshev_polynomial_v_f16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_v_bf16(self, n):
     return f32_to_bf16(_s_special_chebyshev_polynomial_v(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -17785,13 +17785,13 @@ def special_chebyshev_polynomial_v_bf16_strided(shape, out, o_off, o_st, a0, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_w(self, n):
     # ops.yaml: special_chebyshev_polynomial_w -- cheb_w(self, n)
     return cheb_w(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_w_f16(self, n):
     return f32_to_f16(_s_special_chebyshev_polynomial_w(f16_to_f32(self), f16_to_f32(n)))
 
@@ -17849,7 +17849,7 @@ def special_chebyshev_polynomial_w_f16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_chebyshev_polynomial_w_bf16(self, n):
     return f32_to_bf16(_s_special_chebyshev_polynomial_w(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -17907,13 +17907,13 @@ def special_chebyshev_polynomial_w_bf16_strided(shape, out, o_off, o_st, a0, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_t(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_t -- shifted_cheb(self, n, 0)
     return shifted_cheb(self, n, 0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_t_f16(self, n):
     return f32_to_f16(_s_special_shifted_chebyshev_polynomial_t(f16_to_f32(self), f16_to_f32(n)))
 
@@ -17971,7 +17971,7 @@ def special_shifted_chebyshev_polynomial_t_f16_strided(shape, out, o_off, o_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_t_bf16(self, n):
     return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_t(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18029,13 +18029,13 @@ def special_shifted_chebyshev_polynomial_t_bf16_strided(shape, out, o_off, o_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_u(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_u -- shifted_cheb(self, n, 1)
     return shifted_cheb(self, n, 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_u_f16(self, n):
     return f32_to_f16(_s_special_shifted_chebyshev_polynomial_u(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18093,7 +18093,7 @@ def special_shifted_chebyshev_polynomial_u_f16_strided(shape, out, o_off, o_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_u_bf16(self, n):
     return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_u(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18151,13 +18151,13 @@ def special_shifted_chebyshev_polynomial_u_bf16_strided(shape, out, o_off, o_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_v(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_v -- shifted_cheb(self, n, 2)
     return shifted_cheb(self, n, 2)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_v_f16(self, n):
     return f32_to_f16(_s_special_shifted_chebyshev_polynomial_v(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18215,7 +18215,7 @@ def special_shifted_chebyshev_polynomial_v_f16_strided(shape, out, o_off, o_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_v_bf16(self, n):
     return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_v(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18273,13 +18273,13 @@ def special_shifted_chebyshev_polynomial_v_bf16_strided(shape, out, o_off, o_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_w(self, n):
     # ops.yaml: special_shifted_chebyshev_polynomial_w -- shifted_cheb(self, n, 3)
     return shifted_cheb(self, n, 3)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_w_f16(self, n):
     return f32_to_f16(_s_special_shifted_chebyshev_polynomial_w(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18337,7 +18337,7 @@ def special_shifted_chebyshev_polynomial_w_f16_strided(shape, out, o_off, o_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_shifted_chebyshev_polynomial_w_bf16(self, n):
     return f32_to_bf16(_s_special_shifted_chebyshev_polynomial_w(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18395,13 +18395,13 @@ def special_shifted_chebyshev_polynomial_w_bf16_strided(shape, out, o_off, o_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_h(self, n):
     # ops.yaml: special_hermite_polynomial_h -- hermite_h(self, n)
     return hermite_h(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_h_f16(self, n):
     return f32_to_f16(_s_special_hermite_polynomial_h(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18459,7 +18459,7 @@ def special_hermite_polynomial_h_f16_strided(shape, out, o_off, o_st, a0, a0_off
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_h_bf16(self, n):
     return f32_to_bf16(_s_special_hermite_polynomial_h(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18517,13 +18517,13 @@ def special_hermite_polynomial_h_bf16_strided(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_he(self, n):
     # ops.yaml: special_hermite_polynomial_he -- hermite_he(self, n)
     return hermite_he(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_he_f16(self, n):
     return f32_to_f16(_s_special_hermite_polynomial_he(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18581,7 +18581,7 @@ def special_hermite_polynomial_he_f16_strided(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_hermite_polynomial_he_bf16(self, n):
     return f32_to_bf16(_s_special_hermite_polynomial_he(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18639,13 +18639,13 @@ def special_hermite_polynomial_he_bf16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_laguerre_polynomial_l(self, n):
     # ops.yaml: special_laguerre_polynomial_l -- laguerre_l(self, n)
     return laguerre_l(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_laguerre_polynomial_l_f16(self, n):
     return f32_to_f16(_s_special_laguerre_polynomial_l(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18703,7 +18703,7 @@ def special_laguerre_polynomial_l_f16_strided(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_laguerre_polynomial_l_bf16(self, n):
     return f32_to_bf16(_s_special_laguerre_polynomial_l(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18761,13 +18761,13 @@ def special_laguerre_polynomial_l_bf16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_legendre_polynomial_p(self, n):
     # ops.yaml: special_legendre_polynomial_p -- legendre_p(self, n)
     return legendre_p(self, n)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_legendre_polynomial_p_f16(self, n):
     return f32_to_f16(_s_special_legendre_polynomial_p(f16_to_f32(self), f16_to_f32(n)))
 
@@ -18825,7 +18825,7 @@ def special_legendre_polynomial_p_f16_strided(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_special_legendre_polynomial_p_bf16(self, n):
     return f32_to_bf16(_s_special_legendre_polynomial_p(bf16_to_f32(self), bf16_to_f32(n)))
 
@@ -18883,13 +18883,13 @@ def special_legendre_polynomial_p_bf16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__polygamma(self, order):
     # ops.yaml: _polygamma -- polygamma(order, self)
     return polygamma(order, self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__polygamma_f16(self, order):
     return f32_to_f16(_s__polygamma(f16_to_f32(self), order))
 
@@ -18935,7 +18935,7 @@ def _polygamma_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__polygamma_bf16(self, order):
     return f32_to_bf16(_s__polygamma(bf16_to_f32(self), order))
 
@@ -18981,13 +18981,13 @@ def _polygamma_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, order):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_signbit(self):
     # ops.yaml: signbit -- copysign(1.0, self) < 0
     return copysign(1.0, self) < 0
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_signbit_f16(self):
     return _s_signbit(f16_to_f32(self))
 
@@ -19033,7 +19033,7 @@ def signbit_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_signbit_bf16(self):
     return _s_signbit(bf16_to_f32(self))
 
@@ -19079,13 +19079,13 @@ def signbit_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isneginf(self):
     # ops.yaml: isneginf -- self == -inf
     return self == -inf
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isneginf_f16(self):
     return _s_isneginf(f16_to_f32(self))
 
@@ -19131,7 +19131,7 @@ def isneginf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isneginf_bf16(self):
     return _s_isneginf(bf16_to_f32(self))
 
@@ -19177,13 +19177,13 @@ def isneginf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isposinf(self):
     # ops.yaml: isposinf -- self == inf
     return self == inf
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isposinf_f16(self):
     return _s_isposinf(f16_to_f32(self))
 
@@ -19229,7 +19229,7 @@ def isposinf_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_isposinf_bf16(self):
     return _s_isposinf(bf16_to_f32(self))
 
@@ -19275,13 +19275,13 @@ def isposinf_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__heaviside(self, values):
     # ops.yaml: _heaviside -- values if self == 0 else (1 if self > 0 else 0)
     return values if self == 0 else (1 if self > 0 else 0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__heaviside_f16(self, values):
     return f32_to_f16(_s__heaviside(f16_to_f32(self), f16_to_f32(values)))
 
@@ -19339,7 +19339,7 @@ def _heaviside_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__heaviside_bf16(self, values):
     return f32_to_bf16(_s__heaviside(bf16_to_f32(self), bf16_to_f32(values)))
 
@@ -19397,13 +19397,13 @@ def _heaviside_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp2(self, other):
     # ops.yaml: logaddexp2 -- logaddexp2(self, other)
     return logaddexp2(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp2_f16(self, other):
     return f32_to_f16(_s_logaddexp2(f16_to_f32(self), f16_to_f32(other)))
 
@@ -19461,7 +19461,7 @@ def logaddexp2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_logaddexp2_bf16(self, other):
     return f32_to_bf16(_s_logaddexp2(bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -19693,13 +19693,13 @@ def nansum_bf16_reduce_nd(x, off, p0, p1, pshape, pstr, M, sm, J, jshape, jstr, 
                 out[o + i] = a[i]
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__conj_physical(self):
     # ops.yaml: _conj_physical -- cconj(self)
     return cconj(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__conj_physical_f16(self):
     return f32_to_f16(_s__conj_physical(f16_to_f32(self)))
 
@@ -19745,7 +19745,7 @@ def _conj_physical_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__conj_physical_bf16(self):
     return f32_to_bf16(_s__conj_physical(bf16_to_f32(self)))
 
@@ -19791,13 +19791,13 @@ def _conj_physical_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sgn(self):
     # ops.yaml: sgn -- sgn(self)
     return sgn(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sgn_f16(self):
     return f32_to_f16(_s_sgn(f16_to_f32(self)))
 
@@ -19843,7 +19843,7 @@ def sgn_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_sgn_bf16(self):
     return f32_to_bf16(_s_sgn(bf16_to_f32(self)))
 
@@ -19889,13 +19889,13 @@ def sgn_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_angle(self):
     # ops.yaml: angle -- cangle(self)
     return cangle(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_angle_f16(self):
     return f32_to_f16(_s_angle(f16_to_f32(self)))
 
@@ -19941,7 +19941,7 @@ def angle_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s_angle_bf16(self):
     return f32_to_bf16(_s_angle(bf16_to_f32(self)))
 
@@ -19987,13 +19987,13 @@ def angle_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_neg_self(grad):
     # ops.yaml: neg backward for self -- -grad
     return -grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_neg_self_f16(grad):
     return f32_to_f16(_s__bw_neg_self(f16_to_f32(grad)))
 
@@ -20039,7 +20039,7 @@ def _bw_neg_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_neg_self_bf16(grad):
     return f32_to_bf16(_s__bw_neg_self(bf16_to_f32(grad)))
 
@@ -20085,13 +20085,13 @@ def _bw_neg_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_abs_self(grad, self):
     # ops.yaml: abs backward for self -- grad * sgn(self)
     return grad * _s_sgn(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_abs_self_f16(grad, self):
     return f32_to_f16(_s__bw_abs_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -20149,7 +20149,7 @@ def _bw_abs_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_abs_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_abs_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -20207,13 +20207,13 @@ def _bw_abs_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp_self(grad, result):
     # ops.yaml: exp backward for self -- grad * _conj_physical(result)
     return grad * _s__conj_physical(result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp_self_f16(grad, result):
     return f32_to_f16(_s__bw_exp_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -20271,7 +20271,7 @@ def _bw_exp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_exp_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -20329,13 +20329,13 @@ def _bw_exp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
     return grad / _s__conj_physical(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self_f16(grad, self):
     return f32_to_f16(_s__bw_log_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -20393,7 +20393,7 @@ def _bw_log_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_log_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -20451,13 +20451,13 @@ def _bw_log_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
     return grad / (2 * _s__conj_physical(result))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self_f16(grad, result):
     return f32_to_f16(_s__bw_sqrt_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -20515,7 +20515,7 @@ def _bw_sqrt_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_sqrt_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -20573,13 +20573,13 @@ def _bw_sqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tanh_self(grad, result):
     # ops.yaml: tanh backward for self -- grad * _conj_physical(1 - result * result)
     return grad * _s__conj_physical(1 - result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tanh_self_f16(grad, result):
     return f32_to_f16(_s__bw_tanh_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -20637,7 +20637,7 @@ def _bw_tanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tanh_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_tanh_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -20695,13 +20695,13 @@ def _bw_tanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sigmoid_self(grad, result):
     # ops.yaml: sigmoid backward for self -- grad * _conj_physical(result * (1 - result))
     return grad * _s__conj_physical(result * (1 - result))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sigmoid_self_f16(grad, result):
     return f32_to_f16(_s__bw_sigmoid_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -20759,7 +20759,7 @@ def _bw_sigmoid_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sigmoid_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_sigmoid_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -20817,13 +20817,13 @@ def _bw_sigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_relu_self(grad, result):
     # ops.yaml: relu backward for self -- where(result <= 0, 0.0, grad)
     return _s_where(result <= 0, 0.0, grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_relu_self_f16(grad, result):
     return f32_to_f16(_s__bw_relu_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -20881,7 +20881,7 @@ def _bw_relu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_relu_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_relu_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -20939,13 +20939,13 @@ def _bw_relu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_self(grad):
     # ops.yaml: add backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_self_f16(grad):
     return f32_to_f16(_s__bw_add_self(f16_to_f32(grad)))
 
@@ -20991,7 +20991,7 @@ def _bw_add_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_self_bf16(grad):
     return f32_to_bf16(_s__bw_add_self(bf16_to_f32(grad)))
 
@@ -21037,13 +21037,13 @@ def _bw_add_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_other(grad, alpha):
     # ops.yaml: add backward for other -- grad * alpha
     return grad * alpha
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_other_f16(grad, alpha):
     return f32_to_f16(_s__bw_add_other(f16_to_f32(grad), alpha))
 
@@ -21089,7 +21089,7 @@ def _bw_add_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha)
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_add_other_bf16(grad, alpha):
     return f32_to_bf16(_s__bw_add_other(bf16_to_f32(grad), alpha))
 
@@ -21135,13 +21135,13 @@ def _bw_add_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_self(grad):
     # ops.yaml: sub backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_self_f16(grad):
     return f32_to_f16(_s__bw_sub_self(f16_to_f32(grad)))
 
@@ -21187,7 +21187,7 @@ def _bw_sub_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_self_bf16(grad):
     return f32_to_bf16(_s__bw_sub_self(bf16_to_f32(grad)))
 
@@ -21233,13 +21233,13 @@ def _bw_sub_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_other(grad, alpha):
     # ops.yaml: sub backward for other -- -grad * alpha
     return -grad * alpha
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_other_f16(grad, alpha):
     return f32_to_f16(_s__bw_sub_other(f16_to_f32(grad), alpha))
 
@@ -21285,7 +21285,7 @@ def _bw_sub_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha)
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sub_other_bf16(grad, alpha):
     return f32_to_bf16(_s__bw_sub_other(bf16_to_f32(grad), alpha))
 
@@ -21331,13 +21331,13 @@ def _bw_sub_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, alpha
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_self(grad, other):
     # ops.yaml: mul backward for self -- grad * _conj_physical(other)
     return grad * _s__conj_physical(other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_self_f16(grad, other):
     return f32_to_f16(_s__bw_mul_self(f16_to_f32(grad), f16_to_f32(other)))
 
@@ -21395,7 +21395,7 @@ def _bw_mul_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_self_bf16(grad, other):
     return f32_to_bf16(_s__bw_mul_self(bf16_to_f32(grad), bf16_to_f32(other)))
 
@@ -21453,13 +21453,13 @@ def _bw_mul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_other(grad, self):
     # ops.yaml: mul backward for other -- grad * _conj_physical(self)
     return grad * _s__conj_physical(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_other_f16(grad, self):
     return f32_to_f16(_s__bw_mul_other(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -21517,7 +21517,7 @@ def _bw_mul_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mul_other_bf16(grad, self):
     return f32_to_bf16(_s__bw_mul_other(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -21575,13 +21575,13 @@ def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
     return grad / _s__conj_physical(other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self_f16(grad, other):
     return f32_to_f16(_s__bw__div_self(f16_to_f32(grad), f16_to_f32(other)))
 
@@ -21639,7 +21639,7 @@ def _bw__div_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self_bf16(grad, other):
     return f32_to_bf16(_s__bw__div_self(bf16_to_f32(grad), bf16_to_f32(other)))
 
@@ -21697,13 +21697,13 @@ def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
     return -grad * _s__conj_physical(self / (other * other))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other_f16(grad, self, other):
     return f32_to_f16(_s__bw__div_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -21784,7 +21784,7 @@ def _bw__div_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw__div_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -21865,13 +21865,13 @@ def _bw__div_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_pow_self(grad, exponent, self):
     # ops.yaml: pow backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
     return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_pow_self_f16(grad, exponent, self):
     return f32_to_f16(_s__bw_pow_self(f16_to_f32(grad), f16_to_f32(exponent), f16_to_f32(self)))
 
@@ -21952,7 +21952,7 @@ def _bw_pow_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_pow_self_bf16(grad, exponent, self):
     return f32_to_bf16(_s__bw_pow_self(bf16_to_f32(grad), bf16_to_f32(exponent), bf16_to_f32(self)))
 
@@ -22033,13 +22033,13 @@ def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_maximum_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -22120,7 +22120,7 @@ def _bw_maximum_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_maximum_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -22201,13 +22201,13 @@ def _bw_maximum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_maximum_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -22288,7 +22288,7 @@ def _bw_maximum_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_maximum_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -22369,13 +22369,13 @@ def _bw_maximum_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_self(grad, condition):
     # ops.yaml: where backward for self -- where(condition, grad, 0.0)
     return _s_where(condition, grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_self_f16(grad, condition):
     return f32_to_f16(_s__bw_where_self(f16_to_f32(grad), f16_to_f32(condition)))
 
@@ -22433,7 +22433,7 @@ def _bw_where_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_self_bf16(grad, condition):
     return f32_to_bf16(_s__bw_where_self(bf16_to_f32(grad), bf16_to_f32(condition)))
 
@@ -22491,13 +22491,13 @@ def _bw_where_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_other(grad, condition):
     # ops.yaml: where backward for other -- where(condition, 0.0, grad)
     return _s_where(condition, 0.0, grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_other_f16(grad, condition):
     return f32_to_f16(_s__bw_where_other(f16_to_f32(grad), f16_to_f32(condition)))
 
@@ -22555,7 +22555,7 @@ def _bw_where_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_where_other_bf16(grad, condition):
     return f32_to_bf16(_s__bw_where_other(bf16_to_f32(grad), bf16_to_f32(condition)))
 
@@ -22613,13 +22613,13 @@ def _bw_where_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clone_self(grad):
     # ops.yaml: clone backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clone_self_f16(grad):
     return f32_to_f16(_s__bw_clone_self(f16_to_f32(grad)))
 
@@ -22665,7 +22665,7 @@ def _bw_clone_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clone_self_bf16(grad):
     return f32_to_bf16(_s__bw_clone_self(bf16_to_f32(grad)))
 
@@ -22711,13 +22711,13 @@ def _bw_clone_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_self(grad, self):
     # ops.yaml: gelu_erf backward for self -- gelu_erf_backward(grad, self)
     return _s_gelu_erf_backward(grad, self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_self_f16(grad, self):
     return f32_to_f16(_s__bw_gelu_erf_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -22775,7 +22775,7 @@ def _bw_gelu_erf_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_gelu_erf_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -22833,13 +22833,13 @@ def _bw_gelu_erf_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_grad_output(grad, self):
     # ops.yaml: gelu_erf_backward backward for grad_output -- gelu_erf_backward(grad, self)
     return _s_gelu_erf_backward(grad, self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_grad_output_f16(grad, self):
     return f32_to_f16(_s__bw_gelu_erf_backward_grad_output(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -22897,7 +22897,7 @@ def _bw_gelu_erf_backward_grad_output_f16_strided(shape, out, o_off, o_st, a0, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_grad_output_bf16(grad, self):
     return f32_to_bf16(_s__bw_gelu_erf_backward_grad_output(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -22955,13 +22955,13 @@ def _bw_gelu_erf_backward_grad_output_bf16_strided(shape, out, o_off, o_st, a0, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_self(grad, grad_output, self):
     # ops.yaml: gelu_erf_backward backward for self -- grad * grad_output * 0.3989422804014327 * exp(-0.5 * self * self) * (2 - self * self)
     return grad * grad_output * 0.3989422804014327 * _s_exp(-0.5 * self * self) * (2 - self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_self_f16(grad, grad_output, self):
     return f32_to_f16(_s__bw_gelu_erf_backward_self(f16_to_f32(grad), f16_to_f32(grad_output), f16_to_f32(self)))
 
@@ -23042,7 +23042,7 @@ def _bw_gelu_erf_backward_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_erf_backward_self_bf16(grad, grad_output, self):
     return f32_to_bf16(_s__bw_gelu_erf_backward_self(bf16_to_f32(grad), bf16_to_f32(grad_output), bf16_to_f32(self)))
 
@@ -23123,13 +23123,13 @@ def _bw_gelu_erf_backward_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_tanh_self(grad, self):
     # ops.yaml: gelu_tanh backward for self -- grad * (0.5 * (1 + tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
     return grad * (0.5 * (1 + _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self))) + 0.5 * self * (1 - _s_tanh(0.7978845608028654 * (self + 0.044715 * self * self * self)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * self * self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_tanh_self_f16(grad, self):
     return f32_to_f16(_s__bw_gelu_tanh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -23187,7 +23187,7 @@ def _bw_gelu_tanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_gelu_tanh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_gelu_tanh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -23245,13 +23245,13 @@ def _bw_gelu_tanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mish_self(grad, self):
     # ops.yaml: mish backward for self -- grad * (tanh(softplus(self)) + self * sigmoid(self) * (1 - tanh(softplus(self)) ** 2))
     return grad * (_s_tanh(_s_softplus(self, 1.0, 20.0)) + self * _s_sigmoid(self) * (1 - _s_tanh(_s_softplus(self, 1.0, 20.0)) ** 2))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mish_self_f16(grad, self):
     return f32_to_f16(_s__bw_mish_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -23309,7 +23309,7 @@ def _bw_mish_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_mish_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_mish_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -23367,13 +23367,13 @@ def _bw_mish_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softplus_self(grad, self, beta, threshold):
     # ops.yaml: softplus backward for self -- where(self * beta > threshold, grad, grad * sigmoid(self * beta))
     return _s_where(self * beta > threshold, grad, grad * _s_sigmoid(self * beta))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softplus_self_f16(grad, self, beta, threshold):
     return f32_to_f16(_s__bw_softplus_self(f16_to_f32(grad), f16_to_f32(self), beta, threshold))
 
@@ -23431,7 +23431,7 @@ def _bw_softplus_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softplus_self_bf16(grad, self, beta, threshold):
     return f32_to_bf16(_s__bw_softplus_self(bf16_to_f32(grad), bf16_to_f32(self), beta, threshold))
 
@@ -23489,13 +23489,13 @@ def _bw_softplus_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_elu_self(grad, self, scale, input_scale, alpha):
     # ops.yaml: elu backward for self -- where(self > 0, grad * scale, grad * input_scale * alpha * scale * exp(self * input_scale))
     return _s_where(self > 0, grad * scale, grad * input_scale * alpha * scale * _s_exp(self * input_scale))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_elu_self_f16(grad, self, scale, input_scale, alpha):
     return f32_to_f16(_s__bw_elu_self(f16_to_f32(grad), f16_to_f32(self), scale, input_scale, alpha))
 
@@ -23553,7 +23553,7 @@ def _bw_elu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_elu_self_bf16(grad, self, scale, input_scale, alpha):
     return f32_to_bf16(_s__bw_elu_self(bf16_to_f32(grad), bf16_to_f32(self), scale, input_scale, alpha))
 
@@ -23611,13 +23611,13 @@ def _bw_elu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_leaky_relu_self(grad, self, negative_slope):
     # ops.yaml: leaky_relu backward for self -- where(self > 0, grad, grad * negative_slope)
     return _s_where(self > 0, grad, grad * negative_slope)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_leaky_relu_self_f16(grad, self, negative_slope):
     return f32_to_f16(_s__bw_leaky_relu_self(f16_to_f32(grad), f16_to_f32(self), negative_slope))
 
@@ -23675,7 +23675,7 @@ def _bw_leaky_relu_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_leaky_relu_self_bf16(grad, self, negative_slope):
     return f32_to_bf16(_s__bw_leaky_relu_self(bf16_to_f32(grad), bf16_to_f32(self), negative_slope))
 
@@ -23733,13 +23733,13 @@ def _bw_leaky_relu_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardtanh_self(grad, self, min_val, max_val):
     # ops.yaml: hardtanh backward for self -- where(gt(self, min_val) * lt(self, max_val), grad, 0.0)
     return _s_where(_s_gt(self, min_val) * _s_lt(self, max_val), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardtanh_self_f16(grad, self, min_val, max_val):
     return f32_to_f16(_s__bw_hardtanh_self(f16_to_f32(grad), f16_to_f32(self), min_val, max_val))
 
@@ -23797,7 +23797,7 @@ def _bw_hardtanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardtanh_self_bf16(grad, self, min_val, max_val):
     return f32_to_bf16(_s__bw_hardtanh_self(bf16_to_f32(grad), bf16_to_f32(self), min_val, max_val))
 
@@ -23855,13 +23855,13 @@ def _bw_hardtanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardsigmoid_self(grad, self):
     # ops.yaml: hardsigmoid backward for self -- where(gt(self, -3.0) * lt(self, 3.0), grad * 0.1666666716337204, 0.0)
     return _s_where(_s_gt(self, -3.0) * _s_lt(self, 3.0), grad * 0.1666666716337204, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardsigmoid_self_f16(grad, self):
     return f32_to_f16(_s__bw_hardsigmoid_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -23919,7 +23919,7 @@ def _bw_hardsigmoid_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardsigmoid_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_hardsigmoid_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -23977,13 +23977,13 @@ def _bw_hardsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
     return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self_f16(grad, self):
     return f32_to_f16(_s__bw_hardswish_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -24041,7 +24041,7 @@ def _bw_hardswish_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_hardswish_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -24099,13 +24099,13 @@ def _bw_hardswish_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logsigmoid_self(grad, self):
     # ops.yaml: logsigmoid backward for self -- grad * sigmoid(-self)
     return grad * _s_sigmoid(-self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logsigmoid_self_f16(grad, self):
     return f32_to_f16(_s__bw_logsigmoid_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -24163,7 +24163,7 @@ def _bw_logsigmoid_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logsigmoid_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_logsigmoid_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -24221,13 +24221,13 @@ def _bw_logsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardshrink_self(grad, self, lambd):
     # ops.yaml: hardshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
     return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardshrink_self_f16(grad, self, lambd):
     return f32_to_f16(_s__bw_hardshrink_self(f16_to_f32(grad), f16_to_f32(self), lambd))
 
@@ -24285,7 +24285,7 @@ def _bw_hardshrink_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hardshrink_self_bf16(grad, self, lambd):
     return f32_to_bf16(_s__bw_hardshrink_self(bf16_to_f32(grad), bf16_to_f32(self), lambd))
 
@@ -24343,13 +24343,13 @@ def _bw_hardshrink_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softshrink_self(grad, self, lambd):
     # ops.yaml: softshrink backward for self -- where(gt(abs(self), lambd), grad, 0.0)
     return _s_where(_s_gt(_s_abs(self), lambd), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softshrink_self_f16(grad, self, lambd):
     return f32_to_f16(_s__bw_softshrink_self(f16_to_f32(grad), f16_to_f32(self), lambd))
 
@@ -24407,7 +24407,7 @@ def _bw_softshrink_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_softshrink_self_bf16(grad, self, lambd):
     return f32_to_bf16(_s__bw_softshrink_self(bf16_to_f32(grad), bf16_to_f32(self), lambd))
 
@@ -24465,13 +24465,13 @@ def _bw_softshrink_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_threshold_self(grad, self, threshold):
     # ops.yaml: threshold backward for self -- where(le(self, threshold), 0.0, grad)
     return _s_where(_s_le(self, threshold), 0.0, grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_threshold_self_f16(grad, self, threshold):
     return f32_to_f16(_s__bw_threshold_self(f16_to_f32(grad), f16_to_f32(self), threshold))
 
@@ -24529,7 +24529,7 @@ def _bw_threshold_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_threshold_self_bf16(grad, self, threshold):
     return f32_to_bf16(_s__bw_threshold_self(bf16_to_f32(grad), bf16_to_f32(self), threshold))
 
@@ -24587,13 +24587,13 @@ def _bw_threshold_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_self(grad, self, weight):
     # ops.yaml: _prelu_kernel backward for self -- where(self > 0, grad, grad * weight)
     return _s_where(self > 0, grad, grad * weight)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_self_f16(grad, self, weight):
     return f32_to_f16(_s__bw__prelu_kernel_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(weight)))
 
@@ -24674,7 +24674,7 @@ def _bw__prelu_kernel_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_self_bf16(grad, self, weight):
     return f32_to_bf16(_s__bw__prelu_kernel_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(weight)))
 
@@ -24755,13 +24755,13 @@ def _bw__prelu_kernel_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_weight(grad, self):
     # ops.yaml: _prelu_kernel backward for weight -- where(self > 0, 0.0, grad * self)
     return _s_where(self > 0, 0.0, grad * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_weight_f16(grad, self):
     return f32_to_f16(_s__bw__prelu_kernel_weight(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -24819,7 +24819,7 @@ def _bw__prelu_kernel_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__prelu_kernel_weight_bf16(grad, self):
     return f32_to_bf16(_s__bw__prelu_kernel_weight(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -24877,13 +24877,13 @@ def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
     return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self_f16(grad, self, target):
     return f32_to_f16(_s__bw_bce_loss_elementwise_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(target)))
 
@@ -24964,7 +24964,7 @@ def _bw_bce_loss_elementwise_self_f16_strided(shape, out, o_off, o_st, a0, a0_of
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self_bf16(grad, self, target):
     return f32_to_bf16(_s__bw_bce_loss_elementwise_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(target)))
 
@@ -25045,13 +25045,13 @@ def _bw_bce_loss_elementwise_self_bf16_strided(shape, out, o_off, o_st, a0, a0_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_target(grad, self):
     # ops.yaml: bce_loss_elementwise backward for target -- grad * (clamp_min(log(1 - self), -100.0) - clamp_min(log(self), -100.0))
     return grad * (_s_clamp_min(_s_log(1 - self), -100.0) - _s_clamp_min(_s_log(self), -100.0))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_target_f16(grad, self):
     return f32_to_f16(_s__bw_bce_loss_elementwise_target(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -25109,7 +25109,7 @@ def _bw_bce_loss_elementwise_target_f16_strided(shape, out, o_off, o_st, a0, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_target_bf16(grad, self):
     return f32_to_bf16(_s__bw_bce_loss_elementwise_target(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -25167,13 +25167,13 @@ def _bw_bce_loss_elementwise_target_bf16_strided(shape, out, o_off, o_st, a0, a0
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp2_self(grad, result):
     # ops.yaml: exp2 backward for self -- grad * _conj_physical(result) * 0.6931471805599453
     return grad * _s__conj_physical(result) * 0.6931471805599453
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp2_self_f16(grad, result):
     return f32_to_f16(_s__bw_exp2_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -25231,7 +25231,7 @@ def _bw_exp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_exp2_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_exp2_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -25289,13 +25289,13 @@ def _bw_exp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_expm1_self(grad, result):
     # ops.yaml: expm1 backward for self -- grad * _conj_physical(result + 1)
     return grad * _s__conj_physical(result + 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_expm1_self_f16(grad, result):
     return f32_to_f16(_s__bw_expm1_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -25353,7 +25353,7 @@ def _bw_expm1_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_expm1_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_expm1_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -25411,13 +25411,13 @@ def _bw_expm1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
     return grad / (_s__conj_physical(self) * 0.6931471805599453)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self_f16(grad, self):
     return f32_to_f16(_s__bw_log2_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -25475,7 +25475,7 @@ def _bw_log2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_log2_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -25533,13 +25533,13 @@ def _bw_log2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
     return grad / (_s__conj_physical(self) * 2.302585092994046)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self_f16(grad, self):
     return f32_to_f16(_s__bw_log10_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -25597,7 +25597,7 @@ def _bw_log10_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_log10_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -25655,13 +25655,13 @@ def _bw_log10_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
     return grad / _s__conj_physical(self + 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self_f16(grad, self):
     return f32_to_f16(_s__bw_log1p_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -25719,7 +25719,7 @@ def _bw_log1p_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_log1p_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -25777,13 +25777,13 @@ def _bw_log1p_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_rsqrt_self(grad, result):
     # ops.yaml: rsqrt backward for self -- -0.5 * grad * _conj_physical(result * result * result)
     return -0.5 * grad * _s__conj_physical(result * result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_rsqrt_self_f16(grad, result):
     return f32_to_f16(_s__bw_rsqrt_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -25841,7 +25841,7 @@ def _bw_rsqrt_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_rsqrt_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_rsqrt_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -25899,13 +25899,13 @@ def _bw_rsqrt_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_reciprocal_self(grad, result):
     # ops.yaml: reciprocal backward for self -- -grad * _conj_physical(result * result)
     return -grad * _s__conj_physical(result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_reciprocal_self_f16(grad, result):
     return f32_to_f16(_s__bw_reciprocal_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -25963,7 +25963,7 @@ def _bw_reciprocal_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_reciprocal_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_reciprocal_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -26021,13 +26021,13 @@ def _bw_reciprocal_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sin_self(grad, self):
     # ops.yaml: sin backward for self -- grad * _conj_physical(cos(self))
     return grad * _s__conj_physical(_s_cos(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sin_self_f16(grad, self):
     return f32_to_f16(_s__bw_sin_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26085,7 +26085,7 @@ def _bw_sin_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sin_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_sin_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26143,13 +26143,13 @@ def _bw_sin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cos_self(grad, self):
     # ops.yaml: cos backward for self -- -grad * _conj_physical(sin(self))
     return -grad * _s__conj_physical(_s_sin(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cos_self_f16(grad, self):
     return f32_to_f16(_s__bw_cos_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26207,7 +26207,7 @@ def _bw_cos_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cos_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_cos_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26265,13 +26265,13 @@ def _bw_cos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tan_self(grad, result):
     # ops.yaml: tan backward for self -- grad * _conj_physical(1 + result * result)
     return grad * _s__conj_physical(1 + result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tan_self_f16(grad, result):
     return f32_to_f16(_s__bw_tan_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -26329,7 +26329,7 @@ def _bw_tan_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_tan_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_tan_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -26387,13 +26387,13 @@ def _bw_tan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asin_self(grad, self):
     # ops.yaml: asin backward for self -- grad * _conj_physical(rsqrt(1 - self * self))
     return grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asin_self_f16(grad, self):
     return f32_to_f16(_s__bw_asin_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26451,7 +26451,7 @@ def _bw_asin_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asin_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_asin_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26509,13 +26509,13 @@ def _bw_asin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acos_self(grad, self):
     # ops.yaml: acos backward for self -- -grad * _conj_physical(rsqrt(1 - self * self))
     return -grad * _s__conj_physical(_s_rsqrt(1 - self * self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acos_self_f16(grad, self):
     return f32_to_f16(_s__bw_acos_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26573,7 +26573,7 @@ def _bw_acos_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acos_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_acos_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26631,13 +26631,13 @@ def _bw_acos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
     return grad / _s__conj_physical(1 + self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self_f16(grad, self):
     return f32_to_f16(_s__bw_atan_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26695,7 +26695,7 @@ def _bw_atan_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_atan_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26753,13 +26753,13 @@ def _bw_atan_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sinh_self(grad, self):
     # ops.yaml: sinh backward for self -- grad * _conj_physical(cosh(self))
     return grad * _s__conj_physical(_s_cosh(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sinh_self_f16(grad, self):
     return f32_to_f16(_s__bw_sinh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26817,7 +26817,7 @@ def _bw_sinh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_sinh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_sinh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26875,13 +26875,13 @@ def _bw_sinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cosh_self(grad, self):
     # ops.yaml: cosh backward for self -- grad * _conj_physical(sinh(self))
     return grad * _s__conj_physical(_s_sinh(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cosh_self_f16(grad, self):
     return f32_to_f16(_s__bw_cosh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -26939,7 +26939,7 @@ def _bw_cosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_cosh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_cosh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -26997,13 +26997,13 @@ def _bw_cosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asinh_self(grad, self):
     # ops.yaml: asinh backward for self -- grad * _conj_physical(rsqrt(self * self + 1))
     return grad * _s__conj_physical(_s_rsqrt(self * self + 1))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asinh_self_f16(grad, self):
     return f32_to_f16(_s__bw_asinh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27061,7 +27061,7 @@ def _bw_asinh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_asinh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_asinh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27119,13 +27119,13 @@ def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acosh_self(grad, self):
     # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
     return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acosh_self_f16(grad, self):
     return f32_to_f16(_s__bw_acosh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27183,7 +27183,7 @@ def _bw_acosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_acosh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_acosh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27241,13 +27241,13 @@ def _bw_acosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     return grad / _s__conj_physical(1 - self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self_f16(grad, self):
     return f32_to_f16(_s__bw_atanh_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27305,7 +27305,7 @@ def _bw_atanh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_atanh_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27363,13 +27363,13 @@ def _bw_atanh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erf_self(grad, self):
     # ops.yaml: erf backward for self -- grad * 1.1283791670955126 * exp(-self * self)
     return grad * 1.1283791670955126 * _s_exp(-self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erf_self_f16(grad, self):
     return f32_to_f16(_s__bw_erf_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27427,7 +27427,7 @@ def _bw_erf_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erf_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_erf_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27485,13 +27485,13 @@ def _bw_erf_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfc_self(grad, self):
     # ops.yaml: erfc backward for self -- -grad * 1.1283791670955126 * exp(-self * self)
     return -grad * 1.1283791670955126 * _s_exp(-self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfc_self_f16(grad, self):
     return f32_to_f16(_s__bw_erfc_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27549,7 +27549,7 @@ def _bw_erfc_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfc_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_erfc_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27607,13 +27607,13 @@ def _bw_erfc_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_frac_self(grad):
     # ops.yaml: frac backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_frac_self_f16(grad):
     return f32_to_f16(_s__bw_frac_self(f16_to_f32(grad)))
 
@@ -27659,7 +27659,7 @@ def _bw_frac_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_frac_self_bf16(grad):
     return f32_to_bf16(_s__bw_frac_self(bf16_to_f32(grad)))
 
@@ -27705,13 +27705,13 @@ def _bw_frac_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__nan_to_num_self(grad, self):
     # ops.yaml: _nan_to_num backward for self -- grad * isfinite(self)
     return grad * _s_isfinite(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__nan_to_num_self_f16(grad, self):
     return f32_to_f16(_s__bw__nan_to_num_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -27769,7 +27769,7 @@ def _bw__nan_to_num_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__nan_to_num_self_bf16(grad, self):
     return f32_to_bf16(_s__bw__nan_to_num_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -27827,13 +27827,13 @@ def _bw__nan_to_num_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_self(grad):
     # ops.yaml: remainder backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_self_f16(grad):
     return f32_to_f16(_s__bw_remainder_self(f16_to_f32(grad)))
 
@@ -27879,7 +27879,7 @@ def _bw_remainder_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_self_bf16(grad):
     return f32_to_bf16(_s__bw_remainder_self(bf16_to_f32(grad)))
 
@@ -27925,13 +27925,13 @@ def _bw_remainder_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_other(grad, self, other):
     # ops.yaml: remainder backward for other -- -grad * floor_divide(self, other)
     return -grad * _s_floor_divide(self, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_remainder_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -28012,7 +28012,7 @@ def _bw_remainder_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_remainder_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_remainder_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -28093,13 +28093,13 @@ def _bw_remainder_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_self(grad):
     # ops.yaml: fmod backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_self_f16(grad):
     return f32_to_f16(_s__bw_fmod_self(f16_to_f32(grad)))
 
@@ -28145,7 +28145,7 @@ def _bw_fmod_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_self_bf16(grad):
     return f32_to_bf16(_s__bw_fmod_self(bf16_to_f32(grad)))
 
@@ -28191,13 +28191,13 @@ def _bw_fmod_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
     return -grad * _s_trunc(self / other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_fmod_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -28278,7 +28278,7 @@ def _bw_fmod_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_fmod_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -28359,13 +28359,13 @@ def _bw_fmod_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_self(grad, other, self):
     # ops.yaml: atan2 backward for self -- grad * other * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
     return grad * other * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_self_f16(grad, other, self):
     return f32_to_f16(_s__bw_atan2_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
 
@@ -28446,7 +28446,7 @@ def _bw_atan2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_self_bf16(grad, other, self):
     return f32_to_bf16(_s__bw_atan2_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
 
@@ -28527,13 +28527,13 @@ def _bw_atan2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_other(grad, self, other):
     # ops.yaml: atan2 backward for other -- -grad * self * where(isinf(reciprocal(self * self + other * other)), 0.0, reciprocal(self * self + other * other))
     return -grad * self * _s_where(_s_isinf(_s_reciprocal(self * self + other * other)), 0.0, _s_reciprocal(self * self + other * other))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_atan2_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -28614,7 +28614,7 @@ def _bw_atan2_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_atan2_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_atan2_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -28695,13 +28695,13 @@ def _bw_atan2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_minimum_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -28782,7 +28782,7 @@ def _bw_minimum_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_minimum_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -28863,13 +28863,13 @@ def _bw_minimum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_minimum_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -28950,7 +28950,7 @@ def _bw_minimum_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_minimum_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -29031,13 +29031,13 @@ def _bw_minimum_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_self(grad, self, other):
     # ops.yaml: fmax backward for self -- where(logical_or(self >= other, isnan(other)), grad, 0.0)
     return _s_where(_s_logical_or(self >= other, _s_isnan(other)), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_fmax_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -29118,7 +29118,7 @@ def _bw_fmax_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_fmax_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -29199,13 +29199,13 @@ def _bw_fmax_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_other(grad, self, other):
     # ops.yaml: fmax backward for other -- where(logical_or(self >= other, isnan(other)), 0.0, grad)
     return _s_where(_s_logical_or(self >= other, _s_isnan(other)), 0.0, grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_fmax_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -29286,7 +29286,7 @@ def _bw_fmax_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmax_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_fmax_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -29367,13 +29367,13 @@ def _bw_fmax_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_self(grad, self, other):
     # ops.yaml: fmin backward for self -- where(logical_or(self <= other, isnan(other)), grad, 0.0)
     return _s_where(_s_logical_or(self <= other, _s_isnan(other)), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_fmin_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -29454,7 +29454,7 @@ def _bw_fmin_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_fmin_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -29535,13 +29535,13 @@ def _bw_fmin_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_other(grad, self, other):
     # ops.yaml: fmin backward for other -- where(logical_or(self <= other, isnan(other)), 0.0, grad)
     return _s_where(_s_logical_or(self <= other, _s_isnan(other)), 0.0, grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_fmin_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -29622,7 +29622,7 @@ def _bw_fmin_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_fmin_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_fmin_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -29703,13 +29703,13 @@ def _bw_fmin_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
     return grad * self / result
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_hypot_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -29790,7 +29790,7 @@ def _bw_hypot_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_hypot_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -29871,13 +29871,13 @@ def _bw_hypot_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
     return grad * other / result
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other_f16(grad, other, result):
     return f32_to_f16(_s__bw_hypot_other(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(result)))
 
@@ -29958,7 +29958,7 @@ def _bw_hypot_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other_bf16(grad, other, result):
     return f32_to_bf16(_s__bw_hypot_other(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(result)))
 
@@ -30039,13 +30039,13 @@ def _bw_hypot_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
     return _s_where(self == 0, 0.0, grad * result / self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_copysign_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -30126,7 +30126,7 @@ def _bw_copysign_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_copysign_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -30207,13 +30207,13 @@ def _bw_copysign_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_self(grad, self, min):
     # ops.yaml: clamp_min backward for self -- where(self >= min, grad, 0.0)
     return _s_where(self >= min, grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_self_f16(grad, self, min):
     return f32_to_f16(_s__bw_clamp_min_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(min)))
 
@@ -30294,7 +30294,7 @@ def _bw_clamp_min_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_self_bf16(grad, self, min):
     return f32_to_bf16(_s__bw_clamp_min_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(min)))
 
@@ -30375,13 +30375,13 @@ def _bw_clamp_min_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_min(grad, self, min):
     # ops.yaml: clamp_min backward for min -- where(self < min, grad, 0.0)
     return _s_where(self < min, grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_min_f16(grad, self, min):
     return f32_to_f16(_s__bw_clamp_min_min(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(min)))
 
@@ -30462,7 +30462,7 @@ def _bw_clamp_min_min_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_min_min_bf16(grad, self, min):
     return f32_to_bf16(_s__bw_clamp_min_min(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(min)))
 
@@ -30543,13 +30543,13 @@ def _bw_clamp_min_min_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_self(grad, self, max):
     # ops.yaml: clamp_max backward for self -- where(self <= max, grad, 0.0)
     return _s_where(self <= max, grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_self_f16(grad, self, max):
     return f32_to_f16(_s__bw_clamp_max_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(max)))
 
@@ -30630,7 +30630,7 @@ def _bw_clamp_max_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_self_bf16(grad, self, max):
     return f32_to_bf16(_s__bw_clamp_max_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(max)))
 
@@ -30711,13 +30711,13 @@ def _bw_clamp_max_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_max(grad, self, max):
     # ops.yaml: clamp_max backward for max -- where(self > max, grad, 0.0)
     return _s_where(self > max, grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_max_f16(grad, self, max):
     return f32_to_f16(_s__bw_clamp_max_max(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(max)))
 
@@ -30798,7 +30798,7 @@ def _bw_clamp_max_max_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_clamp_max_max_bf16(grad, self, max):
     return f32_to_bf16(_s__bw_clamp_max_max(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(max)))
 
@@ -30879,13 +30879,13 @@ def _bw_clamp_max_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_self(grad, self, min, max):
     # ops.yaml: _clamp backward for self -- where(logical_and(self >= min, self <= max), grad, 0.0)
     return _s_where(_s_logical_and(self >= min, self <= max), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_self_f16(grad, self, min, max):
     return f32_to_f16(_s__bw__clamp_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(min), f16_to_f32(max)))
 
@@ -30943,7 +30943,7 @@ def _bw__clamp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_self_bf16(grad, self, min, max):
     return f32_to_bf16(_s__bw__clamp_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(min), bf16_to_f32(max)))
 
@@ -31001,13 +31001,13 @@ def _bw__clamp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_min(grad, self, min, max):
     # ops.yaml: _clamp backward for min -- where(logical_and(self < min, min < max), grad, 0.0)
     return _s_where(_s_logical_and(self < min, min < max), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_min_f16(grad, self, min, max):
     return f32_to_f16(_s__bw__clamp_min(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(min), f16_to_f32(max)))
 
@@ -31065,7 +31065,7 @@ def _bw__clamp_min_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_min_bf16(grad, self, min, max):
     return f32_to_bf16(_s__bw__clamp_min(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(min), bf16_to_f32(max)))
 
@@ -31123,13 +31123,13 @@ def _bw__clamp_min_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_max(grad, self, max, min):
     # ops.yaml: _clamp backward for max -- where(logical_or(self > max, max < min), grad, 0.0)
     return _s_where(_s_logical_or(self > max, max < min), grad, 0.0)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_max_f16(grad, self, max, min):
     return f32_to_f16(_s__bw__clamp_max(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(max), f16_to_f32(min)))
 
@@ -31187,7 +31187,7 @@ def _bw__clamp_max_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__clamp_max_bf16(grad, self, max, min):
     return f32_to_bf16(_s__bw__clamp_max(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(max), bf16_to_f32(min)))
 
@@ -31245,13 +31245,13 @@ def _bw__clamp_max_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_self(grad, weight):
     # ops.yaml: lerp backward for self -- grad * _conj_physical(1 - weight)
     return grad * _s__conj_physical(1 - weight)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_self_f16(grad, weight):
     return f32_to_f16(_s__bw_lerp_self(f16_to_f32(grad), f16_to_f32(weight)))
 
@@ -31309,7 +31309,7 @@ def _bw_lerp_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_self_bf16(grad, weight):
     return f32_to_bf16(_s__bw_lerp_self(bf16_to_f32(grad), bf16_to_f32(weight)))
 
@@ -31367,13 +31367,13 @@ def _bw_lerp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_end(grad, weight):
     # ops.yaml: lerp backward for end -- grad * _conj_physical(weight)
     return grad * _s__conj_physical(weight)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_end_f16(grad, weight):
     return f32_to_f16(_s__bw_lerp_end(f16_to_f32(grad), f16_to_f32(weight)))
 
@@ -31431,7 +31431,7 @@ def _bw_lerp_end_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_end_bf16(grad, weight):
     return f32_to_bf16(_s__bw_lerp_end(bf16_to_f32(grad), bf16_to_f32(weight)))
 
@@ -31489,13 +31489,13 @@ def _bw_lerp_end_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_weight(grad, end, self):
     # ops.yaml: lerp backward for weight -- grad * _conj_physical(end - self)
     return grad * _s__conj_physical(end - self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_weight_f16(grad, end, self):
     return f32_to_f16(_s__bw_lerp_weight(f16_to_f32(grad), f16_to_f32(end), f16_to_f32(self)))
 
@@ -31576,7 +31576,7 @@ def _bw_lerp_weight_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lerp_weight_bf16(grad, end, self):
     return f32_to_bf16(_s__bw_lerp_weight(bf16_to_f32(grad), bf16_to_f32(end), bf16_to_f32(self)))
 
@@ -31657,13 +31657,13 @@ def _bw_lerp_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_self(grad):
     # ops.yaml: addcmul backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_self_f16(grad):
     return f32_to_f16(_s__bw_addcmul_self(f16_to_f32(grad)))
 
@@ -31709,7 +31709,7 @@ def _bw_addcmul_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_self_bf16(grad):
     return f32_to_bf16(_s__bw_addcmul_self(bf16_to_f32(grad)))
 
@@ -31755,13 +31755,13 @@ def _bw_addcmul_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor1(grad, tensor2, value):
     # ops.yaml: addcmul backward for tensor1 -- grad * _conj_physical(tensor2 * value)
     return grad * _s__conj_physical(tensor2 * value)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor1_f16(grad, tensor2, value):
     return f32_to_f16(_s__bw_addcmul_tensor1(f16_to_f32(grad), f16_to_f32(tensor2), value))
 
@@ -31819,7 +31819,7 @@ def _bw_addcmul_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor1_bf16(grad, tensor2, value):
     return f32_to_bf16(_s__bw_addcmul_tensor1(bf16_to_f32(grad), bf16_to_f32(tensor2), value))
 
@@ -31877,13 +31877,13 @@ def _bw_addcmul_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor2(grad, tensor1, value):
     # ops.yaml: addcmul backward for tensor2 -- grad * _conj_physical(tensor1 * value)
     return grad * _s__conj_physical(tensor1 * value)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor2_f16(grad, tensor1, value):
     return f32_to_f16(_s__bw_addcmul_tensor2(f16_to_f32(grad), f16_to_f32(tensor1), value))
 
@@ -31941,7 +31941,7 @@ def _bw_addcmul_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcmul_tensor2_bf16(grad, tensor1, value):
     return f32_to_bf16(_s__bw_addcmul_tensor2(bf16_to_f32(grad), bf16_to_f32(tensor1), value))
 
@@ -31999,13 +31999,13 @@ def _bw_addcmul_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_self(grad):
     # ops.yaml: addcdiv backward for self -- grad
     return grad
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_self_f16(grad):
     return f32_to_f16(_s__bw_addcdiv_self(f16_to_f32(grad)))
 
@@ -32051,7 +32051,7 @@ def _bw_addcdiv_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_self_bf16(grad):
     return f32_to_bf16(_s__bw_addcdiv_self(bf16_to_f32(grad)))
 
@@ -32097,13 +32097,13 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
     return grad * _s__conj_physical(value / tensor2)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1_f16(grad, tensor2, value):
     return f32_to_f16(_s__bw_addcdiv_tensor1(f16_to_f32(grad), f16_to_f32(tensor2), value))
 
@@ -32161,7 +32161,7 @@ def _bw_addcdiv_tensor1_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1_bf16(grad, tensor2, value):
     return f32_to_bf16(_s__bw_addcdiv_tensor1(bf16_to_f32(grad), bf16_to_f32(tensor2), value))
 
@@ -32219,13 +32219,13 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
     return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2_f16(grad, tensor1, tensor2, value):
     return f32_to_f16(_s__bw_addcdiv_tensor2(f16_to_f32(grad), f16_to_f32(tensor1), f16_to_f32(tensor2), value))
 
@@ -32306,7 +32306,7 @@ def _bw_addcdiv_tensor2_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2_bf16(grad, tensor1, tensor2, value):
     return f32_to_bf16(_s__bw_addcdiv_tensor2(bf16_to_f32(grad), bf16_to_f32(tensor1), bf16_to_f32(tensor2), value))
 
@@ -32387,13 +32387,13 @@ def _bw_addcdiv_tensor2_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__rnn_tanh_cell_xg(grad, result):
     # ops.yaml: _rnn_tanh_cell backward for xg -- grad * (1 - result * result)
     return grad * (1 - result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__rnn_tanh_cell_xg_f16(grad, result):
     return f32_to_f16(_s__bw__rnn_tanh_cell_xg(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -32451,7 +32451,7 @@ def _bw__rnn_tanh_cell_xg_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__rnn_tanh_cell_xg_bf16(grad, result):
     return f32_to_bf16(_s__bw__rnn_tanh_cell_xg(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -32509,13 +32509,13 @@ def _bw__rnn_tanh_cell_xg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
     return grad * (noise >= p) * (1.0 / (1.0 - p))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self_f16(grad, noise, p):
     return f32_to_f16(_s__bw__dropout_apply_self(f16_to_f32(grad), f16_to_f32(noise), p))
 
@@ -32573,7 +32573,7 @@ def _bw__dropout_apply_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self_bf16(grad, noise, p):
     return f32_to_bf16(_s__bw__dropout_apply_self(bf16_to_f32(grad), bf16_to_f32(noise), p))
 
@@ -32631,13 +32631,13 @@ def _bw__dropout_apply_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lgamma_self(grad, self):
     # ops.yaml: lgamma backward for self -- grad * digamma(self)
     return grad * _s_digamma(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lgamma_self_f16(grad, self):
     return f32_to_f16(_s__bw_lgamma_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -32695,7 +32695,7 @@ def _bw_lgamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_lgamma_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_lgamma_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -32753,13 +32753,13 @@ def _bw_lgamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_digamma_self(grad, self):
     # ops.yaml: digamma backward for self -- grad * _polygamma(self, 1)
     return grad * _s__polygamma(self, 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_digamma_self_f16(grad, self):
     return f32_to_f16(_s__bw_digamma_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -32817,7 +32817,7 @@ def _bw_digamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_digamma_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_digamma_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -32875,13 +32875,13 @@ def _bw_digamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfinv_self(grad, result):
     # ops.yaml: erfinv backward for self -- grad * 0.886226925452758 * exp(result * result)
     return grad * 0.886226925452758 * _s_exp(result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfinv_self_f16(grad, result):
     return f32_to_f16(_s__bw_erfinv_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -32939,7 +32939,7 @@ def _bw_erfinv_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_erfinv_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_erfinv_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -32997,13 +32997,13 @@ def _bw_erfinv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_i0_self(grad, self):
     # ops.yaml: i0 backward for self -- grad * special_i1(self)
     return grad * _s_special_i1(self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_i0_self_f16(grad, self):
     return f32_to_f16(_s__bw_i0_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -33061,7 +33061,7 @@ def _bw_i0_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_i0_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_i0_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -33119,13 +33119,13 @@ def _bw_i0_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_erfcx_self(grad, self, result):
     # ops.yaml: special_erfcx backward for self -- grad * (2 * self * result - 1.1283791670955126)
     return grad * (2 * self * result - 1.1283791670955126)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_erfcx_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_special_erfcx_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -33206,7 +33206,7 @@ def _bw_special_erfcx_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_erfcx_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_special_erfcx_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -33287,13 +33287,13 @@ def _bw_special_erfcx_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtr_self(grad, self):
     # ops.yaml: special_ndtr backward for self -- grad * 0.3989422804014327 * exp(-0.5 * self * self)
     return grad * 0.3989422804014327 * _s_exp(-0.5 * self * self)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtr_self_f16(grad, self):
     return f32_to_f16(_s__bw_special_ndtr_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -33351,7 +33351,7 @@ def _bw_special_ndtr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtr_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_special_ndtr_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -33409,13 +33409,13 @@ def _bw_special_ndtr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtri_self(grad, result):
     # ops.yaml: special_ndtri backward for self -- grad * 2.5066282746310002 * exp(0.5 * result * result)
     return grad * 2.5066282746310002 * _s_exp(0.5 * result * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtri_self_f16(grad, result):
     return f32_to_f16(_s__bw_special_ndtri_self(f16_to_f32(grad), f16_to_f32(result)))
 
@@ -33473,7 +33473,7 @@ def _bw_special_ndtri_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_ndtri_self_bf16(grad, result):
     return f32_to_bf16(_s__bw_special_ndtri_self(bf16_to_f32(grad), bf16_to_f32(result)))
 
@@ -33531,13 +33531,13 @@ def _bw_special_ndtri_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_log_ndtr_self(grad, result, self):
     # ops.yaml: special_log_ndtr backward for self -- grad * 0.3989422804014327 * exp(-(result + 0.5 * self * self))
     return grad * 0.3989422804014327 * _s_exp(-(result + 0.5 * self * self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_log_ndtr_self_f16(grad, result, self):
     return f32_to_f16(_s__bw_special_log_ndtr_self(f16_to_f32(grad), f16_to_f32(result), f16_to_f32(self)))
 
@@ -33618,7 +33618,7 @@ def _bw_special_log_ndtr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_log_ndtr_self_bf16(grad, result, self):
     return f32_to_bf16(_s__bw_special_log_ndtr_self(bf16_to_f32(grad), bf16_to_f32(result), bf16_to_f32(self)))
 
@@ -33699,13 +33699,13 @@ def _bw_special_log_ndtr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i0e_self(grad, self, result):
     # ops.yaml: special_i0e backward for self -- grad * (special_i1e(self) - sign(self) * result)
     return grad * (_s_special_i1e(self) - _s_sign(self) * result)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i0e_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_special_i0e_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -33786,7 +33786,7 @@ def _bw_special_i0e_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i0e_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_special_i0e_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -33867,13 +33867,13 @@ def _bw_special_i0e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
     return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_special_i1_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -33954,7 +33954,7 @@ def _bw_special_i1_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_special_i1_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -34035,13 +34035,13 @@ def _bw_special_i1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
     return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self_f16(grad, self, result):
     return f32_to_f16(_s__bw_special_i1e_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(result)))
 
@@ -34122,7 +34122,7 @@ def _bw_special_i1e_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self_bf16(grad, self, result):
     return f32_to_bf16(_s__bw_special_i1e_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(result)))
 
@@ -34203,13 +34203,13 @@ def _bw_special_i1e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_entr_self(grad, self):
     # ops.yaml: special_entr backward for self -- grad * -(1 + log(self))
     return grad * -(1 + _s_log(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_entr_self_f16(grad, self):
     return f32_to_f16(_s__bw_special_entr_self(f16_to_f32(grad), f16_to_f32(self)))
 
@@ -34267,7 +34267,7 @@ def _bw_special_entr_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_entr_self_bf16(grad, self):
     return f32_to_bf16(_s__bw_special_entr_self(bf16_to_f32(grad), bf16_to_f32(self)))
 
@@ -34325,13 +34325,13 @@ def _bw_special_entr_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_self(grad, self, other):
     # ops.yaml: xlogy backward for self -- grad * xlogy(self != 0, other)
     return grad * _s_xlogy(self != 0, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_xlogy_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -34412,7 +34412,7 @@ def _bw_xlogy_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_xlogy_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -34493,13 +34493,13 @@ def _bw_xlogy_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
     return grad * self / other
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_xlogy_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -34580,7 +34580,7 @@ def _bw_xlogy_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_xlogy_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -34661,13 +34661,13 @@ def _bw_xlogy_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_self(grad, self, other):
     # ops.yaml: special_xlog1py backward for self -- grad * special_xlog1py(self != 0, other)
     return grad * _s_special_xlog1py(self != 0, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_self_f16(grad, self, other):
     return f32_to_f16(_s__bw_special_xlog1py_self(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -34748,7 +34748,7 @@ def _bw_special_xlog1py_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_self_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_special_xlog1py_self(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -34829,13 +34829,13 @@ def _bw_special_xlog1py_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
     return grad * self / (other + 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_special_xlog1py_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -34916,7 +34916,7 @@ def _bw_special_xlog1py_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_special_xlog1py_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -34997,13 +34997,13 @@ def _bw_special_xlog1py_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_zeta_other(grad, self, other):
     # ops.yaml: special_zeta backward for other -- grad * -self * special_zeta(self + 1.0, other)
     return grad * -self * _s_special_zeta(self + 1.0, other)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_zeta_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_special_zeta_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -35084,7 +35084,7 @@ def _bw_special_zeta_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_special_zeta_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_special_zeta_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -35165,13 +35165,13 @@ def _bw_special_zeta_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igamma_other(grad, self, other):
     # ops.yaml: igamma backward for other -- grad * exp((self - 1) * log(other) - other - lgamma(self))
     return grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igamma_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_igamma_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -35252,7 +35252,7 @@ def _bw_igamma_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igamma_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_igamma_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -35333,13 +35333,13 @@ def _bw_igamma_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igammac_other(grad, self, other):
     # ops.yaml: igammac backward for other -- -grad * exp((self - 1) * log(other) - other - lgamma(self))
     return -grad * _s_exp((self - 1) * _s_log(other) - other - _s_lgamma(self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igammac_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_igammac_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -35420,7 +35420,7 @@ def _bw_igammac_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_igammac_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_igammac_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -35501,13 +35501,13 @@ def _bw_igammac_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__polygamma_self(grad, self, order):
     # ops.yaml: _polygamma backward for self -- grad * _polygamma(self, order + 1)
     return grad * _s__polygamma(self, order + 1)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__polygamma_self_f16(grad, self, order):
     return f32_to_f16(_s__bw__polygamma_self(f16_to_f32(grad), f16_to_f32(self), order))
 
@@ -35565,7 +35565,7 @@ def _bw__polygamma_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__polygamma_self_bf16(grad, self, order):
     return f32_to_bf16(_s__bw__polygamma_self(bf16_to_f32(grad), bf16_to_f32(self), order))
 
@@ -35623,13 +35623,13 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
     return grad / (1 + _s_exp2(other - self))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self_f16(grad, other, self):
     return f32_to_f16(_s__bw_logaddexp2_self(f16_to_f32(grad), f16_to_f32(other), f16_to_f32(self)))
 
@@ -35710,7 +35710,7 @@ def _bw_logaddexp2_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, 
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self_bf16(grad, other, self):
     return f32_to_bf16(_s__bw_logaddexp2_self(bf16_to_f32(grad), bf16_to_f32(other), bf16_to_f32(self)))
 
@@ -35791,13 +35791,13 @@ def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
     return grad / (1 + _s_exp2(self - other))
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other_f16(grad, self, other):
     return f32_to_f16(_s__bw_logaddexp2_other(f16_to_f32(grad), f16_to_f32(self), f16_to_f32(other)))
 
@@ -35878,7 +35878,7 @@ def _bw_logaddexp2_other_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other_bf16(grad, self, other):
     return f32_to_bf16(_s__bw_logaddexp2_other(bf16_to_f32(grad), bf16_to_f32(self), bf16_to_f32(other)))
 
@@ -35959,13 +35959,13 @@ def _bw_logaddexp2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__conj_physical_self(grad):
     # ops.yaml: _conj_physical backward for self -- _conj_physical(grad)
     return _s__conj_physical(grad)
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__conj_physical_self_f16(grad):
     return f32_to_f16(_s__bw__conj_physical_self(f16_to_f32(grad)))
 
@@ -36011,7 +36011,7 @@ def _bw__conj_physical_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_
             d -= 1
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", forceinline=True)
 def _s__bw__conj_physical_self_bf16(grad):
     return f32_to_bf16(_s__bw__conj_physical_self(bf16_to_f32(grad)))
 
