@@ -22,12 +22,16 @@ from __future__ import annotations
 from .common import CACHE_GUARD, HEADER, LAZY_MODULE, kernel_scalars, prelude, template, vmath  # noqa: F401
 
 
-def scalar_fn(name, params, expr, comment):
-    """The op's scalar function, called by each of its loops. Compiled once per signature and inlined by LLVM
-    where small: Numba-level inlining (inline="always") deep-copied the body's IR into every loop variant (a
-    3-input strided kernel has 8), which made cold compiles of heavy formulas several times slower (igamma's
-    gradient kernel: 11 s -> 2 s) for the same machine code."""
-    return (f"@njit(error_model=\"numpy\", forceinline=True)\ndef _s_{name}({', '.join(params)}):\n"
+SCALAR_DECORATOR = '@njit(error_model="numpy", forceinline=True)'
+
+
+def scalar_fn(name, params, expr, comment, decorator=SCALAR_DECORATOR):
+    """The op's scalar function, called by each of its loops: compiled once per signature and inlined by LLVM
+    (forceinline: its alwaysinline attribute), so the loops vectorise. Numba-level inlining (inline="always")
+    deep-copied the body's IR into every loop variant (a 3-input strided kernel has 8), which made cold compiles
+    of heavy formulas several times slower (igamma's gradient kernel: 11 s -> 1 s) for the same machine code;
+    without any forced inlining LLVM's cost model left larger bodies (gelu's backward) as calls, unvectorised."""
+    return (f"{decorator}\ndef _s_{name}({', '.join(params)}):\n"
             f"    # ops.yaml: {comment}\n    return {expr}\n")
 
 

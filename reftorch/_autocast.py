@@ -84,6 +84,12 @@ def _device(args):
     return None
 
 
+def promotes(devices, args):
+    """Whether autocast promotes these arguments now, for an op whose policy is promote on `devices`: its dtype
+    checks must then see the promoted dtypes (PyTorch checks below its autocast layer, mixed dtypes pass)."""
+    return state.any and _device(args) in devices
+
+
 def cast(policy, args):
     """args (tensors, lists of tensors, anything else) converted as the op's autocast policy says (a policy,
     or a {device type: policy} dict)."""

@@ -179,6 +179,9 @@ def missing_arguments(name, *given):
                     + ", ".join(f'"{n}"' for n in missing))
 
 
+autocast_promotes = _autocast.promotes     # (the generated wrappers' checks: codegen/emit_api.py _checks)
+
+
 def check_tensor_list(name, arg, position, value):
     """PyTorch's argument parser on a Tensor[] argument: a list or tuple of tensors, nothing else."""
     if not isinstance(value, (list, tuple)):

@@ -96,9 +96,9 @@ def test_wrong_reduction_and_inplace_are_caught(wrong_kernel):
     with reference_mode(), pytest.raises(ReferenceMismatchError, match="op 'sum'"):
         torch.sum(torch.ones(3, 2), 0)
 
-    def bad_add(out, a, b, alpha):
-        out[:] = a
-    wrong_kernel("add", "contig", bad_add)
+    def bad_add_(out, b, alpha):        # the in-place kernel (out is self): leaves self as it was
+        pass
+    wrong_kernel("add", "inplace", bad_add_)
     y = torch.ones(3)
     with reference_mode(), pytest.raises(ReferenceMismatchError, match="op 'add'"):
         y.add_(torch.ones(3))

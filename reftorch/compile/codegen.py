@@ -345,8 +345,7 @@ def _scalar_fns(region, helpers, decorator):
     for name in names:
         op = reg[name]
         params = [a.name for a in op.signature.tensor_args] + _kernel_scalar_names(op)
-        parts.append(scalar_fn(op.name, params, op.scalar, f"{op.name} -- {op.scalar}")
-                     .replace('@njit(inline="always")', decorator))
+        parts.append(scalar_fn(op.name, params, op.scalar, f"{op.name} -- {op.scalar}", decorator))
     for hname, (params, expr, comment) in helpers.items():
         parts.append(f"{decorator}\ndef {hname}({', '.join(params)}):\n    # ops.yaml: {comment}\n"
                      f"    return {expr}\n")

@@ -2384,7 +2384,7 @@ def dot(self, tensor, *, out=None):
     """Inner product of two 1-D tensors (no conjugation; vdot conjugates the first).
 
     ops.yaml: dot"""
-    if getattr(self, 'ndim', 0) == 1 and getattr(tensor, 'ndim', 0) == 1 and self.dtype != tensor.dtype:
+    if not _rt.autocast_promotes(('cuda',), (self, tensor, )) and getattr(self, 'ndim', 0) == 1 and getattr(tensor, 'ndim', 0) == 1 and self.dtype != tensor.dtype:
         raise RuntimeError('dot : expected both vectors to have same dtype, but found {self.dtype.short} and {tensor.dtype.short}'.format(self=self, tensor=tensor))
     if out is not None:
         return _rt.call_out('dot', out, dot, self, tensor)
@@ -2574,7 +2574,7 @@ def scatter_add(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, *, axis=_RE
         dim = _rt.dim_alias('scatter_add', dim, _REQUIRED, axis)
     if dim is _REQUIRED or index is _REQUIRED or src is _REQUIRED:
         _rt.missing_arguments('scatter_add', ('dim', dim), ('index', index), ('src', src))
-    if hasattr(src, 'dtype') and hasattr(self, 'dtype') and src.dtype != self.dtype:
+    if not _rt.autocast_promotes(('cuda',), (self, dim, index, src, )) and hasattr(src, 'dtype') and hasattr(self, 'dtype') and src.dtype != self.dtype:
         raise RuntimeError('scatter(): Expected self.dtype to be equal to src.dtype')
     if out is not None:
         return _rt.call_out('scatter_add', out, scatter_add, self, dim, index, src)
@@ -2583,7 +2583,7 @@ def scatter_add(self, dim=_REQUIRED, index=_REQUIRED, src=_REQUIRED, *, axis=_RE
 
 def scatter_add_(self, dim, index, src):
     """In-place scatter_add: writes the result into self."""
-    if hasattr(src, 'dtype') and hasattr(self, 'dtype') and src.dtype != self.dtype:
+    if not _rt.autocast_promotes(('cuda',), (self, dim, index, src, )) and hasattr(src, 'dtype') and hasattr(self, 'dtype') and src.dtype != self.dtype:
         raise RuntimeError('scatter(): Expected self.dtype to be equal to src.dtype')
     return _rt.composite_inplace('scatter_add', self, dim, index, src)
 
