@@ -353,3 +353,23 @@ def _result_layout(shape, ts):
             acc *= max(shape[d], 1)
         return tuple(out)
     return None
+
+
+def check_space_args(name, start, end, steps, base=""):
+    """PyTorch's parser and checks on linspace's and logspace's arguments: steps an int (a bool or a float is a
+    TypeError naming the four overloads), start and end tensors 0-d, steps not negative."""
+    if isinstance(steps, Tensor) and steps.ndim == 0 and steps.dtype.category == 1:
+        steps = steps.item()
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        got = ", ".join("Tensor" if isinstance(v, Tensor) else type(v).__name__ for v in (start, end, steps))
+        rest = f"int steps, {base}*, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, " \
+               "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        + "".join(f" * ({a} start, {b} end, {rest}" for a, b in (("Tensor", "Tensor"),
+                                  ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number"))))
+    dims = [f"{arg} with {v.ndim} dimension(s)" for arg, v in (("start", start), ("end", end)) if isinstance(v, Tensor)]
+    if any(isinstance(v, Tensor) and v.ndim for v in (start, end)):
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got {' and '.join(dims)}.")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return steps

@@ -11,6 +11,7 @@ import numpy as np
 from ._layout import contiguous_array as _contig
 
 import reftorch._alloc as _alloc
+from ._args import check_space_args
 import reftorch._dtype as D
 import reftorch._layout as L
 import reftorch._meta as _meta
@@ -555,29 +556,9 @@ def _num(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _check_space_args(name, start, end, steps, base=""):
-    """PyTorch's parser and checks on linspace's and logspace's arguments: steps an int (a bool or a float is a
-    TypeError naming the four overloads), start and end tensors 0-d, steps not negative."""
-    if isinstance(steps, Tensor) and steps.ndim == 0 and steps.dtype.category == 1:
-        steps = steps.item()
-    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
-        got = ", ".join("Tensor" if isinstance(v, Tensor) else type(v).__name__ for v in (start, end, steps))
-        rest = f"int steps, {base}*, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, " \
-               "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
-        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
-                        + "".join(f" * ({a} start, {b} end, {rest}" for a, b in (("Tensor", "Tensor"),
-                                  ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number"))))
-    dims = [f"{arg} with {v.ndim} dimension(s)" for arg, v in (("start", start), ("end", end)) if isinstance(v, Tensor)]
-    if any(isinstance(v, Tensor) and v.ndim for v in (start, end)):
-        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got {' and '.join(dims)}.")
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    return steps
-
-
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
-    steps = _check_space_args("linspace", start, end, steps)
+    steps = check_space_args("linspace", start, end, steps)
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, steps)]
     dt = _out_dtype("linspace", dtype, out, D.scalar_default(3) if any(isinstance(v, complex) for v in vals) else None)
     _no_bool(dt, "linspace")
@@ -619,7 +600,7 @@ _FMA_WIDE = {np.float32: np.float64, np.float64: np.longdouble}
 
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
-    steps = _check_space_args("logspace", start, end, steps, "float base = 10.0, ")
+    steps = check_space_args("logspace", start, end, steps, "float base = 10.0, ")
     dt = _out_dtype("logspace", dtype, out)
     _no_bool(dt, "logspace")
     with _alloc.sized((steps,), dt.itemsize):
