@@ -85,6 +85,9 @@ class Tensor:
     _vmap = None    # inside vmap: (level, physical tensor) of a batched tensor (reftorch/func/_vmap.py)
     _conj = False   # the lazy conjugate bit: a conjugate view reads its storage conjugated (reftorch/_conj.py)
     _neg = False    # the negative bit: a negative view reads its storage negated (torch._neg_view, the same module)
+    # PyTorch's: a NumPy scalar or array on the left of an operator defers to the Tensor's reflected method, so
+    # np.float64(3) / t is a Tensor (the number wrapped, float32 kept), not an ndarray
+    __array_priority__ = 1000
 
     def _refuse_in_vmap(self, what):
         """Inside vmap this tensor is one sample's view of a batch: no single value, data or storage (PyTorch's

@@ -628,3 +628,13 @@ def test_inplace_refuses_an_operand_that_overlaps_self_partially():
     z = torch.arange(6.0)       # columns 0-1 and 1-2 of a 2x3 view: not dense, read as they were (torch's values)
     z.view(2, 3)[:, :2].add_(z.view(2, 3)[:, 1:])
     assert z.tolist() == [1, 3, 2, 7, 9, 5]
+
+
+def test_numpy_scalars_on_the_left_give_tensors():
+    """Tensor.__array_priority__ (PyTorch's 1000): NumPy defers to the reflected method, so a NumPy scalar is a
+    Python number there (wrapped: a float32 tensor stays float32), not an ndarray of NumPy's promotion."""
+    t = torch.tensor([1.0, 2.0])
+    for r, want in ((np.float64(3) / t, [3.0, 1.5]), (np.float32(2) * t, [2.0, 4.0]), (np.int64(1) + t, [2.0, 3.0]),
+                    (np.float64(2) ** t, [2.0, 4.0]), (np.float64(1.5) - t, [0.5, -0.5])):
+        assert isinstance(r, torch.Tensor) and r.dtype == torch.float32 and r.tolist() == want
+    assert (np.float64(2) < t).tolist() == [False, False] and (np.int64(7) // torch.tensor([2, 3])).tolist() == [3, 2]
