@@ -12,8 +12,8 @@ from __future__ import annotations
 
 
 from .common import CACHE_GUARD, HEADER, LAZY_MODULE, kernel_scalars, prelude, template, vmath
-from .emit_cpu import (argreduction_loops, better_fn, combine_fn, elementwise_kernels, recorded, reduction_loops,
-                       scalar_fn, scan_loops)
+from .emit_cpu import (SCALAR_DECORATOR, argreduction_loops, better_fn, combine_fn, elementwise_kernels, recorded,
+                       reduction_loops, scalar_fn, scan_loops)
 
 # format -> (load helper, store helper) of templates/half_prelude.py
 FORMATS = {"f16": ("f16_to_f32", "f32_to_f16"), "bf16": ("bf16_to_f32", "f32_to_bf16")}
@@ -56,7 +56,7 @@ def _wrap_scalar(name, fmt, params, loaded, store):
     body = f"_s_{name}({args})"
     if store:
         body = f"{st}({body})"
-    return (f"@njit(error_model=\"numpy\", forceinline=True)\ndef _s_{name}_{fmt}({', '.join(params)}):\n"   # (see emit_cpu.scalar_fn)
+    return (f"{SCALAR_DECORATOR}\ndef _s_{name}_{fmt}({', '.join(params)}):\n"   # (see emit_cpu.scalar_fn)
             f"    return {body}\n")
 
 

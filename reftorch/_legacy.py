@@ -15,18 +15,13 @@ from ._device import as_device
 from ._tensor import Size, Tensor
 import reftorch.autograd.grad_mode as grad_mode
 
-# C++ names of the dtypes, as PyTorch's TensorOptions message prints them
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool"}
-
 _OVERLOADS = (" * (*, torch.device device = None)\n{why} * (torch.Storage storage)\n * (Tensor other)\n"
               " * (tuple of ints size, *, torch.device device = None)\n"
               " * (object data, *, torch.device device = None)\n")
 
 
 def _options(dt):
-    return (f"TensorOptions(dtype={_CPP_NAMES[dt.name]}, device=cpu, layout=Strided, requires_grad=false (default), "
+    return (f"TensorOptions(dtype={D.CPP_NAMES[dt.name]}, device=cpu, layout=Strided, requires_grad=false (default), "
             f"pinned_memory=false (default), memory_format=(nullopt))")
 
 

@@ -240,8 +240,8 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     else:
         raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
     if dtype is not self.dtype:
-        raise RuntimeError(f"Could not set tensor of type {_legacy._CPP_NAMES[dtype.name]} to a tensor of type "
-                           f"{_legacy._CPP_NAMES[self.dtype.name]}")
+        raise RuntimeError(f"Could not set tensor of type {D.CPP_NAMES[dtype.name]} to a tensor of type "
+                           f"{D.CPP_NAMES[self.dtype.name]}")
     if isinstance(source, Tensor) and size is None:
         self._storage, self._offset, self._shape, self._strides = (source._storage, source._offset, source._shape,
                                                                    source._strides)

@@ -441,7 +441,7 @@ def _doc(region):
 def region_source(region):
     """The CPU module of a region (forward, and backward when region.grad_inputs is not empty)."""
     _ensure_codegen_importable()
-    from codegen.emit_cpu import prelude
+    from codegen.emit_cpu import SCALAR_DECORATOR, prelude
     body = _Body(region)
     nin = len(region.inputs)
     arrays = [(f"a{j}", f"x{j}") for j in range(nin)]
@@ -452,7 +452,7 @@ def region_source(region):
              "# no fast-math: every op rounds as the eager kernel rounds it (the float32 tanh below is the exception)\n"
              "FM = False\n",
              LOCAL_HELPERS]
-    parts += _scalar_fns(region, helpers, '@njit(inline="always")')
+    parts += _scalar_fns(region, helpers, SCALAR_DECORATOR)     # as the eager kernels' (emit_cpu.scalar_fn)
     red = None
     if region.reduce is not None:
         rt = region.reduce

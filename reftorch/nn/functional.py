@@ -15,6 +15,7 @@ import numpy as np
 
 import reftorch as torch
 from reftorch._autocast import policy as _autocast  # PyTorch's autocast op lists, per function
+from reftorch._dtype import CPP_NAMES
 from reftorch._tensor import Tensor as _Tensor
 
 __all__ = [
@@ -358,11 +359,6 @@ def _im2col(input, kernel, dilation, pads, stride):
     return x.reshape(x.shape[0], -1, int(np.prod(x.shape[2 + nd:])))      # (N, C*K, L), as torch.im2col
 
 
-_C_TYPES = {torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16",
-            torch.int64: "long int", torch.int32: "int", torch.int16: "short int", torch.int8: "signed char",
-            torch.uint8: "unsigned char", torch.bool: "bool"}
-
-
 def _conv_param_checks(input, weight, bias, stride, padding, dilation, groups):
     """ATen's convolution argument checks, in its order, before any shape is worked out (input batched)."""
     if any(s <= 0 for s in stride):
@@ -381,8 +377,8 @@ def _conv_param_checks(input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
                            f"weight of size {list(weight.shape)} instead")
     if bias is not None and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({_C_TYPES.get(input.dtype, input.dtype)}) and bias type "
-                           f"({_C_TYPES.get(bias.dtype, bias.dtype)}) should be the same")
+        raise RuntimeError(f"Input type ({CPP_NAMES.get(input.dtype.name, input.dtype)}) and bias type "
+                           f"({CPP_NAMES.get(bias.dtype.name, bias.dtype)}) should be the same")
 
 
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd):
