@@ -44,10 +44,25 @@ _found = _find()
 set_threads, get_threads = _found if _found is not None else (None, None)
 
 
+_asked = []         # the count reftorch.set_num_threads last gave, once it has been called
+_followers = []     # thread setters of libraries loaded later (MKL's LAPACK, kernels/lapack_calls.py)
+
+
 def set_max_threads(n):
     """The BLAS's thread count for the products that may use several (reftorch.set_num_threads)."""
     if set_threads is not None:
         set_threads(n)
+    _asked[:] = [n]
+    for setter in _followers:
+        setter(n)
+
+
+def follow(setter):
+    """Call setter(n) with every later set_num_threads count, and now with the last one given: a library
+    loaded on first use then honours torch.set_num_threads as NumPy's BLAS does."""
+    _followers.append(setter)
+    if _asked:
+        setter(_asked[0])
 
 
 def _run(n_elements, fn, *args, **kw):

@@ -179,15 +179,20 @@ TORCH_S = {   # torch 2.13 on S, in float64 and float32
 }
 
 
-@pytest.mark.parametrize("direct", [True, False], ids=["lapack", "numpy-fallback"])
+@pytest.mark.parametrize("lapack", ["openblas", "mkl", "numpy-fallback"])
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_hot_four_read_one_triangle_in_their_dtype(dtype, direct, monkeypatch):
+def test_hot_four_read_one_triangle_in_their_dtype(dtype, lapack, monkeypatch):
     """cholesky, eigh, svd and solve as torch computes them, float32 in float32, from C-ordered and transposed
-    (Fortran-ordered) inputs, with and without the LAPACK NumPy ships (NumPy's own path then runs)."""
-    if not direct:
-        monkeypatch.setattr(lapack_calls, "_FNS", None)
-    elif lapack_calls._FNS is None:
-        pytest.skip("no OpenBLAS in NumPy's wheel here")
+    (Fortran-ordered) inputs, every routine from the LAPACK NumPy ships, from MKL's (where the optional wheel is
+    installed), and with neither (NumPy's own path then runs)."""
+    fns, itype = None, None
+    if lapack != "numpy-fallback":
+        fns, itype, _ = lapack_calls._find_lapack(lapack_calls._openblas() if lapack == "openblas" else lapack_calls._mkl())
+        if fns is None:
+            pytest.skip(f"no {lapack} LAPACK here")
+    monkeypatch.setattr(lapack_calls, "_FNS", fns)
+    monkeypatch.setattr(lapack_calls, "_INT", itype)
+    monkeypatch.setattr(lapack_calls, "_WORK", {})     # workspace sizes are each library's
     dt, tol = getattr(torch, dtype), (1e-12 if dtype == "float64" else 2e-6)
     want = TORCH_S[dtype]
     s = torch.tensor(S, dtype=dt)

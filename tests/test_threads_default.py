@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 import reftorch
+from reftorch import _blas
 from reftorch import _cpu as _dispatch  # the thread rule lives in the cpu back end
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,3 +40,20 @@ def test_env_and_set_num_threads_cap():
     env = dict(os.environ, PYTHONPATH=ROOT, REFTORCH_NUM_THREADS="3")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["3", "1", "False"]
+
+
+def test_a_library_loaded_later_follows_set_num_threads(monkeypatch):
+    """MKL's LAPACK (loaded on the first eigh where the optional wheel is installed) takes the count given before
+    it was loaded and every later one, as NumPy's OpenBLAS does."""
+    seen = []
+    monkeypatch.setattr(_blas, "_followers", [])
+    monkeypatch.setattr(_blas, "_asked", [])
+    monkeypatch.setattr(_blas, "set_threads", None)       # NumPy's BLAS keeps its count for the other tests
+    monkeypatch.setattr(reftorch._cpu, "THREADS", reftorch.get_num_threads())
+    _blas.follow(seen.append)
+    assert seen == []                       # nothing asked yet: the library keeps its own default
+    reftorch.set_num_threads(1)
+    _blas.follow(seen.append)               # a second library, loaded after the call
+    assert seen == [1, 1]
+    reftorch.set_num_threads(2)
+    assert seen == [1, 1, 2, 2]

@@ -18,7 +18,8 @@ eigenvectors' signs than torch's syevd on about half of them (syevd's agree on a
 OpenBLAS build gives the same bits and no speed, and its per-matrix wrappers cost ~20 us a call. ~90% of the time
 is OpenBLAS's syevd itself (its divide and conquer, stedc, ~2/3 of it; a Numba sytd2 in place of sytrd saved
 nothing). torch's wheel calls MKL: the same syevd of MKL called from this loop takes torch's time and returns
-torch's eigenvectors bit for bit, at every n; that is the whole remaining gap.
+torch's eigenvectors bit for bit, at every n; so where the optional `mkl` wheel is installed, syevd is MKL's
+(_FROM_MKL below).
 
 Copied verbatim into reftorch/kernels/lapack_calls.py by `python -m codegen`; reftorch/kernels/lapack.py
 imports it on the first call (`import reftorch` imports no Numba).
@@ -27,6 +28,7 @@ import ctypes
 import glob
 import math
 import os
+import sys
 
 import numba
 import numpy as np
@@ -36,20 +38,38 @@ from numba.extending import intrinsic
 
 from ._cache import CACHE  # first: _cache also sets the vector width Numba's CPU target is made with
 from .lapack import LinAlgError, cholesky
+from .. import _blas
 
 
-# (symbol pattern, Fortran INTEGER) of the OpenBLAS builds in NumPy's wheels: scipy-openblas64 (NumPy 2),
-# openblas64_ (NumPy 1.22 to 1.26), scipy-openblas32
-_PATTERNS = (("scipy_{}_64_", np.int64), ("{}_64_", np.int64), ("scipy_{}_", np.int32))
+# (symbol pattern, Fortran INTEGER) of the LAPACKs looked for: MKL's ILP64 names and the OpenBLAS builds in
+# NumPy's wheels: scipy-openblas64 (NumPy 2), openblas64_ (NumPy 1.22 to 1.26), scipy-openblas32
+_PATTERNS = (("{}_64_", np.int64), ("scipy_{}_64_", np.int64), ("scipy_{}_", np.int32))
 _ROUTINES = ("potrf", "getrf", "getrs", "syevd", "gesdd")
 _LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 
 
-def _find_lapack():
-    """({'dpotrf': address, ...}, Fortran INTEGER dtype) of the LAPACK NumPy's wheel ships, or (None, None)."""
+# syevd comes from MKL where the optional `mkl` wheel is installed (reftorch[mkl]): it is torch's own LAPACK,
+# so eigenvectors come out with torch's signs bit for bit, and batched float32 eigh at torch's speed (64 x 32 x 32,
+# one thread: 2.56 ms against OpenBLAS's 2.94, torch 2.47). The others stay on NumPy's OpenBLAS, measured faster
+# at these sizes: potrf 0.13 vs 0.16 ms, getrf + getrs 0.22-0.36 vs 0.38-0.42 ms, gesdd even.
+_FROM_MKL = ("syevd",)
+
+
+def _openblas():
+    """Paths of the OpenBLAS NumPy's wheel ships (Linux, macOS)."""
     pkg = os.path.dirname(np.__file__)
-    paths = sorted(glob.glob(os.path.join(os.path.dirname(pkg), "numpy.libs", "*openblas*"))) + \
+    return sorted(glob.glob(os.path.join(os.path.dirname(pkg), "numpy.libs", "*openblas*"))) + \
         sorted(glob.glob(os.path.join(pkg, ".dylibs", "*openblas*")))
+
+
+def _mkl():
+    """The path of MKL's runtime library where the `mkl` wheel is installed in this environment, or none."""
+    return sorted(glob.glob(os.path.join(sys.prefix, "lib", "libmkl_rt.so*")))[:1]
+
+
+def _find_lapack(paths):
+    """({'dpotrf': address, ...}, Fortran INTEGER dtype, the library) of the first LAPACK of `paths` that has
+    every routine, or (None, None, None)."""
     for path in paths:
         try:
             lib = ctypes.CDLL(path)
@@ -59,11 +79,32 @@ def _find_lapack():
             names = [p + r for r in _ROUTINES for p in "sd"]
             if all(hasattr(lib, pattern.format(name)) for name in names):
                 return {name: ctypes.cast(getattr(lib, pattern.format(name)), ctypes.c_void_p).value
-                        for name in names}, itype
-    return None, None
+                        for name in names}, itype, lib
+    return None, None, None
 
 
-_FNS, _INT = _find_lapack()
+def _follow_threads(lib):
+    """MKL's thread count follows torch.set_num_threads, as torch's own MKL does (OpenBLAS's already does:
+    it is NumPy's BLAS, reftorch/_blas.py)."""
+    if lib is not None and hasattr(lib, "MKL_Set_Num_Threads"):
+        setter = lib.MKL_Set_Num_Threads
+        setter.argtypes, setter.restype = [ctypes.c_int], None
+        _blas.follow(setter)
+
+
+def _tables():
+    """The routines' addresses, their INTEGER dtype and MKL's library where syevd comes from it (_FROM_MKL)."""
+    fns, itype, _ = _find_lapack(_openblas())
+    mkl_fns, mkl_int, mkl = _find_lapack(_mkl())
+    if mkl_fns is None:
+        return fns, itype, None
+    if fns is None or itype is not mkl_int:
+        return mkl_fns, mkl_int, mkl
+    return {**fns, **{name: a for name, a in mkl_fns.items() if name[1:] in _FROM_MKL}}, itype, mkl
+
+
+_FNS, _INT, _MKL = _tables()
+_follow_threads(_MKL)
 _WORK = {}          # (routine, its sizes) -> the optimal workspace LAPACK's query reported
 
 
