@@ -53,3 +53,24 @@ def test_masked_and_dropout_calls_keep_their_path():
         torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=True)
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
     assert tuple(out.shape) == (2, 4, 3) and np.isfinite(out.numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_16_bit_attention_is_one_op_computed_in_float32(dtype):
+    """bfloat16/float16 take the one op too (autocast lowers attention's inputs to them): scores, softmax and the
+    product computed in float32 from the 16-bit inputs and rounded once, as torch's CPU flash attention keeps
+    float32 accumulators; the op-by-op path rounded each intermediate (about half the outputs then differed from
+    torch's in the last bit, against a third)."""
+    rng = np.random.default_rng(1)
+    q, k, v, g = (torch.from_numpy(rng.standard_normal((2, 2, 6, 8)).astype(np.float32)).to(dtype) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.dtype == dtype and out.grad_fn.name() == "SdpaBackward0"
+    f32 = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    want = torch.nn.functional.scaled_dot_product_attention(*f32, is_causal=True)
+    assert torch.equal(out, want.to(dtype))
+    out.backward(g)
+    want.backward(g.float())
+    for t, w in zip((q, k, v), f32):
+        assert t.grad.dtype == dtype and torch.equal(t.grad, w.grad.to(dtype))

@@ -1403,7 +1403,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = key.repeat_interleave(rep, -3)
         value = value.repeat_interleave(rep, -3)
     if attn_mask is None and dropout_p == 0.0 and query.device.type == "cpu" and query.dim() >= 2 and \
-            query.dtype in (torch.float32, torch.float64) and key.dtype is query.dtype and value.dtype is query.dtype \
+            query.dtype.is_floating_point and key.dtype is query.dtype and value.dtype is query.dtype \
             and key.device == query.device and value.device == query.device and \
             query.shape[:-2] == key.shape[:-2] == value.shape[:-2] and key.shape[-1] == query.shape[-1] and \
             value.shape[-2] == key.shape[-2]:
