@@ -28,7 +28,7 @@ ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
 VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
-             "hermitian", "triangular")
+             "hermitian", "triangular", "signs")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
 # constrain each other (tests/registry_samples.py implements each; a new hint needs a rule there).
 SHAPE_HINTS = ("same", "nonscalar", "matrix", "contiguous", "matmul", "mm", "bmm", "mv", "vector", "vectors",
@@ -166,6 +166,8 @@ class TestSpec:
     hermitian: tuple = ()    # args the op reads one triangle of: gradchecks perturb them symmetrically
     triangular: tuple = ()   # triangular factors (upper= picks the triangle) whose gradient PyTorch gives as a full
                              # matrix: gradchecks differentiate through tril/triu, as OpInfo's triangular wrapper
+    signs: tuple = ()        # indices of outputs whose columns LAPACK fixes only up to sign (eigenvectors): the
+                             # fuzz turns each column to its reference's sign before comparing
 
 
 @dataclass(frozen=True)
@@ -641,6 +643,15 @@ def _parse_domains(te, arg_names):
     return out
 
 
+def _parse_signs(te, sig):
+    """`signs: [eigenvectors]`: named returns whose columns are fixed up to sign; their output indices."""
+    names = te.pop("signs", list, default=[])
+    for n in names:
+        if n not in sig.returns:
+            te.fail("signs", f"{n!r} is not one of the op's named returns {list(sig.returns)}")
+    return tuple(sig.returns.index(n) for n in names)
+
+
 def _parse_test(e, kind, sig, dtypes, differentiable):
     """`test:` — how the registry's tests draw inputs and check the op."""
     te = _sub_entry(e, e.pop("test", dict, default={}), TEST_KEYS)
@@ -662,7 +673,8 @@ def _parse_test(e, kind, sig, dtypes, differentiable):
                     tuple((k, str(val)) for k, val in test_args.items()),
                     tuple(te.pop("dtypes", list, default=dtypes)), te.pop("cuda", bool, default=True),
                     shapes_hint, te.pop("fuzz", bool, default=True), grad_domain,
-                    tuple(te.pop("hermitian", list, default=[])), tuple(te.pop("triangular", list, default=[])))
+                    tuple(te.pop("hermitian", list, default=[])), tuple(te.pop("triangular", list, default=[])),
+                    _parse_signs(te, sig))
     te.finish("test key")
     if test.ref is None and kind != "view" and test.fuzz:
         e.fail("test", "every op needs a NumPy reference: test: {ref: ...} (or fuzz: false with a reason in doc)")

@@ -219,8 +219,20 @@ def compare(actual, expected, atol, rtol):
             f"got {actual[idx]!r}, expected {expected[idx]!r}{tol}")
 
 
-def check_outputs(outs, expected, atol, rtol, input_dtypes=()):
-    """None when the op's outputs (ndarrays, a tuple for several) match the reference's result, else why not."""
+def align_signs(actual, expected):
+    """actual with each column (last-but-one axis runs down it) negated where its inner product with expected's
+    is negative: eigenvectors are fixed only up to sign, and which one LAPACK returns is its build's choice."""
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    if a.shape != e.shape or a.ndim < 2 or a.dtype.kind not in "fc":
+        return a
+    dots = np.sum(np.conj(e) * a, axis=-2, keepdims=True).real
+    return np.where(dots < 0, -a, a)
+
+
+def check_outputs(outs, expected, atol, rtol, input_dtypes=(), signs=()):
+    """None when the op's outputs (ndarrays, a tuple for several) match the reference's result, else why not;
+    the outputs at indices `signs` are compared column by column up to sign (align_signs)."""
     if isinstance(outs, tuple):
         if not isinstance(expected, (tuple, list)):
             return f"the op returned {len(outs)} outputs but the reference returned one array"
@@ -230,7 +242,7 @@ def check_outputs(outs, expected, atol, rtol, input_dtypes=()):
     else:
         pairs = [(outs, expected)]
     for i, (a, e) in enumerate(pairs):
-        a = np.asarray(a)
+        a = align_signs(a, e) if i in signs else np.asarray(a)
         at, rt = tolerances(atol, rtol, [a.dtype] + list(input_dtypes))
         problem = compare(a, e, at, rt)
         if problem is not None:

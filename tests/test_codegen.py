@@ -404,3 +404,21 @@ def test_return_types_come_from_the_registry():
     named = {op.name: op.signature.returns for op in load(REGISTRY) if op.signature.returns}
     assert {n for n in dir(return_types) if not n.startswith("_") and n != "namedtuple"} == set(named)
     assert reftorch.return_types.sort._fields == named["sort"] == ("values", "indices")
+
+
+def test_signs_name_returns_and_compare_columns_up_to_sign():
+    """`test: {signs: [...]}` names the returns whose columns are fixed only up to sign (eigenvectors); the fuzz
+    compares them after turning each column to the reference's sign, and nothing else is forgiven."""
+    import numpy as np
+    from reftorch._reference import check_outputs
+    two = GOOD.replace("signature: (Tensor self)", "signature: (Tensor self) -> (Tensor values, Tensor vectors)")
+    (op,) = load("ops.yaml", text=two.replace('test: {ref: "lambda x: x + x"}',
+                                               'test: {ref: "lambda x: x + x", signs: [vectors]}'))
+    assert op.test.signs == (1,)
+    text = two.replace('test: {ref: "lambda x: x + x"}', 'test: {ref: "lambda x: x + x", signs: [vecs]}')
+    assert "'vecs' is not one of the op's named returns" in parse_error(text)
+    V = np.array([[0.6, 0.8], [0.8, -0.6]])
+    flipped = V * np.array([1.0, -1.0])         # the second eigenvector with the other sign
+    assert check_outputs((np.ones(2), flipped), (np.ones(2), V), 1e-6, 1e-6, signs=(1,)) is None
+    assert check_outputs((np.ones(2), flipped), (np.ones(2), V), 1e-6, 1e-6) is not None
+    assert check_outputs((np.ones(2), flipped[::-1]), (np.ones(2), V), 1e-6, 1e-6, signs=(1,)) is not None

@@ -128,7 +128,8 @@ def check_example(op, draw, dtype, stats):
         stats["rejected by NumPy only"] += 1
         return
     _check_inputs_unchanged(op, s, before)
-    problem = check_outputs(_arrays(out), expected, op.test.atol, op.test.rtol, s.input_dtypes())
+    problem = check_outputs(_arrays(out), expected, op.test.atol, op.test.rtol, s.input_dtypes(),
+                            op.test.signs)
     assert problem is None, (f"op '{op.name}' disagrees with its reference `{op.test.ref}`: {problem}\n"
                              f"  on {s.describe()}")
     want = expected_dtype(op, s)

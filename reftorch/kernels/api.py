@@ -4515,7 +4515,7 @@ def _eigh_backward(gL, gV, L, V):
 
 
 def linalg_eigh(A, UPLO="L", *, out=None):
-    """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices. The fuzz's reference is SciPy's syevd in the input's dtype, as torch's: an eigenvector's sign is the routine's choice, and NumPy's runs float32 in float64 (ssyevd and dsyevd disagree on about one matrix in ten).
+    """torch.linalg.eigh — eigenvalues (ascending) and eigenvectors of symmetric matrices. The fuzz's reference is SciPy's syevd in the input's dtype, as torch's; eigenvectors are compared up to sign, which is the LAPACK build's choice (SciPy's OpenBLAS, or MKL's with reftorch[mkl]).
 
     ops.yaml: linalg_eigh"""
     if out is not None:
