@@ -263,6 +263,16 @@ def cdiv(a, b):
 
 
 @cuda.jit(device=True, inline=True)
+def sinc(x):
+    # prelude.py's branches on complex with isinstance, which numba.cuda types both ways: one branch for both here
+    y = x * 1.0    # a float, or a complex number
+    if y == 0:
+        return y * 0 + 1
+    p = pi * y
+    return sin(p) / p
+
+
+@cuda.jit(device=True, inline=True)
 def cangle(x):
     y = x * 1      # a bool as an integer (bools have no .imag here)
     if y.imag != 0:

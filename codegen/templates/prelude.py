@@ -1069,11 +1069,16 @@ def entr(x):
 
 @njit(inline="always")
 def sinc(x):
-    # torch.sinc: sin(pi x) / (pi x), 1 at 0
-    x = np.float64(x)
-    if x == 0.0:
+    # torch.sinc: sin(pi x) / (pi x), 1 at 0; a complex x in its own precision, as c10::complex's pi * x
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        if x == 0:
+            return x * 0 + 1
+        z = cast_like(pi, x.real) * x
+        return cdiv(sin(z), z)
+    v = np.float64(x)
+    if v == 0.0:
         return 1.0
-    y = pi * x
+    y = pi * v
     return sin(y) / y
 
 

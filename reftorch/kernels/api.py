@@ -656,7 +656,7 @@ SPECS = {
 
     'qr': {'name': 'qr', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('some', 'bool', 'True', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, some=True: np.linalg.qr(self, mode='reduced' if some else 'complete')", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'exact'}},
 
-    'geqrf': {'name': 'geqrf', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: (lambda r: (np.swapaxes(r[0], -1, -2), r[1]))(np.linalg.qr(self, mode='raw'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
+    'geqrf': {'name': 'geqrf', 'kind': 'array', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self: (lambda r: (np.swapaxes(r[0], -1, -2), r[1]))(np.linalg.qr(self, mode='raw'))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
     'linalg_householder_product': {'name': 'linalg_householder_product', 'kind': 'composite', 'args': (('A', 'Tensor', None, False), ('tau', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': ('orgqr',), 'ref': "lambda A, tau: __import__('functools').reduce(lambda Q, i: Q - tau[i] * np.outer(Q @ (lambda v: v)(np.concatenate([np.zeros(i), [1.0], A[i + 1:, i]])), np.concatenate([np.zeros(i), [1.0], A[i + 1:, i]])), range(tau.shape[-1]), np.eye(A.shape[0]))[:, :A.shape[1]]", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -714,7 +714,7 @@ SPECS = {
 
     'i0': {'name': 'i0', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.i0(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'sinc': {'name': 'sinc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sinc(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'sinc': {'name': 'sinc', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.sinc(np.asarray(x, np.result_type(x, np.float64)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
     'special_erfcx': {'name': 'special_erfcx', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': "lambda x: __import__('scipy').special.erfcx(np.asarray(x, np.float64))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -4613,7 +4613,7 @@ def qr(self, some=True, *, out=None):
 
 
 def geqrf(self, *, out=None):
-    """LAPACK geqrf's (a, tau) - R on and above the diagonal, the Householder vectors below it.
+    """LAPACK geqrf's (a, tau) - R on and above the diagonal, the Householder vectors below it. Recorded as PyTorch records it, with no derivative (backward raises its NotImplementedError).
 
     ops.yaml: geqrf"""
     if out is not None:

@@ -326,6 +326,16 @@ def cdiv(a, b):
 
 
 @cuda.jit(device=True, inline=True)
+def sinc(x):
+    # prelude.py's branches on complex with isinstance, which numba.cuda types both ways: one branch for both here
+    y = x * 1.0    # a float, or a complex number
+    if y == 0:
+        return y * 0 + 1
+    p = pi * y
+    return sin(p) / p
+
+
+@cuda.jit(device=True, inline=True)
 def cangle(x):
     y = x * 1      # a bool as an integer (bools have no .imag here)
     if y.imag != 0:
@@ -1199,16 +1209,6 @@ def entr(x):
     if x == 0.0:
         return 0.0
     return -inf
-
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
-def sinc(x):
-    # torch.sinc: sin(pi x) / (pi x), 1 at 0
-    x = np.float64(x)
-    if x == 0.0:
-        return 1.0
-    y = pi * x
-    return sin(y) / y
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py

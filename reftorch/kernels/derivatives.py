@@ -2221,6 +2221,15 @@ def _linalg_qr_backward(F, grads, saved, needs, fused):
     return g
 
 
+def geqrf_backward(F, grads, saved, needs, fused):
+    # ops.yaml: geqrf
+    g = [None] * 1
+    # self: not_implemented('geqrf')
+    if needs[0]:
+        g[0] = F.not_implemented('geqrf')
+    return g
+
+
 def _linalg_matrix_exp_backward(F, grads, saved, needs, fused):
     # ops.yaml: _linalg_matrix_exp
     grad = grads[0]
@@ -2293,9 +2302,9 @@ def sinc_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: where(self == 0, 0.0, grad * (math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self))
+    # self: where(self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
     if needs[0]:
-        g[0] = F.where(self == 0, 0.0, grad * (math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self))
+        g[0] = F.where(self == 0, 0.0, grad * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))
     return g
 
 
