@@ -8,8 +8,10 @@ equal calls repeat. A call is: look up the plan, run it (_Plan.run). Same-shape 
 geometry (one flat loop, _run_dense); any other layout broadcasts and keeps the input's memory order
 (_run_general). Per-op overhead is what small tensors pay (DESIGN §5).
 
-Ops with other tensor argument kinds (masks, indices) and 16-bit dtypes have no plan: _elementwise promotes on
-every call and runs _cpu.run_elementwise, which holds the 16-bit variant.
+16-bit float signatures have a plan too (fmt: its format), whose dense case runs the cpu_half kernel on the bit
+patterns with float32 kernel scalars, as _cpu.run_half does; their other calls (casts, Python numbers, other
+layouts) and ops with other tensor argument kinds (masks, indices) take _elementwise, which promotes on every
+call and runs _cpu.run_elementwise (run_half for 16-bit storage).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import reftorch._cuda_dispatch as _cuda_d
 import reftorch._intercept as _intercept
 import reftorch._layout as L
 from ._args import _cast, _info, _result_layout, _kernel_scalars, _operands, _result_dtypes, _shape_info, as_tensor_arg
-from ._cpu import empty, run_elementwise, _run_contig
+from ._cpu import bits, empty, half_kernel, run_elementwise, _run_contig
 from ._spec import fused_spec
 from ._tensor import Storage, Tensor
 import reftorch.autograd.grad_mode as grad_mode
@@ -32,6 +34,7 @@ _CHALF = D.complex32
 _make_tensor = Tensor._make
 _requires_grad = Tensor.__dict__["requires_grad"].__get__   # the raw slot (bind() adds a property later)
 _PY_SCALAR_NP = {bool: np.bool_, int: np.int64, float: np.float64}  # as as_tensor_arg wraps them
+_U16 = np.uint16    # 16-bit floats as the bit patterns their kernels take
 
 
 def _plan_for(spec, tensors):
@@ -50,7 +53,7 @@ def _plan_for(spec, tensors):
     plan = spec.plans.get(key)
     if plan is None:
         plan = _new_plan(spec, tensors, key)
-    elif plan is False:     # a signature the general path serves (16-bit), known from its first call
+    elif plan is False:     # a signature the general path serves (complex32), known from its first call
         return None
     return plan
 
@@ -93,18 +96,21 @@ class _Plan:
     cast to, or (wrapping NumPy type, compute dtype) for a Python number), the kernels' entry points, and caches of
     what equal calls repeat (kernel scalars, Python numbers as arrays, strided geometry)."""
     __slots__ = ("spec", "compute", "out", "out_np", "conv", "plain", "numbers", "tensor_pos", "dense", "floats",
-                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo")
+                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo", "fmt")
 
     def __init__(self, spec, compute, out, conv):
         self.spec, self.compute, self.out, self.out_np, self.conv = spec, compute, out, out.np, conv
+        self.fmt = compute.half     # "bf16"/"f16": the kernels of cpu_half, on bit patterns
         self.plain = all(c is None for c in conv)     # every argument a Tensor already of the compute dtype
         numbers = tuple(i for i, c in enumerate(conv) if c.__class__ is tuple)
         self.numbers = numbers or None                # the positions of Python numbers (a * 2)
         self.tensor_pos = tuple(i for i, c in enumerate(conv) if c.__class__ is not tuple)
         # the dense case needs no cast: Tensors of the compute dtype, and Python numbers beside at least one
-        self.dense = self.tensor_pos != () and all(c is None or c.__class__ is tuple for c in conv)
-        # kernel scalars of a floating compute dtype go in as Python floats (see _fast_scalars)
-        self.floats = compute.category == 2 and bool(spec.kernel_idx)
+        self.dense = self.tensor_pos != () and all(c is None or c.__class__ is tuple for c in conv) and \
+            (self.fmt is None or numbers == ())
+        # kernel scalars of a floating compute dtype go in as Python floats (see _fast_scalars); a 16-bit one's
+        # are rounded as the op says (scalars_in_dtype), by _kernel_scalars
+        self.floats = compute.category == 2 and bool(spec.kernel_idx) and self.fmt is None
         self.bool_guard = bool(spec.in_dtype_pos)
         self.keep_layout = "memory_format" not in spec.arg_types    # clone (.contiguous()) returns row-major
         self.entries = {}       # (kernel suffix, kernel scalar types) -> the compiled entry point
@@ -139,36 +145,41 @@ class _Plan:
             cs, n = info
             small = n <= DENSE_NUMBERS
             args = [None]
+            fmt = self.fmt
             for t, c in zip(tensors, self.conv):
                 if c is None:
                     if t._strides != cs or t._shape != shape:
                         break
                     off = t._offset
                     # (a storage may run past n elements: the kernels loop over the output)
-                    args.append(t._storage.data if not off else t._storage.data[off:off + n])
+                    a = t._storage.data if not off else t._storage.data[off:off + n]
+                    args.append(a if fmt is None else a.view(_U16))     # (a Tensor of the 16-bit compute dtype)
                 else:
                     args.append(_dense_number(self, t, c, n) if small else _const(self, t, c)._storage.data)
             else:
                 odata = np.empty(n, self.out_np)
                 out = _make_tensor(Storage(odata), 0, shape, cs, self.out)
                 if n:
-                    args[0] = odata
+                    args[0] = odata if fmt is None else bits(odata)
                     fn = self.entries.get(sc[1]) if small or self.numbers is None else None
                     if fn is not None and n < _cpu.PARALLEL_MIN:
                         fn(*args, *sc[0])   # the commonest call of all: the contig kernel's entry point
                     else:
                         _run_dense(spec, self, args, sc, n, small)
         if out is None:
-            out = _run_general(spec, self, tensors, sc)
+            out = _run_general(spec, self, tensors, sc) if self.fmt is None else _elementwise(spec, tensors, scalars)
         return out
 
 
 def _new_plan(spec, tensors, key):
     ts = [as_tensor_arg(t) for t in tensors]
     compute, out_dtype = _result_dtypes(spec, ts)     # raises the op's own dtype errors
-    if compute.half or out_dtype.half or compute is _CHALF:     # 16-bit storage runs through run_elementwise's
-        spec.plans[key] = False             # half path (_cpu.run_half), complex32 through complex64 (_chalf.py):
-        return None                         # promoted by the general path on each call
+    if compute is _CHALF or (out_dtype.half or compute.half) and not \
+            (compute.half and (out_dtype is compute or out_dtype.category < 2)):
+        # complex32 runs through complex64 (_chalf.py), a cast into or out of 16 bits through run_half's
+        # temporary: promoted by the general path on each call
+        spec.plans[key] = False
+        return None
     conv = []
     for t in tensors:
         if isinstance(t, Tensor):
@@ -204,6 +215,9 @@ def _fast_scalars(spec, plan, scalars):
     if ks is None:
         ks = _kernel_scalars(spec, scalars, plan.compute)
         keep = False
+        if plan.fmt is not None:    # float32 arithmetic in the 16-bit kernels, as _cpu.run_half passes them;
+            ks = [np.float32(v) if v.__class__ is float else v for v in ks]     # (a value of the scalars alone)
+            keep = all(v.__class__ in _PY_SCALAR_NP and v != 0 for v in scalars)
     types = tuple(map(type, ks))
     hit = (ks, ("contig", types), ("strided", types))
     if keep and len(plan.ks) < 64:
@@ -217,7 +231,7 @@ def _fast_scalars(spec, plan, scalars):
 def _entry(spec, plan, suffix, ekey, args, ks):
     """The compiled kernel for these argument types: the overload's entry point once Numba has compiled
     (or loaded) it for exactly these types, else the dispatcher. None the first time, which runs the call."""
-    disp = spec.kernel(suffix)
+    disp = spec.kernel(suffix) if plan.fmt is None else half_kernel(spec.name, plan.fmt, suffix)
     disp(*args, *ks)              # compiles or loads the overload (and does this call's work)
     fn = disp
     try:

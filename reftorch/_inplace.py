@@ -32,7 +32,7 @@ def inplace(spec, tensors, scalars):
     self = tensors[0]
     if spec.plans is not None and isinstance(self, Tensor) and not (_cuda_d.used and _backend.off_cpu(tensors)):
         plan = _plan_for(spec, tensors)
-        if plan is not None and plan.out is self.dtype:
+        if plan is not None and plan.out is self.dtype and plan.fmt is None:   # (16 bits: the general path)
             done = _fast_inplace(spec, plan, self, tensors, scalars)
             if done is not None:
                 return done

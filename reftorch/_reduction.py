@@ -85,7 +85,7 @@ _reduction_plans = {}      # (op, dtype, shape, strides, dim, keepdim, dtype arg
 
 class _ReductionPlan:
     __slots__ = ("out_dtype", "acc_np", "out_np", "out_shape", "out_strides", "geometry", "identity", "nd", "size",
-                 "seed", "start")
+                 "seed", "start", "half")
 
 
 def reduction(spec, tensors, scalars):
@@ -119,18 +119,32 @@ def reduction(spec, tensors, scalars):
 
 def _run_reduction(spec, plan, x, scalars):
     M, sm, K, sk = plan.geometry
-    if plan.nd:     # written straight into the result (the accumulator is a block in cache)
+    fmt = plan.half     # 16-bit input: its kernels read the bit patterns and accumulate in float32
+    arr = bits(x._storage.data) if fmt else x._storage.data
+    if plan.nd and not fmt:     # written straight into the result (the accumulator is a block in cache)
         acc = np.empty(plan.size, plan.out_np)
-        _reduce_nd_call(spec.kernel("reduce_nd"), x._storage.data, x._offset, plan.nd, M, sm, K, sk, plan.seed, acc,
-                        plan.start)
+        _reduce_nd_call(spec.kernel("reduce_nd"), arr, x._offset, plan.nd, M, sm, K, sk, plan.seed, acc, plan.start)
     else:
         acc = np.empty(plan.size, plan.acc_np)
         if plan.start == 0:
             acc.fill(plan.identity)     # (np.full costs ~2 us more per call)
-        _reduce_call(spec, x._storage.data, x._offset, M, sm, K, sk, acc, plan.start)
-    res = acc if acc.dtype == plan.out_np else acc.astype(plan.out_np)
-    out = _make_tensor(Storage(res), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
+        if plan.nd:
+            _reduce_nd_call(half_kernel(spec.name, fmt, "reduce_nd"), arr, x._offset, plan.nd, M, sm, K, sk,
+                            plan.seed, acc, plan.start)
+        else:
+            _reduce_call(spec, arr, x._offset, M, sm, K, sk, acc, plan.start, (),
+                         half_kernel(spec.name, fmt, "reduce") if fmt else None)
+    out = _make_tensor(Storage(_result(acc, plan.out_dtype)), 0, plan.out_shape, plan.out_strides, plan.out_dtype)
     return out
+
+
+def _result(acc, out_dtype):
+    """The accumulator as the result's dtype (NumPy's 16-bit casts are software: _cpu.to_half)."""
+    if acc.dtype == out_dtype.np:
+        return acc
+    if out_dtype.half and acc.dtype == np.float32:
+        return to_half([acc], out_dtype)[0]
+    return acc.astype(out_dtype.np)
 
 
 def _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra=(), kernel=None):
@@ -181,24 +195,18 @@ def _reduction(spec, tensors, scalars, key):
                              half_kernel(spec.name, xin.dtype.half, "reduce"))
             elif r.K > 0:
                 _reduce_call(spec, arr, off, M_, sm, K_, sk, acc, start, extra)
-        if key is not None and xin is x and not extra and r.K > 0 and arr is x._storage.data and not xin.dtype.half:
+        if key is not None and xin is x and not extra and r.K > 0 and arr is x._storage.data:
             # the same call again (same op, dtype, geometry and arguments) skips straight to the kernel
             plan = _ReductionPlan()
             plan.out_dtype, plan.acc_np, plan.out_np = out_dtype, acc_dtype.np, out_dtype.np
             plan.out_shape, plan.out_strides = tuple(out_shape), _info(tuple(out_shape))[0]
             plan.geometry, plan.nd, plan.size = (M_, sm, K_, sk), nd, M
             plan.identity = _identity(spec.identity, acc_dtype) if spec.identity is not None else None
-            plan.start, plan.seed = start, seed
+            plan.start, plan.seed, plan.half = start, seed, xin.dtype.half
             if len(_reduction_plans) > 4096:
                 _reduction_plans.clear()
             _reduction_plans[key] = plan
-    if acc.dtype == out_dtype.np:
-        res = acc
-    elif out_dtype.half and acc.dtype == np.float32:      # (NumPy's 16-bit casts are software: _cpu.to_half)
-        res = to_half([acc], out_dtype)[0]
-    else:
-        res = acc.astype(out_dtype.np)
-    out = new_tensor(res.reshape(out_shape), out_dtype)
+    out = new_tensor(_result(acc, out_dtype).reshape(out_shape), out_dtype)
     return out
 
 
