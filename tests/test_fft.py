@@ -130,10 +130,37 @@ def test_windows():
     W = torch.signal.windows
     np.testing.assert_allclose(W.gaussian(5, std=1.5).numpy(), np.exp(-((np.arange(5) - 2) / 1.5) ** 2 / 2), atol=1e-7)
     np.testing.assert_allclose(W.cosine(4).numpy(), np.sin(np.pi * (np.arange(4) + 0.5) / 4), atol=1e-7)
-    np.testing.assert_allclose(W.hann(6, sym=False).numpy(), torch.hann_window(6).numpy())
+    np.testing.assert_allclose(W.hann(6, sym=False).numpy(), torch.hann_window(6).numpy(), atol=1e-7)
     assert torch.hann_window(1).tolist() == [1.0] and torch.hann_window(0).shape == (0,)
     with pytest.raises(RuntimeError, match="requires non-negative window_length"):
         torch.hann_window(-1)
+
+
+def test_windows_in_16_bits_and_their_dtype_errors_as_pytorch():
+    # torch.*_window computes with tensor ops in the dtype itself: 16-bit windows round after each step (asymmetric
+    # values), kaiser_window's points are arange's in the dtype (bfloat16 rounds integers above 256); values from
+    # PyTorch 2.13
+    bf16, f16 = torch.bfloat16, torch.float16
+    cases = [(torch.hann_window(7, dtype=bf16), [0.0, 0.189453125, 0.61328125, 0.94921875, 0.94921875, 0.60546875,
+                                                 0.193359375]),
+             (torch.bartlett_window(7, periodic=False, dtype=f16), [0.0, 0.333251953125, 0.66650390625, 1.0,
+                                                                    0.6669921875, 0.333984375, 0.0]),
+             (torch.blackman_window(5, dtype=bf16), [0.0, 0.201171875, 0.8515625, 0.84375, 0.1982421875]),
+             (torch.hamming_window(6, dtype=f16), [0.080078125, 0.309814453125, 0.76953125, 1.0, 0.7705078125,
+                                                   0.310791015625]),
+             (torch.kaiser_window(300, dtype=bf16)[-4:], [0.0002117156982421875, 0.0002117156982421875,
+                                                          0.0001163482666015625, 5.269050598144531e-05])]
+    for got, want in cases:
+        assert got.float().tolist() == want
+    w = torch.hann_window(4, dtype=torch.float64, requires_grad=True)
+    assert w.requires_grad and w.is_leaf and w.dtype is torch.float64
+    with pytest.raises(RuntimeError, match=r"^hann_window expects floating point dtypes, got: TensorOptions\(dtype=long "
+                                           r"int, device=cpu, layout=Strided \(default\), requires_grad=false"):
+        torch.hann_window(4, dtype=torch.int64)
+    with pytest.raises(NotImplementedError, match="\"arange_cpu\" not implemented for 'ComplexFloat'"):
+        torch.kaiser_window(4, dtype=torch.complex64)
+    with pytest.raises(ValueError, match="general_cosine expects float32 or float64 dtypes, got: torch.float16"):
+        torch.signal.windows.hann(4, dtype=f16)     # torch.signal.windows: float32 and float64 only
 
 
 def test_stft_istft_round_trip():

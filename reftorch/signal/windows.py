@@ -18,7 +18,7 @@ __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general
 
 def _make(name, values, dtype, layout, device, requires_grad):
     dt = dtype if dtype is not None else D.defaults.float
-    if not dt.is_floating_point:
+    if dt is not D.float32 and dt is not D.float64:
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dt}")
     return _creation.tensor(np.asarray(values, np.float64).astype(dt.np), dtype=dt, device=device,
                             requires_grad=requires_grad)
@@ -106,37 +106,87 @@ def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requ
 
 # ---------------------------------------------------------------- torch.*_window (periodic by default)
 
-def _legacy(fn, name):
-    def window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False,
-               pin_memory=False, **params):
-        if window_length < 0:
-            raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
-        return fn(window_length, sym=not periodic, dtype=dtype, layout=layout, device=device,
-                  requires_grad=requires_grad, **params)
-    window.__name__ = window.__qualname__ = name
-    window.__doc__ = f"torch.{name}: the {name.split('_')[0]} window, periodic unless periodic=False."
-    return window
+def _legacy_dtype(name, window_length, dtype):
+    """torch.*_window's checks: a non-negative length and a floating dtype, 16-bit ones too (torch.signal.windows
+    takes float32 and float64 only); integers are refused by the window, complex numbers by its arange, as PyTorch
+    words them. The dtype the window is made in."""
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
+    dt = dtype if dtype is not None else D.defaults.float
+    if dt.category == 3:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt.short}'")
+    if dt.category < 2:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={D.CPP_NAMES[dt.name]}, "
+                           "device=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
+                           "memory_format=(nullopt))")
+    return dt
+
+
+def _in_dtype(name, window_length, periodic, dtype, device, requires_grad, body):
+    """A torch.*_window as PyTorch's TensorFactories computes it: body(arange(N), N) with tensor ops in the dtype
+    itself (N = window_length + 1 when periodic, the last point then dropped), so 16-bit windows round after each
+    step, value for value as PyTorch's."""
+    dt = _legacy_dtype(name, window_length, dtype)
+    if window_length <= 1:
+        w = _creation.ones(window_length, dtype=dt, device=device)
+    else:
+        n = window_length + 1 if periodic else window_length
+        w = body(_creation.arange(n, dtype=dt, device=device), n)
+        if periodic:
+            w = w.narrow(0, 0, window_length)
+    return w.requires_grad_() if requires_grad else w
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    requires_grad=False, pin_memory=False):
     """torch.hamming_window: alpha - beta cos(2 pi n / (N - 1)), periodic unless periodic=False."""
-    if window_length < 0:
-        raise RuntimeError(f"hamming_window requires non-negative window_length, got window_length={window_length}")
-    def formula(n, N):
-        return alpha - beta * np.cos(2 * math.pi * n / (N - 1))
-    return _window("hamming_window", window_length, not periodic, formula, dtype, layout, device, requires_grad)
+    return _in_dtype("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                     lambda w, n: w.mul_(math.pi * 2.0 / (n - 1)).cos_().mul_(-beta).add_(alpha))
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False,
+                pin_memory=False):
+    """torch.hann_window: the Hamming window with alpha = beta = 1/2."""
+    return _in_dtype("hann_window", window_length, periodic, dtype, device, requires_grad,
+                     lambda w, n: w.mul_(math.pi * 2.0 / (n - 1)).cos_().mul_(-0.5).add_(0.5))
+
+
+def _blackman(w, n):
+    w = w.mul_(math.pi / (n - 1))
+    return w.mul(4).cos_().mul_(0.08) - w.mul(2).cos_().mul_(0.5) + 0.42
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False,
+                    pin_memory=False):
+    """torch.blackman_window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    return _in_dtype("blackman_window", window_length, periodic, dtype, device, requires_grad, _blackman)
+
+
+def _bartlett(w, n):
+    w.mul_(2.0 / (n - 1))
+    first = ((n - 1) >> 1) + 1
+    w.narrow(0, first, n - first).mul_(-1).add_(2)
+    return w
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False,
+                    pin_memory=False):
+    """torch.bartlett_window: 1 - |2n / (N - 1) - 1|, the falling half computed as 2 - 2n / (N - 1)."""
+    return _in_dtype("bartlett_window", window_length, periodic, dtype, device, requires_grad, _bartlett)
+
+
+def _kaiser(beta):
+    def body(w, n):
+        # PyTorch's kaiser kernel: each point of arange(N) as the dtype holds it (bfloat16 rounds integers above
+        # 256), the formula in its opmath type -- float64 here, rounded once to the dtype
+        a = (n - 1) / 2.0
+        x = w.double().numpy()
+        values = np.i0(beta * np.sqrt(np.abs(1 - ((x - a) / a) ** 2))) / np.i0(beta)
+        return _creation.tensor(values, dtype=w.dtype, device=w.device)
+    return body
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   requires_grad=False, pin_memory=False):
     """torch.kaiser_window: I0(beta sqrt(1 - ((n - a) / a)^2)) / I0(beta), periodic unless periodic=False."""
-    if window_length < 0:
-        raise RuntimeError(f"kaiser_window requires non-negative window_length, got window_length={window_length}")
-    return kaiser(window_length, beta=beta, sym=not periodic, dtype=dtype, layout=layout, device=device,
-                  requires_grad=requires_grad)
-
-
-hann_window = _legacy(hann, "hann_window")
-blackman_window = _legacy(blackman, "blackman_window")
-bartlett_window = _legacy(bartlett, "bartlett_window")
+    return _in_dtype("kaiser_window", window_length, periodic, dtype, device, requires_grad, _kaiser(beta))
