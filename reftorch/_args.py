@@ -62,9 +62,9 @@ def promoted(spec, ts):
 def _result_dtypes(spec, ts):
     """(compute dtype, output dtype) of an elementwise op."""
     promotable = [t for t, ty in zip(ts, spec.tensor_types) if ty in PROMOTED]
-    if spec.rejects:
-        spec.check_inputs(promotable)
     dt = promoted(spec, promotable)
+    if spec.rejects:
+        spec.check_inputs(promotable, dt)
     spec.check_dtype(dt)
     if spec.result in ("float", "real_float") and dt.category < 2:
         dt = D.defaults.float

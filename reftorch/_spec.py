@@ -133,12 +133,16 @@ class OpSpec:
         # their positions among the scalar arguments: PyTorch checks these against the result dtype (alpha_check)
         self.in_dtype_pos = tuple(i for i, n in enumerate(self.scalar_names) if n in d.get("scalars_in_dtype", ()))
 
-    def check_inputs(self, ts):
-        """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any promotion."""
+    def check_inputs(self, ts, common=None):
+        """PyTorch's refusals by input dtype (ops.yaml `rejects`), checked before any cast. The message names the
+        common dtype (`common`, the promoted one) where it is of the refused family, as TensorIterator's dispatch
+        does (lt of complex64 and complex128: ComplexDouble), else the first refused input's."""
         fams = [D.FAMILIES[t.dtype.category] for t in ts]
         for quant, fam, msg in self.rejects:
             if (any if quant == "any" else all)(f == fam for f in fams):
-                raise _rejection(msg, next(t.dtype for t, f in zip(ts, fams) if f == fam))
+                named = common if common is not None and D.FAMILIES[common.category] == fam else \
+                    next(t.dtype for t, f in zip(ts, fams) if f == fam)
+                raise _rejection(msg, named)
 
     def check_dtype(self, dtype):
         fam = D.FAMILIES[dtype.category]

@@ -2756,6 +2756,8 @@ def complex(F, real, imag):
 
 def polar(F, abs, angle):
     # ops.yaml: polar
+    if abs.dtype.short not in ('Half', 'Float', 'Double') or angle.dtype.short not in ('Half', 'Float', 'Double'):
+        raise RuntimeError(f'Expected both inputs to be Half, Float or Double tensors but got {abs.dtype.short} and {angle.dtype.short}')
     return F.complex(abs * F.cos(angle), abs * F.sin(angle))
 
 
