@@ -88,19 +88,26 @@ class StorageRef:
 
 
 class StorageTable:
-    """The storages met while pickling, keyed "0", "1", ... in the order first seen (torch's keys)."""
+    """The storages met while pickling, keyed "0", "1", ... in the order first seen (torch's keys).
+
+    A view of another dtype (x.real, view_as_real, x.view(torch.int32)) holds a Storage object of its own over the
+    same memory, where torch has one storage: storages are told apart by where their memory starts, as torch's
+    data_ptr, so views of one dtype are saved as one record (sharing memory again when loaded), and views of two
+    dtypes are refused with torch's error."""
 
     def __init__(self, legacy=False):
         self.legacy = legacy
         self.entries = {}       # id(Storage) -> (key, StorageRef)
+        self.records = {}       # key -> StorageRef, in the order first seen
+        self.at = {}            # where a cpu storage's memory starts -> its (key, StorageRef)
         self.containers = set()     # Module classes noted in a legacy file
 
     def persistent_id(self, ref):
         entry = self.entries.get(id(ref.storage))
         if entry is None:
-            key = str(id(ref.storage)) if self.legacy else str(len(self.entries))
-            entry = self.entries[id(ref.storage)] = (key, ref)
+            entry = self.entries[id(ref.storage)] = self._entry(ref)
         key = entry[0]
+        ref = entry[1]
         loc = str(ref.device)
         location = _LOCATIONS.setdefault(loc, loc)
         if ref.dtype in STORAGE_NAMES:
@@ -111,9 +118,25 @@ class StorageTable:
             return ("storage", stype, key, location, numel, None)
         return ("storage", stype, key, location, numel)
 
+    def _entry(self, ref):
+        data = ref.storage.data
+        start = data.__array_interface__["data"][0] if ref.device.type == "cpu" and data.nbytes else None
+        seen = self.at.get(start) if start is not None else None
+        if seen is not None:
+            if seen[1].dtype is not ref.dtype:
+                raise RuntimeError("Cannot save multiple tensors or storages that view the same data as different "
+                                   "types")
+            if seen[1].storage.data.nbytes == data.nbytes:
+                return seen
+        key = str(id(ref.storage)) if self.legacy else str(len(self.records))
+        self.records[key] = ref
+        if start is not None:
+            self.at.setdefault(start, (key, ref))
+        return key, ref
+
     def items(self):
         """(key, little- or native-endian bytes as a uint8 array) for each storage, in key order."""
-        for key, ref in self.entries.values():
+        for key, ref in self.records.items():
             yield key, storage_bytes(ref)
 
 

@@ -1,5 +1,7 @@
 """Errors of complex inputs worded as PyTorch 2.13's (checked side by side with torch): a refused dtype is named as
 the common dtype of the inputs, as TensorIterator's dispatch names it, and polar checks its own inputs."""
+import zipfile
+
 import pytest
 
 import reftorch as torch
@@ -28,3 +30,19 @@ def test_polar_checks_both_inputs():
         torch.polar(torch.tensor([1.0]), torch.tensor([1]))
     r = torch.polar(torch.tensor([2.0], requires_grad=True), torch.tensor([0.5]))
     assert r.dtype is torch.complex64 and r.requires_grad
+
+
+def test_save_keeps_views_of_one_dtype_as_one_storage_and_refuses_two_dtypes(tmp_path):
+    c = torch.tensor([1 + 2j, 3j])
+    for views in ([c, c.real], [c, torch.view_as_real(c)], [c.imag, c]):
+        with pytest.raises(RuntimeError, match="^Cannot save multiple tensors or storages that view the same data as "
+                                               "different types$"):
+            torch.save(views, tmp_path / "x.pt")
+    a = torch.ones(2)
+    with pytest.raises(RuntimeError, match="view the same data as different types"):
+        torch.save([a, a.view(torch.int32)], tmp_path / "x.pt")
+    torch.save([c.real, c.imag, c.real[1:]], tmp_path / "y.pt")     # one float32 storage, as torch writes it
+    assert [n for n in zipfile.ZipFile(tmp_path / "y.pt").namelist() if "/data/" in n] == ["y/data/0"]
+    r = torch.load(tmp_path / "y.pt")
+    r[0][1] = 9.0
+    assert r[2].tolist() == [9.0] and r[1].tolist() == [2.0, 3.0]
