@@ -744,8 +744,9 @@ def _parse_scalars_in_dtype(e, kind, sig):
 
 
 # what a view's `geometry:` body reads besides the op's arguments: self's layout, whether the in-place variant
-# (`t_`) calls it (its errors name that variant), and the helpers of codegen/templates/geometry.py
-GEOMETRY_LAYOUT = ("shape", "strides", "offset", "dtype", "inplace")
+# (`t_`) calls it (its errors name that variant), the length of self's storage (None from the in-place variant,
+# whose caller checks the extent itself), and the helpers of codegen/templates/geometry.py
+GEOMETRY_LAYOUT = ("shape", "strides", "offset", "dtype", "inplace", "storage_size")
 
 
 def geometry_params(op):
@@ -754,7 +755,8 @@ def geometry_params(op):
     args = [a for a in op.signature.args if a.name != "self"]
     params = [f"{a.name}_arg" if a.name in GEOMETRY_LAYOUT else a.name for a in args]
     return ["shape", "strides", "offset"] + [p if a.default is None else f"{p}={a.default}"
-                                             for p, a in zip(params, args)] + ["*", "dtype=None", "inplace=False"]
+                                             for p, a in zip(params, args)] + ["*", "dtype=None", "inplace=False",
+                                                                               "storage_size=None"]
 
 
 def _geometry_helpers():

@@ -260,11 +260,7 @@ def _group_list(spec, items):
 
 
 def _check_extent(x, shape, strides, off):
-    if L.storage_extent(shape, strides, off) > x._storage.data.shape[0]:
-        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {off}, and "
-                           f"itemsize {x.dtype.itemsize} requiring a storage size of "
-                           f"{L.storage_extent(shape, strides, off) * x.dtype.itemsize} are out of bounds for "
-                           f"storage of size {x._storage.data.shape[0] * x.dtype.itemsize}")
+    L.check_extent(shape, strides, off, x._storage.data.shape[0], x.dtype.itemsize)
 
 
 # ---------------------------------------------------------------------------- reductions (every device)

@@ -16,7 +16,7 @@ import reftorch._cuda_dispatch as _cuda_d
 import reftorch._dtype as D
 import reftorch._layout as L
 import reftorch._meta as _meta
-from ._args import (_cast, _check_extent, _group_list, _info, _tensor_names, _wrap_dim_args, as_tensor_arg,
+from ._args import (_cast, _group_list, _info, _tensor_names, _wrap_dim_args, as_tensor_arg,
                     check_index, promoted)
 from ._cpu import half_up, to_half
 from ._spec import PROMOTED, all_specs
@@ -190,7 +190,8 @@ def view(spec, tensors, scalars):
     if x._conj or x._neg:       # a conjugate/negative view's views keep its bits (reftorch/_conj.py)
         conj, neg = _conj.view_bits(spec, x)
     dtype, storage = x.dtype, x._storage
-    shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype)
+    shape, strides, off, *new_dtype = spec.geometry(x._shape, x._strides, x._offset, *scalars, dtype=dtype,
+                                                    storage_size=storage.data.shape[0])
     if new_dtype and (x._conj or x._neg) and spec.bits is None:
         raise _conj.dtype_view_error(x)
     if new_dtype:      # the same bytes as another dtype (real, imag, view_as_real/complex): an alias storage
@@ -200,8 +201,6 @@ def view(spec, tensors, scalars):
         copy = _meta.like(x) if x.device.type == "meta" else _creation._copy_tensor(x, keep_graph=False)
         storage, strides, off = copy._storage, L.contiguous_strides(shape), 0
         conj = neg = False      # (the copy holds the values read, already conjugated/negated)
-    elif not new_dtype:
-        _check_extent(x, shape, strides, off)
     base = x._base if x._base is not None else x
     out = Tensor._make(storage, off, tuple(shape), tuple(strides), dtype, x.device,
                        base if storage is x._storage or new_dtype else None)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels.geometry import (contiguous_strides, flatten_shape, infer_size, numel, size_tuple,  # noqa: F401
-                               view_strides, wrap_dim, wrap_dims)
+from .kernels.geometry import (check_extent, contiguous_strides, flatten_shape, infer_size, numel,  # noqa: F401
+                               size_tuple, storage_extent, view_strides, wrap_dim, wrap_dims)
 from .kernels.views import expand  # noqa: F401  (broadcasting a tensor to a shape: the expand view's geometry)
 
 
@@ -91,13 +91,6 @@ def collapse(shape, stride_lists):
             for ns, st in zip(new_strides, stride_lists):
                 ns.append(st[i])
     return tuple(new_shape), [tuple(ns) for ns in new_strides]
-
-
-def storage_extent(shape, strides, offset):
-    """Elements of storage a view needs: one past its last element (0 for an empty view)."""
-    if numel(shape) == 0:
-        return 0
-    return offset + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
 
 
 

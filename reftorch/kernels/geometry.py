@@ -22,6 +22,22 @@ def numel(shape):
     return n
 
 
+def storage_extent(shape, strides, offset):
+    """Elements of storage a view needs: one past its last element (0 for an empty view)."""
+    if numel(shape) == 0:
+        return 0
+    return offset + sum((s - 1) * st for s, st in zip(shape, strides)) + 1
+
+
+def check_extent(shape, strides, offset, storage_size, itemsize):
+    """PyTorch's setStorage error where a view (as_strided's) needs more storage than there is."""
+    need = storage_extent(shape, strides, offset)
+    if need > storage_size:
+        raise RuntimeError(f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {need * itemsize} are out of bounds "
+                           f"for storage of size {storage_size * itemsize}")
+
+
 def wrap_dim(dim, ndim, op=None):
     """PyTorch's dim wrapping with its range error; 0-d tensors accept -1 and 0."""
     try:
