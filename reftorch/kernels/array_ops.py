@@ -219,9 +219,10 @@ def _softmax_forward(self, dim):
     x = self.reshape(1) if self.ndim == 0 else self
     if x.size == 0:
         return self.copy()
-    with np.errstate(invalid="ignore"):
-        e = np.exp(x - np.max(x, axis=dim, keepdims=True))
-        return (e / np.sum(e, axis=dim, keepdims=True)).reshape(self.shape)
+    # the ufuncs' own reduce (np.max, np.sum add Python layers); the runtime silences NumPy's warnings
+    e = np.exp(x - np.maximum.reduce(x, axis=dim, keepdims=True))
+    e /= np.add.reduce(e, axis=dim, keepdims=True)
+    return e.reshape(self.shape)
 
 
 def _log_softmax_forward(self, dim):
