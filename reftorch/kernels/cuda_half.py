@@ -16135,78 +16135,6 @@ def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self_f16(grad, self):
-    return f32_to_f16(_s__bw_acosh_self(f16_to_f32(grad), f16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_acosh_self_f16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_acosh_self_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_acosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_acosh_self_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self_bf16(grad, self):
-    return f32_to_bf16(_s__bw_acosh_self(bf16_to_f32(grad), bf16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_acosh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_acosh_self_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_acosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_acosh_self_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
     return grad / _s__conj_physical(1 - self * self)
@@ -22417,7 +22345,6 @@ KERNELS = {
     '_bw_sinh_self': dict(kind='elementwise', op='sinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_cosh_self': dict(kind='elementwise', op='cosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_asinh_self': dict(kind='elementwise', op='asinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_acosh_self': dict(kind='elementwise', op='acosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_atanh_self': dict(kind='elementwise', op='atanh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erf_self': dict(kind='elementwise', op='erf', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erfc_self': dict(kind='elementwise', op='erfc', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

@@ -1448,9 +1448,9 @@ def acosh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * _conj_physical(rsqrt(self * self - 1))
+    # self: grad * _conj_physical(rsqrt(self + 1) * rsqrt(self - 1)) if self.dtype.is_complex else grad * rsqrt(self * self - 1)
     if needs[0]:
-        g[0] = F._fused('_bw_acosh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.rsqrt(self * self - 1))
+        g[0] = grad * F._conj_physical(F.rsqrt(self + 1) * F.rsqrt(self - 1)) if self.dtype.is_complex else grad * F.rsqrt(self * self - 1)
     return g
 
 
