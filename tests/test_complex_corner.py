@@ -25,12 +25,55 @@ def acosh_grad_real_below_minus_one(torch):
     return x.grad.tolist()
 
 
+def rsqrt_complex_zero(torch):
+    return torch.rsqrt(torch.tensor([0j, 4j], dtype=torch.complex128)).tolist()
+
+
+def div_complex_by_real_zero_backward(torch):
+    x = torch.tensor([1j, 1.0], requires_grad=True)
+    (x / torch.tensor([1.0, 0.0])).abs().sum().backward()
+    return x.grad.tolist()
+
+
+def div_complex_by_bool_zero_backward(torch):
+    x = torch.tensor([1 + 1j, 2j], dtype=torch.complex128, requires_grad=True)
+    (x / torch.tensor([True, False])).real.sum().backward()
+    return x.grad.tolist()
+
+
+def sqrt_log_rsqrt_backward_at_zero(torch):
+    out = []
+    for op in (torch.sqrt, torch.log, torch.rsqrt, torch.reciprocal):
+        x = torch.tensor([0j, 1 + 1j], dtype=torch.complex128, requires_grad=True)
+        op(x).abs().sum().backward()
+        out += x.grad.tolist()
+    return out
+
+
+def addcdiv_complex_zero_divisor(torch):
+    c = torch.complex128
+    one = torch.tensor([1 + 0j, 1 + 0j], dtype=c)
+    return torch.addcdiv(one, torch.tensor([1 + 2j, 0j], dtype=c), torch.tensor([0j, 2j], dtype=c)).tolist()
+
+
 EXPECTED = {
     acosh_grad_complex_left_half_plane: (1e-12, [
         (-0.07466008671226487, 1.1397240881748487), (0.05318129507105232, -0.44160474776811504),
         (-0.35355339059327373, 0.0), (0.5773502691896258, 0.0), (-0.5773502691896258, 0.0)]),
     acosh_grad_real_below_minus_one: (1e-12, [
         0.5773502691896258, nan, 0.5773502691896258]),
+    rsqrt_complex_zero: (1e-12, [
+        (inf, nan), (0.35355339059327373, -0.35355339059327373)]),
+    div_complex_by_real_zero_backward: (1e-06, [
+        (0.0, 1.0), (nan, nan)]),
+    div_complex_by_bool_zero_backward: (1e-12, [
+        (1.0, 0.0), (inf, nan)]),
+    sqrt_log_rsqrt_backward_at_zero: (1e-12, [
+        (nan, nan), (0.2973017787506803, 0.29730177875068026), (nan, nan), (-0.2555865204422219,
+        0.6592992723856426), (nan, nan), (-0.21022410381342854, -0.21022410381342854), (nan, nan),
+        (-0.35355339059327373, -0.35355339059327373)]),
+    addcdiv_complex_zero_divisor: (1e-12, [
+        (inf, inf), (1.0, 0.0)]),
 }
 
 

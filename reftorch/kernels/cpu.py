@@ -2347,8 +2347,8 @@ def tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4243,8 +4243,8 @@ def gelu_tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6659,8 +6659,8 @@ def log1p_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12420,8 +12420,8 @@ def addcmul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 @njit(error_model="numpy", forceinline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -18986,7 +18986,7 @@ def _bw_exp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -19091,7 +19091,7 @@ def _bw_log_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20069,7 +20069,7 @@ def _bw_mul_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20174,7 +20174,7 @@ def _bw__div_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20442,7 +20442,7 @@ def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20576,7 +20576,7 @@ def _bw_maximum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -22086,7 +22086,7 @@ def _bw_hardsigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -22850,7 +22850,7 @@ def _bw__prelu_kernel_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23299,7 +23299,7 @@ def _bw_expm1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23404,7 +23404,7 @@ def _bw_log2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23509,7 +23509,7 @@ def _bw_log10_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -24349,7 +24349,7 @@ def _bw_acos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -24769,7 +24769,7 @@ def _bw_asinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -25584,7 +25584,7 @@ def _bw_fmod_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -25986,7 +25986,7 @@ def _bw_atan2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26120,7 +26120,7 @@ def _bw_minimum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26790,7 +26790,7 @@ def _bw_fmin_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26924,7 +26924,7 @@ def _bw_hypot_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -27058,7 +27058,7 @@ def _bw_hypot_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -28807,7 +28807,7 @@ def _bw_addcdiv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -28912,7 +28912,7 @@ def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -29151,7 +29151,7 @@ def _bw__rnn_tanh_cell_xg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30288,7 +30288,7 @@ def _bw_special_i0e_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30422,7 +30422,7 @@ def _bw_special_i1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30795,7 +30795,7 @@ def _bw_xlogy_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31063,7 +31063,7 @@ def _bw_special_xlog1py_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31704,7 +31704,7 @@ def _bw__polygamma_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31838,7 +31838,7 @@ def _bw_logaddexp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)

@@ -1671,8 +1671,8 @@ def tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @cuda.jit
@@ -2173,8 +2173,8 @@ def gelu_tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @cuda.jit
@@ -2785,8 +2785,8 @@ def log1p_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @cuda.jit
@@ -4607,8 +4607,8 @@ def addcmul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 @cuda.jit(device=True, inline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @cuda.jit
@@ -6661,7 +6661,7 @@ def _bw_exp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @cuda.jit
@@ -6695,7 +6695,7 @@ def _bw_log_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @cuda.jit
@@ -7027,7 +7027,7 @@ def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @cuda.jit
@@ -7061,7 +7061,7 @@ def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @cuda.jit
@@ -7133,7 +7133,7 @@ def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -7169,7 +7169,7 @@ def _bw_maximum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -7647,7 +7647,7 @@ def _bw_hardsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @cuda.jit
@@ -7887,7 +7887,7 @@ def _bw__prelu_kernel_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @cuda.jit
@@ -8025,7 +8025,7 @@ def _bw_expm1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @cuda.jit
@@ -8059,7 +8059,7 @@ def _bw_log2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @cuda.jit
@@ -8093,7 +8093,7 @@ def _bw_log10_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @cuda.jit
@@ -8365,7 +8365,7 @@ def _bw_acos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @cuda.jit
@@ -8501,7 +8501,7 @@ def _bw_asinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @cuda.jit
@@ -8769,7 +8769,7 @@ def _bw_fmod_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @cuda.jit
@@ -8877,7 +8877,7 @@ def _bw_atan2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -8913,7 +8913,7 @@ def _bw_minimum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -9093,7 +9093,7 @@ def _bw_fmin_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @cuda.jit
@@ -9129,7 +9129,7 @@ def _bw_hypot_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @cuda.jit
@@ -9165,7 +9165,7 @@ def _bw_hypot_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @cuda.jit(device=True, inline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @cuda.jit
@@ -9695,7 +9695,7 @@ def _bw_addcdiv_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @cuda.jit
@@ -9729,7 +9729,7 @@ def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @cuda.jit
@@ -9799,7 +9799,7 @@ def _bw__rnn_tanh_cell_xg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @cuda.jit
@@ -10145,7 +10145,7 @@ def _bw_special_i0e_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @cuda.jit
@@ -10181,7 +10181,7 @@ def _bw_special_i1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @cuda.jit
@@ -10287,7 +10287,7 @@ def _bw_xlogy_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @cuda.jit
@@ -10359,7 +10359,7 @@ def _bw_special_xlog1py_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @cuda.jit
@@ -10537,7 +10537,7 @@ def _bw__polygamma_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @cuda.jit
@@ -10573,7 +10573,7 @@ def _bw_logaddexp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @cuda.jit

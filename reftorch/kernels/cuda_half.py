@@ -2233,8 +2233,8 @@ def tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -2244,14 +2244,14 @@ def _s_sigmoid_f16(self):
 
 @cuda.jit
 def sigmoid_f16_contig(out, a0):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [f16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_sigmoid_f16(a0[i])
 
 
 @cuda.jit
 def sigmoid_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [f16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2275,14 +2275,14 @@ def _s_sigmoid_bf16(self):
 
 @cuda.jit
 def sigmoid_bf16_contig(out, a0):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_sigmoid_bf16(a0[i])
 
 
 @cuda.jit
 def sigmoid_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3297,8 +3297,8 @@ def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3308,14 +3308,14 @@ def _s_silu_f16(self):
 
 @cuda.jit
 def silu_f16_contig(out, a0):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [f16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_silu_f16(a0[i])
 
 
 @cuda.jit
 def silu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [f16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3339,14 +3339,14 @@ def _s_silu_bf16(self):
 
 @cuda.jit
 def silu_bf16_contig(out, a0):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_silu_bf16(a0[i])
 
 
 @cuda.jit
 def silu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4597,8 +4597,8 @@ def log1p_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -4608,14 +4608,14 @@ def _s_rsqrt_f16(self):
 
 @cuda.jit
 def rsqrt_f16_contig(out, a0):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [f16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_rsqrt_f16(a0[i])
 
 
 @cuda.jit
 def rsqrt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [f16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4639,14 +4639,14 @@ def _s_rsqrt_bf16(self):
 
 @cuda.jit
 def rsqrt_bf16_contig(out, a0):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [bf16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_rsqrt_bf16(a0[i])
 
 
 @cuda.jit
 def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [bf16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8033,8 +8033,8 @@ def addcmul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @cuda.jit(device=True, inline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @cuda.jit(device=True, inline=True)
@@ -8044,14 +8044,14 @@ def _s_addcdiv_f16(self, tensor1, tensor2, value):
 
 @cuda.jit
 def addcdiv_f16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [f16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_addcdiv_f16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def addcdiv_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [f16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8079,14 +8079,14 @@ def _s_addcdiv_bf16(self, tensor1, tensor2, value):
 
 @cuda.jit
 def addcdiv_bf16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [bf16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_addcdiv_bf16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def addcdiv_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [bf16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12241,7 +12241,7 @@ def _bw_exp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12313,7 +12313,7 @@ def _bw_log_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13017,7 +13017,7 @@ def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13089,7 +13089,7 @@ def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13241,7 +13241,7 @@ def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13317,7 +13317,7 @@ def _bw_maximum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -14329,7 +14329,7 @@ def _bw_hardsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14837,7 +14837,7 @@ def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15129,7 +15129,7 @@ def _bw_expm1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15201,7 +15201,7 @@ def _bw_log2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15273,7 +15273,7 @@ def _bw_log10_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15849,7 +15849,7 @@ def _bw_acos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16137,7 +16137,7 @@ def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16705,7 +16705,7 @@ def _bw_fmod_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16933,7 +16933,7 @@ def _bw_atan2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -17009,7 +17009,7 @@ def _bw_minimum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -17389,7 +17389,7 @@ def _bw_fmin_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -17465,7 +17465,7 @@ def _bw_hypot_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -17541,7 +17541,7 @@ def _bw_hypot_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18661,7 +18661,7 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18733,7 +18733,7 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18881,7 +18881,7 @@ def _bw__rnn_tanh_cell_xg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
 @cuda.jit(device=True, inline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @cuda.jit(device=True, inline=True)
@@ -19613,7 +19613,7 @@ def _bw_special_i0e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -19689,7 +19689,7 @@ def _bw_special_i1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @cuda.jit(device=True, inline=True)
@@ -19913,7 +19913,7 @@ def _bw_xlogy_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @cuda.jit(device=True, inline=True)
@@ -20065,7 +20065,7 @@ def _bw_special_xlog1py_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -20441,7 +20441,7 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -20517,7 +20517,7 @@ def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @cuda.jit(device=True, inline=True)
