@@ -56,6 +56,59 @@ def addcdiv_complex_zero_divisor(torch):
     return torch.addcdiv(one, torch.tensor([1 + 2j, 0j], dtype=c), torch.tensor([0j, 2j], dtype=c)).tolist()
 
 
+def pow_complex_python_exponents_exact(torch):
+    c = torch.complex128
+    out = []
+    for base in (1j, 1 + 2j, -1 + 0j, complex("inf"), 0j):
+        for e in (0, 0j, 1, 2, 3, -1, -2, 0.5, -0.5, 2.5):
+            out += (torch.tensor([base], dtype=c) ** e).tolist()
+    return out
+
+
+def pow_complex_tensor_exponents(torch):
+    c = torch.complex128
+    base = torch.tensor([0j, 0j, 0j, 2 + 0j, 1 + 2j, -2 + 0j], dtype=c)
+    e = torch.tensor([2 + 0.5j, -1 + 1j, 1j, 2.5 + 0j, 0.3 - 0.7j, 0.5 + 0.5j], dtype=c)
+    return (base ** e).tolist() + (torch.tensor([0.0]) ** torch.tensor([2 + 0.5j])).tolist()
+
+
+def rpow_complex_and_negative_scalar_base_backward(torch):
+    out = []
+    for base in (1 + 2j, 2j, -2.0, 3, 2.5):
+        x = torch.tensor([0.5 + 0.3j], dtype=torch.complex128, requires_grad=True)
+        y = base ** x
+        y.abs().sum().backward()
+        out += y.tolist() + x.grad.tolist()
+    return out
+
+
+def rpow_zero_base_backward(torch):
+    out = []
+    for base in (0, 0.0, 0j):
+        x = torch.tensor([0.5, 0.0, -1.0], dtype=torch.float64, requires_grad=True)
+        (base ** x).real.sum().backward()
+        out += x.grad.tolist()
+    return out
+
+
+def pow_negative_real_tensor_base_complex_exponent_backward(torch):
+    out = []
+    for dt in (torch.float32, torch.float64):
+        x = torch.tensor([0.5 + 0.3j], dtype=torch.complex128, requires_grad=True)
+        y = torch.tensor([-2.0], dtype=dt) ** x
+        y.abs().sum().backward()
+        out += y.tolist() + x.grad.tolist()
+    return out
+
+
+def int_scalar_base_backward_in_double(torch):
+    x = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    (3 ** x).sum().backward()
+    z = torch.tensor([0.5 + 0.2j], dtype=torch.complex128, requires_grad=True)
+    (3 ** z).abs().sum().backward()
+    return x.grad.tolist() + [z.grad.tolist()[0].real]
+
+
 EXPECTED = {
     acosh_grad_complex_left_half_plane: (1e-12, [
         (-0.07466008671226487, 1.1397240881748487), (0.05318129507105232, -0.44160474776811504),
@@ -74,6 +127,32 @@ EXPECTED = {
         (-0.35355339059327373, -0.35355339059327373)]),
     addcdiv_complex_zero_divisor: (1e-12, [
         (inf, inf), (1.0, 0.0)]),
+    pow_complex_python_exponents_exact: (1e-15, [
+        (1.0, 0.0), (1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (-0.0, -1.0), (0.0, -1.0), (-1.0, -0.0),
+        (0.7071067811865476, 0.7071067811865476), (0.7071067811865475, -0.7071067811865475),
+        (-0.7071067811865477, -0.7071067811865475), (1.0, 0.0), (1.0, 0.0), (1.0, 2.0), (-3.0, 4.0), (-11.0,
+        -2.0), (0.2, -0.4), (-0.12, -0.16), (1.272019649514069, 0.7861513777574233), (0.5688644810057831,
+        -0.3515775842541429), (-6.960664459571899, 2.7296244647840076), (1.0, 0.0), (1.0, 0.0), (-1.0, 0.0),
+        (1.0, -0.0), (-1.0, 0.0), (-1.0, -0.0), (1.0, 0.0), (0.0, 1.0), (0.0, -1.0), (3.061616997868383e-16,
+        1.0), (1.0, 0.0), (1.0, 0.0), (inf, 0.0), (inf, nan), (nan, nan), (0.0, 0.0), (nan, nan), (inf, 0.0),
+        (0.0, 0.0), (inf, nan), (1.0, 0.0), (1.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (inf, nan), (inf,
+        nan), (0.0, 0.0), (inf, nan), (0.0, -0.0)]),
+    pow_complex_tensor_exponents: (1e-12, [
+        (0.0, -0.0), (inf, nan), (nan, nan), (5.656854249492381, 0.0), (2.6897849488056855,
+        -0.6330835734826811), (-0.09986035877622107, 0.2765063204930927), (0.0, -0.0)]),
+    rpow_complex_and_negative_scalar_base_backward: (1e-12, [
+        (0.7512301560114765, 0.765781600594168), (0.8632531251860367, -1.1876812187628838),
+        (0.48190973728098424, 0.739652134360786), (0.611905005468626, -1.386686928685276),
+        (-0.11376650393874996, 0.5391927174423373), (0.3819685031054, -1.7312188189083115), (1.6388269227357832,
+        0.5605767720092968), (1.9028523017926922, 7.387204300913717e-17), (1.5217762640087047,
+        0.4291817823483528), (1.4487828558124873, 3.76070198112374e-18)]),
+    rpow_zero_base_backward: (1e-12, [
+        0.0, 0.0, -inf, 0.0, 0.0, -inf, 0.0, 0.0, nan]),
+    pow_negative_real_tensor_base_complex_exponent_backward: (1e-06, [
+        (-0.11376650393874996, 0.5391927174423373), (0.3819685031054, -1.7312188189083115),
+        (-0.11376650393874996, 0.5391927174423373), (0.3819685031054, -1.7312188189083115)]),
+    int_scalar_base_backward_in_double: (1e-14, [
+        1.902852301792692, 5.708556905378076, 1.902852301792692]),
 }
 
 
