@@ -1,7 +1,7 @@
 """Complex corner cases found by a differential sweep against torch 2.13: the gradient of acosh left of the imaginary
 axis, complex division by zero in forward kernels and fused backward kernels (inf/nan, never ZeroDivisionError), pow
 of complex numbers (PyTorch's exact small exponents, cpow's zero base, a Python-number base's gradient in double),
-log2's parts, and exp/exp2/sin/cos/tan/sinh/cosh/tanh/sigmoid/sgn/sinc where one part is zero or infinite.
+log2's parts, and exp/exp2/sin/cos/tan/sinh/cosh/tanh/sigmoid/sinc where one part is zero or infinite.
 Expected values are torch 2.13's (CPU), computed by the same code with torch in place of reftorch; a complex value
 is written (real, imag). Signs of zeros are not compared."""
 import math
@@ -48,6 +48,11 @@ def sqrt_log_rsqrt_backward_at_zero(torch):
         op(x).abs().sum().backward()
         out += x.grad.tolist()
     return out
+
+
+def sigmoid_silu_complex_overflow(torch):
+    x = torch.tensor([-1e30 + 0j, 1e30 + 0j, 0.5 + 0.5j], dtype=torch.complex64)
+    return torch.sigmoid(x).tolist() + torch.nn.functional.silu(x).tolist()
 
 
 def addcdiv_complex_zero_divisor(torch):
@@ -109,6 +114,31 @@ def int_scalar_base_backward_in_double(torch):
     return x.grad.tolist() + [z.grad.tolist()[0].real]
 
 
+def log2_complex_zero_and_imaginary_infinity(torch):
+    inf = float("inf")
+    return torch.log2(torch.tensor([0j, complex(0, inf), complex(0, -inf), 8 + 0j], dtype=torch.complex64)).tolist()
+
+
+def exp_exp2_zero_imaginary_overflow(torch):
+    x = torch.tensor([1e30 + 0j, 1e30 - 0j, -1e30 + 0j, 2 + 0j], dtype=torch.complex64)
+    return torch.exp(x).tolist() + torch.exp2(x).tolist()
+
+
+def trig_hyperbolic_zero_part_overflow(torch):
+    inf, nan = float("inf"), float("nan")
+    z = [1e30j, -1e30j, 1e30 + 0j, -1e30 + 0j, complex(0, nan), complex(nan, 0), complex(0, inf), complex(inf, 0),
+         complex(inf, inf), complex(-inf, inf), complex(nan, inf), 0.5 + 0.25j]
+    out = []
+    for op in (torch.sin, torch.cos, torch.tan, torch.sinh, torch.cosh, torch.tanh):
+        out += op(torch.tensor(z, dtype=torch.complex64)).tolist()
+    return out
+
+
+def sinc_imaginary_overflow(torch):
+    inf = float("inf")
+    return torch.sinc(torch.tensor([1e30j, -1e30j, complex(0, inf), 0.5 + 0j], dtype=torch.complex64)).tolist()
+
+
 EXPECTED = {
     acosh_grad_complex_left_half_plane: (1e-12, [
         (-0.07466008671226487, 1.1397240881748487), (0.05318129507105232, -0.44160474776811504),
@@ -125,6 +155,9 @@ EXPECTED = {
         (nan, nan), (0.2973017787506803, 0.29730177875068026), (nan, nan), (-0.2555865204422219,
         0.6592992723856426), (nan, nan), (-0.21022410381342854, -0.21022410381342854), (nan, nan),
         (-0.35355339059327373, -0.35355339059327373)]),
+    sigmoid_silu_complex_overflow: (1e-06, [
+        (0.0, 0.0), (1.0, 0.0), (0.6299354434013367, 0.11954506486654282), (-0.0, 0.0), (1.0000000150474662e+30,
+        0.0), (0.2551952004432678, 0.37474027276039124)]),
     addcdiv_complex_zero_divisor: (1e-12, [
         (inf, inf), (1.0, 0.0)]),
     pow_complex_python_exponents_exact: (1e-15, [
@@ -153,6 +186,27 @@ EXPECTED = {
         (-0.11376650393874996, 0.5391927174423373), (0.3819685031054, -1.7312188189083115)]),
     int_scalar_base_backward_in_double: (1e-14, [
         1.902852301792692, 5.708556905378076, 1.902852301792692]),
+    log2_complex_zero_and_imaginary_infinity: (1e-06, [
+        (-inf, 0.0), (inf, 2.2661800384521484), (inf, -2.2661800384521484), (3.0, 0.0)]),
+    exp_exp2_zero_imaginary_overflow: (1e-06, [
+        (inf, 0.0), (inf, 0.0), (0.0, 0.0), (7.389056205749512, 0.0), (inf, 0.0), (inf, 0.0), (0.0, 0.0), (4.0,
+        0.0)]),
+    trig_hyperbolic_zero_part_overflow: (1e-06, [
+        (0.0, inf), (-0.0, -inf), (-0.791163444519043, -0.0), (0.791163444519043, -0.0), (0.0, nan), (nan, 0.0),
+        (0.0, inf), (nan, 0.0), (nan, inf), (nan, inf), (nan, inf), (0.4944857954978943, 0.2216881662607193),
+        (inf, -0.0), (inf, -0.0), (-0.6116048097610474, 0.0), (-0.6116048097610474, -0.0), (nan, 0.0), (nan,
+        0.0), (inf, -0.0), (nan, 0.0), (inf, nan), (inf, nan), (inf, nan), (0.9051501154899597,
+        -0.12110880017280579), (0.0, 1.0), (-0.0, -1.0), (1.293586015701294, 0.0), (-1.293586015701294, 0.0),
+        (0.0, nan), (nan, 0.0), (0.0, 1.0), (nan, 0.0), (0.0, 1.0), (-0.0, 1.0), (0.0, 1.0),
+        (0.5045007467269897, 0.31242072582244873), (-0.0, -0.791163444519043), (0.0, 0.791163444519043), (inf,
+        0.0), (-inf, 0.0), (0.0, nan), (nan, 0.0), (0.0, nan), (inf, 0.0), (inf, nan), (inf, nan), (nan, nan),
+        (0.5048956871032715, 0.2789791226387024), (-0.6116048097610474, -0.0), (-0.6116048097610474, -0.0),
+        (inf, 0.0), (inf, -0.0), (nan, 0.0), (nan, 0.0), (nan, 0.0), (inf, 0.0), (inf, nan), (inf, nan), (nan,
+        nan), (1.0925707817077637, 0.1289210319519043), (0.0, 1.293586015701294), (-0.0, -1.293586015701294),
+        (1.0, 0.0), (-1.0, 0.0), (0.0, nan), (nan, 0.0), (0.0, nan), (1.0, 0.0), (1.0, 0.0), (-1.0, 0.0), (nan,
+        nan), (0.4854872524738312, 0.1980554610490799)]),
+    sinc_imaginary_overflow: (1e-06, [
+        (inf, nan), (inf, nan), (nan, nan), (0.6366197466850281, -0.0)]),
 }
 
 

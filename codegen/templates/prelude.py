@@ -79,6 +79,11 @@ def rint(x):
 
 @njit(inline="always")
 def exp2(x):
+    # a complex x as c10's exp2: e^(ln2 x), ln2 in x's precision and multiplied into each part (a complex product
+    # with ln2 + 0i would turn an infinite part into NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        ln2 = cast_like(0.6931471805599453, x.real)
+        return exp(complex(ln2 * x.real, ln2 * x.imag))
     return np.exp2(x)
 
 

@@ -94,6 +94,11 @@ def rint(x):
 
 @njit(inline="always")
 def exp2(x):
+    # a complex x as c10's exp2: e^(ln2 x), ln2 in x's precision and multiplied into each part (a complex product
+    # with ln2 + 0i would turn an infinite part into NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        ln2 = cast_like(0.6931471805599453, x.real)
+        return exp(complex(ln2 * x.real, ln2 * x.imag))
     return np.exp2(x)
 
 
@@ -1607,8 +1612,78 @@ def _logaddexp_c(a, b):
 
 @njit(error_model="numpy")  # codegen/templates/complex_math.py
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
 
 
 def logaddexp(a, b):
@@ -1694,16 +1769,16 @@ def log10(x):
     return math.log10(x)
 
 
-_overload(exp, _exp_f32, math.exp, cmath.exp)
+_overload(exp, _exp_f32, math.exp, _exp_c)
 _overload(log, _log_f32, math.log, cmath.log)
-_overload(tanh, _tanh_f32, math.tanh, cmath.tanh)
+_overload(tanh, _tanh_f32, math.tanh, _tanh_c)
 _overload(log1p, _log1p_f32, math.log1p, _log1p_c)
 _overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
-for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.sin), (cos, math.cos, cmath.cos),
-                           (tan, math.tan, cmath.tan), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
-                           (atan, math.atan, cmath.atan), (sinh, math.sinh, cmath.sinh),
-                           (cosh, math.cosh, cmath.cosh), (asinh, math.asinh, cmath.asinh),
+for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, _sin_c), (cos, math.cos, _cos_c),
+                           (tan, math.tan, _tan_c), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
+                           (atan, math.atan, cmath.atan), (sinh, math.sinh, _sinh_c),
+                           (cosh, math.cosh, _cosh_c), (asinh, math.asinh, cmath.asinh),
                            (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
                            (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
     _overload(_name, None, _slow, _cfn)

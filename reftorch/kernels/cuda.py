@@ -99,8 +99,78 @@ def _logaddexp_c(a, b):
 
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
 
 
 def _complex_aware(real_fn, complex_fn):
