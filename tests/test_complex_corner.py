@@ -139,6 +139,15 @@ def sinc_imaginary_overflow(torch):
     return torch.sinc(torch.tensor([1e30j, -1e30j, complex(0, inf), 0.5 + 0j], dtype=torch.complex64)).tolist()
 
 
+def sinc_grad_where_square_underflows(torch):
+    out = []
+    for dt in (torch.complex64, torch.complex128):
+        z = torch.tensor([1e-30j, 1e-30 + 0j, 0j, 0.3 + 0.2j], dtype=dt, requires_grad=True)
+        torch.sinc(z).real.sum().backward()
+        out += z.grad.tolist()
+    return out
+
+
 EXPECTED = {
     acosh_grad_complex_left_half_plane: (1e-12, [
         (-0.07466008671226487, 1.1397240881748487), (0.05318129507105232, -0.44160474776811504),
@@ -207,6 +216,9 @@ EXPECTED = {
         nan), (0.4854872524738312, 0.1980554610490799)]),
     sinc_imaginary_overflow: (1e-06, [
         (inf, nan), (inf, nan), (nan, nan), (0.6366197466850281, -0.0)]),
+    sinc_grad_where_square_underflows: (1e-06, [
+        (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (-1.009445071220398, 0.5101443529129028), (-0.0, 0.0), (0.0, 0.0),
+        (0.0, 0.0), (-1.0094448023570057, 0.5101443966821784)]),
 }
 
 

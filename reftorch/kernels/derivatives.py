@@ -2302,9 +2302,9 @@ def sinc_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: where(self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
+    # self: where(math.pi * self * self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
     if needs[0]:
-        g[0] = F.where(self == 0, 0.0, grad * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))
+        g[0] = F.where(math.pi * self * self == 0, 0.0, grad * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))
     return g
 
 
