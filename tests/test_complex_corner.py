@@ -139,6 +139,17 @@ def sinc_imaginary_overflow(torch):
     return torch.sinc(torch.tensor([1e30j, -1e30j, complex(0, inf), 0.5 + 0j], dtype=torch.complex64)).tolist()
 
 
+def inverse_functions_nan_parts(torch):
+    inf, nan = float("inf"), float("nan")
+    z = [complex(0, nan), complex(-0.0, nan), complex(nan, 0), complex(nan, -0.0), complex(1, nan), complex(inf, nan),
+         complex(nan, inf), complex(nan, -inf), complex(nan, nan), 0.5 + 0.25j]
+    out = []
+    for dt in (torch.complex64, torch.complex128):
+        for op in (torch.asin, torch.acos, torch.atan, torch.asinh, torch.acosh, torch.atanh):
+            out += op(torch.tensor(z, dtype=dt)).tolist()
+    return out
+
+
 def sinc_grad_where_square_underflows(torch):
     out = []
     for dt in (torch.complex64, torch.complex128):
@@ -216,6 +227,28 @@ EXPECTED = {
         nan), (0.4854872524738312, 0.1980554610490799)]),
     sinc_imaginary_overflow: (1e-06, [
         (inf, nan), (inf, nan), (nan, nan), (0.6366197466850281, -0.0)]),
+    inverse_functions_nan_parts: (1e-06, [
+        (0.0, nan), (-0.0, nan), (nan, nan), (nan, nan), (nan, nan), (nan, inf), (nan, inf), (nan, -inf), (nan,
+        nan), (0.5016088485717773, 0.2813960611820221), (1.5707963705062866, nan), (1.5707963705062866, nan),
+        (nan, nan), (nan, nan), (nan, nan), (nan, -inf), (nan, -inf), (nan, inf), (nan, nan),
+        (1.0691875219345093, -0.2813960611820221), (nan, nan), (nan, nan), (nan, 0.0), (nan, -0.0), (nan, nan),
+        (1.5707963705062866, 0.0), (nan, 0.0), (nan, -0.0), (nan, nan), (0.48425450921058655,
+        0.20058661699295044), (nan, nan), (nan, nan), (nan, 0.0), (nan, -0.0), (nan, nan), (inf, nan), (inf,
+        nan), (inf, nan), (nan, nan), (0.49267566204071045, 0.22432845830917358), (nan, 1.5707963705062866),
+        (nan, 1.5707963705062866), (nan, nan), (nan, nan), (nan, nan), (inf, nan), (inf, nan), (inf, nan), (nan,
+        nan), (0.2813960611820221, 1.0691875219345093), (0.0, nan), (-0.0, nan), (nan, nan), (nan, nan), (nan,
+        nan), (0.0, nan), (0.0, 1.5707963705062866), (0.0, -1.5707963705062866), (nan, nan),
+        (0.5003700256347656, 0.3143981695175171), (0.0, nan), (-0.0, nan), (nan, nan), (nan, nan), (nan, nan),
+        (nan, inf), (nan, inf), (nan, -inf), (nan, nan), (0.5016088532755008, 0.28139605624529274),
+        (1.5707963267948966, nan), (1.5707963267948966, nan), (nan, nan), (nan, nan), (nan, nan), (nan, -inf),
+        (nan, -inf), (nan, inf), (nan, nan), (1.0691874735193958, -0.28139605624529274), (nan, nan), (nan, nan),
+        (nan, 0.0), (nan, -0.0), (nan, nan), (1.5707963267948966, 0.0), (nan, 0.0), (nan, -0.0), (nan, nan),
+        (0.4842544903299662, 0.20058661813123432), (nan, nan), (nan, nan), (nan, 0.0), (nan, -0.0), (nan, nan),
+        (inf, nan), (inf, nan), (inf, nan), (nan, nan), (0.4926756834207706, 0.2243284526346675), (nan,
+        1.5707963267948966), (nan, 1.5707963267948966), (nan, nan), (nan, nan), (nan, nan), (inf, nan), (inf,
+        nan), (inf, nan), (nan, nan), (0.28139605624529274, 1.0691874735193958), (0.0, nan), (-0.0, nan), (nan,
+        nan), (nan, nan), (nan, nan), (0.0, nan), (0.0, 1.5707963267948966), (0.0, -1.5707963267948966), (nan,
+        nan), (0.5003700000525311, 0.3143981432077165)]),
     sinc_grad_where_square_underflows: (1e-06, [
         (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (-1.009445071220398, 0.5101443529129028), (-0.0, 0.0), (0.0, 0.0),
         (0.0, 0.0), (-1.0094448023570057, 0.5101443966821784)]),

@@ -129,3 +129,54 @@ def _tan_c(z):
     # tan(z) = -i tanh(iz)
     t = _tanh_c(complex(-z.imag, z.real))
     return complex(t.imag, -t.real)
+
+
+# The inverse functions' arguments with a NaN part, as C99 Annex G (glibc, so c10) where cmath's differ: a zero part
+# beside the NaN is kept (asin(0 + NaN i) = 0 + NaN i, acos(0 + NaN i) = pi/2 + NaN i, acosh(0 + NaN i) = NaN + i pi/2,
+# asinh(NaN + 0i) = NaN + 0i), and atanh (atan through it) is NaN + NaN i but at a zero or infinite real part
+# (+-0 + NaN i) and an infinite imaginary one (0 +- i pi/2). cast_like keeps the constants in the argument's precision.
+
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)

@@ -1686,6 +1686,58 @@ def _tan_c(z):
     return complex(t.imag, -t.real)
 
 
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
 def logaddexp(a, b):
     # log(exp(a) + exp(b)) without overflow; complex operands by c10's formula (templates/complex_math.py). The
     # overload below picks the formula while typing: an isinstance branch in one function is not pruned where a
@@ -1776,10 +1828,10 @@ _overload(log1p, _log1p_f32, math.log1p, _log1p_c)
 _overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
 for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, _sin_c), (cos, math.cos, _cos_c),
-                           (tan, math.tan, _tan_c), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
-                           (atan, math.atan, cmath.atan), (sinh, math.sinh, _sinh_c),
-                           (cosh, math.cosh, _cosh_c), (asinh, math.asinh, cmath.asinh),
-                           (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
+                           (tan, math.tan, _tan_c), (asin, math.asin, _asin_c), (acos, math.acos, _acos_c),
+                           (atan, math.atan, _atan_c), (sinh, math.sinh, _sinh_c),
+                           (cosh, math.cosh, _cosh_c), (asinh, math.asinh, _asinh_c),
+                           (acosh, math.acosh, _acosh_c), (atanh, math.atanh, _atanh_c),
                            (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
     _overload(_name, None, _slow, _cfn)
 

@@ -173,6 +173,58 @@ def _tan_c(z):
     return complex(t.imag, -t.real)
 
 
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
 def _complex_aware(real_fn, complex_fn):
     """A name for kernels: real_fn on real arguments, complex_fn on complex ones (picked while typing)."""
     def fn(x):
