@@ -134,7 +134,8 @@ def _tan_c(z):
 # The inverse functions' arguments with a NaN part, as C99 Annex G (glibc, so c10) where cmath's differ: a zero part
 # beside the NaN is kept (asin(0 + NaN i) = 0 + NaN i, acos(0 + NaN i) = pi/2 + NaN i, acosh(0 + NaN i) = NaN + i pi/2,
 # asinh(NaN + 0i) = NaN + 0i), and atanh (atan through it) is NaN + NaN i but at a zero or infinite real part
-# (+-0 + NaN i) and an infinite imaginary one (0 +- i pi/2). cast_like keeps the constants in the argument's precision.
+# (+-0 + NaN i) and an infinite imaginary one (0 +- i pi/2). cast_like (prelude.py's, in the module these are emitted
+# into) keeps the constants in the argument's precision.
 
 def _asin_c(z):
     if z.real == 0 and z.imag != z.imag:
