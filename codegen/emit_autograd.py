@@ -145,6 +145,14 @@ def fusable(op, formula, registry):
         return None
 
     class Inline(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            # a formula's `/` is the _div op, whose kernel divides through cdiv (a complex zero divisor gives inf or
+            # nan, as PyTorch, where Numba's complex division raises ZeroDivisionError)
+            self.generic_visit(node)
+            if isinstance(node.op, ast.Div):
+                return ast.copy_location(ast.Call(ast.Name("cdiv", ast.Load()), [node.left, node.right], []), node)
+            return node
+
         def visit_Call(self, node):
             self.generic_visit(node)
             callee = registry[node.func.id]

@@ -59,5 +59,125 @@ def _logaddexp_c(a, b):
 
 
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+# exp, sinh, cosh, tanh (and sin, cos, tan through them) of a complex number with a zero part reduce to the real
+# functions, as C99 Annex G has them (glibc's, so c10's): exp(x + 0i) = exp(x) + 0i, sinh(0 + iy) = 0 + i sin(y)...
+# where cmath's formulas multiply an overflowed or NaN part by the zero one and get NaN. Other arguments keep cmath.
+# These stay in the argument's precision (complex(float32, float32) is complex64).
+
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
+# The inverse functions' arguments with a NaN part, as C99 Annex G (glibc, so c10) where cmath's differ: a zero part
+# beside the NaN is kept (asin(0 + NaN i) = 0 + NaN i, acos(0 + NaN i) = pi/2 + NaN i, acosh(0 + NaN i) = NaN + i pi/2,
+# asinh(NaN + 0i) = NaN + 0i), and atanh (atan through it) is NaN + NaN i but at a zero or infinite real part
+# (+-0 + NaN i) and an infinite imaginary one (0 +- i pi/2). cast_like (prelude.py's, in the module these are emitted
+# into) keeps the constants in the argument's precision.
+
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)

@@ -79,6 +79,11 @@ def rint(x):
 
 @njit(inline="always")
 def exp2(x):
+    # a complex x as c10's exp2: e^(ln2 x), ln2 in x's precision and multiplied into each part (a complex product
+    # with ln2 + 0i would turn an infinite part into NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        ln2 = cast_like(0.6931471805599453, x.real)
+        return exp(complex(ln2 * x.real, ln2 * x.imag))
     return np.exp2(x)
 
 
@@ -216,8 +221,7 @@ def cfmod(a, b):
 @njit(inline="always")
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
-    # way through Numba's complex power (std::pow in PyTorch).
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         base = np.int64(a)
         e = np.int64(b)
@@ -234,6 +238,29 @@ def tpow(a, b):
             base = base * base
             e = e >> 1
         return r
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        # as PyTorch's pow of a complex tensor and a real Python number: exact for 0, 1, 2, 3, -1, -2, 0.5 (sqrt) and
+        # -0.5 (rsqrt); else glibc's cpow, exp(b log a), which std::pow of c10::complex calls (Numba's complex power
+        # is CPython's, NaN at a zero base with a complex exponent)
+        if b.imag == 0:
+            e = b.real
+            if e == 0:
+                return complex(cast_like(1.0, a.real), cast_like(0.0, a.real))
+            if e == 1:
+                return a
+            if e == 2:
+                return a * a
+            if e == 3:
+                return a * a * a
+            if e == -1:
+                return cdiv(1.0, a)
+            if e == -2:
+                return cdiv(1.0, a * a)
+            if e == 0.5:
+                return sqrt(a)
+            if e == -0.5:
+                return cdiv(1.0, sqrt(a))
+        return exp(b * log(a))
     if b == 2:
         return a * a
     return a ** b

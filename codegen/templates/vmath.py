@@ -289,16 +289,16 @@ def log10(x):
     return math.log10(x)
 
 
-_overload(exp, _exp_f32, math.exp, cmath.exp)
+_overload(exp, _exp_f32, math.exp, _exp_c)
 _overload(log, _log_f32, math.log, cmath.log)
-_overload(tanh, _tanh_f32, math.tanh, cmath.tanh)
+_overload(tanh, _tanh_f32, math.tanh, _tanh_c)
 _overload(log1p, _log1p_f32, math.log1p, _log1p_c)
 _overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
-for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.sin), (cos, math.cos, cmath.cos),
-                           (tan, math.tan, cmath.tan), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
-                           (atan, math.atan, cmath.atan), (sinh, math.sinh, cmath.sinh),
-                           (cosh, math.cosh, cmath.cosh), (asinh, math.asinh, cmath.asinh),
-                           (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
+for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, _sin_c), (cos, math.cos, _cos_c),
+                           (tan, math.tan, _tan_c), (asin, math.asin, _asin_c), (acos, math.acos, _acos_c),
+                           (atan, math.atan, _atan_c), (sinh, math.sinh, _sinh_c),
+                           (cosh, math.cosh, _cosh_c), (asinh, math.asinh, _asinh_c),
+                           (acosh, math.acosh, _acosh_c), (atanh, math.atanh, _atanh_c),
                            (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
     _overload(_name, None, _slow, _cfn)

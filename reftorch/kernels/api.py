@@ -1367,7 +1367,7 @@ def _rtruediv(self, other):
 
 
 def pow(self, exponent, *, out=None):
-    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch.
+    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch. Complex powers are exact for the real exponents 0, 1, 2, 3, -1, -2, 0.5 and -0.5 (PyTorch's for a Python-number exponent; a tensor exponent of those values gets them too, where PyTorch's cpow can differ in the last digits or, at 0 and infinities, in NaNs), else exp(exponent log self) as glibc's cpow.
 
     ops.yaml: pow"""
     if (isinstance(self, _NUMBER) and isinstance(exponent, _NUMBER)):

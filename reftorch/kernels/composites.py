@@ -18,10 +18,20 @@ def _rtruediv(F, self, other):
 def _pow_backward_exponent(F, grad, self, exponent, result):
     # ops.yaml: _pow_backward_exponent
     if exponent.dtype.is_complex:
-        cond = F.logical_and(self == 0, F.logical_and(F.imag(exponent) == 0, F.real(exponent) >= 0))
+        nonneg = F.logical_and(F.imag(exponent) == 0, F.real(exponent) >= 0)
     else:
-        cond = F.logical_and(self == 0, exponent >= 0)
-    return F.where(cond, 0.0, grad * F._conj_physical(result * F.log(self)))
+        nonneg = exponent >= 0
+    if not F.is_tensor(self):
+        if self == 0:
+            out = grad * F._conj_physical(result * -math.inf)
+            return F.where(nonneg, 0.0, out)
+        if self.imag != 0 or result.dtype.is_complex:
+            log_self = math.log(math.hypot(self.real, self.imag)) + 1j * math.atan2(self.imag, self.real)
+        else:
+            log_self = math.log(self) if self > 0 else math.nan
+        return grad * F._conj_physical(result * log_self)
+    cond = F.logical_and(self == 0, nonneg)
+    return F.where(cond, 0.0, grad * F._conj_physical(result * F.log(self.to(result.dtype))))
 
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):

@@ -94,6 +94,11 @@ def rint(x):
 
 @njit(inline="always")
 def exp2(x):
+    # a complex x as c10's exp2: e^(ln2 x), ln2 in x's precision and multiplied into each part (a complex product
+    # with ln2 + 0i would turn an infinite part into NaN)
+    if isinstance(x, (complex, np.complex64, np.complex128)):
+        ln2 = cast_like(0.6931471805599453, x.real)
+        return exp(complex(ln2 * x.real, ln2 * x.imag))
     return np.exp2(x)
 
 
@@ -231,8 +236,7 @@ def cfmod(a, b):
 @njit(inline="always")
 def tpow(a, b):
     # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
-    # way through Numba's complex power (std::pow in PyTorch).
+    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         base = np.int64(a)
         e = np.int64(b)
@@ -249,6 +253,29 @@ def tpow(a, b):
             base = base * base
             e = e >> 1
         return r
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        # as PyTorch's pow of a complex tensor and a real Python number: exact for 0, 1, 2, 3, -1, -2, 0.5 (sqrt) and
+        # -0.5 (rsqrt); else glibc's cpow, exp(b log a), which std::pow of c10::complex calls (Numba's complex power
+        # is CPython's, NaN at a zero base with a complex exponent)
+        if b.imag == 0:
+            e = b.real
+            if e == 0:
+                return complex(cast_like(1.0, a.real), cast_like(0.0, a.real))
+            if e == 1:
+                return a
+            if e == 2:
+                return a * a
+            if e == 3:
+                return a * a * a
+            if e == -1:
+                return cdiv(1.0, a)
+            if e == -2:
+                return cdiv(1.0, a * a)
+            if e == 0.5:
+                return sqrt(a)
+            if e == -0.5:
+                return cdiv(1.0, sqrt(a))
+        return exp(b * log(a))
     if b == 2:
         return a * a
     return a ** b
@@ -1585,8 +1612,130 @@ def _logaddexp_c(a, b):
 
 @njit(error_model="numpy")  # codegen/templates/complex_math.py
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
 
 
 def logaddexp(a, b):
@@ -1672,17 +1821,17 @@ def log10(x):
     return math.log10(x)
 
 
-_overload(exp, _exp_f32, math.exp, cmath.exp)
+_overload(exp, _exp_f32, math.exp, _exp_c)
 _overload(log, _log_f32, math.log, cmath.log)
-_overload(tanh, _tanh_f32, math.tanh, cmath.tanh)
+_overload(tanh, _tanh_f32, math.tanh, _tanh_c)
 _overload(log1p, _log1p_f32, math.log1p, _log1p_c)
 _overload(expm1, _expm1_f32, math.expm1, _expm1_c)
 _overload(erf, _erf_f32, math.erf)
-for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, cmath.sin), (cos, math.cos, cmath.cos),
-                           (tan, math.tan, cmath.tan), (asin, math.asin, cmath.asin), (acos, math.acos, cmath.acos),
-                           (atan, math.atan, cmath.atan), (sinh, math.sinh, cmath.sinh),
-                           (cosh, math.cosh, cmath.cosh), (asinh, math.asinh, cmath.asinh),
-                           (acosh, math.acosh, cmath.acosh), (atanh, math.atanh, cmath.atanh),
+for _name, _slow, _cfn in ((sqrt, math.sqrt, cmath.sqrt), (sin, math.sin, _sin_c), (cos, math.cos, _cos_c),
+                           (tan, math.tan, _tan_c), (asin, math.asin, _asin_c), (acos, math.acos, _acos_c),
+                           (atan, math.atan, _atan_c), (sinh, math.sinh, _sinh_c),
+                           (cosh, math.cosh, _cosh_c), (asinh, math.asinh, _asinh_c),
+                           (acosh, math.acosh, _acosh_c), (atanh, math.atanh, _atanh_c),
                            (log2, math.log2, _log2_c), (log10, math.log10, cmath.log10)):
     _overload(_name, None, _slow, _cfn)
 
@@ -2347,8 +2496,8 @@ def tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -4243,8 +4392,8 @@ def gelu_tanh_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -6659,8 +6808,8 @@ def log1p_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @njit(error_model="numpy", forceinline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -12420,8 +12569,8 @@ def addcmul_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 @njit(error_model="numpy", forceinline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -18986,7 +19135,7 @@ def _bw_exp_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -19091,7 +19240,7 @@ def _bw_log_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20069,7 +20218,7 @@ def _bw_mul_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20174,7 +20323,7 @@ def _bw__div_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20442,7 +20591,7 @@ def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -20576,7 +20725,7 @@ def _bw_maximum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -22086,7 +22235,7 @@ def _bw_hardsigmoid_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -22850,7 +22999,7 @@ def _bw__prelu_kernel_weight_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23299,7 +23448,7 @@ def _bw_expm1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23404,7 +23553,7 @@ def _bw_log2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -23509,7 +23658,7 @@ def _bw_log10_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -24349,7 +24498,7 @@ def _bw_acos_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -24767,114 +24916,9 @@ def _bw_asinh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @njit(error_model="numpy", forceinline=True)
-def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_acosh_self_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    for i in range(out.shape[0]):
-        out[i] = _s__bw_acosh_self(a0[i], a1[i])
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_acosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    nd = len(shape)
-    last = nd - 1
-    n = np.uint64(shape[last])
-    so = np.uint64(o_st[last])
-    po = np.uint64(o_off)
-    s0 = np.uint64(a0_st[last])
-    p0 = np.uint64(a0_off)
-    s1 = np.uint64(a1_st[last])
-    p1 = np.uint64(a1_off)
-    outer = 1
-    for d in range(last):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    for _ in range(outer):
-        if so == 1 and s0 == 1 and s1 == 1:
-            for i in range(n):
-                out[po + i] = _s__bw_acosh_self(a0[p0 + i], a1[p1 + i])
-        elif so == 1 and s0 == 1 and s1 == 0:
-            v1 = a1[p1]
-            for i in range(n):
-                out[po + i] = _s__bw_acosh_self(a0[p0 + i], v1)
-        elif so == 1 and s0 == 0 and s1 == 1:
-            v0 = a0[p0]
-            for i in range(n):
-                out[po + i] = _s__bw_acosh_self(v0, a1[p1 + i])
-        else:
-            for i in range(n):
-                out[po + i * so] = _s__bw_acosh_self(a0[p0 + i * s0], a1[p1 + i * s1])
-        d = last - 1
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(cache=CACHE, error_model="numpy", nogil=True)
-def _bw_acosh_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    nd = len(shape)
-    R = np.uint64(shape[nd - 2])
-    C = np.uint64(shape[nd - 1])
-    ro = np.uint64(o_st[nd - 2])
-    co = np.uint64(o_st[nd - 1])
-    po = np.uint64(o_off)
-    r0 = np.uint64(a0_st[nd - 2])
-    c0 = np.uint64(a0_st[nd - 1])
-    p0 = np.uint64(a0_off)
-    r1 = np.uint64(a1_st[nd - 2])
-    c1 = np.uint64(a1_st[nd - 1])
-    p1 = np.uint64(a1_off)
-    outer = 1
-    for d in range(nd - 2):
-        outer *= shape[d]
-    idx = np.zeros(nd, np.uint64)
-    T = np.uint64(64)
-    for _ in range(outer):
-        for i0 in range(np.uint64(0), R, T):
-            i1 = min(i0 + T, R)
-            for j0 in range(np.uint64(0), C, T):
-                j1 = min(j0 + T, C)
-                for i in range(i0, i1):
-                    qo = po + i * ro
-                    q0 = p0 + i * r0
-                    q1 = p1 + i * r1
-                    for j in range(j0, j1):
-                        out[qo + j * co] = _s__bw_acosh_self(a0[q0 + j * c0], a1[q1 + j * c1])
-        d = nd - 3
-        while d >= 0:
-            idx[d] += np.uint64(1)
-            po += np.uint64(o_st[d])
-            p0 += np.uint64(a0_st[d])
-            p1 += np.uint64(a1_st[d])
-            if idx[d] < np.uint64(shape[d]):
-                break
-            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
-            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
-            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
-            idx[d] = np.uint64(0)
-            d -= 1
-
-
-@njit(error_model="numpy", forceinline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -25689,7 +25733,7 @@ def _bw_fmod_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26091,7 +26135,7 @@ def _bw_atan2_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26225,7 +26269,7 @@ def _bw_minimum_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -26895,7 +26939,7 @@ def _bw_fmin_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -27029,7 +27073,7 @@ def _bw_hypot_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -27163,7 +27207,7 @@ def _bw_hypot_other_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -28912,7 +28956,7 @@ def _bw_addcdiv_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -29017,7 +29061,7 @@ def _bw_addcdiv_tensor1_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -29256,7 +29300,7 @@ def _bw__rnn_tanh_cell_xg_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @njit(error_model="numpy", forceinline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30393,7 +30437,7 @@ def _bw_special_i0e_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30527,7 +30571,7 @@ def _bw_special_i1_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -30900,7 +30944,7 @@ def _bw_xlogy_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31168,7 +31212,7 @@ def _bw_special_xlog1py_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31809,7 +31853,7 @@ def _bw__polygamma_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)
@@ -31943,7 +31987,7 @@ def _bw_logaddexp2_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @njit(error_model="numpy", forceinline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @njit(cache=CACHE, error_model="numpy", nogil=True)

@@ -99,8 +99,130 @@ def _logaddexp_c(a, b):
 
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
 
 
 def _complex_aware(real_fn, complex_fn):
@@ -320,6 +442,31 @@ def sgn(x):
 
 
 @cuda.jit(device=True, inline=True)
+def tpow(a, b):
+    # prelude.py's, less its complex branch (PyTorch's exact small exponents and cpow): numba.cuda would type that
+    # branch for real arguments too and make every real power complex. Complex numbers take numba.cuda's power.
+    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
+        base = np.int64(a)
+        e = np.int64(b)
+        r = np.int64(1)
+        if e < 0:
+            if base == 1:
+                return r
+            if base == -1:
+                return -r if e % 2 != 0 else r
+            return r - r
+        while e > 0:
+            if e & 1:
+                r = r * base
+            base = base * base
+            e = e >> 1
+        return r
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@cuda.jit(device=True, inline=True)
 def cdiv(a, b):
     # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
     return a / b
@@ -351,32 +498,6 @@ def cconj(x):
     if isinstance(x, (complex, np.complex64, np.complex128)):
         return x.conjugate()
     return x
-
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
-def tpow(a, b):
-    # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
-    # way through Numba's complex power (std::pow in PyTorch).
-    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
-        base = np.int64(a)
-        e = np.int64(b)
-        r = np.int64(1)
-        if e < 0:
-            if base == 1:
-                return r
-            if base == -1:
-                return -r if e % 2 != 0 else r
-            return r - r
-        while e > 0:
-            if e & 1:
-                r = r * base
-            base = base * base
-            e = e >> 1
-        return r
-    if b == 2:
-        return a * a
-    return a ** b
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
@@ -1671,8 +1792,8 @@ def tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @cuda.jit
@@ -2173,8 +2294,8 @@ def gelu_tanh_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @cuda.jit
@@ -2785,8 +2906,8 @@ def log1p_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @cuda.jit
@@ -4607,8 +4728,8 @@ def addcmul_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_s
 
 @cuda.jit(device=True, inline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @cuda.jit
@@ -6661,7 +6782,7 @@ def _bw_exp_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @cuda.jit
@@ -6695,7 +6816,7 @@ def _bw_log_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @cuda.jit
@@ -7027,7 +7148,7 @@ def _bw_mul_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @cuda.jit
@@ -7061,7 +7182,7 @@ def _bw__div_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @cuda.jit
@@ -7133,7 +7254,7 @@ def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -7169,7 +7290,7 @@ def _bw_maximum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -7647,7 +7768,7 @@ def _bw_hardsigmoid_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @cuda.jit
@@ -7887,7 +8008,7 @@ def _bw__prelu_kernel_weight_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @cuda.jit
@@ -8025,7 +8146,7 @@ def _bw_expm1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @cuda.jit
@@ -8059,7 +8180,7 @@ def _bw_log2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @cuda.jit
@@ -8093,7 +8214,7 @@ def _bw_log10_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @cuda.jit
@@ -8365,7 +8486,7 @@ def _bw_acos_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off
 @cuda.jit(device=True, inline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @cuda.jit
@@ -8499,43 +8620,9 @@ def _bw_asinh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
-
-
-@cuda.jit
-def _bw_acosh_self_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_acosh_self(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_acosh_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_acosh_self(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @cuda.jit
@@ -8803,7 +8890,7 @@ def _bw_fmod_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @cuda.jit
@@ -8911,7 +8998,7 @@ def _bw_atan2_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -8947,7 +9034,7 @@ def _bw_minimum_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit
@@ -9127,7 +9214,7 @@ def _bw_fmin_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @cuda.jit
@@ -9163,7 +9250,7 @@ def _bw_hypot_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @cuda.jit
@@ -9199,7 +9286,7 @@ def _bw_hypot_other_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_o
 @cuda.jit(device=True, inline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @cuda.jit
@@ -9729,7 +9816,7 @@ def _bw_addcdiv_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @cuda.jit
@@ -9763,7 +9850,7 @@ def _bw_addcdiv_tensor1_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @cuda.jit
@@ -9833,7 +9920,7 @@ def _bw__rnn_tanh_cell_xg_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @cuda.jit
@@ -10179,7 +10266,7 @@ def _bw_special_i0e_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @cuda.jit
@@ -10215,7 +10302,7 @@ def _bw_special_i1_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @cuda.jit
@@ -10321,7 +10408,7 @@ def _bw_xlogy_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_of
 @cuda.jit(device=True, inline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @cuda.jit
@@ -10393,7 +10480,7 @@ def _bw_special_xlog1py_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @cuda.jit
@@ -10571,7 +10658,7 @@ def _bw__polygamma_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @cuda.jit
@@ -10607,7 +10694,7 @@ def _bw_logaddexp2_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @cuda.jit
@@ -11718,7 +11805,6 @@ KERNELS = {
     '_bw_sinh_self': dict(kind='elementwise', op='sinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_cosh_self': dict(kind='elementwise', op='cosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_asinh_self': dict(kind='elementwise', op='asinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_acosh_self': dict(kind='elementwise', op='acosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_atanh_self': dict(kind='elementwise', op='atanh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erf_self': dict(kind='elementwise', op='erf', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erfc_self': dict(kind='elementwise', op='erfc', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

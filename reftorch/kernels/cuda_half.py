@@ -99,8 +99,130 @@ def _logaddexp_c(a, b):
 
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log2_c(z):
-    # c10: log(z) / log(2)
-    return cmath.log(complex(np.float64(z.real), np.float64(z.imag))) / 0.6931471805599453
+    # c10: log(z) / log(2), each part over log(2) (a complex division would make log(0) = -inf + 0i -inf + NaN i)
+    w = cmath.log(complex(np.float64(z.real), np.float64(z.imag)))
+    return complex(w.real / 0.6931471805599453, w.imag / 0.6931471805599453)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _exp_c(z):
+    if z.imag == 0:
+        return complex(math.exp(z.real), z.imag)
+    return cmath.exp(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sinh_c(z):
+    # an infinite real part with a non-finite imaginary one: glibc's +inf + NaN i (cmath's NaN + NaN i)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.sinh(x), y)
+    if x == 0:
+        return complex(x, math.sin(y))
+    return cmath.sinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cosh_c(z):
+    # the zero imaginary part takes the sign of sinh(x) sin(y)
+    x = z.real
+    y = z.imag
+    if (x == math.inf or x == -math.inf) and not y - y == 0:
+        return complex(abs(x), y - y)
+    if y == 0:
+        return complex(math.cosh(x), -y if x < 0 else y)
+    if x == 0:
+        s = math.sin(y)
+        return complex(math.cos(y), -x if s < 0 else x)
+    return cmath.cosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tanh_c(z):
+    x = z.real
+    y = z.imag
+    if y == 0:
+        return complex(math.tanh(x), y)
+    if x == 0:
+        return complex(x, math.tan(y))
+    return cmath.tanh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sin_c(z):
+    # sin(z) = -i sinh(iz); a non-finite real part with an infinite imaginary one: glibc's NaN + inf i
+    if not z.real - z.real == 0 and (z.imag == math.inf or z.imag == -math.inf):
+        return complex(z.real - z.real, abs(z.imag))
+    s = _sinh_c(complex(-z.imag, z.real))
+    return complex(s.imag, -s.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cos_c(z):
+    # cos(z) = cosh(iz)
+    return _cosh_c(complex(-z.imag, z.real))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _tan_c(z):
+    # tan(z) = -i tanh(iz)
+    t = _tanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asin_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.real, z.imag)
+    return cmath.asin(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acos_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(cast_like(1.5707963267948966, z.real), z.imag)
+    return cmath.acos(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _asinh_c(z):
+    if z.imag == 0 and z.real != z.real:
+        return complex(z.real, z.imag)
+    return cmath.asinh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _acosh_c(z):
+    if z.real == 0 and z.imag != z.imag:
+        return complex(z.imag, cast_like(1.5707963267948966, z.real))
+    return cmath.acosh(z)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atanh_c(z):
+    x = z.real
+    y = z.imag
+    if x == x and y == y:
+        return cmath.atanh(z)
+    zero = cast_like(0.0, x)
+    if y != y and (x == 0 or x == math.inf or x == -math.inf):
+        return complex(x if x == 0 else (zero if x > 0 else -zero), y)
+    if y == math.inf or y == -math.inf:
+        h = cast_like(1.5707963267948966, x)
+        return complex(zero, h if y > 0 else -h)
+    return complex(x + y, x + y)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _atan_c(z):
+    # atan(z) = -i atanh(iz) for a NaN part
+    if z.real == z.real and z.imag == z.imag:
+        return cmath.atan(z)
+    t = _atanh_c(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
 
 
 def _complex_aware(real_fn, complex_fn):
@@ -320,6 +442,31 @@ def sgn(x):
 
 
 @cuda.jit(device=True, inline=True)
+def tpow(a, b):
+    # prelude.py's, less its complex branch (PyTorch's exact small exponents and cpow): numba.cuda would type that
+    # branch for real arguments too and make every real power complex. Complex numbers take numba.cuda's power.
+    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
+        base = np.int64(a)
+        e = np.int64(b)
+        r = np.int64(1)
+        if e < 0:
+            if base == 1:
+                return r
+            if base == -1:
+                return -r if e % 2 != 0 else r
+            return r - r
+        while e > 0:
+            if e & 1:
+                r = r * base
+            base = base * base
+            e = e >> 1
+        return r
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@cuda.jit(device=True, inline=True)
 def cdiv(a, b):
     # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing
     return a / b
@@ -351,32 +498,6 @@ def cconj(x):
     if isinstance(x, (complex, np.complex64, np.complex128)):
         return x.conjugate()
     return x
-
-
-@cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
-def tpow(a, b):
-    # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product), complex numbers the same
-    # way through Numba's complex power (std::pow in PyTorch).
-    if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
-        base = np.int64(a)
-        e = np.int64(b)
-        r = np.int64(1)
-        if e < 0:
-            if base == 1:
-                return r
-            if base == -1:
-                return -r if e % 2 != 0 else r
-            return r - r
-        while e > 0:
-            if e & 1:
-                r = r * base
-            base = base * base
-            e = e >> 1
-        return r
-    if b == 2:
-        return a * a
-    return a ** b
 
 
 @cuda.jit(device=True, inline=True)  # copied from codegen/templates/prelude.py
@@ -2233,8 +2354,8 @@ def tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_sigmoid(self):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self))
-    return 1.0 / (1.0 + exp(-self))
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self))
+    return cdiv(1.0, 1.0 + exp(-self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -2244,14 +2365,14 @@ def _s_sigmoid_f16(self):
 
 @cuda.jit
 def sigmoid_f16_contig(out, a0):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [f16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_sigmoid_f16(a0[i])
 
 
 @cuda.jit
 def sigmoid_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [f16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -2275,14 +2396,14 @@ def _s_sigmoid_bf16(self):
 
 @cuda.jit
 def sigmoid_bf16_contig(out, a0):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_sigmoid_bf16(a0[i])
 
 
 @cuda.jit
 def sigmoid_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: sigmoid -- 1.0 / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: sigmoid -- cdiv(1.0, 1.0 + exp(-self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3297,8 +3418,8 @@ def gelu_tanh_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_silu(self):
-    # ops.yaml: silu -- self / (1.0 + exp(-self))
-    return self / (1.0 + exp(-self))
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self))
+    return cdiv(self, 1.0 + exp(-self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -3308,14 +3429,14 @@ def _s_silu_f16(self):
 
 @cuda.jit
 def silu_f16_contig(out, a0):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [f16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_silu_f16(a0[i])
 
 
 @cuda.jit
 def silu_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [f16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -3339,14 +3460,14 @@ def _s_silu_bf16(self):
 
 @cuda.jit
 def silu_bf16_contig(out, a0):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_silu_bf16(a0[i])
 
 
 @cuda.jit
 def silu_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: silu -- self / (1.0 + exp(-self)) [bf16]
+    # ops.yaml: silu -- cdiv(self, 1.0 + exp(-self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4597,8 +4718,8 @@ def log1p_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 
 @cuda.jit(device=True, inline=True)
 def _s_rsqrt(self):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self)
-    return 1.0 / sqrt(self)
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self))
+    return cdiv(1.0, sqrt(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -4608,14 +4729,14 @@ def _s_rsqrt_f16(self):
 
 @cuda.jit
 def rsqrt_f16_contig(out, a0):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [f16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_rsqrt_f16(a0[i])
 
 
 @cuda.jit
 def rsqrt_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [f16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -4639,14 +4760,14 @@ def _s_rsqrt_bf16(self):
 
 @cuda.jit
 def rsqrt_bf16_contig(out, a0):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [bf16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_rsqrt_bf16(a0[i])
 
 
 @cuda.jit
 def rsqrt_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
-    # ops.yaml: rsqrt -- 1.0 / sqrt(self) [bf16]
+    # ops.yaml: rsqrt -- cdiv(1.0, sqrt(self)) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8033,8 +8154,8 @@ def addcmul_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 @cuda.jit(device=True, inline=True)
 def _s_addcdiv(self, tensor1, tensor2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2
-    return self + value * tensor1 / tensor2
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2)
+    return self + cdiv(value * tensor1, tensor2)
 
 
 @cuda.jit(device=True, inline=True)
@@ -8044,14 +8165,14 @@ def _s_addcdiv_f16(self, tensor1, tensor2, value):
 
 @cuda.jit
 def addcdiv_f16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [f16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [f16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_addcdiv_f16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def addcdiv_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [f16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [f16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -8079,14 +8200,14 @@ def _s_addcdiv_bf16(self, tensor1, tensor2, value):
 
 @cuda.jit
 def addcdiv_bf16_contig(out, a0, a1, a2, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [bf16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [bf16]
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         out[i] = _s_addcdiv_bf16(a0[i], a1[i], a2[i], value)
 
 
 @cuda.jit
 def addcdiv_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st, value):
-    # ops.yaml: addcdiv -- self + value * tensor1 / tensor2 [bf16]
+    # ops.yaml: addcdiv -- self + cdiv(value * tensor1, tensor2) [bf16]
     nd = len(shape)
     n = 1
     for d in range(nd):
@@ -12241,7 +12362,7 @@ def _bw_exp_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_log_self(grad, self):
     # ops.yaml: log backward for self -- grad / _conj_physical(self)
-    return grad / _s__conj_physical(self)
+    return cdiv(grad, _s__conj_physical(self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -12313,7 +12434,7 @@ def _bw_log_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_sqrt_self(grad, result):
     # ops.yaml: sqrt backward for self -- grad / (2 * _conj_physical(result))
-    return grad / (2 * _s__conj_physical(result))
+    return cdiv(grad, 2 * _s__conj_physical(result))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13017,7 +13138,7 @@ def _bw_mul_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_self(grad, other):
     # ops.yaml: _div backward for self -- grad / _conj_physical(other)
-    return grad / _s__conj_physical(other)
+    return cdiv(grad, _s__conj_physical(other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13089,7 +13210,7 @@ def _bw__div_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw__div_other(grad, self, other):
     # ops.yaml: _div backward for other -- -grad * _conj_physical(self / (other * other))
-    return -grad * _s__conj_physical(self / (other * other))
+    return -grad * _s__conj_physical(cdiv(self, other * other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13241,7 +13362,7 @@ def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -13317,7 +13438,7 @@ def _bw_maximum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_maximum_other(grad, self, other):
     # ops.yaml: maximum backward for other -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -14329,7 +14450,7 @@ def _bw_hardsigmoid_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
 @cuda.jit(device=True, inline=True)
 def _s__bw_hardswish_self(grad, self):
     # ops.yaml: hardswish backward for self -- where(gt(self, -3.0), where(lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
-    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (self / 3.0 + 0.5), grad), 0.0)
+    return _s_where(_s_gt(self, -3.0), _s_where(_s_lt(self, 3.0), grad * (cdiv(self, 3.0) + 0.5), grad), 0.0)
 
 
 @cuda.jit(device=True, inline=True)
@@ -14837,7 +14958,7 @@ def _bw__prelu_kernel_weight_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_bce_loss_elementwise_self(grad, self, target):
     # ops.yaml: bce_loss_elementwise backward for self -- grad * (self - target) / clamp_min((1 - self) * self, 1e-12)
-    return grad * (self - target) / _s_clamp_min((1 - self) * self, 1e-12)
+    return cdiv(grad * (self - target), _s_clamp_min((1 - self) * self, 1e-12))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15129,7 +15250,7 @@ def _bw_expm1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log2_self(grad, self):
     # ops.yaml: log2 backward for self -- grad / (_conj_physical(self) * 0.6931471805599453)
-    return grad / (_s__conj_physical(self) * 0.6931471805599453)
+    return cdiv(grad, _s__conj_physical(self) * 0.6931471805599453)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15201,7 +15322,7 @@ def _bw_log2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_log10_self(grad, self):
     # ops.yaml: log10 backward for self -- grad / (_conj_physical(self) * 2.302585092994046)
-    return grad / (_s__conj_physical(self) * 2.302585092994046)
+    return cdiv(grad, _s__conj_physical(self) * 2.302585092994046)
 
 
 @cuda.jit(device=True, inline=True)
@@ -15273,7 +15394,7 @@ def _bw_log10_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_log1p_self(grad, self):
     # ops.yaml: log1p backward for self -- grad / _conj_physical(self + 1)
-    return grad / _s__conj_physical(self + 1)
+    return cdiv(grad, _s__conj_physical(self + 1))
 
 
 @cuda.jit(device=True, inline=True)
@@ -15849,7 +15970,7 @@ def _bw_acos_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_atan_self(grad, self):
     # ops.yaml: atan backward for self -- grad / _conj_physical(1 + self * self)
-    return grad / _s__conj_physical(1 + self * self)
+    return cdiv(grad, _s__conj_physical(1 + self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16135,81 +16256,9 @@ def _bw_asinh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 
 
 @cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self(grad, self):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1))
-    return grad * _s__conj_physical(_s_rsqrt(self * self - 1))
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self_f16(grad, self):
-    return f32_to_f16(_s__bw_acosh_self(f16_to_f32(grad), f16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_acosh_self_f16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_acosh_self_f16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_acosh_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [f16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_acosh_self_f16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
-def _s__bw_acosh_self_bf16(grad, self):
-    return f32_to_bf16(_s__bw_acosh_self(bf16_to_f32(grad), bf16_to_f32(self)))
-
-
-@cuda.jit
-def _bw_acosh_self_bf16_contig(out, a0, a1):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
-    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        out[i] = _s__bw_acosh_self_bf16(a0[i], a1[i])
-
-
-@cuda.jit
-def _bw_acosh_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
-    # ops.yaml: acosh backward for self -- grad * _conj_physical(rsqrt(self * self - 1)) [bf16]
-    nd = len(shape)
-    n = 1
-    for d in range(nd):
-        n *= shape[d]
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        rem = i
-        po = o_off
-        p0 = a0_off
-        p1 = a1_off
-        for d in range(nd - 1, -1, -1):
-            c = rem % shape[d]
-            rem //= shape[d]
-            po += c * o_st[d]
-            p0 += c * a0_st[d]
-            p1 += c * a1_st[d]
-        out[po] = _s__bw_acosh_self_bf16(a0[p0], a1[p1])
-
-
-@cuda.jit(device=True, inline=True)
 def _s__bw_atanh_self(grad, self):
     # ops.yaml: atanh backward for self -- grad / _conj_physical(1 - self * self)
-    return grad / _s__conj_physical(1 - self * self)
+    return cdiv(grad, _s__conj_physical(1 - self * self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -16777,7 +16826,7 @@ def _bw_fmod_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_fmod_other(grad, self, other):
     # ops.yaml: fmod backward for other -- -grad * trunc(self / other)
-    return -grad * _s_trunc(self / other)
+    return -grad * _s_trunc(cdiv(self, other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -17005,7 +17054,7 @@ def _bw_atan2_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_self(grad, self, other):
     # ops.yaml: minimum backward for self -- where(self > other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self > other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self > other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -17081,7 +17130,7 @@ def _bw_minimum_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1
 @cuda.jit(device=True, inline=True)
 def _s__bw_minimum_other(grad, self, other):
     # ops.yaml: minimum backward for other -- where(self < other, 0.0, where(self == other, grad / 2, grad))
-    return _s_where(self < other, 0.0, _s_where(self == other, grad / 2, grad))
+    return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
 
 
 @cuda.jit(device=True, inline=True)
@@ -17461,7 +17510,7 @@ def _bw_fmin_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_self(grad, self, result):
     # ops.yaml: hypot backward for self -- grad * self / result
-    return grad * self / result
+    return cdiv(grad * self, result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -17537,7 +17586,7 @@ def _bw_hypot_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_hypot_other(grad, other, result):
     # ops.yaml: hypot backward for other -- grad * other / result
-    return grad * other / result
+    return cdiv(grad * other, result)
 
 
 @cuda.jit(device=True, inline=True)
@@ -17613,7 +17662,7 @@ def _bw_hypot_other_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1,
 @cuda.jit(device=True, inline=True)
 def _s__bw_copysign_self(grad, self, result):
     # ops.yaml: copysign backward for self -- where(self == 0, 0.0, grad * result / self)
-    return _s_where(self == 0, 0.0, grad * result / self)
+    return _s_where(self == 0, 0.0, cdiv(grad * result, self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18733,7 +18782,7 @@ def _bw_addcdiv_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st):
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor1(grad, tensor2, value):
     # ops.yaml: addcdiv backward for tensor1 -- grad * _conj_physical(value / tensor2)
-    return grad * _s__conj_physical(value / tensor2)
+    return grad * _s__conj_physical(cdiv(value, tensor2))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18805,7 +18854,7 @@ def _bw_addcdiv_tensor1_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_addcdiv_tensor2(grad, tensor1, tensor2, value):
     # ops.yaml: addcdiv backward for tensor2 -- -grad * _conj_physical(value * tensor1 / (tensor2 * tensor2))
-    return -grad * _s__conj_physical(value * tensor1 / (tensor2 * tensor2))
+    return -grad * _s__conj_physical(cdiv(value * tensor1, tensor2 * tensor2))
 
 
 @cuda.jit(device=True, inline=True)
@@ -18953,7 +19002,7 @@ def _bw__rnn_tanh_cell_xg_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_s
 @cuda.jit(device=True, inline=True)
 def _s__bw__dropout_apply_self(grad, noise, p):
     # ops.yaml: _dropout_apply backward for self -- grad * (noise >= p) * (1.0 / (1.0 - p))
-    return grad * (noise >= p) * (1.0 / (1.0 - p))
+    return grad * (noise >= p) * cdiv(1.0, 1.0 - p)
 
 
 @cuda.jit(device=True, inline=True)
@@ -19685,7 +19734,7 @@ def _bw_special_i0e_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1_self(grad, self, result):
     # ops.yaml: special_i1 backward for self -- where(self == 0, 0.5 * grad, grad * (i0(self) - result / self))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - result / self))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_i0(self) - cdiv(result, self)))
 
 
 @cuda.jit(device=True, inline=True)
@@ -19761,7 +19810,7 @@ def _bw_special_i1_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_i1e_self(grad, self, result):
     # ops.yaml: special_i1e backward for self -- where(self == 0, 0.5 * grad, grad * (special_i0e(self) - result * (sign(self) + 1 / self)))
-    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + 1 / self)))
+    return _s_where(self == 0, 0.5 * grad, grad * (_s_special_i0e(self) - result * (_s_sign(self) + cdiv(1, self))))
 
 
 @cuda.jit(device=True, inline=True)
@@ -19985,7 +20034,7 @@ def _bw_xlogy_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, 
 @cuda.jit(device=True, inline=True)
 def _s__bw_xlogy_other(grad, self, other):
     # ops.yaml: xlogy backward for other -- grad * self / other
-    return grad * self / other
+    return cdiv(grad * self, other)
 
 
 @cuda.jit(device=True, inline=True)
@@ -20137,7 +20186,7 @@ def _bw_special_xlog1py_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a
 @cuda.jit(device=True, inline=True)
 def _s__bw_special_xlog1py_other(grad, self, other):
     # ops.yaml: special_xlog1py backward for other -- grad * self / (other + 1)
-    return grad * self / (other + 1)
+    return cdiv(grad * self, other + 1)
 
 
 @cuda.jit(device=True, inline=True)
@@ -20513,7 +20562,7 @@ def _bw__polygamma_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_self(grad, other, self):
     # ops.yaml: logaddexp2 backward for self -- grad / (1 + exp2(other - self))
-    return grad / (1 + _s_exp2(other - self))
+    return cdiv(grad, 1 + _s_exp2(other - self))
 
 
 @cuda.jit(device=True, inline=True)
@@ -20589,7 +20638,7 @@ def _bw_logaddexp2_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st,
 @cuda.jit(device=True, inline=True)
 def _s__bw_logaddexp2_other(grad, self, other):
     # ops.yaml: logaddexp2 backward for other -- grad / (1 + exp2(self - other))
-    return grad / (1 + _s_exp2(self - other))
+    return cdiv(grad, 1 + _s_exp2(self - other))
 
 
 @cuda.jit(device=True, inline=True)
@@ -22417,7 +22466,6 @@ KERNELS = {
     '_bw_sinh_self': dict(kind='elementwise', op='sinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_cosh_self': dict(kind='elementwise', op='cosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_asinh_self': dict(kind='elementwise', op='asinh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
-    '_bw_acosh_self': dict(kind='elementwise', op='acosh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_atanh_self': dict(kind='elementwise', op='atanh', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erf_self': dict(kind='elementwise', op='erf', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),
     '_bw_erfc_self': dict(kind='elementwise', op='erfc', tensors=('grad', 'self'), scalars=(), kernels=('contig', 'strided')),

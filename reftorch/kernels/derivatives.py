@@ -1448,9 +1448,9 @@ def acosh_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: grad * _conj_physical(rsqrt(self * self - 1))
+    # self: grad * _conj_physical(rsqrt(self + 1) * rsqrt(self - 1)) if self.dtype.is_complex else grad * rsqrt(self * self - 1)
     if needs[0]:
-        g[0] = F._fused('_bw_acosh_self', (grad, self,), ()) if fused else grad * F._conj_physical(F.rsqrt(self * self - 1))
+        g[0] = grad * F._conj_physical(F.rsqrt(self + 1) * F.rsqrt(self - 1)) if self.dtype.is_complex else grad * F.rsqrt(self * self - 1)
     return g
 
 
@@ -2302,9 +2302,9 @@ def sinc_backward(F, grads, saved, needs, fused):
     grad = grads[0]
     self = saved['self']
     g = [None] * 1
-    # self: where(self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
+    # self: where(math.pi * self * self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
     if needs[0]:
-        g[0] = F.where(self == 0, 0.0, grad * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))
+        g[0] = F.where(math.pi * self * self == 0, 0.0, grad * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))
     return g
 
 

@@ -764,9 +764,9 @@ def acosh_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: grad * _conj_physical(rsqrt(self * self - 1))
+    # self: grad * _conj_physical(rsqrt(self + 1) * rsqrt(self - 1)) if self.dtype.is_complex else grad * rsqrt(self * self - 1)
     if self_t is not None:
-        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.rsqrt(self * self - 1))))
+        terms.append(F.conj_physical(F.conj_physical(self_t) * F._conj_physical(F.rsqrt(self + 1) * F.rsqrt(self - 1)) if self.dtype.is_complex else F.conj_physical(self_t) * F.rsqrt(self * self - 1)))
     return terms
 
 
@@ -1224,9 +1224,9 @@ def sinc_jvp(F, a, t, result):
     self = a['self']
     self_t = t['self']
     terms = []
-    # self: where(self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
+    # self: where(math.pi * self * self == 0, 0.0, grad * _conj_physical((math.pi * self * cos(math.pi * self) - sin(math.pi * self)) / (math.pi * self * self)))
     if self_t is not None:
-        terms.append(F.conj_physical(F.where(self == 0, 0.0, F.conj_physical(self_t) * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))))
+        terms.append(F.conj_physical(F.where(math.pi * self * self == 0, 0.0, F.conj_physical(self_t) * F._conj_physical((math.pi * self * F.cos(math.pi * self) - F.sin(math.pi * self)) / (math.pi * self * self)))))
     return terms
 
 
