@@ -179,7 +179,8 @@ def compare(actual, expected, atol, rtol):
     """None when `actual` (an ndarray) matches `expected`, else a sentence naming the worst difference.
 
     Floating results must agree within atol + rtol * |expected| (NaN matches NaN, infinities must be
-    equal); integer and bool results must agree exactly."""
+    equal; a complex number with an infinite part is compared part by part); integer and bool results must
+    agree exactly."""
     try:
         expected = np.asarray(expected)
     except Exception as err:
@@ -200,6 +201,10 @@ def compare(actual, expected, atol, rtol):
         e = expected.astype(wide)
         with np.errstate(all="ignore"):
             close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+            if wide is np.complex128:   # an infinite part: each part on its own (inf - inf has no modulus)
+                parts = np.isclose(a.real, e.real, rtol=rtol, atol=atol, equal_nan=True) & \
+                    np.isclose(a.imag, e.imag, rtol=rtol, atol=atol, equal_nan=True)
+                close = np.where(np.isinf(a) | np.isinf(e), parts, close)
             diff = np.where(close, 0.0, np.abs(a - e))
         diff = np.where(np.isnan(diff), np.inf, diff)
     else:
