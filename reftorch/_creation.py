@@ -181,6 +181,11 @@ def _int_range(dt):
 
 def _convert(values, shape, dt):
     """values (a flat list of Python numbers) as an array of dtype dt, with PyTorch's overflow checks."""
+    if dt.category < 3 and any(isinstance(v, complex) for v in values):     # Python's own refusals, as PyTorch's
+        if dt.category == 0:
+            return (np.array(values, dtype=np.complex128) != 0).reshape(shape)
+        raise TypeError("must be real number, not complex" if dt.category == 2 else
+                        "'complex' object cannot be interpreted as an integer")
     if dt.category == 1:
         if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in values):
             raise ValueError("Overflow when unpacking long long")
@@ -469,6 +474,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         fill_value = fill_value.item()
     default = D.scalar_default(D.scalar_category(fill_value))
     dt = _out_dtype("full", dtype, out, default)
+    fill_value = D.fill_value(fill_value, dt)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     if out is None and 0 in shape and not _numpy_holds(shape, dt):

@@ -482,6 +482,7 @@ def pad_to(F, self, shape):
 
 def masked_fill(F, self, mask, value):
     # ops.yaml: masked_fill
+    F.check_fill(value, self.dtype)
     out = F._masked_fill(self, mask, value.detach() if F.is_tensor(value) else value)
     if F.is_tensor(value) and value.requires_grad:
         return F.where(mask, value.to(out.dtype), out)
