@@ -170,8 +170,10 @@ def _checks(op):
     """The wrapper's lines for ops.yaml `checks`: PyTorch's refusals by argument value, before the call."""
     fields = ", ".join(f"{n}={n}" for n in op.signature.names)    # a message with {self.dtype.short} and the like
     policy = dict(op.autocast) if isinstance(op.autocast, tuple) else {}
-    promoted = tuple(d for d, p in policy.items() if p == "promote")
-    # where autocast promotes the op's args, PyTorch's checks see them promoted: mixed dtypes then pass
+    if isinstance(op.autocast, str) and op.autocast in ("promote", "lower"):
+        policy = {"cpu": op.autocast, "cuda": op.autocast}
+    promoted = tuple(d for d, p in policy.items() if p in ("promote", "lower"))
+    # where autocast casts the op's args to one dtype, PyTorch's checks see them cast: mixed dtypes then pass
     args = "".join(f"{n}, " for n in op.signature.names)
     guard = f"not _rt.autocast_promotes({promoted!r}, ({args})) and " if promoted else ""
     return [f"    if {guard}{cond}:\n        raise {cls}({msg!r}" + (f".format({fields}))" if "{" in msg else ")")

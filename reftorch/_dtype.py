@@ -31,6 +31,11 @@ class dtype:
         self.host = self.np               # the NumPy dtype values are made in (complex32's: complex64)
 
     @property
+    def cpp(self):
+        """The C++ name PyTorch's messages print (c10::complex<float>)."""
+        return CPP_NAMES[self.name]
+
+    @property
     def is_floating_point(self):
         return self.category == 2
 

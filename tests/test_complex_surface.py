@@ -79,3 +79,66 @@ def test_tensor_of_complex_with_real_dtype():
     with raises(TypeError, "'complex' object cannot be interpreted as an integer"):
         rt.tensor([1j], dtype=rt.int64)
     assert rt.tensor([1j, 0j], dtype=rt.bool).tolist() == [True, False]
+
+
+# ---------------------------------------------------------------- products refuse mixed dtypes (no promotion)
+
+def _m(dtype, *shape):
+    return rt.ones(shape or (2, 2), dtype=dtype)
+
+
+def test_matmul_family_refuses_mixed_dtypes():
+    c, f, d = rt.complex64, rt.float32, rt.complex128
+    cases = [
+        (lambda: rt.mm(_m(c), _m(f)), "expected m1 and m2 to have the same dtype, but got: c10::complex<float> != float"),
+        (lambda: rt.mm(_m(c), _m(d)), "expected m1 and m2 to have the same dtype, but got: c10::complex<float> != "
+                                      "c10::complex<double>"),
+        (lambda: _m(f) @ _m(c), "expected m1 and m2 to have the same dtype, but got: float != c10::complex<float>"),
+        (lambda: rt.matmul(_m(f), _m(rt.float64)), "expected m1 and m2 to have the same dtype, but got: float != double"),
+        (lambda: rt.matmul(_m(rt.int64), _m(f)), "expected m1 and m2 to have the same dtype, but got: long int != float"),
+        (lambda: rt.matmul(_m(c, 2, 2, 2), _m(f, 2, 2)), "expected m1 and m2 to have the same dtype, but got: "
+                                                         "c10::complex<float> != float"),
+        (lambda: rt.matmul(_m(c, 2), _m(f, 2, 2)), "expected m1 and m2 to have the same dtype, but got: "
+                                                   "c10::complex<float> != float"),
+        (lambda: rt.bmm(_m(c, 1, 2, 2), _m(f, 1, 2, 2)), "expected scalar type ComplexFloat but found Float"),
+        (lambda: rt.matmul(_m(c, 2), _m(f, 2, 2, 2)), "expected scalar type ComplexFloat but found Float"),
+        (lambda: rt.mv(_m(c), _m(f, 2)), "addmv input tensors must have the same dtype, but got Float, ComplexFloat, "
+                                         "and Float"),
+        (lambda: rt.matmul(_m(c, 2, 2, 2), _m(d, 2)), "addmv input tensors must have the same dtype, but got "
+                                                      "ComplexDouble, ComplexFloat, and ComplexDouble"),
+        (lambda: rt.matmul(_m(c, 2), _m(f, 2)), "dot : expected both vectors to have same dtype, but found "
+                                                "ComplexFloat and Float"),
+        (lambda: rt.addmm(_m(c), _m(f), _m(c)), "mat1 and mat2 must have the same dtype, but got Float and "
+                                                "ComplexFloat"),
+        (lambda: rt.addmm(_m(f), _m(c), _m(c)), "self and mat2 must have the same dtype, but got Float and "
+                                                "ComplexFloat"),
+        (lambda: rt.addbmm(_m(c), _m(f, 1, 2, 2), _m(c, 1, 2, 2)), "mat1 and mat2 must have the same dtype, but got "
+                                                                   "Float and ComplexFloat"),
+        (lambda: rt.baddbmm(_m(c, 1, 2, 2), _m(f, 1, 2, 2), _m(c, 1, 2, 2)),
+         "Input dtypes must be the same, got: input c10::complex<float>, batch1: float, batch2: c10::complex<float>"),
+        (lambda: rt.baddbmm(_m(f, 1, 2, 2), _m(f, 1, 2, 2), _m(c, 1, 2, 2)),
+         "expected scalar type Float but found ComplexFloat"),
+        (lambda: rt.addmv(_m(c, 2), _m(f), _m(c, 2)), "addmv input tensors must have the same dtype, but got "
+                                                      "ComplexFloat, Float, and ComplexFloat"),
+        (lambda: rt.nn.functional.linear(_m(c), _m(f)), "expected m1 and m2 to have the same dtype, but got: "
+                                                        "c10::complex<float> != float"),
+        (lambda: rt.nn.functional.linear(_m(f, 3, 2, 2), _m(f), _m(rt.float64, 2)),
+         "self and mat2 must have the same dtype, but got Double and Float"),
+    ]
+    for thunk, msg in cases:
+        with raises(RuntimeError, msg):
+            thunk()
+    assert rt.outer(_m(c, 2), _m(f, 2)).dtype is c      # outer promotes, as torch
+
+
+def test_lerp_refuses_mixed_dtypes():
+    c, f = rt.complex64, rt.float32
+    with raises(RuntimeError, "expected dtype c10::complex<float> for `end` but got dtype float"):
+        rt.lerp(_m(c, 2), _m(f, 2), 0.5)
+    with raises(RuntimeError, "expected dtype float for `end` but got dtype double"):
+        rt.lerp(_m(f, 2), rt.tensor(1.0, dtype=rt.float64), 0.5)
+    with raises(RuntimeError, "expected dtype float for `weight` but got dtype c10::complex<float>"):
+        rt.lerp(_m(f, 2), _m(f, 2), _m(c, 2))
+    with raises(RuntimeError, "expected dtype c10::complex<float> for `end` but got dtype c10::complex<double>"):
+        _m(c, 2).lerp_(_m(rt.complex128, 2), 0.5)
+    assert rt.lerp(_m(f, 2), _m(f, 2), rt.tensor(0.5, dtype=rt.float64)).dtype is f    # a 0-d weight: any dtype

@@ -1505,6 +1505,14 @@ def matmul(self, other, *, out=None):
     """Matrix product with NumPy's rules for 1-D and batched operands (BLAS through numpy.matmul).
 
     ops.yaml: matmul"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and self.ndim == 1 and other.ndim == 1:
+        raise RuntimeError('dot : expected both vectors to have same dtype, but found {self.dtype.short} and {other.dtype.short}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and other.ndim == 1:
+        raise RuntimeError('addmv input tensors must have the same dtype, but got {other.dtype.short}, {self.dtype.short}, and {other.dtype.short}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and other.ndim == 2:
+        raise RuntimeError('expected m1 and m2 to have the same dtype, but got: {self.dtype.cpp} != {other.dtype.cpp}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype:
+        raise RuntimeError('expected scalar type {self.dtype.short} but found {other.dtype.short}'.format(self=self, other=other))
     if out is not None:
         return _rt.call_out('matmul', out, matmul, self, other)
     return _rt.call('matmul', (self, other, ), ())
@@ -2357,6 +2365,8 @@ def mm(self, mat2, *, out=None):
     """Matrix product of two matrices.
 
     ops.yaml: mm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat2, )) and getattr(self, 'ndim', 0) >= 1 and getattr(mat2, 'ndim', 0) >= 1 and self.dtype != mat2.dtype:
+        raise RuntimeError('expected m1 and m2 to have the same dtype, but got: {self.dtype.cpp} != {mat2.dtype.cpp}'.format(self=self, mat2=mat2))
     if out is not None:
         return _rt.call_out('mm', out, mm, self, mat2)
     return _rt.call('mm', (self, mat2, ), ())
@@ -2366,6 +2376,8 @@ def bmm(self, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors.
 
     ops.yaml: bmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat2, )) and getattr(self, 'ndim', 0) >= 1 and getattr(mat2, 'ndim', 0) >= 1 and self.dtype != mat2.dtype:
+        raise RuntimeError('expected scalar type {self.dtype.short} but found {mat2.dtype.short}'.format(self=self, mat2=mat2))
     if out is not None:
         return _rt.call_out('bmm', out, bmm, self, mat2)
     return _rt.call('bmm', (self, mat2, ), ())
@@ -2375,6 +2387,8 @@ def mv(self, vec, *, out=None):
     """Matrix-vector product.
 
     ops.yaml: mv"""
+    if not _rt.autocast_promotes(('cuda',), (self, vec, )) and getattr(self, 'ndim', 0) >= 1 and getattr(vec, 'ndim', 0) >= 1 and self.dtype != vec.dtype:
+        raise RuntimeError('addmv input tensors must have the same dtype, but got {vec.dtype.short}, {self.dtype.short}, and {vec.dtype.short}'.format(self=self, vec=vec))
     if out is not None:
         return _rt.call_out('mv', out, mv, self, vec)
     return _rt.call('mv', (self, vec, ), ())
@@ -2416,6 +2430,10 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * (mat1 @ mat2); with beta=0 self is ignored (NaN in it does not propagate).
 
     ops.yaml: addmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != mat2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and mat1.dtype != mat2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {mat1.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('addmm', out, addmm, self, mat1, mat2, beta=beta, alpha=alpha)
     return _rt.named_composite('addmm#AddmmBackward0', 'addmm', self, mat1, mat2, beta=beta, alpha=alpha)
@@ -2423,6 +2441,10 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     """In-place addmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != mat2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and mat1.dtype != mat2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {mat1.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
@@ -2430,6 +2452,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
     ops.yaml: baddbmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch1.dtype:
+        raise RuntimeError('Input dtypes must be the same, got: input {self.dtype.cpp}, batch1: {batch1.dtype.cpp}, batch2: {batch2.dtype.cpp}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.named_composite('baddbmm#BaddbmmBackward0', 'baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
@@ -2437,6 +2461,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place baddbmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch1.dtype:
+        raise RuntimeError('Input dtypes must be the same, got: input {self.dtype.cpp}, batch1: {batch1.dtype.cpp}, batch2: {batch2.dtype.cpp}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -3824,6 +3850,10 @@ def lerp(self, end, weight, *, out=None):
     """self + weight * (end - self), weight a tensor or a number (evaluated from end when weight >= 0.5, as PyTorch).
 
     ops.yaml: lerp"""
+    if hasattr(self, 'dtype') and hasattr(end, 'dtype') and self.dtype != end.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
     if out is not None:
         return _rt.call_out('lerp', out, lerp, self, end, weight)
     return _rt.call('lerp', (self, end, weight, ), ())
@@ -3831,6 +3861,10 @@ def lerp(self, end, weight, *, out=None):
 
 def lerp_(self, end, weight):
     """In-place lerp: writes the result into self."""
+    if hasattr(self, 'dtype') and hasattr(end, 'dtype') and self.dtype != end.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
     return _rt.call_inplace('lerp', (self, end, weight, ), ())
 
 
@@ -5942,6 +5976,10 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * the sum over the batch of batch1[i] @ batch2[i]. Not fuzzed (self must broadcast to the product's shape, which no shape rule draws); tests/test_ops_shape_matmul.py covers it.
 
     ops.yaml: addbmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and batch1.dtype != batch2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {batch1.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('addbmm', out, addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.composite('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
@@ -5949,6 +5987,10 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place addbmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and batch1.dtype != batch2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {batch1.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 

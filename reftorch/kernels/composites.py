@@ -1013,7 +1013,7 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
         inner = inner + (UgU - UgU.mH) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mH) / E)
         if UgU.dtype.is_complex:
             inner = inner + I * (1j * F.imag(F.diagonal(UgU, 0, -2, -1)) / S).unsqueeze(-2)
-    gA = F.matmul(F.matmul(U, inner), Vh)
+    gA = F.matmul(F.matmul(U, inner.to(U.dtype)), Vh)
     if m > k and (not bool((gU == 0).all())):
         gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mH, gU))) / S.unsqueeze(-2), Vh)
     if n > k and (not bool((gVh == 0).all())):
