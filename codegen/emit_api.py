@@ -75,6 +75,8 @@ def _spec_literal(op, saves):
         fields["cuda"] = op.cuda
     if op.out:                      # only where set: out= checks other than the kind's (reftorch/_inplace.py)
         fields["out"] = dict(op.out)
+    if not op.complex_grad:         # only where set: autograd refused for complex results (autograd/record.py)
+        fields["complex_grad"] = False
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)

@@ -201,6 +201,8 @@ class Op:
                                  # PyTorch's NotImplementedError; None: that error naming the op
     bits: Optional[str] = None   # view ops: what the view does with a conjugate/negative view's bits (BITS_RULES)
     out: tuple = ()              # ((rule, value), ...): PyTorch's out= checks where they are not the kind's (OUT_RULES)
+    complex_grad: bool = True    # False: autograd through a complex result is refused (PyTorch's ops outside its
+                                 # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
 
     @property
     def tensor_inputs(self):
@@ -305,7 +307,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out")
+             "out", "complex_grad")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -466,10 +468,11 @@ def parse_op(raw, path, registered_names) -> Op:
     chalf = _parse_chalf(e, kind)
     bits = _parse_bits(e, kind)
     out = _parse_out(e)
+    complex_grad = e.pop("complex_grad", bool, default=True)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,

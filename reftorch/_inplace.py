@@ -76,6 +76,8 @@ def _inplace_general(spec, tensors, scalars):
     if any(overlap(self, t) == "partial" for t in ts[1:]):      # TensorIterator's check, before shapes and dtypes
         raise RuntimeError(OVERLAP)
     compute, out_dtype = _result_dtypes(spec, ts)
+    if spec.result == "real" and self.dtype.is_complex:     # (out= takes the real result; in place PyTorch refuses)
+        raise RuntimeError(f"In-place {spec.name} is not supported for complex tensors.")
     if not _can_cast(out_dtype, self.dtype):
         raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
                            f"{self.dtype.short}")

@@ -2237,7 +2237,7 @@ def heaviside(F, self, values):
 def nextafter(F, self, other):
     # ops.yaml: nextafter
     if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
-        raise RuntimeError(f""""nextafter" not implemented for '{self.dtype.short}'""")
+        raise NotImplementedError(f""""nextafter_cpu" not implemented for '{self.dtype.short}'""")
     r = F._nextafter(self, other)
     if r.dtype.itemsize != 2:
         return r
