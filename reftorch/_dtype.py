@@ -232,6 +232,16 @@ def as_dtype(x):
         raise TypeError(f"expected a dtype, got {x!r}") from None
 
 
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules let from_ convert to `to`: never to a lower category (bool < integer <
+    floating < complex); within one category any width goes."""
+    for name, pos, v in (("from_", 1, from_), ("to", 2, to)):
+        if not isinstance(v, dtype):
+            raise TypeError(f"can_cast(): argument '{name}' (position {pos}) must be torch.dtype, not "
+                            f"{type(v).__name__}")
+    return from_.category <= to.category
+
+
 def promote_types(a, b):
     """The smallest dtype both a and b convert to without loss (PyTorch's table)."""
     if a is b:
