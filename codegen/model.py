@@ -859,7 +859,11 @@ def _parse_checks(e, checks, sig):
 # - overlap: any - out may share no memory with an input (assert_no_overlap: gather, cat...); partial - it may
 #   be an input but not overlap one partly (TensorIterator's assert_no_partial_overlap: elementwise and scan
 #   ops, their default); none - no check (reductions, matmul)
-OUT_RULES = {"dtype": ("exact", "input"), "overlap": ("any", "partial", "none")}
+# - dtype: complex / floating - torch.fft's "<fname> expects a complex (floating point) output tensor", fname
+#   the name PyTorch's message gives (fft2 and ifftn say fftn); exact: real - a real input's result must be
+#   out's dtype exactly ("Found dtype X but expected Y": ifft and ihfft of a real input, conjugated into out)
+OUT_RULES = {"dtype": ("exact", "input", "complex", "floating"), "overlap": ("any", "partial", "none"),
+             "exact": ("real",), "fname": None}
 
 
 def _parse_out(e):
@@ -868,8 +872,13 @@ def _parse_out(e):
     for rule, choice in value.items():
         if rule not in OUT_RULES:
             e.fail("out", f"unknown rule {rule!r} (known: {', '.join(OUT_RULES)})")
-        if choice not in OUT_RULES[rule]:
+        if OUT_RULES[rule] is None:
+            if not isinstance(choice, str):
+                e.fail("out", f"{rule}: {choice!r} must be a string")
+        elif choice not in OUT_RULES[rule]:
             e.fail("out", f"{rule}: {choice!r} is none of {', '.join(OUT_RULES[rule])}")
+    if value.get("dtype") in ("complex", "floating") and "fname" not in value:
+        e.fail("out", f"dtype: {value['dtype']} needs fname (the name PyTorch's message gives)")
     return tuple(value.items())
 
 

@@ -85,7 +85,8 @@ class OpSpec:
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
                  "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits",
-                 "out_dtype", "out_overlap", "complex_grad")
+                 "out_dtype", "out_overlap", "out_fname", "out_exact",
+                 "complex_grad")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -125,6 +126,8 @@ class OpSpec:
         # and scans by default
         out = d.get("out", {})
         self.out_dtype = out.get("dtype")
+        self.out_fname = out.get("fname")       # torch.fft's name in its complex/floating out= messages
+        self.out_exact = out.get("exact")       # "real": a real input's result must be out's dtype exactly
         self.out_overlap = out.get("overlap", "partial" if self.kind in ("unary", "binary", "ternary", "scan")
                                    else "none")
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
