@@ -63,7 +63,7 @@ HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_redu
            "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
            "warn_once", "not_implemented", "check_fill",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
-           "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
+           "linalg_check", "linalg_check_norm_dtype", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
            "linalg_check_eig", "linalg_check_lu", "linalg_tolerance", "chain_order_matmul",
            # torch.fft's argument handling (reftorch/_fft_checks.py)

@@ -1244,6 +1244,7 @@ def linalg_cond(F, A, p=None):
 def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     # ops.yaml: linalg_matrix_norm
     F.linalg_check(A, 'linalg.matrix_norm')
+    F.linalg_check_norm_dtype(A, dtype, 'linalg.matrix_norm')
     if dtype is not None:
         A = A.to(dtype)
     if len(dim) != 2:
@@ -1281,6 +1282,7 @@ def linalg_norm(F, A, ord=None, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f'linalg.vector_norm: ord must be a number, got {ord}')
     F.linalg_check(A, 'linalg.vector_norm', min_dims=0, kernel=False)
+    F.linalg_check_norm_dtype(A, dtype, 'linalg.vector_norm')
     if dtype is not None:
         A = A.to(dtype)
     return F.linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim)
