@@ -11,6 +11,7 @@ import numpy as np
 import reftorch._functional as _F
 import reftorch._creation as _creation
 import reftorch._dtype as D
+from .._tensor import Tensor
 
 _NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")
 globals().update({_n: getattr(_F, "fft_" + _n) for _n in _NAMES})
@@ -49,6 +50,10 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
 def _freq(name, count, n, d, out, dtype, device, requires_grad):
     """k / (n d) as PyTorch computes it: `count` integer bins (fftfreq's upper half wrapped to negative) in the
     result dtype times the scale 1 / (n d) taken in double (d = 0 or n = 0 give inf, nan at k = 0)."""
+    if isinstance(n, Tensor) and n.ndim == 0 and not n.dtype.is_floating_point and not n.dtype.is_complex:
+        n = int(n.item())       # (a 0-d tensor stands for a number, as PyTorch's parser takes it)
+    if isinstance(d, Tensor) and d.ndim == 0:
+        d = D.fill_value(d.item(), D.float64)
     for arg, pos, v, kind in (("n", 1, n, int), ("d", 2, d, (int, float))):
         if isinstance(v, bool) or not isinstance(v, kind):
             raise TypeError(f"fft_{name}(): argument '{arg}' (position {pos}) must be "
@@ -80,7 +85,10 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of rfft: [0, 1, ..., n // 2] / (n d) (n // 2 truncated toward zero, as C++)."""
-    return _freq("rfftfreq", int(n / 2) + 1 if isinstance(n, int) else 0, n, d, out, dtype, device, requires_grad)
+    count = int(n / 2) + 1 if isinstance(n, int) and not isinstance(n, bool) else 0     # (a 0-d tensor n: in _freq)
+    if isinstance(n, Tensor) and n.ndim == 0 and not n.dtype.is_floating_point and not n.dtype.is_complex:
+        count = int(int(n.item()) / 2) + 1
+    return _freq("rfftfreq", count, n, d, out, dtype, device, requires_grad)
 
 
 def _shift(input, dim, half):
