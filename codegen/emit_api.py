@@ -77,6 +77,8 @@ def _spec_literal(op, saves):
         fields["out"] = dict(op.out)
     if not op.complex_grad:         # only where set: autograd refused for complex results (autograd/record.py)
         fields["complex_grad"] = False
+    if not op.r2c_grad:             # only where set: a real input's complex gradient raises (autograd/engine.py)
+        fields["r2c_grad"] = False
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)

@@ -203,6 +203,8 @@ class Op:
     out: tuple = ()              # ((rule, value), ...): PyTorch's out= checks where they are not the kind's (OUT_RULES)
     complex_grad: bool = True    # False: autograd through a complex result is refused (PyTorch's ops outside its
                                  # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
+    r2c_grad: bool = True        # False: a real input's complex gradient raises (PyTorch's formula lacks
+                                 # handle_r_to_c: where, logaddexp), where by default its real part is taken
 
     @property
     def tensor_inputs(self):
@@ -307,7 +309,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out", "complex_grad")
+             "out", "complex_grad", "r2c_grad")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -469,10 +471,11 @@ def parse_op(raw, path, registered_names) -> Op:
     bits = _parse_bits(e, kind)
     out = _parse_out(e)
     complex_grad = e.pop("complex_grad", bool, default=True)
+    r2c_grad = e.pop("r2c_grad", bool, default=True)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out, complex_grad)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,

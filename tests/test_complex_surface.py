@@ -221,6 +221,10 @@ def test_fftfreq_edges():
     assert str(rt.fft.rfftfreq(-1)) == "tensor([-0.])"
     assert rt.fft.rfftfreq(-3).tolist() == []
     assert rt.fft.fftfreq(3, 2).tolist() == pytest.approx([0.0, 1 / 6, -1 / 6])
+    assert rt.fft.fftfreq(4, rt.tensor(0.5)).tolist() == [0.0, 0.5, -1.0, -0.5]       # 0-d tensors stand for numbers
+    assert rt.fft.rfftfreq(rt.tensor(4)).tolist() == [0.0, 0.25, 0.5]
+    with raises(RuntimeError, "value cannot be converted to type double without overflow"):
+        rt.fft.fftfreq(4, rt.tensor(1j))
     with raises(RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"):
         rt.fft.fftfreq(-1)
     with raises(RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"):
@@ -390,3 +394,22 @@ def test_sci_mode_printoption():
     finally:
         rt.set_printoptions(profile="default")
     assert str(rt.tensor([1.0, 1e9])) == "tensor([1.0000e+00, 1.0000e+09])"
+
+
+def test_real_input_of_where_and_logaddexp_refuses_a_complex_gradient():
+    msg = ("Expected isFloatingType(grad.scalar_type()) || (input_is_complex == grad_is_complex) to be true, but got "
+           "false.  (Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
+    m = rt.tensor([True, False])
+    for make in (lambda c, f: rt.where(m, c, f), lambda c, f: rt.where(m, f, c), lambda c, f: rt.logaddexp(c, f)):
+        c = rt.tensor([1 + 2j, -3 + 0.5j], requires_grad=True)
+        f = rt.tensor([0.5, 2.0], requires_grad=True)
+        y = make(c, f)          # the forward is taken (complex64), the backward refused
+        assert y.dtype is rt.complex64
+        with raises(RuntimeError, msg):
+            y.abs().sum().backward()
+    c = rt.tensor([1 + 2j, -3 + 0.5j], requires_grad=True)
+    rt.where(m, c, rt.tensor([0.5, 2.0])).abs().sum().backward()      # no gradient wanted for the real input
+    rt.where(m, c, 1.0).abs().sum().backward()
+    f = rt.tensor([0.5, 2.0], requires_grad=True)
+    (rt.tensor([1j, 2j]) * f).abs().sum().backward()                   # mul takes the real part, as torch
+    assert f.grad.dtype is rt.float32
