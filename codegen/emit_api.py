@@ -75,6 +75,10 @@ def _spec_literal(op, saves):
         fields["cuda"] = op.cuda
     if op.out:                      # only where set: out= checks other than the kind's (reftorch/_inplace.py)
         fields["out"] = dict(op.out)
+    if not op.complex_grad:         # only where set: autograd refused for complex results (autograd/record.py)
+        fields["complex_grad"] = False
+    if not op.r2c_grad:             # only where set: a real input's complex gradient raises (autograd/engine.py)
+        fields["r2c_grad"] = False
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)
@@ -170,8 +174,10 @@ def _checks(op):
     """The wrapper's lines for ops.yaml `checks`: PyTorch's refusals by argument value, before the call."""
     fields = ", ".join(f"{n}={n}" for n in op.signature.names)    # a message with {self.dtype.short} and the like
     policy = dict(op.autocast) if isinstance(op.autocast, tuple) else {}
-    promoted = tuple(d for d, p in policy.items() if p == "promote")
-    # where autocast promotes the op's args, PyTorch's checks see them promoted: mixed dtypes then pass
+    if isinstance(op.autocast, str) and op.autocast in ("promote", "lower"):
+        policy = {"cpu": op.autocast, "cuda": op.autocast}
+    promoted = tuple(d for d, p in policy.items() if p in ("promote", "lower"))
+    # where autocast casts the op's args to one dtype, PyTorch's checks see them cast: mixed dtypes then pass
     args = "".join(f"{n}, " for n in op.signature.names)
     guard = f"not _rt.autocast_promotes({promoted!r}, ({args})) and " if promoted else ""
     return [f"    if {guard}{cond}:\n        raise {cls}({msg!r}" + (f".format({fields}))" if "{" in msg else ")")

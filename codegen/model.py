@@ -61,9 +61,9 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
            "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
-           "warn_once", "not_implemented",
+           "warn_once", "not_implemented", "check_fill",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
-           "linalg_check", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
+           "linalg_check", "linalg_check_norm_dtype", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
            "linalg_check_eig", "linalg_check_lu", "linalg_tolerance", "chain_order_matmul",
            # torch.fft's argument handling (reftorch/_fft_checks.py)
@@ -201,6 +201,10 @@ class Op:
                                  # PyTorch's NotImplementedError; None: that error naming the op
     bits: Optional[str] = None   # view ops: what the view does with a conjugate/negative view's bits (BITS_RULES)
     out: tuple = ()              # ((rule, value), ...): PyTorch's out= checks where they are not the kind's (OUT_RULES)
+    complex_grad: bool = True    # False: autograd through a complex result is refused (PyTorch's ops outside its
+                                 # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
+    r2c_grad: bool = True        # False: a real input's complex gradient raises (PyTorch's formula lacks
+                                 # handle_r_to_c: where, logaddexp), where by default its real part is taken
 
     @property
     def tensor_inputs(self):
@@ -305,7 +309,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out")
+             "out", "complex_grad", "r2c_grad")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -466,10 +470,12 @@ def parse_op(raw, path, registered_names) -> Op:
     chalf = _parse_chalf(e, kind)
     bits = _parse_bits(e, kind)
     out = _parse_out(e)
+    complex_grad = e.pop("complex_grad", bool, default=True)
+    r2c_grad = e.pop("r2c_grad", bool, default=True)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
@@ -858,7 +864,11 @@ def _parse_checks(e, checks, sig):
 # - overlap: any - out may share no memory with an input (assert_no_overlap: gather, cat...); partial - it may
 #   be an input but not overlap one partly (TensorIterator's assert_no_partial_overlap: elementwise and scan
 #   ops, their default); none - no check (reductions, matmul)
-OUT_RULES = {"dtype": ("exact", "input"), "overlap": ("any", "partial", "none")}
+# - dtype: complex / floating - torch.fft's "<fname> expects a complex (floating point) output tensor", fname
+#   the name PyTorch's message gives (fft2 and ifftn say fftn); exact: real - a real input's result must be
+#   out's dtype exactly ("Found dtype X but expected Y": ifft and ihfft of a real input, conjugated into out)
+OUT_RULES = {"dtype": ("exact", "input", "complex", "floating"), "overlap": ("any", "partial", "none"),
+             "exact": ("real",), "fname": None}
 
 
 def _parse_out(e):
@@ -867,8 +877,13 @@ def _parse_out(e):
     for rule, choice in value.items():
         if rule not in OUT_RULES:
             e.fail("out", f"unknown rule {rule!r} (known: {', '.join(OUT_RULES)})")
-        if choice not in OUT_RULES[rule]:
+        if OUT_RULES[rule] is None:
+            if not isinstance(choice, str):
+                e.fail("out", f"{rule}: {choice!r} must be a string")
+        elif choice not in OUT_RULES[rule]:
             e.fail("out", f"{rule}: {choice!r} is none of {', '.join(OUT_RULES[rule])}")
+    if value.get("dtype") in ("complex", "floating") and "fname" not in value:
+        e.fail("out", f"dtype: {value['dtype']} needs fname (the name PyTorch's message gives)")
     return tuple(value.items())
 
 

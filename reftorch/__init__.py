@@ -16,7 +16,7 @@ from .kernels import api as _api
 _api._rt = _dispatch            # generated wrappers call into the dispatcher
 
 from ._dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float32, float64,  # noqa: E402
-                     get_default_dtype, set_default_dtype, promote_types)
+                     get_default_dtype, set_default_dtype, promote_types, can_cast)
 from ._dtype import float16, bfloat16, complex64, complex128, uint64  # noqa: E402
 from ._dtype import complex32 as _complex32, note_chalf as _note_chalf  # noqa: E402  (bound when named: __getattr__)
 from ._dtype import result_type as _result_type  # noqa: E402

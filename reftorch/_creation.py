@@ -181,6 +181,11 @@ def _int_range(dt):
 
 def _convert(values, shape, dt):
     """values (a flat list of Python numbers) as an array of dtype dt, with PyTorch's overflow checks."""
+    if dt.category < 3 and any(isinstance(v, complex) for v in values):     # Python's own refusals, as PyTorch's
+        if dt.category == 0:
+            return (np.array(values, dtype=np.complex128) != 0).reshape(shape)
+        raise TypeError("must be real number, not complex" if dt.category == 2 else
+                        "'complex' object cannot be interpreted as an integer")
     if dt.category == 1:
         if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in values):
             raise ValueError("Overflow when unpacking long long")
@@ -469,6 +474,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
         fill_value = fill_value.item()
     default = D.scalar_default(D.scalar_category(fill_value))
     dt = _out_dtype("full", dtype, out, default)
+    fill_value = D.fill_value(fill_value, dt)
     if out is None and _meta_device(device):
         return _on_meta(shape, dt, requires_grad)
     if out is None and 0 in shape and not _numpy_holds(shape, dt):
@@ -601,10 +607,18 @@ _FMA_WIDE = {np.float32: np.float64, np.float64: np.longdouble}
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     steps = check_space_args("logspace", start, end, steps, "float base = 10.0, ")
-    dt = _out_dtype("logspace", dtype, out)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    cplx = isinstance(start, complex) or isinstance(end, complex)
+    dt = _out_dtype("logspace", dtype, out, D.scalar_default(3) if cplx else None)
+    if cplx and not dt.is_complex:
+        raise RuntimeError(f"torch.logspace(): inferred dtype {D.scalar_default(3).cpp} can't be safely cast to "
+                           f"passed dtype {dt.short}")
     _no_bool(dt, "logspace")
     with _alloc.sized((steps,), dt.itemsize):
-        if dt.category < 2:     # integer start and end, PyTorch's two-sided spacing, a C cast of the powers
+        if dt.is_complex:       # base ** (linspace's exponents) as exp(e log(base)) in the dtype, as c10's pow
+            with np.errstate(all="ignore"):
+                arr = np.exp(_linspace_values(start, end, steps, dt) * np.log(dt.np.type(base))).astype(dt.np)
+        elif dt.category < 2:     # integer start and end, PyTorch's two-sided spacing, a C cast of the powers
             exps = _linspace_values(math.trunc(float(start)), math.trunc(float(end)), steps, D.float64)
             arr = np.trunc(np.power(float(base), exps)).astype(np.int64).astype(dt.np)
         else:

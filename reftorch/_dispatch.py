@@ -140,7 +140,13 @@ def call_foreach(name, lists, scalars):
 
 def composite(name, *args, **kwargs):
     """An op defined by other ops (ops.yaml `composite: true`): its generated body over reftorch._functional."""
-    policy = SPECS[name].autocast
+    spec = SPECS[name]
+    if spec.rejects:        # PyTorch's refusals by input dtype (ops.yaml `rejects`), before the body runs
+        spec.check_inputs([a for a in args if isinstance(a, Tensor)])
+    if not spec.complex_grad and grad_mode.state.enabled and \
+            any(isinstance(a, Tensor) and a.dtype.is_complex and a.requires_grad for a in args):
+        raise RuntimeError(f"{name} does not support automatic differentiation for outputs with complex dtype.")
+    policy = spec.autocast
     if _autocast.state.any and policy is not None:
         keep = _autocast.kept(policy, args, kwargs)
         if keep is not None:        # `autocast: keep`: the body's own ops see no autocast (a native kernel)

@@ -31,6 +31,11 @@ class dtype:
         self.host = self.np               # the NumPy dtype values are made in (complex32's: complex64)
 
     @property
+    def cpp(self):
+        """The C++ name PyTorch's messages print (c10::complex<float>)."""
+        return CPP_NAMES[self.name]
+
+    @property
     def is_floating_point(self):
         return self.category == 2
 
@@ -227,6 +232,16 @@ def as_dtype(x):
         raise TypeError(f"expected a dtype, got {x!r}") from None
 
 
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules let from_ convert to `to`: never to a lower category (bool < integer <
+    floating < complex); within one category any width goes."""
+    for name, pos, v in (("from_", 1, from_), ("to", 2, to)):
+        if not isinstance(v, dtype):
+            raise TypeError(f"can_cast(): argument '{name}' (position {pos}) must be torch.dtype, not "
+                            f"{type(v).__name__}")
+    return from_.category <= to.category
+
+
 def promote_types(a, b):
     """The smallest dtype both a and b convert to without loss (PyTorch's table)."""
     if a is b:
@@ -286,7 +301,21 @@ def result_type(dim_dtypes, zero_dim_dtypes=(), scalar_categories=()):
 
 # C++ names PyTorch's checked scalar conversion uses in its overflow message
 _C_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-            "int64": "int64_t"}
+            "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+            "float64": "double"}
+
+
+def fill_value(value, dt):
+    """A Python number written into a tensor of dtype dt (full, fill_, masked_fill, t[i] = v) as PyTorch's
+    checked conversion takes it: a complex one into a real dtype only without an imaginary part (then as its
+    real part; bool takes any, as value != 0), else `value cannot be converted to type float without overflow`."""
+    if not isinstance(value, (complex, np.complexfloating)) or dt.category == 3:
+        return value
+    if dt.category == 0:
+        return value != 0
+    if value.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} without overflow")
+    return value.real
 
 
 def check_scalar_fits(value, dt):

@@ -8,6 +8,7 @@ import warnings
 import reftorch._layout as L
 from ._tensor import Size
 from ._dtype import defaults
+from ._dtype import fill_value
 from ._tensor import Tensor
 import reftorch._cuda_dispatch as _cuda_dispatch
 from ._device import CPU
@@ -74,6 +75,14 @@ def is_floating(t):
 
 def is_tensor(x):
     return isinstance(x, Tensor)
+
+
+def check_fill(value, dt):
+    """A fill value (a number or 0-d tensor) for a tensor of dtype dt, with PyTorch's checked conversion of the
+    Scalar it becomes: a complex one with an imaginary part into a real dtype raises (reftorch/_dtype.py)."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.is_complex:
+        value = value.item()
+    fill_value(value, dt)
 
 
 def device_of(*args):

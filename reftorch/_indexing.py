@@ -261,6 +261,8 @@ def _write(self, index, value, accumulate):
         name = type(value).__name__ if type(value).__module__ == "builtins" else \
             f"{type(value).__module__.split('.')[0]}.{type(value).__name__}"
         raise TypeError(f"can't assign a {name} to a torch.{_type_name(self)}")
+    if not isinstance(value, Tensor):
+        value = D.fill_value(value, self.dtype)
     if _vmap_index is not None and _vmap_index.write(self, index, value, accumulate):
         return
     check_inference_write(self)
@@ -363,4 +365,4 @@ def _type_name(t):
 
 def _type_word(t):
     return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "int16": "Short",
-            "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
+            "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(t.dtype.name, t.dtype.short)

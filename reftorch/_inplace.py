@@ -76,6 +76,8 @@ def _inplace_general(spec, tensors, scalars):
     if any(overlap(self, t) == "partial" for t in ts[1:]):      # TensorIterator's check, before shapes and dtypes
         raise RuntimeError(OVERLAP)
     compute, out_dtype = _result_dtypes(spec, ts)
+    if spec.result == "real" and self.dtype.is_complex:     # (out= takes the real result; in place PyTorch refuses)
+        raise RuntimeError(f"In-place {spec.name} is not supported for complex tensors.")
     if not _can_cast(out_dtype, self.dtype):
         raise RuntimeError(f"result type {out_dtype.short} can't be cast to the desired output type "
                            f"{self.dtype.short}")
@@ -182,6 +184,12 @@ def call_out(name, out, fn, *args, **kwargs):
 def _check_out_dtypes(spec, results, outs, inputs):
     """The out= dtype rule of the op (ops.yaml `out: {dtype:}`; by default TensorIterator's cast rule)."""
     for r, o in zip(results, outs):
+        if spec.out_dtype == "complex" and not o.dtype.is_complex:
+            raise RuntimeError(f"{spec.out_fname} expects a complex output tensor, but got {o.dtype.short}")
+        if spec.out_dtype == "floating" and not o.dtype.is_floating_point:
+            raise RuntimeError(f"{spec.out_fname} expects a floating point output tensor, but got {o.dtype.short}")
+        if spec.out_exact == "real" and inputs and not inputs[0].dtype.is_complex and r.dtype != o.dtype:
+            raise RuntimeError(f"Found dtype {o.dtype.short} but expected {r.dtype.short}")
         if spec.out_dtype == "exact" and r.dtype != o.dtype:
             raise RuntimeError(f"Expected out tensor to have dtype {CPP_NAMES[r.dtype.name]}, but got "
                                f"{CPP_NAMES[o.dtype.name]} instead")

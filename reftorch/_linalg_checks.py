@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LinAlgError", "linalg_check", "linalg_check_eig", "linalg_check_lu", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
+from ._dtype import promote_types
+
+__all__ = ["LinAlgError", "linalg_check", "linalg_check_norm_dtype", "linalg_check_eig", "linalg_check_lu", "linalg_raise", "linalg_same_dtype", "linalg_check_solve",
            "linalg_check_pivot", "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver",
            "linalg_check_householder", "linalg_tolerance", "chain_order_matmul"]
 
@@ -83,6 +85,21 @@ def linalg_raise(info, fn, kind):
     where = f"(Batch element {first}): " if codes.ndim else ""
     message = _INFO_MESSAGES[kind].format(i=int(codes.reshape(-1)[first]))
     raise _INFO_ERRORS.get(kind, LinAlgError)(f"{fn}: {where}{message}")
+
+
+def linalg_check_norm_dtype(A, dtype, fn):
+    """A norm's dtype= as PyTorch's checks it: floating or complex, of A's kind (complex for complex inputs), and
+    not narrower than A's dtype."""
+    if dtype is None:
+        return
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"{fn}: dtype should be floating point or complex, but got {dtype.short}")
+    if dtype.is_complex != A.dtype.is_complex:
+        raise RuntimeError(f"{fn}: dtype should be {'complex' if A.dtype.is_complex else 'real'} for "
+                           f"{'complex' if A.dtype.is_complex else 'real'} inputs, but got {dtype.short}")
+    if promote_types(A.dtype, dtype) is not dtype:
+        raise RuntimeError(f"{fn}: the dtype of the input ({A.dtype.short}) should be convertible without narrowing "
+                           f"to the specified dtype ({dtype.short})")
 
 
 def linalg_same_dtype(A, B, fn):

@@ -292,7 +292,10 @@ def _fill_(self, value):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.dim()} dimensions.")
-        value = value.item()
+        value = value.item()        # (copied as a tensor: a complex one into a real tensor keeps its real part)
+        if isinstance(value, complex) and not self.dtype.is_complex:
+            value = value != 0 if self.dtype is D.bool_ else value.real
+    value = D.fill_value(value, self.dtype)
     if grad_mode.state.enabled and self.requires_grad:
         _assign_with_history(self, F.full(self._shape, value, dtype=self.dtype, device=self.device) * 1.0 + 0 * self)
         return self

@@ -14,12 +14,15 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGEITEMS = 3
 LINEWIDTH = 80
+SCI_MODE = None         # None: chosen per tensor by _Formatter; True / False: forced (set_printoptions(sci_mode=))
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH
-    if profile == "default":
-        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80
+    """PyTorch's print options; as there, sci_mode is set on every call (left out: back to automatic)."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile in _PROFILES:
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
     if precision is not None:
         PRECISION = precision
     if threshold is not None:
@@ -28,41 +31,34 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
         EDGEITEMS = edgeitems
     if linewidth is not None:
         LINEWIDTH = linewidth
+    SCI_MODE = sci_mode
 
 
 class _Formatter:
+    """PyTorch's _tensor_str._Formatter: integer mode, scientific mode and the column width are read off the
+    nonzero finite values only (zeros, inf and nan neither widen the column nor choose the notation)."""
+
     def __init__(self, values, dtype):
         self.floating = dtype.is_floating_point
         self.bool = dtype is D.bool_
-        vals = values[np.isfinite(values)] if self.floating else values
-        self.int_mode = True
-        self.sci = False
-        if self.bool:
-            self.width = max((len(str(bool(v))) for v in values), default=4)
-            return
+        self.int_mode, self.sci, self.width = True, False, 1
         if not self.floating:
-            self.width = max((len(str(int(v))) for v in values), default=1)
+            self.width = max((len(self.format(v)) for v in values), default=1)
             return
-        if vals.size == 0:
-            self.width = max((len(self._fmt_special(v)) for v in values), default=1)
-            self.int_mode = True
+        vals = np.asarray(values, dtype=np.float64).reshape(-1)
+        nz = vals[np.isfinite(vals) & (vals != 0)]
+        if nz.size == 0:
             return
-        absv = np.abs(vals.astype(np.float64))
-        self.int_mode = bool(np.all(vals == np.round(vals)))
-        nonzero = absv[absv != 0]
-        if nonzero.size:
-            mx, mn = nonzero.max(), nonzero.min()
-            if self.int_mode:
-                self.sci = mx > 1e8
-            else:
-                self.sci = mx / mn > 1000 or mx > 1e8 or mn < 1e-4
-        self.width = max(len(self.format(v)) for v in values)
-
-    @staticmethod
-    def _fmt_special(v):
-        if math.isnan(v):
-            return "nan"
-        return "inf" if v > 0 else "-inf"
+        absv = np.abs(nz)
+        mn, mx = absv.min(), absv.max()
+        self.int_mode = bool(np.all(nz == np.ceil(nz)))
+        self.sci = bool(mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4) if SCI_MODE is None else bool(SCI_MODE)
+        if self.sci:
+            self.width = max(1, max(len(f"{v:.{PRECISION}e}") for v in nz.tolist()))
+        elif self.int_mode:
+            self.width = max(1, max(len(f"{v:.0f}") + 1 for v in nz.tolist()))
+        else:
+            self.width = max(1, max(len(f"{v:.{PRECISION}f}") for v in nz.tolist()))
 
     def format(self, v):
         if self.bool:
@@ -70,12 +66,10 @@ class _Formatter:
         if not self.floating:
             return str(int(v))
         v = float(v)
-        if not math.isfinite(v):
-            return self._fmt_special(v)
         if self.sci:
             return f"{v:.{PRECISION}e}"
         if self.int_mode:
-            return f"{v:.0f}."
+            return f"{v:.0f}" + ("" if math.isinf(v) or math.isnan(v) else ".")
         return f"{v:.{PRECISION}f}"
 
     def cell(self, v):
@@ -132,7 +126,7 @@ def _render(arr, fmt, indent, summarize):
     if arr.ndim == 1:
         n = arr.shape[0]
         if summarize and n > 2 * EDGEITEMS:
-            items = [fmt.cell(v) for v in arr[:EDGEITEMS]] + ["..."] + [fmt.cell(v) for v in arr[-EDGEITEMS:]]
+            items = [fmt.cell(v) for v in arr[:EDGEITEMS]] + [" ..."] + [fmt.cell(v) for v in arr[-EDGEITEMS:]]
         else:
             items = [fmt.cell(v) for v in arr]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))

@@ -85,7 +85,8 @@ class OpSpec:
                  "differentiable", "saves", "identity", "accumulate", "backward", "handler", "promote_idx",
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
                  "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits",
-                 "out_dtype", "out_overlap")
+                 "out_dtype", "out_overlap", "out_fname", "out_exact",
+                 "complex_grad")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -116,6 +117,7 @@ class OpSpec:
                             and all(ty == "Tensor" for ty in self.tensor_types)) else None
         self.save_plan = _save_plan(self)
         self.rejects = d.get("rejects", ())
+        self.complex_grad = d.get("complex_grad", True)     # False: no autograd through complex results
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
         self.bits = d.get("bits")      # view ops: their rule for conjugate/negative bits (reftorch/_conj.py)
         self.chalf = d.get("chalf")    # complex32 on cpu (ops.yaml `chalf:`, reftorch/_chalf.py)
@@ -124,6 +126,8 @@ class OpSpec:
         # and scans by default
         out = d.get("out", {})
         self.out_dtype = out.get("dtype")
+        self.out_fname = out.get("fname")       # torch.fft's name in its complex/floating out= messages
+        self.out_exact = out.get("exact")       # "real": a real input's result must be out's dtype exactly
         self.out_overlap = out.get("overlap", "partial" if self.kind in ("unary", "binary", "ternary", "scan")
                                    else "none")
         self.matmul_body = d.get("matmul_body", False)   # array ops whose body is checks + np.matmul(a, b)
@@ -150,7 +154,8 @@ class OpSpec:
             for _, rejected, msg in self.rejects:      # the op's own words for that family, where it has them
                 if rejected == fam:
                     raise _rejection(msg, dtype)
-            raise RuntimeError(f"\"{self.name}\" not implemented for '{dtype.short}'")
+            # PyTorch's dispatch macros raise NotImplementedError (a RuntimeError) for a dtype with no kernel
+            raise NotImplementedError(f"\"{self.name}\" not implemented for '{dtype.short}'")
 
     def kernel(self, suffix):
         k = self._kernel_cache.get(suffix)

@@ -235,6 +235,16 @@ class Tensor:
     def element_size(self):
         return self.dtype.itemsize
 
+    @property
+    def itemsize(self):
+        """Bytes per element (element_size())."""
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        """Bytes of the elements as if contiguous: numel() * element_size(), as PyTorch counts a view's."""
+        return self.numel() * self.dtype.itemsize
+
     def data_ptr(self):
         if self._vmap is not None:
             self._refuse_in_vmap("data")

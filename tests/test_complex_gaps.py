@@ -51,8 +51,9 @@ def test_logical_ops_and_nan_to_num():
     assert torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0).tolist() == [1 + 2j, 1 + 0j, 1j, 2 + 0j, -2j, 0j,
                                                                               3 + 0j]
     a = torch.tensor([complex(nan, 1), 2 + 1j], requires_grad=True)
-    torch.nan_to_num(a).real.sum().backward()
-    assert a.grad.tolist() == [0j, 1 + 0j]            # passed where the element is finite (both parts)
+    with pytest.raises(RuntimeError, match="nan_to_num does not support automatic differentiation for outputs "
+                                           "with complex dtype."):     # torch 2.13 refuses it
+        torch.nan_to_num(a)
     h = torch.tensor([1j], dtype=torch.chalf)
     with pytest.raises(NotImplementedError, match="\"logical_not_cpu\" not implemented for 'ComplexHalf'"):
         torch.logical_not(h)

@@ -173,7 +173,9 @@ def check_inplace(op, s, out):
         assert np.array_equal(r._array(), out._array(), equal_nan=True), f"{op.name}_ changed values"
         return
     castable = out.dtype.category <= target.dtype.category
-    if tuple(out._shape) != tuple(target._shape) or not castable:
+    # a real result written in place into complex self (abs_): PyTorch refuses "In-place abs is not supported ..."
+    real_into_complex = op.result == "real" and target.dtype.is_complex
+    if tuple(out._shape) != tuple(target._shape) or not castable or real_into_complex:
         with pytest.raises(RuntimeError):
             fn(**kwargs)
         return

@@ -21,7 +21,7 @@ import reftorch._layout as L
 from .._tensor import Tensor
 import reftorch.autograd.anomaly_mode as anomaly_mode
 import reftorch.autograd.grad_mode as grad_mode
-from .graph import AccumulateGrad, gradient_edge
+from .graph import NO_R2C_GRAD, AccumulateGrad, gradient_edge
 from .._sum_to import sum_to
 
 
@@ -289,6 +289,10 @@ def _conform(g, meta, node, index):
         g = sum_to(g, shape)
     if dtype is not None and g.dtype is not dtype:
         if g.dtype.is_complex and not dtype.is_complex:    # a real input of a complex op: the real part
+            if getattr(node, "op", None) in NO_R2C_GRAD:
+                raise RuntimeError("Expected isFloatingType(grad.scalar_type()) || (input_is_complex == "
+                                   "grad_is_complex) to be true, but got false.  (Could this error message be "
+                                   "improved?  If so, please report an enhancement request to PyTorch.)")
             g = g.real
         g = g.to(dtype)
     return g

@@ -392,6 +392,8 @@ def bind_functional(module):
 # PyTorch's node names where they differ from the op's (ops.yaml `grad_fn:`)
 _NODE_NAMES = {name: spec["grad_fn"] for name, spec in SPECS.items() if "grad_fn" in spec}
 _SAVE_USERS = _derivatives.SAVE_USERS     # saved tensor -> the arguments whose formulas read it
+# ops whose formulas give a real input a complex gradient PyTorch refuses (ops.yaml r2c_grad: false)
+NO_R2C_GRAD = frozenset(name for name, spec in SPECS.items() if spec.get("r2c_grad") is False)
 # a composite's result nodes are renamed "op#Name" (reftorch/_dispatch.py named_composite): they read Name
 _NODE_NAMES.update({key: key.partition("#")[2] for key in (
     f"{name}#{n}" for name, spec in SPECS.items() if spec["kind"] == "composite" and "grad_fn" in spec

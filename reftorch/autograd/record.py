@@ -64,6 +64,8 @@ def record(spec, inputs, scalars, outputs, inplace=False):
             edges.append(NO_EDGE)
     if not live:
         return
+    if not spec.complex_grad and any(isinstance(o, Tensor) and o.dtype.is_complex for o in outputs):
+        raise RuntimeError(f"{spec.name} does not support automatic differentiation for outputs with complex dtype.")
     list_arity = None
     if spec.save_plan is not None and not inplace and len(scalars) == len(spec.scalar_names) \
             and len(ins) == len(spec.tensor_args):

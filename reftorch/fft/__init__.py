@@ -11,6 +11,7 @@ import numpy as np
 import reftorch._functional as _F
 import reftorch._creation as _creation
 import reftorch._dtype as D
+from .._tensor import Tensor
 
 _NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")
 globals().update({_n: getattr(_F, "fft_" + _n) for _n in _NAMES})
@@ -46,10 +47,30 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _F.fft_ihfftn(input, s, dim, norm, out=out)
 
 
-def _freq(name, values, n, d, out, dtype, layout, device, requires_grad):
-    """k / (n d) as PyTorch computes it: the integer bins in the result dtype times the scale 1 / (n d)."""
+def _freq(name, count, n, d, out, dtype, device, requires_grad):
+    """k / (n d) as PyTorch computes it: `count` integer bins (fftfreq's upper half wrapped to negative) in the
+    result dtype times the scale 1 / (n d) taken in double (d = 0 or n = 0 give inf, nan at k = 0)."""
+    if isinstance(n, Tensor) and n.ndim == 0 and not n.dtype.is_floating_point and not n.dtype.is_complex:
+        n = int(n.item())       # (a 0-d tensor stands for a number, as PyTorch's parser takes it)
+    if isinstance(d, Tensor) and d.ndim == 0:
+        d = D.fill_value(d.item(), D.float64)
+    for arg, pos, v, kind in (("n", 1, n, int), ("d", 2, d, (int, float))):
+        if isinstance(v, bool) or not isinstance(v, kind):
+            raise TypeError(f"fft_{name}(): argument '{arg}' (position {pos}) must be "
+                            f"{'int' if arg == 'n' else 'float'}, not {type(v).__name__}")
     dt = dtype if dtype is not None else (out.dtype if out is not None else D.defaults.float)
-    arr = values.astype(dt.np) * dt.np.type(1.0 / (n * d))
+    if dt.is_complex:       # (PyTorch's arange refuses it first)
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt.short}'")
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    if count < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]")
+    k = np.arange(count, dtype=np.float64)
+    if name == "fftfreq":
+        k[(n + 1) // 2:] -= n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.float64(1.0) / np.float64(n * d)
+        arr = k.astype(dt.np) * dt.np.type(scale)
     t = _creation.tensor(arr, dtype=dt, device=device, requires_grad=requires_grad)
     if out is not None:
         out.resize_(t.shape).copy_(t)
@@ -59,13 +80,15 @@ def _freq(name, values, n, d, out, dtype, layout, device, requires_grad):
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of fft: [0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (n d)."""
-    k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
-    return _freq("fftfreq", k, n, d, out, dtype, layout, device, requires_grad)
+    return _freq("fftfreq", n, n, d, out, dtype, device, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """The sample frequencies of rfft: [0, 1, ..., n // 2] / (n d)."""
-    return _freq("rfftfreq", np.arange(n // 2 + 1), n, d, out, dtype, layout, device, requires_grad)
+    """The sample frequencies of rfft: [0, 1, ..., n // 2] / (n d) (n // 2 truncated toward zero, as C++)."""
+    count = int(n / 2) + 1 if isinstance(n, int) and not isinstance(n, bool) else 0     # (a 0-d tensor n: in _freq)
+    if isinstance(n, Tensor) and n.ndim == 0 and not n.dtype.is_floating_point and not n.dtype.is_complex:
+        count = int(int(n.item()) / 2) + 1
+    return _freq("rfftfreq", count, n, d, out, dtype, device, requires_grad)
 
 
 def _shift(input, dim, half):

@@ -70,7 +70,7 @@ SPECS = {
 
     'gt': {'name': 'gt', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__gt__',), 'aliases': ('greater',), 'ref': 'np.greater', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'NotImplementedError: "gt_cpu" not implemented for \'{dtype}\''),)},
 
-    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'chalf': True},
+    'where': {'name': 'where', 'kind': 'ternary', 'args': (('condition', 'Mask', None, False), ('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('condition',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.where', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'r2c_grad': False, 'chalf': True},
 
     'sum': {'name': 'sum', 'kind': 'reduction', 'args': (('self', 'Tensor', None, False), ('dim', 'dim[]?', 'None', False), ('keepdim', 'bool', 'False', False), ('dtype', 'dtype?', 'None', True)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('dim', 'keepdim', 'self.shape'), 'kernel_args': (), 'identity': '0', 'accumulate': 'wide', 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, dim=None, keepdim=False, dtype=None: np.sum(self, axis=None if dim == () else dim, keepdims=keepdim, dtype=dtype)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': {'dim': 'SumBackward1', 'default': 'SumBackward0'}, 'autocast': {'cuda': 'fp32'}, 'chalf': 'sum_cpu'},
 
@@ -154,7 +154,7 @@ SPECS = {
 
     'gelu_tanh': {'name': 'gelu_tanh', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'GeluBackward0'},
 
-    'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'silu': {'name': 'silu', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x / (1 + np.exp(-x))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'complex_grad': False},
 
     'mish': {'name': 'mish', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: x * np.tanh(np.log1p(np.exp(x)))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -410,7 +410,7 @@ SPECS = {
 
     'bitwise_not': {'name': 'bitwise_not', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__invert__',), 'aliases': (), 'ref': 'np.invert', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'nan_to_num': {'name': 'nan_to_num', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('nan', 'float?', '0.0', False), ('posinf', 'float?', 'None', False), ('neginf', 'float?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'nan_to_num': {'name': 'nan_to_num', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('nan', 'float?', '0.0', False), ('posinf', 'float?', 'None', False), ('neginf', 'float?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'complex_grad': False},
 
     '_nan_to_num': {'name': '_nan_to_num', 'kind': 'unary', 'args': (('self', 'Tensor', None, False), ('nan', 'float', None, False), ('posinf', 'float', None, False), ('neginf', 'float', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('self',), 'kernel_args': ('nan', 'posinf', 'neginf'), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': 'lambda x, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -434,7 +434,7 @@ SPECS = {
 
     'hypot': {'name': 'hypot', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float',), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'np.hypot', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'NotImplementedError: "hypot_cpu" not implemented for \'{dtype}\''),)},
 
-    'logaddexp': {'name': 'logaddexp', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, other: np.logaddexp(self, other) if self.dtype.kind != 'c' else (lambda lo, hi: np.log1p(np.exp(lo - hi)) + hi)(np.where(self.real < other.real, self, other), np.where(self.real < other.real, other, self))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'logaddexp': {'name': 'logaddexp', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('other', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda self, other: np.logaddexp(self, other) if self.dtype.kind != 'c' else (lambda lo, hi: np.log1p(np.exp(lo - hi)) + hi)(np.where(self.real < other.real, self, other), np.where(self.real < other.real, other, self))", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'r2c_grad': False},
 
     'copysign': {'name': 'copysign', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'float', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda a, b: np.copysign(np.asarray(a, np.float64), b)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'NotImplementedError: "copysign_cpu" not implemented for \'{dtype}\''),)},
 
@@ -966,9 +966,9 @@ SPECS = {
 
     'slice_inverse': {'name': 'slice_inverse', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('src', 'Tensor', None, False), ('dim', 'int', '0', False), ('start', 'int?', 'None', False), ('end', 'int?', 'None', False), ('step', 'int', '1', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'deg2rad': {'name': 'deg2rad', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.deg2rad(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'deg2rad': {'name': 'deg2rad', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.deg2rad(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'deg2rad is not supported for complex tensors.'),)},
 
-    'rad2deg': {'name': 'rad2deg', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.rad2deg(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'rad2deg': {'name': 'rad2deg', 'kind': 'composite', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': "lambda x: np.rad2deg(x.astype(np.float32) if x.dtype.kind in 'biu' else x)", 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'rad2deg is not supported for complex tensors.'),)},
 
     'signbit': {'name': 'signbit', 'kind': 'unary', 'args': (('self', 'Tensor', None, False),), 'dtypes': ('bool', 'int', 'float'), 'result': 'bool', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda x: np.signbit(np.asarray(x, np.float64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (('any', 'complex', 'NotImplementedError: signbit is not implemented for complex tensors.'),)},
 
@@ -1128,29 +1128,29 @@ SPECS = {
 
     '_fft_c2r_backward': {'name': '_fft_c2r_backward', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('dims', 'int[]', None, False), ('norm', 'int', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
-    'fft_fft': {'name': 'fft_fft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.fft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_fft': {'name': 'fft_fft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.fft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'fft'}},
 
-    'fft_ifft': {'name': 'fft_ifft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ifft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_ifft': {'name': 'fft_ifft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ifft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'ifft', 'exact': 'real'}},
 
-    'fft_rfft': {'name': 'fft_rfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.rfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_rfft': {'name': 'fft_rfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.rfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'rfft'}},
 
-    'fft_irfft': {'name': 'fft_irfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_irfft': {'name': 'fft_irfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'floating', 'fname': 'irfft'}},
 
-    'fft_hfft': {'name': 'fft_hfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_hfft': {'name': 'fft_hfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'floating', 'fname': 'hfft'}},
 
-    'fft_ihfft': {'name': 'fft_ihfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ihfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_ihfft': {'name': 'fft_ihfft', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('n', 'int?', 'None', False), ('dim', 'int', '-1', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, n=None, dim=-1, norm=None: np.fft.ihfft(self, n, dim, norm)', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'ihfft', 'exact': 'real'}},
 
-    'fft_fftn': {'name': 'fft_fftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.fftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_fftn': {'name': 'fft_fftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.fftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'fftn'}},
 
-    'fft_ifftn': {'name': 'fft_ifftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.ifftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_ifftn': {'name': 'fft_ifftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': 'lambda self, s=None, dim=None, norm=None: np.fft.ifftn(self, s, dim, norm) if self.ndim else self.astype(np.result_type(self.dtype, np.complex64))', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'fftn'}},
 
-    'fft_rfftn': {'name': 'fft_rfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_rfftn': {'name': 'fft_rfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'rfftn'}},
 
-    'fft_irfftn': {'name': 'fft_irfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_irfftn': {'name': 'fft_irfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'floating', 'fname': 'irfftn'}},
 
-    'fft_hfftn': {'name': 'fft_hfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_hfftn': {'name': 'fft_hfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'floating', 'fname': 'hfftn'}},
 
-    'fft_ihfftn': {'name': 'fft_ihfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
+    'fft_ihfftn': {'name': 'fft_ihfftn', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('s', 'int[]?', 'None', False), ('dim', 'int[]?', 'None', False), ('norm', 'str?', 'None', False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': True, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'out': {'dtype': 'complex', 'fname': 'ihfftn'}},
 
     '_linalg_eig': {'name': '_linalg_eig', 'kind': 'array', 'args': (('A', 'Tensor', None, False),), 'dtypes': ('float', 'complex'), 'result': 'same', 'outputs': 2, 'differentiable': True, 'has_backward': True, 'saves': ('results',), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'blas': True},
 
@@ -1505,6 +1505,14 @@ def matmul(self, other, *, out=None):
     """Matrix product with NumPy's rules for 1-D and batched operands (BLAS through numpy.matmul).
 
     ops.yaml: matmul"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and self.ndim == 1 and other.ndim == 1:
+        raise RuntimeError('dot : expected both vectors to have same dtype, but found {self.dtype.short} and {other.dtype.short}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and other.ndim == 1:
+        raise RuntimeError('addmv input tensors must have the same dtype, but got {other.dtype.short}, {self.dtype.short}, and {other.dtype.short}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype and other.ndim == 2:
+        raise RuntimeError('expected m1 and m2 to have the same dtype, but got: {self.dtype.cpp} != {other.dtype.cpp}'.format(self=self, other=other))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, other, )) and getattr(self, 'ndim', 0) >= 1 and getattr(other, 'ndim', 0) >= 1 and self.dtype != other.dtype:
+        raise RuntimeError('expected scalar type {self.dtype.short} but found {other.dtype.short}'.format(self=self, other=other))
     if out is not None:
         return _rt.call_out('matmul', out, matmul, self, other)
     return _rt.call('matmul', (self, other, ), ())
@@ -2357,6 +2365,8 @@ def mm(self, mat2, *, out=None):
     """Matrix product of two matrices.
 
     ops.yaml: mm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat2, )) and getattr(self, 'ndim', 0) >= 1 and getattr(mat2, 'ndim', 0) >= 1 and self.dtype != mat2.dtype:
+        raise RuntimeError('expected m1 and m2 to have the same dtype, but got: {self.dtype.cpp} != {mat2.dtype.cpp}'.format(self=self, mat2=mat2))
     if out is not None:
         return _rt.call_out('mm', out, mm, self, mat2)
     return _rt.call('mm', (self, mat2, ), ())
@@ -2366,6 +2376,8 @@ def bmm(self, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors.
 
     ops.yaml: bmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat2, )) and getattr(self, 'ndim', 0) >= 1 and getattr(mat2, 'ndim', 0) >= 1 and self.dtype != mat2.dtype:
+        raise RuntimeError('expected scalar type {self.dtype.short} but found {mat2.dtype.short}'.format(self=self, mat2=mat2))
     if out is not None:
         return _rt.call_out('bmm', out, bmm, self, mat2)
     return _rt.call('bmm', (self, mat2, ), ())
@@ -2375,6 +2387,8 @@ def mv(self, vec, *, out=None):
     """Matrix-vector product.
 
     ops.yaml: mv"""
+    if not _rt.autocast_promotes(('cuda',), (self, vec, )) and getattr(self, 'ndim', 0) >= 1 and getattr(vec, 'ndim', 0) >= 1 and self.dtype != vec.dtype:
+        raise RuntimeError('addmv input tensors must have the same dtype, but got {vec.dtype.short}, {self.dtype.short}, and {vec.dtype.short}'.format(self=self, vec=vec))
     if out is not None:
         return _rt.call_out('mv', out, mv, self, vec)
     return _rt.call('mv', (self, vec, ), ())
@@ -2416,6 +2430,10 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * (mat1 @ mat2); with beta=0 self is ignored (NaN in it does not propagate).
 
     ops.yaml: addmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != mat2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and mat1.dtype != mat2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {mat1.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('addmm', out, addmm, self, mat1, mat2, beta=beta, alpha=alpha)
     return _rt.named_composite('addmm#AddmmBackward0', 'addmm', self, mat1, mat2, beta=beta, alpha=alpha)
@@ -2423,6 +2441,10 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     """In-place addmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != mat2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, mat1, mat2, beta, alpha, )) and mat1.dtype != mat2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {mat1.dtype.short} and {mat2.dtype.short}'.format(self=self, mat1=mat1, mat2=mat2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('addmm', self, mat1, mat2, beta=beta, alpha=alpha)
 
 
@@ -2430,6 +2452,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * bmm(batch1, batch2); with beta=0 self is ignored.
 
     ops.yaml: baddbmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch1.dtype:
+        raise RuntimeError('Input dtypes must be the same, got: input {self.dtype.cpp}, batch1: {batch1.dtype.cpp}, batch2: {batch2.dtype.cpp}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('baddbmm', out, baddbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.named_composite('baddbmm#BaddbmmBackward0', 'baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
@@ -2437,6 +2461,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place baddbmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch1.dtype:
+        raise RuntimeError('Input dtypes must be the same, got: input {self.dtype.cpp}, batch1: {batch1.dtype.cpp}, batch2: {batch2.dtype.cpp}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('baddbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 
@@ -3824,6 +3850,10 @@ def lerp(self, end, weight, *, out=None):
     """self + weight * (end - self), weight a tensor or a number (evaluated from end when weight >= 0.5, as PyTorch).
 
     ops.yaml: lerp"""
+    if hasattr(self, 'dtype') and hasattr(end, 'dtype') and self.dtype != end.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
     if out is not None:
         return _rt.call_out('lerp', out, lerp, self, end, weight)
     return _rt.call('lerp', (self, end, weight, ), ())
@@ -3831,6 +3861,10 @@ def lerp(self, end, weight, *, out=None):
 
 def lerp_(self, end, weight):
     """In-place lerp: writes the result into self."""
+    if hasattr(self, 'dtype') and hasattr(end, 'dtype') and self.dtype != end.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
+        raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
     return _rt.call_inplace('lerp', (self, end, weight, ), ())
 
 
@@ -5942,6 +5976,10 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * the sum over the batch of batch1[i] @ batch2[i]. Not fuzzed (self must broadcast to the product's shape, which no shape rule draws); tests/test_ops_shape_matmul.py covers it.
 
     ops.yaml: addbmm"""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and batch1.dtype != batch2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {batch1.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     if out is not None:
         return _rt.call_out('addbmm', out, addbmm, self, batch1, batch2, beta=beta, alpha=alpha)
     return _rt.composite('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
@@ -5949,6 +5987,10 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     """In-place addbmm: writes the result into self."""
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and hasattr(self, 'dtype') and self.dtype != batch2.dtype:
+        raise RuntimeError('self and mat2 must have the same dtype, but got {self.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
+    if not _rt.autocast_promotes(('cpu', 'cuda'), (self, batch1, batch2, beta, alpha, )) and batch1.dtype != batch2.dtype:
+        raise RuntimeError('mat1 and mat2 must have the same dtype, but got {batch1.dtype.short} and {batch2.dtype.short}'.format(self=self, batch1=batch1, batch2=batch2, beta=beta, alpha=alpha))
     return _rt.composite_inplace('addbmm', self, batch1, batch2, beta=beta, alpha=alpha)
 
 

@@ -546,7 +546,10 @@ def _masked_fill_forward(self, mask, value):
     if np.ndim(value) != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{np.ndim(value)} dimension(s).")
-    return np.where(mask, np.asarray(value).astype(self.dtype), self)
+    value = np.asarray(value)
+    if value.dtype.kind == "c" and self.dtype.kind != "c":     # (a real number by then: masked_fill checked it)
+        value = value != 0 if self.dtype.kind == "b" else value.real
+    return np.where(mask, value.astype(self.dtype), self)
 
 
 def masked_select_forward(self, mask):
@@ -707,6 +710,8 @@ def _index_fill_forward(self, dim, index, value):
     if np.ndim(value) != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{np.ndim(value)} dimension(s).")
+    if np.iscomplexobj(value) and self.dtype.kind != "c":
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
     idx = index.reshape(-1)
     if idx.size and (idx.min() < -x.shape[dim] or idx.max() >= x.shape[dim]):
         raise IndexError(f"index {int(idx.max() if idx.max() >= x.shape[dim] else idx.min())} is out of bounds for "

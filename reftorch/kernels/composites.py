@@ -492,6 +492,7 @@ def pad_to(F, self, shape):
 
 def masked_fill(F, self, mask, value):
     # ops.yaml: masked_fill
+    F.check_fill(value, self.dtype)
     out = F._masked_fill(self, mask, value.detach() if F.is_tensor(value) else value)
     if F.is_tensor(value) and value.requires_grad:
         return F.where(mask, value.to(out.dtype), out)
@@ -1022,7 +1023,7 @@ def _svd_backward(F, gU, gS, gVh, U, S, Vh):
         inner = inner + (UgU - UgU.mH) / E * S.unsqueeze(-2) + S.unsqueeze(-1) * ((VgV - VgV.mH) / E)
         if UgU.dtype.is_complex:
             inner = inner + I * (1j * F.imag(F.diagonal(UgU, 0, -2, -1)) / S).unsqueeze(-2)
-    gA = F.matmul(F.matmul(U, inner), Vh)
+    gA = F.matmul(F.matmul(U, inner.to(U.dtype)), Vh)
     if m > k and (not bool((gU == 0).all())):
         gA = gA + F.matmul((gU - F.matmul(U, F.matmul(U.mH, gU))) / S.unsqueeze(-2), Vh)
     if n > k and (not bool((gVh == 0).all())):
@@ -1253,6 +1254,7 @@ def linalg_cond(F, A, p=None):
 def linalg_matrix_norm(F, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     # ops.yaml: linalg_matrix_norm
     F.linalg_check(A, 'linalg.matrix_norm')
+    F.linalg_check_norm_dtype(A, dtype, 'linalg.matrix_norm')
     if dtype is not None:
         A = A.to(dtype)
     if len(dim) != 2:
@@ -1290,6 +1292,7 @@ def linalg_norm(F, A, ord=None, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f'linalg.vector_norm: ord must be a number, got {ord}')
     F.linalg_check(A, 'linalg.vector_norm', min_dims=0, kernel=False)
+    F.linalg_check_norm_dtype(A, dtype, 'linalg.vector_norm')
     if dtype is not None:
         A = A.to(dtype)
     return F.linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim)
@@ -2246,7 +2249,7 @@ def heaviside(F, self, values):
 def nextafter(F, self, other):
     # ops.yaml: nextafter
     if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
-        raise RuntimeError(f""""nextafter" not implemented for '{self.dtype.short}'""")
+        raise NotImplementedError(f""""nextafter_cpu" not implemented for '{self.dtype.short}'""")
     r = F._nextafter(self, other)
     if r.dtype.itemsize != 2:
         return r

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reftorch._functional as _F
 from .._linalg_checks import LinAlgError  # noqa: F401
+from .._linalg_checks import linalg_check_norm_dtype
 
 _NAMES = ("cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "householder_product",
           "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex",
@@ -21,6 +22,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{x.dtype.short}")
+    linalg_check_norm_dtype(x, dtype, "linalg.vector_norm")
     if dtype is not None:
         x = x.to(dtype)
     return _F.linalg_vector_norm(x, ord, dim, keepdim)

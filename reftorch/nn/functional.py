@@ -309,6 +309,9 @@ def linear(input, weight, bias=None):
     if weight.dim() == 2 and input.device.type == "cpu" and input.dtype == weight.dtype and \
             input.dtype.is_floating_point and (bias is None or bias.dtype == input.dtype):
         return torch._linear(input, weight, bias)      # one op, one node (ops.yaml: _linear)
+    if isinstance(bias, _Tensor) and bias.dtype != weight.dtype:     # PyTorch's addmm(bias, input, weight.T)
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {bias.dtype.short} and "
+                           f"{weight.dtype.short}")
     out = torch.matmul(input, weight.t())
     return out + bias if bias is not None else out
 

@@ -73,15 +73,58 @@ def _overlap_add(frames, n_fft, hop):
     return out.reshape(frames.shape[0], total)
 
 
+def _type_string(t):
+    """A tensor's type as PyTorch's toString prints it: torch.FloatTensor, CPUComplexFloatType (no legacy name)."""
+    if t.dtype.is_complex:
+        return f"{t.device.type.upper() if t.device.type == 'cpu' else t.device.type}{t.dtype.short}Type"
+    return f"torch.{'cuda.' if t.device.type == 'cuda' else ''}{t.dtype.short}Tensor"
+
+
+def _istft_repr(input, n_fft, hop, win, window, center, normalized, onesided, length, return_complex):
+    """The call as PyTorch's istft names it in its errors (its REPR macro)."""
+    w = f"{_type_string(window)}{{{list(window.shape)}}}".replace(" ", "") if window is not None else "None"
+    w = w.replace(",", ", ")
+    opt = (lambda v: "None" if v is None else str(int(v)))
+    return (f"istft({_type_string(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
+            f"window={w}, center={int(bool(center))}, normalized={int(bool(normalized))}, onesided={opt(onesided)}, "
+            f"length={opt(length)}, return_complex={int(bool(return_complex))}) ")
+
+
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
           onesided=None, length=None, return_complex=False):
     """torch.istft: the inverse of stft by overlap-add, divided by the squared window's envelope."""
-    if not input.dtype.is_complex:
-        raise RuntimeError("istft requires a complex-valued input tensor.")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
+                           "return_complex=True.")
+    where = _istft_repr(input, n_fft, hop, win, window, center, normalized, onesided, length, return_complex)
+    if input.numel() == 0:
+        raise RuntimeError(where + ": input tensor cannot be empty.")
+    if input.ndim not in (2, 3):
+        if input.ndim < 2:      # (PyTorch reads size(-3) of the real view first)
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim - 1}, "
+                             f"{input.ndim}], but got -3)")
+        raise RuntimeError(where + f": expected a tensor with 3 or 4 dimensions, but got {input.ndim + 1}")
+    fft_size = input.shape[-2]
+    one = (fft_size != n_fft) if onesided is None else onesided
+    if one and n_fft // 2 + 1 != fft_size:
+        raise RuntimeError(where + ": expected the frequency dimension (3rd to the last) of the input tensor to "
+                           f"match n_fft / 2 + 1 when onesided=True, but got {fft_size}")
+    if not one and n_fft != fft_size:
+        raise RuntimeError(where + ": expected the frequency dimension (3rd to the last) of the input tensor to "
+                           f"match n_fft when onesided=False, but got {fft_size}")
+    if not 0 < hop <= win:
+        raise RuntimeError(where + ": expected 0 < hop_length <= win_length")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(where + ": expected 0 < win_length <= n_fft")
+    if window is not None and (window.ndim != 1 or window.shape[0] != win):
+        raise RuntimeError(where + ": Invalid window shape. window has to be 1D and length of `win_length`")
+    if return_complex and one:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    if not return_complex and window is not None and window.dtype.is_complex:
+        raise RuntimeError("Complex windows are incompatible with return_complex=False")
     spec = input.unsqueeze(0) if input.ndim == 2 else input
-    one = (spec.shape[-2] != n_fft) if onesided is None else onesided
     norm = "ortho" if normalized else "backward"
     cols = spec.transpose(-1, -2)
     if return_complex:
@@ -102,7 +145,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     end = min(end, y.shape[-1])
     env = env[start:end]
     if bool((env.abs() < 1e-11).any()):
-        raise RuntimeError(f"istft(...): window overlap add min: {float(env.abs().min())}")
+        raise RuntimeError(where + "window overlap add min: 1\n[ CPUBoolType{} ]")
     y = y[:, start:end] / env
     if length is not None and y.shape[-1] < length:
         y = _nnf.pad(y, (0, length - y.shape[-1]))
