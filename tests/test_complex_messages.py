@@ -46,3 +46,16 @@ def test_save_keeps_views_of_one_dtype_as_one_storage_and_refuses_two_dtypes(tmp
     r = torch.load(tmp_path / "y.pt")
     r[0][1] = 9.0
     assert r[2].tolist() == [9.0] and r[1].tolist() == [2.0, 3.0]
+
+
+def test_geqrf_is_recorded_without_a_derivative_as_torch():
+    a = torch.eye(3, requires_grad=True) + 0.1
+    h, tau = torch.geqrf(a)
+    with pytest.raises(NotImplementedError, match="^the derivative for 'geqrf' is not implemented.$"):
+        h.sum().backward()
+    c = torch.eye(3, dtype=torch.cfloat).requires_grad_()
+    with pytest.raises(RuntimeError, match="^geqrf does not support automatic differentiation for outputs with complex "
+                                           "dtype.$"):
+        torch.geqrf(c)
+    with torch.no_grad():
+        assert torch.geqrf(c)[0].dtype is torch.cfloat
