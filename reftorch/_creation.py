@@ -184,8 +184,7 @@ def _convert(values, shape, dt):
     if dt.category < 3 and any(isinstance(v, complex) for v in values):     # Python's own refusals, as PyTorch's
         if dt.category == 0:
             return (np.array(values, dtype=np.complex128) != 0).reshape(shape)
-        raise TypeError("must be real number, not complex" if dt.category == 2 else
-                        "'complex' object cannot be interpreted as an integer")
+        raise TypeError(_SCALAR_ERRORS[D.FAMILIES[dt.category]].format("complex"))
     if dt.category == 1:
         if any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in values):
             raise ValueError("Overflow when unpacking long long")
