@@ -145,10 +145,18 @@ def run_elementwise(spec, ins, scalars, out):
         kind = "blocked"        # an input walks the output's inner dim with a large stride: tile the last two dims
     # geometry travels as int64 arrays, not tuples: Numba then compiles one strided kernel per dtype
     # instead of one per (dtype, ndim), which cuts cold-compile time several-fold
-    args = [np.array(cshape, np.int64), odata, out._offset, np.array(cstrides[0], np.int64)]
-    for t, st in zip(ins, cstrides[1:]):
-        args += [t._storage.data, t._offset, np.array(st, np.int64)]
-    spec.kernel(kind)(*args, *scalars)
+    geo = [np.array(st, np.int64) for st in cstrides]
+    kernel = spec.kernel(kind)
+
+    def run(lo, hi):    # the outermost dim's indices lo..hi (the output's slowest: each chunk writes its own block)
+        args = [np.array((hi - lo,) + cshape[1:], np.int64), odata, out._offset + lo * cstrides[0][0], geo[0]]
+        for t, st, g in zip(ins, cstrides[1:], geo[1:]):
+            args += [t._storage.data, t._offset + lo * st[0], g]
+        kernel(*args, *scalars)
+    if kind == "strided" and _parallel(n) and cshape[0] >= 2 * THREADS:     # broadcasts, transposed operands
+        _in_threads(run, _chunks(cshape[0], 1))
+    else:
+        run(0, cshape[0])
     return out
 
 
