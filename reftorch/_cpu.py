@@ -153,7 +153,7 @@ def run_elementwise(spec, ins, scalars, out):
         for t, st, g in zip(ins, cstrides[1:], geo[1:]):
             args += [t._storage.data, t._offset + lo * st[0], g]
         kernel(*args, *scalars)
-    if kind == "strided" and _parallel(n) and cshape[0] >= 2 * THREADS:     # broadcasts, transposed operands
+    if _parallel(n) and cshape[0] >= 2 * THREADS:     # broadcasts, transposed operands (blocked: rows of tiles)
         _in_threads(run, _chunks(cshape[0], 1))
     else:
         run(0, cshape[0])

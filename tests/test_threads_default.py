@@ -60,14 +60,15 @@ def test_a_library_loaded_later_follows_set_num_threads(monkeypatch):
 
 
 def test_strided_elementwise_in_threads_matches_serial(monkeypatch):
-    """Broadcast and transposed operands run the strided kernel over chunks of the outermost dim (in the output's
-    memory order) on the pool's threads: the same values as one thread, every element written once."""
+    """Broadcast and transposed operands run the strided (or blocked) kernel over chunks of the outermost dim (in
+    the output's memory order) on the pool's threads: the same values as one thread, every element written once."""
     rng = np.random.default_rng(1)      # above BLOCK_MIN elements: the general runner's sizes
     a, b = rng.random((300, 257), np.float32), rng.random(257, np.float32)
-    c, e = rng.random((260, 270)), rng.random((600, 400), np.float32)
-    ta, tb, tc, te = (reftorch.from_numpy(x) for x in (a, b, c, e))
+    c, e, g = rng.random((260, 270)), rng.random((600, 400), np.float32), rng.random((300, 300))
+    ta, tb, tc, te, tg = (reftorch.from_numpy(x) for x in (a, b, c, e, g))
     cases = [lambda: ta + tb, lambda: tc.T + tc.T, lambda: tc.T * 2 + tc.T, lambda: reftorch.where(ta > 0.5, ta, tb),
-             lambda: te[:, ::2].exp(), lambda: ta.unsqueeze(0).expand(8, 300, 257) - tb]
+             lambda: te[:, ::2].exp(), lambda: ta.unsqueeze(0).expand(8, 300, 257) - tb,
+             lambda: tg.T + tg]       # (the blocked kernel: an operand walks the output's rows down its columns)
     monkeypatch.setattr(_dispatch, "THREADS", 3)
     monkeypatch.setattr(_dispatch, "_parallel", lambda n: True)
     chunks = []
@@ -80,7 +81,7 @@ def test_strided_elementwise_in_threads_matches_serial(monkeypatch):
     monkeypatch.setattr(_dispatch, "_parallel", lambda n: False)
     one = [f().numpy() for f in cases]
     want = [a + b, c.T + c.T, c.T * 2 + c.T, np.where(a > 0.5, a, b), np.exp(e[:, ::2]),
-            np.broadcast_to(a, (8, 300, 257)) - b]
+            np.broadcast_to(a, (8, 300, 257)) - b, g.T + g]
     for p, o, w in zip(par, one, want):
         assert np.array_equal(p, o)
         np.testing.assert_allclose(p, w, rtol=1e-6)
