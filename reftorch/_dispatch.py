@@ -33,7 +33,7 @@ from ._spec import SPECS, PROMOTED  # noqa: F401
 from ._tensor import Tensor
 import reftorch.autograd.grad_mode as grad_mode
 from .autograd.graph import OpNode
-from .autograd.record import record
+from .autograd.record import complex_grad_refused, record
 import reftorch.kernels.api as _api
 import reftorch.kernels.composites as _composites
 
@@ -145,7 +145,7 @@ def composite(name, *args, **kwargs):
         spec.check_inputs([a for a in args if isinstance(a, Tensor)])
     if not spec.complex_grad and grad_mode.state.enabled and \
             any(isinstance(a, Tensor) and a.dtype.is_complex and a.requires_grad for a in args):
-        raise RuntimeError(f"{name} does not support automatic differentiation for outputs with complex dtype.")
+        raise complex_grad_refused(name)
     policy = spec.autocast
     if _autocast.state.any and policy is not None:
         keep = _autocast.kept(policy, args, kwargs)

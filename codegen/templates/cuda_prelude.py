@@ -261,21 +261,7 @@ def tpow(a, b):
     # prelude.py's, less its complex branch (PyTorch's exact small exponents and cpow): numba.cuda would type that
     # branch for real arguments too and make every real power complex. Complex numbers take numba.cuda's power.
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
-        base = np.int64(a)
-        e = np.int64(b)
-        r = np.int64(1)
-        if e < 0:
-            if base == 1:
-                return r
-            if base == -1:
-                return -r if e % 2 != 0 else r
-            return r - r
-        while e > 0:
-            if e & 1:
-                r = r * base
-            base = base * base
-            e = e >> 1
-        return r
+        return ipow(a, b)
     if b == 2:
         return a * a
     return a ** b

@@ -38,6 +38,12 @@ def number_tensor(v):
     return t
 
 
+def complex_grad_refused(name):
+    """PyTorch's error for autograd through complex results of an op outside its complex list (ops.yaml
+    `complex_grad: false`): raised when the op is recorded, or for a composite when it is called."""
+    return RuntimeError(f"{name} does not support automatic differentiation for outputs with complex dtype.")
+
+
 def record(spec, inputs, scalars, outputs, inplace=False):
     """Attach a node to the outputs when some differentiable input requires grad. inputs: the op's tensor
     arguments in order (Tensors, Python numbers, or None for an absent optional). With inplace=True outputs[0]
@@ -65,7 +71,7 @@ def record(spec, inputs, scalars, outputs, inplace=False):
     if not live:
         return
     if not spec.complex_grad and any(isinstance(o, Tensor) and o.dtype.is_complex for o in outputs):
-        raise RuntimeError(f"{spec.name} does not support automatic differentiation for outputs with complex dtype.")
+        raise complex_grad_refused(spec.name)
     list_arity = None
     if spec.save_plan is not None and not inplace and len(scalars) == len(spec.scalar_names) \
             and len(ins) == len(spec.tensor_args):

@@ -234,25 +234,31 @@ def cfmod(a, b):
 
 
 @njit(inline="always")
+def ipow(a, b):
+    # an integer power by repeated squaring, wrapping like C; a negative exponent gives 0 except for the bases
+    # 1 and -1 (PyTorch's powi). The CUDA kernels' tpow (templates/cuda_prelude.py) calls it too.
+    base = np.int64(a)
+    e = np.int64(b)
+    r = np.int64(1)
+    if e < 0:
+        if base == 1:
+            return r
+        if base == -1:
+            return -r if e % 2 != 0 else r
+        return r - r
+    while e > 0:
+        if e & 1:
+            r = r * base
+        base = base * base
+        e = e >> 1
+    return r
+
+
+@njit(inline="always")
 def tpow(a, b):
-    # torch.pow: integers by repeated squaring, wrapping like C; a negative exponent gives 0 except for the
-    # bases 1 and -1 (PyTorch's powi). Floats through libm's pow (squares as a product).
+    # torch.pow: integers through ipow; floats through libm's pow (squares as a product).
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
-        base = np.int64(a)
-        e = np.int64(b)
-        r = np.int64(1)
-        if e < 0:
-            if base == 1:
-                return r
-            if base == -1:
-                return -r if e % 2 != 0 else r
-            return r - r
-        while e > 0:
-            if e & 1:
-                r = r * base
-            base = base * base
-            e = e >> 1
-        return r
+        return ipow(a, b)
     if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
         # as PyTorch's pow of a complex tensor and a real Python number: exact for 0, 1, 2, 3, -1, -2, 0.5 (sqrt) and
         # -0.5 (rsqrt); else glibc's cpow, exp(b log a), which std::pow of c10::complex calls (Numba's complex power

@@ -116,7 +116,7 @@ def _legacy_dtype(name, window_length, dtype):
     if dt.category == 3:
         raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt.short}'")
     if dt.category < 2:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={D.CPP_NAMES[dt.name]}, "
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={dt.cpp}, "
                            "device=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
                            "memory_format=(nullopt))")
     return dt
