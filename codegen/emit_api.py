@@ -320,7 +320,7 @@ def emit_composites(ops):
 def emit_array_ops(ops):
     out = [HEADER, '"""Forward bodies of the array ops of ops.yaml (data movement, sorting, matmul...).\n\n'
            'They run on NumPy arrays (strided views of the tensors\' storage) and return new arrays."""\n',
-           "import math\n\nimport numpy as np\n\nfrom . import lapack\nfrom . import scatter\nfrom . import sorting\n"]
+           "import math\n\nimport numpy as np\n\nfrom . import lapack\nfrom . import rows\nfrom . import scatter\nfrom . import sorting\n"]
     for op in ops:
         if op.kind != "array":
             continue

@@ -29,5 +29,6 @@ def generate(registry_path, text=None):
         "reftorch/kernels/views.py": emit_views.emit_views(ops),
         "reftorch/kernels/sorting.py": HEADER + template("sorting.py"),
         "reftorch/kernels/scatter.py": HEADER + template("scatter.py"),
+        "reftorch/kernels/rows.py": HEADER + template("rows.py"),
         "docs/ops.md": emit_docs.emit(ops),
     }

@@ -83,8 +83,9 @@ ALLOWED_BUILTINS = {"len", "range", "tuple", "list", "int", "float", "bool", "is
 
 # Modules an array op's NumPy body may use besides np and math: the LAPACK routines NumPy lacks
 # (codegen/templates/lapack.py, copied to reftorch/kernels/lapack.py) and the C++ library's sort orders
-# (codegen/templates/sorting.py), scatter-adds in index order (codegen/templates/scatter.py).
-ARRAY_BODY_NAMES = {"lapack", "sorting", "scatter"}
+# (codegen/templates/sorting.py), scatter-adds in index order (codegen/templates/scatter.py), the normalisations'
+# row kernels (codegen/templates/rows.py).
+ARRAY_BODY_NAMES = {"lapack", "sorting", "scatter", "rows"}
 
 
 class RegistryError(ValueError):

@@ -55,3 +55,23 @@ def test_bfloat16_takes_the_op_by_op_path():
     assert out.dtype == torch.bfloat16
     np.testing.assert_allclose(out.float().numpy(), ref(x.float().numpy().astype(np.float64), (8,), None, None, 1e-5),
                                atol=0.05)
+
+
+@pytest.mark.parametrize("case", ["transposed", "offset rows", "one element", "empty batch"])
+def test_row_kernel_layouts_and_hard_rows(case):
+    # the float32/float64 row kernels (codegen/templates/rows.py): a non-contiguous input, rows far from zero
+    # (two passes: no cancellation), rows of one element (exact zeros), and no rows at all
+    rng = np.random.default_rng(3)
+    x = {"transposed": rng.standard_normal((6, 5)).T, "offset rows": 1e4 + rng.standard_normal((4, 33)) * 1e-2,
+         "one element": rng.standard_normal((3, 1)), "empty batch": np.zeros((0, 7))}[case]
+    w, b = rng.standard_normal(x.shape[-1]), rng.standard_normal(x.shape[-1])
+    xt = torch.from_numpy(x).requires_grad_()
+    out = torch.nn.functional.layer_norm(xt, x.shape[-1:], torch.from_numpy(w), torch.from_numpy(b), 1e-5)
+    np.testing.assert_allclose(out.detach().numpy(), ref(x, x.shape[-1:], w, b, 1e-5), rtol=1e-9, atol=1e-9)
+    g = rng.standard_normal(x.shape)
+    out.backward(torch.from_numpy(g))
+    xs = x - x.mean(-1, keepdims=True)
+    rstd = 1 / np.sqrt((xs * xs).mean(-1, keepdims=True) + 1e-5)
+    gw = g * w
+    want = rstd * (gw - gw.mean(-1, keepdims=True) - xs * rstd * (gw * xs * rstd).mean(-1, keepdims=True))
+    np.testing.assert_allclose(xt.grad.numpy(), want, rtol=1e-7, atol=1e-9)

@@ -83,18 +83,20 @@ def index_add(x, dim, index, s):
     outer, inner = math.prod(x.shape[:dim]), math.prod(x.shape[dim + 1:])
     x3 = x.reshape(outer, x.shape[dim], inner)      # x C-contiguous (every caller's), so this is a view
     s3 = s.reshape(outer, index.shape[0], inner)
-    _kernel("_or_slices" if x.dtype == np.bool_ else "_add_slices")(x3, index, s3)
+    loop(_or_slices if x.dtype == np.bool_ else _add_slices)(x3, index, s3)
 
 
-_KERNELS = {}       # loop name -> its Numba dispatcher (Numba's disk cache keeps the compiled code)
+_KERNELS = {}       # Python loop -> its Numba dispatcher (Numba's disk cache keeps the compiled code)
 
 
-def _kernel(name):
-    """The loop's dispatcher, made on first use through reftorch/kernels/_cache.py (which reftorch's cpu kernels
-    have imported by then): importing Numba while reftorch's modules load, as an import at the top here would,
-    costs ~16 MB more resident memory than importing it after them."""
-    d = _KERNELS.get(name)
+def loop(fn, fastmath=False):
+    """The Numba dispatcher of a loop of this module's kind (here, rows.py), made on first use through
+    reftorch/kernels/_cache.py (which reftorch's cpu kernels have imported by then): importing Numba while
+    reftorch's modules load, as an import at the top here would, costs ~16 MB more resident memory than importing
+    it after them. fastmath: Numba's flags for the loop, on its first use."""
+    d = _KERNELS.get(fn)
     if d is None:
         cache = importlib.import_module(__package__ + "._cache")
-        d = _KERNELS[name] = cache.jitted(cache.njit(cache=cache.CACHE, nogil=True)(globals()[name]))
+        d = cache.jitted(cache.njit(cache=cache.CACHE, nogil=True, fastmath=fastmath)(fn))
+        _KERNELS[fn] = _KERNELS[d] = d      # (jitting puts d in the loop's module in fn's place)
     return d

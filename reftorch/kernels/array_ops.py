@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import lapack
+from . import rows
 from . import scatter
 from . import sorting
 
@@ -857,6 +858,8 @@ def _gru_cell_backward_kernel_forward(grad_hy, xg, hg, hx):
 
 def _layer_norm_forward(input, weight, bias, ndim, eps):
     # ops.yaml: _layer_norm
+    if rows.fits(input, ndim):      # float32/float64 rows: one Numba pass per row (codegen/templates/rows.py)
+        return rows.layer_norm(input, weight, bias, ndim, eps)
     # the ufuncs' own reduce over the normalised dims (np.mean adds Python layers: µs per call)
     axes = tuple(range(input.ndim - ndim, input.ndim))
     n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
@@ -871,6 +874,8 @@ def _layer_norm_forward(input, weight, bias, ndim, eps):
 
 def _layer_norm_backward_kernel_forward(grad_output, input, weight, ndim, eps):
     # ops.yaml: _layer_norm_backward_kernel
+    if rows.fits(input, ndim):
+        return rows.layer_norm_backward(grad_output, input, weight, ndim, eps)
     axes = tuple(range(input.ndim - ndim, input.ndim))
     n = max(math.prod(input.shape[input.ndim - ndim:]), 1)
     xc = input - np.add.reduce(input, axis=axes, keepdims=True) / n
