@@ -28,15 +28,24 @@ def _body_calls_blas(op):
     return False
 
 
+def _is_folded_matmul(ret):
+    # `return np.matmul(a.reshape(...), b).reshape(...)`: the same product with a's leading dims folded
+    v = ret.value
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "reshape" and \
+        isinstance(v.func.value, ast.Call) and ast.unparse(v.func.value.func) == "np.matmul"
+
+
 def _body_is_matmul(op):
-    """An array op whose body computes nothing but checks and `return np.matmul(a, b)` of its two Tensor args."""
+    """An array op whose body computes nothing but checks and `return np.matmul(a, b)` of its two Tensor args
+    (or that product folded, under a condition)."""
     if op.kind != "array" or op.body is None:
         return False
     body = ast.parse(textwrap.dedent(op.body)).body
     tensors = [a.name for a in op.signature.tensor_args]
     last = body[-1] if body else None
     returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[])) if isinstance(n, ast.Return)]
-    if not isinstance(last, (ast.Return, ast.Expr)) or len(returns) > 1 or len(tensors) != 2:
+    if not isinstance(last, (ast.Return, ast.Expr)) or len(tensors) != 2 or \
+            not all(_is_folded_matmul(r) for r in returns if r is not last):
         return False
     call = last.value
     return isinstance(call, ast.Call) and ast.unparse(call.func) == "np.matmul" and not call.keywords and \

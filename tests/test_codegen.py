@@ -433,3 +433,24 @@ def test_complex_outputs_with_an_infinite_part_compare_part_by_part():
     assert check_outputs((got,), (want,), 1e-5, 1e-5) is None
     assert check_outputs((np.array([np.inf - 3j, 1 + 1j]),), (want,), 1e-5, 1e-5) is not None
     assert check_outputs((np.array([-np.inf - 20.8j, 1 + 1j]),), (want,), 1e-5, 1e-5) is not None
+
+
+def test_a_matmul_body_is_known_with_its_folded_return_and_not_with_another():
+    # matmul_body (meta geometry without a temporary, compile's planned np.matmul) survives matmul's fold
+    from codegen.emit_api import _body_is_matmul
+    entry = """\
+    - name: prod
+      kind: array
+      signature: (Tensor self, Tensor other)
+      body: |
+        if self.ndim > 2:
+            return np.matmul(self.reshape(-1, self.shape[-1]), other).reshape(self.shape[:-1] + other.shape[-1:])
+        return np.matmul(self, other)
+      dtypes: [float]
+      differentiable: false
+      test: {ref: np.matmul}
+    """
+    (op,) = load("ops.yaml", text=textwrap.dedent(entry))
+    assert _body_is_matmul(op)
+    (other,) = load("ops.yaml", text=textwrap.dedent(entry).replace("np.matmul(self.reshape", "np.dot(self.reshape"))
+    assert not _body_is_matmul(other)

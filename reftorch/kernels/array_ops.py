@@ -39,6 +39,21 @@ def matmul_forward(self, other):
     return np.matmul(self, other)
 
 
+def matmul_checks(self, other):
+    # ops.yaml: matmul, its checks
+    if self.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(f'both arguments to matmul need to be at least 1D, but they are {self.ndim}D and {other.ndim}D')
+    k1, k2 = (self.shape[-1], other.shape[-2 if other.ndim > 1 else -1])
+    if k1 != k2:
+        if self.ndim == 1 and other.ndim == 1:
+            raise RuntimeError(f'inconsistent tensor size, expected tensor [{k1}] and src [{k2}] to have the same number of elements, but got {k1} and {k2} elements respectively')
+        rows = self.size // k1 if self.ndim > 1 and k1 else self.shape[-2] if self.ndim > 1 else 1
+        raise RuntimeError(f'mat1 and mat2 shapes cannot be multiplied ({rows}x{k1} and {k2}x{(other.shape[-1] if other.ndim > 1 else 1)})')
+    if self.ndim > 2 and other.ndim == 2 and (not other.flags.c_contiguous or other.size >= 32768):
+        return np.matmul(self.reshape(math.prod(self.shape[:-1]), k1), other).reshape(self.shape[:-1] + other.shape[-1:])
+    return None
+
+
 def flip_forward(self, dims):
     # ops.yaml: flip
     wrapped = [d % self.ndim if self.ndim else d for d in dims]
