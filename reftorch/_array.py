@@ -34,13 +34,17 @@ except Exception:   # noqa: BLE001 -- another NumPy: np.errstate it is
 
 
 def _new_array_plan(spec):
-    """What array() needs of an op without a Tensor[] argument, worked out once: the positions of its promoted and
-    of its Index tensor arguments, whether it has `dim` arguments, and the dtypes already checked. False for ops
-    with a Tensor[] argument (the general path)."""
+    """What array() needs of an op, worked out once: the positions of its promoted and of its Index tensor
+    arguments (promo None: every tensor, the one Tensor[] argument of cat or einsum), whether it has `dim`
+    arguments, and the dtypes already checked. False for ops with a Tensor[] argument beside other tensors (the
+    general path)."""
     if spec.list_arg is not None:
-        return False
-    promo = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in PROMOTED)
-    index = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in ("Index", "Index?"))
+        if spec.tensor_args != (spec.list_arg,):
+            return False
+        promo, index = None, ()
+    else:
+        promo = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in PROMOTED)
+        index = tuple(i for i, ty in enumerate(spec.tensor_types) if ty in ("Index", "Index?"))
     dims = any(spec.arg_types[n] in ("dim", "dim?", "dim[]?") for n in spec.scalar_names)
     return promo, index, dims, set()
 
@@ -71,7 +75,7 @@ def array(spec, tensors, scalars):
     if plan is None:
         plan = _array_plans[spec] = _new_array_plan(spec)
     dt = None
-    if plan and len(tensors) == len(spec.tensor_types):
+    if plan and (len(tensors) == len(spec.tensor_types) or plan[0] is None):
         # the lean path: every tensor argument a Tensor (or an absent optional), the promoted ones of one dtype
         # that is not 16-bit, so nothing is promoted or cast
         promo, index, dims, checked = plan
@@ -79,7 +83,7 @@ def array(spec, tensors, scalars):
             if t is not None and not isinstance(t, Tensor):
                 break
         else:
-            for i in promo:
+            for i in (range(len(tensors)) if promo is None else promo):
                 t = tensors[i]
                 if t is not None:
                     if t._wrapped or (dt is not None and t.dtype is not dt):
@@ -95,7 +99,7 @@ def array(spec, tensors, scalars):
                             check_index(tensors[i], spec.name)
                     ts = inputs = tensors
                     arrays = [t._array() if t is not None else None for t in tensors]
-                    args = arrays
+                    args = arrays if promo is not None else [arrays]    # (the Tensor[] argument: one list)
                     kw = dict(zip(spec.scalar_names, scalars)) if scalars else {}
                     if dims:
                         _wrap_dim_args(spec, kw, next((t.ndim for t in ts if t is not None), 0))
