@@ -96,7 +96,7 @@ class _Plan:
     cast to, or (wrapping NumPy type, compute dtype) for a Python number), the kernels' entry points, and caches of
     what equal calls repeat (kernel scalars, Python numbers as arrays, strided geometry)."""
     __slots__ = ("spec", "compute", "out", "out_np", "conv", "plain", "numbers", "tensor_pos", "dense", "floats",
-                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo", "fmt")
+                 "bool_guard", "keep_layout", "entries", "ks", "consts", "dense_numbers", "geo", "fmt", "layouts")
 
     def __init__(self, spec, compute, out, conv):
         self.spec, self.compute, self.out, self.out_np, self.conv = spec, compute, out, out.np, conv
@@ -118,6 +118,7 @@ class _Plan:
         self.consts = {}        # Python number -> its 1-element compute-dtype tensor (_const)
         self.dense_numbers = {}     # (Python number, n) -> an array of n copies of it (_dense_number)
         self.geo = {}           # n -> the stride-0 strided kernel's arguments (_numbers_args)
+        self.layouts = {}       # the operands' (shape, strides) -> what _run_general works out of them
 
     def run(self, tensors, scalars):
         """The call: its kernel scalars (kept ones when these scalars were seen before, see _fast_scalars), then
@@ -282,8 +283,33 @@ def _numbers_args(plan, n, flat):
 def _run_general(spec, plan, tensors, sc):
     """Any geometry: arguments cast, shapes broadcast, the result in the memory order of the first input of its
     shape (as PyTorch's TensorIterator); small row-major results take the strided kernel's entry point, the rest
-    _cpu.run_elementwise (blocked for disagreeing stride orders, threaded when large)."""
+    _cpu.run_elementwise (blocked for disagreeing stride orders, threaded when large). What the operands' shapes
+    and strides decide is worked out once per plan (_general_layout)."""
     ins = tensors if plan.plain else _convert(plan, tensors)
+    key = []
+    for t in ins:
+        key.append((t._shape, t._strides))
+    key = tuple(key)
+    g = plan.layouts.get(key)
+    if g is None:
+        g = _general_layout(plan, ins)
+        if len(plan.layouts) > 64:
+            plan.layouts.clear()
+        plan.layouts[key] = g
+    shape, cs, n, layout, geo = g
+    if geo is None:
+        out = empty(shape, plan.out, layout)
+        run_elementwise(spec, ins, sc[0], out)
+        return out
+    out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
+    if n:
+        _run_geometry(spec, plan, ins, sc, out, n, 0, geo)
+    return out
+
+
+def _general_layout(plan, ins):
+    """(shape, row-major strides, n, the result's layout, geo) of operands ins: geo the strided kernel's geometry
+    (_strided_geometry) for a small row-major result, None where _cpu.run_elementwise runs."""
     shape = None
     for t in ins:               # the shape: broadcasting only when the dimensioned operands disagree
         s = t._shape
@@ -297,14 +323,8 @@ def _run_general(spec, plan, tensors, sc):
         shape = ()
     cs, n = _info(shape)
     layout = _result_layout(shape, ins) if plan.keep_layout else None
-    if layout is None and n < _cpu.BLOCK_MIN:
-        out = _make_tensor(Storage(np.empty(n, plan.out_np)), 0, shape, cs, plan.out)
-        if n:
-            _run_strided(spec, plan, ins, sc, out, shape, cs, n, 0, cs)
-    else:
-        out = empty(shape, plan.out, layout)
-        run_elementwise(spec, ins, sc[0], out)
-    return out
+    geo = _strided_geometry(ins, shape, cs, cs) if layout is None and n < _cpu.BLOCK_MIN else None
+    return shape, cs, n, layout, geo
 
 
 def _const(plan, t, c):
@@ -344,10 +364,17 @@ def _convert(plan, tensors):
     return ins
 
 
+_CONTIG = "contig"      # _strided_geometry's answer when every operand walks the shape densely
+
+
 def _run_strided(spec, plan, ins, sc, out, shape, cs, n, o_off, o_st):
     """Run the kernel into out (offset o_off, strides o_st) over inputs broadcast to shape; sc is _fast_scalars'."""
-    ks, ckey, skey = sc
-    odata = out._storage.data
+    _run_geometry(spec, plan, ins, sc, out, n, o_off, _strided_geometry(ins, shape, cs, o_st))
+
+
+def _strided_geometry(ins, shape, cs, o_st):
+    """_CONTIG when the output (strides o_st) and every input walk shape densely, else the strided kernel's int64
+    arrays: the collapsed shape, then the output's and each input's strides (kept in _geometry)."""
     strides = [o_st]
     contig = o_st == cs
     for t in ins:
@@ -357,6 +384,23 @@ def _run_strided(spec, plan, ins, sc, out, shape, cs, n, o_off, o_st):
             contig = False
             strides.append(L.broadcast_strides(t._shape, t._strides, shape))
     if contig:
+        return _CONTIG
+    gkey = (shape, *strides)
+    geo = _geometry.get(gkey)
+    if geo is None:
+        cshape, cstrides = L.collapse(shape, strides)
+        geo = [np.array(cshape, np.int64)] + [np.array(st, np.int64) for st in cstrides]
+        if len(_geometry) > 4096:
+            _geometry.clear()
+        _geometry[gkey] = geo
+    return geo
+
+
+def _run_geometry(spec, plan, ins, sc, out, n, o_off, geo):
+    """The contig kernel (geo _CONTIG) or the strided one over _strided_geometry's arrays, into out from o_off."""
+    ks, ckey, skey = sc
+    odata = out._storage.data
+    if geo is _CONTIG:
         suffix = "contig"
         args = [odata[o_off:o_off + n]]
         if ins[0] is out:       # in place: out passed once (see emit_cpu.inplace_kernel)
@@ -368,14 +412,6 @@ def _run_strided(spec, plan, ins, sc, out, shape, cs, n, o_off, o_st):
         else:
             fn(*args, *ks)
         return
-    gkey = (shape, *strides)
-    geo = _geometry.get(gkey)
-    if geo is None:
-        cshape, cstrides = L.collapse(shape, strides)
-        geo = [np.array(cshape, np.int64)] + [np.array(st, np.int64) for st in cstrides]
-        if len(_geometry) > 4096:
-            _geometry.clear()
-        _geometry[gkey] = geo
     args = [geo[0], odata, o_off, geo[1]]
     for t, g in zip(ins, geo[2:]):
         args += [t._storage.data, t._offset, g]
