@@ -223,6 +223,10 @@ def getitem(self, index):
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
         return F.select(self, 0, index)
+    if type(index) is tuple and _vmap_index is None:
+        out = _basic(self, index)
+        if out is not None:
+            return out
     if _vmap_index is not None:
         out = _vmap_index.read(self, index)
         if out is not None:
@@ -233,6 +237,30 @@ def getitem(self, index):
     if ix.view is self:                                      # x[...], x[:]: a new view of the same data
         return F.expand(self, self._shape)
     return ix.view
+
+
+def _basic(self, index):
+    """self[i, a:b, ...] of Python ints and slices only, at most one per dim (x[:, t], x[:, :n]: the commonest
+    tuples): the views applied as _apply would, without taking the index apart first; None for any other index."""
+    shape = self._shape
+    if len(index) > len(shape):
+        return None
+    for v in index:
+        if v.__class__ is not int and v.__class__ is not slice:
+            return None
+    result, dim = self, 0
+    for real_dim, v in enumerate(index):
+        if v.__class__ is int:
+            size = result._shape[dim]
+            if not -size <= v < size:
+                raise IndexError(f"index {v} is out of bounds for dimension {real_dim} with size {size}")
+            result = F.select(result, dim, v)
+        else:
+            start, stop, step = _slice_bounds(v)
+            if not (start in (None, 0) and (stop is None or stop >= result._shape[dim]) and step == 1):
+                result = F.slice_dim(result, dim, start, stop, step)
+            dim += 1
+    return F.expand(self, shape) if result is self else result
 
 
 # ------------------------------------------------------------------------------ writing

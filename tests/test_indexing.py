@@ -489,3 +489,25 @@ def test_advanced_indexing_second_order():
     y = x[[0, 1, 1], [2, 0, 0]]
     g, = torch.autograd.grad((y ** 2).sum(), x, create_graph=True)
     assert g.tolist() == [[0.0, 0.0, 4.0], [12.0, 0.0, 0.0]]
+
+
+def test_tuples_of_ints_and_slices_index_as_numpy_and_raise_as_torch():
+    # the direct path for x[i, a:b, ...] (reftorch/_indexing.py _basic): values, views, errors, gradients
+    a = np.arange(60.0).reshape(3, 4, 5)
+    x = torch.tensor(a)
+    for key in [(1,), (slice(None), 2), (slice(1, None), -1, slice(None, None, 2)), (slice(None),) * 3, (),
+                (-3, slice(-2, 10), 4), (slice(5, 1),)]:
+        got = x[key]
+        np.testing.assert_array_equal(got.numpy(), a[key])
+        assert got._storage is x._storage and got is not x
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 with size 4"):
+        x[:, 4]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 3"):
+        x[0, 0, 0, 0]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[:, ::-1]
+    w = torch.tensor(a, requires_grad=True)
+    w[:, 1:3, 0].sum().backward()
+    want = np.zeros_like(a)
+    want[:, 1:3, 0] = 1
+    np.testing.assert_array_equal(w.grad.numpy(), want)
