@@ -1,4 +1,5 @@
-"""Row kernels of the normalisations: layer_norm's forward and its input gradient, one row at a time.
+"""Row kernels: layer_norm's forward and its input gradient, one row at a time, and the max and sum over the
+last dim that softmax, log_softmax and attention take of short rows.
 
 The NumPy bodies these replace spent ~50 µs (forward) and ~100 µs (backward) on a GPT block's (256, 64) float32
 activations in a dozen temporaries and keepdims reductions; these passes over each row cost ~10 µs (torch's own:
@@ -6,8 +7,12 @@ activations in a dozen temporaries and keepdims reductions; these passes over ea
 float), so a float32 result is within an ulp or two of its exactly rounded value. 16-bit floats arrive here as
 float32 (the array-op bodies run them through float32, reftorch/_array.py).
 
-Copied verbatim into reftorch/kernels/rows.py by `python -m codegen`; ops.yaml's _layer_norm and
-_layer_norm_backward_kernel bodies call it as `rows.<name>`.
+NumPy's keepdims max/sum over a short last dim runs one short inner loop per row: ~3 ns per element for rows of
+16 float32 (an attention score matrix), where a loop over the rows costs ~0.7 (max, in order, NaN propagating as
+np.maximum's) and ~0.3 (sum, reassociated as the layer_norm sums).
+
+Copied verbatim into reftorch/kernels/rows.py by `python -m codegen`; ops.yaml's array-op bodies call it as
+`rows.<name>`.
 """
 import math
 
@@ -66,6 +71,47 @@ def _backward_rows(go, x, mean, rstd, w, out):
         for j in range(n):
             g = go[r, j] * w[j] if w.shape[0] else go[r, j] * 1.0
             out[r, j] = s * (g - sg - (x[r, j] - m) * s * sgx)
+
+
+def _max_rows(x, out):
+    for r in range(x.shape[0]):
+        m = x[r, 0]
+        for j in range(1, x.shape[1]):
+            v = x[r, j]
+            if v > m or v != v:     # (a NaN, once met, stays: nothing compares greater)
+                m = v
+        out[r] = m
+
+
+def _sum_rows(x, out):
+    zero = np.zeros(1, x.dtype)[0]     # (summed in x's dtype, as NumPy's)
+    for r in range(x.shape[0]):
+        s = zero
+        for j in range(x.shape[1]):
+            s += x[r, j]
+        out[r] = s
+
+
+def amax(x, dim):
+    """np.maximum.reduce(x, axis=dim, keepdims=True)."""
+    return _last_dim(x, dim, _max_rows, None) if _rowwise(x, dim) else np.maximum.reduce(x, axis=dim, keepdims=True)
+
+
+def total(x, dim):
+    """np.add.reduce(x, axis=dim, keepdims=True), the rows' sums reassociated (within rounding of NumPy's)."""
+    return _last_dim(x, dim, _sum_rows, _SUMS) if _rowwise(x, dim) else np.add.reduce(x, axis=dim, keepdims=True)
+
+
+def _rowwise(x, dim):
+    # a reduction over the last dim of x, rows of a dtype of the loops: theirs (else NumPy's own reduce)
+    return x.dtype in _NATIVE and x.ndim and x.size and dim % x.ndim == x.ndim - 1
+
+
+def _last_dim(x, dim, fn, fastmath):
+    x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    out = np.empty(x2.shape[0], x.dtype)
+    loop(fn, fastmath or False)(x2, out)
+    return out.reshape(x.shape[:-1] + (1,))
 
 
 def fits(x, ndim):

@@ -228,9 +228,10 @@ def _softmax_forward(self, dim):
     x = self.reshape(1) if self.ndim == 0 else self
     if x.size == 0:
         return self.copy()
-    # the ufuncs' own reduce (np.max, np.sum add Python layers); the runtime silences NumPy's warnings
-    e = np.exp(x - np.maximum.reduce(x, axis=dim, keepdims=True))
-    e /= np.add.reduce(e, axis=dim, keepdims=True)
+    # rows.amax/total: over the last dim Numba row loops (codegen/templates/rows.py), else the ufuncs' own reduce
+    # (np.max, np.sum add Python layers); the runtime silences NumPy's warnings
+    e = np.exp(x - rows.amax(x, dim))
+    e /= rows.total(e, dim)
     return e.reshape(self.shape)
 
 
@@ -239,9 +240,9 @@ def _log_softmax_forward(self, dim):
     x = self.reshape(1) if self.ndim == 0 else self
     if x.size == 0:
         return self.copy()
-    # the ufuncs' own reduce (np.max, np.sum add Python layers); the runtime silences NumPy's warnings
-    s = x - np.maximum.reduce(x, axis=dim, keepdims=True)
-    s -= np.log(np.add.reduce(np.exp(s), axis=dim, keepdims=True))
+    # rows.amax/total: as _softmax's
+    s = x - rows.amax(x, dim)
+    s -= np.log(rows.total(np.exp(s), dim))
     return s.reshape(()) if self.ndim == 0 else s
 
 
@@ -906,8 +907,8 @@ def _sdpa_forward(query, key, value, is_causal, scale):
     s = np.matmul(query, np.swapaxes(key, -1, -2)) * query.dtype.type(scale)
     if is_causal:       # query i sees keys 0..i (top-left aligned, as PyTorch's)
         s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
-    s = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
-    s /= np.add.reduce(s, axis=-1, keepdims=True)
+    s = np.exp(s - rows.amax(s, -1))
+    s /= rows.total(s, -1)
     return np.matmul(s, value)
 
 
@@ -917,10 +918,10 @@ def _sdpa_backward_kernel_forward(grad_output, query, key, value, is_causal, sca
     s = np.matmul(query, np.swapaxes(key, -1, -2)) * sc
     if is_causal:
         s = np.where(np.tri(s.shape[-2], s.shape[-1], dtype=bool), s, -np.inf)
-    p = np.exp(s - np.maximum.reduce(s, axis=-1, keepdims=True))
-    p /= np.add.reduce(p, axis=-1, keepdims=True)
+    p = np.exp(s - rows.amax(s, -1))
+    p /= rows.total(p, -1)
     dp = np.matmul(grad_output, np.swapaxes(value, -1, -2))
-    ds = p * (dp - np.add.reduce(dp * p, axis=-1, keepdims=True)) * sc
+    ds = p * (dp - rows.total(dp * p, -1)) * sc
     return np.matmul(ds, key), np.matmul(np.swapaxes(ds, -1, -2), query), np.matmul(np.swapaxes(p, -1, -2), grad_output)
 
 
@@ -928,7 +929,7 @@ def _log_softmax_backward_forward(grad_output, output, dim):
     # ops.yaml: _log_softmax_backward
     if grad_output.ndim == 0:
         return grad_output - np.exp(output) * grad_output
-    return grad_output - np.exp(output) * np.add.reduce(grad_output, axis=dim, keepdims=True)
+    return grad_output - np.exp(output) * rows.total(grad_output, dim)
 
 
 def _linalg_inv_ex_forward(A):
