@@ -469,7 +469,7 @@ def parse_op(raw, path, registered_names) -> Op:
     numbers = _parse_numbers(e, kind, sig)
     chalf = _parse_chalf(e, kind)
     bits = _parse_bits(e, kind)
-    out = _parse_out(e)
+    out = _parse_out(e, sig)
     complex_grad = e.pop("complex_grad", bool, default=True)
     r2c_grad = e.pop("r2c_grad", bool, default=True)
     e.finish()
@@ -867,13 +867,17 @@ def _parse_checks(e, checks, sig):
 # - dtype: complex / floating - torch.fft's "<fname> expects a complex (floating point) output tensor", fname
 #   the name PyTorch's message gives (fft2 and ifftn say fftn); exact: real - a real input's result must be
 #   out's dtype exactly ("Found dtype X but expected Y": ifft and ihfft of a real input, conjugated into out)
-OUT_RULES = {"dtype": ("exact", "input", "complex", "floating"), "overlap": ("any", "partial", "none"),
+OUT_RULES = {"dtype": ("exact", "input", "complex", "floating", "compute"), "overlap": ("any", "partial", "none"),
              "exact": ("real",), "fname": None}
 
 
-def _parse_out(e):
-    """`out: {dtype: exact, overlap: any}`: the op's out= checks where they are not its kind's default."""
+def _parse_out(e, sig):
+    """`out: {dtype: exact, overlap: any}`: the op's out= checks where they are not its kind's default.
+    `dtype: compute`: out's dtype is the computation's, the op's `dtype=` argument when that is not given (the
+    input cast to it first, as PyTorch's reductions infer their dtype from out); given, out must be of it."""
     value = e.pop("out", dict, default={})
+    if value.get("dtype") == "compute" and "dtype" not in sig.names:
+        e.fail("out", "dtype: compute needs a `dtype` argument in the signature (out's dtype stands for it)")
     for rule, choice in value.items():
         if rule not in OUT_RULES:
             e.fail("out", f"unknown rule {rule!r} (known: {', '.join(OUT_RULES)})")

@@ -82,6 +82,16 @@ def test_chalf_parses_and_a_misplaced_one_is_named():
     assert_names(parse_error(text), "twice", "chalf", line_of(text, "chalf"))
 
 
+def test_out_dtype_compute_needs_a_dtype_argument():
+    sig = "  signature: (Tensor self, *, dtype? dtype=None)\n"
+    (op,) = load("ops.yaml", text=GOOD.replace("  signature: (Tensor self)\n", sig) + "  out: {dtype: compute}\n")
+    assert op.out == (("dtype", "compute"),)
+    text = GOOD + "  out: {dtype: compute}\n"
+    msg = parse_error(text)
+    assert_names(msg, "twice", "out", line_of(text, "out:"))
+    assert "needs a `dtype` argument" in msg
+
+
 def test_numbers_parse_and_name_only_tensor_args():
     (op,) = load("ops.yaml", text=GOOD + "  numbers: []\n")
     assert op.numbers == ()

@@ -400,3 +400,43 @@ def test_complex_node_is_complexbackward0(dt):
         warnings.simplefilter("ignore")     # (complex32's experimental warning)
         z = torch.complex(x.to(dt), x.to(dt) * 2)
     assert z.grad_fn.name() == "ComplexBackward0"
+
+
+def test_reductions_take_their_dtype_from_out():
+    # torch 2.13 (infer_dtype_from_optional): with out= and no dtype=, the input is cast to out's dtype first, so a
+    # complex input into a real out keeps real parts (with the cast's warning) and a float one into int64 truncates
+    c = torch.tensor([[1 + 2j, 3 - 1j], [2 + 0j, 1j]], dtype=torch.complex64)
+    f = torch.tensor([[1.5, 2.5], [3.5, -1.0]])
+    cases = [(torch.sum, c, torch.float32, [4.0, 2.0]), (torch.mean, c, torch.float32, [2.0, 1.0]),
+             (torch.prod, c, torch.float32, [3.0, 0.0]), (torch.sum, c, torch.int64, [4, 2]),
+             (torch.sum, c, torch.float64, [4.0, 2.0]), (torch.cumsum, c, torch.float32, [[1.0, 4.0], [2.0, 2.0]]),
+             (torch.sum, f, torch.int64, [3, 2]), (torch.prod, f, torch.int64, [2, -3]),
+             (torch.sum, f, torch.bool, [True, True]), (torch.cumprod, f, torch.int64, [[1, 2], [3, -3]]),
+             (torch.mean, f, torch.complex64, [2 + 0j, 1.25 + 0j]), (torch.nansum, f, torch.float64, [4.0, 2.5])]
+    for fn, x, dt, expected in cases:
+        out = torch.empty(0, dtype=dt)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert fn(x, 1, out=out) is out
+        assert out.dtype is dt and out.tolist() == expected, (fn, dt)
+        if x.dtype.is_complex:
+            assert [str(w.message) for w in seen] == ["Casting complex values to real discards the imaginary part"]
+            assert seen[0].category is UserWarning
+    with pytest.raises(RuntimeError, match="^Expected out tensor to have dtype float, but got c10::complex<float> "
+                                           "instead$"):
+        torch.sum(c, 1, dtype=torch.float32, out=torch.empty(0, dtype=torch.complex64))
+    with pytest.raises(RuntimeError, match="^Expected out tensor to have dtype double, but got float instead$"):
+        torch.cumsum(f, 1, dtype=torch.float64, out=torch.empty(0))
+    with pytest.raises(RuntimeError, match="^mean\\(\\): could not infer output dtype. Input dtype must be either a "
+                                           "floating point or complex dtype. Got: Long$"):
+        torch.mean(torch.tensor([[1, 2]]), 1, out=torch.empty(0))
+
+
+def test_a_complex_cast_to_a_real_dtype_warns_as_torch():
+    c = torch.tensor([1 + 2j, 3 - 1j])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert torch.sum(c, dtype=torch.float32).item() == 4.0
+        assert torch.sum(c, dtype=torch.bool).item() is True        # into bool: no warning, either part counts
+    assert [(w.category, str(w.message)) for w in seen] == [
+        (UserWarning, "Casting complex values to real discards the imaginary part")]

@@ -36,8 +36,6 @@ def _pow_backward_exponent(F, grad, self, exponent, result):
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
-    if dtype is None and (not self.dtype.differentiable):
-        raise RuntimeError(f'mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {self.dtype.short}')
     if dtype is not None and (not dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {dtype.short}')
     return F.sum(self, dim, keepdim, dtype=dtype) / F.numel_of(self.shape, dim)
