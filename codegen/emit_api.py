@@ -81,6 +81,8 @@ def _spec_literal(op, saves):
         fields["r2c_grad"] = False
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
+    if op.kernel_name is not None:  # only where set: PyTorch's kernel name in its dtype refusal (reftorch/_spec.py)
+        fields["kernel_name"] = op.kernel_name
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)
         fields["bits"] = op.bits
     if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype

@@ -205,6 +205,8 @@ class Op:
                                  # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
     r2c_grad: bool = True        # False: a real input's complex gradient raises (PyTorch's formula lacks
                                  # handle_r_to_c: where, logaddexp), where by default its real part is taken
+    kernel_name: Optional[str] = None   # PyTorch's name of the cpu kernel in its '"<name>" not implemented for
+                                 # <dtype>' error (bitwise_not_cpu, i0_vml_cpu); None: the op's name
 
     @property
     def tensor_inputs(self):
@@ -309,7 +311,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out", "complex_grad", "r2c_grad")
+             "out", "complex_grad", "r2c_grad", "kernel_name")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -468,6 +470,7 @@ def parse_op(raw, path, registered_names) -> Op:
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     numbers = _parse_numbers(e, kind, sig)
     chalf = _parse_chalf(e, kind)
+    kernel_name = _parse_kernel_name(e, kind)
     bits = _parse_bits(e, kind)
     out = _parse_out(e, sig)
     complex_grad = e.pop("complex_grad", bool, default=True)
@@ -475,7 +478,8 @@ def parse_op(raw, path, registered_names) -> Op:
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad,
+              kernel_name)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
@@ -506,6 +510,18 @@ def _parse_chalf(e, kind):
     if chalf is not None and kind in ("view", "composite"):
         e.fail("chalf", f"a {kind} op needs no chalf: field (views move bytes; a composite's ops answer for it)")
     return chalf
+
+
+def _parse_kernel_name(e, kind):
+    """`kernel_name: bitwise_not_cpu` -- the name PyTorch's dispatch macro gives its cpu kernel in the
+    NotImplementedError for a dtype it has no kernel for. There is no rule from the op's name (`_cpu`, `_vml_cpu`,
+    none, or another op's: floor_divide's is div_floor_cpu), so it is declared where it is not the op's name."""
+    name = e.pop("kernel_name", str)
+    if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        e.fail("kernel_name", f"must be the C++ kernel's identifier PyTorch's error names, got {name!r}")
+    if name is not None and kind in ("view", "composite"):
+        e.fail("kernel_name", f"a {kind} op has no kernel of its own to name (its ops answer for it)")
+    return name
 
 
 def _parse_scalar(e, kind, sig):

@@ -92,6 +92,18 @@ def test_out_dtype_compute_needs_a_dtype_argument():
     assert "needs a `dtype` argument" in msg
 
 
+def test_kernel_name_parses_and_a_malformed_or_misplaced_one_is_named():
+    (op,) = load("ops.yaml", text=GOOD + "  kernel_name: twice_cpu\n")
+    assert op.kernel_name == "twice_cpu"
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.kernel_name is None                   # absent: the error names the op
+    text = GOOD + '  kernel_name: "twice cpu"\n'
+    assert_names(parse_error(text), "twice", "kernel_name", line_of(text, "kernel_name"))
+    text = GOOD.replace("kind: unary", "kind: composite").replace("scalar: self + self", "body: self + self") + \
+        "  kernel_name: twice_cpu\n"
+    assert "no kernel of its own" in parse_error(text)
+
+
 def test_numbers_parse_and_name_only_tensor_args():
     (op,) = load("ops.yaml", text=GOOD + "  numbers: []\n")
     assert op.numbers == ()

@@ -318,6 +318,38 @@ def test_refusals_name_torchs_kernels(name, kernel):
         torch.relu(x)
 
 
+# torch 2.13's kernel names (ops.yaml kernel_name): no rule derives them from the op's name
+@pytest.mark.parametrize("call, kernel", [
+    (lambda x: torch.i0(x), "i0_vml_cpu"), (lambda x: torch.bitwise_not(x), "bitwise_not_cpu"),
+    (lambda x: torch.floor_divide(x, x), "div_floor_cpu"), (lambda x: torch.div(x, 2, rounding_mode="trunc"),
+                                                            "div_trunc_cpu"),
+    (lambda x: torch.bitwise_and(x, x), "bitwise_and_cpu"), (lambda x: torch.special.xlog1py(x, x), "xlog1py_cpu"),
+    (lambda x: torch.special.zeta(x, 1.0), "zeta_cpu"), (lambda x: torch.nextafter(x, x), "nextafter_cpu"),
+    (lambda x: torch.unique_consecutive(x), "unique"), (lambda x: torch.nn.functional.elu(x), "elu_cpu"),
+    (lambda x: torch.nn.functional.selu(x), "elu_cpu"), (lambda x: torch.nn.functional.logsigmoid(x),
+                                                         "log_sigmoid_cpu"),
+    (lambda x: torch.nn.functional.prelu(x, torch.ones(1, dtype=x.dtype)), "prelu_cpu")])
+def test_dtype_refusals_name_torchs_kernel(call, kernel):
+    with pytest.raises(NotImplementedError, match=f"^\"{kernel}\" not implemented for 'ComplexFloat'$"):
+        call(torch.ones(2, dtype=torch.complex64))
+
+
+def test_nextafter_refusal_names_the_common_dtype():
+    for a, b, named in ((torch.int64, torch.complex64, "ComplexFloat"), (torch.bool, torch.complex128, "ComplexDouble"),
+                        (torch.int32, torch.int64, "Long"), (torch.bool, torch.bool, "Bool")):
+        with pytest.raises(NotImplementedError, match=f"^\"nextafter_cpu\" not implemented for '{named}'$"):
+            torch.nextafter(torch.ones(2, dtype=a), torch.ones(2, dtype=b))
+    assert torch.nextafter(torch.ones(2, dtype=torch.int64), torch.tensor(2.0)).tolist() == [1.0000001192092896] * 2
+
+
+def test_complex32_refusal_names_the_same_kernel():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (complex32's experimental warning)
+        x = torch.ones(2, dtype=torch.chalf)
+    with pytest.raises(NotImplementedError, match="^\"bitwise_not_cpu\" not implemented for 'ComplexHalf'$"):
+        x.bitwise_not()
+
+
 def test_logsumexp_keeps_complex():
     x = torch.tensor(A, requires_grad=True)
     r = torch.logsumexp(x, 0)
