@@ -472,3 +472,22 @@ def test_a_complex_cast_to_a_real_dtype_warns_as_torch():
         assert torch.sum(c, dtype=torch.bool).item() is True        # into bool: no warning, either part counts
     assert [(w.category, str(w.message)) for w in seen] == [
         (UserWarning, "Casting complex values to real discards the imaginary part")]
+
+
+def test_refusals_in_torchs_order_and_words():
+    # torch 2.13: heaviside's complex check comes before its same-dtype one; softmax's kernel along the last dim
+    # (or of a 1-d input) has its own name; hardtanh refuses bool and complex in clamp's words
+    c, f = torch.ones(2, 3, dtype=torch.complex64), torch.ones(2, 3)
+    for a, b in ((c, f), (f, c), (c, c)):
+        with pytest.raises(RuntimeError, match="^heaviside is not yet implemented for complex tensors.$"):
+            torch.heaviside(a, b)
+    for fn, name in ((torch.nn.functional.softmax, "softmax"), (torch.nn.functional.log_softmax, "log_softmax")):
+        for x, dim, kernel in ((c, 0, f"{name}_kernel_impl"), (c, 1, f"{name}_lastdim_kernel_impl"),
+                               (torch.ones(2, 3, dtype=torch.int64), -1, f"{name}_lastdim_kernel_impl"),
+                               (torch.tensor(1), 0, f"{name}_lastdim_kernel_impl")):
+            with pytest.raises(NotImplementedError, match=f"^\"{kernel}\" not implemented for '{x.dtype.short}'$"):
+                fn(x, dim)
+    with pytest.raises(RuntimeError, match="^Bool inputs not supported for hardtanh$"):
+        torch.nn.functional.hardtanh(torch.ones(2, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match="^clamp is not supported for complex types$"):
+        torch.nn.functional.relu6(c)

@@ -352,6 +352,9 @@ def softmax(F, self, dim, dtype=None):
         self = self.to(dtype)
     if dim is None:
         dim = 0 if self.ndim in (0, 1, 3) else 1
+    if not self.dtype.is_floating_point and -(self.ndim or 1) <= dim < (self.ndim or 1):
+        last = self.ndim <= 1 or dim % self.ndim == self.ndim - 1
+        raise NotImplementedError(f""""softmax{('_lastdim' if last else '')}_kernel_impl" not implemented for '{self.dtype.short}'""")
     return F._softmax(self, dim)
 
 
@@ -361,6 +364,9 @@ def log_softmax(F, self, dim, dtype=None):
         self = self.to(dtype)
     if dim is None:
         dim = 0 if self.ndim in (0, 1, 3) else 1
+    if not self.dtype.is_floating_point and -(self.ndim or 1) <= dim < (self.ndim or 1):
+        last = self.ndim <= 1 or dim % self.ndim == self.ndim - 1
+        raise NotImplementedError(f""""log_softmax{('_lastdim' if last else '')}_kernel_impl" not implemented for '{self.dtype.short}'""")
     return F._log_softmax(self, dim)
 
 
@@ -2239,6 +2245,8 @@ def heaviside(F, self, values):
     # ops.yaml: heaviside
     if not F.is_tensor(values):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if self.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError('heaviside is not yet implemented for complex tensors.')
     if self.dtype != values.dtype:
         raise RuntimeError('heaviside is not yet implemented for tensors with different dtypes.')
     return F._heaviside(self, values)
