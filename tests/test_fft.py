@@ -211,3 +211,16 @@ def test_stft_errors_as_torch(i):
     with pytest.raises(RuntimeError) as info:
         call()
     assert str(info.value) == message
+
+
+def test_ihfftn_checks_its_arguments_before_refusing_a_complex_input():
+    # torch 2.13: shape, dims and norm are checked first; the r2c kernel refuses the complex input last
+    c = torch.ones(3, 4, dtype=torch.complex64)
+    for call, message in ((lambda: torch.fft.ihfftn(c, dim=()), "ihfftn must transform at least one axis"),
+                          (lambda: torch.fft.ihfft2(c, norm="bogus"), 'Invalid normalization mode: "bogus"'),
+                          (lambda: torch.fft.ihfft2(c, dim=(0, 0)), "FFT dims must be unique"),
+                          (lambda: torch.fft.ihfftn(c, s=(0, 4)), "Invalid number of data points (0) specified"),
+                          (lambda: torch.fft.ihfftn(c), "Only supports floating-point dtypes, but found: ComplexFloat")):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == message

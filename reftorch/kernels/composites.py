@@ -2893,13 +2893,13 @@ def fft_hfftn(F, self, s=None, dim=None, norm=None):
 
 def fft_ihfftn(F, self, s=None, dim=None, norm=None):
     # ops.yaml: fft_ihfftn
-    if self.dtype.is_complex:
-        raise RuntimeError(f'Only supports floating-point dtypes, but found: {self.dtype.short}')
     sizes, dims = F.fft_shape_dims(self, s, dim)
     if not sizes:
         raise RuntimeError('ihfftn must transform at least one axis')
-    x = F._fft_resize(F.fft_promote(self), dims, sizes)
     code = F.fft_norm(norm, False)
+    if self.dtype.is_complex:
+        raise RuntimeError(f'Only supports floating-point dtypes, but found: {self.dtype.short}')
+    x = F._fft_resize(F.fft_promote(self), dims, sizes)
     r = F.conj(F._fft_r2c(x, [dims[-1]], code, True))
     return F._fft_c2c(r, dims[:-1], code, False) if len(dims) > 1 else r
 
