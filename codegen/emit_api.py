@@ -61,6 +61,8 @@ def _spec_literal(op, saves):
     )
     if op.variants.commutative:     # reflected operators call op(self, other) (reftorch/_methods.py)
         fields["commutative"] = True
+    if op.variants.numpy_left:      # reflected operators take a NumPy array on the left (reftorch/_methods.py)
+        fields["numpy_left"] = True
     if op.grad_fn is not None:      # PyTorch's name for the node (reftorch/autograd/graph.py OpNode.name)
         fields["grad_fn"] = op.grad_fn if isinstance(op.grad_fn, str) else dict(op.grad_fn)
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or

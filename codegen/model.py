@@ -26,7 +26,7 @@ RESULT_RULES = ("same", "float", "bool", "int64", "none", "real", "real_float")
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
-VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative")
+VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative", "numpy_left")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
              "hermitian", "triangular", "signs")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
@@ -148,6 +148,8 @@ class Variants:
     operators: tuple
     aliases: tuple
     commutative: bool = False    # reflected operators (__radd__) keep the tensor first, as PyTorch's do
+    numpy_left: bool = False     # its reflected operators take a NumPy array on the left (PyTorch's Python-defined
+                                 # __rtruediv__); PyTorch's C-bound ones return NotImplemented for one
 
 
 @dataclass(frozen=True)
@@ -644,7 +646,8 @@ def _parse_variants(e, sig):
     first_is_tensor = bool(sig.args) and sig.args[0].is_tensor and sig.args[0].name == "self"
     variants = Variants(ve.pop("function", bool, default=True), ve.pop("method", bool, default=first_is_tensor),
                         ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
-                        tuple(ve.pop("aliases", list, default=[])), ve.pop("commutative", bool, default=False))
+                        tuple(ve.pop("aliases", list, default=[])), ve.pop("commutative", bool, default=False),
+                        ve.pop("numpy_left", bool, default=False))
     ve.finish("variants key")
     for key, names in (("operators", variants.operators), ("aliases", variants.aliases)):
         if not all(isinstance(n, str) for n in names):

@@ -104,6 +104,13 @@ def test_kernel_name_parses_and_a_malformed_or_misplaced_one_is_named():
     assert "no kernel of its own" in parse_error(text)
 
 
+def test_numpy_left_variant_parses():
+    (op,) = load("ops.yaml", text=GOOD + "  variants: {operators: [__radd__], numpy_left: true}\n")
+    assert op.variants.numpy_left is True
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.variants.numpy_left is False          # absent: a NumPy array on the left is refused (NotImplemented)
+
+
 def test_numbers_parse_and_name_only_tensor_args():
     (op,) = load("ops.yaml", text=GOOD + "  numbers: []\n")
     assert op.numbers == ()
