@@ -378,6 +378,7 @@ def vdot(F, self, other):
 def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
     # ops.yaml: addmm
     p = F.mm(mat1, mat2)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -390,6 +391,7 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not (p.dtype.is_floating_point or p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -1959,6 +1961,7 @@ def addmv(F, self, mat, vec, *, beta=1, alpha=1):
         if self.ndim > 1 or (self.ndim == 1 and self.shape[0] not in (1, n)) or mat.shape[1] != vec.shape[0]:
             raise RuntimeError(f'size mismatch, got input ({(self.shape[0] if self.ndim == 1 else n)}), mat ({n}x{mat.shape[1]}), vec ({vec.shape[0]})')
     p = F.mv(mat, vec)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -1978,6 +1981,7 @@ def addr(F, self, vec1, vec2, *, beta=1, alpha=1):
     for name, v in (('beta', beta), ('alpha', alpha)):
         if not p.dtype.is_floating_point and (not self.dtype.is_floating_point) and isinstance(v, float):
             raise RuntimeError(f'For integral input tensors, argument {name} must not be a floating point number.')
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if p.dtype.category == 0 and self.dtype.category == 0:
         return self & bool(beta) | p & bool(alpha)
     if alpha != 1:
@@ -1993,6 +1997,7 @@ def addbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     if batch1.ndim == 3 and batch2.ndim == 3 and (batch1.shape[0] != batch2.shape[0]):
         raise RuntimeError(f'batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and {batch2.shape[0]}')
     p = F.sum(F.bmm(batch1, batch2), 0)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
