@@ -864,8 +864,8 @@ def _parse_checks(e, checks, sig):
         except SyntaxError:
             e.fail("checks", f"condition {cond!r} is not a Python expression")
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "getattr", "hasattr", "len",
-                                            "not", "None", "True", "False"}
+        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "tuple", "list", "getattr",
+                                            "hasattr", "len", "not", "None", "True", "False"}
         if unknown:
             e.fail("checks", f"condition {cond!r} names {', '.join(sorted(unknown))}, not arguments of the signature")
         if not isinstance(msg, str):

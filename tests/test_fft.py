@@ -224,3 +224,11 @@ def test_ihfftn_checks_its_arguments_before_refusing_a_complex_input():
         with pytest.raises(RuntimeError) as info:
             call()
         assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+def test_one_dimensional_transforms_refuse_a_tuple_dim_as_torchs_parser(name):
+    # torch 2.13, dim by keyword: before any check of the input (rfft of a complex input included)
+    for x in (torch.ones(4, 4), torch.ones(4, 4, dtype=torch.complex64)):
+        with pytest.raises(TypeError, match=f"^fft_{name}\\(\\): argument 'dim' must be int, not tuple$"):
+            getattr(torch.fft, name)(x, dim=(0, 0))

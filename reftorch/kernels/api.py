@@ -6992,6 +6992,8 @@ def fft_fft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_fft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_fft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_fft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_fft', out, fft_fft, self, n, dim, norm)
     return _rt.composite('fft_fft', self, n, dim, norm)
@@ -7003,6 +7005,8 @@ def fft_ifft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_ifft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_ifft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_ifft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_ifft', out, fft_ifft, self, n, dim, norm)
     return _rt.composite('fft_ifft', self, n, dim, norm)
@@ -7014,6 +7018,8 @@ def fft_rfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_rfft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_rfft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_rfft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_rfft', out, fft_rfft, self, n, dim, norm)
     return _rt.composite('fft_rfft', self, n, dim, norm)
@@ -7025,6 +7031,8 @@ def fft_irfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_irfft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_irfft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_irfft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_irfft', out, fft_irfft, self, n, dim, norm)
     return _rt.composite('fft_irfft', self, n, dim, norm)
@@ -7036,6 +7044,8 @@ def fft_hfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_hfft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_hfft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_hfft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_hfft', out, fft_hfft, self, n, dim, norm)
     return _rt.composite('fft_hfft', self, n, dim, norm)
@@ -7047,6 +7057,8 @@ def fft_ihfft(self, n=None, dim=-1, norm=None, *, axis=_REQUIRED, out=None):
     ops.yaml: fft_ihfft"""
     if axis is not _REQUIRED:
         dim = _rt.dim_alias('fft_ihfft', dim, -1, axis)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("fft_ihfft(): argument 'dim' must be int, not {dim.__class__.__name__}".format(self=self, n=n, dim=dim, norm=norm))
     if out is not None:
         return _rt.call_out('fft_ihfft', out, fft_ihfft, self, n, dim, norm)
     return _rt.composite('fft_ihfft', self, n, dim, norm)
