@@ -491,3 +491,16 @@ def test_refusals_in_torchs_order_and_words():
         torch.nn.functional.hardtanh(torch.ones(2, dtype=torch.bool))
     with pytest.raises(NotImplementedError, match="^clamp is not supported for complex types$"):
         torch.nn.functional.relu6(c)
+
+
+def test_lerp_number_weight_with_an_imaginary_part_is_refused_for_a_real_input():
+    # torch 2.13's lerp.Scalar converts the weight to self's opmath type, checked (float for 16-bit inputs)
+    for dt, ctype in ((torch.float32, "float"), (torch.float64, "double"), (torch.float16, "float")):
+        x = torch.ones(2, dtype=dt)
+        with pytest.raises(RuntimeError, match=f"^value cannot be converted to type {ctype} without overflow$"):
+            torch.lerp(x, x, 1j)
+        with pytest.raises(RuntimeError, match=f"^value cannot be converted to type {ctype} without overflow$"):
+            x.clone().lerp_(x, 1j)
+    c = torch.ones(2, dtype=torch.complex64)
+    assert torch.lerp(c, c * 3, 1j).tolist() == [1 + 2j, 1 + 2j]
+    assert torch.lerp(torch.ones(2), torch.ones(2) * 3, 0.5).tolist() == [2.0, 2.0]

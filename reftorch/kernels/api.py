@@ -3856,6 +3856,10 @@ def lerp(self, end, weight, *, out=None):
         raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
     if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
         raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if not hasattr(weight, 'dtype') and getattr(weight, 'imag', 0) != 0 and hasattr(self, 'dtype') and self.dtype.is_floating_point and self.dtype.itemsize == 8:
+        raise RuntimeError('value cannot be converted to type double without overflow')
+    if not hasattr(weight, 'dtype') and getattr(weight, 'imag', 0) != 0 and hasattr(self, 'dtype') and self.dtype.is_floating_point and self.dtype.itemsize != 8:
+        raise RuntimeError('value cannot be converted to type float without overflow')
     if out is not None:
         return _rt.call_out('lerp', out, lerp, self, end, weight)
     return _rt.call('lerp', (self, end, weight, ), ())
@@ -3867,6 +3871,10 @@ def lerp_(self, end, weight):
         raise RuntimeError('expected dtype {self.dtype.cpp} for `end` but got dtype {end.dtype.cpp}'.format(self=self, end=end, weight=weight))
     if hasattr(self, 'dtype') and getattr(weight, 'ndim', 0) >= 1 and self.dtype != weight.dtype:
         raise RuntimeError('expected dtype {self.dtype.cpp} for `weight` but got dtype {weight.dtype.cpp}'.format(self=self, end=end, weight=weight))
+    if not hasattr(weight, 'dtype') and getattr(weight, 'imag', 0) != 0 and hasattr(self, 'dtype') and self.dtype.is_floating_point and self.dtype.itemsize == 8:
+        raise RuntimeError('value cannot be converted to type double without overflow')
+    if not hasattr(weight, 'dtype') and getattr(weight, 'imag', 0) != 0 and hasattr(self, 'dtype') and self.dtype.is_floating_point and self.dtype.itemsize != 8:
+        raise RuntimeError('value cannot be converted to type float without overflow')
     return _rt.call_inplace('lerp', (self, end, weight, ), ())
 
 
