@@ -70,6 +70,8 @@ def _spec_literal(op, saves):
     )
     if op.variants.commutative:     # reflected operators call op(self, other) (reftorch/_methods.py)
         fields["commutative"] = True
+    if op.variants.numpy_left:      # reflected operators take a NumPy array on the left (reftorch/_methods.py)
+        fields["numpy_left"] = True
     if op.grad_fn is not None:      # PyTorch's name for the node (reftorch/autograd/graph.py OpNode.name)
         fields["grad_fn"] = op.grad_fn if isinstance(op.grad_fn, str) else dict(op.grad_fn)
     if op.autocast is not None:     # only ops with a policy carry the key (reftorch/_autocast.py): a str, or
@@ -90,6 +92,8 @@ def _spec_literal(op, saves):
         fields["r2c_grad"] = False
     if op.chalf is not None:        # only where set: complex32 support (reftorch/_chalf.py)
         fields["chalf"] = op.chalf
+    if op.kernel_name is not None:  # only where set: PyTorch's kernel name in its dtype refusal (reftorch/_spec.py)
+        fields["kernel_name"] = op.kernel_name
     if op.bits is not None:         # only where set: a view's rule for conjugate/negative bits (reftorch/_conj.py)
         fields["bits"] = op.bits
     if op.scalars_in_dtype:         # only where set: kernel scalars rounded to a 16-bit compute dtype

@@ -26,7 +26,7 @@ RESULT_RULES = ("same", "float", "bool", "int64", "none", "real", "real_float")
 TENSOR_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask")
 ARG_TYPES = ("Tensor", "Tensor?", "Tensor[]", "Index", "Index?", "Mask", "Scalar", "Scalar?", "int", "int?", "int[]", "int[]?",
              "dim", "dim?", "dim[]?", "float", "float?", "bool", "bool?", "str", "str?", "dtype?", "any")
-VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative")
+VARIANT_KEYS = ("function", "method", "inplace", "operators", "aliases", "commutative", "numpy_left")
 TEST_KEYS = ("ref", "domain", "atol", "rtol", "gradcheck", "args", "dtypes", "cuda", "shapes", "fuzz", "grad_domain",
              "hermitian", "triangular", "signs")
 # `test: {shapes: <hint>}` names the rule by which the generated tests shape an op's inputs when they
@@ -61,7 +61,7 @@ FORMULA_NAMES = {"grad", "grads", "result", "results"}
 HELPERS = {"invert_permutation", "unsqueeze_dims", "reduced_shape", "expand_reduced", "normalize_dims",
            "sum_to", "index_backward", "numel_of", "default_float", "scalar_tensor", "is_floating",
            "is_tensor", "lowest", "return_type", "einsum_grad_plan", "device_of", "broadcast_shapes", "common_shape",
-           "warn_once", "not_implemented", "check_fill",
+           "warn_once", "not_implemented", "check_fill", "checked_scalar",
            # linear algebra's checks and tolerances (reftorch/_linalg_checks.py)
            "linalg_check", "linalg_check_norm_dtype", "linalg_raise", "linalg_same_dtype", "linalg_check_solve", "linalg_check_pivot",
            "linalg_check_uplo", "linalg_check_driver", "linalg_check_lstsq_driver", "linalg_check_householder",
@@ -149,6 +149,8 @@ class Variants:
     operators: tuple
     aliases: tuple
     commutative: bool = False    # reflected operators (__radd__) keep the tensor first, as PyTorch's do
+    numpy_left: bool = False     # its reflected operators take a NumPy array on the left (PyTorch's Python-defined
+                                 # __rtruediv__); PyTorch's C-bound ones return NotImplemented for one
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,8 @@ class Op:
                                  # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
     r2c_grad: bool = True        # False: a real input's complex gradient raises (PyTorch's formula lacks
                                  # handle_r_to_c: where, logaddexp), where by default its real part is taken
+    kernel_name: Optional[str] = None   # PyTorch's name of the cpu kernel in its '"<name>" not implemented for
+                                 # <dtype>' error (bitwise_not_cpu, i0_vml_cpu); None: the op's name
 
     @property
     def tensor_inputs(self):
@@ -310,7 +314,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out", "complex_grad", "r2c_grad")
+             "out", "complex_grad", "r2c_grad", "kernel_name")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -469,14 +473,16 @@ def parse_op(raw, path, registered_names) -> Op:
     checks = _parse_checks(e, e.pop("checks", dict, default={}), sig)
     numbers = _parse_numbers(e, kind, sig)
     chalf = _parse_chalf(e, kind)
+    kernel_name = _parse_kernel_name(e, kind)
     bits = _parse_bits(e, kind)
-    out = _parse_out(e)
+    out = _parse_out(e, sig)
     complex_grad = e.pop("complex_grad", bool, default=True)
     r2c_grad = e.pop("r2c_grad", bool, default=True)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad,
+              kernel_name)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
@@ -507,6 +513,18 @@ def _parse_chalf(e, kind):
     if chalf is not None and kind in ("view", "composite"):
         e.fail("chalf", f"a {kind} op needs no chalf: field (views move bytes; a composite's ops answer for it)")
     return chalf
+
+
+def _parse_kernel_name(e, kind):
+    """`kernel_name: bitwise_not_cpu` -- the name PyTorch's dispatch macro gives its cpu kernel in the
+    NotImplementedError for a dtype it has no kernel for. There is no rule from the op's name (`_cpu`, `_vml_cpu`,
+    none, or another op's: floor_divide's is div_floor_cpu), so it is declared where it is not the op's name."""
+    name = e.pop("kernel_name", str)
+    if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        e.fail("kernel_name", f"must be the C++ kernel's identifier PyTorch's error names, got {name!r}")
+    if name is not None and kind in ("view", "composite"):
+        e.fail("kernel_name", f"a {kind} op has no kernel of its own to name (its ops answer for it)")
+    return name
 
 
 def _parse_scalar(e, kind, sig):
@@ -629,7 +647,8 @@ def _parse_variants(e, sig):
     first_is_tensor = bool(sig.args) and sig.args[0].is_tensor and sig.args[0].name == "self"
     variants = Variants(ve.pop("function", bool, default=True), ve.pop("method", bool, default=first_is_tensor),
                         ve.pop("inplace", bool, default=False), tuple(ve.pop("operators", list, default=[])),
-                        tuple(ve.pop("aliases", list, default=[])), ve.pop("commutative", bool, default=False))
+                        tuple(ve.pop("aliases", list, default=[])), ve.pop("commutative", bool, default=False),
+                        ve.pop("numpy_left", bool, default=False))
     ve.finish("variants key")
     for key, names in (("operators", variants.operators), ("aliases", variants.aliases)):
         if not all(isinstance(n, str) for n in names):
@@ -846,8 +865,8 @@ def _parse_checks(e, checks, sig):
         except SyntaxError:
             e.fail("checks", f"condition {cond!r} is not a Python expression")
         names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "getattr", "hasattr", "len",
-                                            "not", "None", "True", "False"}
+        unknown = names - set(sig.names) - {"isinstance", "bool", "int", "float", "tuple", "list", "getattr",
+                                            "hasattr", "len", "not", "None", "True", "False"}
         if unknown:
             e.fail("checks", f"condition {cond!r} names {', '.join(sorted(unknown))}, not arguments of the signature")
         if not isinstance(msg, str):
@@ -868,13 +887,17 @@ def _parse_checks(e, checks, sig):
 # - dtype: complex / floating - torch.fft's "<fname> expects a complex (floating point) output tensor", fname
 #   the name PyTorch's message gives (fft2 and ifftn say fftn); exact: real - a real input's result must be
 #   out's dtype exactly ("Found dtype X but expected Y": ifft and ihfft of a real input, conjugated into out)
-OUT_RULES = {"dtype": ("exact", "input", "complex", "floating"), "overlap": ("any", "partial", "none"),
+OUT_RULES = {"dtype": ("exact", "input", "complex", "floating", "compute"), "overlap": ("any", "partial", "none"),
              "exact": ("real",), "fname": None}
 
 
-def _parse_out(e):
-    """`out: {dtype: exact, overlap: any}`: the op's out= checks where they are not its kind's default."""
+def _parse_out(e, sig):
+    """`out: {dtype: exact, overlap: any}`: the op's out= checks where they are not its kind's default.
+    `dtype: compute`: out's dtype is the computation's, the op's `dtype=` argument when that is not given (the
+    input cast to it first, as PyTorch's reductions infer their dtype from out); given, out must be of it."""
     value = e.pop("out", dict, default={})
+    if value.get("dtype") == "compute" and "dtype" not in sig.names:
+        e.fail("out", "dtype: compute needs a `dtype` argument in the signature (out's dtype stands for it)")
     for rule, choice in value.items():
         if rule not in OUT_RULES:
             e.fail("out", f"unknown rule {rule!r} (known: {', '.join(OUT_RULES)})")

@@ -118,8 +118,12 @@ def _in_dtype_scalars(spec, scalars, dtype):
             v = v.item()
         if isinstance(v, (bool, np.bool_)) and dtype is not D.bool_:
             raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
-        if isinstance(v, (float, np.floating)) and dtype.category < 2:
+        # a complex value is not integral either (PyTorch's alpha.isIntegral), so an integral result names it
+        # a floating point number, and only a complex result takes one
+        if isinstance(v, (float, np.floating, complex, np.complexfloating)) and dtype.category < 2:
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+        if isinstance(v, (complex, np.complexfloating)) and dtype.category == 2:
+            raise RuntimeError(f"For non-complex input tensors, argument {name} must not be a complex number.")
         if dtype is D.bool_ and v is not None:
             scalars[i] = bool(v)
     return scalars
@@ -132,6 +136,7 @@ def _scalar_arg(v, dtype):
         return v
     if dtype.category == 3:
         return complex(v)
+    v = D.fill_value(v, dtype)      # a complex one into a real kernel only without an imaginary part, as PyTorch
     if dtype.category == 2:
         return float(v)
     D.check_scalar_fits(v, dtype)

@@ -88,7 +88,7 @@ def check(spec, tensors):
         return
     if spec.chalf is not None and spec.chalf.startswith("RuntimeError: "):    # PyTorch's own words
         raise RuntimeError(spec.chalf[len("RuntimeError: "):])
-    raise NotImplementedError(f"\"{spec.chalf or spec.name}\" not implemented for 'ComplexHalf'")
+    raise NotImplementedError(f"\"{spec.chalf or spec.kernel_name}\" not implemented for 'ComplexHalf'")
 
 
 def call(spec, tensors, scalars, run):

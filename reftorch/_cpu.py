@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 
 import numpy as np
 
@@ -199,12 +200,23 @@ def cast(t, dtype):
             out._wrapped = t._wrapped
             return out
         with np.errstate(over="ignore", invalid="ignore"):     # out of range rounds to inf, silently
-            arr = t._array().astype(dtype.np)
+            arr = _real_part(t, dtype).astype(dtype.np)
     else:
-        arr = t._array().astype(dtype.np)
+        arr = _real_part(t, dtype).astype(dtype.np)
     out = new_tensor(_contig(arr), dtype)
     out._wrapped = t._wrapped
     return out
+
+
+def _real_part(t, dtype):
+    """t's values for a cast to dtype: a complex tensor into a real dtype keeps its real part with PyTorch's
+    UserWarning (sum(z, dtype=torch.float32), a reduction into a real out=), where NumPy would raise its own
+    ComplexWarning; into bool it stays complex (either part nonzero, without a warning, as PyTorch's)."""
+    arr = t._array()
+    if arr.dtype.kind == "c" and dtype.category < 3 and dtype is not D.bool_:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        return arr.real
+    return arr
 
 
 # ---------------------------------------------------------------------------- 16-bit floats: the dtype variant of kernel lookup

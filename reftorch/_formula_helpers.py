@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 import reftorch._layout as L
 from ._tensor import Size
 from ._dtype import defaults
@@ -83,6 +85,18 @@ def check_fill(value, dt):
     if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.is_complex:
         value = value.item()
     fill_value(value, dt)
+
+
+def checked_scalar(value, dt):
+    """A Scalar argument (addmm's beta, alpha) as PyTorch's kernel converts it to dtype dt (value.to<scalar_t>()):
+    a complex one into a real dtype only without an imaginary part, and then as its real part (truncated for an
+    integral dtype); any other value is returned as it is."""
+    if isinstance(value, Tensor) and value.ndim == 0 and value.dtype.is_complex:
+        value = value.item()
+    if not isinstance(value, (complex, np.complexfloating)) or dt.is_complex:
+        return value
+    v = fill_value(value, dt)
+    return int(v) if dt.category == 1 else float(v) if dt.category == 2 else v
 
 
 def device_of(*args):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 import reftorch._backend as _backend
+import reftorch._dtype as D
 from ._dtype import CPP_NAMES
 import reftorch._cuda_dispatch as _cuda_d
 import reftorch._functional as _functional
@@ -162,6 +163,8 @@ def call_out(name, out, fn, *args, **kwargs):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
     spec = SPECS[name]
+    if spec.out_dtype == "compute" and isinstance(out, Tensor):
+        kwargs = _out_computes(kwargs, out)
     if spec.out_overlap == "partial":       # TensorIterator's: before the dtypes are looked at
         _check_out_overlap(tensors, inputs, ("partial",))
     res = fn(*args, **kwargs)
@@ -179,6 +182,19 @@ def call_out(name, out, fn, *args, **kwargs):
     for r, o in zip(results, outs):
         _write_out(r, o)
     return res.__class__(*outs) if many and hasattr(res, "_fields") else tuple(outs) if many else out
+
+
+def _out_computes(kwargs, out):
+    """kwargs with out's dtype as the dtype= of the computation (ops.yaml `out: {dtype: compute}`): PyTorch's
+    reductions infer it from out when none is given, so sum(z, 1, out=real) casts z first (the imaginary part
+    dropped) and sum(x, 1, out=int64) sums truncated values; a dtype= given must be out's."""
+    given = kwargs.get("dtype")
+    if given is None:
+        return {**kwargs, "dtype": out.dtype}
+    if D.as_dtype(given) is not out.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {CPP_NAMES[D.as_dtype(given).name]}, but got "
+                           f"{CPP_NAMES[out.dtype.name]} instead")
+    return kwargs
 
 
 def _check_out_dtypes(spec, results, outs, inputs):

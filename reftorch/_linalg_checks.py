@@ -17,7 +17,8 @@ class LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: a linear-algebra routine failed on valid input (singular, not definite)."""
 
 
-LinAlgError.__module__ = "torch.linalg"
+# torch.linalg.LinAlgError is torch._C._LinAlgError: that is the name a traceback and type(e).__name__ show
+LinAlgError.__module__, LinAlgError.__name__, LinAlgError.__qualname__ = "torch._C", "_LinAlgError", "_LinAlgError"
 
 _INFO_MESSAGES = {
     "inv": "The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "

@@ -450,7 +450,7 @@ def bind():
             for alias in spec["aliases"]:
                 setattr(Tensor, alias + "_", getattr(api, name + "_"))
         for op in spec["operators"]:
-            setattr(Tensor, op, _operator(op, name, api, spec.get("commutative", False)))
+            setattr(Tensor, op, _operator(op, name, api, spec.get("commutative", False), spec.get("numpy_left", False)))
     for name, value in METHODS.items():
         setattr(Tensor, name, value)
     extra = {"repeat": _repeat, "tile": _tile, "flip": _flip, "sum_to_size": _sum_to_size}
@@ -465,17 +465,21 @@ def bind():
         setattr(Tensor, old, getattr(Tensor, new))     # Python 2's names, which PyTorch keeps
 
 
-def _operator(dunder, name, api, commutative=False):
+def _operator(dunder, name, api, commutative=False, numpy_left=False):
     fn = getattr(api, name)
     if dunder.startswith("__i") and dunder not in ("__invert__", "__index__"):
         inplace = getattr(api, name + "_")
         return lambda self, other: inplace(self, other)
     reflects = dunder.startswith("__r") and dunder not in ("__rshift__",) or dunder == "__rrshift__"
-    if reflects and commutative:      # 2 * x is mul(x, 2): the tensor's edge comes first, as in PyTorch
-        return fn
+    if reflects and numpy_left:
+        return fn if commutative else (lambda self, other: fn(other, self))
     if reflects:
+        # PyTorch's reflected operators take a Tensor or a Python number: for a NumPy array on the left they return
+        # NotImplemented, so np.ones(3) + t raises NumPy's TypeError (ops.yaml numpy_left: the exceptions)
         def reflected(self, other):
-            return fn(other, self)
+            if isinstance(other, np.ndarray):
+                return NotImplemented
+            return fn(self, other) if commutative else fn(other, self)     # commutative: the tensor's edge first
         return reflected
     if dunder in ("__eq__", "__ne__"):
         def compare(self, other):

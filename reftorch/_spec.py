@@ -86,7 +86,7 @@ class OpSpec:
                  "list_arg", "arg_types", "_kernel_cache", "tensor_types", "kernel_idx", "plans", "save_plan",
                  "rejects", "autocast", "cuda", "round_idx", "matmul_body", "blas", "in_dtype_pos", "geometry", "chalf", "bits",
                  "out_dtype", "out_overlap", "out_fname", "out_exact",
-                 "complex_grad")
+                 "complex_grad", "kernel_name")
 
     def __init__(self, d):
         self.name = d["name"]
@@ -121,6 +121,8 @@ class OpSpec:
         self.autocast = d.get("autocast")     # ops.yaml `autocast:` policy (reftorch/_autocast.py), or None
         self.bits = d.get("bits")      # view ops: their rule for conjugate/negative bits (reftorch/_conj.py)
         self.chalf = d.get("chalf")    # complex32 on cpu (ops.yaml `chalf:`, reftorch/_chalf.py)
+        # PyTorch's name of its cpu kernel, which its NotImplementedError for a dtype without one names
+        self.kernel_name = d.get("kernel_name", self.name)
         self.cuda = d.get("cuda")      # array ops: the device implementation (reftorch/_cuda_dispatch.py IMPLS)
         # out=: ops.yaml `out:` (reftorch/_inplace.py call_out); TensorIterator's overlap rule for elementwise ops
         # and scans by default
@@ -155,7 +157,7 @@ class OpSpec:
                 if rejected == fam:
                     raise _rejection(msg, dtype)
             # PyTorch's dispatch macros raise NotImplementedError (a RuntimeError) for a dtype with no kernel
-            raise NotImplementedError(f"\"{self.name}\" not implemented for '{dtype.short}'")
+            raise NotImplementedError(f"\"{self.kernel_name}\" not implemented for '{dtype.short}'")
 
     def kernel(self, suffix):
         k = self._kernel_cache.get(suffix)

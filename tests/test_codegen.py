@@ -82,6 +82,35 @@ def test_chalf_parses_and_a_misplaced_one_is_named():
     assert_names(parse_error(text), "twice", "chalf", line_of(text, "chalf"))
 
 
+def test_out_dtype_compute_needs_a_dtype_argument():
+    sig = "  signature: (Tensor self, *, dtype? dtype=None)\n"
+    (op,) = load("ops.yaml", text=GOOD.replace("  signature: (Tensor self)\n", sig) + "  out: {dtype: compute}\n")
+    assert op.out == (("dtype", "compute"),)
+    text = GOOD + "  out: {dtype: compute}\n"
+    msg = parse_error(text)
+    assert_names(msg, "twice", "out", line_of(text, "out:"))
+    assert "needs a `dtype` argument" in msg
+
+
+def test_kernel_name_parses_and_a_malformed_or_misplaced_one_is_named():
+    (op,) = load("ops.yaml", text=GOOD + "  kernel_name: twice_cpu\n")
+    assert op.kernel_name == "twice_cpu"
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.kernel_name is None                   # absent: the error names the op
+    text = GOOD + '  kernel_name: "twice cpu"\n'
+    assert_names(parse_error(text), "twice", "kernel_name", line_of(text, "kernel_name"))
+    text = GOOD.replace("kind: unary", "kind: composite").replace("scalar: self + self", "body: self + self") + \
+        "  kernel_name: twice_cpu\n"
+    assert "no kernel of its own" in parse_error(text)
+
+
+def test_numpy_left_variant_parses():
+    (op,) = load("ops.yaml", text=GOOD + "  variants: {operators: [__radd__], numpy_left: true}\n")
+    assert op.variants.numpy_left is True
+    (op,) = load("ops.yaml", text=GOOD)
+    assert op.variants.numpy_left is False          # absent: a NumPy array on the left is refused (NotImplemented)
+
+
 def test_numbers_parse_and_name_only_tensor_args():
     (op,) = load("ops.yaml", text=GOOD + "  numbers: []\n")
     assert op.numbers == ()

@@ -318,6 +318,38 @@ def test_refusals_name_torchs_kernels(name, kernel):
         torch.relu(x)
 
 
+# torch 2.13's kernel names (ops.yaml kernel_name): no rule derives them from the op's name
+@pytest.mark.parametrize("call, kernel", [
+    (lambda x: torch.i0(x), "i0_vml_cpu"), (lambda x: torch.bitwise_not(x), "bitwise_not_cpu"),
+    (lambda x: torch.floor_divide(x, x), "div_floor_cpu"), (lambda x: torch.div(x, 2, rounding_mode="trunc"),
+                                                            "div_trunc_cpu"),
+    (lambda x: torch.bitwise_and(x, x), "bitwise_and_cpu"), (lambda x: torch.special.xlog1py(x, x), "xlog1py_cpu"),
+    (lambda x: torch.special.zeta(x, 1.0), "zeta_cpu"), (lambda x: torch.nextafter(x, x), "nextafter_cpu"),
+    (lambda x: torch.unique_consecutive(x), "unique"), (lambda x: torch.nn.functional.elu(x), "elu_cpu"),
+    (lambda x: torch.nn.functional.selu(x), "elu_cpu"), (lambda x: torch.nn.functional.logsigmoid(x),
+                                                         "log_sigmoid_cpu"),
+    (lambda x: torch.nn.functional.prelu(x, torch.ones(1, dtype=x.dtype)), "prelu_cpu")])
+def test_dtype_refusals_name_torchs_kernel(call, kernel):
+    with pytest.raises(NotImplementedError, match=f"^\"{kernel}\" not implemented for 'ComplexFloat'$"):
+        call(torch.ones(2, dtype=torch.complex64))
+
+
+def test_nextafter_refusal_names_the_common_dtype():
+    for a, b, named in ((torch.int64, torch.complex64, "ComplexFloat"), (torch.bool, torch.complex128, "ComplexDouble"),
+                        (torch.int32, torch.int64, "Long"), (torch.bool, torch.bool, "Bool")):
+        with pytest.raises(NotImplementedError, match=f"^\"nextafter_cpu\" not implemented for '{named}'$"):
+            torch.nextafter(torch.ones(2, dtype=a), torch.ones(2, dtype=b))
+    assert torch.nextafter(torch.ones(2, dtype=torch.int64), torch.tensor(2.0)).tolist() == [1.0000001192092896] * 2
+
+
+def test_complex32_refusal_names_the_same_kernel():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (complex32's experimental warning)
+        x = torch.ones(2, dtype=torch.chalf)
+    with pytest.raises(NotImplementedError, match="^\"bitwise_not_cpu\" not implemented for 'ComplexHalf'$"):
+        x.bitwise_not()
+
+
 def test_logsumexp_keeps_complex():
     x = torch.tensor(A, requires_grad=True)
     r = torch.logsumexp(x, 0)
@@ -400,3 +432,75 @@ def test_complex_node_is_complexbackward0(dt):
         warnings.simplefilter("ignore")     # (complex32's experimental warning)
         z = torch.complex(x.to(dt), x.to(dt) * 2)
     assert z.grad_fn.name() == "ComplexBackward0"
+
+
+def test_reductions_take_their_dtype_from_out():
+    # torch 2.13 (infer_dtype_from_optional): with out= and no dtype=, the input is cast to out's dtype first, so a
+    # complex input into a real out keeps real parts (with the cast's warning) and a float one into int64 truncates
+    c = torch.tensor([[1 + 2j, 3 - 1j], [2 + 0j, 1j]], dtype=torch.complex64)
+    f = torch.tensor([[1.5, 2.5], [3.5, -1.0]])
+    cases = [(torch.sum, c, torch.float32, [4.0, 2.0]), (torch.mean, c, torch.float32, [2.0, 1.0]),
+             (torch.prod, c, torch.float32, [3.0, 0.0]), (torch.sum, c, torch.int64, [4, 2]),
+             (torch.sum, c, torch.float64, [4.0, 2.0]), (torch.cumsum, c, torch.float32, [[1.0, 4.0], [2.0, 2.0]]),
+             (torch.sum, f, torch.int64, [3, 2]), (torch.prod, f, torch.int64, [2, -3]),
+             (torch.sum, f, torch.bool, [True, True]), (torch.cumprod, f, torch.int64, [[1, 2], [3, -3]]),
+             (torch.mean, f, torch.complex64, [2 + 0j, 1.25 + 0j]), (torch.nansum, f, torch.float64, [4.0, 2.5])]
+    for fn, x, dt, expected in cases:
+        out = torch.empty(0, dtype=dt)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert fn(x, 1, out=out) is out
+        assert out.dtype is dt and out.tolist() == expected, (fn, dt)
+        if x.dtype.is_complex:
+            assert [str(w.message) for w in seen] == ["Casting complex values to real discards the imaginary part"]
+            assert seen[0].category is UserWarning
+    with pytest.raises(RuntimeError, match="^Expected out tensor to have dtype float, but got c10::complex<float> "
+                                           "instead$"):
+        torch.sum(c, 1, dtype=torch.float32, out=torch.empty(0, dtype=torch.complex64))
+    with pytest.raises(RuntimeError, match="^Expected out tensor to have dtype double, but got float instead$"):
+        torch.cumsum(f, 1, dtype=torch.float64, out=torch.empty(0))
+    with pytest.raises(RuntimeError, match="^mean\\(\\): could not infer output dtype. Input dtype must be either a "
+                                           "floating point or complex dtype. Got: Long$"):
+        torch.mean(torch.tensor([[1, 2]]), 1, out=torch.empty(0))
+
+
+def test_a_complex_cast_to_a_real_dtype_warns_as_torch():
+    c = torch.tensor([1 + 2j, 3 - 1j])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert torch.sum(c, dtype=torch.float32).item() == 4.0
+        assert torch.sum(c, dtype=torch.bool).item() is True        # into bool: no warning, either part counts
+    assert [(w.category, str(w.message)) for w in seen] == [
+        (UserWarning, "Casting complex values to real discards the imaginary part")]
+
+
+def test_refusals_in_torchs_order_and_words():
+    # torch 2.13: heaviside's complex check comes before its same-dtype one; softmax's kernel along the last dim
+    # (or of a 1-d input) has its own name; hardtanh refuses bool and complex in clamp's words
+    c, f = torch.ones(2, 3, dtype=torch.complex64), torch.ones(2, 3)
+    for a, b in ((c, f), (f, c), (c, c)):
+        with pytest.raises(RuntimeError, match="^heaviside is not yet implemented for complex tensors.$"):
+            torch.heaviside(a, b)
+    for fn, name in ((torch.nn.functional.softmax, "softmax"), (torch.nn.functional.log_softmax, "log_softmax")):
+        for x, dim, kernel in ((c, 0, f"{name}_kernel_impl"), (c, 1, f"{name}_lastdim_kernel_impl"),
+                               (torch.ones(2, 3, dtype=torch.int64), -1, f"{name}_lastdim_kernel_impl"),
+                               (torch.tensor(1), 0, f"{name}_lastdim_kernel_impl")):
+            with pytest.raises(NotImplementedError, match=f"^\"{kernel}\" not implemented for '{x.dtype.short}'$"):
+                fn(x, dim)
+    with pytest.raises(RuntimeError, match="^Bool inputs not supported for hardtanh$"):
+        torch.nn.functional.hardtanh(torch.ones(2, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match="^clamp is not supported for complex types$"):
+        torch.nn.functional.relu6(c)
+
+
+def test_lerp_number_weight_with_an_imaginary_part_is_refused_for_a_real_input():
+    # torch 2.13's lerp.Scalar converts the weight to self's opmath type, checked (float for 16-bit inputs)
+    for dt, ctype in ((torch.float32, "float"), (torch.float64, "double"), (torch.float16, "float")):
+        x = torch.ones(2, dtype=dt)
+        with pytest.raises(RuntimeError, match=f"^value cannot be converted to type {ctype} without overflow$"):
+            torch.lerp(x, x, 1j)
+        with pytest.raises(RuntimeError, match=f"^value cannot be converted to type {ctype} without overflow$"):
+            x.clone().lerp_(x, 1j)
+    c = torch.ones(2, dtype=torch.complex64)
+    assert torch.lerp(c, c * 3, 1j).tolist() == [1 + 2j, 1 + 2j]
+    assert torch.lerp(torch.ones(2), torch.ones(2) * 3, 0.5).tolist() == [2.0, 2.0]

@@ -52,6 +52,41 @@ def test_integer_alpha_rules_survive_a_warm_float_plan():
     _same(torch.add(i, 2.5, alpha=2), np.array([6.0, 7.0], np.float32))   # the result is float: any alpha
 
 
+@pytest.mark.parametrize("alpha", [1j, np.complex128(1j), torch.tensor(1j)])
+def test_complex_alpha_only_for_a_complex_result(alpha):
+    # torch 2.13's alpha_check: a complex alpha is not integral (so an integral or bool result calls it a floating
+    # point number) and not allowed for a floating result; it is refused before the kernel converts it with float()
+    f, i, m = torch.ones(3), torch.ones(3, dtype=torch.int64), torch.ones(3, dtype=torch.bool)
+    for x in (i, m):
+        with pytest.raises(RuntimeError, match="^For integral input tensors, argument alpha must not be a floating "
+                                               "point number.$"):
+            torch.add(x, x, alpha=alpha)
+    with pytest.raises(RuntimeError, match="^For integral input tensors, argument alpha must not be a floating"):
+        torch.sub(i, i, alpha=alpha)
+    for call in (lambda: torch.add(f, f, alpha=alpha), lambda: torch.sub(f, 2, alpha=alpha),
+                 lambda: f.clone().add_(f, alpha=alpha)):
+        with pytest.raises(RuntimeError, match="^For non-complex input tensors, argument alpha must not be a complex "
+                                               "number.$"):
+            call()
+    c = torch.ones(3, dtype=torch.complex64)
+    for got in (torch.add(c, c, alpha=alpha), torch.add(f, c, alpha=alpha)):     # a complex result: taken
+        assert got.dtype == torch.complex64
+        np.testing.assert_array_equal(got.numpy(), np.full(3, 1 + 1j, np.complex64))
+
+
+def test_complex_value_into_a_real_kernel_needs_no_imaginary_part():
+    # addcmul's value is converted to the result dtype by PyTorch's checked conversion (no alpha_check)
+    f, i = torch.ones(3), torch.ones(3, dtype=torch.int32)
+    _same(torch.addcmul(f, f, f, value=2 + 0j), np.full(3, 3, np.float32))
+    _same(torch.addcmul(i, i, i, value=2 + 0j), np.full(3, 3, np.int32))
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+        torch.addcmul(f, f, f, value=1j)
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+        torch.addcdiv(f, f, f, value=1j)
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type int without overflow$"):
+        torch.addcmul(i, i, i, value=1j)
+
+
 def test_views_after_a_warm_contiguous_plan():
     base_np = np.arange(12, dtype=np.float32)
     base = torch.tensor(base_np)

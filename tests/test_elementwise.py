@@ -118,10 +118,10 @@ def test_unary_dtype_rules():
         check(getattr(torch, name)(big), np.array([2**53 + 1, -(2**62) - 1]), torch.int64)
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):
         torch.neg(b)                                                  # PyTorch's own words (ops.yaml rejects)
-    for name, msg in [("abs", "'Bool'"), ("floor", "'Bool'"), ("frac", "'Long'"),
-                      ("bitwise_not", "'Double'")]:
+    for name, kernel, msg in [("abs", "abs_cpu", "'Bool'"), ("floor", "floor_vml_cpu", "'Bool'"),
+                              ("frac", "frac_cpu", "'Long'"), ("bitwise_not", "bitwise_not_cpu", "'Double'")]:
         arg = torch.tensor([1.0]) .double() if msg == "'Double'" else (b if msg == "'Bool'" else torch.tensor([1]))
-        with pytest.raises(RuntimeError, match=f'"{name}" not implemented for {msg}'):
+        with pytest.raises(RuntimeError, match=f'"{kernel}" not implemented for {msg}'):     # torch 2.13's names
             getattr(torch, name)(arg)
 
 
@@ -638,3 +638,25 @@ def test_numpy_scalars_on_the_left_give_tensors():
                     (np.float64(2) ** t, [2.0, 4.0]), (np.float64(1.5) - t, [0.5, -0.5])):
         assert isinstance(r, torch.Tensor) and r.dtype == torch.float32 and r.tolist() == want
     assert (np.float64(2) < t).tolist() == [False, False] and (np.int64(7) // torch.tensor([2, 3])).tolist() == [3, 2]
+
+
+def test_numpy_arrays_on_the_left_as_torch():
+    """torch 2.13's C-bound reflected operators return NotImplemented for an ndarray, so NumPy's TypeError is
+    raised (its own words for +); its __rtruediv__ (Python: reciprocal(t) * a) takes one, as does __eq__; the
+    forward operators take the ndarray as a tensor."""
+    t, a = torch.tensor([1.0, 2.0, 4.0]), np.ones(3)
+    with pytest.raises(TypeError, match="^Concatenation operation is not implemented for NumPy arrays"):
+        a + t
+    for op, sym in ((lambda x, y: x - y, "-"), (lambda x, y: x * y, "\\*"), (lambda x, y: x ** y, "\\*\\* or pow\\(\\)"),
+                    (lambda x, y: x // y, "//"), (lambda x, y: x % y, "%")):
+        with pytest.raises(TypeError, match=f"^unsupported operand type\\(s\\) for {sym}: 'numpy.ndarray' and 'Tensor'$"):
+            op(a, t)
+    with pytest.raises(TypeError, match="^unsupported operand type\\(s\\) for &: 'numpy.ndarray' and 'Tensor'$"):
+        np.ones(3, dtype=np.int64) & torch.tensor([1, 2, 3])
+    assert t.__radd__(a) is NotImplemented and t.__rmatmul__(a) is NotImplemented
+    r = a / t
+    assert isinstance(r, torch.Tensor) and r.dtype == torch.float64 and r.tolist() == [1.0, 0.5, 0.25]
+    assert (a == t).tolist() == [True, False, False]
+    r = t - a
+    assert isinstance(r, torch.Tensor) and r.dtype == torch.float64 and r.tolist() == [0.0, 1.0, 3.0]
+    assert (2 - t).tolist() == [1.0, 0.0, -2.0] and (np.float64(2) * t).tolist() == [2.0, 4.0, 8.0]

@@ -175,3 +175,60 @@ def test_stft_istft_round_trip():
     np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-5)
     with pytest.raises(RuntimeError, match="stft requires the return_complex parameter"):
         torch.stft(x, 16)
+
+
+# torch 2.13's stft errors: its kernel's description of the call (the input as padded when centred), then the check
+STFT_ERRORS = [
+    (lambda: torch.stft(torch.ones(72), 8, hop_length=2, window=torch.ones(5), return_complex=True),
+     "stft(torch.FloatTensor[80], n_fft=8, hop_length=2, win_length=8, window=torch.FloatTensor{[5]}, normalized=0, "
+     "onesided=None, return_complex=1, align_to_window=None) : expected a 1D window tensor of size equal to "
+     "win_length=8, but got window with size [5]"),
+    (lambda: torch.stft(torch.ones(64), 200, win_length=100, center=False, return_complex=True),
+     "stft(torch.FloatTensor[64], n_fft=200, hop_length=50, win_length=100, window=None, normalized=0, "
+     "onesided=None, return_complex=1, align_to_window=None) : expected 0 < n_fft < 64, but got n_fft=100"),
+    (lambda: torch.stft(torch.ones(64), 16, hop_length=0, return_complex=True),
+     "stft(torch.FloatTensor[80], n_fft=16, hop_length=0, win_length=16, window=None, normalized=0, onesided=None, "
+     "return_complex=1, align_to_window=None) : expected hop_length > 0, but got hop_length=0"),
+    (lambda: torch.stft(torch.ones(3, 64, dtype=torch.bfloat16), 16, center=False, return_complex=True,
+                        window=torch.ones(3, dtype=torch.float64)),
+     "stft(CPUBFloat16Type[3, 64], n_fft=16, hop_length=4, win_length=16, window=torch.DoubleTensor{[3]}, "
+     "normalized=0, onesided=None, return_complex=1, align_to_window=None) : expected a 1D window tensor of size "
+     "equal to win_length=16, but got window with size [3]"),
+    (lambda: torch.stft(torch.ones(4, 4, 4), 4, return_complex=True),
+     "stft(torch.FloatTensor[4, 4, 8], n_fft=4, hop_length=1, win_length=4, window=None, normalized=0, "
+     "onesided=None, return_complex=1, align_to_window=None) : expected a 1D or 2D tensor"),
+    (lambda: torch.stft(torch.ones(48, dtype=torch.complex64), 8, onesided=True, return_complex=True),
+     "Cannot have onesided output if window or input is complex"),
+    (lambda: torch.stft(torch.ones(64), 200, return_complex=True),
+     "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding (100, 100) "
+     "at dimension 2 of input [1, 1, 64]"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(STFT_ERRORS)))
+def test_stft_errors_as_torch(i):
+    call, message = STFT_ERRORS[i]
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_ihfftn_checks_its_arguments_before_refusing_a_complex_input():
+    # torch 2.13: shape, dims and norm are checked first; the r2c kernel refuses the complex input last
+    c = torch.ones(3, 4, dtype=torch.complex64)
+    for call, message in ((lambda: torch.fft.ihfftn(c, dim=()), "ihfftn must transform at least one axis"),
+                          (lambda: torch.fft.ihfft2(c, norm="bogus"), 'Invalid normalization mode: "bogus"'),
+                          (lambda: torch.fft.ihfft2(c, dim=(0, 0)), "FFT dims must be unique"),
+                          (lambda: torch.fft.ihfftn(c, s=(0, 4)), "Invalid number of data points (0) specified"),
+                          (lambda: torch.fft.ihfftn(c), "Only supports floating-point dtypes, but found: ComplexFloat")):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+def test_one_dimensional_transforms_refuse_a_tuple_dim_as_torchs_parser(name):
+    # torch 2.13, dim by keyword: before any check of the input (rfft of a complex input included)
+    for x in (torch.ones(4, 4), torch.ones(4, 4, dtype=torch.complex64)):
+        with pytest.raises(TypeError, match=f"^fft_{name}\\(\\): argument 'dim' must be int, not tuple$"):
+            getattr(torch.fft, name)(x, dim=(0, 0))

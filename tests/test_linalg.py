@@ -14,13 +14,13 @@ B = torch.stack([torch.eye(2), A])
 M = torch.tensor([[4., 1, 2], [1, 3, 0], [2, 0, 5]], dtype=torch.float64)
 
 TORCH_ERRORS = {   # torch 2.13: class, message
-    "inv_singular": (lambda: torch.linalg.inv(A), "LinAlgError", "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
-    "inv_batch": (lambda: torch.linalg.inv(B), "LinAlgError", "linalg.inv: (Batch element 1): The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+    "inv_singular": (lambda: torch.linalg.inv(A), "_LinAlgError", "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
+    "inv_batch": (lambda: torch.linalg.inv(B), "_LinAlgError", "linalg.inv: (Batch element 1): The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular."),
     "inv_rect": (lambda: torch.linalg.inv(torch.ones(2, 3)), "RuntimeError", "linalg.inv: A must be batches of square matrices, but they are 2 by 3 matrices"),
     "inv_1d": (lambda: torch.linalg.inv(torch.ones(3)), "RuntimeError", "linalg.inv: The input tensor A must have at least 2 dimensions."),
     "inv_int": (lambda: torch.linalg.inv(torch.eye(2, dtype=torch.long)), "RuntimeError", "linalg.inv: Expected a floating point or complex tensor as input. Got Long"),
-    "chol_batch": (lambda: torch.linalg.cholesky(B), "LinAlgError", "linalg.cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
-    "cholesky_batch": (lambda: torch.cholesky(B), "LinAlgError", "cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+    "chol_batch": (lambda: torch.linalg.cholesky(B), "_LinAlgError", "linalg.cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
+    "cholesky_batch": (lambda: torch.cholesky(B), "_LinAlgError", "cholesky: (Batch element 1): The factorization could not be completed because the input is not positive-definite (the leading minor of order 2 is not positive-definite)."),
     "cholesky_rect_int": (lambda: torch.cholesky(torch.ones(2, 3, dtype=torch.long)), "RuntimeError", "cholesky: A must be batches of square matrices, but they are 2 by 3 matrices"),
     "cholesky_ex_rect": (lambda: torch.linalg.cholesky_ex(torch.ones(2, 3)), "RuntimeError", "linalg.cholesky: A must be batches of square matrices, but they are 2 by 3 matrices"),
     "inv_rect_int": (lambda: torch.linalg.inv_ex(torch.ones(2, 3, dtype=torch.long)), "RuntimeError", "linalg.inv: A must be batches of square matrices, but they are 2 by 3 matrices"),
@@ -28,7 +28,7 @@ TORCH_ERRORS = {   # torch 2.13: class, message
     "det_half": (lambda: torch.linalg.det(torch.eye(3, dtype=torch.half)), "NotImplementedError", "\"lu_cpu\" not implemented for 'Half'"),
     "eigvalsh_int": (lambda: torch.linalg.eigvalsh(torch.eye(3, dtype=torch.long)), "NotImplementedError", "\"linalg_eigh_cpu\" not implemented for 'Long'"),
     "svdvals_1d": (lambda: torch.linalg.svdvals(torch.ones(3)), "RuntimeError", "linalg.svd: The input tensor A must have at least 2 dimensions."),
-    "svd_nan_batch": (lambda: torch.linalg.svd(torch.ones(2, 3, 3) / torch.tensor([1., 0]).view(2, 1, 1) * 0), "LinAlgError", "linalg.svd: (Batch element 1): The algorithm failed to converge because the input matrix contained non-finite values."),
+    "svd_nan_batch": (lambda: torch.linalg.svd(torch.ones(2, 3, 3) / torch.tensor([1., 0]).view(2, 1, 1) * 0), "_LinAlgError", "linalg.svd: (Batch element 1): The algorithm failed to converge because the input matrix contained non-finite values."),
     "torch_svd_1d": (lambda: torch.svd(torch.ones(3)), "RuntimeError", "linalg.svd: input should have at least 2 dimensions, but has 1 dimensions instead"),
     "eig_int": (lambda: torch.linalg.eigvals(torch.eye(2, dtype=torch.long)), "RuntimeError", "Unknown Complex ScalarType for Long"),
     "eig_nan": (lambda: torch.linalg.eig(torch.full((2, 2), float("nan"))), "RuntimeError", "torch.linalg.eig: input tensor should not contain infs or NaNs."),
@@ -46,9 +46,9 @@ TORCH_ERRORS = {   # torch 2.13: class, message
     "vander_n1": (lambda: torch.linalg.vander(torch.ones(3), N=1), "RuntimeError", "N must be greater than 1."),
     "norm_int": (lambda: torch.linalg.norm(torch.ones(3, dtype=torch.long)), "RuntimeError", "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
     "householder_int": (lambda: torch.linalg.householder_product(torch.eye(3, dtype=torch.long), torch.ones(3, dtype=torch.long)), "NotImplementedError", "\"orgqr_cpu\" not implemented for 'Long'"),
-    "cholesky_inverse_singular": (lambda: torch.cholesky_inverse(torch.stack([torch.eye(2), torch.zeros(2, 2)])), "LinAlgError", "cholesky_inverse: (Batch element 1): The diagonal element 1 is zero, the inversion could not be completed because the input matrix is singular."),
-    "eigh_nan_batch": (lambda: torch.linalg.eigh(torch.stack([torch.eye(5), torch.full((5, 5), float("nan"))])), "LinAlgError", "linalg.eigh: (Batch element 1): The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: 4)."),
-    "solve_singular_batch": (lambda: torch.linalg.solve(B, torch.ones(2, 2, 1)), "LinAlgError", "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix is singular."),
+    "cholesky_inverse_singular": (lambda: torch.cholesky_inverse(torch.stack([torch.eye(2), torch.zeros(2, 2)])), "_LinAlgError", "cholesky_inverse: (Batch element 1): The diagonal element 1 is zero, the inversion could not be completed because the input matrix is singular."),
+    "eigh_nan_batch": (lambda: torch.linalg.eigh(torch.stack([torch.eye(5), torch.full((5, 5), float("nan"))])), "_LinAlgError", "linalg.eigh: (Batch element 1): The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated eigenvalues (error code: 4)."),
+    "solve_singular_batch": (lambda: torch.linalg.solve(B, torch.ones(2, 2, 1)), "_LinAlgError", "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix is singular."),
     "solve_shape": (lambda: torch.linalg.solve(torch.eye(2), torch.ones(3)), "RuntimeError", "linalg.solve: Incompatible shapes of A and B for the equation AX = B (2x2 and 3x1)"),
     "solve_dtype": (lambda: torch.linalg.solve(torch.eye(2, dtype=torch.float64), torch.ones(2)), "RuntimeError", "linalg.solve: Expected A and B to have the same dtype, but found A of type Double and B of type Float instead"),
     "lu_factor_singular": (lambda: torch.linalg.lu_factor(B), "RuntimeError", "torch.linalg.lu_factor: (Batch element 1): U[2,2] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)"),
@@ -73,6 +73,8 @@ def test_errors_as_torch(case):
 
 def test_linalg_error_is_a_runtime_error_and_importable():
     assert issubclass(torch.linalg.LinAlgError, RuntimeError)
+    # torch 2.13: <class 'torch._C._LinAlgError'>, the name in a traceback
+    assert (torch.linalg.LinAlgError.__module__, torch.linalg.LinAlgError.__qualname__) == ("torch._C", "_LinAlgError")
     with pytest.raises(torch.linalg.LinAlgError):
         torch.inverse(A)
 

@@ -204,3 +204,23 @@ def test_index_reduce():
             x.index_reduce(*args)
         assert str(err.value) == msg
     assert gradcheck(lambda s, v: s.index_reduce(1, torch.tensor([1, 1, 0]), v, "mean"), (f64(2, 3), f64(2, 3)))
+
+
+def test_complex_beta_alpha_into_a_real_product_as_torch():
+    # torch 2.13 converts beta and alpha to the product's dtype, checked: an imaginary part is refused, a complex
+    # number without one is its real part (the result stays real)
+    m, v, b = torch.ones(2, 2), torch.ones(2), torch.ones(1, 2, 2)
+    calls = {"addmm": lambda **k: torch.addmm(m, m, m, **k), "baddbmm": lambda **k: torch.baddbmm(b, b, b, **k),
+             "addbmm": lambda **k: torch.addbmm(m, b, b, **k), "addmv": lambda **k: torch.addmv(v, m, v, **k),
+             "addr": lambda **k: torch.addr(m, v, v, **k)}
+    for name, call in calls.items():
+        for kw in ({"beta": 1j}, {"alpha": 1j}, {"alpha": torch.tensor(1j)}):
+            with pytest.raises(RuntimeError, match="^value cannot be converted to type float without overflow$"):
+                call(**kw)
+        r = call(beta=2 + 0j)
+        assert r.dtype == torch.float32 and r.flatten().tolist()[0] == (3.0 if name == "addr" else 4.0), name
+    i = torch.ones(2, 2, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="^value cannot be converted to type int64_t without overflow$"):
+        torch.addmm(i, i, i, beta=1j)
+    r = torch.addmm(i, i, i, alpha=2 + 0j)
+    assert r.dtype == torch.int64 and r.tolist() == [[5, 5], [5, 5]]

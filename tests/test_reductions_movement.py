@@ -873,6 +873,10 @@ def test_one_hot_bincount():
     check(torch.bincount(torch.tensor([], dtype=torch.int64), minlength=2), [0, 0])
     with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs."):
         torch.bincount(torch.tensor([-1]))
+    # complex weights: torch 2.13 sums their real parts into float64
+    for dt in (torch.complex64, torch.complex128):
+        w = torch.tensor([1 + 2j, 3 - 1j, 0.5 + 1j, 2j], dtype=dt)
+        check(torch.bincount(torch.tensor([0, 1, 1, 3]), w), [1.0, 3.5, 0.0, 0.0], dtype=torch.float64)
 
 
 # ------------------------------------------------------------------------------------------ gradients

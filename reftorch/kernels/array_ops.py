@@ -705,6 +705,8 @@ def bincount_forward(self, weights=None, minlength=0):
         raise RuntimeError("weights should be 1-d and have the same length as input")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    if weights is not None and weights.dtype.kind == "c":     # PyTorch sums their real parts, in float64
+        return np.bincount(self, weights.real, minlength)
     out = np.bincount(self, weights, minlength)
     if weights is None:
         return out.astype(np.int64)

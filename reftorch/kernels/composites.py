@@ -36,8 +36,6 @@ def _pow_backward_exponent(F, grad, self, exponent, result):
 
 def mean(F, self, dim=None, keepdim=False, *, dtype=None):
     # ops.yaml: mean
-    if dtype is None and (not self.dtype.differentiable):
-        raise RuntimeError(f'mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {self.dtype.short}')
     if dtype is not None and (not dtype.differentiable):
         raise RuntimeError(f'mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: {dtype.short}')
     return F.sum(self, dim, keepdim, dtype=dtype) / F.numel_of(self.shape, dim)
@@ -354,6 +352,9 @@ def softmax(F, self, dim, dtype=None):
         self = self.to(dtype)
     if dim is None:
         dim = 0 if self.ndim in (0, 1, 3) else 1
+    if not self.dtype.is_floating_point and -(self.ndim or 1) <= dim < (self.ndim or 1):
+        last = self.ndim <= 1 or dim % self.ndim == self.ndim - 1
+        raise NotImplementedError(f""""softmax{('_lastdim' if last else '')}_kernel_impl" not implemented for '{self.dtype.short}'""")
     return F._softmax(self, dim)
 
 
@@ -363,6 +364,9 @@ def log_softmax(F, self, dim, dtype=None):
         self = self.to(dtype)
     if dim is None:
         dim = 0 if self.ndim in (0, 1, 3) else 1
+    if not self.dtype.is_floating_point and -(self.ndim or 1) <= dim < (self.ndim or 1):
+        last = self.ndim <= 1 or dim % self.ndim == self.ndim - 1
+        raise NotImplementedError(f""""log_softmax{('_lastdim' if last else '')}_kernel_impl" not implemented for '{self.dtype.short}'""")
     return F._log_softmax(self, dim)
 
 
@@ -374,6 +378,7 @@ def vdot(F, self, other):
 def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
     # ops.yaml: addmm
     p = F.mm(mat1, mat2)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -386,6 +391,7 @@ def addmm(F, self, mat1, mat2, *, beta=1, alpha=1):
 def baddbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     # ops.yaml: baddbmm
     p = F.bmm(batch1, batch2)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not (p.dtype.is_floating_point or p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -1955,6 +1961,7 @@ def addmv(F, self, mat, vec, *, beta=1, alpha=1):
         if self.ndim > 1 or (self.ndim == 1 and self.shape[0] not in (1, n)) or mat.shape[1] != vec.shape[0]:
             raise RuntimeError(f'size mismatch, got input ({(self.shape[0] if self.ndim == 1 else n)}), mat ({n}x{mat.shape[1]}), vec ({vec.shape[0]})')
     p = F.mv(mat, vec)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -1974,6 +1981,7 @@ def addr(F, self, vec1, vec2, *, beta=1, alpha=1):
     for name, v in (('beta', beta), ('alpha', alpha)):
         if not p.dtype.is_floating_point and (not self.dtype.is_floating_point) and isinstance(v, float):
             raise RuntimeError(f'For integral input tensors, argument {name} must not be a floating point number.')
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if p.dtype.category == 0 and self.dtype.category == 0:
         return self & bool(beta) | p & bool(alpha)
     if alpha != 1:
@@ -1989,6 +1997,7 @@ def addbmm(F, self, batch1, batch2, *, beta=1, alpha=1):
     if batch1.ndim == 3 and batch2.ndim == 3 and (batch1.shape[0] != batch2.shape[0]):
         raise RuntimeError(f'batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and {batch2.shape[0]}')
     p = F.sum(F.bmm(batch1, batch2), 0)
+    alpha, beta = (F.checked_scalar(alpha, p.dtype), F.checked_scalar(beta, p.dtype))
     if not p.dtype.is_floating_point and (not p.dtype.is_complex):
         alpha, beta = (int(alpha), int(beta))
     if alpha != 1:
@@ -2241,6 +2250,8 @@ def heaviside(F, self, values):
     # ops.yaml: heaviside
     if not F.is_tensor(values):
         raise TypeError(f"heaviside(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if self.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError('heaviside is not yet implemented for complex tensors.')
     if self.dtype != values.dtype:
         raise RuntimeError('heaviside is not yet implemented for tensors with different dtypes.')
     return F._heaviside(self, values)
@@ -2248,8 +2259,6 @@ def heaviside(F, self, values):
 
 def nextafter(F, self, other):
     # ops.yaml: nextafter
-    if not (F.is_floating(self) or (F.is_tensor(other) and F.is_floating(other))):
-        raise NotImplementedError(f""""nextafter_cpu" not implemented for '{self.dtype.short}'""")
     r = F._nextafter(self, other)
     if r.dtype.itemsize != 2:
         return r
@@ -2889,13 +2898,13 @@ def fft_hfftn(F, self, s=None, dim=None, norm=None):
 
 def fft_ihfftn(F, self, s=None, dim=None, norm=None):
     # ops.yaml: fft_ihfftn
-    if self.dtype.is_complex:
-        raise RuntimeError(f'Only supports floating-point dtypes, but found: {self.dtype.short}')
     sizes, dims = F.fft_shape_dims(self, s, dim)
     if not sizes:
         raise RuntimeError('ihfftn must transform at least one axis')
-    x = F._fft_resize(F.fft_promote(self), dims, sizes)
     code = F.fft_norm(norm, False)
+    if self.dtype.is_complex:
+        raise RuntimeError(f'Only supports floating-point dtypes, but found: {self.dtype.short}')
+    x = F._fft_resize(F.fft_promote(self), dims, sizes)
     r = F.conj(F._fft_r2c(x, [dims[-1]], code, True))
     return F._fft_c2c(r, dims[:-1], code, False) if len(dims) > 1 else r
 

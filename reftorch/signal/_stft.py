@@ -26,9 +26,6 @@ def _full_window(window, n_fft, win_length, like, warn=False):
         warnings.warn(_NO_WINDOW, UserWarning, stacklevel=3)
     if window is None:
         window = _F.ones(win_length, dtype=like.dtype.to_real(), device=like.device)
-    elif window.ndim != 1 or window.shape[0] != win_length:
-        raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win_length}, but got "
-                           f"window with size {list(window.shape)}")
     left = (n_fft - win_length) // 2
     if left or win_length < n_fft:
         window = _nnf.pad(window, (left, n_fft - win_length - left))
@@ -43,19 +40,28 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError(_RETURN_COMPLEX)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    if input.ndim not in (1, 2):
-        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
-    x = input.unsqueeze(0) if input.ndim == 1 else input
-    if center:
+    x = input
+    if center:      # as torch.stft's Python side: padded as a 3-D view (its errors name that shape), then back
         pad = n_fft // 2
-        x = _nnf.pad(x.unsqueeze(1), (pad, pad), mode=pad_mode).squeeze(1)
+        x = _nnf.pad(x.reshape([1] * (3 - x.ndim) + list(x.shape)), (pad, pad), mode=pad_mode)
+        x = x.reshape(x.shape[-input.ndim:] if input.ndim else x.shape)
+    # the checks of PyTorch's kernel, in its order, each message after its description of the call
+    where = _stft_repr(x, n_fft, hop, win, window, normalized, onesided, return_complex)
+    if x.ndim not in (1, 2):
+        raise RuntimeError(where + ": expected a 1D or 2D tensor")
+    x = x.unsqueeze(0) if x.ndim == 1 else x
     length = x.shape[-1]
-    if not 0 < n_fft <= length:
-        raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
+    if not 0 < n_fft <= length:     # (PyTorch's message says < and prints win_length as n_fft)
+        raise RuntimeError(where + f": expected 0 < n_fft < {length}, but got n_fft={win}")
     if hop <= 0:
-        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+        raise RuntimeError(where + f": expected hop_length > 0, but got hop_length={hop}")
     if not 0 < win <= n_fft:
-        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got win_length={win}")
+        raise RuntimeError(where + f": expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is not None and (window.ndim != 1 or window.shape[0] != win):
+        raise RuntimeError(where + f": expected a 1D window tensor of size equal to win_length={win}, but got "
+                           f"window with size {list(window.shape)}")
+    if complex_in and onesided:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
     frames = x.unfold(-1, n_fft, hop) * _full_window(window, n_fft, win, x, warn=True)
     norm = "ortho" if normalized else "backward"
     one = (not complex_in) if onesided is None else onesided
@@ -74,20 +80,33 @@ def _overlap_add(frames, n_fft, hop):
 
 
 def _type_string(t):
-    """A tensor's type as PyTorch's toString prints it: torch.FloatTensor, CPUComplexFloatType (no legacy name)."""
-    if t.dtype.is_complex:
+    """A tensor's type as PyTorch's toString prints it: torch.FloatTensor, CPUComplexFloatType and CPUBFloat16Type
+    (dtypes with no legacy tensor type)."""
+    if t.dtype.is_complex or t.dtype.short == "BFloat16":
         return f"{t.device.type.upper() if t.device.type == 'cpu' else t.device.type}{t.dtype.short}Type"
     return f"torch.{'cuda.' if t.device.type == 'cuda' else ''}{t.dtype.short}Tensor"
 
 
+def _window_string(window):
+    return f"{_type_string(window)}{{{list(window.shape)}}}" if window is not None else "None"
+
+
+def _opt(v):
+    return "None" if v is None else str(int(v))
+
+
+def _stft_repr(input, n_fft, hop, win, window, normalized, onesided, return_complex):
+    """The call as PyTorch's stft names it in its errors (its REPR macro; reftorch has no align_to_window)."""
+    return (f"stft({_type_string(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
+            f"window={_window_string(window)}, normalized={int(bool(normalized))}, onesided={_opt(onesided)}, "
+            f"return_complex={_opt(return_complex)}, align_to_window=None) ")
+
+
 def _istft_repr(input, n_fft, hop, win, window, center, normalized, onesided, length, return_complex):
     """The call as PyTorch's istft names it in its errors (its REPR macro)."""
-    w = f"{_type_string(window)}{{{list(window.shape)}}}".replace(" ", "") if window is not None else "None"
-    w = w.replace(",", ", ")
-    opt = (lambda v: "None" if v is None else str(int(v)))
     return (f"istft({_type_string(input)}{list(input.shape)}, n_fft={n_fft}, hop_length={hop}, win_length={win}, "
-            f"window={w}, center={int(bool(center))}, normalized={int(bool(normalized))}, onesided={opt(onesided)}, "
-            f"length={opt(length)}, return_complex={int(bool(return_complex))}) ")
+            f"window={_window_string(window)}, center={int(bool(center))}, normalized={int(bool(normalized))}, "
+            f"onesided={_opt(onesided)}, length={_opt(length)}, return_complex={int(bool(return_complex))}) ")
 
 
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
