@@ -9,9 +9,10 @@ from reftorch.kernels import rows
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
-def test_amax_and_total_are_numpys_keepdims_reductions(dtype, layout):
+@pytest.mark.parametrize("row", [9, 40])     # (rows of 40: NumPy's max, the loop's sum)
+def test_amax_and_total_are_numpys_keepdims_reductions(dtype, layout, row):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((4, 6, 9)).astype(dtype)
+    x = rng.standard_normal((4, 6, row)).astype(dtype)
     x[0, 0, 3], x[1, 2, :] = np.nan, -np.inf
     x[2, 1, 0] = np.inf
     if layout == "transposed":
