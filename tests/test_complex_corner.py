@@ -1,7 +1,7 @@
 """Complex corner cases found by a differential sweep against torch 2.13: the gradient of acosh left of the imaginary
 axis, complex division by zero in forward kernels and fused backward kernels (inf/nan, never ZeroDivisionError), pow
 of complex numbers (PyTorch's exact small exponents, cpow's zero base, a Python-number base's gradient in double),
-log2's parts, and exp/exp2/sin/cos/tan/sinh/cosh/tanh/sigmoid/sinc where one part is zero or infinite.
+log2's parts, log1p's and sgn's at infinite parts, and exp/exp2/sin/cos/tan/sinh/cosh/tanh/sigmoid/sinc where one part is zero or infinite.
 Expected values are torch 2.13's (CPU), computed by the same code with torch in place of reftorch; a complex value
 is written (real, imag). Signs of zeros are not compared."""
 import math
@@ -159,6 +159,30 @@ def sinc_grad_where_square_underflows(torch):
     return out
 
 
+def log1p_complex_infinite_parts(torch):
+    # c10's Kahan-trick log1p: an infinite part gives NaN + NaN i (the ratio z / (u - 1) is inf / inf)
+    inf, nan = float("inf"), float("nan")
+    z = [complex(1e-30, inf), complex(1e-30, -inf), complex(inf, nan), complex(-inf, nan), complex(inf, 0),
+         complex(-inf, 0), complex(0, nan), complex(nan, 0), complex(1e-8, 0), complex(3e38, 3e38), -1 + 0j,
+         0.5 + 0.25j, -1.0794703353172185e-09 + 7.249385654216125e-09j]
+    out = []
+    for dt in (torch.complex64, torch.complex128):
+        out += torch.log1p(torch.tensor(z, dtype=dt)).tolist()
+    return out
+
+
+def sgn_complex_infinite_and_nan_parts(torch):
+    # each part over |z| (infj: 0 + NaN i), 0 at 0
+    inf, nan = float("inf"), float("nan")
+    z = [complex(0, inf), complex(0, -inf), complex(-0.0, inf), complex(inf, 0), complex(inf, inf), complex(1, inf),
+         complex(nan, 0), complex(0, nan), complex(inf, nan), 0j, complex(-0.0, 0), 3 + 4j, 1e-30 + 0j, 1e30 - 1e30j]
+    out = []
+    for dt in (torch.complex64, torch.complex128):
+        # 16 elements: torch's vectorised kernel for every element (its scalar tail divides as complex numbers)
+        out += torch.sgn(torch.tensor(z + [1j, 1j], dtype=dt)).tolist()
+    return out
+
+
 EXPECTED = {
     acosh_grad_complex_left_half_plane: (1e-12, [
         (-0.07466008671226487, 1.1397240881748487), (0.05318129507105232, -0.44160474776811504),
@@ -252,6 +276,10 @@ EXPECTED = {
     sinc_grad_where_square_underflows: (1e-06, [
         (0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (-1.009445071220398, 0.5101443529129028), (-0.0, 0.0), (0.0, 0.0),
         (0.0, 0.0), (-1.0094448023570057, 0.5101443966821784)]),
+    log1p_complex_infinite_parts: (1e-06, [
+        (nan, nan), (nan, nan), (nan, nan), (nan, nan), (inf, 0.0), (inf, 3.1415927410125732), (nan, nan), (nan, nan), (9.99999993922529e-09, 0.0), (88.94342041015625, 0.7853981852531433), (-inf, 0.0), (0.41916459798812866, 0.16514867544174194), (-1.0794702909322496e-09, 7.2493850922228376e-09), (nan, nan), (nan, nan), (nan, nan), (nan, nan), (inf, 0.0), (inf, 3.141592653589793), (nan, nan), (nan, nan), (9.999999950000003e-09, 0.0), (88.94341941272182, 0.7853981633974483), (-inf, 0.0), (0.4191645952022216, 0.16514867741462683), (-1.0794703096230506e-09, 7.249385662041623e-09)]),
+    sgn_complex_infinite_and_nan_parts: (1e-06, [
+        (0.0, nan), (0.0, nan), (-0.0, nan), (nan, 0.0), (nan, nan), (0.0, nan), (nan, nan), (nan, nan), (nan, nan), (0.0, 0.0), (0.0, 0.0), (0.6000000238418579, 0.800000011920929), (1.0, 0.0), (0.7071068286895752, -0.7071068286895752), (0.0, 1.0), (0.0, 1.0), (0.0, nan), (0.0, nan), (-0.0, nan), (nan, 0.0), (nan, nan), (0.0, nan), (nan, nan), (nan, nan), (nan, nan), (0.0, 0.0), (0.0, 0.0), (0.6, 0.8), (1.0, 0.0), (0.7071067811865476, -0.7071067811865476), (0.0, 1.0), (0.0, 1.0)]),
 }
 
 

@@ -249,11 +249,29 @@ def cabs(x):
 
 
 @cuda.jit(device=True, inline=True)
-def sgn(x):
+def _sgn_real(x):
     m = abs(x)
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
+
+
+# complex numbers by templates/complex_math.py's _sgn_c (each part over |z|, as c10), picked by type as logaddexp is
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def sgn(x):
+        if isinstance(x, (complex, np.complex64, np.complex128)):
+            return _sgn_c(x)
+        return _sgn_real(x)
+else:
+    def sgn(x):
+        return _sgn_real(x)
+
+    @_cuda_overload(sgn, target="cuda")
+    def _typed_sgn(x):
+        if isinstance(x, types.Complex):
+            return lambda x: _sgn_c(x)
+        return lambda x: _sgn_real(x)
 
 
 @cuda.jit(device=True, inline=True)

@@ -115,8 +115,7 @@ def cconj(x):
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):
-        m = abs(x)
-        return x / m if m != 0 else x * 0
+        return _sgn_c(x)        # templates/complex_math.py
     return (x > 0) - (x < 0)
 
 
