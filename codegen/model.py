@@ -830,7 +830,7 @@ def _parse_vmap(e, sig, registered_names):
     return formula
 
 
-CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
+CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError", "NotImplementedError")
 
 
 def _parse_checks(e, checks, sig):

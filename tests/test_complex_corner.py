@@ -298,3 +298,16 @@ def test_matches_torch(case):
         gp = (complex(g).real, complex(g).imag) if isinstance(w, tuple) else (float(g),)
         wp = w if isinstance(w, tuple) else (w,)
         assert all(_same(a, b, rtol) for a, b in zip(gp, wp)), f"element {i}: got {g!r}, torch gives {w!r}"
+
+
+def test_pow_bool_tensor_to_python_bool():
+    # torch 2.13: a bool tensor to a Python bool stays bool (pow_Tensor_Scalar fills or copies); a bool exponent
+    # tensor with a bool base, or a Python bool base, has no kernel
+    b = torch.tensor([True, False, True])
+    assert (b ** True).dtype is torch.bool and (b ** True).tolist() == [True, False, True]
+    assert torch.pow(b, False).tolist() == [True, True, True]
+    assert b.clone().pow_(False).tolist() == [True, True, True]
+    assert (b ** 2).dtype is torch.int64 and (b ** 2).tolist() == [1, 0, 1]
+    for f in (lambda: b ** b, lambda: b ** torch.tensor(True), lambda: True ** b, lambda: torch.pow(True, b)):
+        with pytest.raises(NotImplementedError, match="\"pow\" not implemented for 'Bool'"):
+            f()

@@ -60,7 +60,7 @@ SPECS = {
 
     '_rtruediv': {'name': '_rtruediv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': ('__rtruediv__',), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True},
 
-    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
+    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
 
     '_pow_backward_exponent': {'name': '_pow_backward_exponent', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -1374,6 +1374,8 @@ def pow(self, exponent, *, out=None):
         _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
+    if getattr(getattr(exponent, 'dtype', None), 'short', None) == 'Bool' and (isinstance(self, bool) or getattr(getattr(self, 'dtype', None), 'short', None) == 'Bool'):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     if out is not None:
         return _rt.call_out('pow', out, pow, self, exponent)
     return _rt.call('pow', (self, exponent, ), ())
@@ -1385,6 +1387,8 @@ def pow_(self, exponent):
         _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
+    if getattr(getattr(exponent, 'dtype', None), 'short', None) == 'Bool' and (isinstance(self, bool) or getattr(getattr(self, 'dtype', None), 'short', None) == 'Bool'):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     return _rt.call_inplace('pow', (self, exponent, ), ())
 
 
