@@ -205,6 +205,7 @@ class Op:
                                  # GRADIENT_IMPLEMENTED_FOR_COMPLEX list: silu, nan_to_num)
     r2c_grad: bool = True        # False: a real input's complex gradient raises (PyTorch's formula lacks
                                  # handle_r_to_c: where, logaddexp), where by default its real part is taken
+    numbers_op: tuple = ()       # ((tensor arg, op), ...): the op that serves a call where that arg is a Python number
 
     @property
     def tensor_inputs(self):
@@ -309,7 +310,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out", "complex_grad", "r2c_grad")
+             "out", "complex_grad", "r2c_grad", "numbers_op")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -472,10 +473,30 @@ def parse_op(raw, path, registered_names) -> Op:
     out = _parse_out(e)
     complex_grad = e.pop("complex_grad", bool, default=True)
     r2c_grad = e.pop("r2c_grad", bool, default=True)
+    numbers_op = _parse_numbers_op(e, kind, sig, registered_names)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
-              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad)
+              forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad, numbers_op)
+
+
+def _parse_numbers_op(e, kind, sig, registered_names):
+    """`numbers_op: {exponent: _pow_number_exponent}`: where that Tensor argument is a Python number, the call is
+    that op's (same signature): PyTorch's overloads for a Scalar argument can compute otherwise than the Tensor one
+    (pow.Tensor_Scalar's exact small powers, pow.Scalar's 1 ** x), which an elementwise kernel cannot tell apart
+    from a Tensor holding the same value. Tested in order; the first argument given as a number wins."""
+    value = e.pop("numbers_op", dict, default={})
+    if value and kind not in ELEMENTWISE:
+        e.fail("numbers_op", f"only elementwise ops take numbers_op, not kind {kind!r}")
+    tensors = [a.name for a in sig.tensor_args]
+    out = []
+    for arg, target in value.items():
+        if arg not in tensors:
+            e.fail("numbers_op", f"{arg!r} is not a Tensor argument (known: {', '.join(tensors)})")
+        if not isinstance(target, str) or target not in registered_names:
+            e.fail("numbers_op", f"{target!r} is not an op of ops.yaml")
+        out.append((arg, target))
+    return tuple(out)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,

@@ -223,3 +223,110 @@ def _atan_c(z):
         return cmath.atan(z)
     t = _atanh_c(complex(-z.imag, z.real))
     return complex(t.imag, -t.real)
+
+
+# Complex powers, as PyTorch's cpu kernels compute them: std::pow of two c10::complex numbers is glibc's cpow,
+# exp(y log x) with C's complex product, so 0 ** 0 is NaN + NaN i (log 0 = -inf) and 1 ** inf NaN + NaN i. The log
+# and the product stay in the argument's precision (cpowf's rounding of y log x decides a large exponent's phase);
+# cast_like keeps the special values' constants there too.
+
+def _isinf_f(x):
+    return x == math.inf or x == -math.inf
+
+
+def _box(v, inf):
+    # libgcc's boxing of a factor's part: +-1 for an infinite part (inf), else 0 with the part's sign
+    return math.copysign(1.0 if inf else 0.0, v)
+
+
+def _c99_mul(z, w):
+    # C's complex product (libgcc's __muldc3): where the plain product is NaN + NaN i, an infinite factor is boxed
+    # to a unit (NaN parts beside it to 0) and the product remade times inf, as C99 Annex G recovers infinities
+    a = z.real
+    b = z.imag
+    c = w.real
+    d = w.imag
+    ac = a * c
+    bd = b * d
+    ad = a * d
+    bc = b * c
+    x = ac - bd
+    y = ad + bc
+    if x != x and y != y:
+        a2 = np.float64(a)
+        b2 = np.float64(b)
+        c2 = np.float64(c)
+        d2 = np.float64(d)
+        recalc = False
+        if _isinf_f(a) or _isinf_f(b):
+            a2 = _box(a, _isinf_f(a))
+            b2 = _box(b, _isinf_f(b))
+            if c != c:
+                c2 = _box(c, False)
+            if d != d:
+                d2 = _box(d, False)
+            recalc = True
+        if _isinf_f(c) or _isinf_f(d):
+            c2 = _box(c, _isinf_f(c))
+            d2 = _box(d, _isinf_f(d))
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            recalc = True
+        if not recalc and (_isinf_f(ac) or _isinf_f(bd) or _isinf_f(ad) or _isinf_f(bc)):
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            if c2 != c2:
+                c2 = _box(c, False)
+            if d2 != d2:
+                d2 = _box(d, False)
+            recalc = True
+        if recalc:
+            return complex(cast_like(math.inf * (a2 * c2 - b2 * d2), x), cast_like(math.inf * (a2 * d2 + b2 * c2), x))
+    return complex(x, y)
+
+
+def _clog_g(z):
+    # glibc's clog: log(+-0 + 0i) = -inf + i(0 or pi), a NaN part NaN + NaN i (inf + NaN i beside an infinite one)
+    x = z.real
+    y = z.imag
+    if x == 0 and y == 0:
+        return complex(cast_like(-math.inf, x), cast_like(math.copysign(math.pi if math.copysign(1.0, x) < 0 else 0.0, y), x))
+    if x != x or y != y:
+        if _isinf_f(x) or _isinf_f(y):
+            return complex(cast_like(math.inf, x), cast_like(math.nan, x))
+        return complex(cast_like(math.nan, x), cast_like(math.nan, x))
+    return complex(cast_like(math.log(math.hypot(x, y)), x), cast_like(math.atan2(y, x), x))
+
+
+def _cexp_g(z):
+    # glibc's cexp at non-finite parts: a finite real part beside a non-finite imaginary one NaN + NaN i, +inf real
+    # parts inf times the signs of cos y and sin y (inf + NaN i for a non-finite y), -inf ones zeros. In float64.
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    if x - x == 0:
+        if y - y == 0:
+            if y == 0:
+                return complex(math.exp(x), y)
+            return cmath.exp(complex(x, y))
+        return complex(math.nan, math.nan)
+    if x != x:
+        if y == 0:
+            return complex(x, y)
+        return complex(x, x)
+    if y - y == 0:
+        v = math.inf if x > 0 else 0.0
+        if y == 0:
+            return complex(v, y)
+        return complex(math.copysign(v, math.cos(y)), math.copysign(v, math.sin(y)))
+    if x > 0:
+        return complex(x, y - y)
+    return complex(0.0, math.copysign(0.0, y))
+
+
+def _cpow_c(a, b):
+    # glibc's cpow(a, b) = cexp(b * clog(a)), what std::pow of two c10::complex numbers calls
+    return _cexp_g(_c99_mul(b, _clog_g(a)))

@@ -285,6 +285,18 @@ def tpow(a, b):
     return a ** b
 
 
+# pow's numbers_op kernels: on CUDA the same as tpow (numba.cuda's complex power, without prelude.py's exact
+# small powers and glibc's cpow, for the reason above)
+@cuda.jit(device=True, inline=True)
+def tpow_number_exponent(a, b):
+    return tpow(a, b)
+
+
+@cuda.jit(device=True, inline=True)
+def tpow_number_base(a, b):
+    return tpow(a, b)
+
+
 @cuda.jit(device=True, inline=True)
 def cdiv(a, b):
     # prelude.py's guards a complex zero divisor against Numba's ZeroDivisionError; a device kernel raises nothing

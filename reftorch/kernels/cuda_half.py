@@ -269,6 +269,114 @@ def _atan_c(z):
     return complex(t.imag, -t.real)
 
 
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _isinf_f(x):
+    return x == math.inf or x == -math.inf
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _box(v, inf):
+    # libgcc's boxing of a factor's part: +-1 for an infinite part (inf), else 0 with the part's sign
+    return math.copysign(1.0 if inf else 0.0, v)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _c99_mul(z, w):
+    # C's complex product (libgcc's __muldc3): where the plain product is NaN + NaN i, an infinite factor is boxed
+    # to a unit (NaN parts beside it to 0) and the product remade times inf, as C99 Annex G recovers infinities
+    a = z.real
+    b = z.imag
+    c = w.real
+    d = w.imag
+    ac = a * c
+    bd = b * d
+    ad = a * d
+    bc = b * c
+    x = ac - bd
+    y = ad + bc
+    if x != x and y != y:
+        a2 = np.float64(a)
+        b2 = np.float64(b)
+        c2 = np.float64(c)
+        d2 = np.float64(d)
+        recalc = False
+        if _isinf_f(a) or _isinf_f(b):
+            a2 = _box(a, _isinf_f(a))
+            b2 = _box(b, _isinf_f(b))
+            if c != c:
+                c2 = _box(c, False)
+            if d != d:
+                d2 = _box(d, False)
+            recalc = True
+        if _isinf_f(c) or _isinf_f(d):
+            c2 = _box(c, _isinf_f(c))
+            d2 = _box(d, _isinf_f(d))
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            recalc = True
+        if not recalc and (_isinf_f(ac) or _isinf_f(bd) or _isinf_f(ad) or _isinf_f(bc)):
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            if c2 != c2:
+                c2 = _box(c, False)
+            if d2 != d2:
+                d2 = _box(d, False)
+            recalc = True
+        if recalc:
+            return complex(cast_like(math.inf * (a2 * c2 - b2 * d2), x), cast_like(math.inf * (a2 * d2 + b2 * c2), x))
+    return complex(x, y)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _clog_g(z):
+    # glibc's clog: log(+-0 + 0i) = -inf + i(0 or pi), a NaN part NaN + NaN i (inf + NaN i beside an infinite one)
+    x = z.real
+    y = z.imag
+    if x == 0 and y == 0:
+        return complex(cast_like(-math.inf, x), cast_like(math.copysign(math.pi if math.copysign(1.0, x) < 0 else 0.0, y), x))
+    if x != x or y != y:
+        if _isinf_f(x) or _isinf_f(y):
+            return complex(cast_like(math.inf, x), cast_like(math.nan, x))
+        return complex(cast_like(math.nan, x), cast_like(math.nan, x))
+    return complex(cast_like(math.log(math.hypot(x, y)), x), cast_like(math.atan2(y, x), x))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cexp_g(z):
+    # glibc's cexp at non-finite parts: a finite real part beside a non-finite imaginary one NaN + NaN i, +inf real
+    # parts inf times the signs of cos y and sin y (inf + NaN i for a non-finite y), -inf ones zeros. In float64.
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    if x - x == 0:
+        if y - y == 0:
+            if y == 0:
+                return complex(math.exp(x), y)
+            return cmath.exp(complex(x, y))
+        return complex(math.nan, math.nan)
+    if x != x:
+        if y == 0:
+            return complex(x, y)
+        return complex(x, x)
+    if y - y == 0:
+        v = math.inf if x > 0 else 0.0
+        if y == 0:
+            return complex(v, y)
+        return complex(math.copysign(v, math.cos(y)), math.copysign(v, math.sin(y)))
+    if x > 0:
+        return complex(x, y - y)
+    return complex(0.0, math.copysign(0.0, y))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cpow_c(a, b):
+    # glibc's cpow(a, b) = cexp(b * clog(a)), what std::pow of two c10::complex numbers calls
+    return _cexp_g(_c99_mul(b, _clog_g(a)))
+
+
 def _complex_aware(real_fn, complex_fn):
     """A name for kernels: real_fn on real arguments, complex_fn on complex ones (picked while typing)."""
     def fn(x):
@@ -512,6 +620,18 @@ def tpow(a, b):
     if b == 2:
         return a * a
     return a ** b
+
+
+# pow's numbers_op kernels: on CUDA the same as tpow (numba.cuda's complex power, without prelude.py's exact
+# small powers and glibc's cpow, for the reason above)
+@cuda.jit(device=True, inline=True)
+def tpow_number_exponent(a, b):
+    return tpow(a, b)
+
+
+@cuda.jit(device=True, inline=True)
+def tpow_number_base(a, b):
+    return tpow(a, b)
 
 
 @cuda.jit(device=True, inline=True)
@@ -2915,6 +3035,150 @@ def pow_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
         out[po] = _s_pow_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_exponent(self, exponent):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent)
+    return tpow_number_exponent(self, exponent)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_exponent_f16(self, exponent):
+    return f32_to_f16(_s__pow_number_exponent(f16_to_f32(self), f16_to_f32(exponent)))
+
+
+@cuda.jit
+def _pow_number_exponent_f16_contig(out, a0, a1):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_exponent_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_exponent_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_exponent_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_exponent_bf16(self, exponent):
+    return f32_to_bf16(_s__pow_number_exponent(bf16_to_f32(self), bf16_to_f32(exponent)))
+
+
+@cuda.jit
+def _pow_number_exponent_bf16_contig(out, a0, a1):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_exponent_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_exponent_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_exponent_bf16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_base(self, exponent):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent)
+    return tpow_number_base(self, exponent)
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_base_f16(self, exponent):
+    return f32_to_f16(_s__pow_number_base(f16_to_f32(self), f16_to_f32(exponent)))
+
+
+@cuda.jit
+def _pow_number_base_f16_contig(out, a0, a1):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_base_f16(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_base_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_base_f16(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_base_bf16(self, exponent):
+    return f32_to_bf16(_s__pow_number_base(bf16_to_f32(self), bf16_to_f32(exponent)))
+
+
+@cuda.jit
+def _pow_number_base_bf16_contig(out, a0, a1):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_base_bf16(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_base_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_base_bf16(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -13429,6 +13693,158 @@ def _bw_pow_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_exponent_self(grad, exponent, self):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_exponent_self_f16(grad, exponent, self):
+    return f32_to_f16(_s__bw__pow_number_exponent_self(f16_to_f32(grad), f16_to_f32(exponent), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_exponent_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_exponent_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_exponent_self_bf16(grad, exponent, self):
+    return f32_to_bf16(_s__bw__pow_number_exponent_self(bf16_to_f32(grad), bf16_to_f32(exponent), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_exponent_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_exponent_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_base_self(grad, exponent, self):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_base_self_f16(grad, exponent, self):
+    return f32_to_f16(_s__bw__pow_number_base_self(f16_to_f32(grad), f16_to_f32(exponent), f16_to_f32(self)))
+
+
+@cuda.jit
+def _bw__pow_number_base_self_f16_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_base_self_f16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_base_self_f16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [f16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_base_self_f16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_base_self_bf16(grad, exponent, self):
+    return f32_to_bf16(_s__bw__pow_number_base_self(bf16_to_f32(grad), bf16_to_f32(exponent), bf16_to_f32(self)))
+
+
+@cuda.jit
+def _bw__pow_number_base_self_bf16_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_base_self_bf16(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_base_self_bf16_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1))) [bf16]
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_base_self_bf16(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
@@ -22302,6 +22718,10 @@ KERNELS = {
     'mul': dict(kind='elementwise', op='mul', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_div': dict(kind='elementwise', op='_div', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'pow': dict(kind='elementwise', op='pow', tensors=('self', 'exponent'), scalars=(), kernels=('contig', 'strided')),
+    '_pow_number_exponent': dict(kind='elementwise', op='_pow_number_exponent', tensors=('self', 'exponent'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_pow_number_base': dict(kind='elementwise', op='_pow_number_base', tensors=('self', 'exponent'), scalars=(),
+        kernels=('contig', 'strided')),
     'maximum': dict(kind='elementwise', op='maximum', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'eq': dict(kind='elementwise', op='eq', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'gt': dict(kind='elementwise', op='gt', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
@@ -22480,6 +22900,10 @@ KERNELS = {
     '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__pow_number_exponent_self': dict(kind='elementwise', op='_pow_number_exponent', tensors=('grad', 'exponent', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw__pow_number_base_self': dict(kind='elementwise', op='_pow_number_base', tensors=('grad', 'exponent', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
     '_bw_maximum_self': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_maximum_other': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),
