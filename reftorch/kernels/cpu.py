@@ -1872,7 +1872,8 @@ def _clog_g(z):
     x = z.real
     y = z.imag
     if x == 0 and y == 0:
-        return complex(cast_like(-math.inf, x), cast_like(math.copysign(math.pi if math.copysign(1.0, x) < 0 else 0.0, y), x))
+        arg = math.pi if math.copysign(1.0, x) < 0 else 0.0
+        return complex(cast_like(-math.inf, x), cast_like(math.copysign(arg, y), x))
     if x != x or y != y:
         if _isinf_f(x) or _isinf_f(y):
             return complex(cast_like(math.inf, x), cast_like(math.nan, x))
