@@ -211,6 +211,13 @@ def _numbers(op):
             f"{tuple(tensors.index(a) for a in op.numbers)!r}, ({''.join(a + ', ' for a in tensors)}))"]
 
 
+def _numbers_op(op, call, inplace=False):
+    """The wrapper's lines for ops.yaml `numbers_op`: a call with that argument a Python number is the named op's
+    (after out= is handled: call_out calls the wrapper back without it). In place, self is a Tensor."""
+    return [f"    if isinstance({arg}, _NUMBER):\n        return {call.format(target)}\n"
+            for arg, target in op.numbers_op if not (inplace and arg == op.signature.tensor_args[0].name)]
+
+
 NUMBERS_HELPER = '''
 _NUMBER = (bool, int, float, complex)
 
@@ -257,7 +264,7 @@ def emit_api(ops, saves):
                    f"({''.join(x + ', ' for x in others)}))"
         else:
             t, s = _call(op)
-            body = f"    return _rt.call({op.name!r}, {t}, {s})"
+            body = "".join(_numbers_op(op, f"_rt.call({{!r}}, {t}, {s})")) + f"    return _rt.call({op.name!r}, {t}, {s})"
         body = "\n".join(prologue + [body])
         out.append(f"def {op.name}({sig}):\n    \"\"\"{doc}\n\n    ops.yaml: {op.name}\"\"\"\n{body}\n")
         sig = op.signature.python()
@@ -269,14 +276,18 @@ def emit_api(ops, saves):
                     sig = moved.python()     # Tensor.polygamma_(n), self first
                     names = ", ".join(a.name for a in moved.args)
                 call = f"_rt.composite_inplace({op.name!r}, {names})"
+                redirect = ""
             elif op.kind == "view":     # self's own geometry becomes the view's (unsqueeze_, t_, transpose_)
                 t, s = _call(op)
                 call = f"_rt.view_inplace({op.name!r}, {t}, {s})"
+                redirect = ""
             else:
                 t, s = _call(op)
                 call = f"_rt.call_inplace({op.name!r}, {t}, {s})"
+                redirect = "".join(_numbers_op(op, f"_rt.call_inplace({{!r}}, {t}, {s})", inplace=True))
             out.append(f"def {op.name}_({sig}):\n    \"\"\"In-place {op.name}: writes the result into self.\"\"\"\n"
-                       + "".join(line + "\n" for line in _numbers(op) + _checks(op)) + f"    return {call}\n")
+                       + "".join(line + "\n" for line in _numbers(op) + _checks(op)) + redirect
+                       + f"    return {call}\n")
         for alias in op.variants.aliases:
             out.append(f"{alias} = {op.name}" + (f"\n{alias}_ = {op.name}_" if op.variants.inplace else "") + "\n")
     return "\n\n".join(out)

@@ -210,6 +210,7 @@ class Op:
                                  # handle_r_to_c: where, logaddexp), where by default its real part is taken
     kernel_name: Optional[str] = None   # PyTorch's name of the cpu kernel in its '"<name>" not implemented for
                                  # <dtype>' error (bitwise_not_cpu, i0_vml_cpu); None: the op's name
+    numbers_op: tuple = ()       # ((tensor arg, op), ...): the op that serves a call where that arg is a Python number
 
     @property
     def tensor_inputs(self):
@@ -314,7 +315,7 @@ class _Entry:
 OP_FIELDS = ("name", "kind", "signature", "scalar", "reduce", "body", "dtypes", "result", "outputs",
              "derivatives", "differentiable", "variants", "test", "doc", "rejects", "autocast", "cuda",
              "scalars_in_dtype", "grad_fn", "geometry", "forward", "vmap", "checks", "numbers", "chalf", "bits",
-             "out", "complex_grad", "r2c_grad", "kernel_name")
+             "out", "complex_grad", "r2c_grad", "kernel_name", "numbers_op")
 
 
 RETURN_TYPES = ("Tensor", "Tensor?", "Tensor[]")
@@ -478,11 +479,31 @@ def parse_op(raw, path, registered_names) -> Op:
     out = _parse_out(e, sig)
     complex_grad = e.pop("complex_grad", bool, default=True)
     r2c_grad = e.pop("r2c_grad", bool, default=True)
+    numbers_op = _parse_numbers_op(e, kind, sig, registered_names)
     e.finish()
     return Op(name, kind, sig, e.line, scalar, reduce, body, tuple(dtypes), result, outputs, derivs,
               differentiable, variants, test, doc, rejects, autocast, cuda_impl, in_dtype, grad_fn, geometry,
               forward, vmap, checks, numbers, chalf, bits, out, complex_grad, r2c_grad,
-              kernel_name)
+              kernel_name, numbers_op)
+
+
+def _parse_numbers_op(e, kind, sig, registered_names):
+    """`numbers_op: {exponent: _pow_number_exponent}`: where that Tensor argument is a Python number, the call is
+    that op's (same signature): PyTorch's overloads for a Scalar argument can compute otherwise than the Tensor one
+    (pow.Tensor_Scalar's exact small powers, pow.Scalar's 1 ** x), which an elementwise kernel cannot tell apart
+    from a Tensor holding the same value. Tested in order; the first argument given as a number wins."""
+    value = e.pop("numbers_op", dict, default={})
+    if value and kind not in ELEMENTWISE:
+        e.fail("numbers_op", f"only elementwise ops take numbers_op, not kind {kind!r}")
+    tensors = [a.name for a in sig.tensor_args]
+    out = []
+    for arg, target in value.items():
+        if arg not in tensors:
+            e.fail("numbers_op", f"{arg!r} is not a Tensor argument (known: {', '.join(tensors)})")
+        if not isinstance(target, str) or target not in registered_names:
+            e.fail("numbers_op", f"{target!r} is not an op of ops.yaml")
+        out.append((arg, target))
+    return tuple(out)
 
 
 # a view op's `bits:` (reftorch/_conj.py view_bits): by default a view keeps its input's conjugate and negative bits,
@@ -850,7 +871,7 @@ def _parse_vmap(e, sig, registered_names):
     return formula
 
 
-CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError")
+CHECK_ERRORS = ("RuntimeError", "ValueError", "TypeError", "IndexError", "NotImplementedError")
 
 
 def _parse_checks(e, checks, sig):

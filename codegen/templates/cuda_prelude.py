@@ -249,22 +249,109 @@ def cabs(x):
 
 
 @cuda.jit(device=True, inline=True)
-def sgn(x):
+def _sgn_real(x):
     m = abs(x)
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
 
 
+# complex numbers by templates/complex_math.py's _sgn_c (each part over |z|, as c10), picked by type as logaddexp is
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def sgn(x):
+        if isinstance(x, (complex, np.complex64, np.complex128)):
+            return _sgn_c(x)
+        return _sgn_real(x)
+else:
+    def sgn(x):
+        return _sgn_real(x)
+
+    @_cuda_overload(sgn, target="cuda")
+    def _typed_sgn(x):
+        if isinstance(x, types.Complex):
+            return lambda x: _sgn_c(x)
+        return lambda x: _sgn_real(x)
+
+
 @cuda.jit(device=True, inline=True)
-def tpow(a, b):
-    # prelude.py's, less its complex branch (PyTorch's exact small exponents and cpow): numba.cuda would type that
-    # branch for real arguments too and make every real power complex. Complex numbers take numba.cuda's power.
+def _tpow_real(a, b):
+    # prelude.py's real branches
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         return ipow(a, b)
     if b == 2:
         return a * a
     return a ** b
+
+
+@cuda.jit(device=True, inline=True)
+def _tpow_number_exponent_c(a, b):
+    # prelude.py's exact small powers of a Python-number exponent (a plain complex division for the reciprocals)
+    if b.imag == 0:
+        e = b.real
+        if e == 0:
+            return complex(cast_like(1.0, a.real), cast_like(0.0, a.real))   # PyTorch fills 1 (inf ** 0 too)
+        if e == 1:
+            return a
+        if e == 2:
+            return a * a
+        if e == 3:
+            return a * a * a
+        if e == -1:
+            return 1 / a
+        if e == -2:
+            return 1 / (a * a)
+        if e == 0.5:
+            return sqrt(a)
+        if e == -0.5:
+            return 1 / sqrt(a)
+    return _cpow_c(a, b)
+
+
+@cuda.jit(device=True, inline=True)
+def _tpow_number_base_c(a, b):
+    if a == 1:
+        return complex(cast_like(1.0, b.real), cast_like(0.0, b.real))   # PyTorch fills 1 (1 ** inf too)
+    return _cpow_c(a, b)
+
+
+# pow's three kernels: complex numbers through templates/complex_math.py's _cpow_c (glibc's cpow, as the CPU's),
+# picked by type while typing: numba.cuda types both branches of an isinstance test, which would make every real
+# power complex
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def tpow(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _cpow_c(a, b)
+        return _tpow_real(a, b)
+
+    @cuda.jit(device=True, inline=True)
+    def tpow_number_exponent(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _tpow_number_exponent_c(a, b)
+        return _tpow_real(a, b)
+
+    @cuda.jit(device=True, inline=True)
+    def tpow_number_base(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _tpow_number_base_c(a, b)
+        return _tpow_real(a, b)
+else:
+    def _complex_aware2(real_fn, complex_fn):
+        """_complex_aware's, for two arguments typed by the first."""
+        def fn(a, b):
+            return real_fn(a, b)
+
+        @_cuda_overload(fn, target="cuda")
+        def _typed(a, b):
+            if isinstance(a, types.Complex):
+                return lambda a, b: complex_fn(a, b)
+            return lambda a, b: real_fn(a, b)
+        return fn
+
+    tpow = _complex_aware2(_tpow_real, _cpow_c)
+    tpow_number_exponent = _complex_aware2(_tpow_real, _tpow_number_exponent_c)
+    tpow_number_base = _complex_aware2(_tpow_real, _tpow_number_base_c)
 
 
 @cuda.jit(device=True, inline=True)

@@ -115,8 +115,7 @@ def cconj(x):
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):
-        m = abs(x)
-        return x / m if m != 0 else x * 0
+        return _sgn_c(x)        # templates/complex_math.py
     return (x > 0) - (x < 0)
 
 
@@ -241,13 +240,24 @@ def ipow(a, b):
 
 @njit(inline="always")
 def tpow(a, b):
-    # torch.pow: integers through ipow; floats through libm's pow (squares as a product).
+    # torch.pow of two tensors: integers through ipow; floats through libm's pow (squares as a product); complex
+    # numbers through glibc's cpow, as std::pow of c10::complex (templates/complex_math.py; Numba's complex power is
+    # CPython's, and exp(b log a) with a plain product differs at zeros and infinities)
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         return ipow(a, b)
     if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
-        # as PyTorch's pow of a complex tensor and a real Python number: exact for 0, 1, 2, 3, -1, -2, 0.5 (sqrt) and
-        # -0.5 (rsqrt); else glibc's cpow, exp(b log a), which std::pow of c10::complex calls (Numba's complex power
-        # is CPython's, NaN at a zero base with a complex exponent)
+        return _cpow_c(a, b)
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@njit(inline="always")
+def tpow_number_exponent(a, b):
+    # torch.pow with a Python-number exponent (pow.Tensor_Scalar): a complex power is exact for 0 (1, NaN bases
+    # too: PyTorch fills), 1 (a copy), 2, 3, -1, -2 (products and c10's division), 0.5 (sqrt) and -0.5 (rsqrt);
+    # else as tpow
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
         if b.imag == 0:
             e = b.real
             if e == 0:
@@ -266,10 +276,16 @@ def tpow(a, b):
                 return sqrt(a)
             if e == -0.5:
                 return cdiv(1.0, sqrt(a))
-        return exp(b * log(a))
-    if b == 2:
-        return a * a
-    return a ** b
+    return tpow(a, b)
+
+
+@njit(inline="always")
+def tpow_number_base(a, b):
+    # torch.pow with a Python-number base (pow.Scalar): 1 ** x is 1 (PyTorch fills), NaN and infinities too
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        if a == 1:
+            return complex(cast_like(1.0, b.real), cast_like(0.0, b.real))
+    return tpow(a, b)
 
 
 @njit(inline="always")

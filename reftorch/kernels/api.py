@@ -60,7 +60,11 @@ SPECS = {
 
     '_rtruediv': {'name': '_rtruediv', 'kind': 'composite', 'args': (('self', 'Tensor', None, False), ('other', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': ('__rtruediv__',), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'commutative': True, 'numpy_left': True},
 
-    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
+    'pow': {'name': 'pow', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': True, 'operators': ('__pow__', '__rpow__', '__ipow__'), 'aliases': (), 'ref': 'np.power', 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'PowBackward1', 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
+
+    '_pow_number_exponent': {'name': '_pow_number_exponent', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': True, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'PowBackward0', 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
+
+    '_pow_number_base': {'name': '_pow_number_base', 'kind': 'binary', 'args': (('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float', 'complex'), 'result': 'same', 'outputs': 1, 'differentiable': True, 'has_backward': True, 'saves': ('exponent', 'result', 'self'), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': True, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': (), 'grad_fn': 'PowBackward2', 'autocast': {'cuda': 'fp32'}, 'chalf': 'pow'},
 
     '_pow_backward_exponent': {'name': '_pow_backward_exponent', 'kind': 'composite', 'args': (('grad', 'Tensor', None, False), ('self', 'Tensor', None, False), ('exponent', 'Tensor', None, False), ('result', 'Tensor', None, False)), 'dtypes': ('bool', 'int', 'float'), 'result': 'same', 'outputs': 1, 'differentiable': False, 'has_backward': False, 'saves': (), 'kernel_args': (), 'identity': None, 'accumulate': None, 'inplace': False, 'method': False, 'function': False, 'operators': (), 'aliases': (), 'ref': None, 'atol': 1e-05, 'rtol': 1e-05, 'rejects': ()},
 
@@ -1367,15 +1371,21 @@ def _rtruediv(self, other):
 
 
 def pow(self, exponent, *, out=None):
-    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch. Complex powers are exact for the real exponents 0, 1, 2, 3, -1, -2, 0.5 and -0.5 (PyTorch's for a Python-number exponent; a tensor exponent of those values gets them too, where PyTorch's cpow can differ in the last digits or, at 0 and infinities, in NaNs), else exp(exponent log self) as glibc's cpow.
+    """self to the power exponent (either may be a Python number). Integers wrap like C and a negative integer tensor exponent gives 0 (1 and -1 keep their powers), while an integer tensor to a negative Python int raises, as in PyTorch; the gradients are 0 where exponent is 0 (self's) and where self is 0 with exponent >= 0 (exponent's), as in PyTorch. Complex powers of two tensors are glibc's cpow, exp(exponent log self) with C's complex product, as PyTorch's (0 ** 0 and 1 ** inf are NaN); a Python-number exponent takes PyTorch's exact paths for 0, 1, 2, 3, -1, -2, 0.5 and -0.5 (_pow_number_exponent), a Python-number base 1 gives 1 (_pow_number_base).
 
     ops.yaml: pow"""
     if (isinstance(self, _NUMBER) and isinstance(exponent, _NUMBER)):
         _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
+    if getattr(getattr(exponent, 'dtype', None), 'short', None) == 'Bool' and (isinstance(self, bool) or getattr(getattr(self, 'dtype', None), 'short', None) == 'Bool'):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
     if out is not None:
         return _rt.call_out('pow', out, pow, self, exponent)
+    if isinstance(exponent, _NUMBER):
+        return _rt.call('_pow_number_exponent', (self, exponent, ), ())
+    if isinstance(self, _NUMBER):
+        return _rt.call('_pow_number_base', (self, exponent, ), ())
     return _rt.call('pow', (self, exponent, ), ())
 
 
@@ -1385,7 +1395,30 @@ def pow_(self, exponent):
         _refuse_numbers('pow', ('input', 'exponent'), (0, 1), (self, exponent, ))
     if isinstance(exponent, int) and exponent < 0 and getattr(self, 'dtype', None) is not None and not self.dtype.is_floating_point and not getattr(self.dtype, 'is_complex', False):
         raise RuntimeError('Integers to negative integer powers are not allowed.')
+    if getattr(getattr(exponent, 'dtype', None), 'short', None) == 'Bool' and (isinstance(self, bool) or getattr(getattr(self, 'dtype', None), 'short', None) == 'Bool'):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    if isinstance(exponent, _NUMBER):
+        return _rt.call_inplace('_pow_number_exponent', (self, exponent, ), ())
     return _rt.call_inplace('pow', (self, exponent, ), ())
+
+
+def _pow_number_exponent(self, exponent):
+    """pow with a Python-number exponent (pow's numbers_op, PyTorch's pow.Tensor_Scalar): a complex base to 0 is 1, to 1 itself, to 2, 3, -1, -2, 0.5 and -0.5 a product, reciprocal or square root, else glibc's cpow.
+
+    ops.yaml: _pow_number_exponent"""
+    return _rt.call('_pow_number_exponent', (self, exponent, ), ())
+
+
+def _pow_number_exponent_(self, exponent):
+    """In-place _pow_number_exponent: writes the result into self."""
+    return _rt.call_inplace('_pow_number_exponent', (self, exponent, ), ())
+
+
+def _pow_number_base(self, exponent):
+    """pow with a Python-number base (pow's numbers_op, PyTorch's pow.Scalar): 1 to any power is 1, NaN and infinities included; other bases as pow of two tensors.
+
+    ops.yaml: _pow_number_base"""
+    return _rt.call('_pow_number_base', (self, exponent, ), ())
 
 
 def _pow_backward_exponent(grad, self, exponent, result):

@@ -130,8 +130,7 @@ def cconj(x):
 def sgn(x):
     # torch.sgn: x / |x| for complex x (0 at 0), the sign of a real one
     if isinstance(x, (complex, np.complex64, np.complex128)):
-        m = abs(x)
-        return x / m if m != 0 else x * 0
+        return _sgn_c(x)        # templates/complex_math.py
     return (x > 0) - (x < 0)
 
 
@@ -256,13 +255,24 @@ def ipow(a, b):
 
 @njit(inline="always")
 def tpow(a, b):
-    # torch.pow: integers through ipow; floats through libm's pow (squares as a product).
+    # torch.pow of two tensors: integers through ipow; floats through libm's pow (squares as a product); complex
+    # numbers through glibc's cpow, as std::pow of c10::complex (templates/complex_math.py; Numba's complex power is
+    # CPython's, and exp(b log a) with a plain product differs at zeros and infinities)
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         return ipow(a, b)
     if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
-        # as PyTorch's pow of a complex tensor and a real Python number: exact for 0, 1, 2, 3, -1, -2, 0.5 (sqrt) and
-        # -0.5 (rsqrt); else glibc's cpow, exp(b log a), which std::pow of c10::complex calls (Numba's complex power
-        # is CPython's, NaN at a zero base with a complex exponent)
+        return _cpow_c(a, b)
+    if b == 2:
+        return a * a
+    return a ** b
+
+
+@njit(inline="always")
+def tpow_number_exponent(a, b):
+    # torch.pow with a Python-number exponent (pow.Tensor_Scalar): a complex power is exact for 0 (1, NaN bases
+    # too: PyTorch fills), 1 (a copy), 2, 3, -1, -2 (products and c10's division), 0.5 (sqrt) and -0.5 (rsqrt);
+    # else as tpow
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
         if b.imag == 0:
             e = b.real
             if e == 0:
@@ -281,10 +291,16 @@ def tpow(a, b):
                 return sqrt(a)
             if e == -0.5:
                 return cdiv(1.0, sqrt(a))
-        return exp(b * log(a))
-    if b == 2:
-        return a * a
-    return a ** b
+    return tpow(a, b)
+
+
+@njit(inline="always")
+def tpow_number_base(a, b):
+    # torch.pow with a Python-number base (pow.Scalar): 1 ** x is 1 (PyTorch fills), NaN and infinities too
+    if isinstance(a, (complex, np.complex64, np.complex128)) or isinstance(b, (complex, np.complex64, np.complex128)):
+        if a == 1:
+            return complex(cast_like(1.0, b.real), cast_like(0.0, b.real))
+    return tpow(a, b)
 
 
 @njit(inline="always")
@@ -1566,18 +1582,62 @@ def _overload(fn, fast, slow, complex_fn=None):
 # arguments keep math's function (and float32 its polynomial above), so real kernels are unchanged.
 
 @njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _c10_div(a, b):
+    # c10::complex's division (NumPy's Smith algorithm): a zero divisor gives each part over zero (inf or NaN)
+    ar = a.real
+    ai = a.imag
+    c = b.real
+    d = b.imag
+    abs_c = abs(c)
+    abs_d = abs(d)
+    if abs_c >= abs_d:
+        if abs_c == 0 and abs_d == 0:
+            return complex(ar / abs_c, ai / abs_d)
+        rat = d / c
+        scl = 1 / (c + d * rat)
+        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+    rat = c / d
+    scl = 1 / (d + c * rat)
+    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
 def _log1p_c(z):
-    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
-    # forming 1 + z would lose the digits of a small z
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    theta = math.atan2(y, x + 1)
-    if math.hypot(x, y) < 0.5:
-        r = x * (x + 2) + y * y
-        if r == 0:
-            return complex(x, theta)
-        return complex(0.5 * math.log1p(r), theta)
-    return complex(math.log(math.hypot(x + 1, y)), theta)
+    # c10's CPU log1p (Kahan's trick): u = 1 + z; z itself where u rounds to 1, log(u) where u - 1 gives z back,
+    # else log(u) * (z / (u - 1)), divided as c10::complex divides and multiplied plainly (no C99 recovery), so an
+    # infinite part comes out NaN + NaN i as PyTorch's does. u and its tests in the argument's precision (where c10
+    # rounds them), the rest in float64. log(u) as glibc's clog: near the unit circle log|u| = log1p(|u|^2 - 1) / 2
+    # with |u|^2 - 1 = d (d + 2) + y^2, d = u - 1 exact (log(hypot) would lose the digits the trick relies on).
+    x = z.real
+    y = z.imag
+    one = cast_like(1.0, x)
+    ur = x + one
+    if ur == one and y == 0:
+        return complex(np.float64(x), np.float64(y))
+    dr = ur - one
+    a = np.float64(ur)
+    b = np.float64(y)
+    d = np.float64(dr)
+    h = math.hypot(a, b)
+    if h > 0.5 and h < 2:
+        lu = complex(0.5 * math.log1p(d * (d + 2) + b * b), math.atan2(b, a))
+    else:
+        lu = cmath.log(complex(a, b))
+    if dr == x and y == y:      # (u - 1 == z as complex numbers: a NaN imaginary part is never equal)
+        return lu
+    q = _c10_div(complex(np.float64(x), b), complex(d, b))
+    return complex(lu.real * q.real - lu.imag * q.imag, lu.real * q.imag + lu.imag * q.real)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _sgn_c(z):
+    # torch.sgn of a complex number: 0 at 0, else each part over |z| (c10 divides a complex number by a real one
+    # part by part: infj gives 0 + NaN i, where a complex division would give NaN + NaN i)
+    m = abs(z)
+    if m == 0:
+        zero = cast_like(0.0, z.real)
+        return complex(zero, zero)
+    return complex(z.real / m, z.imag / m)
 
 
 @njit(error_model="numpy")  # codegen/templates/complex_math.py
@@ -1742,6 +1802,115 @@ def _atan_c(z):
         return cmath.atan(z)
     t = _atanh_c(complex(-z.imag, z.real))
     return complex(t.imag, -t.real)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _isinf_f(x):
+    return x == math.inf or x == -math.inf
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _box(v, inf):
+    # libgcc's boxing of a factor's part: +-1 for an infinite part (inf), else 0 with the part's sign
+    return math.copysign(1.0 if inf else 0.0, v)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _c99_mul(z, w):
+    # C's complex product (libgcc's __muldc3): where the plain product is NaN + NaN i, an infinite factor is boxed
+    # to a unit (NaN parts beside it to 0) and the product remade times inf, as C99 Annex G recovers infinities
+    a = z.real
+    b = z.imag
+    c = w.real
+    d = w.imag
+    ac = a * c
+    bd = b * d
+    ad = a * d
+    bc = b * c
+    x = ac - bd
+    y = ad + bc
+    if x != x and y != y:
+        a2 = np.float64(a)
+        b2 = np.float64(b)
+        c2 = np.float64(c)
+        d2 = np.float64(d)
+        recalc = False
+        if _isinf_f(a) or _isinf_f(b):
+            a2 = _box(a, _isinf_f(a))
+            b2 = _box(b, _isinf_f(b))
+            if c != c:
+                c2 = _box(c, False)
+            if d != d:
+                d2 = _box(d, False)
+            recalc = True
+        if _isinf_f(c) or _isinf_f(d):
+            c2 = _box(c, _isinf_f(c))
+            d2 = _box(d, _isinf_f(d))
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            recalc = True
+        if not recalc and (_isinf_f(ac) or _isinf_f(bd) or _isinf_f(ad) or _isinf_f(bc)):
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            if c2 != c2:
+                c2 = _box(c, False)
+            if d2 != d2:
+                d2 = _box(d, False)
+            recalc = True
+        if recalc:
+            return complex(cast_like(math.inf * (a2 * c2 - b2 * d2), x), cast_like(math.inf * (a2 * d2 + b2 * c2), x))
+    return complex(x, y)
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _clog_g(z):
+    # glibc's clog: log(+-0 + 0i) = -inf + i(0 or pi), a NaN part NaN + NaN i (inf + NaN i beside an infinite one)
+    x = z.real
+    y = z.imag
+    if x == 0 and y == 0:
+        arg = math.pi if math.copysign(1.0, x) < 0 else 0.0
+        return complex(cast_like(-math.inf, x), cast_like(math.copysign(arg, y), x))
+    if x != x or y != y:
+        if _isinf_f(x) or _isinf_f(y):
+            return complex(cast_like(math.inf, x), cast_like(math.nan, x))
+        return complex(cast_like(math.nan, x), cast_like(math.nan, x))
+    return complex(cast_like(math.log(math.hypot(x, y)), x), cast_like(math.atan2(y, x), x))
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cexp_g(z):
+    # glibc's cexp at non-finite parts: a finite real part beside a non-finite imaginary one NaN + NaN i, +inf real
+    # parts inf times the signs of cos y and sin y (inf + NaN i for a non-finite y), -inf ones zeros. In float64.
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    if x - x == 0:
+        if y - y == 0:
+            if y == 0:
+                return complex(math.exp(x), y)
+            return cmath.exp(complex(x, y))
+        return complex(math.nan, math.nan)
+    if x != x:
+        if y == 0:
+            return complex(x, y)
+        return complex(x, x)
+    if y - y == 0:
+        v = math.inf if x > 0 else 0.0
+        if y == 0:
+            return complex(v, y)
+        return complex(math.copysign(v, math.cos(y)), math.copysign(v, math.sin(y)))
+    if x > 0:
+        return complex(x, y - y)
+    return complex(0.0, math.copysign(0.0, y))
+
+
+@njit(error_model="numpy")  # codegen/templates/complex_math.py
+def _cpow_c(a, b):
+    # glibc's cpow(a, b) = cexp(b * clog(a)), what std::pow of two c10::complex numbers calls
+    return _cexp_g(_c99_mul(b, _clog_g(a)))
 
 
 def logaddexp(a, b):
@@ -3233,6 +3402,230 @@ def pow_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
                     q1 = p1 + i * r1
                     for j in range(j0, j1):
                         out[qo + j * co] = _s_pow(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(error_model="numpy", forceinline=True)
+def _s__pow_number_exponent(self, exponent):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent)
+    return tpow_number_exponent(self, exponent)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_exponent_contig(out, a0, a1):
+    # ops.yaml: _pow_number_exponent
+    for i in range(out.shape[0]):
+        out[i] = _s__pow_number_exponent(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_exponent
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__pow_number_exponent(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__pow_number_exponent(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__pow_number_exponent(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__pow_number_exponent(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_exponent_inplace(out, a1):
+    # ops.yaml: _pow_number_exponent -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__pow_number_exponent(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_exponent_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_exponent
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__pow_number_exponent(a0[q0 + j * c0], a1[q1 + j * c1])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(error_model="numpy", forceinline=True)
+def _s__pow_number_base(self, exponent):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent)
+    return tpow_number_base(self, exponent)
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_base_contig(out, a0, a1):
+    # ops.yaml: _pow_number_base
+    for i in range(out.shape[0]):
+        out[i] = _s__pow_number_base(a0[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_base_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_base
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1:
+            for i in range(n):
+                out[po + i] = _s__pow_number_base(a0[p0 + i], a1[p1 + i])
+        elif so == 1 and s0 == 1 and s1 == 0:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__pow_number_base(a0[p0 + i], v1)
+        elif so == 1 and s0 == 0 and s1 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__pow_number_base(v0, a1[p1 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__pow_number_base(a0[p0 + i * s0], a1[p1 + i * s1])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_base_inplace(out, a1):
+    # ops.yaml: _pow_number_base -- in place
+    for i in range(out.shape[0]):
+        out[i] = _s__pow_number_base(out[i], a1[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _pow_number_base_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_base
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__pow_number_base(a0[q0 + j * c0], a1[q1 + j * c1])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)
@@ -20577,6 +20970,274 @@ def _bw_pow_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
                     q2 = p2 + i * r2
                     for j in range(j0, j1):
                         out[qo + j * co] = _s__bw_pow_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(error_model="numpy", forceinline=True)
+def _s__bw__pow_number_exponent_self(grad, exponent, self):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_exponent_self_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__pow_number_exponent_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_exponent_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_exponent_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__pow_number_exponent_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_exponent_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    r2 = np.uint64(a2_st[nd - 2])
+    c2 = np.uint64(a2_st[nd - 1])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    q2 = p2 + i * r2
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw__pow_number_exponent_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
+        d = nd - 3
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(error_model="numpy", forceinline=True)
+def _s__bw__pow_number_base_self(grad, exponent, self):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_base_self_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    for i in range(out.shape[0]):
+        out[i] = _s__bw__pow_number_base_self(a0[i], a1[i], a2[i])
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_base_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    last = nd - 1
+    n = np.uint64(shape[last])
+    so = np.uint64(o_st[last])
+    po = np.uint64(o_off)
+    s0 = np.uint64(a0_st[last])
+    p0 = np.uint64(a0_off)
+    s1 = np.uint64(a1_st[last])
+    p1 = np.uint64(a1_off)
+    s2 = np.uint64(a2_st[last])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(last):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    for _ in range(outer):
+        if so == 1 and s0 == 1 and s1 == 1 and s2 == 1:
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(a0[p0 + i], a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 1 and s2 == 0:
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(a0[p0 + i], a1[p1 + i], v2)
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 1:
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(a0[p0 + i], v1, a2[p2 + i])
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 1:
+            v0 = a0[p0]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(v0, a1[p1 + i], a2[p2 + i])
+        elif so == 1 and s0 == 1 and s1 == 0 and s2 == 0:
+            v1 = a1[p1]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(a0[p0 + i], v1, v2)
+        elif so == 1 and s0 == 0 and s1 == 1 and s2 == 0:
+            v0 = a0[p0]
+            v2 = a2[p2]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(v0, a1[p1 + i], v2)
+        elif so == 1 and s0 == 0 and s1 == 0 and s2 == 1:
+            v0 = a0[p0]
+            v1 = a1[p1]
+            for i in range(n):
+                out[po + i] = _s__bw__pow_number_base_self(v0, v1, a2[p2 + i])
+        else:
+            for i in range(n):
+                out[po + i * so] = _s__bw__pow_number_base_self(a0[p0 + i * s0], a1[p1 + i * s1], a2[p2 + i * s2])
+        d = last - 1
+        while d >= 0:
+            idx[d] += np.uint64(1)
+            po += np.uint64(o_st[d])
+            p0 += np.uint64(a0_st[d])
+            p1 += np.uint64(a1_st[d])
+            p2 += np.uint64(a2_st[d])
+            if idx[d] < np.uint64(shape[d]):
+                break
+            po -= np.uint64(o_st[d]) * np.uint64(shape[d])
+            p0 -= np.uint64(a0_st[d]) * np.uint64(shape[d])
+            p1 -= np.uint64(a1_st[d]) * np.uint64(shape[d])
+            p2 -= np.uint64(a2_st[d]) * np.uint64(shape[d])
+            idx[d] = np.uint64(0)
+            d -= 1
+
+
+@njit(cache=CACHE, error_model="numpy", nogil=True)
+def _bw__pow_number_base_self_blocked(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    R = np.uint64(shape[nd - 2])
+    C = np.uint64(shape[nd - 1])
+    ro = np.uint64(o_st[nd - 2])
+    co = np.uint64(o_st[nd - 1])
+    po = np.uint64(o_off)
+    r0 = np.uint64(a0_st[nd - 2])
+    c0 = np.uint64(a0_st[nd - 1])
+    p0 = np.uint64(a0_off)
+    r1 = np.uint64(a1_st[nd - 2])
+    c1 = np.uint64(a1_st[nd - 1])
+    p1 = np.uint64(a1_off)
+    r2 = np.uint64(a2_st[nd - 2])
+    c2 = np.uint64(a2_st[nd - 1])
+    p2 = np.uint64(a2_off)
+    outer = 1
+    for d in range(nd - 2):
+        outer *= shape[d]
+    idx = np.zeros(nd, np.uint64)
+    T = np.uint64(64)
+    for _ in range(outer):
+        for i0 in range(np.uint64(0), R, T):
+            i1 = min(i0 + T, R)
+            for j0 in range(np.uint64(0), C, T):
+                j1 = min(j0 + T, C)
+                for i in range(i0, i1):
+                    qo = po + i * ro
+                    q0 = p0 + i * r0
+                    q1 = p1 + i * r1
+                    q2 = p2 + i * r2
+                    for j in range(j0, j1):
+                        out[qo + j * co] = _s__bw__pow_number_base_self(a0[q0 + j * c0], a1[q1 + j * c1], a2[q2 + j * c2])
         d = nd - 3
         while d >= 0:
             idx[d] += np.uint64(1)

@@ -47,18 +47,62 @@ else:
 # through numba.cuda's cmath, or c10's formulas where cmath has none (log1p, expm1, log2: templates/complex_math.py,
 # shared with the CPU). The simulator's NumPy ufuncs take complex numbers already.
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _c10_div(a, b):
+    # c10::complex's division (NumPy's Smith algorithm): a zero divisor gives each part over zero (inf or NaN)
+    ar = a.real
+    ai = a.imag
+    c = b.real
+    d = b.imag
+    abs_c = abs(c)
+    abs_d = abs(d)
+    if abs_c >= abs_d:
+        if abs_c == 0 and abs_d == 0:
+            return complex(ar / abs_c, ai / abs_d)
+        rat = d / c
+        scl = 1 / (c + d * rat)
+        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+    rat = c / d
+    scl = 1 / (d + c * rat)
+    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
 def _log1p_c(z):
-    # log(1 + z) = log|1 + z| + i atan2(y, 1 + x); |1 + z| through log1p(x (x + 2) + y^2) while |z| < 1/2, where
-    # forming 1 + z would lose the digits of a small z
-    x = np.float64(z.real)
-    y = np.float64(z.imag)
-    theta = math.atan2(y, x + 1)
-    if math.hypot(x, y) < 0.5:
-        r = x * (x + 2) + y * y
-        if r == 0:
-            return complex(x, theta)
-        return complex(0.5 * math.log1p(r), theta)
-    return complex(math.log(math.hypot(x + 1, y)), theta)
+    # c10's CPU log1p (Kahan's trick): u = 1 + z; z itself where u rounds to 1, log(u) where u - 1 gives z back,
+    # else log(u) * (z / (u - 1)), divided as c10::complex divides and multiplied plainly (no C99 recovery), so an
+    # infinite part comes out NaN + NaN i as PyTorch's does. u and its tests in the argument's precision (where c10
+    # rounds them), the rest in float64. log(u) as glibc's clog: near the unit circle log|u| = log1p(|u|^2 - 1) / 2
+    # with |u|^2 - 1 = d (d + 2) + y^2, d = u - 1 exact (log(hypot) would lose the digits the trick relies on).
+    x = z.real
+    y = z.imag
+    one = cast_like(1.0, x)
+    ur = x + one
+    if ur == one and y == 0:
+        return complex(np.float64(x), np.float64(y))
+    dr = ur - one
+    a = np.float64(ur)
+    b = np.float64(y)
+    d = np.float64(dr)
+    h = math.hypot(a, b)
+    if h > 0.5 and h < 2:
+        lu = complex(0.5 * math.log1p(d * (d + 2) + b * b), math.atan2(b, a))
+    else:
+        lu = cmath.log(complex(a, b))
+    if dr == x and y == y:      # (u - 1 == z as complex numbers: a NaN imaginary part is never equal)
+        return lu
+    q = _c10_div(complex(np.float64(x), b), complex(d, b))
+    return complex(lu.real * q.real - lu.imag * q.imag, lu.real * q.imag + lu.imag * q.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _sgn_c(z):
+    # torch.sgn of a complex number: 0 at 0, else each part over |z| (c10 divides a complex number by a real one
+    # part by part: infj gives 0 + NaN i, where a complex division would give NaN + NaN i)
+    m = abs(z)
+    if m == 0:
+        zero = cast_like(0.0, z.real)
+        return complex(zero, zero)
+    return complex(z.real / m, z.imag / m)
 
 
 @cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
@@ -223,6 +267,115 @@ def _atan_c(z):
         return cmath.atan(z)
     t = _atanh_c(complex(-z.imag, z.real))
     return complex(t.imag, -t.real)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _isinf_f(x):
+    return x == math.inf or x == -math.inf
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _box(v, inf):
+    # libgcc's boxing of a factor's part: +-1 for an infinite part (inf), else 0 with the part's sign
+    return math.copysign(1.0 if inf else 0.0, v)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _c99_mul(z, w):
+    # C's complex product (libgcc's __muldc3): where the plain product is NaN + NaN i, an infinite factor is boxed
+    # to a unit (NaN parts beside it to 0) and the product remade times inf, as C99 Annex G recovers infinities
+    a = z.real
+    b = z.imag
+    c = w.real
+    d = w.imag
+    ac = a * c
+    bd = b * d
+    ad = a * d
+    bc = b * c
+    x = ac - bd
+    y = ad + bc
+    if x != x and y != y:
+        a2 = np.float64(a)
+        b2 = np.float64(b)
+        c2 = np.float64(c)
+        d2 = np.float64(d)
+        recalc = False
+        if _isinf_f(a) or _isinf_f(b):
+            a2 = _box(a, _isinf_f(a))
+            b2 = _box(b, _isinf_f(b))
+            if c != c:
+                c2 = _box(c, False)
+            if d != d:
+                d2 = _box(d, False)
+            recalc = True
+        if _isinf_f(c) or _isinf_f(d):
+            c2 = _box(c, _isinf_f(c))
+            d2 = _box(d, _isinf_f(d))
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            recalc = True
+        if not recalc and (_isinf_f(ac) or _isinf_f(bd) or _isinf_f(ad) or _isinf_f(bc)):
+            if a2 != a2:
+                a2 = _box(a, False)
+            if b2 != b2:
+                b2 = _box(b, False)
+            if c2 != c2:
+                c2 = _box(c, False)
+            if d2 != d2:
+                d2 = _box(d, False)
+            recalc = True
+        if recalc:
+            return complex(cast_like(math.inf * (a2 * c2 - b2 * d2), x), cast_like(math.inf * (a2 * d2 + b2 * c2), x))
+    return complex(x, y)
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _clog_g(z):
+    # glibc's clog: log(+-0 + 0i) = -inf + i(0 or pi), a NaN part NaN + NaN i (inf + NaN i beside an infinite one)
+    x = z.real
+    y = z.imag
+    if x == 0 and y == 0:
+        arg = math.pi if math.copysign(1.0, x) < 0 else 0.0
+        return complex(cast_like(-math.inf, x), cast_like(math.copysign(arg, y), x))
+    if x != x or y != y:
+        if _isinf_f(x) or _isinf_f(y):
+            return complex(cast_like(math.inf, x), cast_like(math.nan, x))
+        return complex(cast_like(math.nan, x), cast_like(math.nan, x))
+    return complex(cast_like(math.log(math.hypot(x, y)), x), cast_like(math.atan2(y, x), x))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cexp_g(z):
+    # glibc's cexp at non-finite parts: a finite real part beside a non-finite imaginary one NaN + NaN i, +inf real
+    # parts inf times the signs of cos y and sin y (inf + NaN i for a non-finite y), -inf ones zeros. In float64.
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    if x - x == 0:
+        if y - y == 0:
+            if y == 0:
+                return complex(math.exp(x), y)
+            return cmath.exp(complex(x, y))
+        return complex(math.nan, math.nan)
+    if x != x:
+        if y == 0:
+            return complex(x, y)
+        return complex(x, x)
+    if y - y == 0:
+        v = math.inf if x > 0 else 0.0
+        if y == 0:
+            return complex(v, y)
+        return complex(math.copysign(v, math.cos(y)), math.copysign(v, math.sin(y)))
+    if x > 0:
+        return complex(x, y - y)
+    return complex(0.0, math.copysign(0.0, y))
+
+
+@cuda.jit(device=True, inline=True)  # codegen/templates/complex_math.py
+def _cpow_c(a, b):
+    # glibc's cpow(a, b) = cexp(b * clog(a)), what std::pow of two c10::complex numbers calls
+    return _cexp_g(_c99_mul(b, _clog_g(a)))
 
 
 def _complex_aware(real_fn, complex_fn):
@@ -434,22 +587,109 @@ def cabs(x):
 
 
 @cuda.jit(device=True, inline=True)
-def sgn(x):
+def _sgn_real(x):
     m = abs(x)
     if m != m:
         return 0        # NaN: torch.sign's 0
     return x / m if m != 0 else x * 0
 
 
+# complex numbers by templates/complex_math.py's _sgn_c (each part over |z|, as c10), picked by type as logaddexp is
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def sgn(x):
+        if isinstance(x, (complex, np.complex64, np.complex128)):
+            return _sgn_c(x)
+        return _sgn_real(x)
+else:
+    def sgn(x):
+        return _sgn_real(x)
+
+    @_cuda_overload(sgn, target="cuda")
+    def _typed_sgn(x):
+        if isinstance(x, types.Complex):
+            return lambda x: _sgn_c(x)
+        return lambda x: _sgn_real(x)
+
+
 @cuda.jit(device=True, inline=True)
-def tpow(a, b):
-    # prelude.py's, less its complex branch (PyTorch's exact small exponents and cpow): numba.cuda would type that
-    # branch for real arguments too and make every real power complex. Complex numbers take numba.cuda's power.
+def _tpow_real(a, b):
+    # prelude.py's real branches
     if not isinstance(a, (float, np.float32, np.float64, complex, np.complex64, np.complex128)):
         return ipow(a, b)
     if b == 2:
         return a * a
     return a ** b
+
+
+@cuda.jit(device=True, inline=True)
+def _tpow_number_exponent_c(a, b):
+    # prelude.py's exact small powers of a Python-number exponent (a plain complex division for the reciprocals)
+    if b.imag == 0:
+        e = b.real
+        if e == 0:
+            return complex(cast_like(1.0, a.real), cast_like(0.0, a.real))   # PyTorch fills 1 (inf ** 0 too)
+        if e == 1:
+            return a
+        if e == 2:
+            return a * a
+        if e == 3:
+            return a * a * a
+        if e == -1:
+            return 1 / a
+        if e == -2:
+            return 1 / (a * a)
+        if e == 0.5:
+            return sqrt(a)
+        if e == -0.5:
+            return 1 / sqrt(a)
+    return _cpow_c(a, b)
+
+
+@cuda.jit(device=True, inline=True)
+def _tpow_number_base_c(a, b):
+    if a == 1:
+        return complex(cast_like(1.0, b.real), cast_like(0.0, b.real))   # PyTorch fills 1 (1 ** inf too)
+    return _cpow_c(a, b)
+
+
+# pow's three kernels: complex numbers through templates/complex_math.py's _cpow_c (glibc's cpow, as the CPU's),
+# picked by type while typing: numba.cuda types both branches of an isinstance test, which would make every real
+# power complex
+if SIMULATOR:
+    @cuda.jit(device=True, inline=True)
+    def tpow(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _cpow_c(a, b)
+        return _tpow_real(a, b)
+
+    @cuda.jit(device=True, inline=True)
+    def tpow_number_exponent(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _tpow_number_exponent_c(a, b)
+        return _tpow_real(a, b)
+
+    @cuda.jit(device=True, inline=True)
+    def tpow_number_base(a, b):
+        if isinstance(a, (complex, np.complex64, np.complex128)):
+            return _tpow_number_base_c(a, b)
+        return _tpow_real(a, b)
+else:
+    def _complex_aware2(real_fn, complex_fn):
+        """_complex_aware's, for two arguments typed by the first."""
+        def fn(a, b):
+            return real_fn(a, b)
+
+        @_cuda_overload(fn, target="cuda")
+        def _typed(a, b):
+            if isinstance(a, types.Complex):
+                return lambda a, b: complex_fn(a, b)
+            return lambda a, b: real_fn(a, b)
+        return fn
+
+    tpow = _complex_aware2(_tpow_real, _cpow_c)
+    tpow_number_exponent = _complex_aware2(_tpow_real, _tpow_number_exponent_c)
+    tpow_number_base = _complex_aware2(_tpow_real, _tpow_number_base_c)
 
 
 @cuda.jit(device=True, inline=True)
@@ -2029,6 +2269,74 @@ def pow_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
             p0 += c * a0_st[d]
             p1 += c * a1_st[d]
         out[po] = _s_pow(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_exponent(self, exponent):
+    # ops.yaml: _pow_number_exponent -- tpow_number_exponent(self, exponent)
+    return tpow_number_exponent(self, exponent)
+
+
+@cuda.jit
+def _pow_number_exponent_contig(out, a0, a1):
+    # ops.yaml: _pow_number_exponent
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_exponent(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_exponent_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_exponent
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_exponent(a0[p0], a1[p1])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__pow_number_base(self, exponent):
+    # ops.yaml: _pow_number_base -- tpow_number_base(self, exponent)
+    return tpow_number_base(self, exponent)
+
+
+@cuda.jit
+def _pow_number_base_contig(out, a0, a1):
+    # ops.yaml: _pow_number_base
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__pow_number_base(a0[i], a1[i])
+
+
+@cuda.jit
+def _pow_number_base_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st):
+    # ops.yaml: _pow_number_base
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+        out[po] = _s__pow_number_base(a0[p0], a1[p1])
 
 
 @cuda.jit(device=True, inline=True)
@@ -7259,6 +7567,78 @@ def _bw_pow_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off,
 
 
 @cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_exponent_self(grad, exponent, self):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_exponent_self(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_exponent_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_exponent backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_exponent_self(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
+def _s__bw__pow_number_base_self(grad, exponent, self):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    return _s_where(exponent == 0, 0.0, grad * _s__conj_physical(exponent * _s_pow(self, exponent - 1)))
+
+
+@cuda.jit
+def _bw__pow_number_base_self_contig(out, a0, a1, a2):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        out[i] = _s__bw__pow_number_base_self(a0[i], a1[i], a2[i])
+
+
+@cuda.jit
+def _bw__pow_number_base_self_strided(shape, out, o_off, o_st, a0, a0_off, a0_st, a1, a1_off, a1_st, a2, a2_off, a2_st):
+    # ops.yaml: _pow_number_base backward for self -- where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    nd = len(shape)
+    n = 1
+    for d in range(nd):
+        n *= shape[d]
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        rem = i
+        po = o_off
+        p0 = a0_off
+        p1 = a1_off
+        p2 = a2_off
+        for d in range(nd - 1, -1, -1):
+            c = rem % shape[d]
+            rem //= shape[d]
+            po += c * o_st[d]
+            p0 += c * a0_st[d]
+            p1 += c * a1_st[d]
+            p2 += c * a2_st[d]
+        out[po] = _s__bw__pow_number_base_self(a0[p0], a1[p1], a2[p2])
+
+
+@cuda.jit(device=True, inline=True)
 def _s__bw_maximum_self(grad, self, other):
     # ops.yaml: maximum backward for self -- where(self < other, 0.0, where(self == other, grad / 2, grad))
     return _s_where(self < other, 0.0, _s_where(self == other, cdiv(grad, 2), grad))
@@ -11569,6 +11949,10 @@ KERNELS = {
     'mul': dict(kind='elementwise', op='mul', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_div': dict(kind='elementwise', op='_div', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'pow': dict(kind='elementwise', op='pow', tensors=('self', 'exponent'), scalars=(), kernels=('contig', 'strided')),
+    '_pow_number_exponent': dict(kind='elementwise', op='_pow_number_exponent', tensors=('self', 'exponent'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_pow_number_base': dict(kind='elementwise', op='_pow_number_base', tensors=('self', 'exponent'), scalars=(),
+        kernels=('contig', 'strided')),
     'maximum': dict(kind='elementwise', op='maximum', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'eq': dict(kind='elementwise', op='eq', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
     'gt': dict(kind='elementwise', op='gt', tensors=('self', 'other'), scalars=(), kernels=('contig', 'strided')),
@@ -11757,6 +12141,10 @@ KERNELS = {
     '_bw__div_self': dict(kind='elementwise', op='_div', tensors=('grad', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw__div_other': dict(kind='elementwise', op='_div', tensors=('grad', 'self', 'other'), scalars=(), kernels=('contig', 'strided')),
     '_bw_pow_self': dict(kind='elementwise', op='pow', tensors=('grad', 'exponent', 'self'), scalars=(), kernels=('contig', 'strided')),
+    '_bw__pow_number_exponent_self': dict(kind='elementwise', op='_pow_number_exponent', tensors=('grad', 'exponent', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
+    '_bw__pow_number_base_self': dict(kind='elementwise', op='_pow_number_base', tensors=('grad', 'exponent', 'self'), scalars=(),
+        kernels=('contig', 'strided')),
     '_bw_maximum_self': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),
         kernels=('contig', 'strided')),
     '_bw_maximum_other': dict(kind='elementwise', op='maximum', tensors=('grad', 'self', 'other'), scalars=(),

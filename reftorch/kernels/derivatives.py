@@ -184,6 +184,38 @@ def pow_backward(F, grads, saved, needs, fused):
     return g
 
 
+def _pow_number_exponent_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _pow_number_exponent
+    grad = grads[0]
+    exponent = saved['exponent']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    if needs[0]:
+        g[0] = F._fused('_bw__pow_number_exponent_self', (grad, exponent, self,), ()) if fused else F.where(exponent == 0, 0.0, grad * F._conj_physical(exponent * F.pow(self, exponent - 1)))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
+    if needs[1]:
+        g[1] = F._pow_backward_exponent(grad, self, exponent, result)
+    return g
+
+
+def _pow_number_base_backward(F, grads, saved, needs, fused):
+    # ops.yaml: _pow_number_base
+    grad = grads[0]
+    exponent = saved['exponent']
+    result = saved['result']
+    self = saved['self']
+    g = [None] * 2
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    if needs[0]:
+        g[0] = F._fused('_bw__pow_number_base_self', (grad, exponent, self,), ()) if fused else F.where(exponent == 0, 0.0, grad * F._conj_physical(exponent * F.pow(self, exponent - 1)))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
+    if needs[1]:
+        g[1] = F._pow_backward_exponent(grad, self, exponent, result)
+    return g
+
+
 def maximum_backward(F, grads, saved, needs, fused):
     # ops.yaml: maximum
     grad = grads[0]
@@ -2825,6 +2857,8 @@ SAVE_USERS = {
     'mul': {'other': (0,), 'self': (1,)},
     '_div': {'self': (1,)},
     'pow': {'result': (1,)},
+    '_pow_number_exponent': {'result': (1,)},
+    '_pow_number_base': {'result': (1,)},
     'index_put': {'accumulate': (0,)},
     'gelu_erf_backward': {'grad_output': (1,)},
     '_prelu_kernel': {'weight': (0,)},

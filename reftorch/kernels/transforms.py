@@ -182,6 +182,36 @@ def pow_jvp(F, a, t, result):
     return terms
 
 
+def _pow_number_exponent_jvp(F, a, t, result):
+    self = a['self']
+    exponent = a['exponent']
+    self_t = t['self']
+    exponent_t = t['exponent']
+    terms = []
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    if self_t is not None:
+        terms.append(F.conj_physical(F.where(exponent == 0, 0.0, F.conj_physical(self_t) * F._conj_physical(exponent * F.pow(self, exponent - 1)))))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
+    if exponent_t is not None:
+        terms.append(F.conj_physical(F._pow_backward_exponent(F.conj_physical(exponent_t), self, exponent, result)))
+    return terms
+
+
+def _pow_number_base_jvp(F, a, t, result):
+    self = a['self']
+    exponent = a['exponent']
+    self_t = t['self']
+    exponent_t = t['exponent']
+    terms = []
+    # self: where(exponent == 0, 0.0, grad * _conj_physical(exponent * pow(self, exponent - 1)))
+    if self_t is not None:
+        terms.append(F.conj_physical(F.where(exponent == 0, 0.0, F.conj_physical(self_t) * F._conj_physical(exponent * F.pow(self, exponent - 1)))))
+    # exponent: _pow_backward_exponent(grad, self, exponent, result)
+    if exponent_t is not None:
+        terms.append(F.conj_physical(F._pow_backward_exponent(F.conj_physical(exponent_t), self, exponent, result)))
+    return terms
+
+
 def maximum_jvp(F, a, t, result):
     self = a['self']
     other = a['other']
@@ -1481,6 +1511,8 @@ JVPS = {
     'mul': (mul_jvp, 'derived'),
     '_div': (_div_jvp, 'derived'),
     'pow': (pow_jvp, 'derived'),
+    '_pow_number_exponent': (_pow_number_exponent_jvp, 'derived'),
+    '_pow_number_base': (_pow_number_base_jvp, 'derived'),
     'maximum': (maximum_jvp, 'derived'),
     'where': (where_jvp, 'derived'),
     'sum': (sum_jvp, 'forward'),
