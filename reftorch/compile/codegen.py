@@ -441,14 +441,17 @@ def _doc(region):
 def region_source(region):
     """The CPU module of a region (forward, and backward when region.grad_inputs is not empty)."""
     _ensure_codegen_importable()
+    from codegen.common import COMPLEX_MARKER, complex_helpers
     from codegen.emit_cpu import SCALAR_DECORATOR, prelude
     body = _Body(region)
     nin = len(region.inputs)
     arrays = [(f"a{j}", f"x{j}") for j in range(nin)]
     fwd_stores = [(f"o{m}", f"v{vid}") for m, vid in enumerate(region.outputs)]
     bw_lines, bw_outs, helpers = body.backward() if region.grad_inputs else ([], {}, {})
+    # complex_math.py's functions: the prelude's complex branches (tpow's) call them, as in the eager kernels
+    complex_fns = complex_helpers(COMPLEX_MARKER + "\n", '@njit(error_model="numpy")')
     parts = [_header(region, "cpu"), "from reftorch.kernels._cache import CACHE  # first: it sets up Numba's CPU target\n",
-             prelude(), "from numba import prange\n\n"
+             prelude(), complex_fns, "from numba import prange\n\n"
              "# no fast-math: every op rounds as the eager kernel rounds it (the float32 tanh below is the exception)\n"
              "FM = False\n",
              LOCAL_HELPERS]
