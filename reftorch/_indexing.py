@@ -155,15 +155,10 @@ def _apply(self, index, warn_at=None):
     advanced, masks = [], []
     for kind, v in items:
         if kind == "int":
-            size = result._shape[dim]
-            if not -size <= v < size:
-                raise IndexError(f"index {v} is out of bounds for dimension {real_dim} with size {size}")
-            result = F.select(result, dim, v)
+            result = _select(result, dim, v, real_dim)
             real_dim += 1
         elif kind == "slice":
-            start, stop, step = v
-            if not (start in (None, 0) and (stop is None or stop >= result._shape[dim]) and step == 1):
-                result = F.slice_dim(result, dim, start, stop, step)
+            result = _slice(result, dim, v)
             dim, real_dim = dim + 1, real_dim + 1
         elif kind == "none":
             result = F.unsqueeze(result, dim)
@@ -182,6 +177,22 @@ def _apply(self, index, warn_at=None):
             advanced += [(dim + j, a) for j, a in enumerate(np.nonzero(v))]
             dim, real_dim = dim + v.ndim, real_dim + v.ndim
     return _Indexed(result, _index_list(result, advanced, masks))
+
+
+def _select(result, dim, v, real_dim):
+    """result[..., v, ...] at dim (real_dim: that dim's place in the indexed tensor, for the message)."""
+    size = result._shape[dim]
+    if not -size <= v < size:
+        raise IndexError(f"index {v} is out of bounds for dimension {real_dim} with size {size}")
+    return F.select(result, dim, v)
+
+
+def _slice(result, dim, bounds):
+    """result[..., start:stop:step, ...] at dim (bounds: _slice_bounds'); a whole-dim slice is result itself."""
+    start, stop, step = bounds
+    if start in (None, 0) and (stop is None or stop >= result._shape[dim]) and step == 1:
+        return result
+    return F.slice_dim(result, dim, start, stop, step)
 
 
 def _index_list(result, advanced, masks):
@@ -251,14 +262,9 @@ def _basic(self, index):
     result, dim = self, 0
     for real_dim, v in enumerate(index):
         if v.__class__ is int:
-            size = result._shape[dim]
-            if not -size <= v < size:
-                raise IndexError(f"index {v} is out of bounds for dimension {real_dim} with size {size}")
-            result = F.select(result, dim, v)
+            result = _select(result, dim, v, real_dim)
         else:
-            start, stop, step = _slice_bounds(v)
-            if not (start in (None, 0) and (stop is None or stop >= result._shape[dim]) and step == 1):
-                result = F.slice_dim(result, dim, start, stop, step)
+            result = _slice(result, dim, _slice_bounds(v))
             dim += 1
     return F.expand(self, shape) if result is self else result
 

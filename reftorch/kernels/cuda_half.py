@@ -391,6 +391,19 @@ def _complex_aware(real_fn, complex_fn):
     return fn
 
 
+def _complex_aware2(real_fn, complex_fn):
+    """_complex_aware's, for two arguments typed by the first."""
+    def fn(a, b):
+        return real_fn(a, b)
+
+    @_cuda_overload(fn, target="cuda")
+    def _typed(a, b):
+        if isinstance(a, types.Complex):
+            return lambda a, b: complex_fn(a, b)
+        return lambda a, b: real_fn(a, b)
+    return fn
+
+
 if not SIMULATOR:
     exp, log, log1p, expm1, sqrt, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, log2, \
         log10 = (_complex_aware(r, c) for r, c in (
@@ -568,15 +581,8 @@ if SIMULATOR:
         if isinstance(a, (complex, np.complex64, np.complex128)):
             return _logaddexp_c(a, b)
         return _logaddexp_real(a, b)
-else:
-    def logaddexp(a, b):
-        return _logaddexp_real(a, b)
-
-    @_cuda_overload(logaddexp, target="cuda")
-    def _typed_logaddexp(a, b):     # complex operands by c10's formula (templates/complex_math.py), picked while typing
-        if isinstance(a, types.Complex):
-            return lambda a, b: _logaddexp_c(a, b)
-        return lambda a, b: _logaddexp_real(a, b)
+else:       # complex operands by c10's formula (templates/complex_math.py), picked while typing
+    logaddexp = _complex_aware2(_logaddexp_real, _logaddexp_c)
 
 
 # Complex helpers: numba.cuda types both branches of an isinstance test, so these are written once for real
@@ -602,14 +608,7 @@ if SIMULATOR:
             return _sgn_c(x)
         return _sgn_real(x)
 else:
-    def sgn(x):
-        return _sgn_real(x)
-
-    @_cuda_overload(sgn, target="cuda")
-    def _typed_sgn(x):
-        if isinstance(x, types.Complex):
-            return lambda x: _sgn_c(x)
-        return lambda x: _sgn_real(x)
+    sgn = _complex_aware(_sgn_real, _sgn_c)
 
 
 @cuda.jit(device=True, inline=True)
@@ -675,18 +674,6 @@ if SIMULATOR:
             return _tpow_number_base_c(a, b)
         return _tpow_real(a, b)
 else:
-    def _complex_aware2(real_fn, complex_fn):
-        """_complex_aware's, for two arguments typed by the first."""
-        def fn(a, b):
-            return real_fn(a, b)
-
-        @_cuda_overload(fn, target="cuda")
-        def _typed(a, b):
-            if isinstance(a, types.Complex):
-                return lambda a, b: complex_fn(a, b)
-            return lambda a, b: real_fn(a, b)
-        return fn
-
     tpow = _complex_aware2(_tpow_real, _cpow_c)
     tpow_number_exponent = _complex_aware2(_tpow_real, _tpow_number_exponent_c)
     tpow_number_base = _complex_aware2(_tpow_real, _tpow_number_base_c)
